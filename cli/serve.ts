@@ -1,0 +1,33 @@
+// `lemonade serve`: build the context and the app, listen, and shut down cleanly on signals.
+import { loadConfig, type Overrides } from "../server/config.ts";
+import { createServerContext, type ServerContext } from "../server/context.ts";
+import { createApp } from "../routes/app.ts";
+
+export interface RunningServer {
+  ctx: ServerContext;
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+export async function startServer(overrides: Overrides = {}, env = process.env): Promise<RunningServer> {
+  const config = loadConfig(overrides, env);
+  const ctx = createServerContext(config);
+  const app = createApp(ctx);
+  app.listen({ hostname: config.host, port: config.port });
+  const port = app.server!.port!;
+  ctx.websocketPort = port;
+  const host = config.host.includes(":") ? `[${config.host}]` : config.host;
+  const url = `http://${host}:${port}`;
+  ctx.logger.info("Server", `Lemonade Server ${ctx.version} listening on ${url}`);
+  ctx.logger.info("Server", `Cache directory: ${config.cacheDir}`);
+  if (config.apiKey) ctx.logger.info("Server", "API key required (LEMONADE_API_KEY is set)");
+  return {
+    ctx,
+    url,
+    port,
+    async stop() {
+      await app.stop(true);
+    },
+  };
+}

@@ -1,0 +1,52 @@
+// Durable JSON state files (config.json, aliases.json, user_models.json, recipe_options.json).
+// Writes go to a temp file in the same directory, are fsynced, then renamed over the target, so a
+// crash mid-write leaves either the old file or the new one, never a torn one. A file that exists
+// but does not parse is reported, never silently replaced.
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync, rmSync } from "node:fs";
+import { dirname, basename, join } from "node:path";
+
+export class CorruptStateFileError extends Error {
+  constructor(
+    readonly path: string,
+    reason: string,
+  ) {
+    super(`${path} is not valid JSON (${reason}). Fix or move it aside; it was left untouched.`);
+    this.name = "CorruptStateFileError";
+  }
+}
+
+/** Reads a JSON state file; `fallback` when it does not exist, CorruptStateFileError when unreadable. */
+export function readJsonFile<V>(path: string, fallback: V): V {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return fallback;
+    throw err;
+  }
+  try {
+    return JSON.parse(text) as V;
+  } catch (err) {
+    throw new CorruptStateFileError(path, (err as Error).message);
+  }
+}
+
+let tempCounter = 0;
+
+/** Atomically replaces `path` with `value` as pretty-printed JSON. */
+export function writeJsonFileAtomic(path: string, value: unknown): void {
+  const dir = dirname(path);
+  mkdirSync(dir, { recursive: true });
+  const temp = join(dir, `.${basename(path)}.${process.pid}.${++tempCounter}.tmp`);
+  const fd = openSync(temp, "w", 0o600);
+  try {
+    writeSync(fd, JSON.stringify(value, null, 2) + "\n");
+    fsyncSync(fd);
+  } catch (err) {
+    closeSync(fd);
+    rmSync(temp, { force: true });
+    throw err;
+  }
+  closeSync(fd);
+  renameSync(temp, path);
+}

@@ -1,0 +1,56 @@
+// API-key and browser-origin checks. Which key a route needs comes from its spec (`access`).
+import { timingSafeEqual } from "node:crypto";
+import type { Access } from "../spec/endpoint.ts";
+
+export interface Keys {
+  apiKey: string | null;
+  adminApiKey: string | null;
+}
+
+/** The key a request presents: `Authorization: Bearer`, Anthropic's `x-api-key`, or `?api_key=`
+ * (browsers cannot set headers on a WebSocket). */
+export function presentedKey(request: Request, url: URL): string | null {
+  const auth = request.headers.get("authorization");
+  if (auth) {
+    const m = /^Bearer\s+(.+)$/i.exec(auth.trim());
+    if (m) return m[1]!;
+  }
+  return request.headers.get("x-api-key") ?? url.searchParams.get("api_key");
+}
+
+function same(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** Whether a request with `key` may use a route of the given access class. The admin key opens
+ * every route; the API key opens everything but `/internal/*` once an admin key is set. */
+export function isAllowed(access: Access, keys: Keys, key: string | null): boolean {
+  const isAdmin = keys.adminApiKey !== null && key !== null && same(key, keys.adminApiKey);
+  const isUser = keys.apiKey !== null && key !== null && same(key, keys.apiKey);
+  switch (access) {
+    case "open":
+      return true;
+    case "api":
+    case "metrics":
+      return keys.apiKey === null || isUser || isAdmin;
+    case "admin":
+      if (keys.adminApiKey !== null) return isAdmin;
+      return keys.apiKey === null || isUser;
+  }
+}
+
+const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+/** Browser origins allowed to call the server: loopback pages always, others when listed. Requests
+ * without an Origin header (curl, SDKs) are not browser cross-origin requests and pass. */
+export function isOriginAllowed(origin: string | null, allowed: string[]): boolean {
+  if (origin === null) return true;
+  if (allowed.includes("*") || allowed.includes(origin)) return true;
+  try {
+    return LOOPBACK_HOSTS.has(new URL(origin).hostname);
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,107 @@
+// Host facts for /v1/system-info and /v1/system-stats, read from the OS on each call.
+import { cpus, freemem, release, totalmem, type, arch } from "node:os";
+import { mkdirSync, readFileSync, readdirSync, statfsSync } from "node:fs";
+
+const GiB = 1024 ** 3;
+
+function readText(path: string): string | null {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return null;
+  }
+}
+
+function osVersion(): string {
+  const pretty = readText("/etc/os-release")?.match(/^PRETTY_NAME="?([^"\n]+)"?/m)?.[1];
+  return `${pretty ?? type()} (kernel ${release()}, ${arch()})`;
+}
+
+function physicalCores(): number {
+  const info = readText("/proc/cpuinfo");
+  if (!info) return cpus().length;
+  const cores = new Set<string>();
+  let physical = "0";
+  for (const line of info.split("\n")) {
+    const [k, v] = line.split(":").map((s) => s?.trim());
+    if (k === "physical id") physical = v ?? "0";
+    if (k === "core id") cores.add(`${physical}:${v}`);
+  }
+  return cores.size || cpus().length;
+}
+
+/** NVIDIA GPUs the kernel driver exposes; AMD GPUs and NPUs are not probed on this build. */
+function nvidiaGpus(): { name: string; available: boolean }[] {
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc/driver/nvidia/gpus");
+  } catch {
+    return [];
+  }
+  return entries.map((bus) => {
+    const model = readText(`/proc/driver/nvidia/gpus/${bus}/information`)?.match(/^Model:\s*(.+)$/m)?.[1];
+    return { name: model?.trim() ?? "NVIDIA GPU", available: true };
+  });
+}
+
+export function modelStorage(path: string) {
+  mkdirSync(path, { recursive: true });
+  const fs = statfsSync(path);
+  const total = fs.blocks * fs.bsize;
+  return { path, used_bytes: total - fs.bfree * fs.bsize, total_bytes: total, free_bytes: fs.bavail * fs.bsize };
+}
+
+export function hostInfo(storagePath: string) {
+  const cpuName = cpus()[0]?.model.trim() ?? "unknown";
+  return {
+    "OS Version": osVersion(),
+    Processor: cpuName,
+    "Physical Memory": `${(totalmem() / GiB).toFixed(1)} GB`,
+    model_storage: modelStorage(storagePath),
+    devices: {
+      cpu: { name: cpuName, cores: physicalCores(), threads: cpus().length, available: true },
+      amd_gpu: [],
+      nvidia_gpu: nvidiaGpus(),
+    },
+  };
+}
+
+function cpuTimes() {
+  let idle = 0;
+  let total = 0;
+  for (const c of cpus()) {
+    idle += c.times.idle;
+    total += c.times.user + c.times.nice + c.times.sys + c.times.irq + c.times.idle;
+  }
+  return { idle, total };
+}
+
+function memoryInUse(): number {
+  const available = readText("/proc/meminfo")?.match(/^MemAvailable:\s+(\d+) kB/m)?.[1];
+  const free = available ? Number(available) * 1024 : freemem();
+  return totalmem() - free;
+}
+
+/** CPU use is the busy share since the previous call (or over a short sample on the first). */
+export class HostStats {
+  private last = cpuTimes();
+  private lastAt = Date.now();
+
+  async read() {
+    if (Date.now() - this.lastAt < 50) {
+      await Bun.sleep(100);
+    }
+    const now = cpuTimes();
+    const total = now.total - this.last.total;
+    const cpu = total > 0 ? Math.round(((total - (now.idle - this.last.idle)) / total) * 1000) / 10 : null;
+    this.last = now;
+    this.lastAt = Date.now();
+    return {
+      cpu_percent: cpu,
+      memory_gb: Math.round((memoryInUse() / GiB) * 100) / 100,
+      gpu_percent: null,
+      vram_gb: null,
+      npu_percent: null,
+    };
+  }
+}

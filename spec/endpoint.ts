@@ -1,0 +1,96 @@
+// The endpoint-definition helper. One `endpoint({...})` object per route is the single source of
+// truth: routes/ binds it to Elysia (validation), server/openapi derives the OpenAPI document from it,
+// and scripts/gen-docs.ts renders its markdown block. This module imports nothing of ours.
+import type { TSchema } from "@sinclair/typebox";
+import { E, type ErrorRow } from "./errors.ts";
+
+export type HttpMethod = "GET" | "POST" | "DELETE" | "HEAD" | "WS";
+
+/** Where a route is mounted: every versioned prefix, or the root only. */
+export type Mount = "versioned" | "root";
+
+/** The error body shape a route answers with. */
+export type ErrorStyle = "openai" | "ollama";
+
+/** Who may call a route. `api`: LEMONADE_API_KEY when set; `admin`: LEMONADE_ADMIN_API_KEY when set;
+ * `metrics`: either key, required only when LEMONADE_API_KEY is set; `open`: nobody is refused. */
+export type Access = "api" | "admin" | "metrics" | "open";
+
+export type DocPage = "openai" | "ollama" | "lemonade" | "anthropic" | "mcp" | "llamacpp";
+
+export type Availability = "fully_available" | "partially_available" | "not_available";
+
+/** The status badge of one parameter, as the docs' Status column shows it. */
+export type ParamStatus = "available" | "partial" | "not_available";
+
+export const VERSION_PREFIXES = ["/v1", "/api/v1", "/v0", "/api/v0"] as const;
+
+export interface Example {
+  /** Request body sent by the example, rendered as curl and PowerShell. */
+  body?: unknown;
+  /** Query string appended to the path in the example, without the `?`. */
+  query?: string;
+  /** Concrete path, when the route has path parameters. */
+  path?: string;
+  /** Status line of the example response. */
+  status?: string;
+  /** The response body, verbatim (JSON or text). */
+  response?: string;
+  responseLang?: "json" | "text";
+}
+
+export interface EndpointDef {
+  /** The GENERATED block id in the docs, e.g. `openai.chat_completions`. */
+  id: string;
+  method: HttpMethod;
+  /** Path without prefix, in Elysia syntax for parameters (`/models/:id`). */
+  path: string;
+  mount: Mount;
+  page: DocPage;
+  errorStyle: ErrorStyle;
+  access: Access;
+  summary: string;
+  /** The summary table's extra column: modality on the OpenAI page. */
+  modality?: string;
+  availability: Availability;
+  /** Prose (markdown) shown under the heading. */
+  description: string;
+  /** Extra prose shown after the parameters table. */
+  notes?: string;
+  body?: TSchema;
+  query?: TSchema;
+  params?: TSchema;
+  /** The success response body; documented as "Response format" and used by tests to check answers. */
+  response?: TSchema;
+  /** Response content type, when not JSON. */
+  contentType?: string;
+  /** `HEAD` is answered too, with an empty body. */
+  head?: boolean;
+  errors?: ErrorRow[];
+  example?: Example;
+}
+
+export function endpoint<const D extends EndpointDef>(def: D): D {
+  return def;
+}
+
+/** The paths a definition is served at. */
+export function mountedPaths(def: Pick<EndpointDef, "path" | "mount">): string[] {
+  return def.mount === "versioned" ? VERSION_PREFIXES.map((p) => p + def.path) : [def.path];
+}
+
+/** The path as the docs print it: `/v1/models/{id}`. */
+export function docPath(def: Pick<EndpointDef, "path" | "mount">): string {
+  const path = def.mount === "versioned" ? `/v1${def.path}` : def.path;
+  return path.replace(/:([A-Za-z_]+)/g, "{$1}");
+}
+
+/** The error rows a route can answer: schema failures wherever it takes input, then its own rows,
+ * in status order. Both the docs' Errors table and the OpenAPI responses use this list. */
+export function documentedErrors(def: EndpointDef): ErrorRow[] {
+  const rows: ErrorRow[] = [];
+  if (def.body && def.method !== "WS") rows.push(E.invalidJson);
+  if (def.body || def.query || def.params) rows.push(E.missingArgument, E.invalidArgument);
+  for (const row of def.errors ?? []) if (!rows.includes(row)) rows.push(row);
+  return rows.sort((a, b) => a.status - b.status);
+}

@@ -1,0 +1,318 @@
+// Lemonade's own operational endpoints (lemonade.md): liveness, health, system info and stats,
+// metrics, the log stream and model aliases.
+import { Type as T } from "@sinclair/typebox";
+import { endpoint } from "./endpoint.ts";
+import { E } from "./errors.ts";
+import { ModelType, Nullable, PerModelType } from "./schemas.ts";
+
+export const live = endpoint({
+  id: "lemonade.live",
+  method: "GET",
+  path: "/live",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "open",
+  summary: "Liveness probe",
+  availability: "fully_available",
+  description:
+    "Lightweight liveness probe for load balancers and orchestrators. Unlike [`/v1/health`](#get-v1health), it does no work beyond confirming the process is up, so it is safe to poll at high frequency. It is never behind an API key and is not mounted under the versioned prefixes.",
+  head: true,
+  response: T.Object({ status: T.Literal("ok", { description: 'Always `"ok"`.' }) }),
+  example: { response: '{"status": "ok"}' },
+});
+
+export const LoadedModel = T.Object({
+  model_name: T.String({ description: "Name of the loaded model" }),
+  checkpoint: T.String({ description: "Full checkpoint identifier" }),
+  last_use: T.Number({ description: "Unix timestamp of last access (load or inference)" }),
+  type: ModelType,
+  device: T.String({ description: 'Space-separated device list: `"cpu"`, `"gpu"`, `"npu"`' }),
+  pinned: T.Boolean({ description: "Whether the model is pinned against automatic eviction" }),
+  is_busy: T.Boolean({ description: "Whether the model has requests in flight or a load in progress" }),
+  is_streaming: T.Boolean({ description: "Whether the model is streaming output tokens right now" }),
+  recipe: T.String({ description: "Recipe used to load the model, e.g. `llamacpp`" }),
+  pid: T.Integer({ description: "Process ID of the backend engine serving this model" }),
+  recipe_options: T.Record(T.String(), T.Unknown(), { description: "Options used to load the model" }),
+  backend_url: T.String({ description: "URL of the backend process serving this model" }),
+});
+
+export const health = endpoint({
+  id: "lemonade.health",
+  method: "GET",
+  path: "/health",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Server health and loaded models",
+  availability: "fully_available",
+  description: "Checks the health of the server and reports the models loaded in memory.",
+  response: T.Object({
+    status: T.Literal("ok", { description: 'Server health status, always `"ok"`' }),
+    version: T.String({ description: "Version of Lemonade Server" }),
+    model_loaded: Nullable(T.String(), { description: "Model name of the most recently accessed model" }),
+    all_models_loaded: T.Array(LoadedModel, { description: "All models currently loaded" }),
+    max_models: PerModelType("Most models of the type loaded at once (`max_loaded_models`; `-1` is unlimited)"),
+    pinned_models: PerModelType("Pinned models of the type loaded now"),
+    websocket_port: T.Optional(
+      T.Integer({ description: "Port serving the WebSocket APIs (log stream, realtime transcription)" }),
+    ),
+    telemetry: T.Object({ enabled: T.Boolean({ description: "Whether telemetry collection is active" }) }),
+    update_check_done: T.Boolean({
+      description: "Whether the start-up check for newer model revisions has finished",
+    }),
+  }),
+  example: {
+    response: `{
+  "status": "ok",
+  "version": "0.1.0",
+  "model_loaded": null,
+  "all_models_loaded": [],
+  "max_models": {"llm": 1, "embedding": 1, "reranking": 1, "transcription": 1, "image": 1, "tts": 1},
+  "pinned_models": {"llm": 0, "embedding": 0, "reranking": 0, "transcription": 0, "image": 0, "tts": 0},
+  "websocket_port": 13305,
+  "telemetry": {"enabled": false},
+  "update_check_done": true
+}`,
+  },
+});
+
+const Backend = T.Object({
+  devices: T.Array(T.String(), { description: "Devices on this system that the backend can use" }),
+  state: T.Union(["unsupported", "installable", "update_required", "installed"].map((s) => T.Literal(s)), {
+    description: "Backend lifecycle state: `unsupported`, `installable`, `update_required` or `installed`",
+  }),
+  message: T.String({ description: "Human-readable status text; empty when installed" }),
+  action: T.String({ description: "What to do next, typically the exact CLI command" }),
+  version: T.Optional(T.String({ description: "Installed or configured backend version" })),
+});
+
+export const systemInfo = endpoint({
+  id: "lemonade.system_info",
+  method: "GET",
+  path: "/system-info",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Hardware details, devices and backend states",
+  availability: "partially_available",
+  description:
+    "Reports the host's hardware, the devices found on it, the model storage drive, and for each recipe the state of each of its backends.",
+  response: T.Object({
+    "OS Version": T.String({ description: "Operating system name and version" }),
+    Processor: T.String({ description: "CPU model name" }),
+    "Physical Memory": T.String({ description: "Total RAM" }),
+    model_storage: T.Object(
+      {
+        path: T.String({ description: "Active model storage path" }),
+        used_bytes: T.Number({ description: "Used bytes on the model-storage drive" }),
+        total_bytes: T.Number({ description: "Total capacity of the model-storage drive" }),
+        free_bytes: T.Number({ description: "Bytes available to the server process on that drive" }),
+      },
+      { description: "The drive holding model storage" },
+    ),
+    devices: T.Object(
+      {
+        cpu: T.Object(
+          {
+            name: T.String({ description: "CPU model name" }),
+            cores: T.Integer({ description: "Physical cores" }),
+            threads: T.Integer({ description: "Hardware threads" }),
+            available: T.Boolean({ description: "Always `true`" }),
+          },
+          { description: "CPU information" },
+        ),
+        amd_gpu: T.Array(T.Unknown(), { description: "AMD GPUs, integrated and discrete" }),
+        nvidia_gpu: T.Array(T.Unknown(), { description: "NVIDIA GPUs" }),
+        amd_npu: T.Optional(T.Unknown({ description: "AMD NPU, when present" })),
+      },
+      { description: "Hardware devices detected on the system" },
+    ),
+    recipes: T.Record(
+      T.String(),
+      T.Object({
+        default_backend: T.Optional(T.String({ description: "Preferred backend on this system" })),
+        backends: T.Record(T.String(), Backend, { description: "Backends of the recipe by name" }),
+      }),
+      { description: "Each recipe (`llamacpp`, `whispercpp`, ...) and its backends" },
+    ),
+  }),
+  example: {
+    response: `{
+  "OS Version": "Linux 6.1.0 (x64)",
+  "Processor": "AMD EPYC 7B13",
+  "Physical Memory": "23.5 GB",
+  "model_storage": {"path": "/home/me/.cache/huggingface/hub", "used_bytes": 22000000000, "total_bytes": 252000000000, "free_bytes": 80000000000},
+  "devices": {"cpu": {"name": "AMD EPYC 7B13", "cores": 2, "threads": 2, "available": true}, "amd_gpu": [], "nvidia_gpu": []},
+  "recipes": {
+    "llamacpp": {"default_backend": "cpu", "backends": {"cpu": {"devices": ["cpu"], "state": "installable", "message": "llama.cpp is not built yet", "action": "lemonade backends install llamacpp:cpu"}}}
+  }
+}`,
+  },
+});
+
+export const systemStats = endpoint({
+  id: "lemonade.system_stats",
+  method: "GET",
+  path: "/system-stats",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Current host resource usage",
+  availability: "partially_available",
+  description:
+    "Current host resource usage as measured by the server process, for dashboards that want lightweight telemetry without scraping Prometheus. Values the host cannot report are `null`.",
+  response: T.Object({
+    cpu_percent: Nullable(T.Number(), { description: "System CPU utilization percentage, or `null` when unavailable" }),
+    memory_gb: T.Number({ description: "System RAM currently in use, in GiB" }),
+    gpu_percent: Nullable(T.Number(), { description: "GPU utilization percentage, or `null` when unavailable" }),
+    vram_gb: Nullable(T.Number(), { description: "GPU memory in use, in GiB, or `null` when unavailable" }),
+    npu_percent: Nullable(T.Number(), { description: "NPU utilization percentage, or `null` when unavailable" }),
+  }),
+  example: { response: '{"cpu_percent": 12.3, "memory_gb": 8.4, "gpu_percent": null, "vram_gb": null, "npu_percent": null}' },
+});
+
+export const metrics = endpoint({
+  id: "lemonade.metrics",
+  method: "GET",
+  path: "/metrics",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "metrics",
+  summary: "Prometheus scrape endpoint",
+  availability: "fully_available",
+  description:
+    "Prometheus text exposition of the server's state at the moment of the scrape. Root-level only. When `LEMONADE_API_KEY` is set it requires bearer authentication with either the API key or `LEMONADE_ADMIN_API_KEY`; otherwise it is open.",
+  head: true,
+  contentType: "text/plain; version=0.0.4; charset=utf-8",
+  example: {
+    responseLang: "text",
+    response: `# HELP lemonade_server_up Whether the Lemonade server is running.
+# TYPE lemonade_server_up gauge
+lemonade_server_up 1
+# HELP lemonade_server_info Lemonade server build information.
+# TYPE lemonade_server_info gauge
+lemonade_server_info{version="0.1.0"} 1`,
+  },
+});
+
+const LogEntry = T.Object({
+  seq: T.Integer({ description: "Monotonically increasing sequence number, for dedup and resume" }),
+  timestamp: T.String({ description: "Formatted timestamp" }),
+  severity: T.String({ description: "`Trace`, `Debug`, `Info`, `Warning`, `Error` or `Fatal`" }),
+  tag: T.String({ description: "Log source tag, such as `Server` or `Router`" }),
+  line: T.String({ description: "The full formatted log line" }),
+});
+
+/** Messages a log-stream client sends. */
+export const LogsSubscribe = T.Object({
+  type: T.Literal("logs.subscribe", { description: "Subscribe to the log stream" }),
+  after_seq: T.Optional(
+    Nullable(T.Integer(), {
+      description: "Send only entries after this sequence number; `null` or absent sends the whole backlog",
+    }),
+  ),
+});
+
+/** Messages the server sends on the log stream. */
+export const LogsServerMessage = T.Union([
+  T.Object({ type: T.Literal("logs.snapshot"), entries: T.Array(LogEntry) }),
+  T.Object({ type: T.Literal("logs.entry"), entry: LogEntry }),
+  T.Object({ type: T.Literal("error"), error: T.Object({ message: T.String() }) }),
+]);
+
+export const logsStream = endpoint({
+  id: "lemonade.logs_stream",
+  method: "WS",
+  path: "/logs/stream",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Stream server logs over WebSocket",
+  availability: "fully_available",
+  description:
+    'Clients connect, send `{"type": "logs.subscribe", "after_seq": null}`, receive one `logs.snapshot` message with up to 5000 retained entries (those after `after_seq` when it is a number), then a `logs.entry` message per new log line. An invalid message is answered with an `error` message. Browsers cannot set headers on a WebSocket, so the API key is also accepted as `?api_key=`.',
+  body: LogsSubscribe,
+  response: LogsServerMessage,
+  example: {
+    body: { type: "logs.subscribe", after_seq: null },
+    response: `{"type": "logs.snapshot", "entries": [{"seq": 1, "timestamp": "2026-11-30 14:22:01.123", "severity": "Info", "tag": "Server", "line": "2026-11-30 14:22:01.123 [Info] (Server) Lemonade Server listening on http://127.0.0.1:13305"}]}`,
+  },
+});
+
+const Alias = T.Object({
+  alias: T.String({ description: "The alias name" }),
+  target: T.String({ description: "The model the alias resolves to" }),
+  downloaded: T.Boolean({ description: "Whether the target model is downloaded" }),
+  recipe: Nullable(T.String(), { description: "The target's recipe; `null` when the target is not in the catalog" }),
+});
+
+export const aliasesList = endpoint({
+  id: "lemonade.aliases_get",
+  method: "GET",
+  path: "/internal/aliases",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "admin",
+  summary: "List model aliases",
+  availability: "fully_available",
+  description: "Lists every active model alias.",
+  response: T.Object({ aliases: T.Array(Alias, { description: "The alias bindings" }) }),
+  example: {
+    response: '{"aliases": [{"alias": "my-alias-1", "target": "Qwen3-0.6B-GGUF", "downloaded": true, "recipe": "llamacpp"}]}',
+  },
+});
+
+export const aliasesSet = endpoint({
+  id: "lemonade.aliases_post",
+  method: "POST",
+  path: "/internal/aliases",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "admin",
+  summary: "Bind a model alias",
+  availability: "fully_available",
+  description:
+    "Binds an alias to a target model name, replacing any earlier binding of that alias. Bindings persist in `aliases.json` in the cache directory.",
+  body: T.Object({
+    alias: T.String({ minLength: 1, pattern: "^[^/\\s]+$", description: "The alias name to create or update." }),
+    target: T.Optional(T.String({ minLength: 1, description: "The target model name." })),
+    model: T.Optional(T.String({ minLength: 1, description: "Accepted in place of `target`." })),
+  }),
+  response: T.Object({
+    status: T.Literal("ok", { description: 'Always `"ok"`' }),
+    alias: T.String({ description: "The alias bound" }),
+    target: T.String({ description: "Its target" }),
+  }),
+  example: {
+    body: { alias: "my-alias-1", target: "Qwen3-0.6B-GGUF" },
+    response: '{"status": "ok", "alias": "my-alias-1", "target": "Qwen3-0.6B-GGUF"}',
+  },
+});
+
+export const aliasesDelete = endpoint({
+  id: "lemonade.aliases_delete",
+  method: "DELETE",
+  path: "/internal/aliases/:alias",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "admin",
+  summary: "Remove a model alias",
+  availability: "fully_available",
+  description: "Removes an alias binding by name.",
+  params: T.Object({ alias: T.String({ description: "The alias name to remove." }) }),
+  response: T.Object({
+    status: T.Literal("deleted", { description: 'Always `"deleted"`' }),
+    alias: T.String({ description: "The alias removed" }),
+  }),
+  errors: [E.aliasNotFound],
+  example: { path: "/internal/aliases/my-alias-1", response: '{"status": "deleted", "alias": "my-alias-1"}' },
+});

@@ -1,0 +1,63 @@
+// Schemas shared across endpoint families. Descriptions here are what the docs print.
+import { Type as T, type TSchema, type SchemaOptions } from "@sinclair/typebox";
+import type { ParamStatus } from "./endpoint.ts";
+
+/** Marks a parameter's availability for the docs' Status column (default `available`). */
+export function status<S extends TSchema>(schema: S, value: ParamStatus): S {
+  return { ...schema, "x-status": value };
+}
+
+/** A nullable value: present in the body, possibly `null`. */
+export const Nullable = <S extends TSchema>(schema: S, options: SchemaOptions = {}) =>
+  T.Union([schema, T.Null()], options);
+
+export const ModelName = T.String({ description: "The model to run; loaded on first use.", minLength: 1 });
+
+export const ModelType = T.Union(
+  ["llm", "embedding", "reranking", "transcription", "image", "tts"].map((v) => T.Literal(v)),
+  { description: "Model type." },
+);
+
+/** Per-type counts, as `/v1/health` reports `max_models` and `pinned_models`. */
+export const PerModelType = (what: string) =>
+  T.Object({
+    llm: T.Integer({ description: `${what}: LLM/chat models` }),
+    embedding: T.Integer({ description: `${what}: embedding models` }),
+    reranking: T.Integer({ description: `${what}: reranking models` }),
+    transcription: T.Integer({ description: `${what}: speech-to-text models` }),
+    image: T.Integer({ description: `${what}: image models` }),
+    tts: T.Integer({ description: `${what}: text-to-speech models` }),
+  });
+
+export const OpenAIError = T.Object({
+  error: T.Object({
+    message: T.String({ description: "What went wrong, naming the offending field where there is one." }),
+    type: T.String({ description: "The error's class, such as `invalid_request_error`." }),
+    code: T.Optional(T.String({ description: "The machine-readable code from the Errors table." })),
+    param: T.Optional(T.String({ description: "The offending field, when one is to blame." })),
+  }),
+});
+
+export const OllamaError = T.Object({
+  error: T.String({ description: "What went wrong." }),
+});
+
+export const Usage = T.Object({
+  prompt_tokens: T.Integer({ description: "Tokens in the prompt." }),
+  completion_tokens: T.Integer({ description: "Tokens generated." }),
+  total_tokens: T.Integer({ description: "Sum of `prompt_tokens` and `completion_tokens`." }),
+});
+
+export const SamplingParams = {
+  temperature: T.Optional(T.Number({ description: "Sampling temperature." })),
+  top_p: T.Optional(
+    T.Number({
+      description: "Cumulative probability of the top tokens to consider during nucleus sampling, from `0.0` to `1.0`.",
+    }),
+  ),
+  top_k: T.Optional(T.Integer({ description: "Number of top tokens to consider during sampling." })),
+  repeat_penalty: T.Optional(
+    T.Number({ description: "From `1.0` to `2.0`: `1.0` applies no penalty, and higher values discourage repetition." }),
+  ),
+  seed: T.Optional(T.Integer({ description: "Random seed for reproducible sampling." })),
+};

@@ -1,0 +1,81 @@
+import { expect, test } from "bun:test";
+import { join } from "node:path";
+import { tempDir } from "./helpers/server.ts";
+
+const root = join(import.meta.dir, "..");
+const cli = (args: string[], env: Record<string, string> = {}) =>
+  Bun.spawn([process.execPath, "cli/main.ts", ...args], {
+    cwd: root,
+    env: { ...process.env, LEMONADE_CACHE_DIR: tempDir(), ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+
+function freePort(): number {
+  const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = s.port;
+  s.stop(true);
+  return port;
+}
+
+async function waitForLive(url: string, child: ReturnType<typeof cli>): Promise<void> {
+  const deadline = Date.now() + 15000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${await new Response(child.stderr).text()}`);
+    try {
+      if ((await fetch(`${url}/live`)).ok) return;
+    } catch {}
+    await Bun.sleep(50);
+  }
+  throw new Error("server did not answer /live within 15 s");
+}
+
+test("`lemonade serve` listens on loopback, answers /live, and exits 0 on SIGTERM", async () => {
+  const port = freePort();
+  const child = cli(["serve", "--port", String(port)]);
+  try {
+    await waitForLive(`http://127.0.0.1:${port}`, child);
+    const health = await (await fetch(`http://127.0.0.1:${port}/v1/health`)).json();
+    expect(health.status).toBe("ok");
+  } finally {
+    child.kill("SIGTERM");
+  }
+  expect(await child.exited).toBe(0);
+  expect(await new Response(child.stdout).text()).toContain(`listening on http://127.0.0.1:${port}`);
+});
+
+test("LEMONADE_PORT picks the port when no flag is given", async () => {
+  const port = freePort();
+  const child = cli(["serve"], { LEMONADE_PORT: String(port) });
+  try {
+    await waitForLive(`http://127.0.0.1:${port}`, child);
+  } finally {
+    child.kill("SIGTERM");
+  }
+  expect(await child.exited).toBe(0);
+});
+
+test("usage errors exit 2 with a message, --help exits 0", async () => {
+  const help = cli(["serve", "--help"]);
+  expect(await help.exited).toBe(0);
+  expect(await new Response(help.stdout).text()).toContain("--port");
+
+  for (const args of [["bogus"], ["serve", "--port", "http"], ["serve", "--nope"], []]) {
+    const child = cli(args);
+    expect(await child.exited).toBe(2);
+  }
+  const bogus = cli(["bogus"]);
+  await bogus.exited;
+  expect(await new Response(bogus.stderr).text()).toContain("unknown command 'bogus'");
+});
+
+test("a port in use is a runtime failure (exit 1) with a clear message", async () => {
+  const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  try {
+    const child = cli(["serve", "--port", String(s.port)]);
+    expect(await child.exited).toBe(1);
+    expect(await new Response(child.stderr).text()).toMatch(/in use|EADDRINUSE/i);
+  } finally {
+    s.stop(true);
+  }
+});

@@ -1,0 +1,63 @@
+import { expect, test } from "bun:test";
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { endpoints } from "../spec/index.ts";
+import { renderEndpoint } from "../scripts/gen-docs.ts";
+
+const root = join(import.meta.dir, "..");
+const apiDocs = join(root, "..", "shared", "api-docs");
+
+test("bun run docs:check passes on the committed docs, and fails on a stale block", () => {
+  const run = Bun.spawnSync([process.execPath, "run", "docs:check"], { cwd: root });
+  expect(run.stderr.toString()).not.toContain("out of date");
+  expect(run.exitCode).toBe(0);
+
+  const dir = mkdtempSync(join(tmpdir(), "docs-"));
+  cpSync(join(root, "generated-docs"), dir, { recursive: true });
+  const page = join(dir, "lemonade.md");
+  writeFileSync(page, readFileSync(page, "utf8").replace("Lists every active model alias.", "Lists aliases."));
+  const gen = (...args: string[]) => Bun.spawnSync([process.execPath, "scripts/gen-docs.ts", "--dir", dir, ...args], { cwd: root });
+  const stale = gen("--check");
+  expect(stale.exitCode).toBe(1);
+  expect(stale.stderr.toString()).toContain("lemonade.md: generated blocks are stale");
+  expect(gen().exitCode).toBe(0);
+  expect(gen("--check").exitCode).toBe(0);
+  expect(readFileSync(page, "utf8")).toContain("Lists every active model alias.");
+});
+
+test("every endpoint has its block in generated-docs, equal to what the spec renders", () => {
+  for (const def of endpoints) {
+    const page = readFileSync(join(root, "generated-docs", `${def.page}.md`), "utf8");
+    const block = new RegExp(`<!-- BEGIN GENERATED: ${def.id.replace(".", "\\.")} -->\\n([\\s\\S]*?)\\n<!-- END GENERATED: ${def.id.replace(".", "\\.")} -->`).exec(page);
+    expect(block?.[1], def.id).toBe(renderEndpoint(def));
+  }
+});
+
+/** The header rows of every markdown table in a text. */
+function tableHeaders(text: string): Set<string> {
+  return new Set(text.split("\n").filter((l, i, all) => l.startsWith("| ") && all[i + 1]?.startsWith("|--")));
+}
+
+test("generated tables have the same shapes as the contract's", () => {
+  const contract = new Set([
+    ...tableHeaders(readFileSync(join(apiDocs, "openai.md"), "utf8")),
+    ...tableHeaders(readFileSync(join(apiDocs, "ollama.md"), "utf8")),
+  ]);
+  for (const def of endpoints) {
+    for (const header of tableHeaders(renderEndpoint(def))) expect(contract.has(header), `${def.id}: ${header}`).toBe(true);
+  }
+  const ollama = readFileSync(join(root, "generated-docs", "ollama.md"), "utf8");
+  const summary = [...tableHeaders(ollama)][0];
+  expect(summary).toBe("| Method | Endpoint | Status | Description |");
+});
+
+test("a block the contract also has renders its heading, badge and error rows the same way", () => {
+  const contract = readFileSync(join(apiDocs, "ollama.md"), "utf8");
+  for (const id of ["ollama.create", "ollama.copy"]) {
+    const theirs = new RegExp(`<!-- BEGIN GENERATED: ${id} -->\\n([\\s\\S]*?)\\n<!-- END`).exec(contract)![1]!;
+    const ours = renderEndpoint(endpoints.find((d) => d.id === id)!);
+    const lines = (s: string) => s.split("\n").filter((l) => l.startsWith("## ") || l.startsWith("<sub>") || l.startsWith("| "));
+    expect(lines(ours)).toEqual(lines(theirs));
+  }
+});

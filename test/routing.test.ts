@@ -1,0 +1,114 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import SwaggerParser from "@apidevtools/swagger-parser";
+import { endpoints, lemonade, mountedPaths, VERSION_PREFIXES } from "../spec/index.ts";
+import { expectMatches, startTestServer, type TestServer } from "./helpers/server.ts";
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterAll(() => server.close());
+
+describe("mounting", () => {
+  test.each([...VERSION_PREFIXES])("versioned routes answer under %s", async (prefix) => {
+    for (const path of ["/health", "/system-info", "/system-stats"]) {
+      const res = await fetch(`${server.url}${prefix}${path}`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toContain("application/json");
+    }
+    const health = await (await fetch(`${server.url}${prefix}/health`)).json();
+    expectMatches(lemonade.health.response, health);
+  });
+
+  test("root-level routes answer only at the root", async () => {
+    expect((await fetch(`${server.url}/live`)).status).toBe(200);
+    expect((await fetch(`${server.url}/metrics`)).status).toBe(200);
+    for (const prefix of VERSION_PREFIXES) {
+      expect((await fetch(`${server.url}${prefix}/live`)).status).toBe(404);
+      expect((await fetch(`${server.url}${prefix}/metrics`)).status).toBe(404);
+    }
+  });
+
+  test("HEAD /live and HEAD /metrics answer 200 with an empty body", async () => {
+    for (const path of ["/live", "/metrics"]) {
+      const res = await fetch(`${server.url}${path}`, { method: "HEAD" });
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe("");
+    }
+  });
+
+  test("an unknown path answers 404 JSON in the OpenAI error shape", async () => {
+    const res = await fetch(`${server.url}/v1/no-such-thing`);
+    expect(res.status).toBe(404);
+    const body = await res.json();
+    expect(body.error.message).toContain("/v1/no-such-thing");
+    expect(body.error.type).toBe("not_found_error");
+  });
+
+  test("an unknown Ollama path answers 404 in Ollama's error shape", async () => {
+    const res = await fetch(`${server.url}/api/no-such-thing`, { method: "POST", body: "{}" });
+    expect(res.status).toBe(404);
+    expect(typeof (await res.json()).error).toBe("string");
+  });
+});
+
+describe("operational endpoints", () => {
+  test("system-info reports host, storage and every recipe with a valid state", async () => {
+    const info = await (await fetch(`${server.url}/v1/system-info`)).json();
+    expectMatches(lemonade.systemInfo.response, info);
+    expect(info.devices.cpu.threads).toBeGreaterThan(0);
+    expect(info.model_storage.total_bytes).toBeGreaterThan(info.model_storage.free_bytes);
+    expect(Object.keys(info.recipes)).toEqual(expect.arrayContaining(["llamacpp", "whispercpp"]));
+    // Nothing is built into this fresh cache dir, so the source-built backend can only be installable.
+    expect(info.recipes.llamacpp.backends.cpu.state).toBe("installable");
+    expect(info.recipes.llamacpp.backends.cpu.action).toBe("lemonade backends install llamacpp:cpu");
+  });
+
+  test("system-stats reports memory in use within the machine's total", async () => {
+    const stats = await (await fetch(`${server.url}/v1/system-stats`)).json();
+    expectMatches(lemonade.systemStats.response, stats);
+    const info = await (await fetch(`${server.url}/v1/system-info`)).json();
+    expect(stats.memory_gb).toBeGreaterThan(0);
+    expect(stats.memory_gb).toBeLessThanOrEqual(parseFloat(info["Physical Memory"]) + 0.1);
+    expect(stats.cpu_percent).toBeGreaterThanOrEqual(0);
+    expect(stats.cpu_percent).toBeLessThanOrEqual(100);
+  });
+
+  test("health reports the configured per-type limits and the WebSocket port", async () => {
+    const other = await startTestServer({ LEMONADE_MAX_LOADED_MODELS: "3" });
+    try {
+      const health = await (await fetch(`${other.url}/v1/health`)).json();
+      expect(health.max_models.llm).toBe(3);
+      expect(health.max_models.tts).toBe(3);
+      expect(health.websocket_port).toBe(other.port);
+    } finally {
+      await other.close();
+    }
+  });
+});
+
+describe("OpenAPI document", () => {
+  test("is a valid OpenAPI 3 document listing every route with its request schema", async () => {
+    const doc = await (await fetch(`${server.url}/openapi.json`)).json();
+    expect(doc.openapi).toMatch(/^3\./);
+    await SwaggerParser.validate(structuredClone(doc));
+    for (const def of endpoints) {
+      for (const path of mountedPaths(def)) {
+        const oaPath = path.replace(/:(\w+)/g, "{$1}");
+        const method = def.method === "WS" ? "get" : def.method.toLowerCase();
+        expect(doc.paths[oaPath]?.[method], `${def.method} ${oaPath}`).toBeDefined();
+        if (def.body && def.method !== "WS") {
+          const schema = doc.paths[oaPath][method].requestBody.content["application/json"].schema;
+          expect(Object.keys(schema.properties)).toEqual(Object.keys((def.body as any).properties));
+        }
+      }
+    }
+  });
+
+  test("the interactive page is served at /docs", async () => {
+    const res = await fetch(`${server.url}/docs`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/html");
+    expect(await res.text()).toContain("/openapi.json");
+  });
+});

@@ -1,0 +1,101 @@
+import { describe, expect, test } from "bun:test";
+import { readFileSync, writeFileSync, readdirSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { lemonade } from "../spec/index.ts";
+import { loadConfig } from "../server/config.ts";
+import { CorruptStateFileError, writeJsonFileAtomic } from "../models/json-file.ts";
+import { expectMatches, startTestServer, tempDir } from "./helpers/server.ts";
+
+describe("aliases", () => {
+  test("bind, list, persist across a restart, remove", async () => {
+    const cacheDir = tempDir();
+    let server = await startTestServer({}, cacheDir);
+    const post = (body: unknown) =>
+      fetch(`${server.url}/internal/aliases`, { method: "POST", body: JSON.stringify(body) });
+    expect((await post({ alias: "prod", target: "Qwen3-0.6B-GGUF" })).status).toBe(200);
+    expect((await post({ alias: "embed", model: "nomic-embed-text-v1-GGUF" })).status).toBe(200);
+    expect((await post({ alias: "prod", target: "Llama-3.2-1B-Instruct-GGUF" })).status).toBe(200);
+    await server.close(true);
+
+    server = await startTestServer({}, cacheDir);
+    const list = await (await fetch(`${server.url}/internal/aliases`)).json();
+    expectMatches(lemonade.aliasesList.response, list);
+    expect(list.aliases.map((a: any) => [a.alias, a.target])).toEqual([
+      ["embed", "nomic-embed-text-v1-GGUF"],
+      ["prod", "Llama-3.2-1B-Instruct-GGUF"],
+    ]);
+
+    const del = await fetch(`${server.url}/internal/aliases/prod`, { method: "DELETE" });
+    expect(await del.json()).toEqual({ status: "deleted", alias: "prod" });
+    const again = await fetch(`${server.url}/internal/aliases/prod`, { method: "DELETE" });
+    expect(again.status).toBe(404);
+    expect((await again.json()).error.code).toBe("alias_not_found");
+    expect(JSON.parse(readFileSync(join(cacheDir, "aliases.json"), "utf8"))).toEqual({ embed: "nomic-embed-text-v1-GGUF" });
+    await server.close();
+  });
+
+  test("a corrupt aliases.json stops start-up with a clear error and is left untouched", async () => {
+    const cacheDir = tempDir();
+    writeFileSync(join(cacheDir, "aliases.json"), '{"prod": "Qwen3');
+    await expect(startTestServer({}, cacheDir)).rejects.toThrow(/aliases\.json is not valid JSON/);
+    expect(readFileSync(join(cacheDir, "aliases.json"), "utf8")).toBe('{"prod": "Qwen3');
+  });
+});
+
+describe("atomic writes", () => {
+  test("a write leaves no temp file and replaces the whole content", () => {
+    const dir = tempDir();
+    const file = join(dir, "state.json");
+    writeJsonFileAtomic(file, { a: 1, long: "x".repeat(10000) });
+    writeJsonFileAtomic(file, { b: 2 });
+    expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({ b: 2 });
+    expect(readdirSync(dir)).toEqual(["state.json"]);
+  });
+
+  test("a failed write keeps the old file", () => {
+    const dir = tempDir();
+    const file = join(dir, "state.json");
+    writeJsonFileAtomic(file, { keep: true });
+    // JSON.stringify throws on a BigInt, standing in for any failure mid-write.
+    expect(() => writeJsonFileAtomic(file, { n: 1n })).toThrow();
+    expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({ keep: true });
+  });
+});
+
+describe("configuration", () => {
+  test("defaults: loopback, port 13305, one model per type", () => {
+    const cacheDir = tempDir();
+    const c = loadConfig({}, { LEMONADE_CACHE_DIR: cacheDir });
+    expect(c.host).toBe("127.0.0.1");
+    expect(c.port).toBe(13305);
+    expect(c.cacheDir).toBe(cacheDir);
+    expect(c.maxLoadedModels).toBe(1);
+    expect(c.apiKey).toBeNull();
+  });
+
+  test("flags beat environment, environment beats config.json", () => {
+    const cacheDir = tempDir();
+    writeFileSync(join(cacheDir, "config.json"), JSON.stringify({ port: 9000, host: "0.0.0.0", max_loaded_models: 2 }));
+    expect(loadConfig({}, { LEMONADE_CACHE_DIR: cacheDir }).port).toBe(9000);
+    expect(loadConfig({}, { LEMONADE_CACHE_DIR: cacheDir }).maxLoadedModels).toBe(2);
+    const env = { LEMONADE_CACHE_DIR: cacheDir, LEMONADE_PORT: "9100", LEMONADE_MAX_LOADED_MODELS: "-1" };
+    expect(loadConfig({}, env).port).toBe(9100);
+    expect(loadConfig({}, env).maxLoadedModels).toBe(-1);
+    expect(loadConfig({ port: 9200, host: "127.0.0.2" }, env)).toMatchObject({ port: 9200, host: "127.0.0.2" });
+  });
+
+  test("bad values are refused with the setting's name", () => {
+    const cacheDir = tempDir();
+    expect(() => loadConfig({}, { LEMONADE_CACHE_DIR: cacheDir, LEMONADE_PORT: "http" })).toThrow(/port/);
+    expect(() => loadConfig({}, { LEMONADE_CACHE_DIR: cacheDir, LEMONADE_MAX_LOADED_MODELS: "0" })).toThrow(/max_loaded_models/);
+    expect(() => loadConfig({}, { LEMONADE_CACHE_DIR: cacheDir, LEMONADE_LOG_LEVEL: "loud" })).toThrow(/log level/);
+  });
+
+  test("a corrupt config.json is reported and left untouched", () => {
+    const cacheDir = tempDir();
+    mkdirSync(cacheDir, { recursive: true });
+    writeFileSync(join(cacheDir, "config.json"), "{port: 1}");
+    expect(() => loadConfig({}, { LEMONADE_CACHE_DIR: cacheDir })).toThrow(CorruptStateFileError);
+    expect(readFileSync(join(cacheDir, "config.json"), "utf8")).toBe("{port: 1}");
+  });
+});
