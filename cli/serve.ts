@@ -27,6 +27,7 @@ export async function startServer(overrides: Overrides = {}, env = process.env):
     url,
     port,
     async stop() {
+      await ctx.router.shutdown();
       await app.stop(true);
     },
   };

@@ -10,6 +10,8 @@ import { errorStyleForPath, toApiError } from "./http-errors.ts";
 import { lemonadeRoutes } from "./lemonade.ts";
 import { ollamaRoutes } from "./ollama.ts";
 import { logStreamRoute } from "./logs.ts";
+import { modelRoutes } from "./models.ts";
+import { openaiRoutes } from "./openai.ts";
 import { docsPage, openApiDocument } from "./openapi.ts";
 
 const DOC_PATHS = new Set(["/openapi.json", "/docs"]);
@@ -91,7 +93,9 @@ export function createApp(ctx: ServerContext) {
   app.get("/openapi.json", () => new Response(openapiJson, { headers: { "content-type": "application/json" } }));
   app.get("/docs", () => new Response(docsPage(), { headers: { "content-type": "text/html; charset=utf-8" } }));
   lemonadeRoutes(app, ctx);
-  ollamaRoutes(app);
+  openaiRoutes(app, ctx);
+  modelRoutes(app, ctx);
+  ollamaRoutes(app, ctx);
   logStreamRoute(app, ctx);
   return app;
 }

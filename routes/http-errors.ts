@@ -3,6 +3,8 @@
 import { ApiError } from "../server/errors.ts";
 import { E } from "../spec/errors.ts";
 import type { ErrorStyle } from "../spec/endpoint.ts";
+import { CatalogError } from "../models/catalog.ts";
+import { OptionError } from "../models/recipe-options.ts";
 
 interface SchemaIssue {
   path: string;
@@ -49,6 +51,10 @@ interface FrameworkError {
 /** Maps an Elysia lifecycle error onto an ApiError. */
 export function toApiError({ code, error }: FrameworkError, pathname: string): ApiError {
   if (error instanceof ApiError) return error;
+  if (error instanceof CatalogError) {
+    return error.code === "invalid_labels" ? ApiError.of(E.invalidArgument, error.message) : new ApiError(404, error.code, error.message);
+  }
+  if (error instanceof OptionError) return ApiError.of(E.invalidArgument, error.message);
   switch (code) {
     case "PARSE":
       return ApiError.of(E.invalidJson, "The request body is not valid JSON");

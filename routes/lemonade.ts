@@ -7,21 +7,60 @@ import { ApiError } from "../server/errors.ts";
 import { hostInfo } from "../server/system.ts";
 import type { ServerContext } from "../server/context.ts";
 import { recipeStatuses } from "../engines/recipes.ts";
+import { MODEL_TYPES, type Slot } from "../server/router.ts";
 
-const MODEL_TYPES = ["llm", "embedding", "reranking", "transcription", "image", "tts"] as const;
+const perType = (value: (type: string) => number) => Object.fromEntries(MODEL_TYPES.map((t) => [t, value(t)]));
 
-const perType = (value: number) => Object.fromEntries(MODEL_TYPES.map((t) => [t, value]));
+/** Recipe option keys the load request carries (everything but the load's own fields). */
+function requestOptions(body: Record<string, unknown>): Record<string, unknown> {
+  const { model_name: _name, pinned: _pinned, save_options: _save, ...options } = body;
+  return options;
+}
+
+function healthEntry(slot: Slot, loading: boolean) {
+  return {
+    model_name: slot.model.id,
+    checkpoint: slot.model.checkpoints.main ?? "",
+    last_use: slot.lastUse / 1000,
+    type: slot.model.type,
+    device: "cpu",
+    pinned: slot.pinned,
+    is_busy: slot.inflight > 0 || loading,
+    is_streaming: slot.streaming > 0,
+    recipe: slot.model.recipe,
+    pid: slot.engine.process.pid,
+    recipe_options: { ...slot.options, ctx_size: slot.ctxSize },
+    backend_url: `${slot.engine.url}/v1`,
+  };
+}
 
 export function lemonadeRoutes(app: Elysia<any, any, any, any, any, any, any>, ctx: ServerContext): void {
   bind(app, spec.live, () => ({ status: "ok" }));
 
+  bind(app, spec.load, async ({ body }) => {
+    const slot = await ctx.router.load(body.model_name, {
+      options: requestOptions(body),
+      pinned: body.pinned,
+      saveOptions: body.save_options === true,
+    });
+    return { status: "success", message: `Loaded model: ${slot.model.id}` };
+  });
+
+  bind(app, spec.unload, async ({ body }) => {
+    const name: string | undefined = body?.model_name;
+    if (!(await ctx.router.unload(name))) {
+      throw new ApiError(404, "model_not_loaded", `Model not loaded: ${name}`);
+    }
+    return { status: "success", message: name ? `Model unloaded successfully: ${name}` : "All models unloaded successfully" };
+  });
+
   bind(app, spec.health, () => ({
     status: "ok",
     version: ctx.version,
-    model_loaded: null,
-    all_models_loaded: [],
-    max_models: perType(ctx.config.maxLoadedModels),
-    pinned_models: perType(0),
+    model_loaded: ctx.router.mostRecent,
+    all_models_loaded: ctx.router.list().map((s) => healthEntry(s, ctx.router.isLoading(s.model.id))),
+    max_models: perType(() => ctx.router.maxLoaded()),
+    pinned_models: perType((t) => ctx.router.list().filter((s) => s.model.type === t && s.pinned).length),
     ...(ctx.websocketPort !== null ? { websocket_port: ctx.websocketPort } : {}),
     telemetry: { enabled: false },
     update_check_done: true,

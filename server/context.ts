@@ -4,13 +4,20 @@ import { Logger } from "./logger.ts";
 import { Metrics } from "./metrics.ts";
 import { HostStats } from "./system.ts";
 import { VERSION } from "./version.ts";
+import { Router } from "./router.ts";
 import { AliasStore } from "../models/aliases.ts";
+import { Catalog } from "../models/catalog.ts";
+import { RecipeOptionsStore } from "../models/recipe-options.ts";
+import { recipeStatuses } from "../engines/recipes.ts";
 
 export interface ServerContext {
   config: Config;
   logger: Logger;
   metrics: Metrics;
   aliases: AliasStore;
+  catalog: Catalog;
+  recipeOptions: RecipeOptionsStore;
+  router: Router;
   hostStats: HostStats;
   version: string;
   /** The port the WebSocket APIs answer on, once listening. */
@@ -18,11 +25,34 @@ export interface ServerContext {
 }
 
 export function createServerContext(config: Config, logger = new Logger(config.logLevel)): ServerContext {
+  const aliases = new AliasStore(config.cacheDir);
+  // Which recipes can run here is fixed for the process: installing a backend moves it from
+  // installable to installed, never from unsupported.
+  const statuses = recipeStatuses(config.cacheDir);
+  const supported = new Set(
+    Object.entries(statuses)
+      .filter(([, r]) => Object.values(r.backends).some((b) => b.state !== "unsupported"))
+      .map(([name]) => name),
+  );
+  const catalog = new Catalog(
+    {
+      cacheDir: config.cacheDir,
+      hfCacheDir: config.hfCacheDir,
+      extraModelsDir: config.extraModelsDir,
+      isRecipeSupported: (recipe) => supported.has(recipe),
+      onWarning: (message) => logger.warn("Catalog", message),
+    },
+    aliases,
+  );
+  const recipeOptions = new RecipeOptionsStore(config.cacheDir);
   return {
     config,
     logger,
     metrics: new Metrics(VERSION),
-    aliases: new AliasStore(config.cacheDir),
+    aliases,
+    catalog,
+    recipeOptions,
+    router: new Router(config, catalog, recipeOptions, logger),
     hostStats: new HostStats(),
     version: VERSION,
     websocketPort: null,

@@ -27,6 +27,22 @@ export const E = {
   ),
   aliasNotFound: row(404, "alias_not_found", "No alias of that name exists"),
   modelNotFound: row(404, "model_not_found", "The requested model is not in the registry"),
+  modelNotSupported: row(
+    404,
+    "model_not_supported",
+    "The requested model is filtered out on this system, such as a model whose recipe cannot run here",
+  ),
+  slotsPinned: row(
+    409,
+    "slots_pinned_error",
+    "Every loaded model of the requested model's type is pinned, so none can be unloaded to make room",
+  ),
+  modelLoadError: row(
+    500,
+    "model_load_error",
+    "Loading the requested model fails, such as a model that is not downloaded or a backend that does not start",
+  ),
+  optionsIoError: row(500, "internal_error", "Reading or saving the model's options fails, for example on an unwritable options file"),
   notSupportedOllama: row(501, "", "Lemonade does not support this Ollama operation"),
   internal: row(500, "", "The request fails unexpectedly"),
 } as const;

@@ -2,13 +2,27 @@
 import type { EndpointDef } from "./endpoint.ts";
 import * as lemonade from "./lemonade.ts";
 import * as ollama from "./ollama.ts";
+import * as models from "./models.ts";
+import * as openai from "./openai.ts";
 
 export const endpoints: EndpointDef[] = [
+  openai.chatCompletions,
+  openai.completions,
+  models.list,
+  models.get,
+  models.files,
+  models.optionsGet,
+  models.optionsPost,
+  models.optionsDelete,
+  ollama.tags,
+  ollama.ps,
   ollama.version,
   ollama.create,
   ollama.copy,
   ollama.push,
   ollama.blobs,
+  lemonade.load,
+  lemonade.unload,
   lemonade.health,
   lemonade.systemInfo,
   lemonade.systemStats,
@@ -22,4 +36,4 @@ export const endpoints: EndpointDef[] = [
 
 export * from "./endpoint.ts";
 export * from "./errors.ts";
-export { lemonade, ollama };
+export { lemonade, ollama, models, openai };

@@ -316,3 +316,78 @@ export const aliasesDelete = endpoint({
   errors: [E.aliasNotFound],
   example: { path: "/internal/aliases/my-alias-1", response: '{"status": "deleted", "alias": "my-alias-1"}' },
 });
+
+const StatusMessage = T.Object({
+  status: T.Literal("success", { description: 'Always `"success"` on success' }),
+  message: T.String({ description: "What was done" }),
+});
+
+export const load = endpoint({
+  id: "lemonade.load",
+  method: "POST",
+  path: "/load",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Load a model into memory",
+  availability: "partially_available",
+  description:
+    "Explicitly loads a registered model, starting its engine, so that the first request does not wait. When the type's `max_loaded_models` limit is reached, the least recently used unpinned model of that type is unloaded first, after its in-flight requests finish. Loading a model that is already loaded with the same options only updates `pinned`; different options reload it.",
+  notes:
+    "Recipe option fields have three-state semantics: omitting a field keeps its saved per-model value; an explicit `null` ignores the saved value for this load only; a concrete value overrides it. Priority, highest first: this request, `recipe_options.json`, the model's registry row, the server configuration, built-in defaults. With `save_options: true`, concrete values replace the saved entry while a `null` keeps the saved value for that key.",
+  body: T.Object({
+    model_name: T.String({ minLength: 1, description: "Name of the model to load." }),
+    pinned: T.Optional(T.Boolean({ description: "`true` pins the model against eviction. Defaults to `false`." })),
+    save_options: T.Optional(
+      T.Boolean({ description: "`true` saves the request's recipe options to `recipe_options.json`, replacing the model's entry." }),
+    ),
+    ctx_size: T.Optional(
+      T.Union([T.Integer(), T.Null()], {
+        description: "llamacpp: context size. `-1` sizes it automatically from the model; omit it to use the saved value.",
+      }),
+    ),
+    llamacpp_backend: T.Optional(
+      T.Union([T.String(), T.Null()], { description: "llamacpp: `cpu` (built from source into the cache) or `system` (`llama-server` on PATH)." }),
+    ),
+    llamacpp_args: T.Optional(
+      T.Union([T.String(), T.Null()], {
+        description:
+          "llamacpp: extra llama-server arguments. Not allowed: `-m`, `--port`, `--host`, `--ctx-size`, `-ngl`, `--jinja`, `--mmproj`, `--embeddings`, `--reranking`.",
+      }),
+    ),
+    merge_args: T.Optional(
+      T.Union([T.Boolean(), T.Null()], {
+        description: "`true` (default) appends the model's `*_args` to the server-wide ones; `false` uses the model's alone.",
+      }),
+    ),
+    evict_idle_timeout: T.Optional(
+      T.Union([T.Integer(), T.Null()], { description: "Seconds idle before the model is unloaded; `0` never. Default `300`." }),
+    ),
+  }),
+  response: StatusMessage,
+  errors: [E.modelNotSupported, E.modelNotFound, E.slotsPinned, E.modelLoadError],
+  example: { body: { model_name: "Qwen3-0.6B-GGUF", ctx_size: 8192 }, response: '{"status": "success", "message": "Loaded model: Qwen3-0.6B-GGUF"}' },
+});
+
+export const unload = endpoint({
+  id: "lemonade.unload",
+  method: "POST",
+  path: "/unload",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Unload one model, or all",
+  availability: "fully_available",
+  description:
+    "Unloads a model, stopping its engine process once its in-flight requests finish. Without `model_name` (or without a body), every loaded model is unloaded.",
+  body: T.Optional(
+    T.Object({
+      model_name: T.Optional(T.String({ description: "Name of the model to unload. If not provided, all loaded models are unloaded." })),
+    }),
+  ),
+  response: StatusMessage,
+  errors: [{ status: 404, code: "model_not_loaded", when: "`model_name` names a model that is not loaded" }],
+  example: { body: { model_name: "Qwen3-0.6B-GGUF" }, response: '{"status": "success", "message": "Model unloaded successfully"}' },
+});

@@ -1,0 +1,91 @@
+// The llamacpp recipe: find llama-server, turn a model and its options into an argv, start it.
+import { cachedBinary, LLAMACPP } from "./recipes.ts";
+import { EngineProcess, freePort, type LineSink } from "./process.ts";
+
+/** Flags the server sets itself; users may not pass them in `llamacpp_args`. */
+export const RESERVED_LLAMA_FLAGS = [
+  "-m", "--model", "--port", "--host", "-c", "--ctx-size", "-ngl", "--n-gpu-layers", "--gpu-layers",
+  "--jinja", "-mm", "--mmproj", "--embedding", "--embeddings", "--reranking", "--rerank",
+];
+
+export type LlamaMode = "llm" | "embedding" | "reranking";
+
+export interface LlamaLaunch {
+  modelPath: string;
+  mmprojPath?: string;
+  mode: LlamaMode;
+  ctxSize: number;
+  /** Extra flags, already split into argv words. */
+  userArgs: string[];
+}
+
+export class EngineConfigError extends Error {}
+
+/** Splits a flag string the way a shell would for plain words and quotes, without running a shell. */
+export function splitArgs(text: string): string[] {
+  const out: string[] = [];
+  const re = /"((?:[^"\\]|\\.)*)"|'([^']*)'|(\S+)/g;
+  let m: RegExpExecArray | null;
+  while ((m = re.exec(text))) out.push(m[1] !== undefined ? m[1].replace(/\\(.)/g, "$1") : (m[2] ?? m[3]!));
+  return out;
+}
+
+export function checkUserArgs(args: string[]): void {
+  for (const a of args) {
+    const flag = a.split("=")[0]!;
+    if (RESERVED_LLAMA_FLAGS.includes(flag)) {
+      throw new EngineConfigError(`llamacpp_args may not contain ${flag}: the server sets it (reserved: ${RESERVED_LLAMA_FLAGS.join(" ")})`);
+    }
+  }
+}
+
+export function llamaArgv(binary: string, port: number, launch: LlamaLaunch): string[] {
+  checkUserArgs(launch.userArgs);
+  const argv = [binary, "-m", launch.modelPath, "--host", "127.0.0.1", "--port", String(port), "--ctx-size", String(launch.ctxSize)];
+  argv.push("--jinja", "--metrics", "--no-webui");
+  if (launch.mode === "embedding") argv.push("--embeddings");
+  if (launch.mode === "reranking") argv.push("--reranking");
+  if (launch.mmprojPath) argv.push("--mmproj", launch.mmprojPath);
+  return [...argv, ...launch.userArgs];
+}
+
+/** The llama-server binary for a backend: `cpu` is the one built into the cache, `system` the one on PATH. */
+export function locateLlamaServer(cacheDir: string, backend: string): string {
+  if (backend === "system") {
+    const found = Bun.which(LLAMACPP.binary);
+    if (!found) throw new EngineConfigError("llamacpp backend 'system' needs llama-server on PATH");
+    return found;
+  }
+  if (backend !== "cpu") throw new EngineConfigError(`llamacpp backend '${backend}' is not available on this system (use cpu or system)`);
+  const cached = cachedBinary(cacheDir, LLAMACPP);
+  if (!cached) {
+    throw new EngineConfigError("llama.cpp is not installed: run `lemonade backends install llamacpp:cpu` (or POST /v1/install)");
+  }
+  return cached;
+}
+
+export interface RunningEngine {
+  process: EngineProcess;
+  /** Base URL of the engine's HTTP server, e.g. `http://127.0.0.1:40123`. */
+  url: string;
+  argv: string[];
+}
+
+export async function startLlamaServer(
+  binary: string,
+  launch: LlamaLaunch,
+  onLine: LineSink,
+  readyTimeoutMs = 120_000,
+): Promise<RunningEngine> {
+  const port = freePort();
+  const argv = llamaArgv(binary, port, launch);
+  const proc = new EngineProcess({ argv, onLine });
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await proc.waitReady(`${url}/health`, readyTimeoutMs);
+  } catch (err) {
+    await proc.stop(1000);
+    throw err;
+  }
+  return { process: proc, url, argv };
+}

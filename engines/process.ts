@@ -1,0 +1,118 @@
+// Supervises one engine child process: spawn with an explicit argv (never a shell), capture its
+// output line by line, wait for it to answer health checks (failing fast if it exits first), and
+// stop it with SIGTERM then SIGKILL. Every live child is killed when the server process exits.
+import type { Subprocess } from "bun";
+
+export type LineSink = (line: string, stream: "stdout" | "stderr") => void;
+
+const live = new Set<Subprocess>();
+process.on("exit", () => {
+  for (const child of live) child.kill("SIGKILL");
+});
+
+/** A free loopback port, from the kernel. */
+export function freePort(): number {
+  const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = s.port;
+  s.stop(true);
+  return port;
+}
+
+export class EngineStartError extends Error {}
+
+export interface SpawnOptions {
+  argv: string[];
+  env?: Record<string, string>;
+  onLine: LineSink;
+}
+
+export class EngineProcess {
+  readonly child: Subprocess<"ignore", "pipe", "pipe">;
+  readonly exited: Promise<number>;
+  private stopping = false;
+  private readonly recent: string[] = [];
+
+  constructor(opts: SpawnOptions) {
+    this.child = Bun.spawn(opts.argv, {
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, ...opts.env },
+    });
+    live.add(this.child);
+    const sink: LineSink = (line, stream) => {
+      this.recent.push(line);
+      if (this.recent.length > 20) this.recent.shift();
+      opts.onLine(line, stream);
+    };
+    void this.pump(this.child.stdout, "stdout", sink);
+    void this.pump(this.child.stderr, "stderr", sink);
+    this.exited = this.child.exited.then((code) => {
+      live.delete(this.child);
+      return code;
+    });
+  }
+
+  get pid(): number {
+    return this.child.pid;
+  }
+
+  /** Whether the process was asked to stop (an exit after this is no crash). */
+  get isStopping(): boolean {
+    return this.stopping;
+  }
+
+  /** The last lines the engine printed, for error messages. */
+  get lastLines(): string {
+    return this.recent.slice(-8).join("\n");
+  }
+
+  private async pump(stream: ReadableStream<Uint8Array>, name: "stdout" | "stderr", sink: LineSink) {
+    const decoder = new TextDecoder();
+    let rest = "";
+    try {
+      for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) {
+        const lines = (rest + decoder.decode(chunk, { stream: true })).split("\n");
+        rest = lines.pop()!;
+        for (const line of lines) if (line.trim()) sink(line, name);
+      }
+    } catch {
+      // The pipe closes when the child dies; nothing more to read.
+    }
+    if (rest.trim()) sink(rest, name);
+  }
+
+  /** Polls `url` until it answers 200. Fails as soon as the process exits, or after `timeoutMs`. */
+  async waitReady(url: string, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let exitCode: number | null = null;
+    void this.exited.then((c) => (exitCode = c));
+    let delay = 5;
+    while (Date.now() < deadline) {
+      if (exitCode !== null) {
+        throw new EngineStartError(`engine exited with code ${exitCode} before it was ready:\n${this.lastLines}`);
+      }
+      try {
+        const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
+        if (res.ok) return;
+        await res.body?.cancel();
+      } catch {
+        // Not listening yet.
+      }
+      // Short first polls: a small model is ready in well under a second.
+      await Promise.race([Bun.sleep(delay), this.exited]);
+      delay = Math.min(delay * 2, 100);
+    }
+    throw new EngineStartError(`engine was not ready after ${Math.round(timeoutMs / 1000)} s:\n${this.lastLines}`);
+  }
+
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. */
+  async stop(graceMs = 5000): Promise<void> {
+    this.stopping = true;
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill("SIGTERM");
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), graceMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}

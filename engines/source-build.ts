@@ -1,0 +1,124 @@
+// Builds a native engine from the source an npm package ships (DESIGN.md: llama.cpp from
+// node-llama-cpp, whisper.cpp from nodejs-whisper) and installs its binaries into
+// `<cache>/bin/<recipe>/<version>/`. The build happens in a scratch folder and is moved into place
+// only when complete, so an interrupted build never leaves a binary that looks installed.
+import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
+import { join } from "node:path";
+import { engineDir, type SourceBuiltEngine } from "./recipes.ts";
+
+export interface BuildRecipe {
+  engine: SourceBuiltEngine;
+  /** The npm package (name@version) whose tarball carries the source. */
+  npmPackage: string;
+  /** Lays the source tree out in `dest` from the unpacked package at `pkg`. */
+  extract(pkg: string, dest: string, run: Runner): Promise<void>;
+  cmakeFlags: string[];
+  target: string;
+}
+
+export type Progress = (phase: string, percent: number) => void;
+type Runner = (argv: string[], cwd: string, onLine?: (line: string) => void) => Promise<void>;
+
+export const LLAMACPP_BUILD = (engine: SourceBuiltEngine): BuildRecipe => ({
+  engine,
+  npmPackage: "node-llama-cpp@3.21.1",
+  async extract(pkg, dest, run) {
+    await run(["git", "clone", "--quiet", join(pkg, "llama", "gitRelease.bundle"), dest], tmpdir());
+  },
+  cmakeFlags: [
+    "-DLLAMA_CURL=OFF",
+    "-DLLAMA_OPENSSL=OFF",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+    // One self-contained binary: a shared build would carry its build folder as RUNPATH.
+    "-DBUILD_SHARED_LIBS=OFF",
+  ],
+  target: "llama-server",
+});
+
+export const WHISPERCPP_BUILD = (engine: SourceBuiltEngine): BuildRecipe => ({
+  engine,
+  npmPackage: "nodejs-whisper@0.3.1",
+  async extract(pkg, dest) {
+    cpSync(join(pkg, "cpp", "whisper.cpp"), dest, { recursive: true });
+  },
+  cmakeFlags: ["-DWHISPER_BUILD_TESTS=OFF", "-DWHISPER_SDL2=OFF", "-DBUILD_SHARED_LIBS=OFF"],
+  target: "whisper-server",
+});
+
+/** Where an engine's source tree is kept after the build (its vocab files, templates and samples
+ * are what the test-model generator reads). */
+export function sourceDir(cacheDir: string, engine: SourceBuiltEngine): string {
+  return join(cacheDir, "src", engine.recipe, engine.version);
+}
+
+async function runCommand(argv: string[], cwd: string, onLine?: (line: string) => void): Promise<void> {
+  const child = Bun.spawn(argv, { cwd, stdout: "pipe", stderr: "pipe" });
+  const tail: string[] = [];
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder();
+    let rest = "";
+    for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) {
+      const lines = (rest + decoder.decode(chunk, { stream: true })).split("\n");
+      rest = lines.pop()!;
+      for (const line of lines) {
+        tail.push(line);
+        if (tail.length > 30) tail.shift();
+        onLine?.(line);
+      }
+    }
+  };
+  await Promise.all([pump(child.stdout), pump(child.stderr)]);
+  const code = await child.exited;
+  if (code !== 0) throw new Error(`${argv.join(" ")} exited with ${code}:\n${tail.join("\n")}`);
+}
+
+/** Builds and installs the engine; returns the installed binary's path. */
+export async function buildFromSource(cacheDir: string, recipe: BuildRecipe, progress: Progress = () => {}): Promise<string> {
+  const { engine } = recipe;
+  const finalDir = engineDir(cacheDir, engine);
+  const scratch = join(cacheDir, "build", `${engine.recipe}-${engine.version}-${process.pid}-${Date.now()}`);
+  mkdirSync(scratch, { recursive: true });
+  try {
+    progress("download", 0);
+    await runCommand(["npm", "pack", "--silent", recipe.npmPackage, "--pack-destination", scratch], scratch);
+    const tarball = readdirSync(scratch).find((f) => f.endsWith(".tgz"));
+    if (!tarball) throw new Error(`npm pack ${recipe.npmPackage} produced no tarball`);
+    await runCommand(["tar", "xzf", tarball], scratch);
+    const src = join(scratch, "src");
+    progress("extract", 5);
+    await recipe.extract(join(scratch, "package"), src, runCommand);
+    progress("configure", 10);
+    await runCommand(["cmake", "-B", "build", "-DCMAKE_BUILD_TYPE=Release", ...recipe.cmakeFlags], src);
+    const jobs = String(Math.max(1, availableParallelism()));
+    await runCommand(["cmake", "--build", "build", "--target", recipe.target, "-j", jobs], src, (line) => {
+      const m = /^\[\s*(\d+)%\]/.exec(line);
+      if (m) progress("build", 10 + Math.round(Number(m[1]) * 0.85));
+    });
+    progress("install", 96);
+    const staged = join(scratch, "install");
+    cpSync(join(src, "build", "bin"), staged, { recursive: true });
+    writeFileSync(join(staged, "VERSION"), engine.version + "\n");
+    rmSync(join(src, "build"), { recursive: true, force: true });
+    for (const [from, to] of [
+      [staged, finalDir],
+      [src, sourceDir(cacheDir, engine)],
+    ] as const) {
+      rmSync(to, { recursive: true, force: true });
+      mkdirSync(join(to, ".."), { recursive: true });
+      renameSync(from, to);
+    }
+    progress("complete", 100);
+    return join(finalDir, engine.binary);
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+export function uninstallEngine(cacheDir: string, engine: SourceBuiltEngine): boolean {
+  const dir = engineDir(cacheDir, engine);
+  if (!existsSync(dir)) return false;
+  rmSync(dir, { recursive: true, force: true });
+  return true;
+}

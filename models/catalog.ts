@@ -1,0 +1,293 @@
+// The model catalog: built-in models (server_models.json), the user's registered models
+// (user_models.json, ids `user.*`), and every GGUF in the extra models folder (ids `extra.*`).
+// It answers which models exist, what they are (recipe, labels, type), and which files they need.
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { basename, join } from "node:path";
+import builtIn from "./server_models.json" with { type: "json" };
+import { findCachedFile, parseCheckpoint } from "./hf-cache.ts";
+import { ggufScalar, readGgufMetadata, type GgufMetadata } from "./gguf.ts";
+import { readJsonFile } from "./json-file.ts";
+import type { AliasStore } from "./aliases.ts";
+
+export type ModelType = "llm" | "embedding" | "reranking" | "transcription" | "image" | "tts";
+
+/** Deployment labels and the model type each makes. */
+const DEPLOYMENT: Record<string, ModelType> = {
+  chat: "llm",
+  embeddings: "embedding",
+  embedding: "embedding",
+  reranking: "reranking",
+  transcription: "transcription",
+  image: "image",
+  tts: "tts",
+};
+
+const RECIPE_DEFAULT_LABEL: Record<string, string> = {
+  llamacpp: "chat",
+  whispercpp: "transcription",
+  "sd-cpp": "image",
+  kokoro: "tts",
+};
+
+/** Which deployment modes each recipe's backend serves. */
+const RECIPE_SERVES: Record<string, ModelType[]> = {
+  llamacpp: ["llm", "embedding", "reranking"],
+  whispercpp: ["transcription"],
+  "sd-cpp": ["image"],
+  kokoro: ["tts"],
+};
+
+export type ModelSource = "huggingface" | "extra_models_dir" | "local_path";
+
+export interface CatalogModel {
+  id: string;
+  recipe: string;
+  type: ModelType;
+  labels: string[];
+  /** Role -> checkpoint: `org/name:variant` on the hub, or an absolute path for local models. */
+  checkpoints: Record<string, string>;
+  suggested: boolean;
+  size?: number;
+  source: ModelSource;
+  /** Options the registry row authors; saved options layer on top. */
+  registryOptions: Record<string, unknown>;
+}
+
+export interface ResolvedFile {
+  role: string;
+  path: string | null;
+  exists: boolean;
+  sizeBytes: number;
+}
+
+export class CatalogError extends Error {
+  constructor(
+    readonly code: "model_not_found" | "model_not_supported" | "invalid_labels",
+    message: string,
+  ) {
+    super(message);
+    this.name = "CatalogError";
+  }
+}
+
+interface RegistryRow {
+  checkpoint?: string;
+  checkpoints?: Record<string, string>;
+  mmproj?: string;
+  recipe: string;
+  labels?: string[];
+  suggested?: boolean;
+  size?: number;
+  recipe_options?: Record<string, unknown>;
+}
+
+/** Normalizes labels and derives the model type; refuses label sets that describe no real model. */
+export function classify(id: string, recipe: string, labels: string[]): { type: ModelType; labels: string[] } {
+  const modes = new Set(labels.filter((l) => l in DEPLOYMENT).map((l) => DEPLOYMENT[l]!));
+  if (modes.size > 1) {
+    throw new CatalogError("invalid_labels", `${id}: labels ${JSON.stringify(labels)} name more than one deployment mode; register one model per mode`);
+  }
+  const defaultLabel = RECIPE_DEFAULT_LABEL[recipe];
+  const type = modes.size ? [...modes][0]! : defaultLabel ? DEPLOYMENT[defaultLabel]! : "llm";
+  const served = RECIPE_SERVES[recipe];
+  if (served && !served.includes(type)) {
+    throw new CatalogError("invalid_labels", `${id}: recipe ${recipe} does not serve ${type} models`);
+  }
+  const out = labels.map((l) => (l === "embedding" ? "embeddings" : l));
+  if (!modes.size && defaultLabel) out.unshift(defaultLabel);
+  return { type, labels: [...new Set(out)] };
+}
+
+function fromRow(id: string, row: RegistryRow, source: ModelSource): CatalogModel {
+  const checkpoints: Record<string, string> = { ...(row.checkpoints ?? {}) };
+  if (row.checkpoint) checkpoints.main = row.checkpoint;
+  if (row.mmproj && checkpoints.main && !checkpoints.mmproj) {
+    checkpoints.mmproj = `${parseCheckpoint(checkpoints.main).repo}:${row.mmproj}`;
+  }
+  const { type, labels } = classify(id, row.recipe, row.labels ?? []);
+  return {
+    id,
+    recipe: row.recipe,
+    type,
+    labels,
+    checkpoints,
+    suggested: row.suggested ?? false,
+    size: row.size,
+    source,
+    registryOptions: row.recipe_options ?? {},
+  };
+}
+
+interface MetaCacheEntry {
+  mtimeMs: number;
+  size: number;
+  meta: GgufMetadata | null;
+}
+
+export interface CatalogOptions {
+  cacheDir: string;
+  hfCacheDir: string;
+  extraModelsDir: string | null;
+  /** Recipes that can run on this machine; models of others are filtered out. */
+  isRecipeSupported: (recipe: string) => boolean;
+  onWarning?: (message: string) => void;
+}
+
+export class Catalog {
+  private readonly builtIn: CatalogModel[];
+  private readonly user: CatalogModel[];
+  private readonly metaCache = new Map<string, MetaCacheEntry>();
+
+  constructor(
+    private readonly opts: CatalogOptions,
+    private readonly aliases: AliasStore,
+  ) {
+    this.builtIn = Object.entries(builtIn as Record<string, RegistryRow>).map(([id, row]) => fromRow(id, row, "huggingface"));
+    const userRows = readJsonFile<Record<string, RegistryRow>>(join(opts.cacheDir, "user_models.json"), {});
+    this.user = [];
+    for (const [name, row] of Object.entries(userRows)) {
+      const id = name.startsWith("user.") ? name : `user.${name}`;
+      try {
+        this.user.push(fromRow(id, row, "huggingface"));
+      } catch (err) {
+        // A bad stored entry is skipped with an error naming it; the file is left for the user to fix.
+        opts.onWarning?.(`Skipping user model ${id}: ${(err as Error).message}`);
+      }
+    }
+  }
+
+  /** GGUF metadata of a local file, re-read only when the file changes. */
+  metadata(path: string): GgufMetadata | null {
+    let st;
+    try {
+      st = statSync(path);
+    } catch {
+      return null;
+    }
+    const hit = this.metaCache.get(path);
+    if (hit && hit.mtimeMs === st.mtimeMs && hit.size === st.size) return hit.meta;
+    let meta: GgufMetadata | null = null;
+    try {
+      meta = readGgufMetadata(path);
+    } catch (err) {
+      this.opts.onWarning?.(`Cannot read GGUF metadata of ${path}: ${(err as Error).message}`);
+    }
+    this.metaCache.set(path, { mtimeMs: st.mtimeMs, size: st.size, meta });
+    return meta;
+  }
+
+  /** Labels of a local GGUF from what it says about itself: rank pooling reranks, other pooling embeds. */
+  private localLabels(mainPath: string, hasMmproj: boolean): string[] {
+    const meta = this.metadata(mainPath);
+    const arch = meta ? ggufScalar(meta, "general.architecture") : undefined;
+    const pooling = meta && arch ? ggufScalar(meta, `${arch}.pooling_type`) : undefined;
+    if (pooling === 4) return ["reranking"];
+    if ((typeof pooling === "number" && pooling > 0) || /bert/.test(String(arch ?? ""))) return ["embeddings"];
+    return hasMmproj ? ["chat", "vision"] : ["chat"];
+  }
+
+  private extraModels(): CatalogModel[] {
+    const dir = this.opts.extraModelsDir;
+    if (!dir || !existsSync(dir)) return [];
+    const models: CatalogModel[] = [];
+    const isGguf = (f: string) => f.toLowerCase().endsWith(".gguf");
+    const isMmproj = (f: string) => /^mmproj/i.test(f);
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      let main: string | undefined;
+      let mmproj: string | undefined;
+      let name: string;
+      if (entry.isFile() && isGguf(entry.name) && !isMmproj(entry.name)) {
+        main = join(dir, entry.name);
+        name = entry.name.replace(/\.gguf$/i, "");
+      } else if (entry.isDirectory()) {
+        const files = readdirSync(join(dir, entry.name)).filter(isGguf).sort();
+        const weights = files.filter((f) => !isMmproj(f));
+        const first = weights.find((f) => /-00001-of-/.test(f)) ?? weights[0];
+        if (!first) continue;
+        main = join(dir, entry.name, first);
+        const mm = files.find(isMmproj);
+        if (mm) mmproj = join(dir, entry.name, mm);
+        name = entry.name;
+      } else continue;
+      const id = `extra.${name}`;
+      const { type, labels } = classify(id, "llamacpp", this.localLabels(main, !!mmproj));
+      models.push({
+        id,
+        recipe: "llamacpp",
+        type,
+        labels,
+        checkpoints: mmproj ? { main, mmproj } : { main },
+        suggested: false,
+        size: Math.round((statSync(main).size / 1e9) * 1000) / 1000,
+        source: "extra_models_dir",
+        registryOptions: {},
+      });
+    }
+    return models;
+  }
+
+  /** Every model known, supported here or not. */
+  all(): CatalogModel[] {
+    return [...this.builtIn, ...this.user, ...this.extraModels()];
+  }
+
+  isSupported(model: CatalogModel): boolean {
+    return this.opts.isRecipeSupported(model.recipe);
+  }
+
+  /** Looks a name up through aliases and Ollama's `:latest` tag; undefined when unknown. */
+  find(name: string): CatalogModel | undefined {
+    const all = this.all();
+    const byId = (id: string) => all.find((m) => m.id === id) ?? all.find((m) => m.id.toLowerCase() === id.toLowerCase());
+    const direct = byId(this.aliases.resolve(name));
+    if (direct) return direct;
+    if (name.endsWith(":latest")) return byId(this.aliases.resolve(name.slice(0, -":latest".length)));
+    return undefined;
+  }
+
+  /** Like find, but a missing or filtered-out model is a CatalogError. */
+  get(name: string): CatalogModel {
+    const model = this.find(name);
+    if (!model) throw new CatalogError("model_not_found", `Model not found: ${name}`);
+    if (!this.isSupported(model)) {
+      throw new CatalogError("model_not_supported", `Model ${model.id} needs the ${model.recipe} recipe, which cannot run on this system`);
+    }
+    return model;
+  }
+
+  /** Where each checkpoint's bytes are on disk (local path or HF cache), and whether they are there. */
+  files(model: CatalogModel): ResolvedFile[] {
+    return Object.entries(model.checkpoints).map(([role, checkpoint]) => {
+      const path = model.source === "huggingface" ? findCachedFile(this.opts.hfCacheDir, checkpoint) : checkpoint;
+      let sizeBytes = 0;
+      let exists = false;
+      if (path) {
+        try {
+          const st = statSync(path);
+          exists = st.isFile();
+          sizeBytes = st.size;
+        } catch {}
+      }
+      return { role, path: exists ? path : null, exists, sizeBytes };
+    });
+  }
+
+  isDownloaded(model: CatalogModel): boolean {
+    return this.files(model).every((f) => f.exists);
+  }
+
+  /** The largest context the model's GGUF says it supports, when its main file is present. */
+  maxContextWindow(model: CatalogModel): number | undefined {
+    const main = this.files(model).find((f) => f.role === "main");
+    if (!main?.path || !main.path.toLowerCase().endsWith(".gguf")) return undefined;
+    const meta = this.metadata(main.path);
+    const arch = meta && ggufScalar(meta, "general.architecture");
+    const ctx = meta && arch ? ggufScalar(meta, `${arch}.context_length`) : undefined;
+    return typeof ctx === "number" ? ctx : undefined;
+  }
+
+  /** A display name for a file path, for logs. */
+  static fileName(path: string): string {
+    return basename(path);
+  }
+}

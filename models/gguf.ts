@@ -1,0 +1,159 @@
+// Reads the metadata of a GGUF file (the header and key/value section; tensor data is never read).
+// Used for what a model's files say about it (architecture, context length, pooling) and by the
+// test-model generator to copy a real tokenizer out of llama.cpp's vocab-only GGUFs.
+import { closeSync, openSync, readSync } from "node:fs";
+
+export const GGUF_MAGIC = 0x46554747; // "GGUF" little-endian
+
+export enum GgufType {
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
+  FLOAT64 = 12,
+}
+
+export type GgufScalar = number | bigint | boolean | string;
+export type GgufValue = GgufScalar | GgufArray;
+/** Arrays keep their element type so a copied key writes back exactly as it was read. */
+export interface GgufArray {
+  type: GgufType;
+  values: GgufValue[];
+}
+
+export interface GgufTensorInfo {
+  name: string;
+  dims: bigint[];
+  type: number;
+  offset: bigint;
+}
+
+export interface GgufMetadata {
+  version: number;
+  /** Each value with its type, in file order. */
+  kv: Map<string, { type: GgufType; value: GgufValue }>;
+  tensors: GgufTensorInfo[];
+}
+
+class OutOfData extends Error {}
+
+/** A cursor over a growing prefix of the file: the header of a multi-GB model is read in chunks. */
+class Cursor {
+  private buf = Buffer.alloc(0);
+  private pos = 0;
+  private eof = false;
+
+  constructor(private readonly fd: number) {}
+
+  private ensure(n: number): void {
+    while (this.buf.length - this.pos < n) {
+      if (this.eof) throw new OutOfData("file ends inside the GGUF header");
+      const chunk = Buffer.alloc(Math.max(1 << 20, n));
+      const read = readSync(this.fd, chunk, 0, chunk.length, this.buf.length);
+      if (read === 0) this.eof = true;
+      this.buf = Buffer.concat([this.buf, chunk.subarray(0, read)]);
+    }
+  }
+
+  u32(): number {
+    this.ensure(4);
+    const v = this.buf.readUInt32LE(this.pos);
+    this.pos += 4;
+    return v;
+  }
+
+  u64(): bigint {
+    this.ensure(8);
+    const v = this.buf.readBigUInt64LE(this.pos);
+    this.pos += 8;
+    return v;
+  }
+
+  string(): string {
+    const len = Number(this.u64());
+    this.ensure(len);
+    const s = this.buf.toString("utf8", this.pos, this.pos + len);
+    this.pos += len;
+    return s;
+  }
+
+  scalar(type: GgufType): GgufScalar {
+    const sizes: Partial<Record<GgufType, number>> = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
+    if (type === GgufType.STRING) return this.string();
+    const size = sizes[type];
+    if (size === undefined) throw new Error(`unknown GGUF value type ${type}`);
+    this.ensure(size);
+    const b = this.buf;
+    const p = this.pos;
+    this.pos += size;
+    switch (type) {
+      case GgufType.UINT8: return b.readUInt8(p);
+      case GgufType.INT8: return b.readInt8(p);
+      case GgufType.UINT16: return b.readUInt16LE(p);
+      case GgufType.INT16: return b.readInt16LE(p);
+      case GgufType.UINT32: return b.readUInt32LE(p);
+      case GgufType.INT32: return b.readInt32LE(p);
+      case GgufType.FLOAT32: return b.readFloatLE(p);
+      case GgufType.BOOL: return b.readUInt8(p) !== 0;
+      case GgufType.UINT64: return b.readBigUInt64LE(p);
+      case GgufType.INT64: return b.readBigInt64LE(p);
+      default: return b.readDoubleLE(p);
+    }
+  }
+
+  value(type: GgufType): GgufValue {
+    if (type !== GgufType.ARRAY) return this.scalar(type);
+    const elemType = this.u32() as GgufType;
+    const count = Number(this.u64());
+    const values: GgufValue[] = new Array(count);
+    for (let i = 0; i < count; i++) values[i] = this.value(elemType);
+    return { type: elemType, values };
+  }
+}
+
+export function readGgufMetadata(path: string): GgufMetadata {
+  const fd = openSync(path, "r");
+  try {
+    const c = new Cursor(fd);
+    if (c.u32() !== GGUF_MAGIC) throw new Error(`${path} is not a GGUF file`);
+    const version = c.u32();
+    if (version < 2) throw new Error(`${path}: GGUF version ${version} is not supported`);
+    const tensorCount = Number(c.u64());
+    const kvCount = Number(c.u64());
+    const kv = new Map<string, { type: GgufType; value: GgufValue }>();
+    for (let i = 0; i < kvCount; i++) {
+      const key = c.string();
+      const type = c.u32() as GgufType;
+      kv.set(key, { type, value: c.value(type) });
+    }
+    const tensors: GgufTensorInfo[] = [];
+    for (let i = 0; i < tensorCount; i++) {
+      const name = c.string();
+      const nDims = c.u32();
+      const dims: bigint[] = [];
+      for (let d = 0; d < nDims; d++) dims.push(c.u64());
+      tensors.push({ name, dims, type: c.u32(), offset: c.u64() });
+    }
+    return { version, kv, tensors };
+  } catch (err) {
+    if (err instanceof OutOfData) throw new Error(`${path}: ${err.message}`);
+    throw err;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** A scalar metadata value as a JS value, or undefined when absent. */
+export function ggufScalar(meta: GgufMetadata, key: string): number | string | boolean | undefined {
+  const v = meta.kv.get(key)?.value;
+  if (v === undefined || typeof v === "object") return undefined;
+  return typeof v === "bigint" ? Number(v) : v;
+}

@@ -1,0 +1,80 @@
+// Finds a checkpoint's files in the standard Hugging Face hub cache:
+// `<hub>/models--org--name/snapshots/<revision>/<file>`, revision from `refs/main`.
+import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+
+export interface CheckpointRef {
+  repo: string;
+  /** A file path in the repo (`x.gguf`), a quantization to match (`Q4_0`), or null for "the one GGUF". */
+  variant: string | null;
+}
+
+/** `org/name:variant` -> parts. */
+export function parseCheckpoint(checkpoint: string): CheckpointRef {
+  const i = checkpoint.indexOf(":");
+  return i < 0 ? { repo: checkpoint, variant: null } : { repo: checkpoint.slice(0, i), variant: checkpoint.slice(i + 1) || null };
+}
+
+export function repoCacheDir(hubDir: string, repo: string): string {
+  return join(hubDir, `models--${repo.replace(/\//g, "--")}`);
+}
+
+/** The snapshot folder of the repo's current revision, or null when nothing is cached. */
+export function snapshotDir(hubDir: string, repo: string): string | null {
+  const base = repoCacheDir(hubDir, repo);
+  const refFile = join(base, "refs", "main");
+  if (existsSync(refFile)) {
+    const dir = join(base, "snapshots", readFileSync(refFile, "utf8").trim());
+    if (existsSync(dir)) return dir;
+  }
+  try {
+    const revs = readdirSync(join(base, "snapshots"));
+    return revs.length ? join(base, "snapshots", revs.sort()[0]!) : null;
+  } catch {
+    return null;
+  }
+}
+
+function listFiles(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const entry of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, entry.name);
+      if (entry.isDirectory()) walk(p);
+      else out.push(relative(dir, p));
+    }
+  };
+  walk(dir);
+  return out.sort();
+}
+
+const isModelGguf = (f: string) => f.toLowerCase().endsWith(".gguf") && !/(^|\/)mmproj/i.test(f);
+
+/** Picks the file a variant names among a repo's files: an exact path, else the GGUF whose name or
+ * folder carries the quantization (first shard when split), else the repo's only model GGUF. */
+export function pickVariantFile(files: string[], variant: string | null): string | null {
+  if (variant && files.includes(variant)) return variant;
+  const ggufs = files.filter(isModelGguf);
+  if (!variant || variant === "*") return ggufs.length >= 1 ? (ggufs.find((f) => /-00001-of-/.test(f)) ?? ggufs[0]!) : null;
+  const v = variant.toLowerCase();
+  const matches = ggufs.filter((f) => {
+    const lower = f.toLowerCase();
+    return lower.startsWith(`${v}/`) || new RegExp(`[-_.]${v.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}([-.]|$)`).test(lower.replace(/\.gguf$/, ""));
+  });
+  return matches.find((f) => /-00001-of-/.test(f)) ?? matches[0] ?? null;
+}
+
+/** The absolute path of a checkpoint's file in the cache, when it is there in full. */
+export function findCachedFile(hubDir: string, checkpoint: string, file?: string): string | null {
+  const { repo, variant } = parseCheckpoint(checkpoint);
+  const snap = snapshotDir(hubDir, repo);
+  if (!snap) return null;
+  const name = file ?? pickVariantFile(listFiles(snap), variant);
+  if (!name) return null;
+  const path = join(snap, name);
+  try {
+    return statSync(path).isFile() ? path : null;
+  } catch {
+    return null;
+  }
+}

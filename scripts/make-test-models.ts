@@ -1,0 +1,178 @@
+// Writes the tiny models the tests run on real engines: random weights, real tokenizers and chat
+// template copied from llama.cpp's source tree (its vocab-only GGUFs in models/).
+//   chat:   llama architecture, Qwen2 tokenizer, Qwen3 chat template (tools and thinking)
+//   embed:  BERT with mean pooling, BGE tokenizer
+//   rerank: BERT with rank pooling and a classifier head, BGE tokenizer
+// Usage: bun scripts/make-test-models.ts [out-dir]
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { GgufType, readGgufMetadata, type GgufValue } from "../models/gguf.ts";
+import { LLAMACPP } from "../engines/recipes.ts";
+import { sourceDir } from "../engines/source-build.ts";
+import { defaultCacheDir } from "../server/config.ts";
+import { GGML_TYPE_F16, GGML_TYPE_F32, writeGguf, type TensorSpec } from "./test-models/gguf-writer.ts";
+
+/** Bumped whenever the generated files change, so stale copies are rewritten. */
+const GENERATOR_VERSION = "1";
+
+export const TEST_MODELS = {
+  chat: "tiny-chat.gguf",
+  chatB: "tiny-chat-b.gguf",
+  embed: "tiny-embed.gguf",
+  rerank: "tiny-rerank.gguf",
+} as const;
+
+/** Deterministic weights (mulberry32), so a regenerated model is byte-identical. */
+function rng(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+type KV = [string, GgufType, GgufValue][];
+
+function tokenizerKv(vocabPath: string): KV {
+  const meta = readGgufMetadata(vocabPath);
+  return [...meta.kv]
+    .filter(([k]) => k.startsWith("tokenizer."))
+    .map(([k, v]) => [k, v.type, v.value]);
+}
+
+class Weights {
+  readonly tensors: TensorSpec[] = [];
+  constructor(private readonly next: () => number) {}
+
+  random(name: string, dims: number[], scale = 0.08, type: 0 | 1 = GGML_TYPE_F16) {
+    const data = new Float32Array(dims.reduce((a, b) => a * b, 1));
+    for (let i = 0; i < data.length; i++) data[i] = (this.next() * 2 - 1) * scale;
+    this.tensors.push({ name, dims, type, data });
+  }
+
+  fill(name: string, dims: number[], value: number) {
+    const data = new Float32Array(dims.reduce((a, b) => a * b, 1)).fill(value);
+    this.tensors.push({ name, dims, type: GGML_TYPE_F32, data });
+  }
+}
+
+function chatModel(path: string, src: string, seed: number): void {
+  const E = 32, L = 2, H = 4, HKV = 2, FF = 64, CTX = 4096;
+  const tok = tokenizerKv(join(src, "models", "ggml-vocab-qwen2.gguf")).filter(([k]) => k !== "tokenizer.chat_template");
+  const vocab = (tok.find(([k]) => k === "tokenizer.ggml.tokens")![2] as { values: unknown[] }).values.length;
+  const template = readFileSync(join(src, "models", "templates", "Qwen-Qwen3-0.6B.jinja"), "utf8");
+  const w = new Weights(rng(seed));
+  w.random("token_embd.weight", [E, vocab]);
+  w.fill("output_norm.weight", [E], 1);
+  const kvDim = (E / H) * HKV;
+  for (let i = 0; i < L; i++) {
+    w.fill(`blk.${i}.attn_norm.weight`, [E], 1);
+    w.random(`blk.${i}.attn_q.weight`, [E, E]);
+    w.random(`blk.${i}.attn_k.weight`, [E, kvDim]);
+    w.random(`blk.${i}.attn_v.weight`, [E, kvDim]);
+    w.random(`blk.${i}.attn_output.weight`, [E, E]);
+    w.fill(`blk.${i}.ffn_norm.weight`, [E], 1);
+    w.random(`blk.${i}.ffn_gate.weight`, [E, FF]);
+    w.random(`blk.${i}.ffn_up.weight`, [E, FF]);
+    w.random(`blk.${i}.ffn_down.weight`, [FF, E]);
+  }
+  writeGguf(
+    path,
+    [
+      ["general.architecture", GgufType.STRING, "llama"],
+      ["general.name", GgufType.STRING, `tiny-chat-${seed}`],
+      ["llama.context_length", GgufType.UINT32, CTX],
+      ["llama.embedding_length", GgufType.UINT32, E],
+      ["llama.block_count", GgufType.UINT32, L],
+      ["llama.feed_forward_length", GgufType.UINT32, FF],
+      ["llama.attention.head_count", GgufType.UINT32, H],
+      ["llama.attention.head_count_kv", GgufType.UINT32, HKV],
+      ["llama.rope.dimension_count", GgufType.UINT32, E / H],
+      ["llama.rope.freq_base", GgufType.FLOAT32, 10000],
+      ["llama.attention.layer_norm_rms_epsilon", GgufType.FLOAT32, 1e-6],
+      ["general.file_type", GgufType.UINT32, 1],
+      ...tok,
+      ["tokenizer.chat_template", GgufType.STRING, template],
+    ],
+    w.tensors,
+  );
+}
+
+const POOLING_MEAN = 1;
+const POOLING_RANK = 4;
+
+function bertModel(path: string, src: string, seed: number, pooling: number): void {
+  const E = 32, L = 2, H = 4, FF = 64, CTX = 512;
+  const tok = tokenizerKv(join(src, "models", "ggml-vocab-bert-bge.gguf"));
+  const vocab = (tok.find(([k]) => k === "tokenizer.ggml.tokens")![2] as { values: unknown[] }).values.length;
+  const w = new Weights(rng(seed));
+  w.random("token_embd.weight", [E, vocab]);
+  w.random("token_types.weight", [E, 2], 0.08, GGML_TYPE_F32);
+  w.random("position_embd.weight", [E, CTX]);
+  w.fill("token_embd_norm.weight", [E], 1);
+  w.fill("token_embd_norm.bias", [E], 0);
+  for (let i = 0; i < L; i++) {
+    for (const t of ["attn_q", "attn_k", "attn_v", "attn_output"]) {
+      w.random(`blk.${i}.${t}.weight`, [E, E]);
+      w.fill(`blk.${i}.${t}.bias`, [E], 0);
+    }
+    w.fill(`blk.${i}.attn_output_norm.weight`, [E], 1);
+    w.fill(`blk.${i}.attn_output_norm.bias`, [E], 0);
+    w.random(`blk.${i}.ffn_up.weight`, [E, FF]);
+    w.fill(`blk.${i}.ffn_up.bias`, [FF], 0);
+    w.random(`blk.${i}.ffn_down.weight`, [FF, E]);
+    w.fill(`blk.${i}.ffn_down.bias`, [E], 0);
+    w.fill(`blk.${i}.layer_output_norm.weight`, [E], 1);
+    w.fill(`blk.${i}.layer_output_norm.bias`, [E], 0);
+  }
+  if (pooling === POOLING_RANK) {
+    w.random("cls.weight", [E, E], 0.08, GGML_TYPE_F32);
+    w.fill("cls.bias", [E], 0);
+    w.random("cls.output.weight", [E, 1], 0.5, GGML_TYPE_F32);
+    w.fill("cls.output.bias", [1], 0);
+  }
+  writeGguf(
+    path,
+    [
+      ["general.architecture", GgufType.STRING, "bert"],
+      ["general.name", GgufType.STRING, pooling === POOLING_RANK ? "tiny-rerank" : "tiny-embed"],
+      ["bert.context_length", GgufType.UINT32, CTX],
+      ["bert.embedding_length", GgufType.UINT32, E],
+      ["bert.block_count", GgufType.UINT32, L],
+      ["bert.feed_forward_length", GgufType.UINT32, FF],
+      ["bert.attention.head_count", GgufType.UINT32, H],
+      ["bert.attention.layer_norm_epsilon", GgufType.FLOAT32, 1e-12],
+      ["bert.attention.causal", GgufType.BOOL, false],
+      ["bert.pooling_type", GgufType.UINT32, pooling],
+      ["general.file_type", GgufType.UINT32, 1],
+      ...tok,
+    ],
+    w.tensors,
+  );
+}
+
+/** Writes any missing or stale test model into `outDir` and returns the directory. */
+export function makeTestModels(outDir: string, llamaSource = sourceDir(defaultCacheDir(), LLAMACPP)): string {
+  const stamp = join(outDir, ".generator-version");
+  if (existsSync(stamp) && readFileSync(stamp, "utf8") === GENERATOR_VERSION && Object.values(TEST_MODELS).every((f) => existsSync(join(outDir, f)))) {
+    return outDir;
+  }
+  if (!existsSync(join(llamaSource, "models"))) {
+    throw new Error(`llama.cpp source not found at ${llamaSource}: run \`bun scripts/build-engines.ts llamacpp\` first`);
+  }
+  mkdirSync(outDir, { recursive: true });
+  chatModel(join(outDir, TEST_MODELS.chat), llamaSource, 1);
+  chatModel(join(outDir, TEST_MODELS.chatB), llamaSource, 2);
+  bertModel(join(outDir, TEST_MODELS.embed), llamaSource, 3, POOLING_MEAN);
+  bertModel(join(outDir, TEST_MODELS.rerank), llamaSource, 4, POOLING_RANK);
+  writeFileSync(stamp, GENERATOR_VERSION);
+  return outDir;
+}
+
+if (import.meta.main) {
+  const out = process.argv[2] ?? join(import.meta.dir, "..", ".cache", "test-models");
+  console.log(`test models in ${makeTestModels(out)}`);
+}

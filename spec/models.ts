@@ -1,0 +1,270 @@
+// Model listing and per-model options (openai.md: /v1/models and /v1/models/{id}...).
+import { Type as T } from "@sinclair/typebox";
+import { endpoint } from "./endpoint.ts";
+import { E } from "./errors.ts";
+
+const IncludePaths = T.Optional(
+  T.Boolean({
+    description:
+      "`true` adds each present checkpoint's absolute `path` to its `checkpoint_status` entry, which can reveal local usernames and the cache layout. Defaults to `false`.",
+  }),
+);
+
+const ModelId = T.String({
+  description:
+    "Model id, as listed by [`GET /v1/models`](#get-v1models), or an alias. A trailing `:latest`, the tag Ollama clients append, names the bare id when nothing is registered under the tagged name.",
+});
+
+export const ModelObject = T.Object({
+  id: T.String({ description: "Model identifier for loading and inference requests" }),
+  created: T.Integer({ description: "Always `1234567890`, for OpenAI compatibility" }),
+  object: T.Literal("model", { description: 'Always `"model"`' }),
+  owned_by: T.Literal("lemonade", { description: 'Always `"lemonade"`' }),
+  checkpoint: T.String({ description: "The main checkpoint: `org/name:variant` on Hugging Face, or a local path" }),
+  recipe: T.String({ description: "Recipe used to load the model, e.g. `llamacpp`" }),
+  size: T.Optional(T.Number({ description: "Size in GB; omitted when unknown" })),
+  max_context_window: T.Optional(
+    T.Integer({ description: "Largest text context the model supports, read from its GGUF metadata when downloaded" }),
+  ),
+  context_length: T.Optional(
+    T.Integer({
+      description:
+        "Tokens the model handles in one request: the loaded `ctx_size` while it runs, else the configured `ctx_size`, else `max_context_window`",
+    }),
+  ),
+  downloaded: T.Boolean({ description: "Whether every required checkpoint is on disk" }),
+  update_available: T.Boolean({ description: "Whether the model's registry has a newer commit" }),
+  suggested: T.Boolean({ description: "Whether the model is recommended for general use" }),
+  labels: T.Array(T.String(), { description: "The model's capabilities and characteristics; see Model Labels" }),
+  components: T.Array(T.String(), { description: "A collection's component models; empty for other models" }),
+  checkpoints: T.Record(T.String(), T.String(), { description: "Every checkpoint by role, such as `main` or `mmproj`" }),
+  checkpoint_status: T.Array(
+    T.Object({
+      type: T.String({ description: "Checkpoint slot, e.g. `main`, `mmproj`" }),
+      present: T.Boolean({ description: "`true` only when the checkpoint's bytes are complete and readable" }),
+      required: T.Boolean({ description: "A missing required checkpoint keeps the model undownloaded" }),
+      registry: T.String({ description: "Registry hosting the checkpoint; empty for local files" }),
+      path: T.Optional(T.String({ description: "Absolute path; only with `include_paths=true` and when present" })),
+    }),
+    { description: "One entry per checkpoint, answering whether its bytes are there" },
+  ),
+  source: T.String({ description: "Where the model came from: `huggingface`, `extra_models_dir` or `local_path`" }),
+  registry_source: T.Optional(T.String({ description: "Remote registry the checkpoint downloads from: `huggingface`" })),
+  recipe_options: T.Record(T.String(), T.Unknown(), {
+    description: "The model's own options: its registry row's, with what was saved in `recipe_options.json` on top",
+  }),
+});
+
+const exampleModel = `{
+  "id": "Qwen3-0.6B-GGUF",
+  "created": 1234567890,
+  "object": "model",
+  "owned_by": "lemonade",
+  "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
+  "recipe": "llamacpp",
+  "size": 0.38,
+  "max_context_window": 40960,
+  "context_length": 4096,
+  "downloaded": true,
+  "update_available": false,
+  "suggested": true,
+  "labels": ["chat", "reasoning", "tool-calling"],
+  "components": [],
+  "checkpoints": {"main": "unsloth/Qwen3-0.6B-GGUF:Q4_0"},
+  "checkpoint_status": [
+    {"type": "main", "present": true, "required": true, "registry": "huggingface"}
+  ],
+  "source": "huggingface",
+  "registry_source": "huggingface",
+  "recipe_options": {}
+}`;
+
+export const list = endpoint({
+  id: "openai.models",
+  method: "GET",
+  path: "/models",
+  mount: "versioned",
+  page: "openai",
+  errorStyle: "openai",
+  access: "api",
+  summary: "List the server's models",
+  availability: "partially_available",
+  description: "Lists the models available on the server, in OpenAI's format extended with the fields described below.",
+  notes:
+    "A model alias whose target is listed appears too, as a copy of the target with the alias as its `id`. Every GGUF in the extra models folder is listed as a downloaded `extra.<name>` model.",
+  query: T.Object({
+    show_all: T.Optional(
+      T.Boolean({
+        description:
+          "`true` also lists catalog models that are not downloaded. Defaults to `false`, which lists downloaded models only.",
+      }),
+    ),
+    include_paths: IncludePaths,
+  }),
+  head: true,
+  response: T.Object({
+    object: T.Literal("list", { description: 'Always `"list"`' }),
+    data: T.Array(ModelObject, { description: "The model objects" }),
+  }),
+  example: { response: `{\n  "object": "list",\n  "data": [\n${exampleModel.replace(/^/gm, "    ")}\n  ]\n}` },
+});
+
+export const get = endpoint({
+  id: "openai.models_id",
+  method: "GET",
+  path: "/models/:id",
+  mount: "versioned",
+  page: "openai",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Read one model",
+  availability: "fully_available",
+  description: "Returns one model, as the same model object [`GET /v1/models`](#get-v1models) lists.",
+  params: T.Object({ id: ModelId }),
+  query: T.Object({ include_paths: IncludePaths }),
+  response: ModelObject,
+  errors: [E.modelNotSupported, E.modelNotFound],
+  example: { path: "/v1/models/Qwen3-0.6B-GGUF", response: exampleModel },
+});
+
+export const files = endpoint({
+  id: "openai.models_id_files",
+  method: "GET",
+  path: "/models/:id/files",
+  mount: "versioned",
+  page: "openai",
+  errorStyle: "openai",
+  access: "api",
+  summary: "List one model's local files",
+  availability: "fully_available",
+  description:
+    "Lists the resolved local files of one model, for model-detail views. It inventories one model, not drive storage.",
+  params: T.Object({
+    id: T.String({ description: "Model id, as listed by [`GET /v1/models`](#get-v1models). An alias's id is not accepted here; use its target." }),
+  }),
+  query: T.Object({
+    include_paths: T.Optional(
+      T.Boolean({ description: "`true` adds each file's absolute `path`, which can reveal local usernames and the cache layout. Defaults to `false`." }),
+    ),
+  }),
+  response: T.Object({
+    model_id: T.String({ description: "The model's public id" }),
+    files: T.Array(
+      T.Object({
+        name: T.String({ description: "Base filename from the resolved path" }),
+        path: T.Optional(T.String({ description: "Absolute path; present only with `include_paths=true`" })),
+        role: T.String({ description: "Checkpoint role, for example `main` or `mmproj`" }),
+        size_bytes: T.Integer({ description: "File size in bytes. Missing files report `0`" }),
+        exists: T.Boolean({ description: "Whether the resolved path currently exists on disk" }),
+      }),
+      { description: "The model's resolved files" },
+    ),
+  }),
+  errors: [E.modelNotSupported, E.modelNotFound],
+  example: {
+    path: "/v1/models/Qwen3-0.6B-GGUF/files",
+    response: `{\n  "model_id": "Qwen3-0.6B-GGUF",\n  "files": [\n    {"name": "Qwen3-0.6B-Q4_0.gguf", "role": "main", "size_bytes": 382156480, "exists": true}\n  ]\n}`,
+  },
+});
+
+const OptionsBody = T.Object({
+  model_name: T.String({ description: "The id from the URL, so that `effective` and `defaults` are complete `/v1/load` bodies" }),
+  recipe: T.String({ description: "The recipe the option names belong to" }),
+  saved: T.Record(T.String(), T.Unknown(), {
+    description: "The model's own entry in `recipe_options.json`: only what was explicitly saved, or `{}`",
+  }),
+  effective: T.Record(T.String(), T.Unknown(), {
+    description: "The body a `POST /v1/load` for this model uses now: every option the recipe accepts, resolved through the priority chain",
+  }),
+  defaults: T.Record(T.String(), T.Unknown(), {
+    description: "What `effective` becomes if `saved` is erased. A `ctx_size` of `-1` means the server picks the context size",
+  }),
+  resolved_ctx_size: T.Optional(
+    T.Integer({ description: "The context size a load right now would use, for recipes that take one" }),
+  ),
+});
+
+const optionsExample = (saved: string, ctx: number, resolved: number) => `{
+  "model_name": "Qwen3-0.6B-GGUF",
+  "recipe": "llamacpp",
+  "saved": ${saved},
+  "effective": {"ctx_size": ${ctx}, "llamacpp_backend": "cpu", "llamacpp_args": "", "merge_args": true, "evict_idle_timeout": 300, "model_name": "Qwen3-0.6B-GGUF"},
+  "defaults": {"ctx_size": 4096, "llamacpp_backend": "cpu", "llamacpp_args": "", "merge_args": true, "evict_idle_timeout": 300, "model_name": "Qwen3-0.6B-GGUF"},
+  "resolved_ctx_size": ${resolved}
+}`;
+
+const optionsDescription =
+  "Per-model options live in `recipe_options.json` in the cache directory. A load resolves each option through the priority chain: the `/v1/load` request, then the saved entry, then the model's registry row, then the server configuration, then the built-in default.";
+
+export const optionsGet = endpoint({
+  id: "openai.models_id_options_get",
+  method: "GET",
+  path: "/models/:id/options",
+  mount: "versioned",
+  page: "openai",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Read a model's recipe options by layer",
+  availability: "fully_available",
+  description: `Reads a model's recipe options, separated by layer, without loading it. ${optionsDescription}`,
+  params: T.Object({ id: ModelId }),
+  response: OptionsBody,
+  errors: [E.modelNotSupported, E.modelNotFound, E.optionsIoError],
+  example: { path: "/v1/models/Qwen3-0.6B-GGUF/options", response: optionsExample("{}", 4096, 4096) },
+});
+
+export const optionsPost = endpoint({
+  id: "openai.models_id_options_post",
+  method: "POST",
+  path: "/models/:id/options",
+  mount: "versioned",
+  page: "openai",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Save a model's recipe options",
+  availability: "fully_available",
+  description:
+    "Saves recipe options for a model without loading it. The body is a flat object of the recipe options [`/v1/load`](./lemonade.md#post-v1load) accepts: `ctx_size`, `llamacpp_backend`, `llamacpp_args`, `merge_args` and `evict_idle_timeout` for `llamacpp` models.",
+  notes:
+    "The request merges into the model's saved entry, so keys it leaves out keep their values. `null` removes an option, as do `-1`, `\"\"` and `\"auto\"` for any option but `ctx_size`. A request that fails validation saves nothing. With `dry_run`, nothing is persisted: `effective` and `resolved_ctx_size` describe the state the save would produce, while `saved` keeps reporting the entry on disk. A running model keeps its current options until it is next loaded.",
+  params: T.Object({ id: ModelId }),
+  body: T.Object(
+    {
+      ctx_size: T.Optional(
+        T.Union([T.Integer(), T.Null()], {
+          description: "Context size: a positive whole number, or `-1` to size it automatically.",
+        }),
+      ),
+      dry_run: T.Optional(T.Boolean({ description: "`true` reports what the request would do without doing it. Defaults to `false`." })),
+      model_name: T.Optional(T.String({ description: "Ignored; the URL names the model. Accepted so `effective` can be posted back as is." })),
+    },
+    { additionalProperties: true },
+  ),
+  response: OptionsBody,
+  errors: [
+    { status: 400, code: "invalid_argument", when: "The body names an option that the model's recipe does not accept, or sets `pinned`" },
+    { status: 400, code: "invalid_argument", when: "`ctx_size` is not a positive whole number or `-1`, or an option has the wrong type" },
+    E.modelNotSupported,
+    E.modelNotFound,
+    E.optionsIoError,
+  ],
+  example: { path: "/v1/models/Qwen3-0.6B-GGUF/options", body: { ctx_size: 8192 }, response: optionsExample('{"ctx_size": 8192}', 8192, 8192) },
+});
+
+export const optionsDelete = endpoint({
+  id: "openai.models_id_options_delete",
+  method: "DELETE",
+  path: "/models/:id/options",
+  mount: "versioned",
+  page: "openai",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Reset a model's recipe options",
+  availability: "fully_available",
+  description:
+    "Resets a model to its defaults by erasing its `recipe_options.json` entry. Defaults from its registry entry and the server's configuration still apply.",
+  params: T.Object({ id: ModelId }),
+  response: OptionsBody,
+  errors: [E.modelNotSupported, E.modelNotFound, E.optionsIoError],
+  example: { path: "/v1/models/Qwen3-0.6B-GGUF/options", response: optionsExample("{}", 4096, 4096) },
+});
