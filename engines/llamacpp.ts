@@ -42,7 +42,9 @@ export function checkUserArgs(args: string[]): void {
 export function llamaArgv(binary: string, port: number, launch: LlamaLaunch): string[] {
   checkUserArgs(launch.userArgs);
   const argv = [binary, "-m", launch.modelPath, "--host", "127.0.0.1", "--port", String(port), "--ctx-size", String(launch.ctxSize)];
-  argv.push("--jinja", "--metrics", "--no-webui");
+  // llama-server serves each connection on a thread that a kept-alive idle connection holds for
+  // seconds; its default pool (slots + 4) stalls a burst of concurrent clients, so give it room.
+  argv.push("--jinja", "--metrics", "--no-webui", "--threads-http", "64");
   if (launch.mode === "embedding") argv.push("--embeddings");
   if (launch.mode === "reranking") argv.push("--reranking");
   if (launch.mmprojPath) argv.push("--mmproj", launch.mmprojPath);

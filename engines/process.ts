@@ -93,7 +93,9 @@ export class EngineProcess {
         throw new EngineStartError(`engine exited with code ${exitCode} before it was ready:\n${this.lastLines}`);
       }
       try {
-        const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
+        // `Connection: close`: a kept-alive poll connection would hold one of the engine's few HTTP
+        // threads idle for its keep-alive timeout, stalling the first real requests.
+        const res = await fetch(url, { signal: AbortSignal.timeout(1000), headers: { connection: "close" } });
         if (res.ok) return;
         await res.body?.cancel();
       } catch {

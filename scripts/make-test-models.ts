@@ -13,7 +13,7 @@ import { defaultCacheDir } from "../server/config.ts";
 import { GGML_TYPE_F16, GGML_TYPE_F32, writeGguf, type TensorSpec } from "./test-models/gguf-writer.ts";
 
 /** Bumped whenever the generated files change, so stale copies are rewritten. */
-const GENERATOR_VERSION = "1";
+const GENERATOR_VERSION = "3";
 
 export const TEST_MODELS = {
   chat: "tiny-chat.gguf",
@@ -35,6 +35,31 @@ function rng(seed: number) {
 }
 
 type KV = [string, GgufType, GgufValue][];
+
+/** GPT-2 byte-level BPE writes each byte as a printable character; this maps them back. */
+const BYTE_OF_CHAR = (() => {
+  const printable = (b: number) => (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+  const map = new Map<string, number>();
+  let extra = 0;
+  for (let b = 0; b < 256; b++) map.set(String.fromCodePoint(printable(b) ? b : 256 + extra++), b);
+  return map;
+})();
+
+/** Whether a byte-level token decodes to whole UTF-8 characters on its own. */
+function isWholeUtf8(token: string): boolean {
+  const bytes: number[] = [];
+  for (const ch of token) {
+    const b = BYTE_OF_CHAR.get(ch);
+    if (b === undefined) return true;
+    bytes.push(b);
+  }
+  try {
+    new TextDecoder("utf-8", { fatal: true }).decode(new Uint8Array(bytes));
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 function tokenizerKv(vocabPath: string): KV {
   const meta = readGgufMetadata(vocabPath);
@@ -64,8 +89,20 @@ function chatModel(path: string, src: string, seed: number): void {
   const tok = tokenizerKv(join(src, "models", "ggml-vocab-qwen2.gguf")).filter(([k]) => k !== "tokenizer.chat_template");
   const vocab = (tok.find(([k]) => k === "tokenizer.ggml.tokens")![2] as { values: unknown[] }).values.length;
   const template = readFileSync(join(src, "models", "templates", "Qwen-Qwen3-0.6B.jinja"), "utf8");
+  const tokenTypes = (tok.find(([k]) => k === "tokenizer.ggml.token_type")![2] as { values: number[] }).values;
+  const tokenTexts = (tok.find(([k]) => k === "tokenizer.ggml.tokens")![2] as { values: string[] }).values;
   const w = new Weights(rng(seed));
+  // Random weights would emit control tokens (<|im_end|>, <tool_call>, <think>) and byte-fragment
+  // tokens (half a UTF-8 character) at random, and llama.cpp's output parsers then fail on the
+  // half-formed markup or text. So every embedding carries a constant +3 in dimension 0, and the
+  // output rows of those tokens a -30 there: their logits are always far below the rest, and the
+  // model speaks plain, valid (random) text until max_tokens.
   w.random("token_embd.weight", [E, vocab]);
+  const embd = w.tensors.at(-1)!.data;
+  for (let t = 0; t < vocab; t++) embd[t * E] = 3;
+  w.random("output.weight", [E, vocab]);
+  const out = w.tensors.at(-1)!.data;
+  for (let t = 0; t < vocab; t++) if (tokenTypes[t] !== 1 || !isWholeUtf8(tokenTexts[t]!)) out[t * E] = -30;
   w.fill("output_norm.weight", [E], 1);
   const kvDim = (E / H) * HKV;
   for (let i = 0; i < L; i++) {

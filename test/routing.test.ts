@@ -54,7 +54,9 @@ describe("mounting", () => {
 
 describe("operational endpoints", () => {
   test("system-info reports host, storage and every recipe with a valid state", async () => {
-    const info = await (await fetch(`${server.url}/v1/system-info`)).json();
+    const bare = await startTestServer({}, undefined, { engines: false });
+    const info = await (await fetch(`${bare.url}/v1/system-info`)).json();
+    await bare.close();
     expectMatches(lemonade.systemInfo.response, info);
     expect(info.devices.cpu.threads).toBeGreaterThan(0);
     expect(info.model_storage.total_bytes).toBeGreaterThan(info.model_storage.free_bytes);
@@ -62,6 +64,10 @@ describe("operational endpoints", () => {
     // Nothing is built into this fresh cache dir, so the source-built backend can only be installable.
     expect(info.recipes.llamacpp.backends.cpu.state).toBe("installable");
     expect(info.recipes.llamacpp.backends.cpu.action).toBe("lemonade backends install llamacpp:cpu");
+    // The same request against a cache holding the build reports it installed, with its version.
+    const built = (await (await fetch(`${server.url}/v1/system-info`)).json()).recipes.llamacpp;
+    expect(built.backends.cpu).toMatchObject({ state: "installed", version: "node-llama-cpp-3.21.1" });
+    expect(built.default_backend).toBe("cpu");
   });
 
   test("system-stats reports memory in use within the machine's total", async () => {

@@ -6,6 +6,7 @@ import { expect } from "bun:test";
 import { Value } from "@sinclair/typebox/value";
 import type { TSchema } from "@sinclair/typebox";
 import { startServer, type RunningServer } from "../../cli/serve.ts";
+import { linkEngines } from "./engines.ts";
 
 export interface TestServer extends RunningServer {
   cacheDir: string;
@@ -17,7 +18,12 @@ export function tempDir(prefix = "lemonade-test-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
-export async function startTestServer(env: Record<string, string> = {}, cacheDir = tempDir()): Promise<TestServer> {
+export async function startTestServer(
+  env: Record<string, string> = {},
+  cacheDir = tempDir(),
+  { engines = true } = {},
+): Promise<TestServer> {
+  if (engines) linkEngines(cacheDir);
   const server = await startServer(
     { host: "127.0.0.1", port: 0, cacheDir },
     { HF_HUB_CACHE: join(cacheDir, "hf"), LEMONADE_LOG_LEVEL: "warning", ...env },

@@ -1,0 +1,30 @@
+// Real engines and tiny models for the tests. The llama.cpp build is CI's job (.ci/run runs
+// scripts/build-engines.ts); a missing build fails the tests with the command that fixes it.
+import { join } from "node:path";
+import { existsSync, mkdirSync, symlinkSync } from "node:fs";
+import { defaultCacheDir } from "../../server/config.ts";
+import { cachedBinary, LLAMACPP } from "../../engines/recipes.ts";
+import { makeTestModels, TEST_MODELS } from "../../scripts/make-test-models.ts";
+
+const sharedCache = defaultCacheDir();
+
+export function llamaServerBinary(): string {
+  const bin = cachedBinary(sharedCache, LLAMACPP);
+  if (!bin) throw new Error(`llama-server is not built in ${sharedCache}: run \`npx bun scripts/build-engines.ts llamacpp\``);
+  return bin;
+}
+
+/** The folder of generated tiny models (written on first use). */
+export function testModelsDir(): string {
+  llamaServerBinary();
+  return makeTestModels(join(import.meta.dir, "..", "..", ".cache", "test-models"));
+}
+
+export const MODELS = TEST_MODELS;
+
+/** Makes a fresh cache dir see the shared engine builds, as an installed server would. */
+export function linkEngines(cacheDir: string): void {
+  mkdirSync(cacheDir, { recursive: true });
+  const link = join(cacheDir, "bin");
+  if (!existsSync(link)) symlinkSync(join(sharedCache, "bin"), link);
+}
