@@ -31,6 +31,9 @@ export class EngineProcess {
   readonly exited: Promise<number>;
   private stopping = false;
   private readonly recent: string[] = [];
+  /** Settles at the next line of output: engines print as they become ready, so a readiness
+   * poll wakes on output instead of sleeping through it. */
+  private nextLine = Promise.withResolvers<void>();
 
   constructor(opts: SpawnOptions) {
     this.child = Bun.spawn(opts.argv, {
@@ -41,6 +44,8 @@ export class EngineProcess {
     });
     live.add(this.child);
     const sink: LineSink = (line, stream) => {
+      this.nextLine.resolve();
+      this.nextLine = Promise.withResolvers<void>();
       this.recent.push(line);
       if (this.recent.length > 20) this.recent.shift();
       opts.onLine(line, stream);
@@ -102,8 +107,8 @@ export class EngineProcess {
         // Not listening yet.
       }
       // Short first polls: a small model is ready in well under a second.
-      await Promise.race([Bun.sleep(delay), this.exited]);
-      delay = Math.min(delay * 2, 100);
+      await Promise.race([Bun.sleep(delay), this.exited, this.nextLine.promise]);
+      delay = Math.min(delay * 2, 50);
     }
     throw new EngineStartError(`engine was not ready after ${Math.round(timeoutMs / 1000)} s:\n${this.lastLines}`);
   }

@@ -8,6 +8,19 @@ import { hostInfo } from "../server/system.ts";
 import type { ServerContext } from "../server/context.ts";
 import { recipeStatuses } from "../engines/recipes.ts";
 import { MODEL_TYPES, type Slot } from "../server/router.ts";
+import { sseResponse } from "../server/sse.ts";
+import { InstallError } from "../engines/installer.ts";
+
+/** Maps installer failures onto the documented codes. */
+async function installing<T>(work: () => Promise<T> | T): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof InstallError) throw new ApiError(400, "unsupported_backend", err.message);
+    if (err instanceof ApiError) throw err;
+    throw new ApiError(500, "install_failed", `Install failed: ${(err as Error).message}`);
+  }
+}
 
 const perType = (value: (type: string) => number) => Object.fromEntries(MODEL_TYPES.map((t) => [t, value(t)]));
 
@@ -52,6 +65,41 @@ export function lemonadeRoutes(app: Elysia<any, any, any, any, any, any, any>, c
       throw new ApiError(404, "model_not_loaded", `Model not loaded: ${name}`);
     }
     return { status: "success", message: name ? `Model unloaded successfully: ${name}` : "All models unloaded successfully" };
+  });
+
+  bind(app, spec.install, async ({ body }) => {
+    const { recipe, backend } = body;
+    const result = { status: "success", recipe, backend };
+    const run = (progress?: (phase: string, percent: number) => void) =>
+      installing(async () => {
+        ctx.logger.info("Server", `Installing ${recipe}:${backend}`);
+        const binary = await ctx.installer.install(recipe, backend, progress);
+        ctx.logger.info("Server", `Installed ${recipe}:${backend} at ${binary}`);
+      });
+    if (body.stream !== true) {
+      await run();
+      return result;
+    }
+    // Refuse an unknown pair with a plain 400 before the event stream starts.
+    await installing(() => ctx.installer.isInstalled(recipe, backend));
+    return sseResponse(async (send) => {
+      await run((phase, percent) => send("progress", { phase, percent }));
+      send("complete", { recipe, backend, percent: 100 });
+    });
+  });
+
+  bind(app, spec.uninstall, async ({ body }) => {
+    const { recipe, backend } = body;
+    if (!(await installing(() => ctx.installer.isInstalled(recipe, backend)))) {
+      throw new ApiError(404, "not_installed", `${recipe}:${backend} is not installed`);
+    }
+    const unloaded = await ctx.router.unloadWhere(
+      (s) => s.model.recipe === recipe && s.options[`${recipe}_backend`] === backend,
+    );
+    if (unloaded.length) ctx.logger.info("Server", `Unloaded ${unloaded.join(", ")} before removing ${recipe}:${backend}`);
+    await installing(() => ctx.installer.uninstall(recipe, backend));
+    ctx.logger.info("Server", `Uninstalled ${recipe}:${backend}`);
+    return { status: "success", recipe, backend };
   });
 
   bind(app, spec.health, () => ({

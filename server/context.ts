@@ -9,6 +9,7 @@ import { AliasStore } from "../models/aliases.ts";
 import { Catalog } from "../models/catalog.ts";
 import { RecipeOptionsStore } from "../models/recipe-options.ts";
 import { recipeStatuses } from "../engines/recipes.ts";
+import { EngineInstaller } from "../engines/installer.ts";
 
 export interface ServerContext {
   config: Config;
@@ -18,6 +19,7 @@ export interface ServerContext {
   catalog: Catalog;
   recipeOptions: RecipeOptionsStore;
   router: Router;
+  installer: EngineInstaller;
   hostStats: HostStats;
   version: string;
   /** The port the WebSocket APIs answer on, once listening. */
@@ -53,6 +55,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     catalog,
     recipeOptions,
     router: new Router(config, catalog, recipeOptions, logger),
+    installer: new EngineInstaller(config.cacheDir),
     hostStats: new HostStats(),
     version: VERSION,
     websocketPort: null,

@@ -162,6 +162,13 @@ export class Router {
     return true;
   }
 
+  /** Unloads every model a predicate picks (e.g. those on a backend being removed). */
+  async unloadWhere(pick: (slot: Slot) => boolean): Promise<string[]> {
+    const victims = this.list().filter(pick);
+    await Promise.all(victims.map((s) => this.evict(s)));
+    return victims.map((s) => s.model.id);
+  }
+
   async shutdown(): Promise<void> {
     clearInterval(this.idleTimer);
     await Promise.all(this.list().map((s) => this.stopSlot(s)));

@@ -23,6 +23,8 @@ export const endpoints: EndpointDef[] = [
   ollama.blobs,
   lemonade.load,
   lemonade.unload,
+  lemonade.install,
+  lemonade.uninstall,
   lemonade.health,
   lemonade.systemInfo,
   lemonade.systemStats,

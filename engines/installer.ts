@@ -1,0 +1,58 @@
+// Installs and removes the backends that can be built on this machine. Concurrent installs of one
+// backend share a single build.
+import { cachedBinary, LLAMACPP, WHISPERCPP } from "./recipes.ts";
+import { buildFromSource, LLAMACPP_BUILD, uninstallEngine, WHISPERCPP_BUILD, type BuildRecipe, type Progress } from "./source-build.ts";
+
+const BUILDABLE: Record<string, BuildRecipe> = {
+  "llamacpp:cpu": LLAMACPP_BUILD(LLAMACPP),
+  "whispercpp:cpu": WHISPERCPP_BUILD(WHISPERCPP),
+};
+
+export class InstallError extends Error {}
+
+export class EngineInstaller {
+  private readonly running = new Map<string, { promise: Promise<string>; listeners: Set<Progress> }>();
+
+  constructor(private readonly cacheDir: string) {}
+
+  private recipeFor(recipe: string, backend: string): BuildRecipe {
+    const found = BUILDABLE[`${recipe}:${backend}`];
+    if (!found) {
+      const known = Object.keys(BUILDABLE).join(", ");
+      throw new InstallError(`${recipe}:${backend} cannot be installed on this system (installable: ${known})`);
+    }
+    return found;
+  }
+
+  isInstalled(recipe: string, backend: string): boolean {
+    return cachedBinary(this.cacheDir, this.recipeFor(recipe, backend).engine) !== null;
+  }
+
+  /** Builds the backend unless this version is already installed; returns the binary's path. */
+  install(recipe: string, backend: string, progress: Progress = () => {}): Promise<string> {
+    const build = this.recipeFor(recipe, backend);
+    const key = `${recipe}:${backend}`;
+    const cached = cachedBinary(this.cacheDir, build.engine);
+    if (cached) {
+      progress("complete", 100);
+      return Promise.resolve(cached);
+    }
+    let job = this.running.get(key);
+    if (!job) {
+      const listeners = new Set<Progress>();
+      const promise = buildFromSource(this.cacheDir, build, (phase, pct) => listeners.forEach((l) => l(phase, pct)));
+      job = { promise, listeners };
+      this.running.set(key, job);
+      const done = () => this.running.delete(key);
+      promise.then(done, done);
+    }
+    job.listeners.add(progress);
+    const listeners = job.listeners;
+    return job.promise.finally(() => listeners.delete(progress));
+  }
+
+  /** Removes the backend's binaries; false when it was not installed. */
+  uninstall(recipe: string, backend: string): boolean {
+    return uninstallEngine(this.cacheDir, this.recipeFor(recipe, backend).engine);
+  }
+}
