@@ -17,6 +17,8 @@ export interface LlamaLaunch {
   ctxSize: number;
   /** Extra flags, already split into argv words. */
   userArgs: string[];
+  /** Where `/slots/{id}?action=save|restore` files live. */
+  slotSavePath?: string;
 }
 
 export class EngineConfigError extends Error {}
@@ -48,6 +50,7 @@ export function llamaArgv(binary: string, port: number, launch: LlamaLaunch): st
   if (launch.mode === "embedding") argv.push("--embeddings");
   if (launch.mode === "reranking") argv.push("--reranking");
   if (launch.mmprojPath) argv.push("--mmproj", launch.mmprojPath);
+  if (launch.slotSavePath) argv.push("--slot-save-path", launch.slotSavePath);
   return [...argv, ...launch.userArgs];
 }
 

@@ -12,6 +12,7 @@ import { ollamaRoutes } from "./ollama.ts";
 import { logStreamRoute } from "./logs.ts";
 import { modelRoutes } from "./models.ts";
 import { openaiRoutes } from "./openai.ts";
+import { llamacppRoutes } from "./llamacpp.ts";
 import { docsPage, openApiDocument } from "./openapi.ts";
 
 const DOC_PATHS = new Set(["/openapi.json", "/docs"]);
@@ -94,6 +95,7 @@ export function createApp(ctx: ServerContext) {
   app.get("/docs", () => new Response(docsPage(), { headers: { "content-type": "text/html; charset=utf-8" } }));
   lemonadeRoutes(app, ctx);
   openaiRoutes(app, ctx);
+  llamacppRoutes(app, ctx);
   modelRoutes(app, ctx);
   ollamaRoutes(app, ctx);
   logStreamRoute(app, ctx);

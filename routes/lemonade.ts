@@ -114,6 +114,8 @@ export function lemonadeRoutes(app: Elysia<any, any, any, any, any, any, any>, c
     update_check_done: true,
   }));
 
+  bind(app, spec.stats, () => ctx.stats.snapshot());
+
   bind(app, spec.systemInfo, () => ({
     ...hostInfo(ctx.config.hfCacheDir),
     recipes: recipeStatuses(ctx.config.cacheDir),

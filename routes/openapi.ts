@@ -1,7 +1,7 @@
 // The OpenAPI 3.1 document, built from spec/ alone: the same definitions that validate requests
 // and render the markdown docs. (@elysiajs/openapi infers request bodies from Elysia's parsers,
 // and our JSON-whatever-the-Content-Type parser left its bodies empty, so we render it ourselves.)
-import type { TSchema } from "@sinclair/typebox";
+import { OptionalKind, type TSchema } from "@sinclair/typebox";
 import { OllamaError, OpenAIError } from "../spec/schemas.ts";
 import { documentedErrors, endpoints, mountedPaths, type EndpointDef } from "../spec/index.ts";
 
@@ -59,7 +59,7 @@ function operation(def: EndpointDef): Json {
   };
   if (def.access !== "open") op.security = [{ bearer: [] }];
   if (def.body && def.method !== "WS") {
-    op.requestBody = { required: true, content: { "application/json": { schema: def.body } } };
+    op.requestBody = { required: !(OptionalKind in def.body), content: { "application/json": { schema: def.body } } };
   }
   return op;
 }

@@ -5,6 +5,7 @@ import { Metrics } from "./metrics.ts";
 import { HostStats } from "./system.ts";
 import { VERSION } from "./version.ts";
 import { Router } from "./router.ts";
+import { GenerationStats } from "./stats.ts";
 import { AliasStore } from "../models/aliases.ts";
 import { Catalog } from "../models/catalog.ts";
 import { RecipeOptionsStore } from "../models/recipe-options.ts";
@@ -20,6 +21,7 @@ export interface ServerContext {
   recipeOptions: RecipeOptionsStore;
   router: Router;
   installer: EngineInstaller;
+  stats: GenerationStats;
   hostStats: HostStats;
   version: string;
   /** The port the WebSocket APIs answer on, once listening. */
@@ -47,15 +49,19 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     aliases,
   );
   const recipeOptions = new RecipeOptionsStore(config.cacheDir);
+  const router = new Router(config, catalog, recipeOptions, logger);
+  const loaded = () =>
+    router.list().map((s) => ({ model: s.model.id, recipe: s.model.recipe, type: s.model.type, url: s.engine.url }));
   return {
     config,
     logger,
-    metrics: new Metrics(VERSION),
+    metrics: new Metrics(VERSION, loaded),
     aliases,
     catalog,
     recipeOptions,
-    router: new Router(config, catalog, recipeOptions, logger),
+    router,
     installer: new EngineInstaller(config.cacheDir),
+    stats: new GenerationStats(),
     hostStats: new HostStats(),
     version: VERSION,
     websocketPort: null,

@@ -2,12 +2,28 @@
 // figures under Bun, and the docs say non-finite samples are omitted, so the process gauges are ours.
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 
+export interface LoadedModelInfo {
+  model: string;
+  recipe: string;
+  type: string;
+  /** The engine's base URL, for scraping its own /metrics. */
+  url: string;
+}
+
 export class Metrics {
   readonly registry = new Registry();
   readonly httpRequests: Counter<"method" | "route" | "status">;
   readonly httpDuration: Histogram<"method" | "route">;
+  readonly modelRequests: Counter<"model" | "endpoint" | "status">;
+  readonly modelRequestDuration: Histogram<"model" | "endpoint">;
+  readonly generatedTokens: Counter<"model">;
+  readonly promptTokens: Counter<"model">;
+  readonly timeToFirstToken: Histogram<"model">;
 
-  constructor(version: string) {
+  constructor(
+    version: string,
+    private readonly loaded: () => LoadedModelInfo[] = () => [],
+  ) {
     const registers = [this.registry];
     new Gauge({ name: "lemonade_server_up", help: "Whether the Lemonade server is running.", registers }).set(1);
     new Gauge({
@@ -44,6 +60,57 @@ export class Metrics {
       labelNames: ["method", "route", "status"],
       registers,
     });
+    const loadedModels = this.loaded;
+    new Gauge({
+      name: "lemonade_model_info",
+      help: "One sample per loaded model, labelled with its recipe and type.",
+      labelNames: ["model", "recipe", "type"],
+      registers,
+      collect() {
+        this.reset();
+        for (const m of loadedModels()) this.set({ model: m.model, recipe: m.recipe, type: m.type }, 1);
+      },
+    });
+    new Gauge({
+      name: "lemonade_models_loaded",
+      help: "Models loaded now.",
+      registers,
+      collect() {
+        this.set(loadedModels().length);
+      },
+    });
+    this.modelRequests = new Counter({
+      name: "lemonade_model_requests_total",
+      help: "Requests forwarded to a model's engine, by model, endpoint and status.",
+      labelNames: ["model", "endpoint", "status"],
+      registers,
+    });
+    this.modelRequestDuration = new Histogram({
+      name: "lemonade_model_request_duration_seconds",
+      help: "Time from forwarding a request to the end of the engine's answer.",
+      labelNames: ["model", "endpoint"],
+      buckets: [0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300],
+      registers,
+    });
+    this.generatedTokens = new Counter({
+      name: "lemonade_generated_tokens_total",
+      help: "Tokens generated, by model.",
+      labelNames: ["model"],
+      registers,
+    });
+    this.promptTokens = new Counter({
+      name: "lemonade_prompt_tokens_total",
+      help: "Prompt tokens processed or served from cache, by model.",
+      labelNames: ["model"],
+      registers,
+    });
+    this.timeToFirstToken = new Histogram({
+      name: "lemonade_time_to_first_token_seconds",
+      help: "Prompt processing time before the first generated token, by model.",
+      labelNames: ["model"],
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10],
+      registers,
+    });
     this.httpDuration = new Histogram({
       name: "lemonade_http_request_duration_seconds",
       help: "Time from request to response headers, by method and route pattern.",
@@ -57,7 +124,61 @@ export class Metrics {
     return this.registry.contentType;
   }
 
-  render(): Promise<string> {
-    return this.registry.metrics();
+  /** The server's metrics, then each llama.cpp engine's own, renamed `lemonade_llamacpp_*` and
+   * labelled with the model. A scrape that fails or is slow is left out, never fatal. */
+  async render(): Promise<string> {
+    const own = await this.registry.metrics();
+    const scrapes = await Promise.all(
+      this.loaded()
+        .filter((m) => m.recipe === "llamacpp")
+        .map((m) => scrapeEngine(m)),
+    );
+    // One HELP/TYPE per family, with every engine's samples grouped under it.
+    const families = new Map<string, { meta: string[]; samples: string[] }>();
+    for (const scrape of scrapes) {
+      for (const [name, fam] of scrape) {
+        const into = families.get(name) ?? { meta: fam.meta, samples: [] };
+        into.samples.push(...fam.samples);
+        families.set(name, into);
+      }
+    }
+    const engines = [...families.values()].map((f) => [...f.meta, ...f.samples].join("\n")).join("\n");
+    return engines ? `${own}\n${engines}\n` : own;
   }
+}
+
+const escapeLabel = (v: string) => v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+
+type Families = Map<string, { meta: string[]; samples: string[] }>;
+
+async function scrapeEngine(m: LoadedModelInfo): Promise<Families> {
+  const families: Families = new Map();
+  let text: string;
+  try {
+    const res = await fetch(`${m.url}/metrics`, { signal: AbortSignal.timeout(500) });
+    if (!res.ok) return families;
+    text = await res.text();
+  } catch {
+    return families;
+  }
+  const labels = `model="${escapeLabel(m.model)}",recipe="${escapeLabel(m.recipe)}"`;
+  const family = (name: string) => {
+    let f = families.get(name);
+    if (!f) families.set(name, (f = { meta: [], samples: [] }));
+    return f;
+  };
+  for (const line of text.split("\n")) {
+    const renamed = line.replace(/llamacpp:/g, "lemonade_llamacpp_");
+    const meta = /^# (HELP|TYPE) (\S+)/.exec(renamed);
+    if (meta) {
+      family(meta[2]!).meta.push(renamed);
+      continue;
+    }
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$/.exec(renamed);
+    // Non-finite samples are omitted, as the docs ask.
+    if (!match || !Number.isFinite(Number(match[3]))) continue;
+    const existing = match[2] ? match[2].slice(1, -1) + "," : "";
+    family(match[1]!).samples.push(`${match[1]}{${existing}${labels}} ${match[3]}`);
+  }
+  return families;
 }

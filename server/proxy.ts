@@ -1,10 +1,12 @@
-// Forwards one inference request to the engine serving its model. Streams pass through byte for
-// byte; the proxy only watches for the end of the stream (to release the model) and for an engine
-// that dies mid-stream (to send the documented error event instead of hanging).
+// Forwards one request to the engine serving its model. Streams pass through byte for byte; the
+// proxy only watches for the end of the stream (to release the model and read the engine's
+// timings) and for an engine that dies mid-stream (to send the documented error event instead of
+// hanging).
 import type { ServerContext } from "./context.ts";
 import type { Lease } from "./router.ts";
-import type { ModelType } from "../models/catalog.ts";
+import type { CatalogModel } from "../models/catalog.ts";
 import { ApiError } from "./errors.ts";
+import { extractTimings } from "./stats.ts";
 
 export interface ProxyRequest {
   /** The model the client named. */
@@ -14,62 +16,111 @@ export interface ProxyRequest {
   /** Body to send on to the engine. */
   body: Record<string, unknown>;
   stream: boolean;
-  /** The model type the route serves; another type is a 400. */
-  type: ModelType;
+  /** Refuses a model this route cannot serve (checked before anything loads). */
+  check: (model: CatalogModel) => ApiError | null;
   /** Options for the load, when this request triggers one (e.g. `ctx_size`). */
   loadOptions?: Record<string, unknown>;
   /** The client's request, whose abort cancels the engine request. */
   signal: AbortSignal;
+  /** Metrics label: the route, e.g. `chat_completions`. */
+  endpoint: string;
+  /** Whether the answer carries generation timings for /v1/stats. */
+  generation: boolean;
 }
 
 const encoder = new TextEncoder();
+const decoder = new TextDecoder();
 const DONE_MARK = "[DONE]";
+/** Chunks kept to read the final timings from: they arrive in the last event or two. */
+const TAIL_CHUNKS = 4;
 
 function errorEvent(message: string, statusCode: number): Uint8Array {
   return encoder.encode(`data: ${JSON.stringify({ error: { message, type: "backend_error", status_code: statusCode } })}\n\n`);
 }
 
+/** Checks that route and model fit, then claims the model (loading it when needed). */
 async function acquireFor(ctx: ServerContext, req: ProxyRequest): Promise<Lease> {
-  const model = ctx.catalog.get(req.model);
-  if (model.type !== req.type) {
-    const what = req.type === "llm" ? "an LLM" : `a ${req.type} model`;
-    throw new ApiError(400, "", `Model ${model.id} is not ${what} (its type is ${model.type})`, "model");
-  }
+  // A loaded model named by its id skips the catalog scan: this is every request's hot path.
+  const model = ctx.router.loadedModel(req.model) ?? ctx.catalog.get(req.model);
+  const refusal = req.check(model);
+  if (refusal) throw refusal;
   return ctx.router.acquire(model.id, { options: req.loadOptions });
 }
 
 export async function proxyToEngine(ctx: ServerContext, req: ProxyRequest): Promise<Response> {
   const lease = await acquireFor(ctx, req);
+  return forward(ctx, lease, req, "POST");
+}
+
+/** Forwards to the most recently used llama.cpp model (slots, tokenize: they name no model). */
+export async function proxyToRecent(
+  ctx: ServerContext,
+  req: Pick<ProxyRequest, "path" | "signal" | "endpoint"> & { method: "GET" | "POST"; body?: Record<string, unknown> },
+): Promise<Response> {
+  const id = ctx.router.mostRecent;
+  if (!id) throw new ApiError(400, "no_model_loaded", "No model is loaded: load a llama.cpp model first");
+  const slot = ctx.router.list().find((s) => s.model.id === id);
+  if (!slot) throw new ApiError(404, "", `Model ${id} was unloaded while the request waited for it`);
+  if (slot.model.recipe !== "llamacpp") throw new ApiError(400, "", `The most recently used model, ${id}, is not a llama.cpp model`);
+  const lease = await ctx.router.acquire(id);
+  return forward(ctx, lease, { ...req, model: id, body: req.body ?? {}, stream: false, generation: false, check: () => null }, req.method);
+}
+
+async function forward(
+  ctx: ServerContext,
+  lease: Lease,
+  req: Omit<ProxyRequest, "loadOptions">,
+  method: "GET" | "POST",
+): Promise<Response> {
+  const modelId = lease.slot.model.id;
+  const started = performance.now();
   const upstreamAbort = new AbortController();
   const onClientAbort = () => upstreamAbort.abort();
   req.signal.addEventListener("abort", onClientAbort, { once: true });
-  const finish = () => {
+  let status = 0;
+  const finish = (tail?: string) => {
     req.signal.removeEventListener("abort", onClientAbort);
     lease.release();
+    const labels = { model: modelId, endpoint: req.endpoint };
+    ctx.metrics.modelRequests.inc({ ...labels, status: String(status) });
+    ctx.metrics.modelRequestDuration.observe(labels, (performance.now() - started) / 1000);
+    if (req.generation && tail && status >= 200 && status < 300) {
+      const found = extractTimings(tail);
+      if (found) {
+        const rec = ctx.stats.record(found.timings, found.usage);
+        if (rec.output_tokens) ctx.metrics.generatedTokens.inc({ model: modelId }, rec.output_tokens);
+        if (rec.prompt_tokens) ctx.metrics.promptTokens.inc({ model: modelId }, rec.prompt_tokens);
+        if (rec.time_to_first_token !== null) ctx.metrics.timeToFirstToken.observe({ model: modelId }, rec.time_to_first_token);
+      }
+    }
   };
+
   let upstream: Response;
   try {
     upstream = await fetch(lease.url + req.path, {
-      method: "POST",
+      method,
       headers: { "content-type": "application/json" },
-      body: JSON.stringify(req.body),
+      body: method === "POST" ? JSON.stringify(req.body) : undefined,
       signal: upstreamAbort.signal,
     });
   } catch (err) {
+    status = 502;
     finish();
     if (req.signal.aborted) throw new ApiError(499, "client_closed", "The client closed the request");
-    throw new ApiError(502, "backend_error", `The ${lease.slot.model.id} engine did not answer: ${(err as Error).message}`);
+    throw new ApiError(502, "backend_error", `The ${modelId} engine did not answer: ${(err as Error).message}`);
   }
+  status = upstream.status;
 
   if (!req.stream || !upstream.ok || !upstream.body) {
     let text: string;
     try {
       text = await upstream.text();
     } catch (err) {
+      status = 502;
       finish();
-      throw new ApiError(502, "backend_error", `The ${lease.slot.model.id} engine stopped answering: ${(err as Error).message}`);
+      throw new ApiError(502, "backend_error", `The ${modelId} engine stopped answering: ${(err as Error).message}`);
     }
-    finish();
+    finish(text);
     if (upstream.ok) text = rewriteModel(text, req.model);
     return new Response(text, {
       status: upstream.status,
@@ -78,14 +129,13 @@ export async function proxyToEngine(ctx: ServerContext, req: ProxyRequest): Prom
   }
 
   const reader = upstream.body.getReader();
-  const modelId = lease.slot.model.id;
+  const tail: Uint8Array[] = [];
   let first = true;
-  let tail = "";
   let closed = false;
   const close = () => {
     if (closed) return;
     closed = true;
-    finish();
+    finish(tail.map((c) => decoder.decode(c)).join(""));
   };
   const body = new ReadableStream<Uint8Array>(
     {
@@ -94,7 +144,11 @@ export async function proxyToEngine(ctx: ServerContext, req: ProxyRequest): Prom
           const { done, value } = await reader.read();
           if (done) {
             // An engine that closes without `[DONE]` died mid-answer: say so rather than end quietly.
-            if (!tail.includes(DONE_MARK)) controller.enqueue(errorEvent(`The ${modelId} engine closed the stream early`, 502));
+            const last = tail.length ? decoder.decode(tail[tail.length - 1]!.subarray(-32)) : "";
+            if (!last.includes(DONE_MARK)) {
+              status = 502;
+              controller.enqueue(errorEvent(`The ${modelId} engine closed the stream early`, 502));
+            }
             close();
             controller.close();
             return;
@@ -103,10 +157,11 @@ export async function proxyToEngine(ctx: ServerContext, req: ProxyRequest): Prom
             first = false;
             lease.streaming();
           }
-          // Only the last bytes matter for spotting the end marker; decoding them is cheap.
-          tail = String.fromCharCode(...value.subarray(Math.max(0, value.length - 16)));
+          tail.push(value);
+          if (tail.length > TAIL_CHUNKS) tail.shift();
           controller.enqueue(value);
         } catch (err) {
+          status = 502;
           if (!req.signal.aborted) {
             ctx.logger.warn("Proxy", `Stream from ${modelId} failed: ${(err as Error).message}`);
             controller.enqueue(errorEvent(`The ${modelId} engine stopped answering: ${(err as Error).message}`, 502));
@@ -133,9 +188,10 @@ export async function proxyToEngine(ctx: ServerContext, req: ProxyRequest): Prom
 
 /** Non-streaming answers report the model by the name the client used. */
 function rewriteModel(text: string, model: string): string {
+  if (!text.includes('"model"')) return text;
   try {
     const json = JSON.parse(text);
-    if (json && typeof json === "object" && "model" in json) {
+    if (json && typeof json === "object" && !Array.isArray(json) && "model" in json) {
       json.model = model;
       return JSON.stringify(json);
     }

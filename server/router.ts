@@ -7,6 +7,8 @@
 //   stopped once its in-flight requests finish;
 // - pinned models are never evicted; when only pinned models fill a type, a load fails with 409;
 // - an engine that exits on its own is logged, forgotten, and started again by the next request.
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
 import type { Catalog, CatalogModel, ModelType } from "../models/catalog.ts";
 import {
   optionSpecs,
@@ -87,6 +89,12 @@ export class Router {
   /** Models resident now, oldest load first. */
   list(): Slot[] {
     return [...this.slots.values()].filter((s) => s.state !== "stopped");
+  }
+
+  /** The catalog entry of a model loaded under exactly this id. */
+  loadedModel(id: string): CatalogModel | undefined {
+    const slot = this.slots.get(id);
+    return slot?.state === "ready" ? slot.model : undefined;
   }
 
   isLoading(id: string): boolean {
@@ -297,6 +305,13 @@ export class Router {
     this.logger.info("Router", `Unloaded ${slot.model.id} (pid ${slot.engine.process.pid})`);
   }
 
+  /** The folder a model's saved slot files live in (created on demand). */
+  slotDir(modelId: string): string {
+    const dir = join(this.config.cacheDir, "slots", modelId.replace(/[^A-Za-z0-9._-]/g, "_"));
+    mkdirSync(dir, { recursive: true });
+    return dir;
+  }
+
   private evictIdle(): void {
     const now = Date.now();
     for (const slot of this.list()) {
@@ -342,6 +357,7 @@ export class Router {
           mode,
           ctxSize,
           userArgs,
+          slotSavePath: this.slotDir(model.id),
         },
         (line) => this.logger.debug(tag, line),
       );

@@ -46,6 +46,8 @@ export interface EndpointDef {
   /** Path without prefix, in Elysia syntax for parameters (`/models/:id`). */
   path: string;
   mount: Mount;
+  /** Other paths (same mount) that answer the same way, e.g. `/reranking` beside `/rerank`. */
+  aliasPaths?: string[];
   page: DocPage;
   errorStyle: ErrorStyle;
   access: Access;
@@ -75,8 +77,9 @@ export function endpoint<const D extends EndpointDef>(def: D): D {
 }
 
 /** The paths a definition is served at. */
-export function mountedPaths(def: Pick<EndpointDef, "path" | "mount">): string[] {
-  return def.mount === "versioned" ? VERSION_PREFIXES.map((p) => p + def.path) : [def.path];
+export function mountedPaths(def: Pick<EndpointDef, "path" | "mount" | "aliasPaths">): string[] {
+  const paths = [def.path, ...(def.aliasPaths ?? [])];
+  return def.mount === "versioned" ? paths.flatMap((path) => VERSION_PREFIXES.map((p) => p + path)) : paths;
 }
 
 /** The path as the docs print it: `/v1/models/{id}`. */

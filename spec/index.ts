@@ -4,16 +4,23 @@ import * as lemonade from "./lemonade.ts";
 import * as ollama from "./ollama.ts";
 import * as models from "./models.ts";
 import * as openai from "./openai.ts";
+import * as llamacpp from "./llamacpp.ts";
 
 export const endpoints: EndpointDef[] = [
   openai.chatCompletions,
   openai.completions,
+  openai.embeddings,
+  openai.responses,
   models.list,
   models.get,
   models.files,
   models.optionsGet,
   models.optionsPost,
   models.optionsDelete,
+  llamacpp.rerank,
+  llamacpp.slots,
+  llamacpp.slotAction,
+  llamacpp.tokenize,
   ollama.tags,
   ollama.ps,
   ollama.version,
@@ -26,6 +33,7 @@ export const endpoints: EndpointDef[] = [
   lemonade.install,
   lemonade.uninstall,
   lemonade.health,
+  lemonade.stats,
   lemonade.systemInfo,
   lemonade.systemStats,
   lemonade.metrics,
@@ -38,4 +46,4 @@ export const endpoints: EndpointDef[] = [
 
 export * from "./endpoint.ts";
 export * from "./errors.ts";
-export { lemonade, ollama, models, openai };
+export { lemonade, ollama, models, openai, llamacpp };

@@ -448,3 +448,33 @@ export const uninstall = endpoint({
   ],
   example: { body: { recipe: "llamacpp", backend: "cpu" }, response: '{"status": "success", "recipe": "llamacpp", "backend": "cpu"}' },
 });
+
+export const stats = endpoint({
+  id: "lemonade.stats",
+  method: "GET",
+  path: "/stats",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Performance of the last request",
+  availability: "fully_available",
+  description:
+    "Performance statistics of the last completed generation request (chat, completions, responses), from the engine's own timings, plus counters since the server started.",
+  response: T.Object({
+    time_to_first_token: Nullable(T.Number(), { description: "Seconds until the first token was generated (prompt processing)" }),
+    tokens_per_second: Nullable(T.Number(), { description: "Generation speed in tokens per second" }),
+    input_tokens: Nullable(T.Integer(), { description: "Prompt tokens processed (not served from the cache)" }),
+    output_tokens: Nullable(T.Integer(), { description: "Tokens generated" }),
+    prompt_tokens: Nullable(T.Integer(), { description: "Total prompt tokens including cached tokens" }),
+    cache_tokens: Nullable(T.Integer(), { description: "Prompt tokens served from the engine's prefix cache; `null` when not reported" }),
+    request_count_total: T.Integer({ description: "Generation requests completed since the server started" }),
+    input_tokens_total: T.Integer({ description: "Cumulative `input_tokens`" }),
+    output_tokens_total: T.Integer({ description: "Cumulative `output_tokens`" }),
+    prompt_tokens_total: T.Integer({ description: "Cumulative `prompt_tokens`" }),
+    cache_tokens_total: T.Integer({ description: "Cumulative `cache_tokens`" }),
+  }),
+  example: {
+    response: `{"time_to_first_token": 0.02, "tokens_per_second": 33.33, "input_tokens": 32, "output_tokens": 5, "prompt_tokens": 128, "cache_tokens": 96, "request_count_total": 12, "input_tokens_total": 1536, "output_tokens_total": 60, "prompt_tokens_total": 1700, "cache_tokens_total": 1152}`,
+  },
+});

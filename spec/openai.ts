@@ -139,3 +139,110 @@ export const completions = endpoint({
 }`,
   },
 });
+
+export const responses = endpoint({
+  id: "openai.responses",
+  method: "POST",
+  path: "/responses",
+  mount: "versioned",
+  page: "openai",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Generate a response in OpenAI's Responses format",
+  modality: "prompt/messages -> event",
+  availability: "fully_available",
+  description:
+    "Generates a model response to an input, in OpenAI's Responses format, loading the model if it is not loaded. llama.cpp answers it natively; streaming sends `response.created`, `response.in_progress`, output item and delta events, then `response.completed` and `data: [DONE]`.",
+  notes: streamNotes,
+  body: T.Object(
+    {
+      input: T.Union([T.String(), T.Array(T.Unknown())], { description: "The input, as a string or an array of input items." }),
+      model: ModelName,
+      max_output_tokens: T.Optional(T.Integer({ description: "Upper bound on generated tokens." })),
+      temperature: SamplingParams.temperature,
+      repeat_penalty: SamplingParams.repeat_penalty,
+      top_k: SamplingParams.top_k,
+      top_p: SamplingParams.top_p,
+      stream: common.stream,
+      ctx_size: common.ctx_size,
+    },
+    { additionalProperties: true },
+  ),
+  errors: [{ status: 400, code: "model_not_applicable", when: "`model` is not an LLM" }, ...inferenceErrors.slice(1)],
+  example: {
+    body: { model: "Llama-3.2-1B-Instruct-GGUF", input: "What is the population of Paris?" },
+    response: `{
+  "id": "resp_Cxow6uUoxWRLPnhhXU7QEvXjMrKaBGYi",
+  "object": "response",
+  "created_at": 1793827678,
+  "model": "Llama-3.2-1B-Instruct-GGUF",
+  "status": "completed",
+  "output": [{"type": "message", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": "About 2.1 million people."}]}],
+  "usage": {"input_tokens": 42, "output_tokens": 8, "total_tokens": 50}
+}`,
+  },
+});
+
+export const embeddings = endpoint({
+  id: "openai.embeddings",
+  method: "POST",
+  path: "/embeddings",
+  mount: "versioned",
+  page: "openai",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Embed text as vectors",
+  modality: "text -> vector representations",
+  availability: "fully_available",
+  description:
+    "Returns vector representations (embeddings) of the input text, loading the model if it is not loaded. Embedding models use the `llamacpp` recipe.",
+  body: T.Object(
+    {
+      input: StringOrList("The text to embed, as a string or an array of strings."),
+      model: ModelName,
+      encoding_format: T.Optional(
+        T.Union([T.Literal("float"), T.Literal("base64")], { description: "`float` or `base64`. Defaults to `float`." }),
+      ),
+      ctx_size: common.ctx_size,
+    },
+    { additionalProperties: true },
+  ),
+  response: T.Object({
+    object: T.Literal("list", { description: 'Always `"list"`' }),
+    data: T.Array(
+      T.Object({
+        object: T.Literal("embedding", { description: 'Always `"embedding"`' }),
+        index: T.Integer({ description: "Position of the input text in the request" }),
+        embedding: T.Union([T.Array(T.Number()), T.String()], {
+          description: "The vector, as an array of floats, or a base64 string of little-endian float32 when `encoding_format` is `base64`",
+        }),
+      }),
+      { description: "One embedding per input" },
+    ),
+    model: T.String({ description: "The model that produced the embeddings" }),
+    usage: T.Object(
+      {
+        prompt_tokens: T.Integer({ description: "Tokens in the input" }),
+        total_tokens: T.Integer({ description: "Tokens processed in total" }),
+      },
+      { description: "Token usage" },
+    ),
+  }),
+  errors: [
+    { status: 400, code: "", when: "`model`'s backend cannot embed, such as a text-to-speech model" },
+    ...inferenceErrors.slice(1),
+    { status: 501, code: "", when: "`model` is a llama.cpp model that is not an embedding model" },
+  ],
+  example: {
+    body: { model: "nomic-embed-text-v1-GGUF", input: ["Hello, world!", "Lemonade is refreshing"] },
+    response: `{
+  "object": "list",
+  "data": [
+    {"object": "embedding", "index": 0, "embedding": [0.0123, -0.0456, 0.0789]},
+    {"object": "embedding", "index": 1, "embedding": [0.0234, -0.0567, 0.0891]}
+  ],
+  "model": "nomic-embed-text-v1-GGUF",
+  "usage": {"prompt_tokens": 12, "total_tokens": 12}
+}`,
+  },
+});
