@@ -8,9 +8,15 @@ import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../server/context.ts";
 
 /** Lemonade-only fields, read by the server and not sent on to the engine. `enable_thinking` (or
- * `thinking: false`) becomes the chat-template switch llama.cpp's reasoning templates read. */
+ * `thinking: false`) becomes the chat-template switch llama.cpp's reasoning templates read, and
+ * OpenAI's `json_object` response format becomes the schema llama.cpp turns into a grammar (it
+ * constrains nothing for a bare `json_object`). */
 export function toEngineBody(body: Record<string, unknown>) {
   const { ctx_size, enable_thinking, thinking, ...engineBody } = body;
+  const format = engineBody.response_format as { type?: string; schema?: unknown } | undefined;
+  if (format?.type === "json_object") {
+    engineBody.response_format = { type: "json_schema", json_schema: { schema: format.schema ?? { type: "object" } } };
+  }
   const think = typeof enable_thinking === "boolean" ? enable_thinking : typeof thinking === "boolean" ? thinking : undefined;
   if (think !== undefined) {
     const kwargs = (engineBody.chat_template_kwargs as Record<string, unknown> | undefined) ?? {};

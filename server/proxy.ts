@@ -143,11 +143,16 @@ async function forward(
         try {
           const { done, value } = await reader.read();
           if (done) {
-            // An engine that closes without `[DONE]` died mid-answer: say so rather than end quietly.
-            const last = tail.length ? decoder.decode(tail[tail.length - 1]!.subarray(-32)) : "";
-            if (!last.includes(DONE_MARK)) {
-              status = 502;
-              controller.enqueue(errorEvent(`The ${modelId} engine closed the stream early`, 502));
+            const end = decoder.decode(tail.at(-1)?.subarray(-32) ?? new Uint8Array());
+            if (!end.includes(DONE_MARK)) {
+              // llama.cpp ends a Responses stream at `response.completed` without `[DONE]`, which
+              // the docs promise; any other stream that stops short means the engine died.
+              const tailText = tail.map((c) => decoder.decode(c)).join("");
+              if (tailText.includes('"type":"response.completed"')) controller.enqueue(encoder.encode(`data: ${DONE_MARK}\n\n`));
+              else {
+                status = 502;
+                controller.enqueue(errorEvent(`The ${modelId} engine closed the stream early`, 502));
+              }
             }
             close();
             controller.close();

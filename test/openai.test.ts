@@ -1,0 +1,347 @@
+// The OpenAI-compatible surface with the official `openai` client, against real llama-server
+// processes on the tiny generated models.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { copyFileSync } from "node:fs";
+import { join } from "node:path";
+import OpenAI from "openai";
+import { MODELS, testModelsDir } from "./helpers/engines.ts";
+import { startTestServer, tempDir, type TestServer } from "./helpers/server.ts";
+
+let server: TestServer;
+let client: OpenAI;
+const CHAT = "extra.tiny-chat";
+const EMBED = "extra.tiny-embed";
+const RERANK = "extra.tiny-rerank";
+
+beforeAll(async () => {
+  const models = testModelsDir();
+  const extra = tempDir("lemonade-extra-");
+  for (const f of [MODELS.chat, MODELS.embed, MODELS.rerank]) copyFileSync(join(models, f), join(extra, f));
+  server = await startTestServer({ LEMONADE_EXTRA_MODELS_DIR: extra, LEMONADE_MAX_LOADED_MODELS: "-1" });
+  client = new OpenAI({ baseURL: `${server.url}/api/v1`, apiKey: "unused", maxRetries: 0 });
+});
+afterAll(() => server.close());
+
+const post = (path: string, body: unknown, init: RequestInit = {}) =>
+  fetch(`${server.url}${path}`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" }, ...init });
+
+describe("chat completions", () => {
+  test("non-streaming: one assistant message, the requested model name, usage and timings", async () => {
+    const res = await client.chat.completions.create({
+      model: CHAT,
+      messages: [{ role: "user", content: "Say something." }],
+      max_tokens: 6,
+      temperature: 0.7,
+      seed: 42,
+    });
+    expect(res.object).toBe("chat.completion");
+    expect(res.model).toBe(CHAT);
+    expect(res.choices[0]!.message.role).toBe("assistant");
+    expect(typeof res.choices[0]!.message.content).toBe("string");
+    expect(res.choices[0]!.finish_reason).toBe("length");
+    expect(res.usage!.completion_tokens).toBe(6);
+    expect(res.usage!.total_tokens).toBe(res.usage!.prompt_tokens + 6);
+    expect((res as any).timings.predicted_n).toBe(6);
+  });
+
+  test("the same seed gives the same text", async () => {
+    const ask = () =>
+      client.chat.completions.create({ model: CHAT, messages: [{ role: "user", content: "Hi" }], max_tokens: 8, seed: 7, temperature: 1 });
+    expect((await ask()).choices[0]!.message.content).toBe((await ask()).choices[0]!.message.content);
+  });
+
+  test("streaming with for await, and include_usage adds the usage chunk", async () => {
+    const stream = await client.chat.completions.create({
+      model: CHAT,
+      messages: [{ role: "user", content: "Count." }],
+      max_tokens: 10,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = "";
+    let finish: string | null = null;
+    let usage: OpenAI.CompletionUsage | undefined;
+    let chunks = 0;
+    for await (const chunk of stream) {
+      chunks++;
+      expect(chunk.object).toBe("chat.completion.chunk");
+      text += chunk.choices[0]?.delta?.content ?? "";
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      if (chunk.usage) usage = chunk.usage;
+    }
+    expect(chunks).toBeGreaterThanOrEqual(10);
+    expect(text.length).toBeGreaterThan(0);
+    expect(finish).toBe("length");
+    expect(usage?.completion_tokens).toBe(10);
+  });
+
+  test("stop sequences, response_format and max_completion_tokens reach the engine", async () => {
+    const res = await client.chat.completions.create({
+      model: CHAT,
+      messages: [{ role: "user", content: "JSON please" }],
+      max_completion_tokens: 4,
+      stop: ["\n\n"],
+      response_format: { type: "json_object" },
+    });
+    expect(res.usage!.completion_tokens).toBeLessThanOrEqual(4);
+    // The JSON grammar constrains even a random model: the text starts an object.
+    expect(res.choices[0]!.message.content!.trimStart().startsWith("{")).toBe(true);
+    const schema = await client.chat.completions.create({
+      model: CHAT,
+      messages: [{ role: "user", content: "JSON please" }],
+      max_tokens: 40,
+      response_format: { type: "json_schema", json_schema: { name: "empty", schema: { type: "object", additionalProperties: false } } },
+    });
+    expect(JSON.parse(schema.choices[0]!.message.content!)).toEqual({});
+  });
+
+  test("logprobs come back per token", async () => {
+    const res = await client.chat.completions.create({
+      model: CHAT,
+      messages: [{ role: "user", content: "hi" }],
+      max_tokens: 3,
+      logprobs: true,
+      top_logprobs: 2,
+    });
+    const lp = res.choices[0]!.logprobs!.content!;
+    expect(lp).toHaveLength(3);
+    expect(lp[0]!.top_logprobs).toHaveLength(2);
+    expect(lp[0]!.logprob).toBeLessThanOrEqual(0);
+  });
+
+  test("a tool-call request returns well-formed tool_calls or plain text", async () => {
+    const res = await client.chat.completions.create({
+      model: CHAT,
+      messages: [{ role: "user", content: "What is the weather in Paris?" }],
+      tools: [
+        {
+          type: "function",
+          function: {
+            name: "get_weather",
+            description: "Weather for a city",
+            parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+          },
+        },
+      ],
+      tool_choice: "auto",
+      max_tokens: 16,
+    });
+    const msg = res.choices[0]!.message;
+    if (msg.tool_calls?.length) {
+      for (const call of msg.tool_calls) {
+        expect(call.type).toBe("function");
+        expect((call as any).function.name).toBe("get_weather");
+        expect(() => JSON.parse((call as any).function.arguments)).not.toThrow();
+      }
+      expect(res.choices[0]!.finish_reason).toBe("tool_calls");
+    } else {
+      expect(typeof msg.content).toBe("string");
+    }
+  });
+
+  test("enable_thinking: false reaches the chat template (the prompt gains the empty think block)", async () => {
+    const ask = (extra: Record<string, unknown>) =>
+      client.chat.completions.create({ model: CHAT, messages: [{ role: "user", content: "hi" }], max_tokens: 1, ...extra } as any);
+    const plain = (await ask({})) as OpenAI.ChatCompletion;
+    const noThink = (await ask({ enable_thinking: false })) as OpenAI.ChatCompletion;
+    const noThinkAlias = (await ask({ thinking: false })) as OpenAI.ChatCompletion;
+    expect(noThink.usage!.prompt_tokens).toBeGreaterThan(plain.usage!.prompt_tokens);
+    expect(noThinkAlias.usage!.prompt_tokens).toBe(noThink.usage!.prompt_tokens);
+  });
+});
+
+describe("completions and responses", () => {
+  test("completions take a string or an array prompt, and stream", async () => {
+    const one = await client.completions.create({ model: CHAT, prompt: "Once upon a time", max_tokens: 5 });
+    expect(one.object).toBe("text_completion");
+    expect(one.model).toBe(CHAT);
+    expect(one.usage!.completion_tokens).toBe(5);
+    const many = await client.completions.create({ model: CHAT, prompt: ["a", "b"], max_tokens: 2 });
+    expect(many.choices.map((c) => c.index).sort()).toEqual([0, 1]);
+    const stream = await client.completions.create({ model: CHAT, prompt: "x", max_tokens: 4, stream: true });
+    let pieces = 0;
+    for await (const chunk of stream) if (chunk.choices[0]?.text) pieces++;
+    expect(pieces).toBeGreaterThanOrEqual(3);
+  });
+
+  test("responses, not streaming: a completed message with output text", async () => {
+    const res = await client.responses.create({ model: CHAT, input: "Hello", max_output_tokens: 5 });
+    expect(res.status).toBe("completed");
+    expect(res.model).toBe(CHAT);
+    expect(res.output_text.length).toBeGreaterThan(0);
+    expect(res.usage!.output_tokens).toBe(5);
+  });
+
+  test("responses, streaming: created first, completed last, then [DONE]", async () => {
+    const stream = await client.responses.create({
+      model: CHAT,
+      input: [{ role: "user", content: "Hello" }],
+      max_output_tokens: 5,
+      stream: true,
+    });
+    const types: string[] = [];
+    let deltas = "";
+    for await (const event of stream) {
+      types.push(event.type);
+      if (event.type === "response.output_text.delta") deltas += event.delta;
+    }
+    expect(types[0]).toBe("response.created");
+    expect(types.at(-1)).toBe("response.completed");
+    expect(types).toContain("response.output_text.delta");
+    expect(deltas.length).toBeGreaterThan(0);
+
+    const raw = await (await post("/v1/responses", { model: CHAT, input: "x", max_output_tokens: 2, stream: true })).text();
+    expect(raw.trimEnd().endsWith("data: [DONE]")).toBe(true);
+  });
+});
+
+describe("embeddings and reranking", () => {
+  test("a batch embeds the same as float and as base64", async () => {
+    const input = ["first text", "second text", "third"];
+    const floats = await client.embeddings.create({ model: EMBED, input, encoding_format: "float" });
+    expect(floats.data).toHaveLength(3);
+    expect(floats.model).toBe(EMBED);
+    const b64 = await post("/v1/embeddings", { model: EMBED, input, encoding_format: "base64" });
+    const body = await b64.json();
+    for (const [i, item] of body.data.entries()) {
+      const bytes = Buffer.from(item.embedding as string, "base64");
+      const decoded = Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4));
+      const expected = floats.data[i]!.embedding;
+      expect(decoded.length).toBe(expected.length);
+      decoded.forEach((v, j) => expect(v).toBeCloseTo(expected[j]!, 5));
+    }
+    // The client's own default (base64, decoded by the SDK) agrees too.
+    const viaSdk = await client.embeddings.create({ model: EMBED, input });
+    expect(viaSdk.data[0]!.embedding[0]).toBeCloseTo(floats.data[0]!.embedding[0]!, 5);
+  });
+
+  test("different texts embed differently", async () => {
+    const res = await client.embeddings.create({ model: EMBED, input: ["cats", "quantum chromodynamics"], encoding_format: "float" });
+    expect(res.data[0]!.embedding).not.toEqual(res.data[1]!.embedding);
+  });
+
+  test("rerank answers at /rerank, /reranking and /reranker, sorted by score", async () => {
+    for (const path of ["/v1/rerank", "/v1/reranking", "/api/v1/reranker"]) {
+      const res = await post(path, { model: RERANK, query: "fruit", documents: ["apple", "car", "banana"] });
+      expect(res.status).toBe(200);
+      const body = await res.json();
+      expect(body.results.map((r: any) => r.index).sort()).toEqual([0, 1, 2]);
+      const scores = body.results.map((r: any) => r.relevance_score);
+      expect(scores).toEqual([...scores].sort((a: number, b: number) => b - a));
+    }
+  });
+});
+
+describe("errors", () => {
+  test("an embedding request to a chat model is 501; a chat request to an embedding model is 400", async () => {
+    const emb = await post("/v1/embeddings", { model: CHAT, input: "x" });
+    expect(emb.status).toBe(501);
+    const chat = await post("/v1/chat/completions", { model: EMBED, messages: [{ role: "user", content: "x" }] });
+    expect(chat.status).toBe(400);
+    expect((await chat.json()).error.message).toContain("not an LLM");
+    const resp = await post("/v1/responses", { model: EMBED, input: "x" });
+    expect(resp.status).toBe(400);
+    expect((await resp.json()).error.code).toBe("model_not_applicable");
+    const rr = await post("/v1/rerank", { model: CHAT, query: "q", documents: ["d"] });
+    expect(rr.status).toBe(400);
+  });
+
+  test("an unknown model is a 404 the SDK raises as NotFoundError", async () => {
+    const err = await client.chat.completions.create({ model: "nope", messages: [{ role: "user", content: "x" }] }).catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(err.code).toBe("model_not_found");
+  });
+
+  test("schema failures: missing messages, wrong type", async () => {
+    const missing = await post("/v1/chat/completions", { model: CHAT });
+    expect(missing.status).toBe(400);
+    expect((await missing.json()).error).toMatchObject({ code: "missing_argument", param: "messages" });
+    const wrong = await post("/v1/embeddings", { model: EMBED, input: 5 });
+    expect((await wrong.json()).error).toMatchObject({ code: "invalid_argument", param: "input" });
+  });
+
+  test("an engine error passes through with the engine's status", async () => {
+    const res = await post("/v1/chat/completions", { model: CHAT, messages: [{ role: "user", content: "x" }], n_probs: "lots" });
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect((await res.json()).error).toBeDefined();
+  });
+});
+
+describe("llama.cpp extras, stats and metrics", () => {
+  test("tokenize uses the most recently used model's tokenizer", async () => {
+    await client.chat.completions.create({ model: CHAT, messages: [{ role: "user", content: "x" }], max_tokens: 1 });
+    const res = await (await post("/v1/tokenize", { content: "hello world", with_pieces: true })).json();
+    expect(res.tokens.map((t: any) => t.piece).join("")).toBe("hello world");
+  });
+
+  test("slots: read, save/restore inside the slot folder, traversal refused", async () => {
+    await client.chat.completions.create({ model: CHAT, messages: [{ role: "user", content: "remember me" }], max_tokens: 2 });
+    const slots = await (await fetch(`${server.url}/v1/slots`)).json();
+    expect(slots.length).toBeGreaterThan(0);
+    const used = slots.find((s: any) => s.n_prompt_tokens > 0) ?? slots[0];
+    const saved = await (await post(`/v1/slots/${used.id}?action=save`, { filename: "conv.bin" })).json();
+    expect(saved.n_saved).toBeGreaterThan(0);
+    expect(await Bun.file(join(server.cacheDir, "slots", CHAT, "conv.bin")).exists()).toBe(true);
+    const restored = await (await post(`/v1/slots/${used.id}?action=restore`, { filename: "conv.bin" })).json();
+    expect(restored.n_restored).toBe(saved.n_saved);
+    for (const filename of ["../escape.bin", "/etc/passwd", ".hidden", "a/b"]) {
+      const res = await post(`/v1/slots/${used.id}?action=save`, { filename });
+      expect(res.status).toBe(400);
+    }
+    expect((await post(`/v1/slots/${used.id}?action=save`, {})).status).toBe(400);
+    const erased = await (await post(`/v1/slots/${used.id}?action=erase`, {})).json();
+    expect(erased.id_slot).toBe(used.id);
+  });
+
+  test("aborting a stream mid-way frees the engine's slot", async () => {
+    const controller = new AbortController();
+    const stream = await client.chat.completions.create(
+      { model: CHAT, messages: [{ role: "user", content: "go on forever" }], max_tokens: 100000, ignore_eos: true, stream: true } as any,
+      { signal: controller.signal },
+    );
+    let seen = 0;
+    try {
+      for await (const _ of stream as any) {
+        if (++seen === 5) {
+          const busy = await (await fetch(`${server.url}/v1/slots`)).json();
+          expect(busy.some((s: any) => s.is_processing)).toBe(true);
+          controller.abort();
+        }
+      }
+    } catch (err) {
+      expect((err as Error).name).toMatch(/Abort/);
+    }
+    const deadline = Date.now() + 5000;
+    let slots: any[] = [];
+    while (Date.now() < deadline) {
+      slots = await (await fetch(`${server.url}/v1/slots`)).json();
+      if (slots.every((s) => !s.is_processing)) break;
+      await Bun.sleep(25);
+    }
+    expect(slots.every((s) => !s.is_processing)).toBe(true);
+    const health = await (await fetch(`${server.url}/v1/health`)).json();
+    expect(health.all_models_loaded.find((m: any) => m.model_name === CHAT).is_busy).toBe(false);
+  });
+
+  test("/v1/stats reports the last generation; /metrics has per-model and engine metrics", async () => {
+    const res = await client.chat.completions.create({ model: CHAT, messages: [{ role: "user", content: "stats" }], max_tokens: 7 });
+    const stats = await (await fetch(`${server.url}/v1/stats`)).json();
+    expect(stats.output_tokens).toBe(7);
+    expect(stats.prompt_tokens).toBe(res.usage!.prompt_tokens);
+    expect(stats.tokens_per_second).toBeGreaterThan(0);
+    expect(stats.time_to_first_token).toBeGreaterThan(0);
+    expect(stats.request_count_total).toBeGreaterThan(1);
+
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    expect(metrics).toMatch(new RegExp(`lemonade_model_requests_total\\{model="${CHAT}",endpoint="chat_completions",status="200"\\} \\d+`));
+    expect(metrics).toMatch(new RegExp(`lemonade_llamacpp_tokens_predicted_total\\{model="${CHAT}",recipe="llamacpp"\\} \\d+`));
+    expect(metrics.match(/# TYPE lemonade_llamacpp_tokens_predicted_total /g)).toHaveLength(1);
+  });
+
+  test("ctx_size on the request that loads a model sizes its context", async () => {
+    await post("/v1/unload", { model_name: EMBED });
+    await client.embeddings.create({ model: EMBED, input: "x", ctx_size: 256 } as any);
+    const health = await (await fetch(`${server.url}/v1/health`)).json();
+    expect(health.all_models_loaded.find((m: any) => m.model_name === EMBED).recipe_options.ctx_size).toBe(256);
+  });
+});
