@@ -1,6 +1,9 @@
 // Benchmarks that compare the server against the engine reached directly, in one run.
 //   bun run bench load [runs]   POST /v1/load -> ready, next to llama-server alone -> healthy
-import { join } from "node:path";
+//   bun run bench proxy [runs]  streaming through the server vs. the engine directly: tokens/s
+//                               ratio and added TTFT on llama-server, per-chunk overhead on a
+//                               FAKE engine (scripts/fake-engine) that streams as fast as it can
+import { dirname, join } from "node:path";
 import { copyFileSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { startServer } from "../cli/serve.ts";
@@ -77,12 +80,142 @@ async function benchLoad(runs: number) {
   console.log(`  ratio server/direct ${(s / d).toFixed(3)}  (added ${fmt(s - d)})`);
 }
 
+const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
+
+interface StreamTiming {
+  ttftMs: number;
+  totalMs: number;
+  events: number;
+  tokensPerSecond: number;
+}
+
+/** Sends one streaming chat request and times it as a client sees it. */
+async function timeStream(url: string, model: string, maxTokens: number): Promise<StreamTiming> {
+  const body = JSON.stringify({
+    model,
+    messages: [{ role: "user", content: "Tell me a story." }],
+    max_tokens: maxTokens,
+    ignore_eos: true,
+    seed: 1,
+    stream: true,
+  });
+  const t0 = performance.now();
+  const res = await fetch(url, { method: "POST", body, headers: { "content-type": "application/json" } });
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let first = 0;
+  let last = 0;
+  let events = 0;
+  let rest = "";
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    // Events can straddle reads: count only whole ones, carrying the partial rest over.
+    const parts = (rest + decoder.decode(value, { stream: true })).split("\n\n");
+    rest = parts.pop()!;
+    const n = parts.filter((e) => e.includes('"content":"')).length;
+    if (n > 0) {
+      last = performance.now();
+      if (!first) first = last;
+      events += n;
+    }
+  }
+  const totalMs = performance.now() - t0;
+  return { ttftMs: first - t0, totalMs, events, tokensPerSecond: ((events - 1) * 1000) / (last - first) };
+}
+
+async function benchProxy(runs: number) {
+  const { work, extra } = setup();
+  copyFileSync(join(extra, TEST_MODELS.chat), join(extra, "fake-engine.gguf"));
+  // The server runs in its own process, as in use, so the client's work is not counted as its.
+  const fakeDir = join(import.meta.dir, "fake-engine");
+  const port = freePort();
+  const server = Bun.spawn([process.execPath, join(import.meta.dir, "..", "cli", "main.ts"), "serve", "--port", String(port)], {
+    env: {
+      ...process.env,
+      PATH: `${fakeDir}:${dirname(process.execPath)}:${process.env.PATH}`,
+      LEMONADE_CACHE_DIR: join(work, "cache"),
+      LEMONADE_EXTRA_MODELS_DIR: extra,
+      LEMONADE_MAX_LOADED_MODELS: "-1",
+      LEMONADE_LOG_LEVEL: "warning",
+    },
+    stdout: "ignore",
+    stderr: "inherit",
+  });
+  const base = `http://127.0.0.1:${port}`;
+  try {
+    for (let i = 0; i < 200 && !(await fetch(`${base}/live`).then((r) => r.ok, () => false)); i++) await Bun.sleep(50);
+    const post = (path: string, body: unknown) => fetch(`${base}${path}`, { method: "POST", body: JSON.stringify(body) });
+    for (const body of [
+      // One engine thread leaves the second core to the proxy and this client: on a 2-core
+      // machine a 2-thread engine would be slowed by any process beside it, which measures the
+      // machine, not the proxy. Direct and proxied requests hit this same engine.
+      { model_name: "extra.tiny-chat", llamacpp_args: "--threads 1" },
+      { model_name: "extra.fake-engine", llamacpp_backend: "system" },
+    ]) {
+      const res = await post("/v1/load", body);
+      if (!res.ok) throw new Error(`load failed: ${await res.text()}`);
+    }
+    const health = await (await fetch(`${base}/v1/health`)).json();
+    const engineOf = (name: string) => health.all_models_loaded.find((m: any) => m.model_name === name).backend_url;
+    const realDirect = `${engineOf("extra.tiny-chat")}/chat/completions`;
+    const fakeDirect = `${engineOf("extra.fake-engine")}/chat/completions`;
+    const viaServer = `${base}/v1/chat/completions`;
+
+    const tokens = 128;
+    const chunks = 20000;
+    // Warm both paths (connection pools, JIT) before measuring.
+    await timeStream(realDirect, "x", 8);
+    await timeStream(viaServer, "extra.tiny-chat", 8);
+    await timeStream(fakeDirect, "x", 1000);
+    await timeStream(viaServer, "extra.fake-engine", 1000);
+
+    const real = { direct: [] as StreamTiming[], proxied: [] as StreamTiming[] };
+    const fake = { direct: [] as StreamTiming[], proxied: [] as StreamTiming[] };
+    for (let i = 0; i < runs; i++) {
+      // Interleaved, alternating which goes first, so drift hits both sides alike.
+      const order = i % 2 === 0 ? ["direct", "proxied"] : ["proxied", "direct"];
+      for (const side of order) {
+        if (side === "direct") real.direct.push(await timeStream(realDirect, "x", tokens));
+        else real.proxied.push(await timeStream(viaServer, "extra.tiny-chat", tokens));
+      }
+      for (const side of order) {
+        const t = await timeStream(side === "direct" ? fakeDirect : viaServer, side === "direct" ? "x" : "extra.fake-engine", chunks);
+        if (t.events !== chunks) throw new Error(`fake engine stream lost events: ${t.events}/${chunks}`);
+        (side === "direct" ? fake.direct : fake.proxied).push(t);
+      }
+    }
+    const tpsDirect = median(real.direct.map((t) => t.tokensPerSecond));
+    const tpsProxied = median(real.proxied.map((t) => t.tokensPerSecond));
+    const added = real.proxied.map((t, i) => t.ttftMs - real.direct[i]!.ttftMs);
+    const fakeTotal = (xs: StreamTiming[]) => median(xs.map((t) => t.totalMs));
+    const perChunkUs = ((fakeTotal(fake.proxied) - fakeTotal(fake.direct)) * 1000) / chunks;
+    const fakeAdded = fake.proxied.map((t, i) => t.ttftMs - fake.direct[i]!.ttftMs);
+    console.log(`bench proxy: ${runs} interleaved runs`);
+    console.log(`  llama-server (--threads 1), ${TEST_MODELS.chat}, ${tokens} tokens streamed:`);
+    console.log(`    tokens/s direct ${tpsDirect.toFixed(1)}, through server ${tpsProxied.toFixed(1)}, ratio ${(tpsProxied / tpsDirect).toFixed(3)}  (goal >= 0.99)`);
+    console.log(`    TTFT direct p50 ${fmt(percentile(real.direct.map((t) => t.ttftMs), 0.5))}, through server p50 ${fmt(percentile(real.proxied.map((t) => t.ttftMs), 0.5))}`);
+    console.log(`    added TTFT p50 ${fmt(percentile(added, 0.5))}, p95 ${fmt(percentile(added, 0.95))}  (goal p50 < 1 ms)`);
+    console.log(`  FAKE engine, ${chunks} chunks as fast as it can:`);
+    console.log(`    direct ${fmt(fakeTotal(fake.direct))}, through server ${fmt(fakeTotal(fake.proxied))}`);
+    console.log(`    per-chunk overhead ${perChunkUs.toFixed(2)} us  (goal < 20 us)`);
+    console.log(`    added time to first chunk p50 ${fmt(percentile(fakeAdded, 0.5))}, p95 ${fmt(percentile(fakeAdded, 0.95))}`);
+  } finally {
+    server.kill("SIGTERM");
+    await server.exited;
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
 const [what, arg] = process.argv.slice(2);
 switch (what) {
   case "load":
     await benchLoad(Number(arg ?? 7));
     break;
+  case "proxy":
+    await benchProxy(Number(arg ?? 20));
+    break;
   default:
-    console.error("usage: bun run bench load [runs]");
+    console.error("usage: bun run bench load|proxy [runs]");
     process.exit(2);
 }
