@@ -169,8 +169,8 @@ export function renderEndpoint(def: EndpointDef): string {
   const errors = documentedErrors(def);
   if (errors.length) {
     out.push("### Errors", "");
-    // Ollama's error bodies carry no code, so its tables have no Code column.
-    if (def.errorStyle === "ollama") {
+    // A table whose rows carry no code has no Code column, as on the contract's pages.
+    if (errors.every((e) => !e.code)) {
       out.push("| Status | When |", "|--------|------|");
       for (const e of errors) out.push(`| \`${e.status}\` | ${escapeCell(e.when)} |`);
     } else {

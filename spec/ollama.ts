@@ -2,6 +2,7 @@
 import { Type as T } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { E } from "./errors.ts";
+import { ModelName, status } from "./schemas.ts";
 
 /** The Ollama version reported to clients: recent enough for their version checks. */
 export const OLLAMA_COMPAT_VERSION = "0.16.1";
@@ -99,6 +100,247 @@ export const ps = endpoint({
 });
 
 export { ZERO_DIGEST };
+
+const OllamaMessage = T.Object(
+  {
+    role: T.String({ description: "`system`, `user`, `assistant` or `tool`." }),
+    content: T.Optional(T.String({ description: "The message text." })),
+    images: T.Optional(T.Array(T.String(), { description: "Base64-encoded images, for vision models." })),
+    tool_calls: T.Optional(T.Array(T.Unknown(), { description: "The assistant's tool calls, arguments as objects." })),
+  },
+  { additionalProperties: true },
+);
+
+const Options = T.Optional(
+  status(
+    T.Record(T.String(), T.Unknown(), {
+      description:
+        "Sampling options: `temperature`, `top_p`, `seed`, `stop`, `num_predict` (maximum generated tokens) and `repeat_penalty`. These keys are also accepted at the top level, where they win. `num_ctx` sets the context size when this request loads the model, unless `ctx_size` is sent. Other keys are ignored.",
+    }),
+    "partial",
+  ),
+);
+
+const KeepAlive = T.Optional(
+  T.Union([T.Number(), T.String()], {
+    description: "`0` with an empty input unloads the model, answering with `done_reason: \"unload\"`. Other values are ignored.",
+  }),
+);
+
+const CtxSize = T.Optional(
+  T.Integer({ description: "Lemonade extension: context size to load the model with, when this request loads it." }),
+);
+
+const Stream = T.Optional(
+  T.Boolean({
+    description: "`true` streams the response as newline-delimited JSON; `false` sends one response once complete. Defaults to `true`.",
+  }),
+);
+
+const loadErrors = [
+  { status: 404, code: "", when: "`model` fails to load for any reason, such as naming no model or a failed download" },
+  { status: 500, code: "", when: "The backend reports an error, whatever its own status" },
+];
+
+const Counts = {
+  prompt_eval_count: T.Integer({ description: "Prompt tokens" }),
+  eval_count: T.Integer({ description: "Generated tokens" }),
+  total_duration: T.Integer({ description: "Always `0`" }),
+  load_duration: T.Integer({ description: "Always `0`" }),
+  prompt_eval_duration: T.Integer({ description: "Prompt processing time in nanoseconds, when the backend reports timings; otherwise `0`" }),
+  eval_duration: T.Integer({ description: "Generation time in nanoseconds, when the backend reports timings; otherwise `0`" }),
+};
+
+export const chat = endpoint({
+  id: "ollama.chat",
+  method: "POST",
+  path: "/api/chat",
+  mount: "root",
+  page: "ollama",
+  errorStyle: "ollama",
+  access: "api",
+  summary: "Generate the next chat message",
+  availability: "partially_available",
+  description:
+    "Generates the next assistant message for a conversation, loading the model on first use. Lemonade runs it as an OpenAI chat completion and converts the result.",
+  notes:
+    "Streaming sends one NDJSON line per message piece with `done: false`; when the message ends, a line with `done: true` and the real `done_reason`, then a last `done: true` line with the token counts. A request with tools and streaming runs non-streaming on the backend and answers with two NDJSON lines: the whole message, then the final line.",
+  body: T.Object(
+    {
+      model: ModelName,
+      messages: T.Optional(T.Array(OllamaMessage, { description: "Conversation so far. Each message has a `role` and `content`, plus optional `images`, `tool_calls` and, on `tool` messages, `tool_name`." })),
+      stream: Stream,
+      options: Options,
+      tools: T.Optional(T.Array(T.Unknown(), { description: "A list of tools the model may call." })),
+      format: T.Optional(
+        T.Unknown({ description: "`json` constrains the reply to a JSON object; a JSON schema object constrains it to that schema." }),
+      ),
+      think: T.Optional(
+        T.Union([T.Boolean(), T.String()], { description: "`false` turns reasoning off on models whose chat template supports it; other values leave it on." }),
+      ),
+      keep_alive: KeepAlive,
+      ctx_size: CtxSize,
+    },
+    { additionalProperties: true },
+  ),
+  response: T.Object({
+    model: T.String({ description: "The model that generated the response" }),
+    created_at: T.String({ description: "Always `2024-01-01T00:00:00Z`" }),
+    message: T.Object(
+      {
+        role: T.Literal("assistant", { description: "Always `assistant`" }),
+        content: T.String({ description: "The message text" }),
+        thinking: T.Optional(T.String({ description: "Reasoning models only: the model's thinking" })),
+        tool_calls: T.Optional(T.Array(T.Unknown(), { description: "Calls to the request's tools, with arguments as objects" })),
+      },
+      { description: "The assistant's message; in a streamed line, the next piece of it" },
+    ),
+    done: T.Boolean({ description: "`false` while the message streams; `true` once it ends, and on a response that is not streamed" }),
+    done_reason: T.Optional(T.String({ description: "`stop`, `length`, `tool_calls`, or `unload` after an unload request" })),
+    ...Object.fromEntries(Object.entries(Counts).map(([k, v]) => [k, T.Optional(v)])),
+  }),
+  errors: loadErrors,
+  example: {
+    body: { model: "Qwen3-0.6B-GGUF", messages: [{ role: "user", content: "What is the capital of France?" }], stream: false },
+    response: `{"model": "Qwen3-0.6B-GGUF", "created_at": "2024-01-01T00:00:00Z", "message": {"role": "assistant", "content": "The capital of France is **Paris**."}, "done": true, "done_reason": "stop", "prompt_eval_count": 19, "eval_count": 14, "total_duration": 0, "load_duration": 0, "prompt_eval_duration": 27064000, "eval_duration": 71276000}`,
+  },
+});
+
+export const generate = endpoint({
+  id: "ollama.generate",
+  method: "POST",
+  path: "/api/generate",
+  mount: "root",
+  page: "ollama",
+  errorStyle: "ollama",
+  access: "api",
+  summary: "Continue a prompt",
+  availability: "partially_available",
+  description:
+    "Continues a prompt, loading the model on first use. Lemonade runs it as an OpenAI text completion and converts the result. An empty prompt only loads the model.",
+  notes:
+    "Streaming sends one NDJSON line per text piece with `done: false`; when the text ends, a line with `done: true` and the real `done_reason`, then a last `done: true` line with the token counts.",
+  body: T.Object(
+    {
+      model: ModelName,
+      prompt: T.Optional(T.String({ description: "Text to continue." })),
+      stream: Stream,
+      options: Options,
+      seed: T.Optional(T.Integer({ description: "Random seed for reproducible output." })),
+      keep_alive: KeepAlive,
+      ctx_size: CtxSize,
+      system: T.Optional(status(T.String({ description: "System prompt. Ignored: a text completion has no roles." }), "not_available")),
+      format: T.Optional(status(T.Unknown({ description: "Output format constraint. Ignored." }), "not_available")),
+    },
+    { additionalProperties: true },
+  ),
+  response: T.Object({
+    model: T.String({ description: "The model that generated the response" }),
+    created_at: T.String({ description: "Always `2024-01-01T00:00:00Z`" }),
+    response: T.String({ description: "Generated text" }),
+    done: T.Boolean({ description: "`true` on a response that is not streamed, and on the last two lines of a stream" }),
+    done_reason: T.Optional(T.String({ description: "`stop`, `length`, `load`, or `unload` after an unload request" })),
+    context: T.Optional(T.Array(T.Integer(), { description: "Always empty" })),
+    ...Object.fromEntries(Object.entries(Counts).map(([k, v]) => [k, T.Optional(v)])),
+  }),
+  errors: loadErrors,
+  example: {
+    body: { model: "Qwen3-0.6B-GGUF", prompt: "The capital of France is", stream: false },
+    response: `{"model": "Qwen3-0.6B-GGUF", "created_at": "2024-01-01T00:00:00Z", "response": " Paris.", "done": true, "done_reason": "stop", "context": [], "prompt_eval_count": 5, "eval_count": 3, "total_duration": 0, "load_duration": 0, "prompt_eval_duration": 0, "eval_duration": 0}`,
+  },
+});
+
+const ModelOrName = {
+  model: T.Optional(T.String({ description: "The model's name (`name` is accepted too)." })),
+  name: T.Optional(T.String({ description: "The model's name, Ollama's older spelling." })),
+};
+
+export const show = endpoint({
+  id: "ollama.show",
+  method: "POST",
+  path: "/api/show",
+  mount: "root",
+  page: "ollama",
+  errorStyle: "ollama",
+  access: "api",
+  summary: "Describe a model",
+  availability: "fully_available",
+  description: "Describes one registered model in Ollama's format.",
+  body: T.Object(ModelOrName),
+  response: T.Object({
+    modelfile: T.String({ description: "A `FROM` line naming the checkpoint" }),
+    parameters: T.String({ description: "`num_ctx` followed by the model's configured context size (`-1` when sized at load time)" }),
+    template: T.String({ description: "Always empty" }),
+    details: Details,
+    capabilities: T.Array(T.String(), {
+      description: "From the model's labels: `completion` for chat models, `embedding` for embedding models, plus `tools`, `vision` and `thinking`",
+    }),
+    model_info: T.Record(T.String(), T.Unknown(), {
+      description: "`general.architecture` (the recipe) and `<recipe>.context_length` (the context size in `parameters`)",
+    }),
+  }),
+  errors: [{ status: 404, code: "", when: "`model` names no model in the registry, or one filtered out on this system" }, E.internal],
+  example: {
+    body: { model: "Qwen3-0.6B-GGUF" },
+    response: `{"modelfile": "FROM unsloth/Qwen3-0.6B-GGUF:Q4_0", "parameters": "num_ctx 4096", "template": "", "details": {"parent_model": "", "format": "gguf", "family": "llamacpp", "families": ["llamacpp"], "parameter_size": "0.6B", "quantization_level": "Q4_0"}, "capabilities": ["completion", "tools", "thinking"], "model_info": {"general.architecture": "llamacpp", "llamacpp.context_length": 4096}}`,
+  },
+});
+
+export const embed = endpoint({
+  id: "ollama.embed",
+  method: "POST",
+  path: "/api/embed",
+  mount: "root",
+  page: "ollama",
+  errorStyle: "ollama",
+  access: "api",
+  summary: "Embed one or more texts",
+  availability: "fully_available",
+  description: "Returns one embedding per input text, loading the model on first use.",
+  body: T.Object(
+    {
+      model: ModelName,
+      input: T.Union([T.String(), T.Array(T.String())], { description: "Text to embed, or an array of texts." }),
+      options: Options,
+      ctx_size: CtxSize,
+    },
+    { additionalProperties: true },
+  ),
+  response: T.Object({
+    model: T.String({ description: "The model that produced the embeddings" }),
+    embeddings: T.Array(T.Array(T.Number()), { description: "One vector per input, in input order" }),
+    total_duration: T.Integer({ description: "Always `0`" }),
+    load_duration: T.Integer({ description: "Always `0`" }),
+    prompt_eval_count: T.Integer({ description: "Always `0`" }),
+  }),
+  errors: loadErrors,
+  example: { body: { model: "nomic-embed-text-v1-GGUF", input: ["Hello", "World"] }, response: `{"model": "nomic-embed-text-v1-GGUF", "embeddings": [[0.01, -0.02, 0.03], [0.04, 0.05, -0.06]], "total_duration": 0, "load_duration": 0, "prompt_eval_count": 0}` },
+});
+
+export const embeddings = endpoint({
+  id: "ollama.embeddings",
+  method: "POST",
+  path: "/api/embeddings",
+  mount: "root",
+  page: "ollama",
+  errorStyle: "ollama",
+  access: "api",
+  summary: "Embed one text in the older format",
+  availability: "fully_available",
+  description: "Returns the embedding of one text, in Ollama's older single-vector format.",
+  body: T.Object(
+    {
+      model: ModelName,
+      prompt: T.String({ description: "Text to embed." }),
+      options: Options,
+      ctx_size: CtxSize,
+    },
+    { additionalProperties: true },
+  ),
+  response: T.Object({ embedding: T.Array(T.Number(), { description: "The vector" }) }),
+  errors: loadErrors,
+  example: { body: { model: "nomic-embed-text-v1-GGUF", prompt: "Hello" }, response: `{"embedding": [0.01, -0.02, 0.03]}` },
+});
 
 const notSupported = (id: string, path: string, summary: string, description = "") =>
   endpoint({
