@@ -13,6 +13,7 @@ import { logStreamRoute } from "./logs.ts";
 import { modelRoutes } from "./models.ts";
 import { openaiRoutes } from "./openai.ts";
 import { llamacppRoutes } from "./llamacpp.ts";
+import { anthropicRoutes } from "./anthropic.ts";
 import { docsPage, openApiDocument } from "./openapi.ts";
 
 const DOC_PATHS = new Set(["/openapi.json", "/docs"]);
@@ -96,6 +97,7 @@ export function createApp(ctx: ServerContext) {
   lemonadeRoutes(app, ctx);
   openaiRoutes(app, ctx);
   llamacppRoutes(app, ctx);
+  anthropicRoutes(app, ctx);
   modelRoutes(app, ctx);
   ollamaRoutes(app, ctx);
   logStreamRoute(app, ctx);

@@ -40,6 +40,7 @@ export function schemaIssueToError(on: string, issues: SchemaIssue[], rootValue:
 
 /** Ollama's routes are the root-level `/api/*` ones; `/api/v0` and `/api/v1` are Lemonade prefixes. */
 export function errorStyleForPath(pathname: string): ErrorStyle {
+  if (/^(\/api)?\/v[01]\/messages(\/|$)/.test(pathname)) return "anthropic";
   return pathname.startsWith("/api/") && !/^\/api\/v[01](\/|$)/.test(pathname) ? "ollama" : "openai";
 }
 

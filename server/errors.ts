@@ -36,6 +36,8 @@ export class ApiError extends Error {
 
 export function errorBody(err: ApiError, style: ErrorStyle): unknown {
   if (style === "ollama") return { error: err.message };
+  // Anthropic's shape; its SDKs read error.type and error.message.
+  if (style === "anthropic") return { type: "error", error: { type: err.type, message: err.message } };
   const error: Record<string, string> = { message: err.message, type: err.type };
   if (err.code) error.code = err.code;
   if (err.param) error.param = err.param;

@@ -144,15 +144,16 @@ async function forward(
           const { done, value } = await reader.read();
           if (done) {
             const end = decoder.decode(tail.at(-1)?.subarray(-32) ?? new Uint8Array());
-            if (!end.includes(DONE_MARK)) {
-              // llama.cpp ends a Responses stream at `response.completed` without `[DONE]`, which
-              // the docs promise; any other stream that stops short means the engine died.
-              const tailText = tail.map((c) => decoder.decode(c)).join("");
-              if (tailText.includes('"type":"response.completed"')) controller.enqueue(encoder.encode(`data: ${DONE_MARK}\n\n`));
-              else {
-                status = 502;
-                controller.enqueue(errorEvent(`The ${modelId} engine closed the stream early`, 502));
-              }
+            const tailText = end.includes(DONE_MARK) ? "" : tail.map((c) => decoder.decode(c)).join("");
+            // A whole stream: OpenAI's ends with [DONE], Anthropic's with message_stop.
+            const whole = end.includes(DONE_MARK) || tailText.includes('"type":"message_stop"');
+            if (!whole && tailText.includes('"type":"response.completed"')) {
+              // llama.cpp ends a Responses stream without the [DONE] the docs promise.
+              controller.enqueue(encoder.encode(`data: ${DONE_MARK}\n\n`));
+            } else if (!whole) {
+              // Any other stream that stops short means the engine died mid-answer.
+              status = 502;
+              controller.enqueue(errorEvent(`The ${modelId} engine closed the stream early`, 502));
             }
             close();
             controller.close();

@@ -5,12 +5,15 @@ import * as ollama from "./ollama.ts";
 import * as models from "./models.ts";
 import * as openai from "./openai.ts";
 import * as llamacpp from "./llamacpp.ts";
+import * as anthropic from "./anthropic.ts";
 
 export const endpoints: EndpointDef[] = [
   openai.chatCompletions,
   openai.completions,
   openai.embeddings,
   openai.responses,
+  anthropic.messages,
+  anthropic.countTokens,
   models.list,
   models.get,
   models.files,
@@ -51,4 +54,4 @@ export const endpoints: EndpointDef[] = [
 
 export * from "./endpoint.ts";
 export * from "./errors.ts";
-export { lemonade, ollama, models, openai, llamacpp };
+export { lemonade, ollama, models, openai, llamacpp, anthropic };
