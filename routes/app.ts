@@ -14,6 +14,7 @@ import { modelRoutes } from "./models.ts";
 import { openaiRoutes } from "./openai.ts";
 import { llamacppRoutes } from "./llamacpp.ts";
 import { anthropicRoutes } from "./anthropic.ts";
+import { mcpRoutes } from "./mcp.ts";
 import { docsPage, openApiDocument } from "./openapi.ts";
 
 const DOC_PATHS = new Set(["/openapi.json", "/docs"]);
@@ -98,6 +99,7 @@ export function createApp(ctx: ServerContext) {
   openaiRoutes(app, ctx);
   llamacppRoutes(app, ctx);
   anthropicRoutes(app, ctx);
+  mcpRoutes(app, ctx);
   modelRoutes(app, ctx);
   ollamaRoutes(app, ctx);
   logStreamRoute(app, ctx);

@@ -30,7 +30,8 @@ async function parseJsonBody({ request }: { request: Request }): Promise<unknown
 export function bind(app: Elysia<any, any, any, any, any, any, any>, def: EndpointDef, handler: Handler): void {
   if (def.method === "WS") throw new Error(`${def.id}: WebSocket routes are bound with app.ws`);
   const hooks: Record<string, unknown> = {};
-  if (def.body) {
+  if (def.rawBody) hooks.parse = "none";
+  else if (def.body) {
     hooks.body = def.body;
     hooks.parse = parseJsonBody;
   }

@@ -20,6 +20,8 @@ export interface Config {
   adminApiKey: string | null;
   /** Browser origins allowed besides loopback ones; `*` allows every origin. */
   allowedOrigins: string[];
+  /** The only folder MCP tools may write files into. */
+  mcpImageDir: string;
 }
 
 /** The keys config.json may hold, as Lemonade spells them. */
@@ -81,6 +83,7 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
     hfCacheDir: hfCacheDir(env),
     apiKey: env.LEMONADE_API_KEY || null,
     adminApiKey: env.LEMONADE_ADMIN_API_KEY || null,
+    mcpImageDir: resolve(env.LEMONADE_MCP_IMAGE_DIR || join(cacheDir, "mcp-images")),
     allowedOrigins: (env.LEMONADE_ALLOWED_ORIGINS ?? "")
       .split(",")
       .map((o) => o.trim())

@@ -60,6 +60,8 @@ export interface EndpointDef {
   /** Extra prose shown after the parameters table. */
   notes?: string;
   body?: TSchema;
+  /** The handler reads the body itself (its errors are not the schema's 400s, as for JSON-RPC). */
+  rawBody?: boolean;
   query?: TSchema;
   params?: TSchema;
   /** The success response body; documented as "Response format" and used by tests to check answers. */
@@ -92,8 +94,8 @@ export function docPath(def: Pick<EndpointDef, "path" | "mount">): string {
  * in status order. Both the docs' Errors table and the OpenAPI responses use this list. */
 export function documentedErrors(def: EndpointDef): ErrorRow[] {
   const rows: ErrorRow[] = [];
-  if (def.body && def.method !== "WS") rows.push(E.invalidJson);
-  if (def.body || def.query || def.params) rows.push(E.missingArgument, E.invalidArgument);
+  if (def.body && !def.rawBody && def.method !== "WS") rows.push(E.invalidJson);
+  if ((def.body && !def.rawBody) || def.query || def.params) rows.push(E.missingArgument, E.invalidArgument);
   for (const row of def.errors ?? []) if (!rows.includes(row)) rows.push(row);
   return rows.sort((a, b) => a.status - b.status);
 }

@@ -6,6 +6,7 @@ import * as models from "./models.ts";
 import * as openai from "./openai.ts";
 import * as llamacpp from "./llamacpp.ts";
 import * as anthropic from "./anthropic.ts";
+import * as mcp from "./mcp.ts";
 
 export const endpoints: EndpointDef[] = [
   openai.chatCompletions,
@@ -40,6 +41,8 @@ export const endpoints: EndpointDef[] = [
   lemonade.unload,
   lemonade.install,
   lemonade.uninstall,
+  mcp.mcpPost,
+  mcp.mcpGet,
   lemonade.health,
   lemonade.stats,
   lemonade.systemInfo,
@@ -54,4 +57,4 @@ export const endpoints: EndpointDef[] = [
 
 export * from "./endpoint.ts";
 export * from "./errors.ts";
-export { lemonade, ollama, models, openai, llamacpp, anthropic };
+export { lemonade, ollama, models, openai, llamacpp, anthropic, mcp };
