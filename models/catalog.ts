@@ -6,7 +6,7 @@ import { basename, join } from "node:path";
 import builtIn from "./server_models.json" with { type: "json" };
 import { findCachedFile, parseCheckpoint } from "./hf-cache.ts";
 import { ggufScalar, readGgufMetadata, type GgufMetadata } from "./gguf.ts";
-import { readJsonFile } from "./json-file.ts";
+import { readJsonFile, writeJsonFileAtomic } from "./json-file.ts";
 import type { AliasStore } from "./aliases.ts";
 
 export type ModelType = "llm" | "embedding" | "reranking" | "transcription" | "image" | "tts";
@@ -70,7 +70,7 @@ export class CatalogError extends Error {
   }
 }
 
-interface RegistryRow {
+export interface RegistryRow {
   checkpoint?: string;
   checkpoints?: Record<string, string>;
   mmproj?: string;
@@ -82,19 +82,39 @@ interface RegistryRow {
 }
 
 /** Normalizes labels and derives the model type; refuses label sets that describe no real model. */
+/** The label each deployment type is called by. */
+const LABEL_OF: Record<ModelType, string> = {
+  llm: "chat",
+  embedding: "embeddings",
+  reranking: "reranking",
+  transcription: "transcription",
+  image: "image",
+  tts: "tts",
+};
+
+/** Labels that name a deployment mode no recipe here serves. */
+const OTHER_MODES = ["classification", "classifier", "audio-generation", "3d"];
+
 export function classify(id: string, recipe: string, labels: string[]): { type: ModelType; labels: string[] } {
-  const modes = new Set(labels.filter((l) => l in DEPLOYMENT).map((l) => DEPLOYMENT[l]!));
-  if (modes.size > 1) {
-    throw new CatalogError("invalid_labels", `${id}: labels ${JSON.stringify(labels)} name more than one deployment mode; register one model per mode`);
+  const named = [...new Set(labels.filter((l) => l in DEPLOYMENT || OTHER_MODES.includes(l)).map((l) => (l === "embedding" ? "embeddings" : l)))];
+  if (named.length > 1) {
+    throw new CatalogError(
+      "invalid_labels",
+      `Model '${id}': a model deploys in exactly one mode, but these labels name two: ${named.map((l) => `'${l}'`).join(" and ")}. Register one model per mode.`,
+    );
   }
-  const defaultLabel = RECIPE_DEFAULT_LABEL[recipe];
-  const type = modes.size ? [...modes][0]! : defaultLabel ? DEPLOYMENT[defaultLabel]! : "llm";
   const served = RECIPE_SERVES[recipe];
-  if (served && !served.includes(type)) {
-    throw new CatalogError("invalid_labels", `${id}: recipe ${recipe} does not serve ${type} models`);
+  const defaultLabel = RECIPE_DEFAULT_LABEL[recipe];
+  if (named.length && (OTHER_MODES.includes(named[0]!) || (served && !served.includes(DEPLOYMENT[named[0]!]!)))) {
+    const serves = served ? served.map((t) => `'${LABEL_OF[t]}'`).join(", ") : "none";
+    throw new CatalogError(
+      "invalid_labels",
+      `Model '${id}': recipe '${recipe}' cannot serve '${named[0]}'. It serves ${serves}.${defaultLabel ? ` Omit the label to deploy as '${defaultLabel}'.` : ""}`,
+    );
   }
+  const type = named.length ? DEPLOYMENT[named[0]!]! : defaultLabel ? DEPLOYMENT[defaultLabel]! : "llm";
   const out = labels.map((l) => (l === "embedding" ? "embeddings" : l));
-  if (!modes.size && defaultLabel) out.unshift(defaultLabel);
+  if (!named.length && defaultLabel) out.unshift(defaultLabel);
   return { type, labels: [...new Set(out)] };
 }
 
@@ -135,7 +155,8 @@ export interface CatalogOptions {
 
 export class Catalog {
   private readonly builtIn: CatalogModel[];
-  private readonly user: CatalogModel[];
+  private user: CatalogModel[];
+  private userRows: Record<string, RegistryRow>;
   private readonly metaCache = new Map<string, MetaCacheEntry>();
 
   constructor(
@@ -144,6 +165,10 @@ export class Catalog {
   ) {
     this.builtIn = Object.entries(builtIn as Record<string, RegistryRow>).map(([id, row]) => fromRow(id, row, "huggingface"));
     const userRows = readJsonFile<Record<string, RegistryRow>>(join(opts.cacheDir, "user_models.json"), {});
+    if (typeof userRows !== "object" || userRows === null || Array.isArray(userRows)) {
+      throw new Error(`${join(opts.cacheDir, "user_models.json")} must hold a JSON object of model name -> definition`);
+    }
+    this.userRows = userRows;
     this.user = [];
     for (const [name, row] of Object.entries(userRows)) {
       const id = name.startsWith("user.") ? name : `user.${name}`;
@@ -154,6 +179,32 @@ export class Catalog {
         opts.onWarning?.(`Skipping user model ${id}: ${(err as Error).message}`);
       }
     }
+  }
+
+  /** Validates and stores a `user.*` model in user_models.json (disk first, then memory). */
+  registerUser(id: string, row: RegistryRow): CatalogModel {
+    if (!id.startsWith("user.") || id.length <= 5) {
+      throw new CatalogError("invalid_labels", `Model '${id}': registered models must use the user. namespace, e.g. user.${id}`);
+    }
+    const model = fromRow(id, row, "huggingface");
+    if (!model.checkpoints.main) throw new CatalogError("invalid_labels", `Model '${id}': a main checkpoint is required (checkpoint or checkpoints.main)`);
+    const key = id.slice("user.".length);
+    const rows = { ...this.userRows, [key]: row };
+    writeJsonFileAtomic(join(this.opts.cacheDir, "user_models.json"), rows);
+    this.userRows = rows;
+    this.user = [...this.user.filter((m) => m.id !== id), model];
+    return model;
+  }
+
+  /** Removes a `user.*` model's entry; false when it had none. */
+  unregisterUser(id: string): boolean {
+    const key = id.slice("user.".length);
+    if (!id.startsWith("user.") || !(key in this.userRows)) return false;
+    const { [key]: _removed, ...rows } = this.userRows;
+    writeJsonFileAtomic(join(this.opts.cacheDir, "user_models.json"), rows);
+    this.userRows = rows;
+    this.user = this.user.filter((m) => m.id !== id);
+    return true;
   }
 
   /** GGUF metadata of a local file, re-read only when the file changes. */

@@ -10,6 +10,7 @@ import { recipeStatuses } from "../engines/recipes.ts";
 import { MODEL_TYPES, type Slot } from "../server/router.ts";
 import { sseResponse } from "../server/sse.ts";
 import { InstallError } from "../engines/installer.ts";
+import { deleteModel, installModel, modelForPull, refuseOffline } from "../server/pull.ts";
 
 /** Maps installer failures onto the documented codes. */
 async function installing<T>(work: () => Promise<T> | T): Promise<T> {
@@ -65,6 +66,45 @@ export function lemonadeRoutes(app: Elysia<any, any, any, any, any, any, any>, c
       throw new ApiError(404, "model_not_loaded", `Model not loaded: ${name}`);
     }
     return { status: "success", message: name ? `Model unloaded successfully: ${name}` : "All models unloaded successfully" };
+  });
+
+  bind(app, spec.pull, async ({ body }) => {
+    if (body.stream === true && body.subscribe === false) {
+      refuseOffline(ctx);
+      const model = modelForPull(ctx, body);
+      if (model.source !== "huggingface") return { status: "success", message: `${model.id} is local; nothing to download` };
+      return ctx.downloads.startJob(model);
+    }
+    const model = modelForPull(ctx, body);
+    if (body.stream !== true) {
+      await installModel(ctx, model);
+      return { status: "success", message: `Installed model: ${model.id}` };
+    }
+    refuseOffline(ctx);
+    return sseResponse(async (send) => {
+      await installModel(ctx, model, (p) => send("progress", p));
+      send("complete", { model_name: model.id, percent: 100 });
+    });
+  });
+
+  bind(app, spec.register, ({ body }) => {
+    const model = modelForPull(ctx, body);
+    return { status: "success", message: `Registered model: ${model.id}` };
+  });
+
+  bind(app, spec.downloads, () => ({ downloads: ctx.downloads.list() }));
+
+  bind(app, spec.downloadsControl, async ({ body }) => {
+    const known = ctx.downloads.get(body.id) !== undefined;
+    const snapshot = await ctx.downloads.control(body.id, body.action);
+    if (body.action === "remove") return known ? { status: "ok" } : { status: "ok", missing: true };
+    if (!snapshot) throw new ApiError(404, "download_not_found", `No download job ${body.id}`);
+    return snapshot;
+  });
+
+  bind(app, spec.deleteModel, async ({ body }) => {
+    const model = await deleteModel(ctx, body.model_name);
+    return { status: "success", message: `Deleted model: ${model.id}` };
   });
 
   bind(app, spec.install, async ({ body }) => {

@@ -17,6 +17,7 @@ import {
   toOpenAIMessages,
 } from "../server/ollama.ts";
 import { toEngineBody, needsLlm } from "./openai.ts";
+import { deleteModel, installModel, refuseOffline } from "../server/pull.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 
 const needsEmbedder = (m: CatalogModel) =>
@@ -129,6 +130,54 @@ export function ollamaRoutes(app: Elysia<any, any, any, any, any, any, any>, ctx
       ctxSize: loadCtx(body),
     });
     return { embedding };
+  });
+
+  /** A registered model by Ollama name; anything else is Ollama's 404. */
+  const registered = (body: { model?: string; name?: string }) => {
+    const name = body.model ?? body.name;
+    if (!name) throw new ApiError(400, "missing_argument", "Missing required argument 'model'");
+    const model = ctx.catalog.find(name);
+    if (!model || !ctx.catalog.isSupported(model)) throw new ApiError(404, "model_not_found", `model '${name}' not found`);
+    return model;
+  };
+
+  bind(app, spec.pull, async ({ body }) => {
+    const model = registered(body);
+    refuseOffline(ctx);
+    if (body.stream === false) {
+      await installModel(ctx, model).catch((e) => {
+        throw new ApiError(500, e.code ?? "", e.message);
+      });
+      return { status: "success" };
+    }
+    const encoder = new TextEncoder();
+    const line = (o: unknown) => encoder.encode(JSON.stringify(o) + "\n");
+    const stream = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        controller.enqueue(line({ status: "pulling manifest" }));
+        try {
+          await installModel(ctx, model, (p) =>
+            controller.enqueue(
+              line({ status: `downloading ${p.file}`, digest: `sha256:${p.file}`, completed: p.bytes_downloaded, total: p.bytes_total }),
+            ),
+          );
+          controller.enqueue(line({ status: "success" }));
+          controller.enqueue(line({ status: "success" }));
+        } catch (err) {
+          controller.enqueue(line({ status: "error", error: (err as Error).message }));
+        }
+        controller.close();
+      },
+    });
+    return new Response(stream, { headers: { "content-type": "application/x-ndjson" } });
+  });
+
+  bind(app, spec.remove, async ({ body }) => {
+    const model = registered(body);
+    await deleteModel(ctx, model.id).catch((e) => {
+      throw new ApiError(e.status === 404 ? 404 : 500, e.code ?? "", e.message);
+    });
+    return new Response(null, { status: 200 });
   });
 
   bind(app, spec.tags, () => ({

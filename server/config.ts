@@ -22,6 +22,11 @@ export interface Config {
   allowedOrigins: string[];
   /** The only folder MCP tools may write files into. */
   mcpImageDir: string;
+  /** The Hugging Face hub to download from (HF_ENDPOINT) and its token (HF_TOKEN). */
+  hfEndpoint: string;
+  hfToken: string | null;
+  /** No network: downloads are refused. */
+  offline: boolean;
 }
 
 /** The keys config.json may hold, as Lemonade spells them. */
@@ -32,6 +37,7 @@ interface ConfigFile {
   max_loaded_models?: number;
   ctx_size?: number;
   extra_models_dir?: string;
+  offline?: boolean;
 }
 
 export type Overrides = Partial<Pick<Config, "host" | "port" | "cacheDir" | "logLevel">>;
@@ -83,6 +89,9 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
     hfCacheDir: hfCacheDir(env),
     apiKey: env.LEMONADE_API_KEY || null,
     adminApiKey: env.LEMONADE_ADMIN_API_KEY || null,
+    hfEndpoint: (env.HF_ENDPOINT || "https://huggingface.co").replace(/\/+$/, ""),
+    hfToken: env.HF_TOKEN || null,
+    offline: env.LEMONADE_OFFLINE ? /^(1|true|yes)$/i.test(env.LEMONADE_OFFLINE) : file.offline === true,
     mcpImageDir: resolve(env.LEMONADE_MCP_IMAGE_DIR || join(cacheDir, "mcp-images")),
     allowedOrigins: (env.LEMONADE_ALLOWED_ORIGINS ?? "")
       .split(",")

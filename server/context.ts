@@ -9,6 +9,7 @@ import { GenerationStats } from "./stats.ts";
 import { AliasStore } from "../models/aliases.ts";
 import { Catalog } from "../models/catalog.ts";
 import { RecipeOptionsStore } from "../models/recipe-options.ts";
+import { DownloadManager } from "../models/downloads.ts";
 import { recipeStatuses } from "../engines/recipes.ts";
 import { EngineInstaller } from "../engines/installer.ts";
 
@@ -22,6 +23,7 @@ export interface ServerContext {
   router: Router;
   installer: EngineInstaller;
   stats: GenerationStats;
+  downloads: DownloadManager;
   hostStats: HostStats;
   version: string;
   /** The port the WebSocket APIs answer on, once listening. */
@@ -62,6 +64,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     router,
     installer: new EngineInstaller(config.cacheDir),
     stats: new GenerationStats(),
+    downloads: new DownloadManager({ endpoint: config.hfEndpoint, token: config.hfToken ?? undefined }, config.hfCacheDir),
     hostStats: new HostStats(),
     version: VERSION,
     websocketPort: null,

@@ -478,3 +478,172 @@ export const stats = endpoint({
     response: `{"time_to_first_token": 0.02, "tokens_per_second": 33.33, "input_tokens": 32, "output_tokens": 5, "prompt_tokens": 128, "cache_tokens": 96, "request_count_total": 12, "input_tokens_total": 1536, "output_tokens_total": 60, "prompt_tokens_total": 1700, "cache_tokens_total": 1152}`,
   },
 });
+
+const PullDefinition = {
+  model_name: T.String({ minLength: 1, description: "Model to install; a new registration must use the `user.` namespace." }),
+  recipe: T.Optional(T.String({ description: "Registration: recipe to load the model with, such as `llamacpp`." })),
+  checkpoint: T.Optional(T.String({ description: "Registration: Hugging Face main checkpoint, `org/name:variant`." })),
+  checkpoints: T.Optional(
+    T.Record(T.String(), T.String(), { description: "Registration: checkpoints by role (`main`, `mmproj`, ...)." }),
+  ),
+  mmproj: T.Optional(T.String({ description: "Registration: multimodal projector file in the main checkpoint's repo." })),
+  labels: T.Optional(T.Array(T.String(), { description: "Registration: labels; at most one deployment mode, one the recipe serves." })),
+  reasoning: T.Optional(T.Boolean({ description: "Registration: adds the `reasoning` label." })),
+  vision: T.Optional(T.Boolean({ description: "Registration: adds the `vision` label." })),
+  embedding: T.Optional(T.Boolean({ description: "Registration: adds the `embeddings` label." })),
+  reranking: T.Optional(T.Boolean({ description: "Registration: adds the `reranking` label." })),
+};
+
+const JobSnapshot = T.Object(
+  {
+    id: T.String({ description: "Stable download id, `model:<name>`" }),
+    type: T.Literal("model", { description: "Always `model`" }),
+    model_name: T.String({ description: "The model being downloaded" }),
+    status: T.String({ description: "`downloading`, `paused`, `cancelled`, `completed` or `error`" }),
+    running: T.Boolean({ description: "Whether the download worker is still active" }),
+    file: T.String({ description: "Current file" }),
+    file_index: T.Integer({ description: "Current file's position, from 1" }),
+    total_files: T.Integer({ description: "Files in the download" }),
+    bytes_downloaded: T.Number({ description: "Bytes of the current file on disk" }),
+    bytes_total: T.Number({ description: "Size of the current file" }),
+    total_download_size: T.Number({ description: "Bytes across all files" }),
+    bytes_previously_downloaded: T.Number({ description: "Bytes of the current file already on disk when the job reached it" }),
+    completed_files_bytes: T.Number({ description: "Bytes of the files before the current one" }),
+    cumulative_bytes_downloaded: T.Number({ description: "Bytes across the whole job" }),
+    overall_bytes_downloaded: T.Number({ description: "Alias of `cumulative_bytes_downloaded`" }),
+    percent: T.Number({ description: "Overall progress" }),
+    complete: T.Boolean({ description: "Whether the download finished successfully" }),
+    error: T.Optional(T.String({ description: "Failed jobs only: what went wrong" })),
+  },
+  { description: "A server-owned download job" },
+);
+
+const pullErrors = [
+  { status: 400, code: "invalid_argument", when: "A registration names two deployment modes, or one the recipe cannot serve; nothing is registered" },
+  { status: 400, code: "lemond_offline", when: "`offline` is set to `true`" },
+  E.modelNotSupported,
+  E.modelNotFound,
+  { status: 404, code: "download_failed", when: "The hub has no such repository or file" },
+  { status: 500, code: "download_failed", when: "The download fails, or a file's size or sha256 does not match the hub's; nothing partial counts as downloaded" },
+];
+
+export const pull = endpoint({
+  id: "lemonade.pull",
+  method: "POST",
+  path: "/pull",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Install a model, registering it first when defined",
+  availability: "partially_available",
+  description:
+    "Downloads a registered model's files into the Hugging Face cache, or registers a `user.*` model (`checkpoint` or `checkpoints`, `recipe`, labels) in `user_models.json` and then downloads it. Files already complete are kept; a partial file resumes where it stopped. Each file's size and, where the hub gives it, sha256 are checked before it counts as downloaded. A pull of a model already downloading joins that download.",
+  notes:
+    'With `stream: true` the answer is Server-Sent Events: `event: progress` with `{"file", "file_index", "total_files", "bytes_downloaded", "bytes_total", "percent"}`, then `event: complete` or `event: error` with `{"error"}`. With `stream: true, subscribe: false` the server starts a download job it owns and answers with its snapshot at once; follow it with `GET /v1/downloads` and steer it with `POST /v1/downloads/control`. Pulling a paused job again resumes it. `collection.omni` registrations are not supported.',
+  body: T.Object(
+    {
+      ...PullDefinition,
+      stream: T.Optional(T.Boolean({ description: "`true` answers with Server-Sent Events reporting progress. Defaults to `false`." })),
+      subscribe: T.Optional(
+        T.Boolean({ description: "With `stream: true`: `false` starts a server-owned job and answers with its snapshot at once. Defaults to `true`." }),
+      ),
+    },
+    { additionalProperties: true },
+  ),
+  response: T.Object({
+    status: T.Literal("success", { description: 'Always `"success"`' }),
+    message: T.String({ description: "What was installed" }),
+  }),
+  errors: pullErrors,
+  example: { body: { model_name: "Qwen3-0.6B-GGUF" }, response: '{"status": "success", "message": "Installed model: Qwen3-0.6B-GGUF"}' },
+});
+
+export const register = endpoint({
+  id: "lemonade.models_register",
+  method: "POST",
+  path: "/models/register",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Register a user model without downloading it",
+  availability: "fully_available",
+  description:
+    "Registers or updates a `user.*` model definition in `user_models.json` without downloading anything. The label rules of `/v1/pull` apply.",
+  body: T.Object({ ...PullDefinition, recipe: T.String({ description: "Recipe to load the model with, such as `llamacpp`." }) }, { additionalProperties: true }),
+  response: T.Object({
+    status: T.Literal("success", { description: 'Always `"success"`' }),
+    message: T.String({ description: "What was registered" }),
+  }),
+  errors: pullErrors.slice(0, 1),
+  example: {
+    body: { model_name: "user.Phi-4-Mini-GGUF", checkpoint: "unsloth/Phi-4-mini-instruct-GGUF:Q4_K_M", recipe: "llamacpp" },
+    response: '{"status": "success", "message": "Registered model: user.Phi-4-Mini-GGUF"}',
+  },
+});
+
+export const downloads = endpoint({
+  id: "lemonade.downloads",
+  method: "GET",
+  path: "/downloads",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "api",
+  summary: "List server-owned download jobs",
+  availability: "fully_available",
+  description:
+    "Lists the download jobs started with `POST /v1/pull` and `stream: true, subscribe: false`. Active, paused, cancelled, failed and completed jobs stay listed until removed.",
+  response: T.Object({ downloads: T.Array(JobSnapshot, { description: "The jobs" }) }),
+  example: {
+    response: `{"downloads": [{"id": "model:Qwen3-0.6B-GGUF", "type": "model", "model_name": "Qwen3-0.6B-GGUF", "status": "downloading", "running": true, "file": "Qwen3-0.6B-Q4_0.gguf", "file_index": 1, "total_files": 1, "bytes_downloaded": 104857600, "bytes_total": 382156480, "total_download_size": 382156480, "bytes_previously_downloaded": 0, "completed_files_bytes": 0, "cumulative_bytes_downloaded": 104857600, "overall_bytes_downloaded": 104857600, "percent": 27, "complete": false}]}`,
+  },
+});
+
+export const downloadsControl = endpoint({
+  id: "lemonade.downloads_control",
+  method: "POST",
+  path: "/downloads/control",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Pause, cancel or remove a download job",
+  availability: "fully_available",
+  description:
+    "`pause` stops the job and keeps its partial files, so pulling the model again resumes where it stopped; `cancel` stops it and deletes its partial files; `remove` forgets a stopped job (a running one is cancelled first). `pause` and `cancel` answer with the job's snapshot once the worker has stopped; `remove` answers `{\"status\": \"ok\"}`, with `\"missing\": true` when there was no such job.",
+  body: T.Object({
+    id: T.String({ description: "Download id, such as `model:Qwen3-0.6B-GGUF`." }),
+    action: T.Union([T.Literal("pause"), T.Literal("cancel"), T.Literal("remove")], { description: "`pause`, `cancel` or `remove`." }),
+  }),
+  response: JobSnapshot,
+  errors: [{ status: 404, code: "download_not_found", when: "`pause` or `cancel` names no job" }],
+  example: { body: { id: "model:Qwen3-0.6B-GGUF", action: "pause" }, response: '{"id": "model:Qwen3-0.6B-GGUF", "type": "model", "status": "paused", "running": false, "percent": 40, "complete": false}' },
+});
+
+export const deleteModel = endpoint({
+  id: "lemonade.delete",
+  method: "POST",
+  path: "/delete",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Delete a downloaded model",
+  availability: "fully_available",
+  description:
+    "Deletes a model's files from the Hugging Face cache, unloading it first when it is loaded. A `user.*` model's registration is removed too. Files another downloaded model shares are kept.",
+  body: T.Object({ model_name: T.String({ minLength: 1, description: "The model to delete." }) }),
+  response: T.Object({
+    status: T.Literal("success", { description: 'Always `"success"`' }),
+    message: T.String({ description: "What was deleted" }),
+  }),
+  errors: [
+    E.modelNotSupported,
+    E.modelNotFound,
+    { status: 404, code: "model_not_downloaded", when: "The model has no files to delete" },
+    { status: 500, code: "delete_failed", when: "The model is an `extra.` model, whose file belongs to its folder" },
+  ],
+  example: { body: { model_name: "Qwen3-0.6B-GGUF" }, response: '{"status": "success", "message": "Deleted model: Qwen3-0.6B-GGUF"}' },
+});

@@ -342,6 +342,49 @@ export const embeddings = endpoint({
   example: { body: { model: "nomic-embed-text-v1-GGUF", prompt: "Hello" }, response: `{"embedding": [0.01, -0.02, 0.03]}` },
 });
 
+export const pull = endpoint({
+  id: "ollama.pull",
+  method: "POST",
+  path: "/api/pull",
+  mount: "root",
+  page: "ollama",
+  errorStyle: "ollama",
+  access: "api",
+  summary: "Download a model",
+  availability: "fully_available",
+  description:
+    "Downloads a registered model. Only models already in Lemonade's registry can be pulled; use [`POST /v1/pull`](./lemonade.md#post-v1pull) to register a new one.",
+  notes:
+    "Streaming (the default) sends NDJSON: `pulling manifest`, then `downloading <file>` lines with `digest`, `completed` and `total`, then two `success` lines; a failed download ends with a line carrying `error`.",
+  body: T.Object({ ...ModelOrName, stream: Stream }),
+  response: T.Object({ status: T.String({ description: "`success` (non-streaming)" }) }),
+  errors: [
+    { status: 400, code: "lemond_offline", when: "`offline` is set to `true`" },
+    { status: 404, code: "", when: "`model` names no model in the registry, or one filtered out on this system" },
+    { status: 500, code: "", when: "A non-streaming download fails" },
+  ],
+  example: { body: { model: "Qwen3-0.6B-GGUF", stream: false }, response: '{"status": "success"}' },
+});
+
+export const remove = endpoint({
+  id: "ollama.delete",
+  method: "DELETE",
+  path: "/api/delete",
+  mount: "root",
+  page: "ollama",
+  errorStyle: "ollama",
+  access: "api",
+  summary: "Delete a model",
+  availability: "fully_available",
+  description: "Deletes a downloaded model's files, unloading it first when it is loaded. Success answers `200` with an empty body, as Ollama does.",
+  body: T.Object(ModelOrName),
+  errors: [
+    { status: 404, code: "", when: "`model` names no model in the registry, or one filtered out on this system" },
+    { status: 500, code: "", when: "Deleting fails, for example for an `extra.` model" },
+  ],
+  example: { body: { model: "Qwen3-0.6B-GGUF" } },
+});
+
 const notSupported = (id: string, path: string, summary: string, description = "") =>
   endpoint({
     id,

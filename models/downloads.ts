@@ -1,0 +1,212 @@
+// Model downloads: one worker per model, whatever asks for it (a waiting /v1/pull, an SSE
+// stream, or a server-owned job that outlives its request). Workers report progress to every
+// listener; server-owned jobs keep a snapshot clients can poll and control.
+import type { CatalogModel } from "./catalog.ts";
+import { checkpointFiles, downloadFile, bytesOnDisk, removePartials, repoManifest, type HubOptions, type RepoFile, type RepoManifest } from "./hf-download.ts";
+import { parseCheckpoint } from "./hf-cache.ts";
+
+export interface Progress {
+  file: string;
+  file_index: number;
+  total_files: number;
+  bytes_downloaded: number;
+  bytes_total: number;
+  percent: number;
+}
+
+export type JobStatus = "downloading" | "paused" | "cancelled" | "completed" | "error";
+
+export interface JobSnapshot {
+  id: string;
+  type: "model";
+  model_name: string;
+  status: JobStatus;
+  running: boolean;
+  file: string;
+  file_index: number;
+  total_files: number;
+  bytes_downloaded: number;
+  bytes_total: number;
+  total_download_size: number;
+  bytes_previously_downloaded: number;
+  completed_files_bytes: number;
+  cumulative_bytes_downloaded: number;
+  overall_bytes_downloaded: number;
+  percent: number;
+  complete: boolean;
+  error?: string;
+}
+
+type Listener = (p: Progress) => void;
+
+interface Worker {
+  promise: Promise<void>;
+  abort: AbortController;
+  listeners: Set<Listener>;
+  /** Why the worker was stopped, when a client stopped it. */
+  stopReason?: "paused" | "cancelled";
+  plan?: { manifest: RepoManifest; file: RepoFile }[];
+}
+
+export class DownloadManager {
+  private readonly workers = new Map<string, Worker>();
+  private readonly jobs = new Map<string, JobSnapshot>();
+
+  constructor(
+    private readonly hub: HubOptions,
+    private readonly hubDir: string,
+  ) {}
+
+  /** Downloads every checkpoint of a model, sharing a running download of the same model. */
+  pull(model: CatalogModel, onProgress?: Listener): Promise<void> {
+    let worker = this.workers.get(model.id);
+    if (!worker) {
+      const abort = new AbortController();
+      const listeners = new Set<Listener>();
+      const w: Worker = { abort, listeners, promise: Promise.resolve() };
+      w.promise = this.run(model, w).finally(() => {
+        if (this.workers.get(model.id) === w) this.workers.delete(model.id);
+      });
+      this.workers.set(model.id, w);
+      worker = w;
+    }
+    if (onProgress) worker.listeners.add(onProgress);
+    const listeners = worker.listeners;
+    return worker.promise.finally(() => onProgress && listeners.delete(onProgress));
+  }
+
+  private async run(model: CatalogModel, worker: Worker): Promise<void> {
+    const signal = worker.abort.signal;
+    const manifests = new Map<string, RepoManifest>();
+    const plan: { manifest: RepoManifest; file: RepoFile }[] = [];
+    for (const checkpoint of Object.values(model.checkpoints)) {
+      const { repo } = parseCheckpoint(checkpoint);
+      let manifest = manifests.get(repo);
+      if (!manifest) {
+        manifest = await repoManifest(this.hub, repo, "main", signal);
+        manifests.set(repo, manifest);
+      }
+      for (const file of checkpointFiles(manifest, checkpoint)) plan.push({ manifest, file });
+    }
+    worker.plan = plan;
+    const total = plan.reduce((n, p) => n + p.file.size, 0);
+    let completed = 0;
+    for (const [i, { manifest, file }] of plan.entries()) {
+      const report = (bytes: number) => {
+        const p: Progress = {
+          file: file.path,
+          file_index: i + 1,
+          total_files: plan.length,
+          bytes_downloaded: bytes,
+          bytes_total: file.size,
+          percent: total ? Math.floor(((completed + bytes) / total) * 100) : 100,
+        };
+        for (const l of worker.listeners) l(p);
+      };
+      await downloadFile(this.hub, this.hubDir, manifest, file, (fp) => report(fp.bytesDownloaded), signal);
+      completed += file.size;
+    }
+  }
+
+  /** Starts (or resumes) a server-owned job and returns its first snapshot. */
+  startJob(model: CatalogModel): JobSnapshot {
+    const id = `model:${model.id}`;
+    const existing = this.jobs.get(id);
+    if (existing?.running) return existing;
+    const job: JobSnapshot = {
+      id,
+      type: "model",
+      model_name: model.id,
+      status: "downloading",
+      running: true,
+      file: "",
+      file_index: 0,
+      total_files: 0,
+      bytes_downloaded: 0,
+      bytes_total: 0,
+      total_download_size: 0,
+      bytes_previously_downloaded: 0,
+      completed_files_bytes: 0,
+      cumulative_bytes_downloaded: 0,
+      overall_bytes_downloaded: 0,
+      percent: 0,
+      complete: false,
+    };
+    this.jobs.set(id, job);
+    let lastIndex = 0;
+    const onProgress = (p: Progress) => {
+      const worker = this.workers.get(model.id);
+      const plan = worker?.plan ?? [];
+      if (p.file_index !== lastIndex) {
+        lastIndex = p.file_index;
+        const entry = plan[p.file_index - 1];
+        job.bytes_previously_downloaded = entry ? bytesOnDisk(this.hubDir, entry.manifest, entry.file) : 0;
+      }
+      const before = plan.slice(0, p.file_index - 1).reduce((n, e) => n + e.file.size, 0);
+      Object.assign(job, {
+        file: p.file,
+        file_index: p.file_index,
+        total_files: p.total_files,
+        bytes_downloaded: p.bytes_downloaded,
+        bytes_total: p.bytes_total,
+        percent: p.percent,
+        total_download_size: plan.reduce((n, e) => n + e.file.size, 0),
+        completed_files_bytes: before,
+        cumulative_bytes_downloaded: before + p.bytes_downloaded,
+        overall_bytes_downloaded: before + p.bytes_downloaded,
+      });
+    };
+    const done = this.pull(model, onProgress);
+    const worker = this.workers.get(model.id)!;
+    done.then(
+      () => {
+        Object.assign(job, { status: "completed", running: false, complete: true, percent: 100 });
+      },
+      (err: Error) => {
+        job.running = false;
+        if (worker.stopReason) job.status = worker.stopReason;
+        else Object.assign(job, { status: "error", error: err.message });
+      },
+    );
+    return job;
+  }
+
+  list(): JobSnapshot[] {
+    return [...this.jobs.values()];
+  }
+
+  get(id: string): JobSnapshot | undefined {
+    return this.jobs.get(id);
+  }
+
+  isDownloading(modelId: string): boolean {
+    return this.workers.has(modelId);
+  }
+
+  /** pause: stop, keeping partial files to resume; cancel: stop and delete them; remove: forget. */
+  async control(id: string, action: "pause" | "cancel" | "remove"): Promise<JobSnapshot | null> {
+    const job = this.jobs.get(id);
+    if (!job) return null;
+    const worker = this.workers.get(job.model_name);
+    if (action === "remove" && !worker) {
+      this.jobs.delete(id);
+      return null;
+    }
+    const reason = action === "pause" ? "paused" : "cancelled";
+    if (worker) {
+      worker.stopReason = reason;
+      worker.abort.abort(new Error(`download ${reason}`));
+      await worker.promise.catch(() => {});
+      if (reason === "cancelled" && worker.plan) {
+        for (const { manifest, file } of worker.plan) removePartials(this.hubDir, manifest, [file]);
+      }
+    }
+    job.status = reason;
+    job.running = false;
+    if (action === "remove") {
+      this.jobs.delete(id);
+      return null;
+    }
+    return job;
+  }
+}

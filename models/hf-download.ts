@@ -1,0 +1,186 @@
+// Downloads checkpoint files from a Hugging Face hub (HF_ENDPOINT) into the standard cache layout:
+// `models--org--name/blobs/<sha256>`, `snapshots/<commit>/<file>` (a relative link to the blob),
+// `refs/main`. A file is written as `<blob>.incomplete`, resumed with a Range request after an
+// interruption, and only renamed into place once its size and sha256 match what the hub says,
+// so nothing partial or corrupt ever passes for downloaded.
+import { createHash } from "node:crypto";
+import { createReadStream, existsSync, mkdirSync, openSync, closeSync, writeSync, fsyncSync, renameSync, rmSync, statSync, symlinkSync, readlinkSync, writeFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+import { parseCheckpoint, pickVariantFile, repoCacheDir } from "./hf-cache.ts";
+
+export interface HubOptions {
+  endpoint: string;
+  token?: string;
+}
+
+export interface RepoFile {
+  path: string;
+  size: number;
+  /** Present for LFS files: the content's sha256, checked before the file counts as downloaded. */
+  sha256?: string;
+}
+
+export interface RepoManifest {
+  repo: string;
+  sha: string;
+  files: RepoFile[];
+}
+
+export class HubError extends Error {
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}
+
+function headers(hub: HubOptions, extra: Record<string, string> = {}): Record<string, string> {
+  return hub.token ? { authorization: `Bearer ${hub.token}`, ...extra } : extra;
+}
+
+/** The repo's current commit and its files with sizes and hashes. */
+export async function repoManifest(hub: HubOptions, repo: string, revision = "main", signal?: AbortSignal): Promise<RepoManifest> {
+  const url = `${hub.endpoint}/api/models/${repo}/revision/${encodeURIComponent(revision)}?blobs=true`;
+  const res = await fetch(url, { headers: headers(hub), signal });
+  if (!res.ok) throw new HubError(`${repo}: the hub answered ${res.status} for its file list`, res.status);
+  const info = (await res.json()) as { sha: string; siblings?: { rfilename: string; size?: number; lfs?: { sha256?: string; size?: number } }[] };
+  return {
+    repo,
+    sha: info.sha,
+    files: (info.siblings ?? []).map((s) => ({ path: s.rfilename, size: s.lfs?.size ?? s.size ?? 0, sha256: s.lfs?.sha256 })),
+  };
+}
+
+/** The files a checkpoint needs from its repo: the variant's file, with every shard of a split. */
+export function checkpointFiles(manifest: RepoManifest, checkpoint: string): RepoFile[] {
+  const { variant } = parseCheckpoint(checkpoint);
+  const chosen = pickVariantFile(manifest.files.map((f) => f.path), variant);
+  if (!chosen) throw new HubError(`${checkpoint}: no matching file in ${manifest.repo}`, 404);
+  const shard = /^(.*)-00001-of-(\d{5})\.gguf$/.exec(chosen);
+  const paths = shard
+    ? manifest.files.map((f) => f.path).filter((p) => p.startsWith(`${shard[1]}-`) && p.endsWith(`-of-${shard[2]}.gguf`))
+    : [chosen];
+  return manifest.files.filter((f) => paths.includes(f.path));
+}
+
+export interface FileProgress {
+  file: string;
+  bytesDownloaded: number;
+  bytesTotal: number;
+}
+
+function blobId(manifest: RepoManifest, file: RepoFile): string {
+  return file.sha256 ?? createHash("sha256").update(`${manifest.sha}:${file.path}`).digest("hex");
+}
+
+export function blobPath(hubDir: string, manifest: RepoManifest, file: RepoFile): string {
+  return join(repoCacheDir(hubDir, manifest.repo), "blobs", blobId(manifest, file));
+}
+
+export function snapshotFile(hubDir: string, manifest: RepoManifest, file: RepoFile): string {
+  return join(repoCacheDir(hubDir, manifest.repo), "snapshots", manifest.sha, file.path);
+}
+
+/** Bytes of a file already on disk: the finished blob, else the partial one. */
+export function bytesOnDisk(hubDir: string, manifest: RepoManifest, file: RepoFile): number {
+  const blob = blobPath(hubDir, manifest, file);
+  for (const p of [blob, `${blob}.incomplete`]) {
+    try {
+      return statSync(p).size;
+    } catch {}
+  }
+  return 0;
+}
+
+async function hashFile(path: string, hash: ReturnType<typeof createHash>): Promise<void> {
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+}
+
+/** Points `snapshots/<sha>/<file>` at the blob and records the commit in `refs/main`. */
+function link(hubDir: string, manifest: RepoManifest, file: RepoFile, blob: string): void {
+  const snap = snapshotFile(hubDir, manifest, file);
+  mkdirSync(dirname(snap), { recursive: true });
+  const target = relative(dirname(snap), blob);
+  try {
+    if (readlinkSync(snap) === target) return;
+    rmSync(snap, { force: true });
+  } catch {}
+  symlinkSync(target, snap);
+  const refs = join(repoCacheDir(hubDir, manifest.repo), "refs");
+  mkdirSync(refs, { recursive: true });
+  writeFileSync(join(refs, "main"), manifest.sha);
+}
+
+/** Downloads one file (resuming a partial one), verifies it, and links it into the snapshot. */
+export async function downloadFile(
+  hub: HubOptions,
+  hubDir: string,
+  manifest: RepoManifest,
+  file: RepoFile,
+  onProgress: (p: FileProgress) => void,
+  signal?: AbortSignal,
+): Promise<void> {
+  const blob = blobPath(hubDir, manifest, file);
+  mkdirSync(dirname(blob), { recursive: true });
+  if (existsSync(blob) && statSync(blob).size === file.size) {
+    link(hubDir, manifest, file, blob);
+    onProgress({ file: file.path, bytesDownloaded: file.size, bytesTotal: file.size });
+    return;
+  }
+  const partial = `${blob}.incomplete`;
+  let have = existsSync(partial) ? statSync(partial).size : 0;
+  if (have > file.size) {
+    rmSync(partial);
+    have = 0;
+  }
+  const hash = createHash("sha256");
+  const url = `${hub.endpoint}/${manifest.repo}/resolve/${manifest.sha}/${file.path.split("/").map(encodeURIComponent).join("/")}`;
+  const res = await fetch(url, { headers: headers(hub, have > 0 ? { range: `bytes=${have}-` } : {}), signal }).catch((err) => {
+    if (signal?.aborted) throw err;
+    throw new HubError(`${manifest.repo}/${file.path}: cannot reach the hub: ${(err as Error).message}`);
+  });
+  if (!res.ok || !res.body) throw new HubError(`${manifest.repo}/${file.path}: the hub answered ${res.status}`, res.status);
+  // A hub that ignores the Range header sends the whole file again: start over.
+  if (have > 0 && res.status !== 206) {
+    rmSync(partial, { force: true });
+    have = 0;
+  }
+  if (have > 0) await hashFile(partial, hash);
+  const fd = openSync(partial, have > 0 ? "a" : "w");
+  let done = have;
+  onProgress({ file: file.path, bytesDownloaded: done, bytesTotal: file.size });
+  try {
+    let lastReport = 0;
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      writeSync(fd, chunk);
+      hash.update(chunk);
+      done += chunk.length;
+      if (done - lastReport >= 1 << 20 || done === file.size) {
+        lastReport = done;
+        onProgress({ file: file.path, bytesDownloaded: done, bytesTotal: file.size });
+      }
+    }
+    fsyncSync(fd);
+  } catch (err) {
+    if (signal?.aborted) throw err;
+    throw new HubError(`${manifest.repo}/${file.path}: the connection broke after ${done} of ${file.size} bytes (${(err as Error).message}); the partial file is kept to resume`);
+  } finally {
+    closeSync(fd);
+  }
+  if (done !== file.size) {
+    throw new HubError(`${manifest.repo}/${file.path}: got ${done} of ${file.size} bytes; the partial file is kept to resume`);
+  }
+  const digest = hash.digest("hex");
+  if (file.sha256 && digest !== file.sha256) {
+    rmSync(partial, { force: true });
+    throw new HubError(`${manifest.repo}/${file.path}: sha256 ${digest} does not match the hub's ${file.sha256}; the file was discarded`);
+  }
+  renameSync(partial, blob);
+  link(hubDir, manifest, file, blob);
+}
+
+/** Removes every partial download of the given files (a cancelled job leaves nothing behind). */
+export function removePartials(hubDir: string, manifest: RepoManifest, files: RepoFile[]): void {
+  for (const f of files) rmSync(`${blobPath(hubDir, manifest, f)}.incomplete`, { force: true });
+}

@@ -1,0 +1,239 @@
+// Model downloads with the real download code against a Hugging Face-compatible hub on loopback.
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { MODELS, testModelsDir } from "./helpers/engines.ts";
+import { sha256, startFakeHub, type FakeHub } from "./helpers/fake-hub.ts";
+import { startTestServer, tempDir, type TestServer } from "./helpers/server.ts";
+
+let hub: FakeHub;
+let chat: Uint8Array;
+const big = new Uint8Array(3 * 1024 * 1024).map((_, i) => (i * 7919) % 251);
+const mmproj = new Uint8Array(200_000).map((_, i) => i % 13);
+
+beforeAll(() => {
+  chat = new Uint8Array(readFileSync(join(testModelsDir(), MODELS.chat)));
+  hub = startFakeHub({
+    "test-org/tiny-GGUF": {
+      sha: "a".repeat(40),
+      files: { "tiny-Q4_0.gguf": chat, "tiny-Q8_0.gguf": big, "mmproj-tiny-f16.gguf": mmproj, "README.md": new TextEncoder().encode("# tiny") },
+    },
+  });
+});
+afterAll(() => hub.stop());
+
+let server: TestServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+  hub.dropOnce.clear();
+  hub.wrongHash.clear();
+  hub.ranges.clear();
+  hub.delayMs = 0;
+});
+
+async function start(env: Record<string, string> = {}) {
+  server = await startTestServer({ HF_ENDPOINT: hub.url, LEMONADE_MAX_LOADED_MODELS: "-1", ...env });
+  return server;
+}
+
+const post = (path: string, body: unknown) =>
+  fetch(`${server!.url}${path}`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } });
+
+const repoDir = (s: TestServer) => join(s.cacheDir, "hf", "models--test-org--tiny-GGUF");
+
+/** The SSE events of a streamed pull, parsed. */
+async function events(res: Response): Promise<{ event: string; data: any }[]> {
+  return (await res.text())
+    .trim()
+    .split("\n\n")
+    .map((block) => {
+      const [e, d] = block.split("\n");
+      return { event: e!.replace("event: ", ""), data: JSON.parse(d!.replace("data: ", "")) };
+    });
+}
+
+describe("pull", () => {
+  test("register and pull a two-file model: progress sums to the file sizes, files land in the HF layout", async () => {
+    const s = await start();
+    const res = await post("/v1/pull", {
+      model_name: "user.Tiny",
+      checkpoint: "test-org/tiny-GGUF:Q8_0",
+      mmproj: "mmproj-tiny-f16.gguf",
+      recipe: "llamacpp",
+      vision: true,
+      stream: true,
+    });
+    const evs = await events(res);
+    expect(evs.at(-1)!.event).toBe("complete");
+    const progress = evs.filter((e) => e.event === "progress").map((e) => e.data);
+    const finalPerFile = new Map<string, number>();
+    for (const p of progress) finalPerFile.set(p.file, p.bytes_downloaded);
+    expect(Object.fromEntries(finalPerFile)).toEqual({ "tiny-Q8_0.gguf": big.length, "mmproj-tiny-f16.gguf": mmproj.length });
+    expect(progress.every((p) => p.total_files === 2)).toBe(true);
+    expect(progress.at(-1).percent).toBe(100);
+
+    const snap = join(repoDir(s), "snapshots", "a".repeat(40));
+    expect(readFileSync(join(snap, "tiny-Q8_0.gguf"))).toEqual(Buffer.from(big));
+    expect(readFileSync(join(repoDir(s), "refs", "main"), "utf8")).toBe("a".repeat(40));
+    expect(readdirSync(join(repoDir(s), "blobs")).sort()).toEqual([sha256(big), sha256(mmproj)].sort());
+
+    const model = await (await fetch(`${s.url}/v1/models/user.Tiny`)).json();
+    expect(model).toMatchObject({ downloaded: true, labels: ["chat", "vision"], checkpoints: { main: "test-org/tiny-GGUF:Q8_0", mmproj: "test-org/tiny-GGUF:mmproj-tiny-f16.gguf" } });
+    expect(JSON.parse(readFileSync(join(s.cacheDir, "user_models.json"), "utf8")).Tiny.checkpoint).toBe("test-org/tiny-GGUF:Q8_0");
+  });
+
+  test("pull, load and chat on the downloaded model", async () => {
+    await start();
+    const pulled = await post("/v1/pull", { model_name: "user.TinyChat", checkpoint: "test-org/tiny-GGUF:Q4_0", recipe: "llamacpp" });
+    expect(await pulled.json()).toEqual({ status: "success", message: "Installed model: user.TinyChat" });
+    const res = await post("/v1/chat/completions", { model: "user.TinyChat", messages: [{ role: "user", content: "hi" }], max_tokens: 3 });
+    expect(res.status).toBe(200);
+    expect((await res.json()).usage.completion_tokens).toBe(3);
+  });
+
+  test("a connection dropped mid-file resumes without fetching the finished part again", async () => {
+    const s = await start();
+    hub.dropOnce.set("tiny-Q8_0.gguf", 1_000_000);
+    const body = { model_name: "user.Resume", checkpoint: "test-org/tiny-GGUF:Q8_0", recipe: "llamacpp" };
+    const first = await post("/v1/pull", body);
+    expect(first.status).toBe(500);
+    expect((await first.json()).error.code).toBe("download_failed");
+    const partial = readdirSync(join(repoDir(s), "blobs")).find((f) => f.endsWith(".incomplete"))!;
+    const kept = readFileSync(join(repoDir(s), "blobs", partial)).length;
+    expect(kept).toBeGreaterThan(0);
+    expect(kept).toBeLessThanOrEqual(1_000_000);
+    expect((await (await fetch(`${s.url}/v1/models/user.Resume`)).json()).downloaded).toBe(false);
+
+    expect((await post("/v1/pull", body)).status).toBe(200);
+    expect(hub.ranges.get("tiny-Q8_0.gguf")).toEqual(["", `bytes=${kept}-`]);
+    expect(readFileSync(join(repoDir(s), "blobs", sha256(big)))).toEqual(Buffer.from(big));
+    expect(readdirSync(join(repoDir(s), "blobs")).some((f) => f.endsWith(".incomplete"))).toBe(false);
+  });
+
+  test("a wrong hash fails the pull and leaves nothing that counts as downloaded", async () => {
+    const s = await start();
+    hub.wrongHash.add("tiny-Q8_0.gguf");
+    const res = await post("/v1/pull", { model_name: "user.Bad", checkpoint: "test-org/tiny-GGUF:Q8_0", recipe: "llamacpp" });
+    expect(res.status).toBe(500);
+    expect((await res.json()).error.message).toContain("sha256");
+    expect(existsSync(join(repoDir(s), "snapshots", "a".repeat(40), "tiny-Q8_0.gguf"))).toBe(false);
+    expect(readdirSync(join(repoDir(s), "blobs"))).toEqual([]);
+    expect((await (await fetch(`${s.url}/v1/models/user.Bad`)).json()).downloaded).toBe(false);
+  });
+
+  test("label rules refuse a registration and register nothing", async () => {
+    const s = await start();
+    const two = await post("/v1/pull", { model_name: "user.Both", recipe: "llamacpp", checkpoint: "test-org/tiny-GGUF:Q4_0", labels: ["chat", "embeddings"] });
+    expect(two.status).toBe(400);
+    expect((await two.json()).error.message).toBe(
+      "Model 'user.Both': a model deploys in exactly one mode, but these labels name two: 'chat' and 'embeddings'. Register one model per mode.",
+    );
+    const clf = await post("/v1/pull", { model_name: "user.Clf", recipe: "llamacpp", checkpoint: "test-org/tiny-GGUF:Q4_0", labels: ["classification"] });
+    expect((await clf.json()).error.message).toBe(
+      "Model 'user.Clf': recipe 'llamacpp' cannot serve 'classification'. It serves 'chat', 'embeddings', 'reranking'. Omit the label to deploy as 'chat'.",
+    );
+    const flags = await post("/v1/pull", { model_name: "user.Flags", recipe: "llamacpp", checkpoint: "test-org/tiny-GGUF:Q4_0", embedding: true, reranking: true });
+    expect(flags.status).toBe(400);
+    const bare = await post("/v1/models/register", { model_name: "NoNamespace", recipe: "llamacpp", checkpoint: "x/y" });
+    expect(bare.status).toBe(400);
+    expect(existsSync(join(s.cacheDir, "user_models.json"))).toBe(false);
+  });
+
+  test("offline mode refuses downloads with lemond_offline", async () => {
+    await start({ LEMONADE_OFFLINE: "true" });
+    const res = await post("/v1/pull", { model_name: "Qwen3-0.6B-GGUF" });
+    expect(res.status).toBe(400);
+    expect((await res.json()).error.code).toBe("lemond_offline");
+    const ollama = await post("/api/pull", { model: "Qwen3-0.6B-GGUF", stream: false });
+    expect(ollama.status).toBe(400);
+  });
+
+  test("Ollama's /api/pull streams NDJSON progress; /api/delete removes the files", async () => {
+    const s = await start();
+    await post("/v1/models/register", { model_name: "user.Olla", recipe: "llamacpp", checkpoint: "test-org/tiny-GGUF:Q4_0" });
+    const res = await post("/api/pull", { model: "user.Olla" });
+    const lines = (await res.text()).trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines[0]).toEqual({ status: "pulling manifest" });
+    expect(lines.slice(-2)).toEqual([{ status: "success" }, { status: "success" }]);
+    const last = lines.filter((l) => l.status.startsWith("downloading")).at(-1);
+    expect(last).toMatchObject({ completed: chat.length, total: chat.length });
+
+    const del = await fetch(`${s.url}/api/delete`, { method: "DELETE", body: JSON.stringify({ model: "user.Olla" }) });
+    expect(del.status).toBe(200);
+    expect(await del.text()).toBe("");
+    expect(existsSync(repoDir(s))).toBe(false);
+    expect((await fetch(`${s.url}/api/delete`, { method: "DELETE", body: JSON.stringify({ model: "nope" }) })).status).toBe(404);
+  });
+});
+
+describe("server-owned jobs", () => {
+  const job = () => post("/v1/pull", { model_name: "user.Job", checkpoint: "test-org/tiny-GGUF:Q8_0", recipe: "llamacpp", stream: true, subscribe: false });
+  const jobs = async () => (await (await fetch(`${server!.url}/v1/downloads`)).json()).downloads;
+  const waitFor = async (cond: (j: any) => boolean) => {
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline) {
+      const j = (await jobs())[0];
+      if (j && cond(j)) return j;
+      await Bun.sleep(20);
+    }
+    throw new Error("job never reached the state");
+  };
+
+  test("pause keeps the partial file and a new pull resumes it; the job completes", async () => {
+    await start();
+    hub.delayMs = 10;
+    const first = await (await job()).json();
+    expect(first).toMatchObject({ id: "model:user.Job", status: "downloading", running: true });
+    await waitFor((j) => j.bytes_downloaded > 200_000);
+    const paused = await (await post("/v1/downloads/control", { id: "model:user.Job", action: "pause" })).json();
+    expect(paused).toMatchObject({ status: "paused", running: false });
+    const at = paused.bytes_downloaded;
+    expect(at).toBeGreaterThan(0);
+    expect(at).toBeLessThan(big.length);
+
+    hub.delayMs = 0;
+    await job();
+    const done = await waitFor((j) => j.status === "completed");
+    expect(done).toMatchObject({ complete: true, percent: 100, bytes_downloaded: big.length, total_download_size: big.length });
+    const resumedFrom = Number(/bytes=(\d+)-/.exec(hub.ranges.get("tiny-Q8_0.gguf")!.at(-1)!)![1]);
+    expect(resumedFrom).toBeGreaterThanOrEqual(at - 65536 * 4);
+    expect(resumedFrom).toBeGreaterThan(0);
+    expect(done.bytes_previously_downloaded).toBe(resumedFrom);
+  });
+
+  test("cancel stops the job and deletes its partial file; remove forgets it", async () => {
+    const s = await start();
+    hub.delayMs = 10;
+    await job();
+    await waitFor((j) => j.bytes_downloaded > 100_000);
+    const cancelled = await (await post("/v1/downloads/control", { id: "model:user.Job", action: "cancel" })).json();
+    expect(cancelled).toMatchObject({ status: "cancelled", running: false, complete: false });
+    expect(readdirSync(join(repoDir(s), "blobs"))).toEqual([]);
+    expect(await (await post("/v1/downloads/control", { id: "model:user.Job", action: "remove" })).json()).toEqual({ status: "ok" });
+    expect(await jobs()).toEqual([]);
+    expect(await (await post("/v1/downloads/control", { id: "model:user.Job", action: "remove" })).json()).toEqual({ status: "ok", missing: true });
+    expect((await post("/v1/downloads/control", { id: "model:nope", action: "pause" })).status).toBe(404);
+  });
+});
+
+describe("state files", () => {
+  test("a corrupt user_models.json stops start-up with a message and is left as it was", async () => {
+    const cacheDir = tempDir();
+    writeFileSync(join(cacheDir, "user_models.json"), '{"Tiny": {"checkpoint": ');
+    await expect(startTestServer({ HF_ENDPOINT: hub.url }, cacheDir)).rejects.toThrow(/user_models\.json is not valid JSON/);
+    expect(readFileSync(join(cacheDir, "user_models.json"), "utf8")).toBe('{"Tiny": {"checkpoint": ');
+  });
+
+  test("delete removes a user model's files and its registration", async () => {
+    const s = await start();
+    await post("/v1/pull", { model_name: "user.Gone", checkpoint: "test-org/tiny-GGUF:Q4_0", recipe: "llamacpp" });
+    await post("/v1/load", { model_name: "user.Gone" });
+    const res = await post("/v1/delete", { model_name: "user.Gone" });
+    expect(await res.json()).toEqual({ status: "success", message: "Deleted model: user.Gone" });
+    expect((await (await fetch(`${s.url}/v1/health`)).json()).all_models_loaded).toEqual([]);
+    expect(existsSync(repoDir(s))).toBe(false);
+    expect((await fetch(`${s.url}/v1/models/user.Gone`)).status).toBe(404);
+    expect(JSON.parse(readFileSync(join(s.cacheDir, "user_models.json"), "utf8"))).toEqual({});
+  });
+});
