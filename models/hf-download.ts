@@ -4,7 +4,7 @@
 // interruption, and only renamed into place once its size and sha256 match what the hub says,
 // so nothing partial or corrupt ever passes for downloaded.
 import { createHash } from "node:crypto";
-import { createReadStream, existsSync, mkdirSync, openSync, closeSync, writeSync, fsyncSync, renameSync, rmSync, statSync, symlinkSync, readlinkSync, writeFileSync } from "node:fs";
+import { createReadStream, readFileSync, existsSync, mkdirSync, openSync, closeSync, writeSync, fsyncSync, renameSync, rmSync, statSync, symlinkSync, readlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { parseCheckpoint, pickVariantFile, repoCacheDir } from "./hf-cache.ts";
 
@@ -183,4 +183,88 @@ export async function downloadFile(
 /** Removes every partial download of the given files (a cancelled job leaves nothing behind). */
 export function removePartials(hubDir: string, manifest: RepoManifest, files: RepoFile[]): void {
   for (const f of files) rmSync(`${blobPath(hubDir, manifest, f)}.incomplete`, { force: true });
+}
+
+export interface Variant {
+  name: string;
+  primary_file: string;
+  files: string[];
+  sharded: boolean;
+  size_bytes: number;
+}
+
+/** Quantizations most often used, ranked first; the rest sort by name. */
+const PREFERRED_QUANTS = ["Q4_K_M", "UD-Q4_K_XL", "Q8_0", "Q4_0"];
+
+/** Groups a repo's GGUF files into variants: a quantization's single file, or a folder of shards. */
+export function ggufVariants(manifest: RepoManifest, max = 5): Variant[] {
+  const groups = new Map<string, RepoFile[]>();
+  for (const f of manifest.files) {
+    if (!f.path.toLowerCase().endsWith(".gguf") || /(^|\/)mmproj/i.test(f.path)) continue;
+    const folder = f.path.includes("/") ? f.path.slice(0, f.path.lastIndexOf("/")) : null;
+    const quant = /[-_.]((?:UD-)?(?:I?Q\d[A-Z0-9_]*|F16|BF16|F32|MXFP4(?:_MOE)?))(?:-\d{5}-of-\d{5})?\.gguf$/i.exec(f.path)?.[1];
+    const name = folder ?? quant?.toUpperCase().replace(/^UD-/, "UD-") ?? f.path.replace(/\.gguf$/i, "");
+    groups.set(name, [...(groups.get(name) ?? []), f]);
+  }
+  const rank = (n: string) => {
+    const i = PREFERRED_QUANTS.indexOf(n);
+    return i < 0 ? PREFERRED_QUANTS.length : i;
+  };
+  return [...groups.entries()]
+    .map(([name, files]) => {
+      const paths = files.map((f) => f.path).sort();
+      return {
+        name,
+        primary_file: paths.find((p) => /-00001-of-/.test(p)) ?? paths[0]!,
+        files: paths,
+        sharded: paths.length > 1 || paths.some((p) => /-\d{5}-of-\d{5}\.gguf$/.test(p)),
+        size_bytes: files.reduce((n, f) => n + f.size, 0),
+      };
+    })
+    .sort((a, b) => rank(a.name) - rank(b.name) || a.name.localeCompare(b.name))
+    .slice(0, max);
+}
+
+/** The commit the local cache holds for a repo, from `refs/main`. */
+export function cachedRevision(hubDir: string, repo: string): string | null {
+  try {
+    return readFileSync(join(repoCacheDir(hubDir, repo), "refs", "main"), "utf8").trim();
+  } catch {
+    return null;
+  }
+}
+
+export interface SearchResult {
+  repository_id: string;
+  display_name: string;
+  source: "huggingface";
+  repository_type: "model";
+  description: string;
+  tags: string[];
+  task: string;
+  downloads: number;
+  likes: number;
+  has_gguf: boolean;
+}
+
+/** Searches the hub's model repositories by text. */
+export async function searchRepos(hub: HubOptions, query: string, limit: number, gguf: boolean): Promise<{ total: number; results: SearchResult[] }> {
+  const params = new URLSearchParams({ search: query, limit: String(limit), sort: "downloads", direction: "-1" });
+  if (gguf) params.set("filter", "gguf");
+  const res = await fetch(`${hub.endpoint}/api/models?${params}`, { headers: headers(hub) });
+  if (!res.ok) throw new HubError(`The hub answered ${res.status} to the search`, res.status);
+  const items = (await res.json()) as { id: string; downloads?: number; likes?: number; tags?: string[]; pipeline_tag?: string }[];
+  const results = items.slice(0, limit).map((m) => ({
+    repository_id: m.id,
+    display_name: m.id.split("/").pop()!,
+    source: "huggingface" as const,
+    repository_type: "model" as const,
+    description: "",
+    tags: m.tags ?? [],
+    task: m.pipeline_tag ?? "",
+    downloads: m.downloads ?? 0,
+    likes: m.likes ?? 0,
+    has_gguf: (m.tags ?? []).includes("gguf") || /gguf/i.test(m.id),
+  }));
+  return { total: Number(res.headers.get("x-total-count") ?? items.length), results };
 }

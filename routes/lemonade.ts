@@ -10,7 +10,7 @@ import { recipeStatuses } from "../engines/recipes.ts";
 import { MODEL_TYPES, type Slot } from "../server/router.ts";
 import { sseResponse } from "../server/sse.ts";
 import { InstallError } from "../engines/installer.ts";
-import { deleteModel, installModel, modelForPull, refuseOffline } from "../server/pull.ts";
+import { checkUpdates, deleteModel, installModel, modelForPull, pullVariants, refuseOffline, registrySearch } from "../server/pull.ts";
 
 /** Maps installer failures onto the documented codes. */
 async function installing<T>(work: () => Promise<T> | T): Promise<T> {
@@ -90,6 +90,24 @@ export function lemonadeRoutes(app: Elysia<any, any, any, any, any, any, any>, c
   bind(app, spec.register, ({ body }) => {
     const model = modelForPull(ctx, body);
     return { status: "success", message: `Registered model: ${model.id}` };
+  });
+
+  bind(app, spec.pullVariants, ({ query }) => pullVariants(ctx, query.checkpoint));
+
+  bind(app, spec.checkUpdates, async () => {
+    const models = await checkUpdates(ctx);
+    return { status: "success", updates_available: models.length, models };
+  });
+
+  bind(app, spec.registrySearch, async ({ query }) => {
+    const text = String(query.query ?? query.q ?? "").trim();
+    if (text.length < 3) throw new ApiError(400, "invalid_argument", "'query' must be at least 3 characters", "query");
+    const source = query.source ?? "huggingface";
+    if (source !== "huggingface" && source !== "hf") {
+      throw new ApiError(400, "invalid_argument", `source '${source}' is not supported (use huggingface)`, "source");
+    }
+    const found = await registrySearch(ctx, text, query.limit ?? 12, query.format === "gguf");
+    return { query: text, source: "huggingface", ...(query.format === "gguf" ? { format: "gguf" } : {}), ...found };
   });
 
   bind(app, spec.downloads, () => ({ downloads: ctx.downloads.list() }));

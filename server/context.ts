@@ -6,6 +6,7 @@ import { HostStats } from "./system.ts";
 import { VERSION } from "./version.ts";
 import { Router } from "./router.ts";
 import { GenerationStats } from "./stats.ts";
+import { installModel } from "./pull.ts";
 import { AliasStore } from "../models/aliases.ts";
 import { Catalog } from "../models/catalog.ts";
 import { RecipeOptionsStore } from "../models/recipe-options.ts";
@@ -24,6 +25,8 @@ export interface ServerContext {
   installer: EngineInstaller;
   stats: GenerationStats;
   downloads: DownloadManager;
+  /** Models the last update check found a newer commit for. */
+  updatesAvailable: Set<string>;
   hostStats: HostStats;
   version: string;
   /** The port the WebSocket APIs answer on, once listening. */
@@ -54,7 +57,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   const router = new Router(config, catalog, recipeOptions, logger);
   const loaded = () =>
     router.list().map((s) => ({ model: s.model.id, recipe: s.model.recipe, type: s.model.type, url: s.engine.url }));
-  return {
+  const ctx: ServerContext = {
     config,
     logger,
     metrics: new Metrics(VERSION, loaded),
@@ -65,8 +68,12 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     installer: new EngineInstaller(config.cacheDir),
     stats: new GenerationStats(),
     downloads: new DownloadManager({ endpoint: config.hfEndpoint, token: config.hfToken ?? undefined }, config.hfCacheDir),
+    updatesAvailable: new Set(),
     hostStats: new HostStats(),
     version: VERSION,
     websocketPort: null,
   };
+  // A model that is not downloaded is fetched when a request or /v1/load first needs it.
+  router.prepare = (model) => installModel(ctx, model);
+  return ctx;
 }

@@ -26,7 +26,7 @@ export function modelObject(ctx: ServerContext, model: CatalogModel, includePath
     ...(maxContext !== undefined ? { max_context_window: maxContext } : {}),
     ...(contextLength !== undefined ? { context_length: contextLength } : {}),
     downloaded: files.every((f) => f.exists),
-    update_available: false,
+    update_available: ctx.updatesAvailable.has(model.id),
     suggested: model.suggested,
     labels: model.labels,
     components: [],

@@ -6,7 +6,7 @@ import { ApiError } from "./errors.ts";
 import type { CatalogModel, RegistryRow } from "../models/catalog.ts";
 import { repoCacheDir, parseCheckpoint } from "../models/hf-cache.ts";
 import type { Progress } from "../models/downloads.ts";
-import { HubError } from "../models/hf-download.ts";
+import { cachedRevision, ggufVariants, HubError, repoManifest, searchRepos } from "../models/hf-download.ts";
 
 type Json = Record<string, any>;
 
@@ -55,6 +55,7 @@ export async function installModel(ctx: ServerContext, model: CatalogModel, onPr
   refuseOffline(ctx);
   ctx.logger.info("Models", `Downloading ${model.id}`);
   await ctx.downloads.pull(model, onProgress).catch(hubError);
+  ctx.updatesAvailable.delete(model.id);
   ctx.logger.info("Models", `Installed ${model.id}`);
 }
 
@@ -79,4 +80,58 @@ export async function deleteModel(ctx: ServerContext, name: string): Promise<Cat
   if (model.id.startsWith("user.")) ctx.catalog.unregisterUser(model.id);
   ctx.logger.info("Models", `Deleted ${model.id}`);
   return model;
+}
+
+const hubOf = (ctx: ServerContext) => ({ endpoint: ctx.config.hfEndpoint, token: ctx.config.hfToken ?? undefined });
+
+/** GET /v1/pull/variants: what a GGUF repository offers, grouped for the pull form. */
+export async function pullVariants(ctx: ServerContext, checkpoint: string) {
+  const repo = parseCheckpoint(checkpoint).repo;
+  if (!/^[^/\s]+\/[^/\s]+$/.test(repo)) {
+    throw new ApiError(400, "invalid_argument", `'checkpoint' must be a Hugging Face repo id like org/name, got ${JSON.stringify(checkpoint)}`, "checkpoint");
+  }
+  refuseOffline(ctx);
+  const manifest = await repoManifest(hubOf(ctx), repo).catch(hubError);
+  const mmproj = manifest.files.map((f) => f.path).filter((p) => /(^|\/)mmproj[^/]*\.gguf$/i.test(p));
+  const labels = [
+    ...(mmproj.length ? ["vision"] : []),
+    ...(/embed/i.test(repo) ? ["embeddings"] : []),
+    ...(/rerank/i.test(repo) ? ["reranking"] : []),
+  ];
+  return {
+    checkpoint,
+    recipe: "llamacpp",
+    suggested_name: repo.split("/")[1]!,
+    suggested_labels: labels,
+    mmproj_files: mmproj.map((p) => p.split("/").pop()!),
+    variants: ggufVariants(manifest),
+  };
+}
+
+/** POST /v1/models/check-updates: downloaded hub models whose repository moved on. */
+export async function checkUpdates(ctx: ServerContext): Promise<string[]> {
+  if (ctx.config.offline) throw new ApiError(409, "lemond_offline", "The server is in offline mode (`offline` is true): no update check is made");
+  const found: string[] = [];
+  for (const model of ctx.catalog.all()) {
+    if (model.source !== "huggingface" || !ctx.catalog.isDownloaded(model)) continue;
+    const repos = [...new Set(Object.values(model.checkpoints).map((c) => parseCheckpoint(c).repo))];
+    let newer = false;
+    for (const repo of repos) {
+      const local = cachedRevision(ctx.config.hfCacheDir, repo);
+      const remote = await repoManifest(hubOf(ctx), repo).then((m) => m.sha, () => null);
+      if (local && remote && local !== remote) newer = true;
+    }
+    if (newer) found.push(model.id);
+    else ctx.updatesAvailable.delete(model.id);
+  }
+  for (const id of found) ctx.updatesAvailable.add(id);
+  return found;
+}
+
+/** GET /v1/registry/search */
+export async function registrySearch(ctx: ServerContext, query: string, limit: number, gguf: boolean) {
+  refuseOffline(ctx);
+  return searchRepos(hubOf(ctx), query, limit, gguf).catch((err) => {
+    throw new ApiError(err instanceof HubError && err.status === 429 ? 429 : 502, "download_failed", (err as Error).message);
+  });
 }

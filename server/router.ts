@@ -76,6 +76,9 @@ export class Router {
   /** The model most recently used or loaded (`model_loaded` in /v1/health). */
   mostRecent: string | null = null;
 
+  /** Fetches a model's missing files before it loads (set by the server; downloads are models/). */
+  prepare: (model: CatalogModel) => Promise<void> = async () => {};
+
   constructor(
     private readonly config: Config,
     private readonly catalog: Catalog,
@@ -238,16 +241,29 @@ export class Router {
   private ensureLoaded(model: CatalogModel, req: LoadRequest): Promise<Slot> {
     const pending = this.loading.get(model.id);
     if (pending) return pending;
-    const p = this.withTypeLock(model.type, async () => {
+    // Download first, outside the type lock, so a long download does not hold up other loads.
+    const p = this.download(model).then(() => this.withTypeLock(model.type, async () => {
       const existing = this.slots.get(model.id);
       if (existing?.state === "ready") return existing;
       await this.makeRoom(model.type);
       return this.start(model, req);
-    });
+    }));
     this.loading.set(model.id, p);
     const clear = () => this.loading.delete(model.id);
     p.then(clear, clear);
     return p;
+  }
+
+  private async download(model: CatalogModel): Promise<void> {
+    if (this.catalog.isDownloaded(model)) return;
+    try {
+      await this.prepare(model);
+    } catch (err) {
+      const message = (err as Error).message;
+      this.logger.error("Router", `Failed to download ${model.id}: ${message}`);
+      if (err instanceof ApiError && err.code === "lemond_offline") throw err;
+      throw ApiError.of(E.modelLoadError, `${model.id} is not downloaded and the download failed: ${message}`);
+    }
   }
 
   private async withTypeLock<T>(type: ModelType, fn: () => Promise<T>): Promise<T> {
@@ -332,10 +348,7 @@ export class Router {
     const files = this.catalog.files(model);
     const missing = files.filter((f) => !f.exists).map((f) => f.role);
     if (missing.length) {
-      throw ApiError.of(
-        E.modelLoadError,
-        `${model.id} is not downloaded (missing: ${missing.join(", ")}); pull it first with POST /v1/pull`,
-      );
+      throw ApiError.of(E.modelLoadError, `${model.id} is not downloaded (missing: ${missing.join(", ")})`);
     }
     this.validateRequestOptions(model, req.options ?? {});
     const options = this.resolve(model, req.options);

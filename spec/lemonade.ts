@@ -647,3 +647,106 @@ export const deleteModel = endpoint({
   ],
   example: { body: { model_name: "Qwen3-0.6B-GGUF" }, response: '{"status": "success", "message": "Deleted model: Qwen3-0.6B-GGUF"}' },
 });
+
+export const pullVariants = endpoint({
+  id: "lemonade.pull_variants",
+  method: "GET",
+  path: "/pull/variants",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "api",
+  summary: "List a GGUF repository's quantizations",
+  availability: "fully_available",
+  description:
+    "Reads a Hugging Face GGUF repository's file list and groups it into variants (one file per quantization, or a folder of shards), top five first (`Q4_K_M`, `UD-Q4_K_XL`, `Q8_0`, `Q4_0`, then by name), with the `mmproj` files and suggestions for registering it.",
+  query: T.Object({ checkpoint: T.String({ description: "Hugging Face repo id, e.g. `unsloth/Qwen3-8B-GGUF`." }) }),
+  response: T.Object({
+    checkpoint: T.String({ description: "Echoed input" }),
+    recipe: T.String({ description: "Suggested recipe (always `llamacpp`)" }),
+    suggested_name: T.String({ description: "Repo id without the owner, for a `user.` name" }),
+    suggested_labels: T.Array(T.String(), { description: "`vision` when mmproj files exist, `embeddings`/`reranking` when the repo id says so" }),
+    mmproj_files: T.Array(T.String(), { description: "The repo's `mmproj-*.gguf` files" }),
+    variants: T.Array(
+      T.Object({
+        name: T.String({ description: "Quantization or folder name" }),
+        primary_file: T.String({ description: "The file to name in the checkpoint (the first shard when split)" }),
+        files: T.Array(T.String(), { description: "Every file of the variant" }),
+        sharded: T.Boolean({ description: "Whether the variant is split into shards" }),
+        size_bytes: T.Integer({ description: "Bytes across its files" }),
+      }),
+      { description: "Up to five variants" },
+    ),
+  }),
+  errors: [
+    { status: 400, code: "invalid_argument", when: "`checkpoint` is malformed (it must contain `/`)" },
+    { status: 400, code: "lemond_offline", when: "`offline` is set to `true`" },
+    { status: 404, code: "download_failed", when: "The hub has no such repository" },
+    { status: 500, code: "download_failed", when: "The hub cannot be reached or answers an error" },
+  ],
+  example: {
+    query: "checkpoint=unsloth/Qwen3-8B-GGUF",
+    response: `{"checkpoint": "unsloth/Qwen3-8B-GGUF", "recipe": "llamacpp", "suggested_name": "Qwen3-8B-GGUF", "suggested_labels": [], "mmproj_files": [], "variants": [{"name": "Q4_K_M", "primary_file": "Qwen3-8B-Q4_K_M.gguf", "files": ["Qwen3-8B-Q4_K_M.gguf"], "sharded": false, "size_bytes": 4920000000}]}`,
+  },
+});
+
+export const checkUpdates = endpoint({
+  id: "lemonade.check_updates",
+  method: "POST",
+  path: "/models/check-updates",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Check downloaded models for newer upstream commits",
+  availability: "fully_available",
+  description:
+    "Compares each downloaded Hugging Face model's cached commit with its repository's current one. Models with a newer commit report `update_available: true` in `/v1/models` until pulled again.",
+  response: T.Object({
+    status: T.Literal("success", { description: 'Always `"success"`' }),
+    updates_available: T.Integer({ description: "How many models have a newer commit" }),
+    models: T.Array(T.String(), { description: "Those models" }),
+  }),
+  errors: [{ status: 409, code: "lemond_offline", when: "`offline` is set to `true`: no network request is made" }],
+  example: { response: '{"status": "success", "updates_available": 1, "models": ["Qwen3-4B-GGUF"]}' },
+});
+
+export const registrySearch = endpoint({
+  id: "lemonade.registry_search",
+  method: "GET",
+  path: "/registry/search",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Search Hugging Face for model repositories",
+  availability: "partially_available",
+  description:
+    "Searches the Hugging Face hub (`HF_ENDPOINT`) for repositories matching a text. Candidates only: `/v1/pull/variants` checks what a repository holds. ModelScope is not supported.",
+  query: T.Object({
+    query: T.Optional(T.String({ description: "Search text, at least 3 characters after trimming. `q` is accepted as an alias." })),
+    q: T.Optional(T.String({ description: "Alias of `query`." })),
+    source: T.Optional(T.String({ description: "`huggingface` (default, alias `hf`)." })),
+    limit: T.Optional(T.Integer({ minimum: 1, maximum: 50, description: "Most results, 1 to 50. Default 12." })),
+    format: T.Optional(T.Literal("gguf", { description: "`gguf` favours GGUF repositories and is echoed back." })),
+  }),
+  response: T.Object({
+    query: T.String({ description: "The search text" }),
+    source: T.String({ description: "`huggingface`" }),
+    format: T.Optional(T.String({ description: "Present when `format=gguf` was asked" })),
+    total: T.Integer({ description: "Matches the hub reported" }),
+    results: T.Array(T.Unknown(), {
+      description:
+        "Up to `limit` repositories with `repository_id`, `display_name`, `source`, `repository_type`, `description`, `tags`, `task`, `downloads`, `likes` and `has_gguf`",
+    }),
+  }),
+  errors: [
+    { status: 400, code: "invalid_argument", when: "`query` is shorter than 3 characters, or `source` is not `huggingface`" },
+    { status: 400, code: "lemond_offline", when: "`offline` is set to `true`" },
+    { status: 502, code: "download_failed", when: "The hub cannot be reached or answers an error" },
+  ],
+  example: {
+    query: "query=qwen&format=gguf",
+    response: `{"query": "qwen", "source": "huggingface", "format": "gguf", "total": 1, "results": [{"repository_id": "unsloth/Qwen3-8B-GGUF", "display_name": "Qwen3-8B-GGUF", "source": "huggingface", "repository_type": "model", "description": "", "tags": ["gguf"], "task": "text-generation", "downloads": 12000, "likes": 40, "has_gguf": true}]}`,
+  },
+});

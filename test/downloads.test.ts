@@ -3,22 +3,24 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test
 import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { MODELS, testModelsDir } from "./helpers/engines.ts";
-import { sha256, startFakeHub, type FakeHub } from "./helpers/fake-hub.ts";
+import { sha256, startFakeHub, type FakeHub, type HubRepo } from "./helpers/fake-hub.ts";
 import { startTestServer, tempDir, type TestServer } from "./helpers/server.ts";
 
 let hub: FakeHub;
+let hubRepos: Record<string, HubRepo>;
 let chat: Uint8Array;
 const big = new Uint8Array(3 * 1024 * 1024).map((_, i) => (i * 7919) % 251);
 const mmproj = new Uint8Array(200_000).map((_, i) => i % 13);
 
 beforeAll(() => {
   chat = new Uint8Array(readFileSync(join(testModelsDir(), MODELS.chat)));
-  hub = startFakeHub({
+  hubRepos = {
     "test-org/tiny-GGUF": {
       sha: "a".repeat(40),
       files: { "tiny-Q4_0.gguf": chat, "tiny-Q8_0.gguf": big, "mmproj-tiny-f16.gguf": mmproj, "README.md": new TextEncoder().encode("# tiny") },
     },
-  });
+  };
+  hub = startFakeHub(hubRepos);
 });
 afterAll(() => hub.stop());
 
@@ -90,6 +92,14 @@ describe("pull", () => {
     const res = await post("/v1/chat/completions", { model: "user.TinyChat", messages: [{ role: "user", content: "hi" }], max_tokens: 3 });
     expect(res.status).toBe(200);
     expect((await res.json()).usage.completion_tokens).toBe(3);
+  });
+
+  test("a request for a registered model that is not downloaded downloads it first", async () => {
+    await start();
+    await post("/v1/models/register", { model_name: "user.Auto", recipe: "llamacpp", checkpoint: "test-org/tiny-GGUF:Q4_0" });
+    const res = await post("/v1/chat/completions", { model: "user.Auto", messages: [{ role: "user", content: "hi" }], max_tokens: 2 });
+    expect(res.status).toBe(200);
+    expect((await (await fetch(`${server!.url}/v1/models/user.Auto`)).json()).downloaded).toBe(true);
   });
 
   test("a connection dropped mid-file resumes without fetching the finished part again", async () => {
@@ -164,6 +174,49 @@ describe("pull", () => {
     expect(await del.text()).toBe("");
     expect(existsSync(repoDir(s))).toBe(false);
     expect((await fetch(`${s.url}/api/delete`, { method: "DELETE", body: JSON.stringify({ model: "nope" }) })).status).toBe(404);
+  });
+});
+
+describe("discovery and updates", () => {
+  test("variants group a repository's GGUF files, with mmproj and suggestions", async () => {
+    await start();
+    const res = await (await fetch(`${server!.url}/v1/pull/variants?checkpoint=test-org/tiny-GGUF`)).json();
+    expect(res).toMatchObject({ recipe: "llamacpp", suggested_name: "tiny-GGUF", suggested_labels: ["vision"], mmproj_files: ["mmproj-tiny-f16.gguf"] });
+    expect(res.variants.map((v: any) => v.name)).toEqual(["Q8_0", "Q4_0"]);
+    expect(res.variants[0]).toEqual({ name: "Q8_0", primary_file: "tiny-Q8_0.gguf", files: ["tiny-Q8_0.gguf"], sharded: false, size_bytes: big.length });
+    expect((await fetch(`${server!.url}/v1/pull/variants?checkpoint=noslash`)).status).toBe(400);
+    expect((await fetch(`${server!.url}/v1/pull/variants?checkpoint=test-org/missing`)).status).toBe(404);
+  });
+
+  test("registry search finds repositories on the hub", async () => {
+    await start();
+    const res = await (await fetch(`${server!.url}/v1/registry/search?query=tiny&format=gguf`)).json();
+    expect(res).toMatchObject({ query: "tiny", source: "huggingface", format: "gguf", total: 1 });
+    expect(res.results[0]).toMatchObject({ repository_id: "test-org/tiny-GGUF", has_gguf: true });
+    expect((await fetch(`${server!.url}/v1/registry/search?query=ab`)).status).toBe(400);
+  });
+
+  test("check-updates flags a model whose repository moved on, until it is pulled again", async () => {
+    const s = await start();
+    await post("/v1/pull", { model_name: "user.Upd", checkpoint: "test-org/tiny-GGUF:Q4_0", recipe: "llamacpp" });
+    expect(await (await post("/v1/models/check-updates", {})).json()).toEqual({ status: "success", updates_available: 0, models: [] });
+    hubRepos["test-org/tiny-GGUF"]!.sha = "b".repeat(40);
+    try {
+      expect(await (await post("/v1/models/check-updates", {})).json()).toEqual({ status: "success", updates_available: 1, models: ["user.Upd"] });
+      expect((await (await fetch(`${s.url}/v1/models/user.Upd`)).json()).update_available).toBe(true);
+      await post("/v1/pull", { model_name: "user.Upd" });
+      expect((await (await fetch(`${s.url}/v1/models/user.Upd`)).json()).update_available).toBe(false);
+      expect(readFileSync(join(repoDir(s), "refs", "main"), "utf8")).toBe("b".repeat(40));
+    } finally {
+      hubRepos["test-org/tiny-GGUF"]!.sha = "a".repeat(40);
+    }
+  });
+
+  test("offline: check-updates is 409", async () => {
+    await start({ LEMONADE_OFFLINE: "1" });
+    const res = await post("/v1/models/check-updates", {});
+    expect(res.status).toBe(409);
+    expect((await res.json()).error.code).toBe("lemond_offline");
   });
 });
 

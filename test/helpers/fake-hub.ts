@@ -31,7 +31,16 @@ export function startFakeHub(repos: Record<string, HubRepo>): FakeHub {
     hostname: "127.0.0.1",
     port: 0,
     fetch(req) {
-      const path = decodeURIComponent(new URL(req.url).pathname);
+      const url = new URL(req.url);
+      const path = decodeURIComponent(url.pathname);
+      if (path === "/api/models") {
+        const q = (url.searchParams.get("search") ?? "").toLowerCase();
+        const hits = Object.keys(repos).filter((id) => id.toLowerCase().includes(q));
+        return Response.json(
+          hits.map((id) => ({ id, downloads: 10, likes: 1, tags: ["gguf"], pipeline_tag: "text-generation" })),
+          { headers: { "x-total-count": String(hits.length) } },
+        );
+      }
       const listing = /^\/api\/models\/([^/]+\/[^/]+)\/revision\/([^/]+)$/.exec(path);
       if (listing) {
         const repo = repos[listing[1]!];

@@ -26,7 +26,8 @@ export async function startTestServer(
   if (engines) linkEngines(cacheDir);
   const server = await startServer(
     { host: "127.0.0.1", port: 0, cacheDir },
-    { HF_HUB_CACHE: join(cacheDir, "hf"), LEMONADE_LOG_LEVEL: "warning", ...env },
+    // No test reaches the real hub: the default endpoint is a closed loopback port.
+    { HF_HUB_CACHE: join(cacheDir, "hf"), HF_ENDPOINT: "http://127.0.0.1:9", LEMONADE_LOG_LEVEL: "warning", ...env },
   );
   return {
     ...server,
