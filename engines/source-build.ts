@@ -2,7 +2,7 @@
 // node-llama-cpp, whisper.cpp from nodejs-whisper) and installs its binaries into
 // `<cache>/bin/<recipe>/<version>/`. The build happens in a scratch folder and is moved into place
 // only when complete, so an interrupted build never leaves a binary that looks installed.
-import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { engineDir, type SourceBuiltEngine } from "./recipes.ts";
@@ -53,6 +53,18 @@ export function sourceDir(cacheDir: string, engine: SourceBuiltEngine): string {
   return join(cacheDir, "src", engine.recipe, engine.version);
 }
 
+/** The package's tarball straight from the npm registry (no npm needed, so the single-file
+ * build can install engines too). NPM_CONFIG_REGISTRY points elsewhere, as npm itself reads it. */
+async function fetchPackage(spec: string): Promise<ArrayBuffer> {
+  const at = spec.lastIndexOf("@");
+  const [name, version] = [spec.slice(0, at), spec.slice(at + 1)];
+  const registry = (process.env.NPM_CONFIG_REGISTRY || process.env.npm_config_registry || "https://registry.npmjs.org").replace(/\/+$/, "");
+  const url = `${registry}/${name}/-/${name.split("/").pop()}-${version}.tgz`;
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`downloading ${spec} from ${url} failed: HTTP ${res.status}`);
+  return res.arrayBuffer();
+}
+
 async function runCommand(argv: string[], cwd: string, onLine?: (line: string) => void): Promise<void> {
   const child = Bun.spawn(argv, { cwd, stdout: "pipe", stderr: "pipe" });
   const tail: string[] = [];
@@ -82,9 +94,8 @@ export async function buildFromSource(cacheDir: string, recipe: BuildRecipe, pro
   mkdirSync(scratch, { recursive: true });
   try {
     progress("download", 0);
-    await runCommand(["npm", "pack", "--silent", recipe.npmPackage, "--pack-destination", scratch], scratch);
-    const tarball = readdirSync(scratch).find((f) => f.endsWith(".tgz"));
-    if (!tarball) throw new Error(`npm pack ${recipe.npmPackage} produced no tarball`);
+    const tarball = join(scratch, "package.tgz");
+    await Bun.write(tarball, await fetchPackage(recipe.npmPackage));
     await runCommand(["tar", "xzf", tarball], scratch);
     const src = join(scratch, "src");
     progress("extract", 5);

@@ -1,0 +1,107 @@
+// The CLI's view of a server: where it is, an HTTP client for its API, and starting one in the
+// background when none answers (as `lemonade run` does).
+import { openSync } from "node:fs";
+import { join } from "node:path";
+import { defaultCacheDir, loadConfig } from "../server/config.ts";
+
+export class CliError extends Error {
+  constructor(
+    message: string,
+    /** 1: runtime failure; 2: usage. */
+    readonly exitCode = 1,
+  ) {
+    super(message);
+  }
+}
+
+export interface Target {
+  host: string;
+  port: number;
+}
+
+/** Where the server is: flags, then LEMONADE_HOST/PORT, then config.json, then the defaults. */
+export function target(flags: { host?: string; port?: string }): Target {
+  const config = loadConfig({});
+  const port = flags.port !== undefined ? Number(flags.port) : config.port;
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new CliError(`--port must be 1-65535, got ${flags.port}`, 2);
+  // A server bound to every address is reached on loopback.
+  const host = flags.host ?? (config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host);
+  return { host, port };
+}
+
+export class Client {
+  readonly base: string;
+
+  constructor(readonly at: Target) {
+    this.base = `http://${at.host.includes(":") ? `[${at.host}]` : at.host}:${at.port}`;
+  }
+
+  private headers(): Record<string, string> {
+    const key = process.env.LEMONADE_ADMIN_API_KEY || process.env.LEMONADE_API_KEY;
+    return { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) };
+  }
+
+  async isUp(): Promise<boolean> {
+    try {
+      return (await fetch(`${this.base}/live`, { signal: AbortSignal.timeout(1000) })).ok;
+    } catch {
+      return false;
+    }
+  }
+
+  /** A raw request; the caller reads the answer (streams included). */
+  async request(method: string, path: string, body?: unknown): Promise<Response> {
+    try {
+      return await fetch(`${this.base}${path}`, {
+        method,
+        headers: this.headers(),
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch {
+      throw new CliError(`No Lemonade server answers at ${this.base}. Start one with: lemonade serve`);
+    }
+  }
+
+  /** A JSON request; an error answer becomes a CliError carrying the server's message. */
+  async json<T = any>(method: string, path: string, body?: unknown): Promise<T> {
+    const res = await this.request(method, path, body);
+    const text = await res.text();
+    let parsed: any;
+    try {
+      parsed = text ? JSON.parse(text) : {};
+    } catch {
+      parsed = { error: text };
+    }
+    if (!res.ok) {
+      const message = typeof parsed.error === "string" ? parsed.error : (parsed.error?.message ?? `HTTP ${res.status}`);
+      throw new CliError(message);
+    }
+    return parsed as T;
+  }
+}
+
+/** How to start this program again as `lemonade serve`, compiled or run from source. */
+function selfCommand(): string[] {
+  const compiled = Bun.main.startsWith("/$bunfs/") || Bun.main.startsWith("B:\\~BUN");
+  return compiled ? [process.execPath] : [process.execPath, join(import.meta.dir, "main.ts")];
+}
+
+/** Makes sure a server answers, starting one in the background (logging to the cache dir) if not. */
+export async function ensureServer(client: Client, quiet = false): Promise<void> {
+  if (await client.isUp()) return;
+  const log = join(defaultCacheDir(), "server.log");
+  if (!quiet) process.stderr.write(`Starting Lemonade Server on ${client.base} (log: ${log})...\n`);
+  const out = openSync(log, "a");
+  const child = Bun.spawn([...selfCommand(), "serve", "--host", client.at.host, "--port", String(client.at.port)], {
+    stdio: ["ignore", out, out],
+    env: process.env,
+  });
+  child.unref();
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (await client.isUp()) return;
+    if (child.exitCode !== null) break;
+    await Bun.sleep(100);
+  }
+  throw new CliError(`The server did not start; see ${log}`);
+}
