@@ -11,7 +11,7 @@ import { lemonadeRoutes } from "./lemonade.ts";
 import { ollamaRoutes } from "./ollama.ts";
 import { logStreamRoute } from "./logs.ts";
 import { modelRoutes } from "./models.ts";
-import { openaiRoutes } from "./openai.ts";
+import { openaiRoutes, speechRoute } from "./openai.ts";
 import { llamacppRoutes } from "./llamacpp.ts";
 import { anthropicRoutes } from "./anthropic.ts";
 import { mcpRoutes } from "./mcp.ts";
@@ -97,6 +97,7 @@ export function createApp(ctx: ServerContext) {
   app.get("/docs", () => new Response(docsPage(), { headers: { "content-type": "text/html; charset=utf-8" } }));
   lemonadeRoutes(app, ctx);
   openaiRoutes(app, ctx);
+  speechRoute(app, ctx);
   llamacppRoutes(app, ctx);
   anthropicRoutes(app, ctx);
   mcpRoutes(app, ctx);

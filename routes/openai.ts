@@ -6,6 +6,7 @@ import { proxyToEngine } from "../server/proxy.ts";
 import { ApiError } from "../server/errors.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../server/context.ts";
+import { speak } from "../server/speech.ts";
 
 /** Lemonade-only fields, read by the server and not sent on to the engine. `enable_thinking` (or
  * `thinking: false`) becomes the chat-template switch llama.cpp's reasoning templates read, and
@@ -61,4 +62,8 @@ export function openaiRoutes(app: Elysia<any, any, any, any, any, any, any>, ctx
       });
     });
   }
+}
+
+export function speechRoute(app: Elysia<any, any, any, any, any, any, any>, ctx: ServerContext): void {
+  bind(app, spec.audioSpeech, ({ body }) => speak(ctx, body));
 }

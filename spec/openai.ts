@@ -246,3 +246,54 @@ export const embeddings = endpoint({
 }`,
   },
 });
+
+export const SPEECH_FORMATS = ["mp3", "wav", "opus", "pcm"] as const;
+
+export const audioSpeech = endpoint({
+  id: "openai.audio_speech",
+  method: "POST",
+  path: "/audio/speech",
+  mount: "versioned",
+  page: "openai",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Generate speech from text",
+  modality: "text -> audio",
+  availability: "partially_available",
+  description:
+    "Generates speech audio from text. `kokoro-v1` speaks with espeak-ng (the neural Kokoro voices are not available on this server) under Kokoro's and OpenAI's voice names, and ffmpeg encodes the result at 24 kHz mono.",
+  notes:
+    "`response_format` is `mp3` (default), `wav`, `opus` (Ogg) or `pcm` (16-bit little-endian at 24 kHz, `audio/l16;rate=24000;endianness=little-endian`). With `stream: true` or `stream_format: \"audio\"` the audio flows as it is produced, as `pcm` unless another format is asked for.",
+  body: T.Object(
+    {
+      input: T.String({ minLength: 1, description: "The text to speak." }),
+      model: ModelName,
+      voice: T.Optional(
+        status(
+          T.String({ description: "OpenAI's voices (`alloy`, `ash`, `coral`, ...) or Kokoro's (`af_sky`, `am_echo`, `bf_emma`, `bm_george`, ...). Defaults to `shimmer`." }),
+          "partial",
+        ),
+      ),
+      speed: T.Optional(T.Number({ minimum: 0.25, maximum: 4, description: "Speaking speed, from `0.25` to `4.0`. Defaults to `1.0`." })),
+      response_format: T.Optional(
+        T.Union(
+          SPEECH_FORMATS.map((f) => T.Literal(f)),
+          { description: "Container for the returned audio: `mp3`, `wav`, `opus` or `pcm`. Defaults to `mp3`, or `pcm` when streaming." },
+        ),
+      ),
+      stream_format: T.Optional(T.Literal("audio", { description: "`audio` streams the response." })),
+      stream: T.Optional(T.Boolean({ description: "`true` streams the response, like `stream_format: audio`." })),
+    },
+    { additionalProperties: true },
+  ),
+  contentType: "audio/mpeg",
+  errors: [
+    { status: 400, code: "model_not_applicable", when: "`model` is not a text-to-speech model" },
+    { status: 400, code: "invalid_argument", when: "`voice` is not a voice the engine knows" },
+    E.modelNotSupported,
+    E.modelNotFound,
+    { status: 500, code: "model_load_error", when: "The speech engine is not installed (espeak-ng and ffmpeg from Debian)" },
+    { status: 502, code: "", when: "The engine produces no audio" },
+  ],
+  example: { body: { model: "kokoro-v1", input: "Lemonade can speak!", voice: "af_sky", response_format: "mp3" } },
+});
