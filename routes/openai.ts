@@ -7,6 +7,7 @@ import { ApiError } from "../server/errors.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../server/context.ts";
 import { speak } from "../server/speech.ts";
+import { transcribe } from "../server/transcribe.ts";
 
 /** Lemonade-only fields, read by the server and not sent on to the engine. `enable_thinking` (or
  * `thinking: false`) becomes the chat-template switch llama.cpp's reasoning templates read, and
@@ -66,4 +67,5 @@ export function openaiRoutes(app: Elysia<any, any, any, any, any, any, any>, ctx
 
 export function speechRoute(app: Elysia<any, any, any, any, any, any, any>, ctx: ServerContext): void {
   bind(app, spec.audioSpeech, ({ body }) => speak(ctx, body));
+  bind(app, spec.audioTranscriptions, ({ request }) => transcribe(ctx, request));
 }

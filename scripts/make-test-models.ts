@@ -11,15 +11,17 @@ import { LLAMACPP } from "../engines/recipes.ts";
 import { sourceDir } from "../engines/source-build.ts";
 import { defaultCacheDir } from "../server/config.ts";
 import { GGML_TYPE_F16, GGML_TYPE_F32, writeGguf, type TensorSpec } from "./test-models/gguf-writer.ts";
+import { writeWhisperModel } from "./test-models/whisper-writer.ts";
 
 /** Bumped whenever the generated files change, so stale copies are rewritten. */
-const GENERATOR_VERSION = "3";
+const GENERATOR_VERSION = "4";
 
 export const TEST_MODELS = {
   chat: "tiny-chat.gguf",
   chatB: "tiny-chat-b.gguf",
   embed: "tiny-embed.gguf",
   rerank: "tiny-rerank.gguf",
+  whisper: "tiny-whisper.bin",
 } as const;
 
 /** Deterministic weights (mulberry32), so a regenerated model is byte-identical. */
@@ -191,6 +193,18 @@ function bertModel(path: string, src: string, seed: number, pooling: number): vo
   );
 }
 
+/** A whisper.cpp model with the GPT-2 byte-level vocabulary (whisper's English tokens). */
+function whisperModel(path: string, src: string, seed: number): void {
+  const tokens = (tokenizerKv(join(src, "models", "ggml-vocab-gpt-2.gguf")).find(([k]) => k === "tokenizer.ggml.tokens")![2] as { values: string[] }).values;
+  const vocab = tokens.map((t) => Uint8Array.from([...t].map((ch) => BYTE_OF_CHAR.get(ch) ?? 63)));
+  writeWhisperModel(
+    path,
+    { nVocab: 51864, audioCtx: 1500, state: 32, heads: 2, layers: 1, textCtx: 448, mels: 80 },
+    vocab,
+    rng(seed),
+  );
+}
+
 /** Writes any missing or stale test model into `outDir` and returns the directory. */
 export function makeTestModels(outDir: string, llamaSource = sourceDir(defaultCacheDir(), LLAMACPP)): string {
   const stamp = join(outDir, ".generator-version");
@@ -205,6 +219,7 @@ export function makeTestModels(outDir: string, llamaSource = sourceDir(defaultCa
   chatModel(join(outDir, TEST_MODELS.chatB), llamaSource, 2);
   bertModel(join(outDir, TEST_MODELS.embed), llamaSource, 3, POOLING_MEAN);
   bertModel(join(outDir, TEST_MODELS.rerank), llamaSource, 4, POOLING_RANK);
+  whisperModel(join(outDir, TEST_MODELS.whisper), llamaSource, 5);
   writeFileSync(stamp, GENERATOR_VERSION);
   return outDir;
 }

@@ -19,6 +19,8 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly param?: string,
+    /** The error's type, where the docs name one; else derived from the status. */
+    private readonly explicitType?: string,
   ) {
     super(message);
     this.name = "ApiError";
@@ -30,6 +32,7 @@ export class ApiError extends Error {
   }
 
   get type(): string {
+    if (this.explicitType) return this.explicitType;
     return TYPE_BY_STATUS[this.status] ?? (this.status >= 500 ? "server_error" : "invalid_request_error");
   }
 }

@@ -27,6 +27,7 @@ import {
   type RunningEngine,
 } from "../engines/llamacpp.ts";
 import { EngineStartError } from "../engines/process.ts";
+import { checkWhisperArgs, locateWhisperServer, startWhisperServer } from "../engines/whispercpp.ts";
 import type { Config } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import { ApiError } from "./errors.ts";
@@ -191,6 +192,7 @@ export class Router {
         if (v !== undefined && k in optionSpecs(model.recipe)) validateOption(model.recipe, k, v);
       }
       if (typeof options.llamacpp_args === "string") checkUserArgs(splitArgs(options.llamacpp_args));
+      if (typeof options.whispercpp_args === "string") checkWhisperArgs(splitArgs(options.whispercpp_args));
     } catch (err) {
       if (err instanceof OptionError || err instanceof EngineConfigError) {
         throw ApiError.of(E.invalidArgument, err.message);
@@ -342,8 +344,8 @@ export class Router {
   }
 
   private async start(model: CatalogModel, req: LoadRequest): Promise<Slot> {
-    if (model.recipe !== "llamacpp") {
-      throw ApiError.of(E.modelLoadError, `Loading ${model.recipe} models is not available yet in this server (${model.id})`);
+    if (model.recipe !== "llamacpp" && model.recipe !== "whispercpp") {
+      throw ApiError.of(E.modelLoadError, `${model.id} needs the ${model.recipe} engine, which this server does not run`);
     }
     const files = this.catalog.files(model);
     const missing = files.filter((f) => !f.exists).map((f) => f.role);
@@ -355,25 +357,34 @@ export class Router {
     if (req.saveOptions) this.saveLoadOptions(model, req.options ?? {});
     const ctxSize = this.resolvedCtxSize(model, options);
     const mode = model.type === "embedding" || model.type === "reranking" ? model.type : "llm";
-    const tag = `llama-server:${model.id}`;
+    const tag = `${model.recipe}:${model.id}`;
+    const modelPath = files.find((f) => f.role === "main")!.path!;
     let engine: RunningEngine;
     const started = performance.now();
     try {
-      const binary = locateLlamaServer(this.config.cacheDir, String(options.llamacpp_backend));
-      const userArgs = splitArgs(String(options.llamacpp_args ?? ""));
-      this.logger.info("Router", `Loading ${model.id} on llama.cpp (${options.llamacpp_backend}, ctx ${ctxSize})`);
-      engine = await startLlamaServer(
-        binary,
-        {
-          modelPath: files.find((f) => f.role === "main")!.path!,
-          mmprojPath: files.find((f) => f.role === "mmproj")?.path ?? undefined,
-          mode,
-          ctxSize,
-          userArgs,
-          slotSavePath: this.slotDir(model.id),
-        },
-        (line) => this.logger.debug(tag, line),
-      );
+      if (model.recipe === "whispercpp") {
+        const binary = locateWhisperServer(this.config.cacheDir, String(options.whispercpp_backend));
+        this.logger.info("Router", `Loading ${model.id} on whisper.cpp (${options.whispercpp_backend})`);
+        engine = await startWhisperServer(binary, modelPath, splitArgs(String(options.whispercpp_args ?? "")), (line) =>
+          this.logger.debug(tag, line),
+        );
+      } else {
+        const binary = locateLlamaServer(this.config.cacheDir, String(options.llamacpp_backend));
+        const userArgs = splitArgs(String(options.llamacpp_args ?? ""));
+        this.logger.info("Router", `Loading ${model.id} on llama.cpp (${options.llamacpp_backend}, ctx ${ctxSize})`);
+        engine = await startLlamaServer(
+          binary,
+          {
+            modelPath,
+            mmprojPath: files.find((f) => f.role === "mmproj")?.path ?? undefined,
+            mode,
+            ctxSize,
+            userArgs,
+            slotSavePath: this.slotDir(model.id),
+          },
+          (line) => this.logger.debug(tag, line),
+        );
+      }
     } catch (err) {
       if (err instanceof EngineConfigError || err instanceof EngineStartError) {
         this.logger.error("Router", `Failed to load ${model.id}: ${err.message}`);
@@ -412,7 +423,7 @@ export class Router {
     if (this.slots.get(slot.model.id) === slot) this.slots.delete(slot.model.id);
     this.logger.error(
       "Router",
-      `llama-server for ${slot.model.id} (pid ${slot.engine.process.pid}) exited unexpectedly with code ${code}; it will be started again on the next request. Last output:\n${slot.engine.process.lastLines}`,
+      `The ${slot.model.recipe} engine for ${slot.model.id} (pid ${slot.engine.process.pid}) exited unexpectedly with code ${code}; it will be started again on the next request. Last output:\n${slot.engine.process.lastLines}`,
     );
   }
 }

@@ -13,6 +13,7 @@ export const endpoints: EndpointDef[] = [
   openai.completions,
   openai.embeddings,
   openai.responses,
+  openai.audioTranscriptions,
   openai.audioSpeech,
   anthropic.messages,
   anthropic.countTokens,

@@ -297,3 +297,48 @@ export const audioSpeech = endpoint({
   ],
   example: { body: { model: "kokoro-v1", input: "Lemonade can speak!", voice: "af_sky", response_format: "mp3" } },
 });
+
+export const audioTranscriptions = endpoint({
+  id: "openai.audio_transcriptions",
+  method: "POST",
+  path: "/audio/transcriptions",
+  mount: "versioned",
+  page: "openai",
+  errorStyle: "openai",
+  access: "api",
+  rawBody: true,
+  summary: "Transcribe an audio file to text",
+  modality: "audio file -> text",
+  availability: "partially_available",
+  description:
+    "Transcribes an audio file to text, loading the model on first use. Whisper models run on whisper.cpp (`whisper-server`). The body is `multipart/form-data`; audio in any format ffmpeg reads (WAV, MP3, FLAC, OGG, ...) at any rate is converted to the 16 kHz mono WAV whisper.cpp takes.",
+  body: T.Object({
+    file: T.Unknown({ description: "The audio file to transcribe." }),
+    model: ModelName,
+    language: T.Optional(T.String({ description: "The audio's language (ISO 639-1, e.g. `en`). Defaults to `auto`, which detects it." })),
+    response_format: T.Optional(
+      T.Union(
+        ["json", "verbose_json", "text", "srt", "vtt"].map((f) => T.Literal(f)),
+        { description: "`json`, `verbose_json`, `text`, `srt` or `vtt`. Defaults to `json`." },
+      ),
+    ),
+    prompt: T.Optional(T.String({ description: "Text to guide the transcription's style or continue a previous segment." })),
+    temperature: T.Optional(T.Number({ description: "Sampling temperature. Defaults to `0`." })),
+  }),
+  response: T.Object({
+    text: T.String({ description: "The transcribed text" }),
+    segments: T.Optional(T.Array(T.Unknown(), { description: "`verbose_json` only: timestamped segments" })),
+  }),
+  errors: [
+    { status: 400, code: "", when: "The request is not `multipart/form-data`" },
+    E.missingArgument,
+    E.invalidArgument,
+    { status: 400, code: "", when: "`model` cannot transcribe; the error's `type` is `unsupported_operation`" },
+    E.modelNotSupported,
+    E.modelNotFound,
+    E.slotsPinned,
+    { status: 500, code: "", when: "The backend reports an error; the backend's own status replaces this one when it sends one" },
+    E.modelLoadError,
+  ],
+  example: { response: `{"text": "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."}` },
+});

@@ -3,7 +3,8 @@
 import { join } from "node:path";
 import { existsSync, mkdirSync, symlinkSync } from "node:fs";
 import { defaultCacheDir } from "../../server/config.ts";
-import { cachedBinary, LLAMACPP } from "../../engines/recipes.ts";
+import { cachedBinary, LLAMACPP, WHISPERCPP } from "../../engines/recipes.ts";
+import { sourceDir } from "../../engines/source-build.ts";
 import { makeTestModels, TEST_MODELS } from "../../scripts/make-test-models.ts";
 
 const sharedCache = defaultCacheDir();
@@ -27,4 +28,12 @@ export function linkEngines(cacheDir: string): void {
   mkdirSync(cacheDir, { recursive: true });
   const link = join(cacheDir, "bin");
   if (!existsSync(link)) symlinkSync(join(sharedCache, "bin"), link);
+}
+
+/** whisper.cpp's sample recording (JFK's "ask not" line), from the source its build keeps. */
+export function jfkSample(): string {
+  if (!cachedBinary(sharedCache, WHISPERCPP)) {
+    throw new Error(`whisper-server is not built in ${sharedCache}: run \`npx bun scripts/build-engines.ts whispercpp\``);
+  }
+  return join(sourceDir(sharedCache, WHISPERCPP), "samples", "jfk.mp3");
 }
