@@ -15,6 +15,7 @@ import { openaiRoutes, speechRoute } from "./openai.ts";
 import { llamacppRoutes } from "./llamacpp.ts";
 import { anthropicRoutes } from "./anthropic.ts";
 import { mcpRoutes } from "./mcp.ts";
+import { realtimeRoutes } from "./realtime.ts";
 import { docsPage, openApiDocument } from "./openapi.ts";
 
 const DOC_PATHS = new Set(["/openapi.json", "/docs"]);
@@ -101,6 +102,7 @@ export function createApp(ctx: ServerContext) {
   llamacppRoutes(app, ctx);
   anthropicRoutes(app, ctx);
   mcpRoutes(app, ctx);
+  realtimeRoutes(app, ctx);
   modelRoutes(app, ctx);
   ollamaRoutes(app, ctx);
   logStreamRoute(app, ctx);

@@ -15,6 +15,7 @@ export const endpoints: EndpointDef[] = [
   openai.responses,
   openai.audioTranscriptions,
   openai.audioSpeech,
+  openai.realtime,
   anthropic.messages,
   anthropic.countTokens,
   models.list,

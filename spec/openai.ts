@@ -342,3 +342,31 @@ export const audioTranscriptions = endpoint({
   ],
   example: { response: `{"text": "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."}` },
 });
+
+export const realtime = endpoint({
+  id: "openai.realtime",
+  method: "WS",
+  path: "/realtime",
+  aliasPaths: ["/v1/realtime", "/api/v1/realtime"],
+  mount: "root",
+  page: "openai",
+  errorStyle: "openai",
+  access: "api",
+  summary: "Realtime Audio Transcription, OpenAI SDK compatible",
+  modality: "streaming audio -> text",
+  availability: "partially_available",
+  description:
+    "Stream 16 kHz mono PCM16 audio and receive transcriptions as you speak. Connect to `ws://localhost:13305/v1/realtime?model=Whisper-Tiny` (also `/realtime`; `websocket_port` in `/v1/health` names the same port). When `LEMONADE_API_KEY` is set, pass `?api_key=KEY`. The server sends `session.created`; the client sends `session.update` (model, `turn_detection` `{threshold, silence_duration_ms, prefix_padding_ms}` — defaults 0.01, 800, 250 — or `null` for explicit commits), `input_audio_buffer.append` (`audio`: base64 PCM16, about 85-256 ms per message), `input_audio_buffer.commit` and `input_audio_buffer.clear`.",
+  notes:
+    "The server answers `session.updated`, `input_audio_buffer.speech_started` / `speech_stopped` (server VAD on RMS energy), `input_audio_buffer.committed` / `cleared`, interim `conversation.item.input_audio_transcription.delta` while speech goes on, the final `conversation.item.input_audio_transcription.completed` with `transcript`, and `error`. With `turn_detection: null` no VAD or interim events are sent until `input_audio_buffer.commit`.",
+  body: T.Object({
+    type: T.String({ description: "`session.update`, `input_audio_buffer.append`, `input_audio_buffer.commit` or `input_audio_buffer.clear`." }),
+    session: T.Optional(T.Unknown({ description: "`session.update`: `model` and `turn_detection`." })),
+    audio: T.Optional(T.String({ description: "`input_audio_buffer.append`: base64-encoded PCM16, 16 kHz mono." })),
+  }),
+  query: T.Object({ model: T.Optional(T.String({ description: "The transcription model, e.g. `Whisper-Tiny`." })) }),
+  example: {
+    body: { type: "input_audio_buffer.append", audio: "<base64 PCM16>" },
+    response: `{"type": "conversation.item.input_audio_transcription.completed", "item_id": "item_1", "content_index": 0, "transcript": "Hello, this is a test transcription."}`,
+  },
+});
