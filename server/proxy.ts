@@ -38,6 +38,19 @@ function errorEvent(message: string, statusCode: number): Uint8Array {
   return encoder.encode(`data: ${JSON.stringify({ error: { message, type: "backend_error", status_code: statusCode } })}\n\n`);
 }
 
+/** fetch() to an engine, retried once when a kept-alive connection turns out to be closed: the
+ * engine (cpp-httplib) may drop an idle pooled connection just as it is reused, and then the
+ * request never reached it, so sending it again is safe. */
+export async function engineFetch(url: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch (err) {
+    const closed = /ECONNRESET|socket connection was closed|ConnectionClosed/i.test(String((err as Error)?.message ?? err));
+    if (!closed || init.signal?.aborted) throw err;
+    return fetch(url, { ...init, keepalive: false });
+  }
+}
+
 /** Checks that route and model fit, then claims the model (loading it when needed). */
 async function acquireFor(ctx: ServerContext, req: ProxyRequest): Promise<Lease> {
   // A loaded model named by its id skips the catalog scan: this is every request's hot path.
@@ -97,7 +110,7 @@ async function forward(
 
   let upstream: Response;
   try {
-    upstream = await fetch(lease.url + req.path, {
+    upstream = await engineFetch(lease.url + req.path, {
       method,
       headers: { "content-type": "application/json" },
       body: method === "POST" ? JSON.stringify(req.body) : undefined,

@@ -4,6 +4,7 @@
 // session's Whisper model through the same router as /v1/audio/transcriptions.
 import type { ServerContext } from "./context.ts";
 import { ApiError } from "./errors.ts";
+import { engineFetch } from "./proxy.ts";
 
 const SAMPLE_RATE = 16000;
 /** Interim transcripts while someone is still talking, at most this often. */
@@ -229,7 +230,7 @@ export class RealtimeSession {
       form.set("file", new Blob([wav(audio)], { type: "audio/wav" }), "turn.wav");
       form.set("response_format", "json");
       form.set("temperature", "0");
-      const res = await fetch(`${lease.url}/inference`, { method: "POST", body: form });
+      const res = await engineFetch(`${lease.url}/inference`, { method: "POST", body: form });
       const body = await res.json();
       if (!res.ok) throw new Error(body?.error ?? `engine answered ${res.status}`);
       return String(body.text ?? "").trim();

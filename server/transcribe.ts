@@ -2,6 +2,7 @@
 // format ffmpeg reads is converted to the 16 kHz mono WAV whisper.cpp takes.
 import type { ServerContext } from "./context.ts";
 import { ApiError } from "./errors.ts";
+import { engineFetch } from "./proxy.ts";
 
 export const TRANSCRIPTION_FORMATS = ["json", "verbose_json", "text", "srt", "vtt"] as const;
 type Format = (typeof TRANSCRIPTION_FORMATS)[number];
@@ -70,7 +71,7 @@ export async function transcribe(ctx: ServerContext, request: Request): Promise<
     if (prompt) upstream.set("prompt", prompt);
     let res: Response;
     try {
-      res = await fetch(`${lease.url}/inference`, { method: "POST", body: upstream, signal: request.signal });
+      res = await engineFetch(`${lease.url}/inference`, { method: "POST", body: upstream, signal: request.signal });
     } catch (err) {
       throw new ApiError(502, "backend_error", `The ${model.id} engine did not answer: ${(err as Error).message}`);
     }
