@@ -1,5 +1,7 @@
 // Terminal output: tables, colour only on a terminal (and never with NO_COLOR), progress bars
 // on a terminal and plain lines when piped.
+import { readSse } from "../server/sse.ts";
+
 const useColour = (stream: NodeJS.WriteStream) => stream.isTTY === true && !process.env.NO_COLOR;
 
 function paint(code: number, text: string, stream: NodeJS.WriteStream = process.stdout): string {
@@ -55,21 +57,7 @@ export class ProgressReporter {
   }
 }
 
-/** Reads `event: x` / `data: {...}` blocks from a Server-Sent Events body. */
+/** A Server-Sent Events body's events with their JSON data (`[DONE]` passed as is). */
 export async function* sseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<{ event: string; data: any }> {
-  const decoder = new TextDecoder();
-  let rest = "";
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    const blocks = (rest + decoder.decode(chunk, { stream: true })).split("\n\n");
-    rest = blocks.pop()!;
-    for (const block of blocks) {
-      let event = "message";
-      let data = "";
-      for (const line of block.split("\n")) {
-        if (line.startsWith("event: ")) event = line.slice(7);
-        else if (line.startsWith("data: ")) data += line.slice(6);
-      }
-      if (data) yield { event, data: data === "[DONE]" ? data : JSON.parse(data) };
-    }
-  }
+  for await (const { event, data } of readSse(body)) yield { event, data: data === "[DONE]" ? data : JSON.parse(data) };
 }

@@ -1,6 +1,6 @@
 // The llamacpp recipe: find llama-server, turn a model and its options into an argv, start it.
 import { cachedBinary, LLAMACPP } from "./recipes.ts";
-import { EngineProcess, freePort, type LineSink } from "./process.ts";
+import { checkReservedArgs, EngineConfigError, startEngine, type LineSink, type RunningEngine } from "./process.ts";
 
 /** Flags the server sets itself; users may not pass them in `llamacpp_args`. */
 export const RESERVED_LLAMA_FLAGS = [
@@ -21,8 +21,6 @@ export interface LlamaLaunch {
   slotSavePath?: string;
 }
 
-export class EngineConfigError extends Error {}
-
 /** Splits a flag string the way a shell would for plain words and quotes, without running a shell. */
 export function splitArgs(text: string): string[] {
   const out: string[] = [];
@@ -33,12 +31,7 @@ export function splitArgs(text: string): string[] {
 }
 
 export function checkUserArgs(args: string[]): void {
-  for (const a of args) {
-    const flag = a.split("=")[0]!;
-    if (RESERVED_LLAMA_FLAGS.includes(flag)) {
-      throw new EngineConfigError(`llamacpp_args may not contain ${flag}: the server sets it (reserved: ${RESERVED_LLAMA_FLAGS.join(" ")})`);
-    }
-  }
+  checkReservedArgs("llamacpp_args", RESERVED_LLAMA_FLAGS, args);
 }
 
 export function llamaArgv(binary: string, port: number, launch: LlamaLaunch): string[] {
@@ -69,28 +62,11 @@ export function locateLlamaServer(cacheDir: string, backend: string): string {
   return cached;
 }
 
-export interface RunningEngine {
-  process: EngineProcess;
-  /** Base URL of the engine's HTTP server, e.g. `http://127.0.0.1:40123`. */
-  url: string;
-  argv: string[];
-}
-
-export async function startLlamaServer(
+export function startLlamaServer(
   binary: string,
   launch: LlamaLaunch,
   onLine: LineSink,
   readyTimeoutMs = 120_000,
 ): Promise<RunningEngine> {
-  const port = freePort();
-  const argv = llamaArgv(binary, port, launch);
-  const proc = new EngineProcess({ argv, onLine });
-  const url = `http://127.0.0.1:${port}`;
-  try {
-    await proc.waitReady(`${url}/health`, readyTimeoutMs);
-  } catch (err) {
-    await proc.stop(1000);
-    throw err;
-  }
-  return { process: proc, url, argv };
+  return startEngine((port) => llamaArgv(binary, port, launch), "/health", onLine, readyTimeoutMs);
 }

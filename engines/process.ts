@@ -20,6 +20,63 @@ export function freePort(): number {
 
 export class EngineStartError extends Error {}
 
+/** A request an engine cannot be configured for (bad backend, reserved flag, not installed). */
+export class EngineConfigError extends Error {}
+
+/** Refuses user flags the server sets itself (`option` names the setting they came from). */
+export function checkReservedArgs(option: string, reserved: string[], args: string[]): void {
+  for (const a of args) {
+    const flag = a.split("=")[0]!;
+    if (reserved.includes(flag)) {
+      throw new EngineConfigError(`${option} may not contain ${flag}: the server sets it (reserved: ${reserved.join(" ")})`);
+    }
+  }
+}
+
+export interface RunningEngine {
+  process: EngineProcess;
+  /** Base URL of the engine's HTTP server, e.g. `http://127.0.0.1:40123`. */
+  url: string;
+  argv: string[];
+}
+
+/** Starts an engine on a free loopback port and waits until `healthPath` answers. */
+export async function startEngine(
+  argvFor: (port: number) => string[],
+  healthPath: string,
+  onLine: LineSink,
+  readyTimeoutMs: number,
+): Promise<RunningEngine> {
+  const port = freePort();
+  const argv = argvFor(port);
+  const proc = new EngineProcess({ argv, onLine });
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await proc.waitReady(`${url}${healthPath}`, readyTimeoutMs);
+  } catch (err) {
+    await proc.stop(1000);
+    throw err;
+  }
+  return { process: proc, url, argv };
+}
+
+/** The lines of a byte stream as they arrive (the last one even without a newline); ends
+ * quietly when the pipe closes under a dying process. */
+export async function* readLines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let rest = "";
+  try {
+    for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) {
+      const lines = (rest + decoder.decode(chunk, { stream: true })).split("\n");
+      rest = lines.pop()!;
+      yield* lines;
+    }
+  } catch {
+    // The pipe closes when the child dies; nothing more to read.
+  }
+  if (rest) yield rest;
+}
+
 export interface SpawnOptions {
   argv: string[];
   env?: Record<string, string>;
@@ -73,18 +130,7 @@ export class EngineProcess {
   }
 
   private async pump(stream: ReadableStream<Uint8Array>, name: "stdout" | "stderr", sink: LineSink) {
-    const decoder = new TextDecoder();
-    let rest = "";
-    try {
-      for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) {
-        const lines = (rest + decoder.decode(chunk, { stream: true })).split("\n");
-        rest = lines.pop()!;
-        for (const line of lines) if (line.trim()) sink(line, name);
-      }
-    } catch {
-      // The pipe closes when the child dies; nothing more to read.
-    }
-    if (rest.trim()) sink(rest, name);
+    for await (const line of readLines(stream)) if (line.trim()) sink(line, name);
   }
 
   /** Polls `url` until it answers 200. Fails as soon as the process exits, or after `timeoutMs`. */

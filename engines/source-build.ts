@@ -6,6 +6,7 @@ import { cpSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { engineDir, type SourceBuiltEngine } from "./recipes.ts";
+import { readLines } from "./process.ts";
 
 export interface BuildRecipe {
   engine: SourceBuiltEngine;
@@ -69,16 +70,10 @@ async function runCommand(argv: string[], cwd: string, onLine?: (line: string) =
   const child = Bun.spawn(argv, { cwd, stdout: "pipe", stderr: "pipe" });
   const tail: string[] = [];
   const pump = async (stream: ReadableStream<Uint8Array>) => {
-    const decoder = new TextDecoder();
-    let rest = "";
-    for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) {
-      const lines = (rest + decoder.decode(chunk, { stream: true })).split("\n");
-      rest = lines.pop()!;
-      for (const line of lines) {
-        tail.push(line);
-        if (tail.length > 30) tail.shift();
-        onLine?.(line);
-      }
+    for await (const line of readLines(stream)) {
+      tail.push(line);
+      if (tail.length > 30) tail.shift();
+      onLine?.(line);
     }
   };
   await Promise.all([pump(child.stdout), pump(child.stderr)]);

@@ -1,19 +1,13 @@
 // The whispercpp recipe: find whisper-server, start it on a model. Its API is `/inference`
 // (multipart), not OpenAI's path; server/transcribe.ts speaks it.
 import { cachedBinary, WHISPERCPP } from "./recipes.ts";
-import { EngineProcess, freePort, type LineSink } from "./process.ts";
-import { EngineConfigError, type RunningEngine } from "./llamacpp.ts";
+import { checkReservedArgs, EngineConfigError, startEngine, type LineSink, type RunningEngine } from "./process.ts";
 
 /** Flags the server sets itself; users may not pass them in `whispercpp_args`. */
 export const RESERVED_WHISPER_FLAGS = ["-m", "--model", "--port", "--host"];
 
 export function checkWhisperArgs(args: string[]): void {
-  for (const a of args) {
-    const flag = a.split("=")[0]!;
-    if (RESERVED_WHISPER_FLAGS.includes(flag)) {
-      throw new EngineConfigError(`whispercpp_args may not contain ${flag}: the server sets it (reserved: ${RESERVED_WHISPER_FLAGS.join(" ")})`);
-    }
-  }
+  checkReservedArgs("whispercpp_args", RESERVED_WHISPER_FLAGS, args);
 }
 
 export function locateWhisperServer(cacheDir: string, backend: string): string {
@@ -30,7 +24,7 @@ export function locateWhisperServer(cacheDir: string, backend: string): string {
   return cached;
 }
 
-export async function startWhisperServer(
+export function startWhisperServer(
   binary: string,
   modelPath: string,
   userArgs: string[],
@@ -38,15 +32,6 @@ export async function startWhisperServer(
   readyTimeoutMs = 60_000,
 ): Promise<RunningEngine> {
   checkWhisperArgs(userArgs);
-  const port = freePort();
-  const argv = [binary, "-m", modelPath, "--host", "127.0.0.1", "--port", String(port), ...userArgs];
-  const proc = new EngineProcess({ argv, onLine });
-  const url = `http://127.0.0.1:${port}`;
-  try {
-    await proc.waitReady(`${url}/health`, readyTimeoutMs);
-  } catch (err) {
-    await proc.stop(1000);
-    throw err;
-  }
-  return { process: proc, url, argv };
+  const argv = (port: number) => [binary, "-m", modelPath, "--host", "127.0.0.1", "--port", String(port), ...userArgs];
+  return startEngine(argv, "/health", onLine, readyTimeoutMs);
 }

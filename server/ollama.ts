@@ -3,6 +3,7 @@
 import type { ServerContext } from "./context.ts";
 import { ApiError } from "./errors.ts";
 import { proxyToEngine } from "./proxy.ts";
+import { readSse } from "./sse.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 
 export const CREATED_AT = "2024-01-01T00:00:00Z";
@@ -118,19 +119,6 @@ async function engineJson(res: Response): Promise<Json> {
   return JSON.parse(text);
 }
 
-/** Splits an SSE body into its `data:` payloads as they arrive. */
-async function* sseData(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
-  const decoder = new TextDecoder();
-  let rest = "";
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    const events = (rest + decoder.decode(chunk, { stream: true })).split("\n\n");
-    rest = events.pop()!;
-    for (const ev of events) {
-      for (const line of ev.split("\n")) if (line.startsWith("data: ")) yield line.slice(6);
-    }
-  }
-}
-
 function ndjson(lines: AsyncIterable<Json>): Response {
   const encoder = new TextEncoder();
   const iterator = lines[Symbol.asyncIterator]();
@@ -214,7 +202,7 @@ export async function ollamaChat(ctx: ServerContext, t: Translation, stream: boo
       let usage: Json | undefined;
       let timings: Json | undefined;
       let reason = "stop";
-      for await (const data of sseData(res.body!)) {
+      for await (const { data } of readSse(res.body!)) {
         if (data === "[DONE]") break;
         const ev = JSON.parse(data);
         if (ev.error) throw new Error(ev.error.message ?? String(ev.error));
@@ -259,7 +247,7 @@ export async function ollamaGenerate(ctx: ServerContext, t: Translation, stream:
     (async function* () {
       let usage: Json | undefined;
       let reason = "stop";
-      for await (const data of sseData(res.body!)) {
+      for await (const { data } of readSse(res.body!)) {
         if (data === "[DONE]") break;
         const ev = JSON.parse(data);
         if (ev.error) throw new Error(ev.error.message ?? String(ev.error));

@@ -18,15 +18,8 @@ import {
   type Options,
   type RecipeOptionsStore,
 } from "../models/recipe-options.ts";
-import {
-  checkUserArgs,
-  locateLlamaServer,
-  splitArgs,
-  startLlamaServer,
-  EngineConfigError,
-  type RunningEngine,
-} from "../engines/llamacpp.ts";
-import { EngineStartError } from "../engines/process.ts";
+import { checkUserArgs, locateLlamaServer, splitArgs, startLlamaServer } from "../engines/llamacpp.ts";
+import { EngineConfigError, EngineStartError, type RunningEngine } from "../engines/process.ts";
 import { checkWhisperArgs, locateWhisperServer, startWhisperServer } from "../engines/whispercpp.ts";
 import type { Config } from "./config.ts";
 import type { Logger } from "./logger.ts";

@@ -22,3 +22,22 @@ export function sseResponse(job: (send: SendEvent) => Promise<void>): Response {
   });
   return new Response(body, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
 }
+
+/** Reads a Server-Sent Events body: each event's name (`message` when unnamed) and its data. */
+export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator<{ event: string; data: string }> {
+  const decoder = new TextDecoder();
+  let rest = "";
+  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+    const blocks = (rest + decoder.decode(chunk, { stream: true })).split("\n\n");
+    rest = blocks.pop()!;
+    for (const block of blocks) {
+      let event = "message";
+      const data: string[] = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event: ")) event = line.slice(7);
+        else if (line.startsWith("data: ")) data.push(line.slice(6));
+      }
+      if (data.length) yield { event, data: data.join("\n") };
+    }
+  }
+}
