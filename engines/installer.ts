@@ -13,7 +13,11 @@ export class InstallError extends Error {}
 export class EngineInstaller {
   private readonly running = new Map<string, { promise: Promise<string>; listeners: Set<Progress> }>();
 
-  constructor(private readonly cacheDir: string) {}
+  constructor(
+    private readonly cacheDir: string,
+    /** Where engine sources are fetched from (NPM_CONFIG_REGISTRY, as npm reads it). */
+    private readonly registry?: string,
+  ) {}
 
   private recipeFor(recipe: string, backend: string): BuildRecipe {
     const found = BUILDABLE[`${recipe}:${backend}`];
@@ -40,7 +44,7 @@ export class EngineInstaller {
     let job = this.running.get(key);
     if (!job) {
       const listeners = new Set<Progress>();
-      const promise = buildFromSource(this.cacheDir, build, (phase, pct) => listeners.forEach((l) => l(phase, pct)));
+      const promise = buildFromSource(this.cacheDir, build, (phase, pct) => listeners.forEach((l) => l(phase, pct)), this.registry);
       job = { promise, listeners };
       this.running.set(key, job);
       const done = () => this.running.delete(key);

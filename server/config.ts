@@ -27,6 +27,8 @@ export interface Config {
   hfToken: string | null;
   /** No network: downloads are refused. */
   offline: boolean;
+  /** The npm registry engine sources come from. */
+  npmRegistry: string | undefined;
 }
 
 /** The keys config.json may hold, as Lemonade spells them. */
@@ -91,6 +93,7 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
     adminApiKey: env.LEMONADE_ADMIN_API_KEY || null,
     hfEndpoint: (env.HF_ENDPOINT || "https://huggingface.co").replace(/\/+$/, ""),
     hfToken: env.HF_TOKEN || null,
+    npmRegistry: env.NPM_CONFIG_REGISTRY || env.npm_config_registry || undefined,
     offline: env.LEMONADE_OFFLINE ? /^(1|true|yes)$/i.test(env.LEMONADE_OFFLINE) : file.offline === true,
     mcpImageDir: resolve(env.LEMONADE_MCP_IMAGE_DIR || join(cacheDir, "mcp-images")),
     allowedOrigins: (env.LEMONADE_ALLOWED_ORIGINS ?? "")

@@ -65,7 +65,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     catalog,
     recipeOptions,
     router,
-    installer: new EngineInstaller(config.cacheDir),
+    installer: new EngineInstaller(config.cacheDir, config.npmRegistry),
     stats: new GenerationStats(),
     downloads: new DownloadManager({ endpoint: config.hfEndpoint, token: config.hfToken ?? undefined }, config.hfCacheDir),
     updatesAvailable: new Set(),
@@ -75,5 +75,9 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   };
   // A model that is not downloaded is fetched when a request or /v1/load first needs it.
   router.prepare = (model) => installModel(ctx, model);
+  // An engine that is not built yet is built the first time a model needs it.
+  router.installEngine = async (recipe, backend) => {
+    await ctx.installer.install(recipe, backend);
+  };
   return ctx;
 }

@@ -72,6 +72,8 @@ export class Router {
 
   /** Fetches a model's missing files before it loads (set by the server; downloads are models/). */
   prepare: (model: CatalogModel) => Promise<void> = async () => {};
+  /** Builds a recipe's backend the first time a model needs it (set by the server). */
+  installEngine: (recipe: string, backend: string) => Promise<void> = async () => {};
 
   constructor(
     private readonly config: Config,
@@ -316,6 +318,24 @@ export class Router {
     this.logger.info("Router", `Unloaded ${slot.model.id} (pid ${slot.engine.process.pid})`);
   }
 
+  /** The engine binary, built on demand when the backend is installable but not installed yet. */
+  private async engineBinary(recipe: string, backend: string, locate: () => string): Promise<string> {
+    try {
+      return locate();
+    } catch (err) {
+      if (!(err instanceof EngineConfigError) || !/is not installed/.test(err.message)) throw err;
+      this.logger.info("Router", `${recipe}:${backend} is not installed yet; building it now (a few minutes)`);
+      try {
+        await this.installEngine(recipe, backend);
+      } catch (buildErr) {
+        throw new EngineConfigError(
+          `${recipe}:${backend} is not installed and building it failed (${(buildErr as Error).message.split("\n")[0]}); install it with: lemonade backends install ${recipe}:${backend}`,
+        );
+      }
+      return locate();
+    }
+  }
+
   /** The folder a model's saved slot files live in (created on demand). */
   slotDir(modelId: string): string {
     const dir = join(this.config.cacheDir, "slots", modelId.replace(/[^A-Za-z0-9._-]/g, "_"));
@@ -356,13 +376,15 @@ export class Router {
     const started = performance.now();
     try {
       if (model.recipe === "whispercpp") {
-        const binary = locateWhisperServer(this.config.cacheDir, String(options.whispercpp_backend));
+        const backend = String(options.whispercpp_backend);
+        const binary = await this.engineBinary("whispercpp", backend, () => locateWhisperServer(this.config.cacheDir, backend));
         this.logger.info("Router", `Loading ${model.id} on whisper.cpp (${options.whispercpp_backend})`);
         engine = await startWhisperServer(binary, modelPath, splitArgs(String(options.whispercpp_args ?? "")), (line) =>
           this.logger.debug(tag, line),
         );
       } else {
-        const binary = locateLlamaServer(this.config.cacheDir, String(options.llamacpp_backend));
+        const backend = String(options.llamacpp_backend);
+        const binary = await this.engineBinary("llamacpp", backend, () => locateLlamaServer(this.config.cacheDir, backend));
         const userArgs = splitArgs(String(options.llamacpp_args ?? ""));
         this.logger.info("Router", `Loading ${model.id} on llama.cpp (${options.llamacpp_backend}, ctx ${ctxSize})`);
         engine = await startLlamaServer(

@@ -53,7 +53,8 @@ test("uninstall unloads the models using the backend, removes it, and system-inf
   const extra = tempDir("lemonade-extra-");
   copyFileSync(join(models, MODELS.chat), join(extra, MODELS.chat));
   const cacheDir = cacheWithOwnBuild();
-  server = await startTestServer({ LEMONADE_EXTRA_MODELS_DIR: extra }, cacheDir, { engines: false });
+  // The registry is a closed port, so the on-demand rebuild below fails at once instead of building.
+  server = await startTestServer({ LEMONADE_EXTRA_MODELS_DIR: extra, NPM_CONFIG_REGISTRY: "http://127.0.0.1:9" }, cacheDir, { engines: false });
   expect((await post("/v1/load", { model_name: "extra.tiny-chat" })).status).toBe(200);
   const pid = (await (await fetch(`${server.url}/v1/health`)).json()).all_models_loaded[0].pid;
 
@@ -67,10 +68,12 @@ test("uninstall unloads the models using the backend, removes it, and system-inf
 
   const again = await post("/v1/uninstall", { recipe: "llamacpp", backend: "cpu" });
   expect(again.status).toBe(404);
-  // With the engine gone, a load says how to get it back.
+  // With the engine gone, a load tries to build it on demand, and says how to get it back when that fails.
   const load = await post("/v1/load", { model_name: "extra.tiny-chat" });
   expect(load.status).toBe(500);
-  expect((await load.json()).error.message).toContain("lemonade backends install llamacpp:cpu");
+  const message = (await load.json()).error.message;
+  expect(message).toContain("building it failed");
+  expect(message).toContain("lemonade backends install llamacpp:cpu");
   // The shared build other tests use is untouched.
   expect(existsSync(llamaServerBinary())).toBe(true);
 });

@@ -20,9 +20,9 @@ describe("aliases", () => {
     server = await startTestServer({}, cacheDir);
     const list = await (await fetch(`${server.url}/internal/aliases`)).json();
     expectMatches(lemonade.aliasesList.response, list);
-    expect(list.aliases.map((a: any) => [a.alias, a.target])).toEqual([
-      ["embed", "nomic-embed-text-v1-GGUF"],
-      ["prod", "Llama-3.2-1B-Instruct-GGUF"],
+    expect(list.aliases.map((a: any) => [a.alias, a.target, a.recipe, a.downloaded])).toEqual([
+      ["embed", "nomic-embed-text-v1-GGUF", "llamacpp", false],
+      ["prod", "Llama-3.2-1B-Instruct-GGUF", "llamacpp", false],
     ]);
 
     const del = await fetch(`${server.url}/internal/aliases/prod`, { method: "DELETE" });

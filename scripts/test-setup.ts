@@ -1,0 +1,38 @@
+// What the tests need beyond npm packages, made ready before `npm test` (its pretest step):
+// Debian's build tools, espeak-ng and ffmpeg; llama.cpp and whisper.cpp built into the cache;
+// the tiny test models. Each step is skipped when its result is already there.
+import { join } from "node:path";
+import { buildEngines } from "./build-engines.ts";
+import { makeTestModels } from "./make-test-models.ts";
+
+const TOOLS: Record<string, string> = {
+  git: "git",
+  cmake: "cmake",
+  make: "build-essential",
+  "g++": "build-essential",
+  tar: "tar",
+  "espeak-ng": "espeak-ng",
+  ffmpeg: "ffmpeg",
+};
+
+function ensureTools(): void {
+  const missing = Object.keys(TOOLS).filter((t) => !Bun.which(t));
+  if (!missing.length) return;
+  const packages = [...new Set(missing.map((t) => TOOLS[t]!))];
+  const canInstall = process.getuid?.() === 0 && Bun.which("apt-get");
+  if (!canInstall) {
+    console.error(`Missing ${missing.join(", ")}. Install them first: sudo apt-get install -y ${packages.join(" ")}`);
+    process.exit(1);
+  }
+  console.log(`Installing ${packages.join(", ")} from Debian's packages`);
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+  for (const argv of [["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", ...packages]]) {
+    const r = Bun.spawnSync(argv, { env, stdout: "ignore", stderr: "inherit" });
+    if (r.exitCode !== 0) process.exit(r.exitCode ?? 1);
+  }
+}
+
+ensureTools();
+await buildEngines(["llamacpp", "whispercpp"]);
+makeTestModels(join(import.meta.dir, "..", ".cache", "test-models"));
+console.log("Test prerequisites are ready.");
