@@ -2,6 +2,7 @@
 // this machine: whether its binary is built into the cache, found on PATH, or cannot run here.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { speechToolsMissing } from "./speech.ts";
 
 export type BackendState = "unsupported" | "installable" | "update_required" | "installed";
 
@@ -76,6 +77,14 @@ function systemBinaryStatus(binary: string): BackendStatus {
       };
 }
 
+/** The built-in speech engine: espeak-ng speaks, ffmpeg encodes; both are Debian packages. */
+function speechStatus(): BackendStatus {
+  const missing = speechToolsMissing();
+  return missing
+    ? { devices: [], state: "unsupported", message: missing, action: "" }
+    : { devices: ["cpu"], state: "installed", message: "", action: "", version: "espeak-ng" };
+}
+
 function unsupported(message: string): BackendStatus {
   return { devices: [], state: "unsupported", message, action: "" };
 }
@@ -97,7 +106,7 @@ export function recipeStatuses(cacheDir: string): Record<string, RecipeStatus> {
       cpu: sourceBuiltStatus(cacheDir, WHISPERCPP, "cpu"),
       system: systemBinaryStatus(WHISPERCPP.binary),
     }),
-    kokoro: recipe({ cpu: systemBinaryStatus("espeak-ng") }),
+    kokoro: recipe({ cpu: speechStatus() }),
     "sd-cpp": recipe({
       cpu: unsupported("stable-diffusion.cpp cannot be obtained on this machine"),
     }),

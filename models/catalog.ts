@@ -2,7 +2,7 @@
 // (user_models.json, ids `user.*`), and every GGUF in the extra models folder (ids `extra.*`).
 // It answers which models exist, what they are (recipe, labels, type), and which files they need.
 import { existsSync, readdirSync, statSync } from "node:fs";
-import { basename, join } from "node:path";
+import { join } from "node:path";
 import builtIn from "./server_models.json" with { type: "json" };
 import { findCachedFile, parseCheckpoint } from "./hf-cache.ts";
 import { ggufScalar, readGgufMetadata, type GgufMetadata } from "./gguf.ts";
@@ -335,10 +335,5 @@ export class Catalog {
     const arch = meta && ggufScalar(meta, "general.architecture");
     const ctx = meta && arch ? ggufScalar(meta, `${arch}.context_length`) : undefined;
     return typeof ctx === "number" ? ctx : undefined;
-  }
-
-  /** A display name for a file path, for logs. */
-  static fileName(path: string): string {
-    return basename(path);
   }
 }

@@ -179,10 +179,6 @@ export class DownloadManager {
     return this.jobs.get(id);
   }
 
-  isDownloading(modelId: string): boolean {
-    return this.workers.has(modelId);
-  }
-
   /** pause: stop, keeping partial files to resume; cancel: stop and delete them; remove: forget. */
   async control(id: string, action: "pause" | "cancel" | "remove"): Promise<JobSnapshot | null> {
     const job = this.jobs.get(id);

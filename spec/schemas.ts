@@ -42,12 +42,6 @@ export const OllamaError = T.Object({
   error: T.String({ description: "What went wrong." }),
 });
 
-export const Usage = T.Object({
-  prompt_tokens: T.Integer({ description: "Tokens in the prompt." }),
-  completion_tokens: T.Integer({ description: "Tokens generated." }),
-  total_tokens: T.Integer({ description: "Sum of `prompt_tokens` and `completion_tokens`." }),
-});
-
 export const SamplingParams = {
   temperature: T.Optional(T.Number({ description: "Sampling temperature." })),
   top_p: T.Optional(
