@@ -1,6 +1,7 @@
 // The llamacpp recipe: find llama-server, turn a model and its options into an argv, start it.
 import { cachedBinary, LLAMACPP } from "./recipes.ts";
 import { checkReservedArgs, EngineConfigError, startEngine, type LineSink, type RunningEngine } from "./process.ts";
+import type { EngineRegistry } from "./orphans.ts";
 
 /** Flags the server sets itself; users may not pass them in `llamacpp_args`. */
 export const RESERVED_LLAMA_FLAGS = [
@@ -66,7 +67,8 @@ export function startLlamaServer(
   binary: string,
   launch: LlamaLaunch,
   onLine: LineSink,
+  registry?: EngineRegistry,
   readyTimeoutMs = 120_000,
 ): Promise<RunningEngine> {
-  return startEngine((port) => llamaArgv(binary, port, launch), "/health", onLine, readyTimeoutMs);
+  return startEngine((port) => llamaArgv(binary, port, launch), "/health", onLine, readyTimeoutMs, registry);
 }

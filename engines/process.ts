@@ -1,7 +1,9 @@
 // Supervises one engine child process: spawn with an explicit argv (never a shell), capture its
 // output line by line, wait for it to answer health checks (failing fast if it exits first), and
-// stop it with SIGTERM then SIGKILL. Every live child is killed when the server process exits.
+// stop it with SIGTERM then SIGKILL. Every live child is killed when the server process exits,
+// and recorded in the registry so the next server can stop what a killed one left behind.
 import type { Subprocess } from "bun";
+import type { EngineRegistry } from "./orphans.ts";
 
 export type LineSink = (line: string, stream: "stdout" | "stderr") => void;
 
@@ -46,10 +48,11 @@ export async function startEngine(
   healthPath: string,
   onLine: LineSink,
   readyTimeoutMs: number,
+  registry?: EngineRegistry,
 ): Promise<RunningEngine> {
   const port = freePort();
   const argv = argvFor(port);
-  const proc = new EngineProcess({ argv, onLine });
+  const proc = new EngineProcess({ argv, onLine, registry });
   const url = `http://127.0.0.1:${port}`;
   try {
     await proc.waitReady(`${url}${healthPath}`, readyTimeoutMs);
@@ -81,6 +84,7 @@ export interface SpawnOptions {
   argv: string[];
   env?: Record<string, string>;
   onLine: LineSink;
+  registry?: EngineRegistry;
 }
 
 export class EngineProcess {
@@ -100,6 +104,7 @@ export class EngineProcess {
       env: { ...process.env, ...opts.env },
     });
     live.add(this.child);
+    opts.registry?.add(this.child.pid, opts.argv[0]!);
     const sink: LineSink = (line, stream) => {
       this.nextLine.resolve();
       this.nextLine = Promise.withResolvers<void>();
@@ -111,6 +116,7 @@ export class EngineProcess {
     void this.pump(this.child.stderr, "stderr", sink);
     this.exited = this.child.exited.then((code) => {
       live.delete(this.child);
+      opts.registry?.remove(this.child.pid);
       return code;
     });
   }

@@ -2,6 +2,7 @@
 // (multipart), not OpenAI's path; server/transcribe.ts speaks it.
 import { cachedBinary, WHISPERCPP } from "./recipes.ts";
 import { checkReservedArgs, EngineConfigError, startEngine, type LineSink, type RunningEngine } from "./process.ts";
+import type { EngineRegistry } from "./orphans.ts";
 
 /** Flags the server sets itself; users may not pass them in `whispercpp_args`. */
 export const RESERVED_WHISPER_FLAGS = ["-m", "--model", "--port", "--host"];
@@ -29,9 +30,10 @@ export function startWhisperServer(
   modelPath: string,
   userArgs: string[],
   onLine: LineSink,
+  registry?: EngineRegistry,
   readyTimeoutMs = 60_000,
 ): Promise<RunningEngine> {
   checkWhisperArgs(userArgs);
   const argv = (port: number) => [binary, "-m", modelPath, "--host", "127.0.0.1", "--port", String(port), ...userArgs];
-  return startEngine(argv, "/health", onLine, readyTimeoutMs);
+  return startEngine(argv, "/health", onLine, readyTimeoutMs, registry);
 }

@@ -20,6 +20,7 @@ import {
 } from "../models/recipe-options.ts";
 import { checkUserArgs, locateLlamaServer, splitArgs, startLlamaServer } from "../engines/llamacpp.ts";
 import { EngineConfigError, EngineStartError, type RunningEngine } from "../engines/process.ts";
+import { EngineRegistry } from "../engines/orphans.ts";
 import { checkWhisperArgs, locateWhisperServer, startWhisperServer } from "../engines/whispercpp.ts";
 import type { Config } from "./config.ts";
 import type { Logger } from "./logger.ts";
@@ -67,6 +68,8 @@ export class Router {
   private readonly loading = new Map<string, Promise<Slot>>();
   private readonly typeLocks = new Map<ModelType, Promise<unknown>>();
   private readonly idleTimer: ReturnType<typeof setInterval>;
+  /** Where running engines are recorded, so a later server can stop ones this one leaves. */
+  private readonly engines: EngineRegistry;
   /** The model most recently used or loaded (`model_loaded` in /v1/health). */
   mostRecent: string | null = null;
 
@@ -83,6 +86,9 @@ export class Router {
   ) {
     this.idleTimer = setInterval(() => this.evictIdle(), 1000);
     this.idleTimer.unref();
+    this.engines = new EngineRegistry(config.cacheDir);
+    const reaped = this.engines.reapOrphans();
+    if (reaped.length) logger.warn("Router", `Stopped ${reaped.length} engine(s) left running by a server that was killed (pids ${reaped.join(", ")})`);
   }
 
   /** Models resident now, oldest load first. */
@@ -379,8 +385,12 @@ export class Router {
         const backend = String(options.whispercpp_backend);
         const binary = await this.engineBinary("whispercpp", backend, () => locateWhisperServer(this.config.cacheDir, backend));
         this.logger.info("Router", `Loading ${model.id} on whisper.cpp (${options.whispercpp_backend})`);
-        engine = await startWhisperServer(binary, modelPath, splitArgs(String(options.whispercpp_args ?? "")), (line) =>
-          this.logger.debug(tag, line),
+        engine = await startWhisperServer(
+          binary,
+          modelPath,
+          splitArgs(String(options.whispercpp_args ?? "")),
+          (line) => this.logger.debug(tag, line),
+          this.engines,
         );
       } else {
         const backend = String(options.llamacpp_backend);
@@ -398,6 +408,7 @@ export class Router {
             slotSavePath: this.slotDir(model.id),
           },
           (line) => this.logger.debug(tag, line),
+          this.engines,
         );
       }
     } catch (err) {

@@ -1,12 +1,14 @@
 import { expect, test } from "bun:test";
 import { join } from "node:path";
+import { copyFileSync, mkdirSync } from "node:fs";
 import { tempDir } from "./helpers/server.ts";
+import { linkEngines, MODELS, testModelsDir } from "./helpers/engines.ts";
 
 const root = join(import.meta.dir, "..");
 const cli = (args: string[], env: Record<string, string> = {}) =>
   Bun.spawn([process.execPath, "cli/main.ts", ...args], {
     cwd: root,
-    env: { ...process.env, LEMONADE_CACHE_DIR: tempDir(), ...env },
+    env: { ...process.env, LEMONADE_CACHE_DIR: tempDir(), HF_ENDPOINT: "http://127.0.0.1:9", ...env },
     stdout: "pipe",
     stderr: "pipe",
   });
@@ -78,4 +80,43 @@ test("a port in use is a runtime failure (exit 1) with a clear message", async (
   } finally {
     s.stop(true);
   }
+});
+
+test("engines left by a server killed outright are stopped by the next server on the same cache", async () => {
+  const cacheDir = tempDir();
+  linkEngines(cacheDir);
+  const extra = join(cacheDir, "extra");
+  mkdirSync(extra);
+  copyFileSync(join(testModelsDir(), MODELS.chat), join(extra, MODELS.chat));
+  const env = { LEMONADE_CACHE_DIR: cacheDir, LEMONADE_EXTRA_MODELS_DIR: extra };
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  const port = freePort();
+  const first = cli(["serve", "--port", String(port)], env);
+  await waitForLive(`http://127.0.0.1:${port}`, first);
+  await fetch(`http://127.0.0.1:${port}/v1/load`, { method: "POST", body: JSON.stringify({ model_name: "extra.tiny-chat" }) });
+  const enginePid = (await (await fetch(`http://127.0.0.1:${port}/v1/health`)).json()).all_models_loaded[0].pid;
+  first.kill("SIGKILL");
+  await first.exited;
+  expect(alive(enginePid)).toBe(true);
+
+  const port2 = freePort();
+  const second = cli(["serve", "--port", String(port2)], env);
+  try {
+    await waitForLive(`http://127.0.0.1:${port2}`, second);
+    const deadline = Date.now() + 5000;
+    while (alive(enginePid) && Date.now() < deadline) await Bun.sleep(20);
+    expect(alive(enginePid)).toBe(false);
+  } finally {
+    second.kill("SIGTERM");
+    await second.exited;
+  }
+  expect(await new Response(second.stderr).text()).toContain(`left running by a server that was killed (pids ${enginePid})`);
 });
