@@ -1,7 +1,7 @@
 // Anthropic-compatible Messages API (anthropic.md), answered by llama.cpp's own Anthropic layer.
 import { Type as T } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
-import { E } from "./errors.ts";
+import { E, LOADING_ERRORS } from "./errors.ts";
 import { ModelName } from "./schemas.ts";
 
 /** Request fields passed on to the engine; any other field is dropped and named in a warning. */
@@ -70,11 +70,7 @@ export const messages = endpoint({
   }),
   errors: [
     { status: 400, code: "", when: "`model` is not an LLM" },
-    E.modelNotSupported,
-    E.modelNotFound,
-    E.slotsPinned,
-    { status: 500, code: "", when: "The backend reports an error; the backend's own status replaces this one when it sends one" },
-    E.modelLoadError,
+    ...LOADING_ERRORS,
   ],
   example: {
     body: { model: "Qwen3-0.6B-GGUF", max_tokens: 256, messages: [{ role: "user", content: "Hello" }] },

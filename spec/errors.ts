@@ -45,6 +45,10 @@ export const E = {
   optionsIoError: row(500, "internal_error", "Reading or saving the model's options fails, for example on an unwritable options file"),
   notSupportedOllama: row(501, "", "Lemonade does not support this Ollama operation"),
   internal: row(500, "", "The request fails unexpectedly"),
+  backendError: row(500, "", "The backend reports an error; the backend's own status replaces this one when it sends one"),
 } as const;
+
+/** What any route that loads the model it names can answer. */
+export const LOADING_ERRORS: ErrorRow[] = [E.modelNotSupported, E.modelNotFound, E.slotsPinned, E.backendError, E.modelLoadError];
 
 export type ErrorName = keyof typeof E;

@@ -2,13 +2,13 @@
 // llama-server: rerank to the model it names, slots and tokenize to the most recently used one.
 import { Type as T } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
-import { E } from "./errors.ts";
+import { E, LOADING_ERRORS } from "./errors.ts";
 import { ModelName } from "./schemas.ts";
 
 const noModelErrors = [
   { status: 400, code: "no_model_loaded", when: "No model is loaded" },
   { status: 400, code: "", when: "The most recently used model is not a llama.cpp model" },
-  { status: 500, code: "", when: "The backend reports an error; the backend's own status replaces this one when it sends one" },
+  E.backendError,
 ];
 
 export const rerank = endpoint({
@@ -56,11 +56,7 @@ export const rerank = endpoint({
   }),
   errors: [
     { status: 400, code: "", when: "`model` is not a llama.cpp reranking model" },
-    E.modelNotSupported,
-    E.modelNotFound,
-    E.slotsPinned,
-    { status: 500, code: "", when: "The backend reports an error; the backend's own status replaces this one when it sends one" },
-    E.modelLoadError,
+    ...LOADING_ERRORS,
   ],
   example: {
     body: { model: "bge-reranker-v2-m3-GGUF", query: "What is the capital of France?", documents: ["Paris is the capital of France.", "Berlin is in Germany."] },

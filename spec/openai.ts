@@ -1,7 +1,7 @@
 // OpenAI-compatible inference endpoints (openai.md), proxied to the model's llama-server.
 import { Type as T } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
-import { E } from "./errors.ts";
+import { E, LOADING_ERRORS } from "./errors.ts";
 import { ModelName, SamplingParams, status } from "./schemas.ts";
 
 const StringOrList = (description: string) => T.Union([T.String(), T.Array(T.String())], { description });
@@ -28,12 +28,8 @@ const common = {
 
 const inferenceErrors = [
   { status: 400, code: "", when: "`model` is not an LLM" },
-  E.modelNotSupported,
-  E.modelNotFound,
-  E.slotsPinned,
-  { status: 500, code: "", when: "The backend reports an error; the backend's own status replaces this one when it sends one" },
+  ...LOADING_ERRORS,
   { status: 502, code: "backend_error", when: "The backend stops answering before it responds, such as an engine that crashed" },
-  E.modelLoadError,
 ];
 
 const streamNotes =
@@ -334,11 +330,7 @@ export const audioTranscriptions = endpoint({
     E.missingArgument,
     E.invalidArgument,
     { status: 400, code: "", when: "`model` cannot transcribe; the error's `type` is `unsupported_operation`" },
-    E.modelNotSupported,
-    E.modelNotFound,
-    E.slotsPinned,
-    { status: 500, code: "", when: "The backend reports an error; the backend's own status replaces this one when it sends one" },
-    E.modelLoadError,
+    ...LOADING_ERRORS,
   ],
   example: { response: `{"text": "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."}` },
 });
