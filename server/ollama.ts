@@ -119,6 +119,16 @@ async function engineJson(res: Response): Promise<Json> {
   return JSON.parse(text);
 }
 
+/** The engine's stream events, parsed, up to `[DONE]`; an error event ends it with a throw. */
+async function* engineEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<Json> {
+  for await (const { data } of readSse(body)) {
+    if (data === "[DONE]") return;
+    const ev = JSON.parse(data);
+    if (ev.error) throw new Error(ev.error.message ?? String(ev.error));
+    yield ev;
+  }
+}
+
 function ndjson(lines: AsyncIterable<Json>): Response {
   const encoder = new TextEncoder();
   const iterator = lines[Symbol.asyncIterator]();
@@ -202,10 +212,7 @@ export async function ollamaChat(ctx: ServerContext, t: Translation, stream: boo
       let usage: Json | undefined;
       let timings: Json | undefined;
       let reason = "stop";
-      for await (const { data } of readSse(res.body!)) {
-        if (data === "[DONE]") break;
-        const ev = JSON.parse(data);
-        if (ev.error) throw new Error(ev.error.message ?? String(ev.error));
+      for await (const ev of engineEvents(res.body!)) {
         usage = ev.usage ?? usage;
         timings = ev.timings ?? timings;
         const choice = ev.choices?.[0];
@@ -247,10 +254,7 @@ export async function ollamaGenerate(ctx: ServerContext, t: Translation, stream:
     (async function* () {
       let usage: Json | undefined;
       let reason = "stop";
-      for await (const { data } of readSse(res.body!)) {
-        if (data === "[DONE]") break;
-        const ev = JSON.parse(data);
-        if (ev.error) throw new Error(ev.error.message ?? String(ev.error));
+      for await (const ev of engineEvents(res.body!)) {
         usage = ev.usage ?? usage;
         const choice = ev.choices?.[0];
         if (!choice) continue;
