@@ -16,7 +16,11 @@ export async function startServer(overrides: Overrides = {}, env = process.env):
   const app = createApp(ctx);
   app.listen({ hostname: config.host, port: config.port });
   const port = app.server!.port!;
-  ctx.websocketPort = port;
+  // The dedicated WebSocket port older clients discover through /v1/health (OS-assigned). It
+  // serves the same app, so /realtime and /logs/stream speak the identical protocol there.
+  const wsApp = createApp(ctx);
+  wsApp.listen({ hostname: config.host, port: 0 });
+  ctx.websocketPort = wsApp.server!.port!;
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
   ctx.logger.info("Server", `Lemonade Server ${ctx.version} listening on ${url}`);
@@ -28,7 +32,7 @@ export async function startServer(overrides: Overrides = {}, env = process.env):
     port,
     async stop() {
       await ctx.router.shutdown();
-      await app.stop(true);
+      await Promise.all([app.stop(true), wsApp.stop(true)]);
     },
   };
 }

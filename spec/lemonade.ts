@@ -56,7 +56,10 @@ export const health = endpoint({
     max_models: PerModelType("Most models of the type loaded at once (`max_loaded_models`; `-1` is unlimited)"),
     pinned_models: PerModelType("Pinned models of the type loaded now"),
     websocket_port: T.Optional(
-      T.Integer({ description: "Port serving the WebSocket APIs (log stream, realtime transcription)" }),
+      T.Integer({
+        description:
+          "OS-assigned port of the dedicated WebSocket server (log stream, realtime transcription); the main port serves the same protocols",
+      }),
     ),
     telemetry: T.Object({ enabled: T.Boolean({ description: "Whether telemetry collection is active" }) }),
     update_check_done: T.Boolean({
@@ -71,7 +74,7 @@ export const health = endpoint({
   "all_models_loaded": [],
   "max_models": {"llm": 1, "embedding": 1, "reranking": 1, "transcription": 1, "image": 1, "tts": 1},
   "pinned_models": {"llm": 0, "embedding": 0, "reranking": 0, "transcription": 0, "image": 0, "tts": 0},
-  "websocket_port": 13305,
+  "websocket_port": 41235,
   "telemetry": {"enabled": false},
   "update_check_done": true
 }`,

@@ -103,6 +103,17 @@ test("clear empties the buffer; committing an empty buffer is an error", async (
   c.ws.close();
 });
 
+test("the dedicated websocket_port speaks the same protocol", async () => {
+  const health = await (await fetch(`${server.url}/v1/health`, { headers: { authorization: "Bearer rt-key" } })).json();
+  const ws = new WebSocket(`ws://127.0.0.1:${health.websocket_port}/realtime?model=Whisper-Tiny&api_key=rt-key`);
+  const first = await new Promise<any>((resolve, reject) => {
+    ws.onmessage = (e) => resolve(JSON.parse(String(e.data)));
+    ws.onerror = reject;
+  });
+  ws.close();
+  expect(first).toMatchObject({ type: "session.created", session: { model: "Whisper-Tiny" } });
+});
+
 test("the API key is required on the WebSocket too", async () => {
   await expect(connect("/v1/realtime?model=Whisper-Tiny")).rejects.toBeDefined();
 });

@@ -86,7 +86,17 @@ describe("operational endpoints", () => {
       const health = await (await fetch(`${other.url}/v1/health`)).json();
       expect(health.max_models.llm).toBe(3);
       expect(health.max_models.tts).toBe(3);
-      expect(health.websocket_port).toBe(other.port);
+      // A port of its own, serving the same WebSocket protocols as the main port.
+      expect(health.websocket_port).toBeGreaterThan(0);
+      expect(health.websocket_port).not.toBe(other.port);
+      const ws = new WebSocket(`ws://127.0.0.1:${health.websocket_port}/logs/stream`);
+      const first = await new Promise<any>((resolve, reject) => {
+        ws.onopen = () => ws.send(JSON.stringify({ type: "logs.subscribe" }));
+        ws.onmessage = (e) => resolve(JSON.parse(String(e.data)));
+        ws.onerror = reject;
+      });
+      ws.close();
+      expect(first.type).toBe("logs.snapshot");
     } finally {
       await other.close();
     }
