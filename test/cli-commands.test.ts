@@ -100,6 +100,18 @@ describe("the single-file build", () => {
     expect(await chats()).toBe(before + 1);
   });
 
+  test("run downloads a registered model with progress before chatting", async () => {
+    const res = await fetch(`http://127.0.0.1:${port}/v1/models/register`, {
+      method: "POST",
+      body: JSON.stringify({ model_name: "user.RunMe", recipe: "llamacpp", checkpoint: "test-org/tiny-GGUF:Q4_0" }),
+    });
+    expect(res.status).toBe(200);
+    const r = await lemonade(["run", "user.RunMe", "--max-tokens", "3"], "hi\n");
+    expect(r.code).toBe(0);
+    expect(r.err).toContain("tiny-Q4_0.gguf: 100%");
+    expect(r.out.trim().length).toBeGreaterThan(0);
+  });
+
   test("run in a pseudo-terminal shows a prompt and leaves on Ctrl-D", async () => {
     const cmd = `${exe} run extra.tiny-chat --max-tokens 4`;
     const r = await spawn(["script", "-qec", cmd, "/dev/null"], "hi\n\x04");

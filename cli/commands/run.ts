@@ -3,6 +3,7 @@ import { createInterface } from "node:readline";
 import { Client, CliError, ensureServer, target } from "../client.ts";
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
 import { bold, dim, sseEvents } from "../format.ts";
+import { pullWithProgress } from "./models.ts";
 
 const clientOf = (input: CommandInput) => new Client(target(input.values as { host?: string; port?: string }));
 
@@ -40,6 +41,9 @@ ${SERVER_FLAGS_HELP}`,
     if (maxTokens !== undefined && !(Number.isInteger(maxTokens) && maxTokens > 0)) throw new CliError("--max-tokens must be a positive whole number", 2);
     const client = clientOf(input);
     await ensureServer(client);
+    // Download first with a progress bar, rather than a silent wait inside the load.
+    const info = await client.json("GET", `/v1/models/${encodeURIComponent(model)}`);
+    if (!info.downloaded) await pullWithProgress(client, { model_name: model });
     process.stderr.write(dim(`Loading ${model}...\n`));
     await client.json("POST", "/v1/load", { model_name: model });
     const tty = process.stdin.isTTY === true;
