@@ -4,21 +4,13 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonFile, writeJsonFileAtomic } from "../models/json-file.ts";
+import { isAlive } from "./process.ts";
 
 interface Record {
   server: number;
   pid: number;
   binary: string;
 }
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** The executable a live process runs, from /proc (Linux); null elsewhere or when gone. */
 function commandOf(pid: number): string | null {
@@ -55,8 +47,8 @@ export class EngineRegistry {
     const rows = this.read();
     const reaped: number[] = [];
     const kept = rows.filter((r) => {
-      if (alive(r.server)) return true;
-      if (alive(r.pid) && commandOf(r.pid) === r.binary) {
+      if (isAlive(r.server)) return true;
+      if (isAlive(r.pid) && commandOf(r.pid) === r.binary) {
         process.kill(r.pid, "SIGKILL");
         reaped.push(r.pid);
       }

@@ -12,6 +12,16 @@ process.on("exit", () => {
   for (const child of live) child.kill("SIGKILL");
 });
 
+/** Whether a process with this pid is running (signal 0 probes without touching it). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** A free loopback port, from the kernel. */
 export function freePort(): number {
   const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });

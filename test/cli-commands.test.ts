@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { defaultCacheDir } from "../server/config.ts";
+import { freePort } from "../engines/process.ts";
 import { MODELS, testModelsDir } from "./helpers/engines.ts";
 import { startFakeHub, type FakeHub } from "./helpers/fake-hub.ts";
 import { tempDir } from "./helpers/server.ts";
@@ -42,9 +43,7 @@ beforeAll(async () => {
   const extra = join(cacheDir, "extra");
   mkdirSync(extra);
   copyFileSync(join(testModelsDir(), MODELS.chat), join(extra, MODELS.chat));
-  const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  port = s.port;
-  s.stop(true);
+  port = freePort();
   server = Bun.spawn([exe, "serve"], {
     env: { ...bareEnv(), LEMONADE_EXTRA_MODELS_DIR: extra, HF_ENDPOINT: hub.url, HF_HUB_CACHE: join(cacheDir, "hf") },
     stdout: "ignore",
@@ -177,9 +176,7 @@ describe("the single-file build", () => {
   });
 
   test("a command that needs a server starts one when none answers", async () => {
-    const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-    const other = s.port;
-    s.stop(true);
+    const other = freePort();
     const r = await lemonade(["list", "--port", String(other)]);
     try {
       expect(r.code).toBe(0);

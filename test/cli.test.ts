@@ -2,6 +2,7 @@ import { expect, test } from "bun:test";
 import { join } from "node:path";
 import { copyFileSync, mkdirSync } from "node:fs";
 import { tempDir } from "./helpers/server.ts";
+import { freePort, isAlive } from "../engines/process.ts";
 import { linkEngines, MODELS, testModelsDir } from "./helpers/engines.ts";
 
 const root = join(import.meta.dir, "..");
@@ -12,13 +13,6 @@ const cli = (args: string[], env: Record<string, string> = {}) =>
     stdout: "pipe",
     stderr: "pipe",
   });
-
-function freePort(): number {
-  const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = s.port;
-  s.stop(true);
-  return port;
-}
 
 async function waitForLive(url: string, child: ReturnType<typeof cli>): Promise<void> {
   const deadline = Date.now() + 15000;
@@ -89,14 +83,6 @@ test("engines left by a server killed outright are stopped by the next server on
   mkdirSync(extra);
   copyFileSync(join(testModelsDir(), MODELS.chat), join(extra, MODELS.chat));
   const env = { LEMONADE_CACHE_DIR: cacheDir, LEMONADE_EXTRA_MODELS_DIR: extra };
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
 
   const port = freePort();
   const first = cli(["serve", "--port", String(port)], env);
@@ -105,15 +91,15 @@ test("engines left by a server killed outright are stopped by the next server on
   const enginePid = (await (await fetch(`http://127.0.0.1:${port}/v1/health`)).json()).all_models_loaded[0].pid;
   first.kill("SIGKILL");
   await first.exited;
-  expect(alive(enginePid)).toBe(true);
+  expect(isAlive(enginePid)).toBe(true);
 
   const port2 = freePort();
   const second = cli(["serve", "--port", String(port2)], env);
   try {
     await waitForLive(`http://127.0.0.1:${port2}`, second);
     const deadline = Date.now() + 5000;
-    while (alive(enginePid) && Date.now() < deadline) await Bun.sleep(20);
-    expect(alive(enginePid)).toBe(false);
+    while (isAlive(enginePid) && Date.now() < deadline) await Bun.sleep(20);
+    expect(isAlive(enginePid)).toBe(false);
   } finally {
     second.kill("SIGTERM");
     await second.exited;

@@ -3,6 +3,7 @@ import { afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import OpenAI from "openai";
+import { isAlive } from "../engines/process.ts";
 import { MODELS, testModelsDir } from "./helpers/engines.ts";
 import { startTestServer, tempDir, type TestServer } from "./helpers/server.ts";
 
@@ -10,15 +11,6 @@ let models: string;
 beforeAll(() => {
   models = testModelsDir();
 });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function waitFor(cond: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -68,14 +60,14 @@ describe("load and unload", () => {
     expect(h.all_models_loaded).toHaveLength(1);
     const entry = h.all_models_loaded[0];
     expect(entry).toMatchObject({ model_name: "extra.tiny-chat", type: "llm", recipe: "llamacpp", pinned: false });
-    expect(alive(entry.pid)).toBe(true);
+    expect(isAlive(entry.pid)).toBe(true);
     // The backend URL is the engine itself, answering OpenAI-style requests.
     const direct = await (await fetch(`${entry.backend_url}/models`)).json();
     expect(direct.data[0].id).toContain("tiny-chat.gguf");
 
     const un = await fetch(`${s.url}/v1/unload`, json({ model_name: "extra.tiny-chat" }));
     expect(un.status).toBe(200);
-    await waitFor(() => !alive(entry.pid), "the engine to exit");
+    await waitFor(() => !isAlive(entry.pid), "the engine to exit");
     expect((await health(s)).all_models_loaded).toEqual([]);
   });
 
@@ -86,7 +78,7 @@ describe("load and unload", () => {
     const pids = (await health(s)).all_models_loaded.map((m: any) => m.pid);
     expect(pids).toHaveLength(2);
     expect((await fetch(`${s.url}/v1/unload`, { method: "POST" })).status).toBe(200);
-    await waitFor(() => pids.every((p: number) => !alive(p)), "both engines to exit");
+    await waitFor(() => pids.every((p: number) => !isAlive(p)), "both engines to exit");
     const again = await fetch(`${s.url}/v1/unload`, json({ model_name: "extra.tiny-chat" }));
     expect(again.status).toBe(404);
     expect((await again.json()).error.code).toBe("model_not_loaded");
@@ -188,7 +180,7 @@ describe("eviction", () => {
     expect(await loadBDone).toBeGreaterThanOrEqual(streamEnded - 50);
     const after = (await health(s)).all_models_loaded;
     expect(after.map((m: any) => m.model_name)).toEqual(["extra.tiny-chat-b"]);
-    await waitFor(() => !alive(firstPid), "the evicted engine to exit");
+    await waitFor(() => !isAlive(firstPid), "the evicted engine to exit");
   });
 
   test("least recently used goes first; pinned models stay; all pinned is 409", async () => {
@@ -217,7 +209,7 @@ describe("eviction", () => {
     await load(s, { model_name: "extra.tiny-chat", evict_idle_timeout: 1 });
     const pid = (await health(s)).all_models_loaded[0].pid;
     await waitFor(async () => (await health(s)).all_models_loaded.length === 0, "idle eviction", 5000);
-    await waitFor(() => !alive(pid), "the idle engine to exit");
+    await waitFor(() => !isAlive(pid), "the idle engine to exit");
   });
 });
 
@@ -252,7 +244,7 @@ describe("concurrency and faults", () => {
     expect(res.status).toBe(200);
     const newPid = (await health(s)).all_models_loaded[0].pid;
     expect(newPid).not.toBe(pid);
-    expect(alive(newPid)).toBe(true);
+    expect(isAlive(newPid)).toBe(true);
   });
 
   test("killing the engine mid-stream ends the stream with an error event, not a hang", async () => {
