@@ -2,7 +2,7 @@
 // background when none answers (as `lemonade run` does).
 import { openSync } from "node:fs";
 import { join } from "node:path";
-import { defaultCacheDir, loadConfig } from "../server/config.ts";
+import { defaultCacheDir, loadConfig } from "../config/config.ts";
 
 export class CliError extends Error {
   constructor(

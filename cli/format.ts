@@ -1,6 +1,6 @@
 // Terminal output: tables, colour only on a terminal (and never with NO_COLOR), progress bars
 // on a terminal and plain lines when piped.
-import { readSse } from "../server/sse.ts";
+import { readSse } from "../lib/sse.ts";
 
 const useColour = (stream: NodeJS.WriteStream) => stream.isTTY === true && !process.env.NO_COLOR;
 

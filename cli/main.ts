@@ -1,8 +1,8 @@
 #!/usr/bin/env bun
 // The `lemonade` command: a client of the server's own HTTP API (plus `serve`, which is the server).
 import { parseArgs } from "node:util";
-import { parseLogLevel } from "../server/logger.ts";
-import { startServer } from "./serve.ts";
+import { parseLogLevel } from "../lib/log-level.ts";
+import { startServer } from "../app/server.ts";
 import { CliError } from "./client.ts";
 import type { Command } from "./command.ts";
 import { red } from "./format.ts";
@@ -80,7 +80,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (name === "--version" || name === "-v") {
-    const { VERSION } = await import("../server/version.ts");
+    const { VERSION } = await import("../lib/version.ts");
     console.log(VERSION);
     return 0;
   }

@@ -1,12 +1,8 @@
-// Installs and removes the backends that can be built on this machine. Concurrent installs of one
-// backend share a single build.
-import { cachedBinary, LLAMACPP, WHISPERCPP } from "./recipes.ts";
-import { buildFromSource, LLAMACPP_BUILD, uninstallEngine, WHISPERCPP_BUILD, type BuildRecipe, type Progress } from "./source-build.ts";
-
-const BUILDABLE: Record<string, BuildRecipe> = {
-  "llamacpp:cpu": LLAMACPP_BUILD(LLAMACPP),
-  "whispercpp:cpu": WHISPERCPP_BUILD(WHISPERCPP),
-};
+// Installs and removes the backends that can be built on this machine (each recipe declares its
+// source builds). Concurrent installs of one backend share a single build.
+import type { Recipe, BuildRecipe } from "./engine.ts";
+import { findRecipe } from "./recipes.ts";
+import { buildFromSource, cachedBinary, uninstallEngine, type Progress } from "./source-build.ts";
 
 export class InstallError extends Error {}
 
@@ -14,27 +10,28 @@ export class EngineInstaller {
   private readonly running = new Map<string, { promise: Promise<string>; listeners: Set<Progress> }>();
 
   constructor(
+    private readonly recipes: readonly Recipe[],
     private readonly cacheDir: string,
     /** Where engine sources are fetched from (NPM_CONFIG_REGISTRY, as npm reads it). */
     private readonly registry?: string,
   ) {}
 
-  private recipeFor(recipe: string, backend: string): BuildRecipe {
-    const found = BUILDABLE[`${recipe}:${backend}`];
+  private buildFor(recipe: string, backend: string): BuildRecipe {
+    const found = findRecipe(this.recipes, recipe)?.builds?.[backend];
     if (!found) {
-      const known = Object.keys(BUILDABLE).join(", ");
+      const known = this.recipes.flatMap((r) => Object.keys(r.builds ?? {}).map((b) => `${r.name}:${b}`)).join(", ");
       throw new InstallError(`${recipe}:${backend} cannot be installed on this system (installable: ${known})`);
     }
     return found;
   }
 
   isInstalled(recipe: string, backend: string): boolean {
-    return cachedBinary(this.cacheDir, this.recipeFor(recipe, backend).engine) !== null;
+    return cachedBinary(this.cacheDir, this.buildFor(recipe, backend).engine) !== null;
   }
 
   /** Builds the backend unless this version is already installed; returns the binary's path. */
   install(recipe: string, backend: string, progress: Progress = () => {}): Promise<string> {
-    const build = this.recipeFor(recipe, backend);
+    const build = this.buildFor(recipe, backend);
     const key = `${recipe}:${backend}`;
     const cached = cachedBinary(this.cacheDir, build.engine);
     if (cached) {
@@ -57,6 +54,6 @@ export class EngineInstaller {
 
   /** Removes the backend's binaries; false when it was not installed. */
   uninstall(recipe: string, backend: string): boolean {
-    return uninstallEngine(this.cacheDir, this.recipeFor(recipe, backend).engine);
+    return uninstallEngine(this.cacheDir, this.buildFor(recipe, backend).engine);
   }
 }

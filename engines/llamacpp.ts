@@ -1,7 +1,46 @@
-// The llamacpp recipe: find llama-server, turn a model and its options into an argv, start it.
-import { cachedBinary, LLAMACPP } from "./recipes.ts";
-import { checkReservedArgs, EngineConfigError, startEngine, type LineSink, type RunningEngine } from "./process.ts";
-import type { EngineRegistry } from "./orphans.ts";
+// The llamacpp recipe: llama.cpp's llama-server for LLMs, embeddings and rerankers. Where its
+// binary is per backend, how it is built from source, and the argv a model starts with (add a
+// llama-server flag in `llamaArgv`).
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { splitArgs } from "../lib/args.ts";
+import {
+  checkReservedArgs,
+  EngineConfigError,
+  NotInstalledError,
+  recipeStatus,
+  systemBinaryStatus,
+  type BuildRecipe,
+  type LaunchInput,
+  type LaunchPlan,
+  type Recipe,
+  type SourceBuiltEngine,
+} from "./engine.ts";
+import { cachedBinary, sourceBuiltStatus } from "./source-build.ts";
+
+export const LLAMACPP: SourceBuiltEngine = {
+  recipe: "llamacpp",
+  binary: "llama-server",
+  version: "node-llama-cpp-3.21.1",
+  description: "llama.cpp",
+};
+
+const LLAMACPP_BUILD: BuildRecipe = {
+  engine: LLAMACPP,
+  npmPackage: "node-llama-cpp@3.21.1",
+  async extract(pkg, dest, run) {
+    await run(["git", "clone", "--quiet", join(pkg, "llama", "gitRelease.bundle"), dest], tmpdir());
+  },
+  cmakeFlags: [
+    "-DLLAMA_CURL=OFF",
+    "-DLLAMA_OPENSSL=OFF",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+    // One self-contained binary: a shared build would carry its build folder as RUNPATH.
+    "-DBUILD_SHARED_LIBS=OFF",
+  ],
+  target: "llama-server",
+};
 
 /** Flags the server sets itself; users may not pass them in `llamacpp_args`. */
 export const RESERVED_LLAMA_FLAGS = [
@@ -22,16 +61,7 @@ export interface LlamaLaunch {
   slotSavePath?: string;
 }
 
-/** Splits a flag string the way a shell would for plain words and quotes, without running a shell. */
-export function splitArgs(text: string): string[] {
-  const out: string[] = [];
-  const re = /"((?:[^"\\]|\\.)*)"|'([^']*)'|(\S+)/g;
-  let m: RegExpExecArray | null;
-  while ((m = re.exec(text))) out.push(m[1] !== undefined ? m[1].replace(/\\(.)/g, "$1") : (m[2] ?? m[3]!));
-  return out;
-}
-
-export function checkUserArgs(args: string[]): void {
+function checkUserArgs(args: string[]): void {
   checkReservedArgs("llamacpp_args", RESERVED_LLAMA_FLAGS, args);
 }
 
@@ -48,27 +78,43 @@ export function llamaArgv(binary: string, port: number, launch: LlamaLaunch): st
   return [...argv, ...launch.userArgs];
 }
 
-/** The llama-server binary for a backend: `cpu` is the one built into the cache, `system` the one on PATH. */
-export function locateLlamaServer(cacheDir: string, backend: string): string {
-  if (backend === "system") {
-    const found = Bun.which(LLAMACPP.binary);
-    if (!found) throw new EngineConfigError("llamacpp backend 'system' needs llama-server on PATH");
-    return found;
-  }
-  if (backend !== "cpu") throw new EngineConfigError(`llamacpp backend '${backend}' is not available on this system (use cpu or system)`);
-  const cached = cachedBinary(cacheDir, LLAMACPP);
-  if (!cached) {
-    throw new EngineConfigError("llama.cpp is not installed: run `lemonade backends install llamacpp:cpu` (or POST /v1/install)");
-  }
-  return cached;
-}
+export const llamacpp: Recipe = {
+  name: "llamacpp",
+  displayName: "llama.cpp",
+  backendOption: "llamacpp_backend",
+  builds: { cpu: LLAMACPP_BUILD },
 
-export function startLlamaServer(
-  binary: string,
-  launch: LlamaLaunch,
-  onLine: LineSink,
-  registry?: EngineRegistry,
-  readyTimeoutMs = 120_000,
-): Promise<RunningEngine> {
-  return startEngine((port) => llamaArgv(binary, port, launch), "/health", onLine, readyTimeoutMs, registry);
-}
+  status: ({ cacheDir }) =>
+    recipeStatus({ cpu: sourceBuiltStatus(cacheDir, LLAMACPP, "cpu"), system: systemBinaryStatus(LLAMACPP.binary) }),
+
+  checkOptions(options) {
+    if (typeof options.llamacpp_args === "string") checkUserArgs(splitArgs(options.llamacpp_args));
+  },
+
+  /** `cpu` is the build in the cache, `system` the llama-server on PATH. */
+  locate(backend, { cacheDir }) {
+    if (backend === "system") {
+      const found = Bun.which(LLAMACPP.binary);
+      if (!found) throw new EngineConfigError("llamacpp backend 'system' needs llama-server on PATH");
+      return found;
+    }
+    if (backend !== "cpu") throw new EngineConfigError(`llamacpp backend '${backend}' is not available on this system (use cpu or system)`);
+    const cached = cachedBinary(cacheDir, LLAMACPP);
+    if (!cached) {
+      throw new NotInstalledError("llama.cpp is not installed: run `lemonade backends install llamacpp:cpu` (or POST /v1/install)");
+    }
+    return cached;
+  },
+
+  plan(binary: string, input: LaunchInput): LaunchPlan {
+    const launch: LlamaLaunch = {
+      modelPath: input.files.main!,
+      mmprojPath: input.files.mmproj,
+      mode: input.type === "embedding" || input.type === "reranking" ? input.type : "llm",
+      ctxSize: input.ctxSize,
+      userArgs: splitArgs(String(input.options.llamacpp_args ?? "")),
+      slotSavePath: input.workDir,
+    };
+    return { argv: (port) => llamaArgv(binary, port, launch), healthPath: "/health", readyTimeoutMs: 120_000 };
+  },
+};

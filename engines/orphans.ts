@@ -3,10 +3,11 @@
 // stops the ones whose server is gone.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { readJsonFile, writeJsonFileAtomic } from "../models/json-file.ts";
-import { isAlive } from "./process.ts";
+import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
+import { isAlive, type SpawnRecord } from "./process.ts";
 
-interface Record {
+/** One engine a server started. */
+interface EngineRecord {
   server: number;
   pid: number;
   binary: string;
@@ -21,15 +22,15 @@ function commandOf(pid: number): string | null {
   }
 }
 
-export class EngineRegistry {
+export class EngineRegistry implements SpawnRecord {
   private readonly path: string;
 
   constructor(cacheDir: string) {
     this.path = join(cacheDir, "engines.json");
   }
 
-  private read(): Record[] {
-    const rows = readJsonFile<Record[]>(this.path, []);
+  private read(): EngineRecord[] {
+    const rows = readJsonFile<EngineRecord[]>(this.path, []);
     return Array.isArray(rows) ? rows : [];
   }
 

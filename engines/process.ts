@@ -1,11 +1,18 @@
 // Supervises one engine child process: spawn with an explicit argv (never a shell), capture its
 // output line by line, wait for it to answer health checks (failing fast if it exits first), and
 // stop it with SIGTERM then SIGKILL. Every live child is killed when the server process exits,
-// and recorded in the registry so the next server can stop what a killed one left behind.
+// and reported to a SpawnRecord so the next server can stop what a killed one left behind.
 import type { Subprocess } from "bun";
-import type { EngineRegistry } from "./orphans.ts";
+import { readLines } from "../lib/lines.ts";
+import { EngineStartError, type LaunchPlan, type RunningEngine } from "./engine.ts";
 
 export type LineSink = (line: string, stream: "stdout" | "stderr") => void;
+
+/** Where spawned engines are written down (engines/orphans.ts keeps them in engines.json). */
+export interface SpawnRecord {
+  add(pid: number, binary: string): void;
+  remove(pid: number): void;
+}
 
 const live = new Set<Subprocess>();
 process.on("exit", () => {
@@ -30,83 +37,42 @@ export function freePort(): number {
   return port;
 }
 
-export class EngineStartError extends Error {}
-
-/** A request an engine cannot be configured for (bad backend, reserved flag, not installed). */
-export class EngineConfigError extends Error {}
-
-/** Refuses user flags the server sets itself (`option` names the setting they came from). */
-export function checkReservedArgs(option: string, reserved: string[], args: string[]): void {
-  for (const a of args) {
-    const flag = a.split("=")[0]!;
-    if (reserved.includes(flag)) {
-      throw new EngineConfigError(`${option} may not contain ${flag}: the server sets it (reserved: ${reserved.join(" ")})`);
-    }
-  }
-}
-
-export interface RunningEngine {
-  process: EngineProcess;
-  /** Base URL of the engine's HTTP server, e.g. `http://127.0.0.1:40123`. */
-  url: string;
-  argv: string[];
-}
-
-/** Starts an engine on a free loopback port and waits until `healthPath` answers. */
-export async function startEngine(
-  argvFor: (port: number) => string[],
-  healthPath: string,
-  onLine: LineSink,
-  readyTimeoutMs: number,
-  registry?: EngineRegistry,
-): Promise<RunningEngine> {
+/** Starts the plan's engine on a free loopback port and waits until its health path answers. */
+export async function startEngine(plan: LaunchPlan, onLine: LineSink, record?: SpawnRecord): Promise<RunningEngine> {
   const port = freePort();
-  const argv = argvFor(port);
-  const proc = new EngineProcess({ argv, onLine, registry });
-  const url = `http://127.0.0.1:${port}`;
+  const engine = new EngineProcess({ argv: plan.argv(port), env: plan.env, onLine, record }, `http://127.0.0.1:${port}`, plan.healthPath);
   try {
-    await proc.waitReady(`${url}${healthPath}`, readyTimeoutMs);
+    await engine.waitReady(plan.readyTimeoutMs);
   } catch (err) {
-    await proc.stop(1000);
+    await engine.stop(1000);
     throw err;
   }
-  return { process: proc, url, argv };
-}
-
-/** The lines of a byte stream as they arrive (the last one even without a newline); ends
- * quietly when the pipe closes under a dying process. */
-export async function* readLines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
-  const decoder = new TextDecoder();
-  let rest = "";
-  try {
-    for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) {
-      const lines = (rest + decoder.decode(chunk, { stream: true })).split("\n");
-      rest = lines.pop()!;
-      yield* lines;
-    }
-  } catch {
-    // The pipe closes when the child dies; nothing more to read.
-  }
-  if (rest) yield rest;
+  return engine;
 }
 
 export interface SpawnOptions {
   argv: string[];
   env?: Record<string, string>;
   onLine: LineSink;
-  registry?: EngineRegistry;
+  record?: SpawnRecord;
 }
 
-export class EngineProcess {
+export class EngineProcess implements RunningEngine {
   readonly child: Subprocess<"ignore", "pipe", "pipe">;
   readonly exited: Promise<number>;
+  readonly argv: string[];
   private stopping = false;
   private readonly recent: string[] = [];
   /** Settles at the next line of output: engines print as they become ready, so a readiness
    * poll wakes on output instead of sleeping through it. */
   private nextLine = Promise.withResolvers<void>();
 
-  constructor(opts: SpawnOptions) {
+  constructor(
+    opts: SpawnOptions,
+    readonly url: string,
+    private readonly healthPath: string,
+  ) {
+    this.argv = opts.argv;
     this.child = Bun.spawn(opts.argv, {
       stdin: "ignore",
       stdout: "pipe",
@@ -114,7 +80,7 @@ export class EngineProcess {
       env: { ...process.env, ...opts.env },
     });
     live.add(this.child);
-    opts.registry?.add(this.child.pid, opts.argv[0]!);
+    opts.record?.add(this.child.pid, opts.argv[0]!);
     const sink: LineSink = (line, stream) => {
       this.nextLine.resolve();
       this.nextLine = Promise.withResolvers<void>();
@@ -126,7 +92,7 @@ export class EngineProcess {
     void this.pump(this.child.stderr, "stderr", sink);
     this.exited = this.child.exited.then((code) => {
       live.delete(this.child);
-      opts.registry?.remove(this.child.pid);
+      opts.record?.remove(this.child.pid);
       return code;
     });
   }
@@ -135,12 +101,10 @@ export class EngineProcess {
     return this.child.pid;
   }
 
-  /** Whether the process was asked to stop (an exit after this is no crash). */
   get isStopping(): boolean {
     return this.stopping;
   }
 
-  /** The last lines the engine printed, for error messages. */
   get lastLines(): string {
     return this.recent.slice(-8).join("\n");
   }
@@ -149,8 +113,20 @@ export class EngineProcess {
     for await (const line of readLines(stream)) if (line.trim()) sink(line, name);
   }
 
-  /** Polls `url` until it answers 200. Fails as soon as the process exits, or after `timeoutMs`. */
-  async waitReady(url: string, timeoutMs: number): Promise<void> {
+  async health(timeoutMs = 1000): Promise<boolean> {
+    try {
+      // `Connection: close`: a kept-alive poll connection would hold one of the engine's few HTTP
+      // threads idle for its keep-alive timeout, stalling the first real requests.
+      const res = await fetch(this.url + this.healthPath, { signal: AbortSignal.timeout(timeoutMs), headers: { connection: "close" } });
+      await res.body?.cancel();
+      return res.ok;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Polls the health path until it answers 200. Fails as soon as the process exits, or after `timeoutMs`. */
+  async waitReady(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     let exitCode: number | null = null;
     void this.exited.then((c) => (exitCode = c));
@@ -159,15 +135,7 @@ export class EngineProcess {
       if (exitCode !== null) {
         throw new EngineStartError(`engine exited with code ${exitCode} before it was ready:\n${this.lastLines}`);
       }
-      try {
-        // `Connection: close`: a kept-alive poll connection would hold one of the engine's few HTTP
-        // threads idle for its keep-alive timeout, stalling the first real requests.
-        const res = await fetch(url, { signal: AbortSignal.timeout(1000), headers: { connection: "close" } });
-        if (res.ok) return;
-        await res.body?.cancel();
-      } catch {
-        // Not listening yet.
-      }
+      if (await this.health()) return;
       // Short first polls: a small model is ready in well under a second.
       await Promise.race([Bun.sleep(delay), this.exited, this.nextLine.promise]);
       delay = Math.min(delay * 2, 50);
@@ -175,7 +143,6 @@ export class EngineProcess {
     throw new EngineStartError(`engine was not ready after ${Math.round(timeoutMs / 1000)} s:\n${this.lastLines}`);
   }
 
-  /** SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. */
   async stop(graceMs = 5000): Promise<void> {
     this.stopping = true;
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;

@@ -3,50 +3,36 @@
 // `<cache>/bin/<recipe>/<version>/`. The build happens in a scratch folder and is moved into place
 // only when complete, so an interrupted build never leaves a binary that looks installed.
 import { cpSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { availableParallelism, tmpdir } from "node:os";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
-import { engineDir, type SourceBuiltEngine } from "./recipes.ts";
-import { readLines } from "./process.ts";
-
-export interface BuildRecipe {
-  engine: SourceBuiltEngine;
-  /** The npm package (name@version) whose tarball carries the source. */
-  npmPackage: string;
-  /** Lays the source tree out in `dest` from the unpacked package at `pkg`. */
-  extract(pkg: string, dest: string, run: Runner): Promise<void>;
-  cmakeFlags: string[];
-  target: string;
-}
+import { readLines } from "../lib/lines.ts";
+import type { BackendStatus, BuildRecipe, BuildRunner, SourceBuiltEngine } from "./engine.ts";
 
 export type Progress = (phase: string, percent: number) => void;
-type Runner = (argv: string[], cwd: string, onLine?: (line: string) => void) => Promise<void>;
 
-export const LLAMACPP_BUILD = (engine: SourceBuiltEngine): BuildRecipe => ({
-  engine,
-  npmPackage: "node-llama-cpp@3.21.1",
-  async extract(pkg, dest, run) {
-    await run(["git", "clone", "--quiet", join(pkg, "llama", "gitRelease.bundle"), dest], tmpdir());
-  },
-  cmakeFlags: [
-    "-DLLAMA_CURL=OFF",
-    "-DLLAMA_OPENSSL=OFF",
-    "-DLLAMA_BUILD_TESTS=OFF",
-    "-DLLAMA_BUILD_EXAMPLES=OFF",
-    // One self-contained binary: a shared build would carry its build folder as RUNPATH.
-    "-DBUILD_SHARED_LIBS=OFF",
-  ],
-  target: "llama-server",
-});
+/** Where a source-built engine's binaries live: `<cache>/bin/<recipe>/<version>/`. */
+export function engineDir(cacheDir: string, engine: SourceBuiltEngine, version = engine.version): string {
+  return join(cacheDir, "bin", engine.recipe, version);
+}
 
-export const WHISPERCPP_BUILD = (engine: SourceBuiltEngine): BuildRecipe => ({
-  engine,
-  npmPackage: "nodejs-whisper@0.3.1",
-  async extract(pkg, dest) {
-    cpSync(join(pkg, "cpp", "whisper.cpp"), dest, { recursive: true });
-  },
-  cmakeFlags: ["-DWHISPER_BUILD_TESTS=OFF", "-DWHISPER_SDL2=OFF", "-DBUILD_SHARED_LIBS=OFF"],
-  target: "whisper-server",
-});
+export function cachedBinary(cacheDir: string, engine: SourceBuiltEngine): string | null {
+  const path = join(engineDir(cacheDir, engine), engine.binary);
+  return existsSync(path) ? path : null;
+}
+
+/** A source-built backend: installed once its build is in the cache, else installable. */
+export function sourceBuiltStatus(cacheDir: string, engine: SourceBuiltEngine, backend: string): BackendStatus {
+  if (cachedBinary(cacheDir, engine)) {
+    return { devices: ["cpu"], state: "installed", message: "", action: "", version: engine.version };
+  }
+  return {
+    devices: ["cpu"],
+    state: "installable",
+    message: `${engine.description} is not built yet; installing builds it from source (a few minutes)`,
+    action: `lemonade backends install ${engine.recipe}:${backend}`,
+    version: engine.version,
+  };
+}
 
 /** Where an engine's source tree is kept after the build (its vocab files, templates and samples
  * are what the test-model generator reads). */
@@ -68,7 +54,7 @@ async function fetchPackage(spec: string, registryUrl: string): Promise<ArrayBuf
   return res.arrayBuffer();
 }
 
-async function runCommand(argv: string[], cwd: string, onLine?: (line: string) => void): Promise<void> {
+const runCommand: BuildRunner = async (argv, cwd, onLine) => {
   const child = Bun.spawn(argv, { cwd, stdout: "pipe", stderr: "pipe" });
   const tail: string[] = [];
   const pump = async (stream: ReadableStream<Uint8Array>) => {
@@ -81,7 +67,7 @@ async function runCommand(argv: string[], cwd: string, onLine?: (line: string) =
   await Promise.all([pump(child.stdout), pump(child.stderr)]);
   const code = await child.exited;
   if (code !== 0) throw new Error(`${argv.join(" ")} exited with ${code}:\n${tail.join("\n")}`);
-}
+};
 
 /** Builds and installs the engine; returns the installed binary's path. */
 export async function buildFromSource(

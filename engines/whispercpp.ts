@@ -1,39 +1,76 @@
-// The whispercpp recipe: find whisper-server, start it on a model. Its API is `/inference`
-// (multipart), not OpenAI's path; server/transcribe.ts speaks it.
-import { cachedBinary, WHISPERCPP } from "./recipes.ts";
-import { checkReservedArgs, EngineConfigError, startEngine, type LineSink, type RunningEngine } from "./process.ts";
-import type { EngineRegistry } from "./orphans.ts";
+// The whispercpp recipe: whisper.cpp's whisper-server for speech to text. Its API is
+// `/inference` (multipart), not OpenAI's path; protocols/whisper.ts speaks it.
+import { cpSync } from "node:fs";
+import { join } from "node:path";
+import { splitArgs } from "../lib/args.ts";
+import {
+  checkReservedArgs,
+  EngineConfigError,
+  NotInstalledError,
+  recipeStatus,
+  systemBinaryStatus,
+  type BuildRecipe,
+  type Recipe,
+  type SourceBuiltEngine,
+} from "./engine.ts";
+import { cachedBinary, sourceBuiltStatus } from "./source-build.ts";
+
+export const WHISPERCPP: SourceBuiltEngine = {
+  recipe: "whispercpp",
+  binary: "whisper-server",
+  version: "nodejs-whisper-0.3.1",
+  description: "whisper.cpp",
+};
+
+const WHISPERCPP_BUILD: BuildRecipe = {
+  engine: WHISPERCPP,
+  npmPackage: "nodejs-whisper@0.3.1",
+  async extract(pkg, dest) {
+    cpSync(join(pkg, "cpp", "whisper.cpp"), dest, { recursive: true });
+  },
+  cmakeFlags: ["-DWHISPER_BUILD_TESTS=OFF", "-DWHISPER_SDL2=OFF", "-DBUILD_SHARED_LIBS=OFF"],
+  target: "whisper-server",
+};
 
 /** Flags the server sets itself; users may not pass them in `whispercpp_args`. */
 export const RESERVED_WHISPER_FLAGS = ["-m", "--model", "--port", "--host"];
 
-export function checkWhisperArgs(args: string[]): void {
-  checkReservedArgs("whispercpp_args", RESERVED_WHISPER_FLAGS, args);
-}
+const checkUserArgs = (args: string[]) => checkReservedArgs("whispercpp_args", RESERVED_WHISPER_FLAGS, args);
 
-export function locateWhisperServer(cacheDir: string, backend: string): string {
-  if (backend === "system") {
-    const found = Bun.which(WHISPERCPP.binary);
-    if (!found) throw new EngineConfigError("whispercpp backend 'system' needs whisper-server on PATH");
-    return found;
-  }
-  if (backend !== "cpu") throw new EngineConfigError(`whispercpp backend '${backend}' is not available on this system (use cpu or system)`);
-  const cached = cachedBinary(cacheDir, WHISPERCPP);
-  if (!cached) {
-    throw new EngineConfigError("whisper.cpp is not installed: run `lemonade backends install whispercpp:cpu` (or POST /v1/install)");
-  }
-  return cached;
-}
+export const whispercpp: Recipe = {
+  name: "whispercpp",
+  displayName: "whisper.cpp",
+  backendOption: "whispercpp_backend",
+  builds: { cpu: WHISPERCPP_BUILD },
 
-export function startWhisperServer(
-  binary: string,
-  modelPath: string,
-  userArgs: string[],
-  onLine: LineSink,
-  registry?: EngineRegistry,
-  readyTimeoutMs = 60_000,
-): Promise<RunningEngine> {
-  checkWhisperArgs(userArgs);
-  const argv = (port: number) => [binary, "-m", modelPath, "--host", "127.0.0.1", "--port", String(port), ...userArgs];
-  return startEngine(argv, "/health", onLine, readyTimeoutMs, registry);
-}
+  status: ({ cacheDir }) =>
+    recipeStatus({ cpu: sourceBuiltStatus(cacheDir, WHISPERCPP, "cpu"), system: systemBinaryStatus(WHISPERCPP.binary) }),
+
+  checkOptions(options) {
+    if (typeof options.whispercpp_args === "string") checkUserArgs(splitArgs(options.whispercpp_args));
+  },
+
+  locate(backend, { cacheDir }) {
+    if (backend === "system") {
+      const found = Bun.which(WHISPERCPP.binary);
+      if (!found) throw new EngineConfigError("whispercpp backend 'system' needs whisper-server on PATH");
+      return found;
+    }
+    if (backend !== "cpu") throw new EngineConfigError(`whispercpp backend '${backend}' is not available on this system (use cpu or system)`);
+    const cached = cachedBinary(cacheDir, WHISPERCPP);
+    if (!cached) {
+      throw new NotInstalledError("whisper.cpp is not installed: run `lemonade backends install whispercpp:cpu` (or POST /v1/install)");
+    }
+    return cached;
+  },
+
+  plan(binary, input) {
+    const userArgs = splitArgs(String(input.options.whispercpp_args ?? ""));
+    checkUserArgs(userArgs);
+    return {
+      argv: (port) => [binary, "-m", input.files.main!, "--host", "127.0.0.1", "--port", String(port), ...userArgs],
+      healthPath: "/health",
+      readyTimeoutMs: 60_000,
+    };
+  },
+};

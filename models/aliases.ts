@@ -1,7 +1,7 @@
 // Model aliases: stable names (`production-llm`) bound to catalog models, persisted in aliases.json
 // in the cache directory so they survive restarts.
 import { join } from "node:path";
-import { readJsonFile, writeJsonFileAtomic } from "./json-file.ts";
+import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
 
 export class AliasStore {
   private readonly path: string;

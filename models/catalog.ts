@@ -6,10 +6,11 @@ import { join } from "node:path";
 import builtIn from "./server_models.json" with { type: "json" };
 import { findCachedFile, parseCheckpoint } from "./hf-cache.ts";
 import { ggufScalar, readGgufMetadata, type GgufMetadata } from "./gguf.ts";
-import { readJsonFile, writeJsonFileAtomic } from "./json-file.ts";
+import { ApiError } from "../lib/api-error.ts";
+import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
+import { E } from "../spec/errors.ts";
+import { RECIPE_SPECS, type ModelType } from "../spec/recipes.ts";
 import type { AliasStore } from "./aliases.ts";
-
-export type ModelType = "llm" | "embedding" | "reranking" | "transcription" | "image" | "tts";
 
 /** Deployment labels and the model type each makes. */
 const DEPLOYMENT: Record<string, ModelType> = {
@@ -20,21 +21,6 @@ const DEPLOYMENT: Record<string, ModelType> = {
   transcription: "transcription",
   image: "image",
   tts: "tts",
-};
-
-const RECIPE_DEFAULT_LABEL: Record<string, string> = {
-  llamacpp: "chat",
-  whispercpp: "transcription",
-  "sd-cpp": "image",
-  kokoro: "tts",
-};
-
-/** Which deployment modes each recipe's backend serves. */
-const RECIPE_SERVES: Record<string, ModelType[]> = {
-  llamacpp: ["llm", "embedding", "reranking"],
-  whispercpp: ["transcription"],
-  "sd-cpp": ["image"],
-  kokoro: ["tts"],
 };
 
 export type ModelSource = "huggingface" | "extra_models_dir" | "local_path";
@@ -60,13 +46,11 @@ export interface ResolvedFile {
   sizeBytes: number;
 }
 
-export class CatalogError extends Error {
-  constructor(
-    readonly code: "model_not_found" | "model_not_supported" | "invalid_labels",
-    message: string,
-  ) {
-    super(message);
-    this.name = "CatalogError";
+/** A name the catalog does not know or cannot serve (404), or a definition it refuses (400). */
+export class CatalogError extends ApiError {
+  constructor(kind: "model_not_found" | "model_not_supported" | "invalid_labels", message: string) {
+    const row = kind === "model_not_found" ? E.modelNotFound : kind === "model_not_supported" ? E.modelNotSupported : E.invalidArgument;
+    super(row.status, row.code, message);
   }
 }
 
@@ -81,7 +65,6 @@ export interface RegistryRow {
   recipe_options?: Record<string, unknown>;
 }
 
-/** Normalizes labels and derives the model type; refuses label sets that describe no real model. */
 /** The label each deployment type is called by. */
 const LABEL_OF: Record<ModelType, string> = {
   llm: "chat",
@@ -95,6 +78,7 @@ const LABEL_OF: Record<ModelType, string> = {
 /** Labels that name a deployment mode no recipe here serves. */
 const OTHER_MODES = ["classification", "classifier", "audio-generation", "3d"];
 
+/** Normalizes labels and derives the model type; refuses label sets that describe no real model. */
 export function classify(id: string, recipe: string, labels: string[]): { type: ModelType; labels: string[] } {
   const named = [...new Set(labels.filter((l) => l in DEPLOYMENT || OTHER_MODES.includes(l)).map((l) => (l === "embedding" ? "embeddings" : l)))];
   if (named.length > 1) {
@@ -103,8 +87,8 @@ export function classify(id: string, recipe: string, labels: string[]): { type: 
       `Model '${id}': a model deploys in exactly one mode, but these labels name two: ${named.map((l) => `'${l}'`).join(" and ")}. Register one model per mode.`,
     );
   }
-  const served = RECIPE_SERVES[recipe];
-  const defaultLabel = RECIPE_DEFAULT_LABEL[recipe];
+  const served = RECIPE_SPECS[recipe]?.serves;
+  const defaultLabel = RECIPE_SPECS[recipe]?.defaultLabel;
   if (named.length && (OTHER_MODES.includes(named[0]!) || (served && !served.includes(DEPLOYMENT[named[0]!]!)))) {
     const serves = served ? served.map((t) => `'${LABEL_OF[t]}'`).join(", ") : "none";
     throw new CatalogError(

@@ -2,47 +2,17 @@
 // the priority chain a load resolves through:
 //   request > saved (recipe_options.json) > registry row > server configuration > built-in default.
 import { join } from "node:path";
-import { readJsonFile, writeJsonFileAtomic } from "./json-file.ts";
+import { ApiError } from "../lib/api-error.ts";
+import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
+import { E } from "../spec/errors.ts";
+import { optionSpecs, type Options, type OptionValue } from "../spec/recipes.ts";
 
-export type OptionValue = string | number | boolean | null;
-export type Options = Record<string, OptionValue>;
-
-interface OptionSpec {
-  kind: "int" | "string" | "bool";
-  default: OptionValue;
-  /** `ctx_size`: a positive integer or -1 (automatic). */
-  ctx?: boolean;
+/** An option value a recipe does not take: the documented 400 invalid_argument. */
+export class OptionError extends ApiError {
+  constructor(message: string) {
+    super(E.invalidArgument.status, E.invalidArgument.code, message);
+  }
 }
-
-const COMMON: Record<string, OptionSpec> = {
-  evict_idle_timeout: { kind: "int", default: 300 },
-};
-
-const ARGS_MERGE: Record<string, OptionSpec> = { merge_args: { kind: "bool", default: true } };
-
-export const RECIPE_OPTIONS: Record<string, Record<string, OptionSpec>> = {
-  llamacpp: {
-    ctx_size: { kind: "int", default: -1, ctx: true },
-    llamacpp_backend: { kind: "string", default: "cpu" },
-    llamacpp_args: { kind: "string", default: "" },
-    ...ARGS_MERGE,
-    ...COMMON,
-  },
-  whispercpp: {
-    whispercpp_backend: { kind: "string", default: "cpu" },
-    whispercpp_args: { kind: "string", default: "" },
-    ...ARGS_MERGE,
-    ...COMMON,
-  },
-  kokoro: { ...COMMON },
-  "sd-cpp": { ...COMMON },
-};
-
-export function optionSpecs(recipe: string): Record<string, OptionSpec> {
-  return RECIPE_OPTIONS[recipe] ?? COMMON;
-}
-
-export class OptionError extends Error {}
 
 /** Checks one option value against its spec; null is always allowed (it means "not set here"). */
 export function validateOption(recipe: string, key: string, value: unknown): OptionValue {
@@ -93,6 +63,89 @@ export function resolveOptions(recipe: string, layers: Layers): Options {
     }
   }
   return out;
+}
+
+/** Checks the recipe options a load request carries (unknown keys are not options and pass). */
+export function validateRequestOptions(recipe: string, options: Record<string, unknown>): void {
+  const specs = optionSpecs(recipe);
+  for (const [k, v] of Object.entries(options)) if (v !== undefined && k in specs) validateOption(recipe, k, v);
+}
+
+/** The context size a load uses: a positive `ctx_size` as is; `-1` picks the model's own
+ * window (`trained`, from its GGUF), capped for memory. */
+export function resolvedCtxSize(options: Options, trained: number | undefined): number {
+  const ctx = options.ctx_size;
+  if (typeof ctx === "number" && ctx > 0) return ctx;
+  return Math.min(trained ?? 4096, 32768);
+}
+
+/** `save_options` on a load: concrete values replace the saved entry; a null keeps what was saved. */
+export function optionsToSave(recipe: string, saved: Options, request: Record<string, unknown>): Options {
+  const next: Options = {};
+  for (const key of Object.keys(optionSpecs(recipe))) {
+    const v = request[key];
+    if (v === null) {
+      if (saved[key] !== undefined) next[key] = saved[key]!;
+    } else if (v !== undefined) next[key] = v as OptionValue;
+  }
+  return next;
+}
+
+const CLEARS = new Set<unknown>([null, -1, "", "auto"]);
+
+/** Merges a POST /options body into the saved entry; throws OptionError naming the bad key. */
+export function mergeSavedOptions(recipe: string, saved: Options, body: Record<string, unknown>): Options {
+  const next: Options = { ...saved };
+  for (const [key, value] of Object.entries(body)) {
+    if (key === "model_name" || key === "dry_run") continue;
+    if (key === "pinned") throw new OptionError("'pinned' belongs to /v1/load, not to saved options");
+    const clears = key === "ctx_size" ? value === null : CLEARS.has(value);
+    if (clears) {
+      if (!(key in optionSpecs(recipe))) validateOption(recipe, key, value);
+      delete next[key];
+    } else {
+      next[key] = validateOption(recipe, key, value);
+    }
+  }
+  return next;
+}
+
+/** What a load of a model uses: its resolved options and the context size they come to. */
+export interface LoadSpec {
+  options: Options;
+  ctxSize: number;
+}
+
+/** The parts of a catalog model that options depend on. */
+export interface OptionedModel {
+  id: string;
+  recipe: string;
+  registryOptions: Record<string, unknown>;
+}
+
+/** Resolves a model's options through every layer: the saved ones from the store, the registry
+ * row's, and the server configuration's (read live, so a config change applies to the next load). */
+export class OptionResolver<M extends OptionedModel = OptionedModel> {
+  constructor(
+    private readonly store: RecipeOptionsStore,
+    private readonly configLayer: () => Options,
+    /** The context window a model was trained for (from its GGUF), when known. */
+    private readonly trainedWindow: (model: M) => number | undefined,
+  ) {}
+
+  /** Options a load of `model` would use, without the request layer unless given. */
+  resolve(model: M, request?: Record<string, unknown>, saved: Options = this.store.saved(model.id)): Options {
+    return resolveOptions(model.recipe, { request, saved, registry: model.registryOptions, config: this.configLayer() });
+  }
+
+  ctxSize(model: M, options: Options): number {
+    return resolvedCtxSize(options, this.trainedWindow(model));
+  }
+
+  spec(model: M, request?: Record<string, unknown>): LoadSpec {
+    const options = this.resolve(model, request);
+    return { options, ctxSize: this.ctxSize(model, options) };
+  }
 }
 
 /** recipe_options.json: each model's explicitly saved options. */

@@ -6,12 +6,13 @@
 import { dirname, join } from "node:path";
 import { copyFileSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { startServer } from "../cli/serve.ts";
-import { defaultCacheDir } from "../server/config.ts";
-import { cachedBinary, LLAMACPP } from "../engines/recipes.ts";
+import { startServer } from "../app/server.ts";
+import { defaultCacheDir } from "../config/config.ts";
+import { LLAMACPP } from "../engines/llamacpp.ts";
+import { cachedBinary } from "../engines/source-build.ts";
 import { llamaArgv } from "../engines/llamacpp.ts";
 import { freePort } from "../engines/process.ts";
-import { engineFetch } from "../server/proxy.ts";
+import { engineFetch } from "../runtime/proxy.ts";
 import { makeTestModels, TEST_MODELS } from "./make-test-models.ts";
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;

@@ -2,11 +2,12 @@
 // already there. `npm test` runs it through scripts/test-setup.ts; `lemonade backends install`
 // does the same per engine through the server.
 //   bun scripts/build-engines.ts [llamacpp] [whispercpp]
-import { defaultCacheDir } from "../server/config.ts";
-import { cachedBinary, LLAMACPP, WHISPERCPP } from "../engines/recipes.ts";
-import { buildFromSource, LLAMACPP_BUILD, WHISPERCPP_BUILD } from "../engines/source-build.ts";
+import { defaultCacheDir } from "../config/config.ts";
+import { llamacpp } from "../engines/llamacpp.ts";
+import { whispercpp } from "../engines/whispercpp.ts";
+import { buildFromSource, cachedBinary } from "../engines/source-build.ts";
 
-export const BUILDS = { llamacpp: LLAMACPP_BUILD(LLAMACPP), whispercpp: WHISPERCPP_BUILD(WHISPERCPP) };
+export const BUILDS = { llamacpp: llamacpp.builds!.cpu!, whispercpp: whispercpp.builds!.cpu! };
 export type EngineName = keyof typeof BUILDS;
 
 /** Builds each named engine that is not already built, reporting progress in plain lines. */

@@ -7,9 +7,9 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { GgufType, readGgufMetadata, type GgufValue } from "../models/gguf.ts";
-import { LLAMACPP } from "../engines/recipes.ts";
+import { LLAMACPP } from "../engines/llamacpp.ts";
 import { sourceDir } from "../engines/source-build.ts";
-import { defaultCacheDir } from "../server/config.ts";
+import { defaultCacheDir } from "../config/config.ts";
 import { GGML_TYPE_F16, GGML_TYPE_F32, writeGguf, type TensorSpec } from "./test-models/gguf-writer.ts";
 import { writeWhisperModel } from "./test-models/whisper-writer.ts";
 

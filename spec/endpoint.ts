@@ -1,6 +1,7 @@
 // The endpoint-definition helper. One `endpoint({...})` object per route is the single source of
-// truth: routes/ binds it to Elysia (validation), server/openapi derives the OpenAPI document from it,
-// and scripts/gen-docs.ts renders its markdown block. This module imports nothing of ours.
+// truth: http/bind.ts binds it to Elysia (validation, error style, metrics label), http/openapi.ts
+// derives the OpenAPI document from it, and scripts/gen-docs.ts renders its markdown block. This
+// module imports nothing of ours.
 import type { TSchema } from "@sinclair/typebox";
 import { E, type ErrorRow } from "./errors.ts";
 
@@ -72,10 +73,20 @@ export interface EndpointDef {
   head?: boolean;
   errors?: ErrorRow[];
   example?: Example;
+  /** The `endpoint` label of the route's model-request metrics, when not the id's own name. */
+  metricsLabel?: string;
 }
 
 export function endpoint<const D extends EndpointDef>(def: D): D {
   return def;
+}
+
+/** The `endpoint` label a route's model requests are counted under: `chat_completions` for
+ * `openai.chat_completions`, `ollama_chat` for `ollama.chat`. */
+export function metricsLabel(def: Pick<EndpointDef, "id" | "page" | "metricsLabel">): string {
+  if (def.metricsLabel) return def.metricsLabel;
+  const name = def.id.slice(def.id.indexOf(".") + 1);
+  return def.page === "ollama" ? `ollama_${name}` : name;
 }
 
 /** The paths a definition is served at. */

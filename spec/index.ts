@@ -63,6 +63,8 @@ export const endpoints: EndpointDef[] = [
   lemonade.metrics,
   lemonade.logsStream,
   lemonade.live,
+  lemonade.openapi,
+  lemonade.docs,
   lemonade.aliasesList,
   lemonade.aliasesSet,
   lemonade.aliasesDelete,

@@ -22,6 +22,34 @@ export const live = endpoint({
   example: { response: '{"status": "ok"}' },
 });
 
+export const openapi = endpoint({
+  id: "lemonade.openapi",
+  method: "GET",
+  path: "/openapi.json",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "open",
+  summary: "The OpenAPI document",
+  availability: "fully_available",
+  description: "The OpenAPI 3.1 document of every endpoint on this page and the others, rendered from the same definitions that validate requests.",
+  response: T.Object({}, { additionalProperties: true, description: "An OpenAPI 3.1 document" }),
+});
+
+export const docs = endpoint({
+  id: "lemonade.docs",
+  method: "GET",
+  path: "/docs",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "open",
+  summary: "Interactive API reference",
+  availability: "fully_available",
+  description: "An HTML page that renders `/openapi.json` as an interactive reference.",
+  contentType: "text/html; charset=utf-8",
+});
+
 export const LoadedModel = T.Object({
   model_name: T.String({ description: "Name of the loaded model" }),
   checkpoint: T.String({ description: "Full checkpoint identifier" }),

@@ -102,6 +102,7 @@ export const slots = endpoint({
 
 export const slotAction = endpoint({
   id: "llamacpp.slots_action",
+  metricsLabel: "slots",
   method: "POST",
   path: "/slots/:id",
   mount: "versioned",

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { defaultCacheDir } from "../server/config.ts";
+import { defaultCacheDir } from "../config/config.ts";
 import { freePort } from "../engines/process.ts";
 import { MODELS, testModelsDir } from "./helpers/engines.ts";
 import { startFakeHub, type FakeHub } from "./helpers/fake-hub.ts";

@@ -3,7 +3,8 @@
 import { afterEach, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { engineDir, LLAMACPP } from "../engines/recipes.ts";
+import { LLAMACPP } from "../engines/llamacpp.ts";
+import { engineDir } from "../engines/source-build.ts";
 import { llamaServerBinary, MODELS, testModelsDir } from "./helpers/engines.ts";
 import { startTestServer, tempDir, type TestServer } from "./helpers/server.ts";
 

@@ -3,8 +3,8 @@ import { join } from "node:path";
 import { Client, CliError, ensureServer, target } from "../client.ts";
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
 import { ProgressReporter, dim, green, red, sseEvents, table, yellow } from "../format.ts";
-import { defaultCacheDir } from "../../server/config.ts";
-import { readJsonFile, writeJsonFileAtomic } from "../../models/json-file.ts";
+import { defaultCacheDir } from "../../config/config.ts";
+import { readJsonFile, writeJsonFileAtomic } from "../../lib/json-file.ts";
 
 const clientOf = (input: CommandInput) => new Client(target(input.values as { host?: string; port?: string }));
 

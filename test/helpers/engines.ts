@@ -2,8 +2,10 @@
 // scripts/build-engines.ts); a missing build fails the tests with the command that fixes it.
 import { join } from "node:path";
 import { existsSync, mkdirSync, symlinkSync } from "node:fs";
-import { defaultCacheDir } from "../../server/config.ts";
-import { cachedBinary, LLAMACPP, WHISPERCPP } from "../../engines/recipes.ts";
+import { defaultCacheDir } from "../../config/config.ts";
+import { LLAMACPP } from "../../engines/llamacpp.ts";
+import { WHISPERCPP } from "../../engines/whispercpp.ts";
+import { cachedBinary } from "../../engines/source-build.ts";
 import { sourceDir } from "../../engines/source-build.ts";
 import { makeTestModels, TEST_MODELS } from "../../scripts/make-test-models.ts";
 

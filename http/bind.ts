@@ -1,0 +1,93 @@
+// Where an endpoint is bound: one spec/ definition becomes one Elysia route per mounted path,
+// with the definition's schemas as its validation, typed handler inputs (Static<>) and its metrics
+// label. The binder records every definition it bound: the app answers errors in the bound
+// definition's style and checks keys by its access class, and a test checks that spec/ and the
+// app agree.
+import type { Elysia } from "elysia";
+import type { Static, TSchema } from "@sinclair/typebox";
+import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
+import { metricsLabel, mountedPaths, type EndpointDef } from "../spec/endpoint.ts";
+
+type Input<S> = S extends TSchema ? Static<S> : undefined;
+
+export interface HandlerContext<D extends EndpointDef> {
+  body: Input<D["body"]>;
+  query: Input<D["query"]>;
+  params: Input<D["params"]>;
+  request: Request;
+  set: { status?: number | string; headers: Record<string, string | number> };
+  /** The `endpoint` label this route's model requests are counted under. */
+  label: string;
+}
+
+export type Handler<D extends EndpointDef> = (ctx: HandlerContext<D>) => unknown;
+
+/** The part of Elysia's socket wrapper the WebSocket routes use. */
+export interface Socket {
+  id: string;
+  data: { query?: Record<string, string | undefined> };
+  send(data: unknown): unknown;
+}
+
+export interface SocketHandlers {
+  open?(ws: Socket): void;
+  message?(ws: Socket, raw: unknown): void;
+  close?(ws: Socket): void;
+}
+
+// Elysia's app type carries every route's types; the binder only adds routes to it.
+type App = Elysia<any, any, any, any, any, any, any>;
+
+/** Reads the body as JSON whatever the Content-Type says (many local-AI clients send none), and
+ * reports a body that does not parse as the documented invalid_json error. */
+async function parseJsonBody({ request }: { request: Request }): Promise<unknown> {
+  const text = await request.text();
+  if (text.trim() === "") return undefined;
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw ApiError.of(E.invalidJson, `The request body is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+export class Binder {
+  /** Every definition bound, in binding order. */
+  readonly bound: EndpointDef[] = [];
+
+  constructor(private readonly app: App) {}
+
+  private record(def: EndpointDef): string[] {
+    if (this.bound.includes(def)) throw new Error(`${def.id} is bound twice`);
+    this.bound.push(def);
+    return mountedPaths(def);
+  }
+
+  http<D extends EndpointDef>(def: D, handler: Handler<D>): void {
+    if (def.method === "WS") throw new Error(`${def.id}: WebSocket routes are bound with ws()`);
+    const hooks: Record<string, unknown> = {};
+    if (def.rawBody) hooks.parse = "none";
+    else if (def.body) {
+      hooks.body = def.body;
+      hooks.parse = parseJsonBody;
+    }
+    if (def.query) hooks.query = def.query;
+    if (def.params) hooks.params = def.params;
+    const label = metricsLabel(def);
+    const h = (c: HandlerContext<D>) => {
+      c.label = label;
+      return handler(c);
+    };
+    for (const path of this.record(def)) {
+      if (def.method === "GET") this.app.get(path, h as never, hooks as never);
+      else if (def.method === "POST") this.app.post(path, h as never, hooks as never);
+      else if (def.method === "DELETE") this.app.delete(path, h as never, hooks as never);
+      if (def.head) this.app.head(path, () => new Response(null, { status: 200 }));
+    }
+  }
+
+  ws(def: EndpointDef, handlers: SocketHandlers): void {
+    if (def.method !== "WS") throw new Error(`${def.id}: only WebSocket routes are bound with ws()`);
+    for (const path of this.record(def)) this.app.ws(path, handlers as never);
+  }
+}

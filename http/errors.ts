@@ -1,0 +1,79 @@
+// Turns whatever a request failed with (a framework parse or validation error, an ApiError from a
+// handler, an unexpected throw) into the documented error, rendered by the protocol adapter whose
+// shape the route's definition names, so no stack trace or HTML reaches a client.
+import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
+import type { ErrorStyle } from "../spec/endpoint.ts";
+import { anthropicErrorBody } from "../protocols/anthropic.ts";
+import { ollamaErrorBody } from "../protocols/ollama.ts";
+import { openaiErrorBody } from "../protocols/openai.ts";
+
+interface SchemaIssue {
+  path: string;
+  message: string;
+  value: unknown;
+}
+
+/** `/b/c` -> `b.c`, `/messages/0/role` -> `messages[0].role`. */
+export function fieldName(pointer: string): string {
+  return pointer
+    .split("/")
+    .filter(Boolean)
+    .map((part, i) => (/^\d+$/.test(part) ? `[${part}]` : i === 0 ? part : `.${part}`))
+    .join("");
+}
+
+/** The first schema issue as a documented 400: missing_argument when the value is absent,
+ * invalid_argument when it is there but wrong, invalid_json when the body is not an object. */
+export function schemaIssueToError(on: string, issues: SchemaIssue[], rootValue: unknown): ApiError {
+  if (on === "body" && (typeof rootValue !== "object" || rootValue === null || Array.isArray(rootValue))) {
+    return ApiError.of(E.invalidJson, "The request body must be a JSON object");
+  }
+  const issue = issues[0];
+  if (!issue) return ApiError.of(E.invalidArgument, `Invalid ${on}`);
+  const field = fieldName(issue.path);
+  const where = on === "query" ? "query parameter" : on === "params" ? "path parameter" : "argument";
+  if (issue.value === undefined) {
+    return ApiError.of(E.missingArgument, `Missing required ${where} '${field}'`, field);
+  }
+  const detail = issue.message.charAt(0).toLowerCase() + issue.message.slice(1);
+  return ApiError.of(E.invalidArgument, `Invalid ${where} '${field}': ${detail}`, field);
+}
+
+/** The error style of a path no definition matched (a 404): Ollama's root-level `/api/*`, else
+ * OpenAI's (`/api/v0` and `/api/v1` are Lemonade prefixes). Matched routes use their definition's. */
+export function unmatchedErrorStyle(pathname: string): ErrorStyle {
+  return pathname.startsWith("/api/") && !/^\/api\/v[01](\/|$)/.test(pathname) ? "ollama" : "openai";
+}
+
+interface FrameworkError {
+  code: string | number;
+  error: unknown;
+}
+
+/** Maps an Elysia lifecycle error onto an ApiError. */
+export function toApiError({ code, error }: FrameworkError, pathname: string): ApiError {
+  if (error instanceof ApiError) return error;
+  switch (code) {
+    case "PARSE":
+      return ApiError.of(E.invalidJson, "The request body is not valid JSON");
+    case "VALIDATION": {
+      const v = error as { type?: string; all?: SchemaIssue[]; value?: unknown };
+      return schemaIssueToError(v.type ?? "body", v.all ?? [], v.value);
+    }
+    case "NOT_FOUND":
+      return new ApiError(404, "not_found", `No route for ${pathname}`);
+    default:
+      return new ApiError(500, "internal_error", `Internal server error: ${(error as Error)?.message ?? String(error)}`);
+  }
+}
+
+const BODIES: Record<ErrorStyle, (err: ApiError) => unknown> = {
+  openai: openaiErrorBody,
+  ollama: ollamaErrorBody,
+  anthropic: anthropicErrorBody,
+};
+
+export function errorResponse(err: ApiError, style: ErrorStyle, headers: Record<string, string> = {}): Response {
+  return Response.json(BODIES[style](err), { status: err.status, headers });
+}

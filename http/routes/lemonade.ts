@@ -1,0 +1,174 @@
+// Lemonade's lifecycle and operational routes: load/unload, pull and downloads, backends,
+// liveness, health, system info/stats, metrics and aliases.
+import { E, lemonade as spec } from "../../spec/index.ts";
+import { MODEL_TYPES } from "../../spec/recipes.ts";
+import { ApiError } from "../../lib/api-error.ts";
+import { sseResponse } from "../../lib/sse.ts";
+import { optionsToSave } from "../../models/recipe-options.ts";
+import { hostInfo } from "../../observability/system.ts";
+import type { ServerContext } from "../../runtime/context.ts";
+import { healthEntry } from "../../protocols/models.ts";
+import type { Binder } from "../bind.ts";
+
+const perType = (value: (type: string) => number) => Object.fromEntries(MODEL_TYPES.map((t) => [t, value(t)]));
+
+/** Recipe option keys the load request carries (everything but the load's own fields). */
+function requestOptions(body: Record<string, unknown>): Record<string, unknown> {
+  const { model_name: _name, pinned: _pinned, save_options: _save, ...options } = body;
+  return options;
+}
+
+export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
+  bind.http(spec.live, () => ({ status: "ok" }));
+
+  bind.http(spec.load, async ({ body }) => {
+    const model = ctx.catalog.get(body.model_name);
+    const options = requestOptions(body);
+    const slot = await ctx.scheduler.load(model, { options, pinned: body.pinned });
+    // Saved once the load took them, so a refused option is never saved.
+    if (body.save_options === true) {
+      ctx.recipeOptions.replace(model.id, optionsToSave(model.recipe, ctx.recipeOptions.saved(model.id), options));
+    }
+    return { status: "success", message: `Loaded model: ${slot.model.id}` };
+  });
+
+  bind.http(spec.unload, async ({ body }) => {
+    const name: string | undefined = body?.model_name;
+    const unloaded = name === undefined ? (await ctx.scheduler.unloadWhere(), true) : await unloadNamed(ctx, name);
+    if (!unloaded) {
+      throw new ApiError(404, "model_not_loaded", `Model not loaded: ${name}`);
+    }
+    return { status: "success", message: name ? `Model unloaded successfully: ${name}` : "All models unloaded successfully" };
+  });
+
+  bind.http(spec.pull, async ({ body }) => {
+    if (body.stream === true && body.subscribe === false) {
+      ctx.library.refuseOffline();
+      const model = ctx.library.modelFor(body);
+      if (model.source !== "huggingface") return { status: "success", message: `${model.id} is local; nothing to download` };
+      return ctx.downloads.startJob(model);
+    }
+    const model = ctx.library.modelFor(body);
+    if (body.stream !== true) {
+      await ctx.library.install(model);
+      return { status: "success", message: `Installed model: ${model.id}` };
+    }
+    ctx.library.refuseOffline();
+    return sseResponse(async (send) => {
+      await ctx.library.install(model, (p) => send("progress", p));
+      send("complete", { model_name: model.id, percent: 100 });
+    });
+  });
+
+  bind.http(spec.register, ({ body }) => {
+    const model = ctx.library.modelFor(body);
+    return { status: "success", message: `Registered model: ${model.id}` };
+  });
+
+  bind.http(spec.pullVariants, ({ query }) => ctx.library.variants(query.checkpoint));
+
+  bind.http(spec.checkUpdates, async () => {
+    const models = await ctx.library.checkUpdates();
+    return { status: "success", updates_available: models.length, models };
+  });
+
+  bind.http(spec.registrySearch, async ({ query }) => {
+    const text = String(query.query ?? query.q ?? "").trim();
+    if (text.length < 3) throw new ApiError(400, "invalid_argument", "'query' must be at least 3 characters", "query");
+    const source = query.source ?? "huggingface";
+    if (source !== "huggingface" && source !== "hf") {
+      throw new ApiError(400, "invalid_argument", `source '${source}' is not supported (use huggingface)`, "source");
+    }
+    const found = await ctx.library.search(text, query.limit ?? 12, query.format === "gguf");
+    return { query: text, source: "huggingface", ...(query.format === "gguf" ? { format: "gguf" } : {}), ...found };
+  });
+
+  bind.http(spec.downloads, () => ({ downloads: ctx.downloads.list() }));
+
+  bind.http(spec.downloadsControl, async ({ body }) => {
+    const known = ctx.downloads.get(body.id) !== undefined;
+    const snapshot = await ctx.downloads.control(body.id, body.action);
+    if (body.action === "remove") return known ? { status: "ok" } : { status: "ok", missing: true };
+    if (!snapshot) throw new ApiError(404, "download_not_found", `No download job ${body.id}`);
+    return snapshot;
+  });
+
+  bind.http(spec.deleteModel, async ({ body }) => {
+    const model = await ctx.library.delete(body.model_name);
+    return { status: "success", message: `Deleted model: ${model.id}` };
+  });
+
+  bind.http(spec.install, async ({ body }) => {
+    const { recipe, backend } = body;
+    const result = { status: "success", recipe, backend };
+    if (body.stream !== true) {
+      await ctx.backends.install(recipe, backend);
+      return result;
+    }
+    // Refuse an unknown pair with a plain 400 before the event stream starts.
+    await ctx.backends.isInstalled(recipe, backend);
+    return sseResponse(async (send) => {
+      await ctx.backends.install(recipe, backend, (phase, percent) => send("progress", { phase, percent }));
+      send("complete", { recipe, backend, percent: 100 });
+    });
+  });
+
+  bind.http(spec.uninstall, async ({ body }) => {
+    await ctx.backends.uninstall(body.recipe, body.backend);
+    return { status: "success", recipe: body.recipe, backend: body.backend };
+  });
+
+  bind.http(spec.health, () => ({
+    status: "ok",
+    version: ctx.version,
+    model_loaded: ctx.scheduler.mostRecent,
+    all_models_loaded: ctx.scheduler.list().map((s) => healthEntry(s, ctx.scheduler.isLoading(s.model.id))),
+    max_models: perType(() => ctx.config.maxLoadedModels),
+    pinned_models: perType((t) => ctx.scheduler.list().filter((s) => s.model.type === t && s.pinned).length),
+    ...(ctx.websocketPort !== null ? { websocket_port: ctx.websocketPort } : {}),
+    telemetry: { enabled: false },
+    update_check_done: true,
+  }));
+
+  bind.http(spec.stats, () => ctx.stats.snapshot());
+
+  bind.http(spec.systemInfo, () => ({
+    ...hostInfo(ctx.config.hfCacheDir),
+    recipes: ctx.backends.statuses(),
+  }));
+
+  bind.http(spec.systemStats, () => ctx.hostStats.read());
+
+  bind.http(spec.metrics, async () => {
+    return new Response(await ctx.metrics.render(), { headers: { "content-type": ctx.metrics.contentType } });
+  });
+
+  bind.http(spec.aliasesList, () => ({
+    aliases: ctx.aliases.list().map(({ alias, target }) => {
+      const model = ctx.catalog.find(target);
+      return { alias, target, downloaded: model ? ctx.catalog.isDownloaded(model) : false, recipe: model?.recipe ?? null };
+    }),
+  }));
+
+  bind.http(spec.aliasesSet, ({ body }) => {
+    const target: string | undefined = body.target ?? body.model;
+    if (!target) throw ApiError.of(E.missingArgument, "Missing required argument 'target'", "target");
+    ctx.aliases.set(body.alias, target);
+    ctx.logger.info("Server", `Alias ${body.alias} -> ${target}`);
+    return { status: "ok", alias: body.alias, target };
+  });
+
+  bind.http(spec.aliasesDelete, ({ params }) => {
+    if (!ctx.aliases.remove(params.alias)) {
+      throw ApiError.of(E.aliasNotFound, `Alias '${params.alias}' does not exist`, "alias");
+    }
+    ctx.logger.info("Server", `Alias ${params.alias} removed`);
+    return { status: "deleted", alias: params.alias };
+  });
+}
+
+/** Unloads a loaded model by any name it goes by; false when it is not loaded. */
+async function unloadNamed(ctx: ServerContext, name: string): Promise<boolean> {
+  const model = ctx.catalog.find(name);
+  return model ? ctx.scheduler.unload(model.id) : false;
+}

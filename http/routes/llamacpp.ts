@@ -1,0 +1,56 @@
+// llama.cpp-specific routes: rerank (to the model named), slots and tokenize (to the most
+// recently used llama.cpp model).
+import { llamacpp as spec } from "../../spec/index.ts";
+import { E } from "../../spec/errors.ts";
+import { ApiError } from "../../lib/api-error.ts";
+import type { ServerContext } from "../../runtime/context.ts";
+import { needsLlamacpp, needsReranker, toEngineBody } from "../../protocols/openai.ts";
+import type { Binder } from "../bind.ts";
+
+/** Slot files are plain names inside the model's slot folder: no separators, no dot-files. */
+const SLOT_FILE = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,200}$/;
+
+export function llamacppRoutes(bind: Binder, ctx: ServerContext): void {
+  bind.http(spec.rerank, ({ body, request, label }) => {
+    const { engineBody, loadOptions } = toEngineBody(body as Record<string, unknown>);
+    return ctx.proxy.toModel({
+      model: body.model,
+      path: "/v1/rerank",
+      body: engineBody,
+      check: needsReranker,
+      loadOptions,
+      signal: request.signal,
+      endpoint: label,
+      generation: false,
+    });
+  });
+
+  bind.http(spec.slots, ({ request, label }) =>
+    ctx.proxy.toRecent({ method: "GET", path: "/slots", signal: request.signal, endpoint: label, check: needsLlamacpp }),
+  );
+
+  bind.http(spec.slotAction, ({ params, query, body, request, label }) => {
+    const filename: unknown = body?.filename;
+    if (Number(params.id) > 2 ** 31 - 1) throw ApiError.of(E.invalidArgument, `Slot id ${params.id} is too large for a 32-bit integer`, "id");
+    if (query.action !== "erase") {
+      if (typeof filename !== "string") {
+        throw ApiError.of(E.missingArgument, `'filename' is required for action=${query.action}`, "filename");
+      }
+      if (!SLOT_FILE.test(filename) || filename.includes("..")) {
+        throw ApiError.of(E.invalidArgument, `'filename' must be a plain file name in the slot folder, got ${JSON.stringify(filename)}`, "filename");
+      }
+    }
+    return ctx.proxy.toRecent({
+      method: "POST",
+      path: `/slots/${params.id}?action=${query.action}`,
+      body: query.action === "erase" ? {} : { filename },
+      signal: request.signal,
+      endpoint: label,
+      check: needsLlamacpp,
+    });
+  });
+
+  bind.http(spec.tokenize, ({ body, request, label }) =>
+    ctx.proxy.toRecent({ method: "POST", path: "/tokenize", body: body as Record<string, unknown>, signal: request.signal, endpoint: label, check: needsLlamacpp }),
+  );
+}

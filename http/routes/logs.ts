@@ -1,0 +1,39 @@
+// WS /logs/stream: a snapshot of retained log entries, then each new entry as it is logged.
+import { Value } from "@sinclair/typebox/value";
+import { lemonade as spec } from "../../spec/index.ts";
+import type { ServerContext } from "../../runtime/context.ts";
+import type { Binder } from "../bind.ts";
+
+export function logStreamRoute(bind: Binder, ctx: ServerContext): void {
+  const subscriptions = new Map<string, () => void>();
+  const drop = (id: string) => {
+    subscriptions.get(id)?.();
+    subscriptions.delete(id);
+  };
+
+  bind.ws(spec.logsStream, {
+    message(ws, raw) {
+      let message: unknown = raw;
+      if (typeof raw === "string") {
+        try {
+          message = JSON.parse(raw);
+        } catch {
+          message = undefined;
+        }
+      }
+      if (!Value.Check(spec.LogsSubscribe, message)) {
+        ws.send({ type: "error", error: { message: 'Expected {"type": "logs.subscribe", "after_seq": <integer|null>}' } });
+        return;
+      }
+      drop(ws.id);
+      ws.send({ type: "logs.snapshot", entries: ctx.logger.snapshot(message.after_seq ?? null) });
+      subscriptions.set(
+        ws.id,
+        ctx.logger.subscribe((entry) => ws.send({ type: "logs.entry", entry })),
+      );
+    },
+    close(ws) {
+      drop(ws.id);
+    },
+  });
+}

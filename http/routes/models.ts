@@ -1,0 +1,49 @@
+// /v1/models and per-model options; the views are protocols/models'.
+import { basename } from "node:path";
+import { models as spec } from "../../spec/index.ts";
+import type { ServerContext } from "../../runtime/context.ts";
+import { mergeSavedOptions } from "../../models/recipe-options.ts";
+import { listModels, modelObject, optionsView } from "../../protocols/models.ts";
+import type { Binder } from "../bind.ts";
+
+export function modelRoutes(bind: Binder, ctx: ServerContext): void {
+  bind.http(spec.list, ({ query }) => ({
+    object: "list",
+    data: listModels(ctx, query.show_all === true, query.include_paths === true),
+  }));
+
+  bind.http(spec.get, ({ params, query }) => {
+    const model = ctx.catalog.get(params.id);
+    return modelObject(ctx, model, query.include_paths === true, ctx.aliases.list().some((a) => a.alias === params.id) ? params.id : model.id);
+  });
+
+  bind.http(spec.files, ({ params, query }) => {
+    const model = ctx.catalog.get(params.id);
+    return {
+      model_id: model.id,
+      files: ctx.catalog.files(model).map((f) => ({
+        name: f.path ? basename(f.path) : basename(model.checkpoints[f.role] ?? f.role),
+        ...(query.include_paths === true && f.path ? { path: f.path } : {}),
+        role: f.role,
+        size_bytes: f.sizeBytes,
+        exists: f.exists,
+      })),
+    };
+  });
+
+  bind.http(spec.optionsGet, ({ params }) => optionsView(ctx, ctx.catalog.get(params.id)));
+
+  bind.http(spec.optionsPost, ({ params, body }) => {
+    const model = ctx.catalog.get(params.id);
+    const next = mergeSavedOptions(model.recipe, ctx.recipeOptions.saved(model.id), body as Record<string, unknown>);
+    if ((body as { dry_run?: boolean }).dry_run === true) return optionsView(ctx, model, next);
+    ctx.recipeOptions.replace(model.id, next);
+    return optionsView(ctx, model);
+  });
+
+  bind.http(spec.optionsDelete, ({ params }) => {
+    const model = ctx.catalog.get(params.id);
+    ctx.recipeOptions.replace(model.id, {});
+    return optionsView(ctx, model);
+  });
+}

@@ -1,0 +1,171 @@
+// The model library: what a /v1/pull or register body names (a catalog model, or a `user.*`
+// model to register first), downloading its files, deleting them again, and what the hub offers
+// (variants, updates, search). The scheduler's `prepare` is `ensureDownloaded`.
+import { rmSync } from "node:fs";
+import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
+import type { Catalog, CatalogModel, RegistryRow } from "./catalog.ts";
+import { repoCacheDir, parseCheckpoint } from "./hf-cache.ts";
+import type { DownloadManager, Progress } from "./downloads.ts";
+import { cachedRevision, ggufVariants, HubError, repoManifest, searchRepos, type HubOptions } from "./hf-download.ts";
+
+type Json = Record<string, any>;
+
+export interface LibraryOptions {
+  catalog: Catalog;
+  downloads: DownloadManager;
+  hub: HubOptions;
+  hfCacheDir: string;
+  /** Whether downloads are refused (`offline`), read at each call. */
+  offline(): boolean;
+  /** Unloads a model before its files go. */
+  unload(id: string): Promise<unknown>;
+  log(message: string): void;
+}
+
+/** The registry row a registration body describes, with the label booleans folded in. */
+function rowFrom(body: Json): RegistryRow {
+  const labels: string[] = [...(body.labels ?? [])];
+  for (const [flag, label] of [["reasoning", "reasoning"], ["vision", "vision"], ["embedding", "embeddings"], ["reranking", "reranking"]] as const) {
+    if (body[flag] === true && !labels.includes(label)) labels.push(label);
+  }
+  const row: RegistryRow = { recipe: body.recipe, labels };
+  if (body.checkpoint) row.checkpoint = body.checkpoint;
+  if (body.checkpoints) row.checkpoints = body.checkpoints;
+  if (body.mmproj) row.mmproj = body.mmproj;
+  if (body.size !== undefined) row.size = body.size;
+  if (body.recipe_options) row.recipe_options = body.recipe_options;
+  return row;
+}
+
+function hubError(err: unknown): never {
+  if (err instanceof HubError) throw new ApiError(err.status === 404 ? 404 : 500, "download_failed", err.message);
+  throw err;
+}
+
+export class ModelLibrary {
+  /** Models the last update check found a newer commit for. */
+  readonly updatesAvailable = new Set<string>();
+
+  constructor(private readonly opts: LibraryOptions) {}
+
+  refuseOffline(): void {
+    if (this.opts.offline()) {
+      throw new ApiError(400, "lemond_offline", "The server is in offline mode (`offline` is true): downloads are disabled");
+    }
+  }
+
+  /** The model a pull or register body names, registering a `user.*` definition when it has one. */
+  modelFor(body: Json): CatalogModel {
+    const { catalog } = this.opts;
+    const defines = body.checkpoint !== undefined || body.checkpoints !== undefined || body.recipe !== undefined;
+    if (!defines) return catalog.get(body.model_name);
+    if (!body.recipe) throw new ApiError(400, "missing_argument", "Missing required argument 'recipe' to register a model", "recipe");
+    if (body.recipe === "collection.omni") {
+      throw new ApiError(400, "invalid_argument", "collection.omni models are not supported by this server", "recipe");
+    }
+    const model = catalog.registerUser(body.model_name, rowFrom(body));
+    this.opts.log(`Registered ${model.id} (${model.checkpoints.main})`);
+    return model;
+  }
+
+  /** Downloads a model's files (skipping what is already there); local models need nothing. */
+  async install(model: CatalogModel, onProgress?: (p: Progress) => void): Promise<void> {
+    if (model.source !== "huggingface") return;
+    this.refuseOffline();
+    this.opts.log(`Downloading ${model.id}`);
+    await this.opts.downloads.pull(model, onProgress).catch(hubError);
+    this.updatesAvailable.delete(model.id);
+    this.opts.log(`Installed ${model.id}`);
+  }
+
+  /** A load's first step: fetch what is missing, as the load's own error when that fails. */
+  async ensureDownloaded(model: CatalogModel): Promise<void> {
+    if (this.opts.catalog.isDownloaded(model)) return;
+    try {
+      await this.install(model);
+    } catch (err) {
+      const message = (err as Error).message;
+      this.opts.log(`Failed to download ${model.id}: ${message}`);
+      if (err instanceof ApiError && err.code === "lemond_offline") throw err;
+      throw ApiError.of(E.modelLoadError, `${model.id} is not downloaded and the download failed: ${message}`);
+    }
+  }
+
+  /** Unloads a model, removes its files from the HF cache, and drops a `user.*` registration. */
+  async delete(name: string): Promise<CatalogModel> {
+    const { catalog } = this.opts;
+    const model = catalog.get(name);
+    if (model.source === "extra_models_dir") {
+      throw new ApiError(500, "delete_failed", `${model.id} lives in the extra models folder; remove the file there instead`);
+    }
+    await this.opts.unload(model.id);
+    const files = catalog.files(model);
+    if (!files.some((f) => f.exists) && !model.id.startsWith("user.")) {
+      throw new ApiError(404, "model_not_downloaded", `${model.id} is not downloaded`);
+    }
+    // Whole repo folders go: blobs, snapshots and refs together, so no half model is left.
+    for (const repo of new Set(Object.values(model.checkpoints).map((c) => parseCheckpoint(c).repo))) {
+      const shared = catalog
+        .all()
+        .some((m) => m.id !== model.id && catalog.isDownloaded(m) && Object.values(m.checkpoints).some((c) => parseCheckpoint(c).repo === repo));
+      if (!shared) rmSync(repoCacheDir(this.opts.hfCacheDir, repo), { recursive: true, force: true });
+    }
+    if (model.id.startsWith("user.")) catalog.unregisterUser(model.id);
+    this.opts.log(`Deleted ${model.id}`);
+    return model;
+  }
+
+  /** GET /v1/pull/variants: what a GGUF repository offers, grouped for the pull form. */
+  async variants(checkpoint: string) {
+    const repo = parseCheckpoint(checkpoint).repo;
+    if (!/^[^/\s]+\/[^/\s]+$/.test(repo)) {
+      throw new ApiError(400, "invalid_argument", `'checkpoint' must be a Hugging Face repo id like org/name, got ${JSON.stringify(checkpoint)}`, "checkpoint");
+    }
+    this.refuseOffline();
+    const manifest = await repoManifest(this.opts.hub, repo).catch(hubError);
+    const mmproj = manifest.files.map((f) => f.path).filter((p) => /(^|\/)mmproj[^/]*\.gguf$/i.test(p));
+    const labels = [
+      ...(mmproj.length ? ["vision"] : []),
+      ...(/embed/i.test(repo) ? ["embeddings"] : []),
+      ...(/rerank/i.test(repo) ? ["reranking"] : []),
+    ];
+    return {
+      checkpoint,
+      recipe: "llamacpp",
+      suggested_name: repo.split("/")[1]!,
+      suggested_labels: labels,
+      mmproj_files: mmproj.map((p) => p.split("/").pop()!),
+      variants: ggufVariants(manifest),
+    };
+  }
+
+  /** POST /v1/models/check-updates: downloaded hub models whose repository moved on. */
+  async checkUpdates(): Promise<string[]> {
+    const { catalog } = this.opts;
+    if (this.opts.offline()) throw new ApiError(409, "lemond_offline", "The server is in offline mode (`offline` is true): no update check is made");
+    const found: string[] = [];
+    for (const model of catalog.all()) {
+      if (model.source !== "huggingface" || !catalog.isDownloaded(model)) continue;
+      const repos = [...new Set(Object.values(model.checkpoints).map((c) => parseCheckpoint(c).repo))];
+      let newer = false;
+      for (const repo of repos) {
+        const local = cachedRevision(this.opts.hfCacheDir, repo);
+        const remote = await repoManifest(this.opts.hub, repo).then((m) => m.sha, () => null);
+        if (local && remote && local !== remote) newer = true;
+      }
+      if (newer) found.push(model.id);
+      else this.updatesAvailable.delete(model.id);
+    }
+    for (const id of found) this.updatesAvailable.add(id);
+    return found;
+  }
+
+  /** GET /v1/registry/search */
+  async search(query: string, limit: number, gguf: boolean) {
+    this.refuseOffline();
+    return searchRepos(this.opts.hub, query, limit, gguf).catch((err) => {
+      throw new ApiError(err instanceof HubError && err.status === 429 ? 429 : 502, "download_failed", (err as Error).message);
+    });
+  }
+}

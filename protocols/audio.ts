@@ -1,0 +1,105 @@
+// OpenAI's audio routes. Transcription: multipart in, whisper-server behind (protocols/whisper.ts);
+// audio in any format ffmpeg reads is converted to the 16 kHz mono WAV whisper.cpp takes.
+// Speech: the model and voice are checked, then the kokoro recipe's espeak-ng speaks.
+import { ApiError } from "../lib/api-error.ts";
+import type { ServerContext } from "../runtime/context.ts";
+import { CONTENT_TYPES, espeakVoice, SpeechError, synthesize, type SpeechFormat } from "../engines/kokoro.ts";
+import { needsTranscriber, TRANSCRIPTION_FORMATS, whisperInference, type TranscriptionFormat as Format } from "./whisper.ts";
+
+const CONTENT_TYPE: Record<Format, string> = {
+  json: "application/json",
+  verbose_json: "application/json",
+  text: "text/plain; charset=utf-8",
+  srt: "application/x-subrip; charset=utf-8",
+  vtt: "text/vtt; charset=utf-8",
+};
+
+/** Any audio ffmpeg reads -> 16 kHz mono 16-bit WAV. */
+export async function toWav16k(audio: Blob): Promise<ArrayBuffer> {
+  if (!Bun.which("ffmpeg")) return audio.arrayBuffer();
+  const ff = Bun.spawn(["ffmpeg", "-hide_banner", "-loglevel", "error", "-i", "pipe:0", "-ar", "16000", "-ac", "1", "-c:a", "pcm_s16le", "-f", "wav", "pipe:1"], {
+    stdin: audio,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [wav, err, code] = await Promise.all([new Response(ff.stdout).arrayBuffer(), new Response(ff.stderr).text(), ff.exited]);
+  if (code !== 0) throw new ApiError(400, "invalid_argument", `The audio file could not be decoded: ${err.trim().split("\n").pop()}`, "file");
+  return wav;
+}
+
+function field(form: FormData, name: string): string | undefined {
+  const v = form.get(name);
+  return typeof v === "string" && v !== "" ? v : undefined;
+}
+
+export async function transcribe(ctx: ServerContext, request: Request): Promise<Response> {
+  if (!request.headers.get("content-type")?.toLowerCase().startsWith("multipart/form-data")) {
+    throw new ApiError(400, "", "The request must be multipart/form-data with a 'file' and a 'model'");
+  }
+  let form: FormData;
+  try {
+    form = await request.formData();
+  } catch (err) {
+    throw new ApiError(400, "", `The multipart body could not be read: ${(err as Error).message}`);
+  }
+  const file = form.get("file");
+  if (!(file instanceof Blob)) throw new ApiError(400, "missing_argument", "Missing required argument 'file'", "file");
+  const name = field(form, "model");
+  if (!name) throw new ApiError(400, "missing_argument", "Missing required argument 'model'", "model");
+  const format = (field(form, "response_format") ?? "json") as Format;
+  if (!TRANSCRIPTION_FORMATS.includes(format)) {
+    throw new ApiError(400, "invalid_argument", `'response_format' must be one of ${TRANSCRIPTION_FORMATS.join(", ")}`, "response_format");
+  }
+  const temperature = field(form, "temperature");
+  if (temperature !== undefined && !Number.isFinite(Number(temperature))) {
+    throw new ApiError(400, "invalid_argument", "'temperature' must be a number", "temperature");
+  }
+  const model = ctx.proxy.model(name, needsTranscriber);
+  const wav = await toWav16k(file);
+  const body = await whisperInference(ctx, model.id, {
+    wav,
+    format,
+    language: field(form, "language"),
+    temperature,
+    prompt: field(form, "prompt"),
+    signal: request.signal,
+  });
+  ctx.logger.info("Transcribe", `Transcribed ${(wav.byteLength / 32000).toFixed(1)} s of audio with ${model.id}`);
+  return new Response(body, { headers: { "content-type": CONTENT_TYPE[format] } });
+}
+
+export interface SpeechRequest {
+  model: string;
+  input: string;
+  voice?: string;
+  speed?: number;
+  response_format?: SpeechFormat;
+  stream?: boolean;
+  stream_format?: "audio";
+}
+
+export async function speak(ctx: ServerContext, body: SpeechRequest): Promise<Response> {
+  const model = ctx.catalog.get(body.model);
+  if (model.type !== "tts") {
+    throw new ApiError(400, "model_not_applicable", `Model ${model.id} is not a text-to-speech model (its type is ${model.type})`, "model");
+  }
+  const voice = body.voice ?? "shimmer";
+  if (!espeakVoice(voice)) {
+    throw new ApiError(400, "invalid_argument", `Unknown voice '${voice}': use an OpenAI voice (alloy, ash, ...) or a Kokoro one (af_sky, am_echo, ...)`, "voice");
+  }
+  const streaming = body.stream === true || body.stream_format === "audio";
+  const format: SpeechFormat = body.response_format ?? (streaming ? "pcm" : "mp3");
+  let audio: ReadableStream<Uint8Array>;
+  try {
+    audio = synthesize(body.input, voice, body.speed ?? 1, format);
+  } catch (err) {
+    if (err instanceof SpeechError) throw new ApiError(500, "model_load_error", `Cannot speak with ${model.id}: ${err.message}`);
+    throw err;
+  }
+  const headers = { "content-type": CONTENT_TYPES[format] };
+  if (streaming) return new Response(audio, { headers });
+  const bytes = new Uint8Array(await new Response(audio).arrayBuffer());
+  if (bytes.length === 0) throw new ApiError(502, "", `${model.id} produced no audio`);
+  ctx.logger.info("TTS", `Spoke ${body.input.length} characters with ${model.id} (${voice}, ${format}, ${bytes.length} bytes)`);
+  return new Response(bytes, { headers });
+}

@@ -1,0 +1,331 @@
+// The MCP gateway: a JSON-RPC 2.0 dispatcher for MCP's tools capability. Tools run on the same
+// paths as the HTTP API (catalog, router, proxy); their failures are `isError` results so a
+// calling model can correct itself, while protocol mistakes are JSON-RPC errors.
+import { accessSync, constants, lstatSync, mkdirSync, realpathSync } from "node:fs";
+import { dirname, isAbsolute, relative, resolve } from "node:path";
+import { ApiError } from "../lib/api-error.ts";
+import { VERSION } from "../lib/version.ts";
+import type { ServerContext } from "../runtime/context.ts";
+import { PROTOCOL_VERSIONS, RPC } from "../spec/mcp.ts";
+import { toWav16k } from "./audio.ts";
+import { listModels } from "./models.ts";
+import { TRANSCRIPTION_FORMATS, whisperInference, type TranscriptionFormat } from "./whisper.ts";
+
+type Json = Record<string, any>;
+
+export class RpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A tool failure: reported to the caller as an `isError` result. */
+class ToolError extends Error {}
+
+const text = (t: string) => ({ type: "text", text: t });
+const toolResult = (content: Json[]) => ({ content, isError: false });
+
+const TOOLS = [
+  {
+    name: "lemonade_list_models",
+    description:
+      "List the models this Lemonade server has loaded, downloaded and recommends. Call this first if you do not know the exact model name for the other tools: a wrong name may start a multi-GB download.",
+    inputSchema: {
+      type: "object",
+      properties: {
+        include_available: { type: "boolean", description: "Also list downloaded models that are not loaded (default true)." },
+        include_suggested: { type: "boolean", description: "Also list recommended models not downloaded yet (default true)." },
+      },
+    },
+  },
+  {
+    name: "lemonade_chat",
+    description:
+      "Chat completion with any LLM in the registry, loaded on first use. Reasoning is off by default so small max_tokens budgets go to the answer; pass chat_template_kwargs {enable_thinking: true} to turn it on.",
+    inputSchema: {
+      type: "object",
+      properties: {
+        model: { type: "string", description: "Model name, e.g. Qwen3-1.7B-GGUF." },
+        messages: { type: "array", items: { type: "object" }, description: "OpenAI-style messages." },
+        max_tokens: { type: "integer" },
+        temperature: { type: "number" },
+        tools: { type: "array", items: { type: "object" } },
+        tool_choice: {},
+        chat_template_kwargs: { type: "object" },
+      },
+      required: ["model", "messages"],
+    },
+  },
+  {
+    name: "lemonade_transcribe_audio",
+    description: "Transcribe a local audio file with a Whisper-class model. Prefer audio_path; use audio_base64 only for bytes in memory.",
+    inputSchema: {
+      type: "object",
+      properties: {
+        model: { type: "string" },
+        audio_path: { type: "string" },
+        audio_base64: { type: "string" },
+        language: { type: "string" },
+        response_format: { type: "string", enum: ["json", "verbose_json", "text", "srt", "vtt"] },
+      },
+      required: ["model"],
+    },
+  },
+  {
+    name: "lemonade_generate_image",
+    description:
+      "Generate PNG images from a prompt. Prefer output_path (one image) or output_dir (several): both are confined to the server's MCP image folder.",
+    inputSchema: {
+      type: "object",
+      properties: {
+        model: { type: "string" },
+        prompt: { type: "string" },
+        size: { type: "string", description: "WIDTHxHEIGHT, e.g. 512x512." },
+        n: { type: "integer", minimum: 1 },
+        output_path: { type: "string" },
+        output_dir: { type: "string" },
+      },
+      required: ["model", "prompt"],
+    },
+  },
+  {
+    name: "lemonade_omni",
+    description:
+      "One multimodal turn against a Lemonade Omni collection (planner LLM with image, image-edit and speech components). Use lemonade_chat for plain text.",
+    inputSchema: {
+      type: "object",
+      properties: {
+        model: { type: "string", description: "A collection.omni model; defaults to LMX-Omni-5.5B-Lite." },
+        messages: { type: "array", items: { type: "object" } },
+        tools: { type: "array", items: { type: "object" } },
+        tool_choice: {},
+        output_dir: { type: "string" },
+      },
+      required: ["messages"],
+    },
+  },
+] as const;
+
+/** Resolves a client-named path inside the sandbox folder; refuses `..` and symlink escapes. */
+export function sandboxPath(root: string, requested: string): string {
+  mkdirSync(root, { recursive: true });
+  const realRoot = realpathSync(root);
+  const target = resolve(realRoot, requested);
+  const inside = (p: string) => {
+    const rel = relative(realRoot, p);
+    return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
+  };
+  if (!inside(target)) throw new ToolError(`Path ${requested} is outside the MCP image folder ${realRoot}`);
+  // Walk up to the deepest part that exists: a symbolic link there must not lead out.
+  let probe = target;
+  for (;;) {
+    try {
+      lstatSync(probe);
+      break;
+    } catch {
+      probe = dirname(probe);
+    }
+  }
+  if (!inside(realpathSync(probe))) throw new ToolError(`Path ${requested} leads out of the MCP image folder through a link`);
+  return target;
+}
+
+function requireString(args: Json, key: string): string {
+  const v = args[key];
+  if (typeof v !== "string" || !v) throw new ToolError(`Argument '${key}' is required and must be a non-empty string`);
+  return v;
+}
+
+function requireMessages(args: Json): Json[] {
+  if (!Array.isArray(args.messages) || args.messages.length === 0) {
+    throw new ToolError("Argument 'messages' is required: a non-empty array of {role, content}");
+  }
+  return args.messages;
+}
+
+async function listModelsTool(ctx: ServerContext, args: Json) {
+  const loaded = ctx.scheduler.list().map((s) => s.model.id);
+  const downloaded = listModels(ctx, false, false).map((m) => m.id);
+  const available = args.include_available === false ? [] : downloaded.filter((id) => !loaded.includes(id));
+  const suggested =
+    args.include_suggested === false
+      ? []
+      : ctx.catalog
+          .all()
+          .filter((m) => m.suggested && ctx.catalog.isSupported(m) && !downloaded.includes(m.id))
+          .map((m) => m.id);
+  const chatModels = [...loaded, ...available].filter((id) => ctx.catalog.find(id)?.type === "llm");
+  const summary = {
+    loaded,
+    available,
+    suggested_to_pull: suggested,
+    recommended_chat_model: chatModels[0] ?? null,
+  };
+  const line = `Loaded: ${loaded.join(", ") || "none"}. Downloaded: ${available.join(", ") || "none"}. Recommended chat model: ${summary.recommended_chat_model ?? "none downloaded"}.`;
+  return toolResult([text(line), text(JSON.stringify(summary))]);
+}
+
+async function chatTool(ctx: ServerContext, args: Json, signal: AbortSignal) {
+  const model = requireString(args, "model");
+  const messages = requireMessages(args);
+  const body: Json = {
+    messages,
+    chat_template_kwargs: { enable_thinking: false, ...(args.chat_template_kwargs ?? {}) },
+  };
+  for (const k of ["max_tokens", "temperature", "tools", "tool_choice"]) if (args[k] !== undefined) body[k] = args[k];
+  const res = await ctx.proxy.toModel({
+    model,
+    path: "/v1/chat/completions",
+    body,
+    check: (m) => (m.type === "llm" ? null : new ApiError(400, "", `Model ${m.id} is not a chat model; use lemonade_list_models to find one`)),
+    signal,
+    endpoint: "mcp_chat",
+    generation: true,
+  });
+  const json = await res.json();
+  if (!res.ok) throw new ToolError(`Backend error: ${json.error?.message ?? JSON.stringify(json)}`);
+  const message = json.choices?.[0]?.message ?? {};
+  const content = [text(message.content ?? "")];
+  if (message.tool_calls?.length) content.push(text(`tool_calls: ${JSON.stringify(message.tool_calls)}`));
+  return toolResult(content);
+}
+
+/** Checks a model exists and is of the kind a tool needs, before any file is touched. */
+function modelOfType(ctx: ServerContext, name: string, type: string, hint: string) {
+  const model = ctx.catalog.get(name);
+  if (model.type !== type) throw new ToolError(`Model ${model.id} is not a ${type} model. ${hint}`);
+  return model;
+}
+
+async function transcribeTool(ctx: ServerContext, args: Json, signal: AbortSignal): Promise<Json> {
+  const name = requireString(args, "model");
+  if (!args.audio_path && !args.audio_base64) throw new ToolError("Pass 'audio_path' (preferred) or 'audio_base64'");
+  if (args.audio_path) {
+    try {
+      accessSync(args.audio_path, constants.R_OK);
+    } catch (err) {
+      throw new ToolError(`Cannot read audio_path: ${(err as Error).message}`);
+    }
+  }
+  const format = (args.response_format ?? "json") as TranscriptionFormat;
+  if (!TRANSCRIPTION_FORMATS.includes(format)) throw new ToolError(`'response_format' must be one of ${TRANSCRIPTION_FORMATS.join(", ")}`);
+  const model = modelOfType(ctx, name, "transcription", "Use a Whisper model such as Whisper-Tiny.");
+  const audio = args.audio_path ? Bun.file(String(args.audio_path)) : new Blob([Buffer.from(String(args.audio_base64), "base64")]);
+  const wav = await toWav16k(audio);
+  const body = await whisperInference(ctx, model.id, {
+    wav,
+    format,
+    language: typeof args.language === "string" ? args.language : undefined,
+    signal,
+  });
+  const transcript = format === "json" ? String(JSON.parse(body).text ?? "").trim() : body;
+  return toolResult([text(transcript)]);
+}
+
+async function imageTool(ctx: ServerContext, args: Json): Promise<Json> {
+  const name = requireString(args, "model");
+  requireString(args, "prompt");
+  // Paths are checked first: a refused path is refused whatever the model.
+  if (args.output_path !== undefined) sandboxPath(ctx.config.mcpImageDir, String(args.output_path));
+  if (args.output_dir !== undefined) sandboxPath(ctx.config.mcpImageDir, String(args.output_dir));
+  const model = modelOfType(ctx, name, "image", "Use lemonade_list_models to find an image model.");
+  await ctx.scheduler.acquire(model).then((lease) => lease.release());
+  throw new ToolError(`Image generation through ${model.id} is not available on this server yet`);
+}
+
+async function omniTool(ctx: ServerContext, args: Json): Promise<Json> {
+  requireMessages(args);
+  if (args.output_dir !== undefined) sandboxPath(ctx.config.mcpImageDir, String(args.output_dir));
+  const name = typeof args.model === "string" && args.model ? args.model : "LMX-Omni-5.5B-Lite";
+  const model = ctx.catalog.find(name);
+  if (!model) throw new ToolError(`Model ${name} is not in the registry; lemonade_list_models lists what is`);
+  throw new ToolError(`Model ${model.id} is not a collection.omni model; use lemonade_chat for plain text`);
+}
+
+async function callTool(ctx: ServerContext, params: Json, signal: AbortSignal): Promise<Json> {
+  const name = params?.name;
+  const args: Json = params?.arguments ?? {};
+  if (typeof name !== "string") throw new RpcError(RPC.invalidParams, "tools/call needs params.name");
+  if (typeof args !== "object" || Array.isArray(args)) throw new RpcError(RPC.invalidParams, "tools/call params.arguments must be an object");
+  const tools: Record<string, () => Promise<Json>> = {
+    lemonade_list_models: () => listModelsTool(ctx, args),
+    lemonade_chat: () => chatTool(ctx, args, signal),
+    lemonade_transcribe_audio: () => transcribeTool(ctx, args, signal),
+    lemonade_generate_image: () => imageTool(ctx, args),
+    lemonade_omni: () => omniTool(ctx, args),
+  };
+  const tool = tools[name];
+  if (!tool) throw new RpcError(RPC.invalidParams, `Unknown tool: ${name}`);
+  try {
+    return await tool();
+  } catch (err) {
+    // Tool failures are results, so the calling model sees them and can correct itself.
+    if (err instanceof ToolError || err instanceof ApiError) {
+      return { content: [text((err as Error).message)], isError: true };
+    }
+    throw err;
+  }
+}
+
+async function dispatch(ctx: ServerContext, msg: Json, signal: AbortSignal): Promise<Json> {
+  switch (msg.method) {
+    case "initialize": {
+      const asked = msg.params?.protocolVersion;
+      return {
+        protocolVersion: PROTOCOL_VERSIONS.includes(asked) ? asked : PROTOCOL_VERSIONS[0],
+        capabilities: { tools: { listChanged: false } },
+        serverInfo: { name: "lemonade", version: VERSION },
+        instructions: "Call lemonade_list_models first to learn the model names, then lemonade_chat.",
+      };
+    }
+    case "ping":
+      return {};
+    case "tools/list":
+      return { tools: TOOLS };
+    case "tools/call":
+      return callTool(ctx, msg.params, signal);
+    default:
+      throw new RpcError(RPC.methodNotFound, `Method not found: ${msg.method}`);
+  }
+}
+
+const rpcError = (id: unknown, code: number, message: string) => ({ jsonrpc: "2.0", id: id ?? null, error: { code, message } });
+
+/** Answers one message; null for a notification (no id), which gets no answer. */
+async function handleOne(ctx: ServerContext, msg: unknown, signal: AbortSignal): Promise<Json | null> {
+  if (!msg || typeof msg !== "object" || Array.isArray(msg) || (msg as Json).jsonrpc !== "2.0" || typeof (msg as Json).method !== "string") {
+    return rpcError((msg as Json)?.id, RPC.invalidRequest, "Not a JSON-RPC 2.0 request: expected {jsonrpc: \"2.0\", method, id?, params?}");
+  }
+  const m = msg as Json;
+  const isNotification = !("id" in m);
+  try {
+    const result = await dispatch(ctx, m, signal);
+    return isNotification ? null : { jsonrpc: "2.0", id: m.id, result };
+  } catch (err) {
+    if (isNotification) return null;
+    if (err instanceof RpcError) return rpcError(m.id, err.code, err.message);
+    ctx.logger.error("MCP", `${m.method} failed: ${(err as Error).message}`);
+    return rpcError(m.id, RPC.internal, `Internal error: ${(err as Error).message}`);
+  }
+}
+
+/** One POST /mcp: a message or a batch in, the answers out (202 when nothing needs one). */
+export async function handleMcp(ctx: ServerContext, raw: string, signal: AbortSignal): Promise<Response> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch (err) {
+    return Response.json(rpcError(null, RPC.parseError, `Parse error: ${(err as Error).message}`));
+  }
+  if (Array.isArray(parsed)) {
+    if (parsed.length === 0) return Response.json(rpcError(null, RPC.invalidRequest, "Empty batch"));
+    const answers = (await Promise.all(parsed.map((m) => handleOne(ctx, m, signal)))).filter((a) => a !== null);
+    return answers.length ? Response.json(answers) : new Response(null, { status: 202 });
+  }
+  const answer = await handleOne(ctx, parsed, signal);
+  return answer ? Response.json(answer) : new Response(null, { status: 202 });
+}
+

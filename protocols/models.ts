@@ -1,0 +1,91 @@
+// How models look to Lemonade and OpenAI clients: the model object `/v1/models` lists, the
+// options-by-layer view, and a `/v1/health` entry. Each combines the catalog (what exists), the
+// scheduler (what runs) and the saved options.
+import type { CatalogModel } from "../models/catalog.ts";
+import type { Slot } from "../runtime/scheduler.ts";
+import type { ServerContext } from "../runtime/context.ts";
+import { optionSpecs, type Options } from "../spec/recipes.ts";
+
+export function modelObject(ctx: ServerContext, model: CatalogModel, includePaths = false, id = model.id) {
+  const files = ctx.catalog.files(model);
+  const slot = ctx.scheduler.list().find((s) => s.model.id === model.id);
+  const saved = ctx.recipeOptions.saved(model.id);
+  const maxContext = ctx.catalog.maxContextWindow(model);
+  const configuredCtx = ctx.options.resolve(model).ctx_size;
+  const contextLength = slot?.spec.ctxSize ?? (typeof configuredCtx === "number" && configuredCtx > 0 ? configuredCtx : maxContext);
+  const hub = model.source === "huggingface";
+  return {
+    id,
+    created: 1234567890,
+    object: "model" as const,
+    owned_by: "lemonade" as const,
+    checkpoint: model.checkpoints.main ?? "",
+    recipe: model.recipe,
+    ...(model.size !== undefined ? { size: model.size } : {}),
+    ...(maxContext !== undefined ? { max_context_window: maxContext } : {}),
+    ...(contextLength !== undefined ? { context_length: contextLength } : {}),
+    downloaded: files.every((f) => f.exists),
+    update_available: ctx.library.updatesAvailable.has(model.id),
+    suggested: model.suggested,
+    labels: model.labels,
+    components: [],
+    checkpoints: model.checkpoints,
+    checkpoint_status: files.map((f) => ({
+      type: f.role,
+      present: f.exists,
+      required: true,
+      registry: hub ? "huggingface" : "",
+      ...(includePaths && f.path ? { path: f.path } : {}),
+    })),
+    source: model.source,
+    ...(hub ? { registry_source: "huggingface" } : {}),
+    recipe_options: { ...model.registryOptions, ...saved },
+  };
+}
+
+/** Every model to list: downloaded ones (or all with `showAll`), plus aliases of listed models. */
+export function listModels(ctx: ServerContext, showAll: boolean, includePaths: boolean) {
+  const listed = ctx.catalog
+    .all()
+    .filter((m) => ctx.catalog.isSupported(m) && (showAll || ctx.catalog.isDownloaded(m)))
+    .map((m) => modelObject(ctx, m, includePaths));
+  const byId = new Map(listed.map((m) => [m.id, m]));
+  for (const { alias, target } of ctx.aliases.list()) {
+    const model = ctx.catalog.find(target);
+    const base = model && byId.get(model.id);
+    if (base && !byId.has(alias)) listed.push({ ...base, id: alias });
+  }
+  return listed;
+}
+
+export function optionsView(ctx: ServerContext, model: CatalogModel, saved: Options = ctx.recipeOptions.saved(model.id)) {
+  const effective = ctx.options.resolve(model, undefined, saved);
+  const defaults = ctx.options.resolve(model, undefined, {});
+  const takesCtx = "ctx_size" in optionSpecs(model.recipe);
+  return {
+    model_name: model.id,
+    recipe: model.recipe,
+    saved: ctx.recipeOptions.saved(model.id),
+    effective: { ...effective, model_name: model.id },
+    defaults: { ...defaults, model_name: model.id },
+    ...(takesCtx ? { resolved_ctx_size: ctx.options.ctxSize(model, effective) } : {}),
+  };
+}
+
+/** One entry of `/v1/health`'s `all_models_loaded`. */
+export function healthEntry(slot: Slot<CatalogModel>, loading: boolean) {
+  return {
+    model_name: slot.model.id,
+    checkpoint: slot.model.checkpoints.main ?? "",
+    last_use: slot.lastUse / 1000,
+    type: slot.model.type,
+    device: "cpu",
+    pinned: slot.pinned,
+    is_busy: slot.inflight > 0 || loading,
+    is_streaming: slot.streaming > 0,
+    recipe: slot.model.recipe,
+    pid: slot.engine.pid,
+    recipe_options: { ...slot.spec.options, ctx_size: slot.spec.ctxSize },
+    backend_url: `${slot.engine.url}/v1`,
+  };
+}

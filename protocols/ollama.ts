@@ -1,0 +1,491 @@
+// The Ollama dialect on top of the OpenAI-shaped path: requests become OpenAI chat, completion
+// and embedding bodies for the proxy, answers (JSON or SSE) become Ollama's JSON or NDJSON, model
+// views become Ollama's, and every failure becomes Ollama's status and `{"error": "..."}` here.
+import { basename } from "node:path";
+import { ApiError } from "../lib/api-error.ts";
+import { readSse } from "../lib/sse.ts";
+import type { CatalogModel } from "../models/catalog.ts";
+import { parseCheckpoint } from "../models/hf-cache.ts";
+import type { ServerContext } from "../runtime/context.ts";
+import type { ModelCheck } from "../runtime/proxy.ts";
+import { ollama as spec } from "../spec/index.ts";
+import { chatStream, needsLlm, toEngineBody } from "./openai.ts";
+
+const CREATED_AT = "2024-01-01T00:00:00Z";
+
+type Json = Record<string, any>;
+
+const OPTION_KEYS = ["temperature", "top_p", "seed", "stop", "num_predict", "repeat_penalty"] as const;
+
+/** Sampling options from `options`, with top-level keys winning, in OpenAI/llama.cpp names. */
+function samplingFrom(body: Json): Json {
+  const merged: Json = { ...(body.options ?? {}) };
+  for (const k of OPTION_KEYS) if (body[k] !== undefined) merged[k] = body[k];
+  const out: Json = {};
+  if (merged.temperature !== undefined) out.temperature = merged.temperature;
+  if (merged.top_p !== undefined) out.top_p = merged.top_p;
+  if (merged.seed !== undefined) out.seed = merged.seed;
+  if (merged.stop !== undefined) out.stop = merged.stop;
+  if (merged.num_predict !== undefined && merged.num_predict >= 0) out.max_tokens = merged.num_predict;
+  // llama.cpp takes Ollama's repeat_penalty as is; it is the same knob.
+  if (merged.repeat_penalty !== undefined) out.repeat_penalty = merged.repeat_penalty;
+  return out;
+}
+
+/** The load options a request carries: `ctx_size`, else `options.num_ctx`. */
+function loadCtx(body: Json): number | undefined {
+  return body.ctx_size ?? body.options?.num_ctx;
+}
+
+function imageUrl(b64: string): string {
+  const mime = b64.startsWith("/9j/") ? "image/jpeg" : b64.startsWith("R0lG") ? "image/gif" : b64.startsWith("UklG") ? "image/webp" : "image/png";
+  return `data:${mime};base64,${b64}`;
+}
+
+/** Ollama messages -> OpenAI messages: images become image parts, tool-call arguments strings. */
+function toOpenAIMessages(messages: Json[]): Json[] {
+  return messages.map((m) => {
+    const out: Json = { role: m.role, content: m.content ?? "" };
+    if (Array.isArray(m.images) && m.images.length) {
+      out.content = [
+        ...(m.content ? [{ type: "text", text: m.content }] : []),
+        ...m.images.map((img: string) => ({ type: "image_url", image_url: { url: imageUrl(img) } })),
+      ];
+    }
+    if (Array.isArray(m.tool_calls)) {
+      out.tool_calls = m.tool_calls.map((c: Json, i: number) => ({
+        id: c.id ?? `call_${i}`,
+        type: "function",
+        function: {
+          name: c.function?.name,
+          arguments: typeof c.function?.arguments === "string" ? c.function.arguments : JSON.stringify(c.function?.arguments ?? {}),
+        },
+      }));
+    }
+    if (m.role === "tool") {
+      if (m.tool_call_id) out.tool_call_id = m.tool_call_id;
+      if (m.tool_name) out.name = m.tool_name;
+    }
+    return out;
+  });
+}
+
+/** OpenAI tool calls -> Ollama's, whose arguments are objects. */
+function toOllamaToolCalls(calls: Json[] | undefined): Json[] | undefined {
+  if (!calls?.length) return undefined;
+  return calls.map((c) => {
+    let args: unknown = c.function?.arguments ?? {};
+    if (typeof args === "string") {
+      try {
+        args = JSON.parse(args || "{}");
+      } catch {
+        args = { raw: args };
+      }
+    }
+    return { function: { name: c.function?.name, arguments: args } };
+  });
+}
+
+const ns = (ms: number | undefined) => Math.round((ms ?? 0) * 1e6);
+
+function counts(usage: Json | undefined, timings: Json | undefined): Json {
+  return {
+    prompt_eval_count: usage?.prompt_tokens ?? 0,
+    eval_count: usage?.completion_tokens ?? 0,
+    total_duration: 0,
+    load_duration: 0,
+    prompt_eval_duration: ns(timings?.prompt_ms),
+    eval_duration: ns(timings?.predicted_ms),
+  };
+}
+
+/** `{"error": "..."}` */
+export function ollamaErrorBody(err: ApiError): unknown {
+  return { error: err.message };
+}
+
+/** What an Ollama route was doing when it failed. */
+export type OllamaStep = "serve" | "pull" | "delete";
+
+/** Ollama's statuses: serving, a model that cannot be found or loaded is 404 and a request
+ * mistake keeps its 4xx (a pinned-slots 409 included), anything else is 500; a failed pull is 500;
+ * a failed delete is 404 when the model is not there, else 500. */
+export function ollamaError(err: unknown, step: OllamaStep = "serve"): ApiError {
+  if (!(err instanceof ApiError)) return new ApiError(500, "", (err as Error)?.message ?? String(err));
+  const notFound = err.status === 404 || ["model_not_found", "model_not_supported", "model_load_error"].includes(err.code);
+  if (step === "pull") return new ApiError(500, err.code, err.message);
+  if (step === "delete") return new ApiError(err.status === 404 ? 404 : 500, err.code, err.message);
+  if (notFound) return new ApiError(404, err.code, err.message);
+  if (err.status >= 400 && err.status < 500) return err;
+  return new ApiError(500, err.code, err.message);
+}
+
+const rethrow = (step: OllamaStep) => (err: unknown): never => {
+  throw ollamaError(err, step);
+};
+
+async function engineJson(res: Response): Promise<Json> {
+  const text = await res.text();
+  if (!res.ok) {
+    let message = text;
+    try {
+      const j = JSON.parse(text);
+      message = typeof j.error === "string" ? j.error : (j.error?.message ?? text);
+    } catch {}
+    throw new ApiError(500, "backend_error", `Backend error (${res.status}): ${message}`);
+  }
+  return JSON.parse(text);
+}
+
+/** The engine's stream events, parsed, up to `[DONE]`; an error event ends it with a throw. */
+async function* engineEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<Json> {
+  for await (const { data } of readSse(body)) {
+    if (data === "[DONE]") return;
+    const ev = JSON.parse(data);
+    if (ev.error) throw new Error(ev.error.message ?? String(ev.error));
+    yield ev;
+  }
+}
+
+function ndjson(lines: AsyncIterable<Json>): Response {
+  const encoder = new TextEncoder();
+  const iterator = lines[Symbol.asyncIterator]();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await iterator.next();
+        if (done) controller.close();
+        else controller.enqueue(encoder.encode(JSON.stringify(value) + "\n"));
+      } catch (err) {
+        controller.enqueue(encoder.encode(JSON.stringify({ error: (err as Error).message }) + "\n"));
+        controller.close();
+      }
+    },
+    async cancel() {
+      await iterator.return?.();
+    },
+  });
+  return new Response(body, { headers: { "content-type": "application/x-ndjson" } });
+}
+
+/** `keep_alive: 0` with nothing to say: unload the model (Ollama's way of freeing memory). */
+async function maybeUnload(ctx: ServerContext, body: Json, empty: boolean, reply: Json): Promise<Json | null> {
+  if (!(empty && (body.keep_alive === 0 || body.keep_alive === "0" || body.keep_alive === "0s"))) return null;
+  const model = registered(ctx, body);
+  await ctx.scheduler.unload(model.id);
+  return { model: body.model, created_at: CREATED_AT, ...reply, done: true, done_reason: "unload" };
+}
+
+interface Translation {
+  model: string;
+  path: string;
+  body: Json;
+  check: ModelCheck;
+  endpoint: string;
+  signal: AbortSignal;
+  ctxSize?: number;
+}
+
+function call(ctx: ServerContext, t: Translation, stream: boolean) {
+  return ctx.proxy
+    .toModel({
+      model: t.model,
+      path: t.path,
+      body: { ...t.body, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) },
+      stream: stream ? chatStream : undefined,
+      check: t.check,
+      loadOptions: t.ctxSize === undefined ? undefined : { ctx_size: t.ctxSize },
+      signal: t.signal,
+      endpoint: t.endpoint,
+      generation: true,
+    })
+    .catch(rethrow("serve"));
+}
+
+/** /api/chat */
+async function ollamaChat(ctx: ServerContext, t: Translation, stream: boolean): Promise<Response> {
+  const base = { model: t.model, created_at: CREATED_AT };
+  // Tool calls need the whole answer to parse, so a streamed tool request runs non-streaming.
+  const hasTools = Array.isArray(t.body.tools) && t.body.tools.length > 0;
+  if (!stream || hasTools) {
+    const json = await engineJson(await call(ctx, t, false));
+    const choice = json.choices?.[0] ?? {};
+    const message: Json = { role: "assistant", content: choice.message?.content ?? "" };
+    if (choice.message?.reasoning_content) message.thinking = choice.message.reasoning_content;
+    const toolCalls = toOllamaToolCalls(choice.message?.tool_calls);
+    if (toolCalls) message.tool_calls = toolCalls;
+    const final = { ...base, message, done: true, done_reason: choice.finish_reason ?? "stop", ...counts(json.usage, json.timings) };
+    if (!stream) return Response.json(final);
+    return ndjson(
+      (async function* () {
+        yield { ...base, message, done: false };
+        yield { ...final, message: { role: "assistant", content: "" } };
+        yield { ...final, message: { role: "assistant", content: "" }, done_reason: "stop" };
+      })(),
+    );
+  }
+  const res = await call(ctx, t, true);
+  if (!res.ok || !res.body) await engineJson(res);
+  return ndjson(
+    (async function* () {
+      let usage: Json | undefined;
+      let timings: Json | undefined;
+      let reason = "stop";
+      for await (const ev of engineEvents(res.body!)) {
+        usage = ev.usage ?? usage;
+        timings = ev.timings ?? timings;
+        const choice = ev.choices?.[0];
+        if (!choice) continue;
+        const d = choice.delta ?? {};
+        if (d.content !== undefined || d.reasoning_content || d.role) {
+          const message: Json = { role: "assistant", content: d.content ?? "" };
+          if (d.reasoning_content) message.thinking = d.reasoning_content;
+          yield { ...base, message, done: false };
+        }
+        if (choice.finish_reason) reason = choice.finish_reason;
+      }
+      // Ollama's own clients stop reading at the first `done` line, so it carries the counts too;
+      // the documented counts line follows it.
+      yield { ...base, message: { role: "assistant", content: "" }, done: true, done_reason: reason, ...counts(usage, timings) };
+      yield { ...base, message: { role: "assistant", content: "" }, done: true, done_reason: "stop", ...counts(usage, timings) };
+    })(),
+  );
+}
+
+/** /api/generate */
+async function ollamaGenerate(ctx: ServerContext, t: Translation, stream: boolean): Promise<Response> {
+  const base = { model: t.model, created_at: CREATED_AT };
+  if (!stream) {
+    const json = await engineJson(await call(ctx, t, false));
+    const choice = json.choices?.[0] ?? {};
+    return Response.json({
+      ...base,
+      response: choice.text ?? "",
+      done: true,
+      done_reason: choice.finish_reason ?? "stop",
+      context: [],
+      ...counts(json.usage, undefined),
+    });
+  }
+  const res = await call(ctx, t, true);
+  if (!res.ok || !res.body) await engineJson(res);
+  return ndjson(
+    (async function* () {
+      let usage: Json | undefined;
+      let reason = "stop";
+      for await (const ev of engineEvents(res.body!)) {
+        usage = ev.usage ?? usage;
+        const choice = ev.choices?.[0];
+        if (!choice) continue;
+        if (choice.text) yield { ...base, response: choice.text, done: false };
+        if (choice.finish_reason) reason = choice.finish_reason;
+      }
+      yield { ...base, response: "", done: true, done_reason: reason, context: [], ...counts(usage, undefined) };
+      yield { ...base, response: "", done: true, done_reason: "stop", context: [], ...counts(usage, undefined) };
+    })(),
+  );
+}
+
+/** /api/embed and /api/embeddings: OpenAI embeddings, as float arrays in input order. */
+async function ollamaEmbed(ctx: ServerContext, t: Omit<Translation, "path" | "check">): Promise<number[][]> {
+  const json = await engineJson(
+    await ctx.proxy
+      .toModel({
+        model: t.model,
+        path: "/v1/embeddings",
+        body: { ...t.body, encoding_format: "float" },
+        check: needsOllamaEmbedder,
+        loadOptions: t.ctxSize === undefined ? undefined : { ctx_size: t.ctxSize },
+        signal: t.signal,
+        endpoint: t.endpoint,
+        generation: false,
+      })
+      .catch(rethrow("serve")),
+  );
+  return [...json.data].sort((a: Json, b: Json) => a.index - b.index).map((d: Json) => d.embedding);
+}
+
+const needsOllamaEmbedder: ModelCheck = (m) =>
+  m.type === "embedding" ? null : new ApiError(400, "", `Model ${m.id} is not an embedding model`);
+
+/** A registered model by its Ollama name (with or without `:latest`); anything else is Ollama's 404. */
+export function registered(ctx: ServerContext, body: { model?: string; name?: string }): CatalogModel {
+  const name = body.model ?? body.name;
+  if (!name) throw new ApiError(400, "missing_argument", "Missing required argument 'model'");
+  const model = ctx.catalog.find(name);
+  if (!model || !ctx.catalog.isSupported(model)) throw new ApiError(404, "model_not_found", `model '${name}' not found`);
+  return model;
+}
+
+/** Ollama's `format`: "json" or a JSON schema, as OpenAI's response_format. */
+function responseFormat(format: unknown): Record<string, unknown> | undefined {
+  if (format === "json") return { type: "json_object" };
+  if (format && typeof format === "object") return { type: "json_schema", json_schema: { schema: format } };
+  return undefined;
+}
+
+const tagged = (id: string) => `${id}:latest`;
+
+/** POST /api/chat */
+export async function chat(ctx: ServerContext, body: Json, signal: AbortSignal, label: string): Promise<Response | Json> {
+  const messages: Json[] = body.messages ?? [];
+  const unloaded = await maybeUnload(ctx, body, messages.length === 0, { message: { role: "assistant", content: "" } });
+  if (unloaded) return unloaded;
+  const format = responseFormat(body.format);
+  const { engineBody } = toEngineBody({
+    messages: toOpenAIMessages(messages),
+    ...samplingFrom(body),
+    ...(body.tools ? { tools: body.tools } : {}),
+    ...(format ? { response_format: format } : {}),
+    ...(body.think === false ? { enable_thinking: false } : {}),
+  });
+  return ollamaChat(
+    ctx,
+    { model: body.model, path: "/v1/chat/completions", body: engineBody, check: needsLlm(), endpoint: label, signal, ctxSize: loadCtx(body) },
+    body.stream !== false,
+  );
+}
+
+/** POST /api/generate; an empty prompt preloads the model, as Ollama clients use it. */
+export async function generate(ctx: ServerContext, body: Json, signal: AbortSignal, label: string): Promise<Response | Json> {
+  const prompt: string = body.prompt ?? "";
+  const unloaded = await maybeUnload(ctx, body, prompt === "", { response: "" });
+  if (unloaded) return unloaded;
+  const ctxSize = loadCtx(body);
+  if (prompt === "") {
+    const lease = await ctx.proxy
+      .acquire(body.model, needsLlm(), { options: ctxSize ? { ctx_size: ctxSize } : undefined, signal })
+      .catch(rethrow("serve"));
+    lease.release();
+    return { model: body.model, created_at: CREATED_AT, response: "", done: true, done_reason: "load" };
+  }
+  return ollamaGenerate(
+    ctx,
+    { model: body.model, path: "/v1/completions", body: { prompt, ...samplingFrom(body) }, check: needsLlm(), endpoint: label, signal, ctxSize },
+    body.stream !== false,
+  );
+}
+
+/** POST /api/embed */
+export async function embed(ctx: ServerContext, body: Json, signal: AbortSignal, label: string): Promise<Json> {
+  const embeddings = await ollamaEmbed(ctx, { model: body.model, body: { input: body.input }, endpoint: label, signal, ctxSize: loadCtx(body) });
+  return { model: body.model, embeddings, total_duration: 0, load_duration: 0, prompt_eval_count: 0 };
+}
+
+/** POST /api/embeddings (Ollama's older, single-prompt form) */
+export async function embeddings(ctx: ServerContext, body: Json, signal: AbortSignal, label: string): Promise<Json> {
+  const [embedding] = await ollamaEmbed(ctx, { model: body.model, body: { input: body.prompt }, endpoint: label, signal, ctxSize: loadCtx(body) });
+  return { embedding };
+}
+
+/** Ollama's `details` block, inferred from name, recipe and checkpoint. */
+export function details(model: CatalogModel) {
+  const size = /(\d+(?:\.\d+)?)[Bb](?![a-z])/.exec(model.id)?.[1];
+  const checkpoint = model.checkpoints.main ?? "";
+  const variant = model.source === "huggingface" ? (parseCheckpoint(checkpoint).variant ?? "") : basename(checkpoint);
+  const quant = /(I?Q\d+(?:_[A-Z0-9]+)*|F16|BF16|F32)/i.exec(variant)?.[1]?.toUpperCase() ?? "";
+  return {
+    parent_model: "" as const,
+    format: "gguf" as const,
+    family: model.recipe,
+    families: [model.recipe],
+    parameter_size: size ? `${size}B` : "",
+    quantization_level: quant,
+  };
+}
+
+/** POST /api/show */
+export function show(ctx: ServerContext, body: Json) {
+  const model = registered(ctx, body);
+  const ctxSize = ctx.options.resolve(model).ctx_size;
+  const capabilities = [
+    ...(model.type === "llm" ? ["completion"] : model.type === "embedding" ? ["embedding"] : []),
+    ...(model.labels.some((l) => l === "tool-calling" || l === "tools") ? ["tools"] : []),
+    ...(model.labels.includes("vision") ? ["vision"] : []),
+    ...(model.labels.includes("reasoning") ? ["thinking"] : []),
+  ];
+  return {
+    modelfile: `FROM ${model.checkpoints.main ?? ""}`,
+    parameters: `num_ctx ${ctxSize}`,
+    template: "",
+    details: details(model),
+    capabilities,
+    model_info: {
+      "general.architecture": model.recipe,
+      [`${model.recipe}.context_length`]: ctxSize,
+      "general.parameter_count": 0,
+      "general.file_type": 0,
+      "general.quantization_version": 0,
+    },
+  };
+}
+
+/** GET /api/tags: downloaded models */
+export function tags(ctx: ServerContext) {
+  return {
+    models: ctx.catalog
+      .all()
+      .filter((m) => ctx.catalog.isSupported(m) && ctx.catalog.isDownloaded(m))
+      .map((m) => {
+        const onDisk = ctx.catalog.files(m).reduce((n, f) => n + f.sizeBytes, 0);
+        return {
+          name: tagged(m.id),
+          model: tagged(m.id),
+          modified_at: "2024-01-01T00:00:00Z",
+          size: onDisk || Math.round((m.size ?? 0) * 1e9),
+          digest: spec.ZERO_DIGEST,
+          details: details(m),
+        };
+      }),
+  };
+}
+
+/** GET /api/ps: loaded models */
+export function ps(ctx: ServerContext) {
+  return {
+    models: ctx.scheduler.list().map((s) => ({
+      name: tagged(s.model.id),
+      model: tagged(s.model.id),
+      size: 0,
+      digest: spec.ZERO_DIGEST,
+      details: details(s.model),
+      expires_at: "2099-01-01T00:00:00Z",
+      size_vram: 0,
+    })),
+  };
+}
+
+/** POST /api/pull: NDJSON progress lines, or one status when `stream` is false. */
+export async function pull(ctx: ServerContext, body: Json): Promise<Response | Json> {
+  const model = registered(ctx, body);
+  ctx.library.refuseOffline();
+  if (body.stream === false) {
+    await ctx.library.install(model).catch(rethrow("pull"));
+    return { status: "success" };
+  }
+  const encoder = new TextEncoder();
+  const line = (o: unknown) => encoder.encode(JSON.stringify(o) + "\n");
+  const stream = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      controller.enqueue(line({ status: "pulling manifest" }));
+      try {
+        await ctx.library.install(model, (p) =>
+          controller.enqueue(line({ status: `downloading ${p.file}`, digest: `sha256:${p.file}`, completed: p.bytes_downloaded, total: p.bytes_total })),
+        );
+        controller.enqueue(line({ status: "success" }));
+        controller.enqueue(line({ status: "success" }));
+      } catch (err) {
+        controller.enqueue(line({ status: "error", error: (err as Error).message }));
+      }
+      controller.close();
+    },
+  });
+  return new Response(stream, { headers: { "content-type": "application/x-ndjson" } });
+}
+
+/** DELETE /api/delete */
+export async function remove(ctx: ServerContext, body: Json): Promise<Response> {
+  const model = registered(ctx, body);
+  await ctx.library.delete(model.id).catch(rethrow("delete"));
+  return new Response(null, { status: 200 });
+}

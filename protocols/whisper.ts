@@ -1,0 +1,54 @@
+// The one client of whisper-server's `/inference` endpoint (multipart WAV in, the transcript in
+// the asked format out), shared by /v1/audio/transcriptions, realtime sessions and MCP.
+import { ApiError } from "../lib/api-error.ts";
+import type { CatalogModel } from "../models/catalog.ts";
+import type { ServerContext } from "../runtime/context.ts";
+import { engineFetch, type ModelCheck } from "../runtime/proxy.ts";
+
+export const TRANSCRIPTION_FORMATS = ["json", "verbose_json", "text", "srt", "vtt"] as const;
+export type TranscriptionFormat = (typeof TRANSCRIPTION_FORMATS)[number];
+
+export const needsTranscriber: ModelCheck = (model: CatalogModel) =>
+  model.type === "transcription"
+    ? null
+    : new ApiError(400, "", `Model ${model.id} cannot transcribe audio (its type is ${model.type})`, "model", "unsupported_operation");
+
+export interface Inference {
+  /** 16 kHz mono 16-bit WAV. */
+  wav: Uint8Array<ArrayBuffer> | ArrayBuffer;
+  format: TranscriptionFormat;
+  language?: string;
+  temperature?: string;
+  prompt?: string;
+  signal?: AbortSignal;
+}
+
+/** Transcribes with a Whisper model (loading it when needed); the engine's answer as text. */
+export async function whisperInference(ctx: ServerContext, name: string, req: Inference): Promise<string> {
+  const lease = await ctx.proxy.acquire(name, needsTranscriber, { signal: req.signal });
+  try {
+    const form = new FormData();
+    form.set("file", new Blob([req.wav], { type: "audio/wav" }), "audio.wav");
+    form.set("response_format", req.format);
+    form.set("language", req.language ?? "auto");
+    form.set("temperature", req.temperature ?? "0");
+    if (req.prompt) form.set("prompt", req.prompt);
+    let res: Response;
+    try {
+      res = await engineFetch(`${lease.url}/inference`, { method: "POST", body: form, signal: req.signal });
+    } catch (err) {
+      throw new ApiError(502, "backend_error", `The ${lease.slot.model.id} engine did not answer: ${(err as Error).message}`);
+    }
+    const body = await res.text();
+    if (!res.ok) throw new ApiError(res.status, "", `Backend error: ${body}`);
+    return body;
+  } finally {
+    lease.release();
+  }
+}
+
+/** The transcript's text alone. */
+export async function transcriptText(ctx: ServerContext, name: string, req: Omit<Inference, "format">): Promise<string> {
+  const body = JSON.parse(await whisperInference(ctx, name, { ...req, format: "json" }));
+  return String(body.text ?? "").trim();
+}

@@ -1,0 +1,62 @@
+// Backends as the lifecycle API sees them: their states, install (shared builds) and uninstall
+// (which first unloads the models running on the backend).
+import { ApiError } from "../lib/api-error.ts";
+import type { CatalogModel } from "../models/catalog.ts";
+import type { Recipe, RecipeStatus } from "../engines/engine.ts";
+import { InstallError, type EngineInstaller } from "../engines/installer.ts";
+import { findRecipe, recipeStatuses } from "../engines/recipes.ts";
+import type { Progress } from "../engines/source-build.ts";
+import type { Scheduler } from "./scheduler.ts";
+
+/** Maps installer failures onto the documented codes. */
+async function installing<T>(work: () => Promise<T> | T): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof InstallError) throw new ApiError(400, "unsupported_backend", err.message);
+    if (err instanceof ApiError) throw err;
+    throw new ApiError(500, "install_failed", `Install failed: ${(err as Error).message}`);
+  }
+}
+
+export class Backends {
+  constructor(
+    private readonly recipes: readonly Recipe[],
+    private readonly installer: EngineInstaller,
+    private readonly scheduler: Scheduler<CatalogModel>,
+    private readonly cacheDir: string,
+    private readonly log: (message: string) => void,
+  ) {}
+
+  /** Every recipe's backends, read fresh from disk and PATH. */
+  statuses(): Record<string, RecipeStatus> {
+    return recipeStatuses(this.recipes, { cacheDir: this.cacheDir });
+  }
+
+  /** Refuses an unknown recipe:backend pair with a 400; true when it is installed. */
+  isInstalled(recipe: string, backend: string): Promise<boolean> {
+    return installing(() => this.installer.isInstalled(recipe, backend));
+  }
+
+  install(recipe: string, backend: string, progress?: Progress): Promise<void> {
+    return installing(async () => {
+      this.log(`Installing ${recipe}:${backend}`);
+      const binary = await this.installer.install(recipe, backend, progress);
+      this.log(`Installed ${recipe}:${backend} at ${binary}`);
+    });
+  }
+
+  /** Unloads the models on the backend, then removes it; 404 when it is not installed. */
+  async uninstall(recipe: string, backend: string): Promise<void> {
+    if (!(await this.isInstalled(recipe, backend))) {
+      throw new ApiError(404, "not_installed", `${recipe}:${backend} is not installed`);
+    }
+    const option = findRecipe(this.recipes, recipe)?.backendOption;
+    const unloaded = await this.scheduler.unloadWhere(
+      (s) => s.model.recipe === recipe && option !== undefined && s.spec.options[option] === backend,
+    );
+    if (unloaded.length) this.log(`Unloaded ${unloaded.join(", ")} before removing ${recipe}:${backend}`);
+    await installing(() => this.installer.uninstall(recipe, backend));
+    this.log(`Uninstalled ${recipe}:${backend}`);
+  }
+}

@@ -1,0 +1,35 @@
+// Everything a running server holds, as the protocol adapters and HTTP routes use it. The
+// composition root (app/context.ts) builds it once from the configuration.
+import type { Config } from "../config/config.ts";
+import type { Logger } from "../observability/logger.ts";
+import type { Metrics } from "../observability/metrics.ts";
+import type { GenerationStats } from "../observability/stats.ts";
+import type { HostStats } from "../observability/system.ts";
+import type { AliasStore } from "../models/aliases.ts";
+import type { Catalog, CatalogModel } from "../models/catalog.ts";
+import type { DownloadManager } from "../models/downloads.ts";
+import type { ModelLibrary } from "../models/library.ts";
+import type { OptionResolver, RecipeOptionsStore } from "../models/recipe-options.ts";
+import type { Backends } from "./backends.ts";
+import type { EngineProxy } from "./proxy.ts";
+import type { Scheduler } from "./scheduler.ts";
+
+export interface ServerContext {
+  config: Config;
+  version: string;
+  logger: Logger;
+  metrics: Metrics;
+  stats: GenerationStats;
+  hostStats: HostStats;
+  aliases: AliasStore;
+  catalog: Catalog;
+  recipeOptions: RecipeOptionsStore;
+  options: OptionResolver<CatalogModel>;
+  library: ModelLibrary;
+  downloads: DownloadManager;
+  backends: Backends;
+  scheduler: Scheduler<CatalogModel>;
+  proxy: EngineProxy;
+  /** The port the WebSocket APIs answer on, once listening. */
+  websocketPort: number | null;
+}

@@ -1,0 +1,103 @@
+// Turns a catalog model and its resolved options into a running engine, through the recipe
+// interface alone: check the options, find the files, locate (or install) the backend's binary,
+// ask the recipe for its launch plan, spawn it. This is the `launch` the scheduler is handed.
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
+import type { CatalogModel, ResolvedFile } from "../models/catalog.ts";
+import { validateRequestOptions, type LoadSpec } from "../models/recipe-options.ts";
+import { EngineConfigError, EngineStartError, NotInstalledError, type EngineEnv, type Recipe, type RunningEngine } from "../engines/engine.ts";
+import { findRecipe } from "../engines/recipes.ts";
+import { startEngine, type SpawnRecord } from "../engines/process.ts";
+
+export interface LauncherDeps {
+  recipes: readonly Recipe[];
+  env: EngineEnv;
+  /** Where a model's files are (the catalog's answer). */
+  files(model: CatalogModel): ResolvedFile[];
+  /** Installs a backend the first time a model needs it. */
+  install(recipe: string, backend: string): Promise<unknown>;
+  record?: SpawnRecord;
+  log: { info(tag: string, message: string): void; error(tag: string, message: string): void; debug(tag: string, message: string): void };
+}
+
+export class Launcher {
+  constructor(private readonly deps: LauncherDeps) {}
+
+  private recipeOf(model: CatalogModel): Recipe | undefined {
+    return findRecipe(this.deps.recipes, model.recipe);
+  }
+
+  /** Refuses request options that would fail the load (wrong type, reserved flag) with a 400. */
+  check(model: CatalogModel, options: Record<string, unknown>): void {
+    try {
+      validateRequestOptions(model.recipe, options);
+      this.recipeOf(model)?.checkOptions(options);
+    } catch (err) {
+      if (err instanceof EngineConfigError) throw ApiError.of(E.invalidArgument, err.message);
+      throw err;
+    }
+  }
+
+  /** The folder a model's saved slot files live in (created on demand). */
+  workDir(modelId: string): string {
+    const dir = join(this.deps.env.cacheDir, "slots", modelId.replace(/[^A-Za-z0-9._-]/g, "_"));
+    mkdirSync(dir, { recursive: true });
+    return dir;
+  }
+
+  launch = async (model: CatalogModel, spec: LoadSpec): Promise<RunningEngine> => {
+    const recipe = this.recipeOf(model);
+    if (!recipe?.locate || !recipe.plan) {
+      throw ApiError.of(E.modelLoadError, `${model.id} needs the ${model.recipe} engine, which this server does not run`);
+    }
+    const files = this.deps.files(model);
+    const missing = files.filter((f) => !f.exists).map((f) => f.role);
+    if (missing.length) throw ApiError.of(E.modelLoadError, `${model.id} is not downloaded (missing: ${missing.join(", ")})`);
+    const backend = String(spec.options[recipe.backendOption ?? ""] ?? "");
+    const started = performance.now();
+    try {
+      const binary = await this.binary(recipe, backend);
+      const ctx = "ctx_size" in spec.options ? `, ctx ${spec.ctxSize}` : "";
+      this.deps.log.info("Router", `Loading ${model.id} on ${recipe.displayName} (${backend}${ctx})`);
+      const plan = recipe.plan(binary, {
+        modelId: model.id,
+        type: model.type,
+        files: Object.fromEntries(files.map((f) => [f.role, f.path!])),
+        options: spec.options,
+        ctxSize: spec.ctxSize,
+        workDir: this.workDir(model.id),
+      });
+      const tag = `${model.recipe}:${model.id}`;
+      const engine = await startEngine(plan, (line) => this.deps.log.debug(tag, line), this.deps.record);
+      this.deps.log.info("Router", `Loaded ${model.id} in ${Math.round(performance.now() - started)} ms (pid ${engine.pid}, ${engine.url})`);
+      return engine;
+    } catch (err) {
+      if (err instanceof EngineConfigError || err instanceof EngineStartError) {
+        this.deps.log.error("Router", `Failed to load ${model.id}: ${err.message}`);
+        throw ApiError.of(E.modelLoadError, `Failed to load ${model.id}: ${err.message}`);
+      }
+      throw err;
+    }
+  };
+
+  /** The engine binary, built on demand when the backend is installable but not installed yet. */
+  private async binary(recipe: Recipe, backend: string): Promise<string> {
+    const locate = () => recipe.locate!(backend, this.deps.env);
+    try {
+      return locate();
+    } catch (err) {
+      if (!(err instanceof NotInstalledError)) throw err;
+      this.deps.log.info("Router", `${recipe.name}:${backend} is not installed yet; building it now (a few minutes)`);
+      try {
+        await this.deps.install(recipe.name, backend);
+      } catch (buildErr) {
+        throw new EngineConfigError(
+          `${recipe.name}:${backend} is not installed and building it failed (${(buildErr as Error).message.split("\n")[0]}); install it with: lemonade backends install ${recipe.name}:${backend}`,
+        );
+      }
+      return locate();
+    }
+  }
+}

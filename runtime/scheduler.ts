@@ -1,0 +1,384 @@
+// The scheduler: which models are resident, who may use them, and in what order models load.
+// It never names a recipe: engines come from the `launch` function it is handed (as Ollama's
+// scheduler is handed newServerFn), downloads from `prepare`, time from `now`. Eviction choices
+// are runtime/eviction.ts's.
+//
+// Rules it keeps:
+// - one process per model: every request for a model that is loading waits for that one load;
+// - requests wait in arrival order; when a model becomes ready, every request waiting for it
+//   gets its lease at once, so a model that was just loaded serves its batch before it can be
+//   evicted (no evict/load loop under contention);
+// - one load at a time per model type, so a type never holds more engines than its limit;
+// - eviction never aborts a request: the victim stops taking new requests ("draining") and is
+//   stopped once its in-flight requests finish;
+// - pinned models are never evicted; when only pinned models fill a type, a load fails with 409;
+// - a request whose client has gone leaves the queue, and no load starts for it;
+// - an engine that exits on its own is logged, forgotten, and started again by the next request.
+import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
+import type { LoadSpec } from "../models/recipe-options.ts";
+import type { RunningEngine } from "../engines/engine.ts";
+import { decideRoom, idleExpired, type Resident } from "./eviction.ts";
+
+/** What the scheduler needs of a model. */
+export interface SchedulableModel {
+  id: string;
+  type: string;
+}
+
+type SlotState = "ready" | "draining" | "stopping";
+
+export interface Slot<M extends SchedulableModel = SchedulableModel> {
+  model: M;
+  engine: RunningEngine;
+  spec: LoadSpec;
+  pinned: boolean;
+  lastUse: number;
+  loadedAt: number;
+  inflight: number;
+  streaming: number;
+  state: SlotState;
+  /** Settles once the engine has stopped (asked to, or on its own). */
+  gone: PromiseWithResolvers<void>;
+}
+
+export interface Lease<M extends SchedulableModel = SchedulableModel> {
+  slot: Slot<M>;
+  /** The engine's base URL. */
+  url: string;
+  /** Marks the request as streaming tokens (reported by /v1/health). */
+  streaming(): void;
+  /** Ends the request's claim on the model; idempotent. */
+  release(): void;
+}
+
+export interface Logger {
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+export interface SchedulerDeps<M extends SchedulableModel> {
+  /** Validates a load's request options (400 on a bad one) and resolves what the load uses. */
+  resolve(model: M, request?: Record<string, unknown>): LoadSpec;
+  /** Fetches a model's missing files before it may load. */
+  prepare(model: M): Promise<void>;
+  /** Starts an engine for the model. */
+  launch(model: M, spec: LoadSpec): Promise<RunningEngine>;
+  /** Models of one type resident at once; -1 is unlimited. Read at each decision. */
+  maxLoaded(): number;
+  log: Logger;
+  now?: () => number;
+  /** How often idle models are checked for `evict_idle_timeout` (ms). */
+  idleCheckMs?: number;
+}
+
+export interface AcquireOptions {
+  /** Recipe options for the load, when this request triggers one (e.g. `ctx_size`). */
+  options?: Record<string, unknown>;
+  /** The client's request: once it aborts, the request leaves the queue. */
+  signal?: AbortSignal;
+}
+
+export interface LoadRequest {
+  /** Option values from the request: undefined keeps the saved value, null skips it. */
+  options?: Record<string, unknown>;
+  pinned?: boolean;
+}
+
+interface Waiter<M extends SchedulableModel> {
+  model: M;
+  spec: LoadSpec;
+  /** An explicit load: it reloads a model running with other options, and takes no lease. */
+  explicit: boolean;
+  pinned?: boolean;
+  signal?: AbortSignal;
+  grant(slot: Slot<M>): void;
+  fail(err: unknown): void;
+}
+
+const sameSpec = (a: LoadSpec, b: LoadSpec) => a.ctxSize === b.ctxSize && JSON.stringify(a.options) === JSON.stringify(b.options);
+
+export class Scheduler<M extends SchedulableModel = SchedulableModel> {
+  private readonly slots = new Map<string, Slot<M>>();
+  /** Models whose engine is starting, by id. */
+  private readonly loading = new Map<string, M>();
+  private waiters: Waiter<M>[] = [];
+  private readonly idleTimer: ReturnType<typeof setInterval>;
+  private readonly now: () => number;
+  private closed = false;
+  /** Engines started since this scheduler was made (for tests and benchmarks). */
+  starts = 0;
+  /** The model most recently used or loaded (`model_loaded` in /v1/health). */
+  mostRecent: string | null = null;
+
+  constructor(private readonly deps: SchedulerDeps<M>) {
+    this.now = deps.now ?? Date.now;
+    this.idleTimer = setInterval(() => this.evictIdle(), deps.idleCheckMs ?? 1000);
+    this.idleTimer.unref();
+  }
+
+  /** Models resident now (ready or finishing their requests), oldest load first. */
+  list(): Slot<M>[] {
+    return [...this.slots.values()].filter((s) => s.state !== "stopping");
+  }
+
+  /** The model loaded under exactly this id and taking requests. */
+  ready(id: string): M | undefined {
+    const slot = this.slots.get(id);
+    return slot?.state === "ready" ? slot.model : undefined;
+  }
+
+  isLoading(id: string): boolean {
+    return this.loading.has(id);
+  }
+
+  /** Requests waiting for a model to load or for room. */
+  get queued(): number {
+    return this.waiters.length;
+  }
+
+  /** Claims a model for one request, loading it first when needed. */
+  async acquire(model: M, opts: AcquireOptions = {}): Promise<Lease<M>> {
+    const ready = this.slots.get(model.id);
+    if (ready?.state === "ready") return this.leaseOf(ready);
+    const spec = this.deps.resolve(model, opts.options);
+    await this.deps.prepare(model);
+    return new Promise<Lease<M>>((resolve, reject) => {
+      this.enqueue({ model, spec, explicit: false, signal: opts.signal, grant: (slot) => resolve(this.leaseOf(slot)), fail: reject });
+    });
+  }
+
+  /** Loads a model explicitly (reloading it when it runs with other options). */
+  async load(model: M, req: LoadRequest = {}): Promise<Slot<M>> {
+    const spec = this.deps.resolve(model, req.options);
+    await this.deps.prepare(model);
+    return new Promise<Slot<M>>((resolve, reject) => {
+      this.enqueue({
+        model,
+        spec,
+        explicit: true,
+        pinned: req.pinned,
+        grant: (slot) => {
+          if (req.pinned !== undefined) slot.pinned = req.pinned;
+          slot.lastUse = this.now();
+          this.mostRecent = model.id;
+          resolve(slot);
+        },
+        fail: reject,
+      });
+    });
+  }
+
+  /** Unloads one model (waiting for its requests); false when it was not loaded. */
+  async unload(id: string): Promise<boolean> {
+    const slot = this.slots.get(id);
+    if (!slot) return false;
+    await this.evict(slot);
+    return true;
+  }
+
+  /** Unloads every model a predicate picks (all of them without one); returns their ids. */
+  async unloadWhere(pick: (slot: Slot<M>) => boolean = () => true): Promise<string[]> {
+    const victims = this.list().filter(pick);
+    await Promise.all(victims.map((s) => this.evict(s)));
+    return victims.map((s) => s.model.id);
+  }
+
+  async shutdown(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.idleTimer);
+    const waiting = this.waiters;
+    this.waiters = [];
+    for (const w of waiting) w.fail(new ApiError(503, "server_shutting_down", "The server is shutting down"));
+    await Promise.all([...this.slots.values()].map((s) => this.stopSlot(s)));
+  }
+
+  private enqueue(w: Waiter<M>): void {
+    if (this.closed) return w.fail(new ApiError(503, "server_shutting_down", "The server is shutting down"));
+    if (w.signal?.aborted) return w.fail(clientGone());
+    this.waiters.push(w);
+    w.signal?.addEventListener(
+      "abort",
+      () => {
+        if (!this.waiters.includes(w)) return;
+        this.waiters = this.waiters.filter((x) => x !== w);
+        w.fail(clientGone());
+        this.dispatch();
+      },
+      { once: true },
+    );
+    this.dispatch();
+  }
+
+  /** Serves the queue in order: grants what can be granted, and for each type starts at most one
+   * load or eviction on behalf of its first waiter that needs one. */
+  private dispatch(): void {
+    const blocked = new Set<string>();
+    for (const w of [...this.waiters]) {
+      if (!this.waiters.includes(w)) continue;
+      const slot = this.slots.get(w.model.id);
+      if (slot?.state === "ready" && !(w.explicit && !sameSpec(slot.spec, w.spec))) {
+        this.remove(w);
+        w.grant(slot);
+        continue;
+      }
+      const type = w.model.type;
+      if (blocked.has(type)) continue;
+      blocked.add(type);
+      if (this.loading.has(w.model.id)) continue;
+      if (slot?.state === "ready") {
+        // An explicit load with other options: the running engine goes first.
+        this.deps.log.info(`Reloading ${w.model.id} with new options`);
+        void this.evict(slot);
+        continue;
+      }
+      if (slot) continue;
+      if ([...this.loading.values()].some((m) => m.type === type)) continue;
+      const residents = [...this.slots.values()].filter((s) => s.model.type === type).map((s) => this.resident(s));
+      const room = decideRoom(residents, 0, this.deps.maxLoaded());
+      if (room.kind === "load") this.startLoad(w);
+      else if (room.kind === "evict") {
+        const victim = this.slots.get(room.victim)!;
+        this.deps.log.info(`Evicting ${victim.model.id} (least recently used ${type}) to make room for ${w.model.id}`);
+        void this.evict(victim);
+      } else if (room.kind === "refuse") {
+        const err = ApiError.of(
+          E.slotsPinned,
+          `Every loaded ${type} model is pinned (${room.pinned.join(", ")}), so none can be unloaded to make room; unload one or raise max_loaded_models`,
+        );
+        for (const other of this.waiters.filter((x) => x.model.id === w.model.id)) {
+          this.remove(other);
+          other.fail(err);
+        }
+      }
+    }
+  }
+
+  private remove(w: Waiter<M>): void {
+    this.waiters = this.waiters.filter((x) => x !== w);
+  }
+
+  private resident(s: Slot<M>): Resident {
+    const timeout = s.spec.options.evict_idle_timeout;
+    return {
+      id: s.model.id,
+      state: s.state,
+      pinned: s.pinned,
+      lastUse: s.lastUse,
+      inflight: s.inflight,
+      idleTimeoutS: typeof timeout === "number" ? timeout : 0,
+    };
+  }
+
+  private startLoad(w: Waiter<M>): void {
+    const { model, spec } = w;
+    this.loading.set(model.id, model);
+    this.starts++;
+    void this.deps.launch(model, spec).then(
+      (engine) => {
+        this.loading.delete(model.id);
+        const now = this.now();
+        const slot: Slot<M> = {
+          model,
+          engine,
+          spec,
+          pinned: w.pinned ?? false,
+          lastUse: now,
+          loadedAt: now,
+          inflight: 0,
+          streaming: 0,
+          state: "ready",
+          gone: Promise.withResolvers<void>(),
+        };
+        this.slots.set(model.id, slot);
+        this.mostRecent = model.id;
+        void engine.exited.then((code) => this.onExit(slot, code));
+        if (this.closed) void this.stopSlot(slot);
+        this.dispatch();
+      },
+      (err) => {
+        this.loading.delete(model.id);
+        for (const other of this.waiters.filter((x) => x.model.id === model.id)) {
+          this.remove(other);
+          other.fail(err);
+        }
+        this.dispatch();
+      },
+    );
+  }
+
+  private leaseOf(slot: Slot<M>): Lease<M> {
+    slot.inflight++;
+    slot.lastUse = this.now();
+    this.mostRecent = slot.model.id;
+    let released = false;
+    let streaming = false;
+    return {
+      slot,
+      url: slot.engine.url,
+      streaming: () => {
+        if (!streaming && !released) {
+          streaming = true;
+          slot.streaming++;
+        }
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        if (streaming) slot.streaming--;
+        slot.inflight--;
+        slot.lastUse = this.now();
+        if (slot.inflight === 0 && slot.state === "draining") void this.stopSlot(slot);
+      },
+    };
+  }
+
+  /** Stops taking requests for the slot, waits for those in flight, then stops its engine. */
+  private async evict(slot: Slot<M>): Promise<void> {
+    if (slot.state === "ready") {
+      slot.state = "draining";
+      if (slot.inflight === 0) void this.stopSlot(slot);
+    }
+    await slot.gone.promise;
+  }
+
+  private async stopSlot(slot: Slot<M>): Promise<void> {
+    if (slot.state === "stopping") return slot.gone.promise;
+    slot.state = "stopping";
+    await slot.engine.stop();
+    this.forget(slot);
+    this.deps.log.info(`Unloaded ${slot.model.id} (pid ${slot.engine.pid})`);
+  }
+
+  /** Drops a slot whose engine is gone, and lets the queue move. */
+  private forget(slot: Slot<M>): void {
+    if (this.slots.get(slot.model.id) === slot) this.slots.delete(slot.model.id);
+    if (this.mostRecent === slot.model.id) {
+      this.mostRecent = this.list().sort((a, b) => b.lastUse - a.lastUse)[0]?.model.id ?? null;
+    }
+    slot.gone.resolve();
+    this.dispatch();
+  }
+
+  private evictIdle(): void {
+    const residents = [...this.slots.values()].map((s) => this.resident(s));
+    for (const r of idleExpired(residents, this.now())) {
+      const slot = this.slots.get(r.id)!;
+      this.deps.log.info(`Unloading ${r.id}: idle for ${r.idleTimeoutS} s (evict_idle_timeout)`);
+      void this.evict(slot);
+    }
+  }
+
+  private onExit(slot: Slot<M>, code: number): void {
+    if (slot.engine.isStopping || this.slots.get(slot.model.id) !== slot) return;
+    this.deps.log.error(
+      `The engine for ${slot.model.id} (pid ${slot.engine.pid}) exited unexpectedly with code ${code}; it will be started again on the next request. Last output:\n${slot.engine.lastLines}`,
+    );
+    this.forget(slot);
+  }
+}
+
+function clientGone(): ApiError {
+  return new ApiError(499, "client_closed", "The client closed the request while it waited for the model");
+}

@@ -1,0 +1,65 @@
+// The recipes (engine families) of the contract: which model types each serves, the deployment
+// label a model gets when it names none, and the recipe options `/v1/load` and
+// `/v1/models/{id}/options` accept for it. The engines implement these recipes (engines/); the
+// catalog and option resolution read these facts (models/). This module imports nothing of ours.
+
+export type ModelType = "llm" | "embedding" | "reranking" | "transcription" | "image" | "tts";
+
+/** Every model type, in the order `/v1/health` lists per-type figures. */
+export const MODEL_TYPES: ModelType[] = ["llm", "embedding", "reranking", "transcription", "image", "tts"];
+
+export type OptionValue = string | number | boolean | null;
+export type Options = Record<string, OptionValue>;
+
+export interface OptionSpec {
+  kind: "int" | "string" | "bool";
+  default: OptionValue;
+  /** `ctx_size`: a positive integer or -1 (automatic). */
+  ctx?: boolean;
+}
+
+export interface RecipeSpec {
+  /** The model types this recipe's engine serves. */
+  serves: ModelType[];
+  /** The deployment label of a model that names none. */
+  defaultLabel: string;
+  /** The recipe options a load accepts, with their built-in defaults. */
+  options: Record<string, OptionSpec>;
+}
+
+const COMMON: Record<string, OptionSpec> = {
+  evict_idle_timeout: { kind: "int", default: 300 },
+};
+
+const ARGS_MERGE: Record<string, OptionSpec> = { merge_args: { kind: "bool", default: true } };
+
+export const RECIPE_SPECS: Record<string, RecipeSpec> = {
+  llamacpp: {
+    serves: ["llm", "embedding", "reranking"],
+    defaultLabel: "chat",
+    options: {
+      ctx_size: { kind: "int", default: -1, ctx: true },
+      llamacpp_backend: { kind: "string", default: "cpu" },
+      llamacpp_args: { kind: "string", default: "" },
+      ...ARGS_MERGE,
+      ...COMMON,
+    },
+  },
+  whispercpp: {
+    serves: ["transcription"],
+    defaultLabel: "transcription",
+    options: {
+      whispercpp_backend: { kind: "string", default: "cpu" },
+      whispercpp_args: { kind: "string", default: "" },
+      ...ARGS_MERGE,
+      ...COMMON,
+    },
+  },
+  "sd-cpp": { serves: ["image"], defaultLabel: "image", options: { ...COMMON } },
+  kokoro: { serves: ["tts"], defaultLabel: "tts", options: { ...COMMON } },
+};
+
+/** The options a recipe accepts; an unknown recipe takes only the common ones. */
+export function optionSpecs(recipe: string): Record<string, OptionSpec> {
+  return RECIPE_SPECS[recipe]?.options ?? COMMON;
+}
