@@ -12,6 +12,7 @@ import { DownloadManager } from "../models/downloads.ts";
 import { ModelLibrary } from "../models/library.ts";
 import { OptionResolver, RecipeOptionsStore } from "../models/recipe-options.ts";
 import { EngineInstaller } from "../engines/installer.ts";
+import { espeakSpeech } from "../engines/kokoro.ts";
 import { EngineRegistry } from "../engines/orphans.ts";
 import { RECIPES, recipeStatuses } from "../engines/recipes.ts";
 import { Backends } from "../runtime/backends.ts";
@@ -22,6 +23,7 @@ import { Scheduler } from "../runtime/scheduler.ts";
 
 export function createServerContext(config: Config, logger = new Logger(config.logLevel)): ServerContext {
   const recipes = RECIPES;
+  const engineEnv = { cacheDir: config.cacheDir, path: config.searchPath };
   const record = new EngineRegistry(config.cacheDir);
   const reaped = record.reapOrphans();
   if (reaped.length) logger.warn("Router", `Stopped ${reaped.length} engine(s) left running by a server that was killed (pids ${reaped.join(", ")})`);
@@ -31,7 +33,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   // Which recipes can run here is fixed for the process: installing a backend moves it from
   // installable to installed, never from unsupported.
   const supported = new Set(
-    Object.entries(recipeStatuses(recipes, { cacheDir: config.cacheDir }))
+    Object.entries(recipeStatuses(recipes, engineEnv))
       .filter(([, r]) => Object.values(r.backends).some((b) => b.state !== "unsupported"))
       .map(([name]) => name),
   );
@@ -60,7 +62,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   });
   const launcher = new Launcher({
     recipes,
-    env: { cacheDir: config.cacheDir },
+    env: engineEnv,
     files: (m) => catalog.files(m),
     install: (recipe, backend) => installer.install(recipe, backend),
     record,
@@ -76,7 +78,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     maxLoaded: () => config.maxLoadedModels,
     log: { info: (m) => logger.info("Router", m), warn: (m) => logger.warn("Router", m), error: (m) => logger.error("Router", m) },
   });
-  const backends = new Backends(recipes, installer, scheduler, config.cacheDir, (m) => logger.info("Server", m));
+  const backends = new Backends(recipes, installer, scheduler, engineEnv, (m) => logger.info("Server", m));
   const metrics = new Metrics(VERSION, () =>
     scheduler.list().map((s) => ({ model: s.model.id, recipe: s.model.recipe, type: s.model.type, url: s.engine.url })),
   );
@@ -97,6 +99,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     backends,
     scheduler,
     proxy: new EngineProxy({ scheduler, catalog, metrics, stats, logger }),
+    speech: espeakSpeech,
     websocketPort: null,
   };
 }

@@ -25,7 +25,7 @@ export async function startServer(overrides: Overrides = {}, env = process.env):
   ctx.websocketPort = wsApp.server!.port!;
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
-  ctx.logger.info("Server", `Lemonade Server ${ctx.version} listening on ${url}`);
+  ctx.logger.info("Server", `Lemonade Server ${ctx.version} listening on ${url} (pid ${process.pid})`);
   ctx.logger.info("Server", `Cache directory: ${config.cacheDir}`);
   if (config.apiKey) ctx.logger.info("Server", "API key required (LEMONADE_API_KEY is set)");
   return {

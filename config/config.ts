@@ -29,6 +29,8 @@ export interface Config {
   offline: boolean;
   /** The npm registry engine sources come from. */
   npmRegistry: string | undefined;
+  /** PATH, where `system` backends find their binaries. */
+  searchPath: string;
 }
 
 /** The keys config.json may hold, as Lemonade spells them. */
@@ -94,6 +96,7 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
     hfEndpoint: (env.HF_ENDPOINT || "https://huggingface.co").replace(/\/+$/, ""),
     hfToken: env.HF_TOKEN || null,
     npmRegistry: env.NPM_CONFIG_REGISTRY || env.npm_config_registry || undefined,
+    searchPath: env.PATH ?? "",
     offline: env.LEMONADE_OFFLINE ? /^(1|true|yes)$/i.test(env.LEMONADE_OFFLINE) : file.offline === true,
     mcpImageDir: resolve(env.LEMONADE_MCP_IMAGE_DIR || join(cacheDir, "mcp-images")),
     allowedOrigins: (env.LEMONADE_ALLOWED_ORIGINS ?? "")

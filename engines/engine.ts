@@ -53,6 +53,8 @@ export interface BuildRecipe {
 /** Where engines live on this machine. */
 export interface EngineEnv {
   cacheDir: string;
+  /** The server's PATH, where the `system` backends look for their binaries. */
+  path: string;
 }
 
 /** A model as an engine sees it: files on disk and the options it resolved to. */
@@ -130,9 +132,14 @@ export function unsupportedBackend(message: string): BackendStatus {
   return { devices: [], state: "unsupported", message, action: "" };
 }
 
+/** A binary the user put on PATH, or null. */
+export function onPath(binary: string, env: EngineEnv): string | null {
+  return Bun.which(binary, { PATH: env.path });
+}
+
 /** A backend that runs a binary the user put on PATH. */
-export function systemBinaryStatus(binary: string): BackendStatus {
-  const found = Bun.which(binary);
+export function systemBinaryStatus(binary: string, env: EngineEnv): BackendStatus {
+  const found = onPath(binary, env);
   return found
     ? { devices: ["cpu"], state: "installed", message: "", action: "", version: `system (${found})` }
     : unsupportedBackend(`No ${binary} on PATH`);

@@ -2,18 +2,8 @@
 // ffmpeg (Debian) resamples to 24 kHz mono and encodes. Both run per request as child processes
 // with argv arrays (the text goes in on stdin, never on a command line), so there is no engine
 // server to start: the recipe declares its status and no launch plan.
+import { SPEECH_SAMPLE_RATE as SAMPLE_RATE, type SpeechFormat } from "../spec/openai.ts";
 import { recipeStatus, unsupportedBackend, type Recipe } from "./engine.ts";
-
-export type SpeechFormat = "mp3" | "wav" | "opus" | "pcm";
-
-export const SAMPLE_RATE = 24000;
-
-export const CONTENT_TYPES: Record<SpeechFormat, string> = {
-  mp3: "audio/mpeg",
-  wav: "audio/wav",
-  opus: "audio/opus",
-  pcm: `audio/l16;rate=${SAMPLE_RATE};endianness=little-endian`,
-};
 
 const FFMPEG_OUT: Record<SpeechFormat, string[]> = {
   mp3: ["-c:a", "libmp3lame", "-b:a", "64k", "-f", "mp3"],
@@ -38,14 +28,14 @@ const OPENAI_VOICES: Record<string, string> = {
   verse: "en-us+m4",
 };
 
-export function espeakVoice(voice: string): string | null {
+function espeakVoice(voice: string): string | null {
   if (OPENAI_VOICES[voice]) return OPENAI_VOICES[voice]!;
   const kokoro = /^([ab])([fm])_[a-z]+$/.exec(voice);
   if (!kokoro) return null;
   return `${kokoro[1] === "a" ? "en-us" : "en-gb"}+${kokoro[2] === "f" ? "f3" : "m3"}`;
 }
 
-export class SpeechError extends Error {}
+class SpeechError extends Error {}
 
 export function speechToolsMissing(): string | null {
   const missing = ["espeak-ng", "ffmpeg"].filter((b) => !Bun.which(b));
@@ -53,7 +43,7 @@ export function speechToolsMissing(): string | null {
 }
 
 /** Speaks `text` and returns the encoded audio as a stream (flowing as it is produced). */
-export function synthesize(text: string, voice: string, speed: number, format: SpeechFormat): ReadableStream<Uint8Array> {
+function synthesize(text: string, voice: string, speed: number, format: SpeechFormat): ReadableStream<Uint8Array> {
   const missing = speechToolsMissing();
   if (missing) throw new SpeechError(missing);
   const espeakVoiceName = espeakVoice(voice);
@@ -71,6 +61,12 @@ export function synthesize(text: string, voice: string, speed: number, format: S
   );
   return ffmpeg.stdout;
 }
+
+/** The in-process speech engine: protocols/audio reaches it as the context's `speech`. */
+export const espeakSpeech = {
+  knows: (voice: string) => espeakVoice(voice) !== null,
+  synthesize,
+};
 
 export const kokoro: Recipe = {
   name: "kokoro",

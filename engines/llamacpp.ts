@@ -8,6 +8,7 @@ import {
   checkReservedArgs,
   EngineConfigError,
   NotInstalledError,
+  onPath,
   recipeStatus,
   systemBinaryStatus,
   type BuildRecipe,
@@ -84,22 +85,22 @@ export const llamacpp: Recipe = {
   backendOption: "llamacpp_backend",
   builds: { cpu: LLAMACPP_BUILD },
 
-  status: ({ cacheDir }) =>
-    recipeStatus({ cpu: sourceBuiltStatus(cacheDir, LLAMACPP, "cpu"), system: systemBinaryStatus(LLAMACPP.binary) }),
+  status: (env) =>
+    recipeStatus({ cpu: sourceBuiltStatus(env.cacheDir, LLAMACPP, "cpu"), system: systemBinaryStatus(LLAMACPP.binary, env) }),
 
   checkOptions(options) {
     if (typeof options.llamacpp_args === "string") checkUserArgs(splitArgs(options.llamacpp_args));
   },
 
   /** `cpu` is the build in the cache, `system` the llama-server on PATH. */
-  locate(backend, { cacheDir }) {
+  locate(backend, env) {
     if (backend === "system") {
-      const found = Bun.which(LLAMACPP.binary);
+      const found = onPath(LLAMACPP.binary, env);
       if (!found) throw new EngineConfigError("llamacpp backend 'system' needs llama-server on PATH");
       return found;
     }
     if (backend !== "cpu") throw new EngineConfigError(`llamacpp backend '${backend}' is not available on this system (use cpu or system)`);
-    const cached = cachedBinary(cacheDir, LLAMACPP);
+    const cached = cachedBinary(env.cacheDir, LLAMACPP);
     if (!cached) {
       throw new NotInstalledError("llama.cpp is not installed: run `lemonade backends install llamacpp:cpu` (or POST /v1/install)");
     }

@@ -7,6 +7,7 @@ import {
   checkReservedArgs,
   EngineConfigError,
   NotInstalledError,
+  onPath,
   recipeStatus,
   systemBinaryStatus,
   type BuildRecipe,
@@ -43,21 +44,21 @@ export const whispercpp: Recipe = {
   backendOption: "whispercpp_backend",
   builds: { cpu: WHISPERCPP_BUILD },
 
-  status: ({ cacheDir }) =>
-    recipeStatus({ cpu: sourceBuiltStatus(cacheDir, WHISPERCPP, "cpu"), system: systemBinaryStatus(WHISPERCPP.binary) }),
+  status: (env) =>
+    recipeStatus({ cpu: sourceBuiltStatus(env.cacheDir, WHISPERCPP, "cpu"), system: systemBinaryStatus(WHISPERCPP.binary, env) }),
 
   checkOptions(options) {
     if (typeof options.whispercpp_args === "string") checkUserArgs(splitArgs(options.whispercpp_args));
   },
 
-  locate(backend, { cacheDir }) {
+  locate(backend, env) {
     if (backend === "system") {
-      const found = Bun.which(WHISPERCPP.binary);
+      const found = onPath(WHISPERCPP.binary, env);
       if (!found) throw new EngineConfigError("whispercpp backend 'system' needs whisper-server on PATH");
       return found;
     }
     if (backend !== "cpu") throw new EngineConfigError(`whispercpp backend '${backend}' is not available on this system (use cpu or system)`);
-    const cached = cachedBinary(cacheDir, WHISPERCPP);
+    const cached = cachedBinary(env.cacheDir, WHISPERCPP);
     if (!cached) {
       throw new NotInstalledError("whisper.cpp is not installed: run `lemonade backends install whispercpp:cpu` (or POST /v1/install)");
     }

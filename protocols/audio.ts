@@ -1,9 +1,9 @@
 // OpenAI's audio routes. Transcription: multipart in, whisper-server behind (protocols/whisper.ts);
 // audio in any format ffmpeg reads is converted to the 16 kHz mono WAV whisper.cpp takes.
-// Speech: the model and voice are checked, then the kokoro recipe's espeak-ng speaks.
+// Speech: the model and voice are checked, then the server's speech engine speaks.
 import { ApiError } from "../lib/api-error.ts";
 import type { ServerContext } from "../runtime/context.ts";
-import { CONTENT_TYPES, espeakVoice, SpeechError, synthesize, type SpeechFormat } from "../engines/kokoro.ts";
+import { SPEECH_CONTENT_TYPES, type SpeechFormat } from "../spec/openai.ts";
 import { needsTranscriber, TRANSCRIPTION_FORMATS, whisperInference, type TranscriptionFormat as Format } from "./whisper.ts";
 
 const CONTENT_TYPE: Record<Format, string> = {
@@ -84,19 +84,18 @@ export async function speak(ctx: ServerContext, body: SpeechRequest): Promise<Re
     throw new ApiError(400, "model_not_applicable", `Model ${model.id} is not a text-to-speech model (its type is ${model.type})`, "model");
   }
   const voice = body.voice ?? "shimmer";
-  if (!espeakVoice(voice)) {
+  if (!ctx.speech.knows(voice)) {
     throw new ApiError(400, "invalid_argument", `Unknown voice '${voice}': use an OpenAI voice (alloy, ash, ...) or a Kokoro one (af_sky, am_echo, ...)`, "voice");
   }
   const streaming = body.stream === true || body.stream_format === "audio";
   const format: SpeechFormat = body.response_format ?? (streaming ? "pcm" : "mp3");
   let audio: ReadableStream<Uint8Array>;
   try {
-    audio = synthesize(body.input, voice, body.speed ?? 1, format);
+    audio = ctx.speech.synthesize(body.input, voice, body.speed ?? 1, format);
   } catch (err) {
-    if (err instanceof SpeechError) throw new ApiError(500, "model_load_error", `Cannot speak with ${model.id}: ${err.message}`);
-    throw err;
+    throw new ApiError(500, "model_load_error", `Cannot speak with ${model.id}: ${(err as Error).message}`);
   }
-  const headers = { "content-type": CONTENT_TYPES[format] };
+  const headers = { "content-type": SPEECH_CONTENT_TYPES[format] };
   if (streaming) return new Response(audio, { headers });
   const bytes = new Uint8Array(await new Response(audio).arrayBuffer());
   if (bytes.length === 0) throw new ApiError(502, "", `${model.id} produced no audio`);

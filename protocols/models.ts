@@ -2,6 +2,7 @@
 // options-by-layer view, and a `/v1/health` entry. Each combines the catalog (what exists), the
 // scheduler (what runs) and the saved options.
 import type { CatalogModel } from "../models/catalog.ts";
+import { mergeSavedOptions, optionsToSave } from "../models/recipe-options.ts";
 import type { Slot } from "../runtime/scheduler.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { optionSpecs, type Options } from "../spec/recipes.ts";
@@ -70,6 +71,20 @@ export function optionsView(ctx: ServerContext, model: CatalogModel, saved: Opti
     defaults: { ...defaults, model_name: model.id },
     ...(takesCtx ? { resolved_ctx_size: ctx.options.ctxSize(model, effective) } : {}),
   };
+}
+
+/** POST /v1/models/{id}/options: merges the body into the saved entry (or, with `dry_run`,
+ * only shows what that would give). */
+export function saveOptions(ctx: ServerContext, model: CatalogModel, body: Record<string, unknown>) {
+  const next = mergeSavedOptions(model.recipe, ctx.recipeOptions.saved(model.id), body);
+  if (body.dry_run === true) return optionsView(ctx, model, next);
+  ctx.recipeOptions.replace(model.id, next);
+  return optionsView(ctx, model);
+}
+
+/** `save_options` on a load: the request's concrete values replace the saved entry. */
+export function saveLoadOptions(ctx: ServerContext, model: CatalogModel, request: Record<string, unknown>): void {
+  ctx.recipeOptions.replace(model.id, optionsToSave(model.recipe, ctx.recipeOptions.saved(model.id), request));
 }
 
 /** One entry of `/v1/health`'s `all_models_loaded`. */

@@ -18,7 +18,7 @@ type Json = Record<string, any>;
 const OPTION_KEYS = ["temperature", "top_p", "seed", "stop", "num_predict", "repeat_penalty"] as const;
 
 /** Sampling options from `options`, with top-level keys winning, in OpenAI/llama.cpp names. */
-function samplingFrom(body: Json): Json {
+export function samplingFrom(body: Json): Json {
   const merged: Json = { ...(body.options ?? {}) };
   for (const k of OPTION_KEYS) if (body[k] !== undefined) merged[k] = body[k];
   const out: Json = {};
@@ -43,7 +43,7 @@ function imageUrl(b64: string): string {
 }
 
 /** Ollama messages -> OpenAI messages: images become image parts, tool-call arguments strings. */
-function toOpenAIMessages(messages: Json[]): Json[] {
+export function toOpenAIMessages(messages: Json[]): Json[] {
   return messages.map((m) => {
     const out: Json = { role: m.role, content: m.content ?? "" };
     if (Array.isArray(m.images) && m.images.length) {

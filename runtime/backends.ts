@@ -2,7 +2,7 @@
 // (which first unloads the models running on the backend).
 import { ApiError } from "../lib/api-error.ts";
 import type { CatalogModel } from "../models/catalog.ts";
-import type { Recipe, RecipeStatus } from "../engines/engine.ts";
+import type { EngineEnv, Recipe, RecipeStatus } from "../engines/engine.ts";
 import { InstallError, type EngineInstaller } from "../engines/installer.ts";
 import { findRecipe, recipeStatuses } from "../engines/recipes.ts";
 import type { Progress } from "../engines/source-build.ts";
@@ -24,13 +24,13 @@ export class Backends {
     private readonly recipes: readonly Recipe[],
     private readonly installer: EngineInstaller,
     private readonly scheduler: Scheduler<CatalogModel>,
-    private readonly cacheDir: string,
+    private readonly env: EngineEnv,
     private readonly log: (message: string) => void,
   ) {}
 
   /** Every recipe's backends, read fresh from disk and PATH. */
   statuses(): Record<string, RecipeStatus> {
-    return recipeStatuses(this.recipes, { cacheDir: this.cacheDir });
+    return recipeStatuses(this.recipes, this.env);
   }
 
   /** Refuses an unknown recipe:backend pair with a 400; true when it is installed. */

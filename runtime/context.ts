@@ -1,6 +1,7 @@
 // Everything a running server holds, as the protocol adapters and HTTP routes use it. The
 // composition root (app/context.ts) builds it once from the configuration.
 import type { Config } from "../config/config.ts";
+import type { SpeechFormat } from "../spec/openai.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import type { GenerationStats } from "../observability/stats.ts";
@@ -13,6 +14,13 @@ import type { OptionResolver, RecipeOptionsStore } from "../models/recipe-option
 import type { Backends } from "./backends.ts";
 import type { EngineProxy } from "./proxy.ts";
 import type { Scheduler } from "./scheduler.ts";
+
+/** Text-to-speech that runs in the server process (engines/kokoro.ts's espeak-ng). */
+export interface Speech {
+  knows(voice: string): boolean;
+  /** The encoded audio as it is produced; throws when the engine cannot run here. */
+  synthesize(text: string, voice: string, speed: number, format: SpeechFormat): ReadableStream<Uint8Array>;
+}
 
 export interface ServerContext {
   config: Config;
@@ -30,6 +38,7 @@ export interface ServerContext {
   backends: Backends;
   scheduler: Scheduler<CatalogModel>;
   proxy: EngineProxy;
+  speech: Speech;
   /** The port the WebSocket APIs answer on, once listening. */
   websocketPort: number | null;
 }

@@ -211,22 +211,25 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     this.dispatch();
   }
 
-  /** Serves the queue in order: grants what can be granted, and for each type starts at most one
-   * load or eviction on behalf of its first waiter that needs one. */
+  /** Serves the queue. First every request whose model is ready gets its lease, so a model that
+   * was just loaded serves its whole batch before anything can evict it; then, in arrival order,
+   * each type's first request that needs a load starts it, or the eviction that makes room. */
   private dispatch(): void {
-    const blocked = new Set<string>();
     for (const w of [...this.waiters]) {
-      if (!this.waiters.includes(w)) continue;
       const slot = this.slots.get(w.model.id);
       if (slot?.state === "ready" && !(w.explicit && !sameSpec(slot.spec, w.spec))) {
         this.remove(w);
         w.grant(slot);
-        continue;
       }
+    }
+    const decided = new Set<string>();
+    for (const w of [...this.waiters]) {
+      if (!this.waiters.includes(w)) continue;
       const type = w.model.type;
-      if (blocked.has(type)) continue;
-      blocked.add(type);
+      if (decided.has(type)) continue;
+      decided.add(type);
       if (this.loading.has(w.model.id)) continue;
+      const slot = this.slots.get(w.model.id);
       if (slot?.state === "ready") {
         // An explicit load with other options: the running engine goes first.
         this.deps.log.info(`Reloading ${w.model.id} with new options`);

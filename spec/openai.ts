@@ -4,6 +4,18 @@ import { endpoint } from "./endpoint.ts";
 import { E, LOADING_ERRORS } from "./errors.ts";
 import { ModelName, SamplingParams, status } from "./schemas.ts";
 
+export type SpeechFormat = "mp3" | "wav" | "opus" | "pcm";
+
+/** Speech is 24 kHz mono; `pcm` is its raw 16-bit little-endian samples. */
+export const SPEECH_SAMPLE_RATE = 24000;
+
+export const SPEECH_CONTENT_TYPES: Record<SpeechFormat, string> = {
+  mp3: "audio/mpeg",
+  wav: "audio/wav",
+  opus: "audio/opus",
+  pcm: `audio/l16;rate=${SPEECH_SAMPLE_RATE};endianness=little-endian`,
+};
+
 const StringOrList = (description: string) => T.Union([T.String(), T.Array(T.String())], { description });
 
 const common = {

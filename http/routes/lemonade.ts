@@ -4,10 +4,9 @@ import { E, lemonade as spec } from "../../spec/index.ts";
 import { MODEL_TYPES } from "../../spec/recipes.ts";
 import { ApiError } from "../../lib/api-error.ts";
 import { sseResponse } from "../../lib/sse.ts";
-import { optionsToSave } from "../../models/recipe-options.ts";
 import { hostInfo } from "../../observability/system.ts";
 import type { ServerContext } from "../../runtime/context.ts";
-import { healthEntry } from "../../protocols/models.ts";
+import { healthEntry, saveLoadOptions } from "../../protocols/models.ts";
 import type { Binder } from "../bind.ts";
 
 const perType = (value: (type: string) => number) => Object.fromEntries(MODEL_TYPES.map((t) => [t, value(t)]));
@@ -26,9 +25,7 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
     const options = requestOptions(body);
     const slot = await ctx.scheduler.load(model, { options, pinned: body.pinned });
     // Saved once the load took them, so a refused option is never saved.
-    if (body.save_options === true) {
-      ctx.recipeOptions.replace(model.id, optionsToSave(model.recipe, ctx.recipeOptions.saved(model.id), options));
-    }
+    if (body.save_options === true) saveLoadOptions(ctx, model, options);
     return { status: "success", message: `Loaded model: ${slot.model.id}` };
   });
 

@@ -2,8 +2,7 @@
 import { basename } from "node:path";
 import { models as spec } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
-import { mergeSavedOptions } from "../../models/recipe-options.ts";
-import { listModels, modelObject, optionsView } from "../../protocols/models.ts";
+import { listModels, modelObject, optionsView, saveOptions } from "../../protocols/models.ts";
 import type { Binder } from "../bind.ts";
 
 export function modelRoutes(bind: Binder, ctx: ServerContext): void {
@@ -33,13 +32,7 @@ export function modelRoutes(bind: Binder, ctx: ServerContext): void {
 
   bind.http(spec.optionsGet, ({ params }) => optionsView(ctx, ctx.catalog.get(params.id)));
 
-  bind.http(spec.optionsPost, ({ params, body }) => {
-    const model = ctx.catalog.get(params.id);
-    const next = mergeSavedOptions(model.recipe, ctx.recipeOptions.saved(model.id), body as Record<string, unknown>);
-    if ((body as { dry_run?: boolean }).dry_run === true) return optionsView(ctx, model, next);
-    ctx.recipeOptions.replace(model.id, next);
-    return optionsView(ctx, model);
-  });
+  bind.http(spec.optionsPost, ({ params, body }) => saveOptions(ctx, ctx.catalog.get(params.id), body as Record<string, unknown>));
 
   bind.http(spec.optionsDelete, ({ params }) => {
     const model = ctx.catalog.get(params.id);

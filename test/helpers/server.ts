@@ -27,7 +27,7 @@ export async function startTestServer(
   const server = await startServer(
     { host: "127.0.0.1", port: 0, cacheDir },
     // No test reaches the real hub: the default endpoint is a closed loopback port.
-    { HF_HUB_CACHE: join(cacheDir, "hf"), HF_ENDPOINT: "http://127.0.0.1:9", LEMONADE_LOG_LEVEL: "warning", ...env },
+    { PATH: process.env.PATH ?? "", HF_HUB_CACHE: join(cacheDir, "hf"), HF_ENDPOINT: "http://127.0.0.1:9", LEMONADE_LOG_LEVEL: "warning", ...env },
   );
   return {
     ...server,

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Value } from "@sinclair/typebox/value";
-import { lemonade } from "../spec/index.ts";
-import { LOG_RETENTION, Logger } from "../observability/logger.ts";
-import { startTestServer, type TestServer } from "./helpers/server.ts";
+import { lemonade } from "../../spec/index.ts";
+import { LOG_RETENTION, Logger } from "../../observability/logger.ts";
+import { startTestServer, type TestServer } from "../helpers/server.ts";
 
 let server: TestServer;
 beforeAll(async () => {

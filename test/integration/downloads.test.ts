@@ -2,9 +2,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { MODELS, testModelsDir } from "./helpers/engines.ts";
-import { sha256, startFakeHub, type FakeHub, type HubRepo } from "./helpers/fake-hub.ts";
-import { startTestServer, tempDir, type TestServer } from "./helpers/server.ts";
+import { MODELS, testModelsDir } from "../helpers/engines.ts";
+import { sha256, startFakeHub, type FakeHub, type HubRepo } from "../helpers/fake-hub.ts";
+import { startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
 
 let hub: FakeHub;
 let hubRepos: Record<string, HubRepo>;

@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync, readdirSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { lemonade } from "../spec/index.ts";
-import { loadConfig } from "../config/config.ts";
-import { CorruptStateFileError, writeJsonFileAtomic } from "../lib/json-file.ts";
-import { expectMatches, startTestServer, tempDir } from "./helpers/server.ts";
+import { lemonade } from "../../spec/index.ts";
+import { loadConfig } from "../../config/config.ts";
+import { CorruptStateFileError, writeJsonFileAtomic } from "../../lib/json-file.ts";
+import { expectMatches, startTestServer, tempDir } from "../helpers/server.ts";
 
 describe("aliases", () => {
   test("bind, list, persist across a restart, remove", async () => {

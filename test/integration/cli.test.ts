@@ -1,11 +1,11 @@
 import { expect, test } from "bun:test";
 import { join } from "node:path";
 import { copyFileSync, mkdirSync } from "node:fs";
-import { tempDir } from "./helpers/server.ts";
-import { freePort, isAlive } from "../engines/process.ts";
-import { linkEngines, MODELS, testModelsDir } from "./helpers/engines.ts";
+import { tempDir } from "../helpers/server.ts";
+import { freePort, isAlive } from "../../engines/process.ts";
+import { linkEngines, MODELS, testModelsDir } from "../helpers/engines.ts";
 
-const root = join(import.meta.dir, "..");
+const root = join(import.meta.dir, "..", "..");
 const cli = (args: string[], env: Record<string, string> = {}) =>
   Bun.spawn([process.execPath, "cli/main.ts", ...args], {
     cwd: root,

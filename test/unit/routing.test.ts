@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import SwaggerParser from "@apidevtools/swagger-parser";
-import { endpoints, lemonade, mountedPaths, VERSION_PREFIXES } from "../spec/index.ts";
-import { expectMatches, startTestServer, type TestServer } from "./helpers/server.ts";
+import { endpoints, lemonade, mountedPaths, VERSION_PREFIXES } from "../../spec/index.ts";
+import { expectMatches, startTestServer, type TestServer } from "../helpers/server.ts";
 
 let server: TestServer;
 beforeAll(async () => {

@@ -1,7 +1,7 @@
 // Text-to-speech with the real espeak-ng and ffmpeg (Debian packages; .ci/run installs them).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import OpenAI from "openai";
-import { startTestServer, type TestServer } from "./helpers/server.ts";
+import { startTestServer, type TestServer } from "../helpers/server.ts";
 
 let server: TestServer;
 let client: OpenAI;

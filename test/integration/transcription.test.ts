@@ -4,8 +4,8 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import OpenAI, { toFile } from "openai";
-import { jfkSample, MODELS, testModelsDir } from "./helpers/engines.ts";
-import { startTestServer, tempDir, type TestServer } from "./helpers/server.ts";
+import { jfkSample, MODELS, testModelsDir } from "../helpers/engines.ts";
+import { startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
 
 let server: TestServer;
 let client: OpenAI;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { startTestServer, type TestServer } from "./helpers/server.ts";
+import { startTestServer, type TestServer } from "../helpers/server.ts";
 
 const API = "user-key-123";
 const ADMIN = "admin-key-456";

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync } from "node:fs";
 import { join } from "node:path";
 import { Ollama } from "ollama";
-import { MODELS, testModelsDir } from "./helpers/engines.ts";
-import { startTestServer, tempDir, type TestServer } from "./helpers/server.ts";
+import { MODELS, testModelsDir } from "../helpers/engines.ts";
+import { startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
 
 let server: TestServer;
 let ollama: Ollama;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Value } from "@sinclair/typebox/value";
-import { OllamaError, OpenAIError } from "../spec/schemas.ts";
-import { startTestServer, type TestServer } from "./helpers/server.ts";
+import { OllamaError, OpenAIError } from "../../spec/schemas.ts";
+import { startTestServer, type TestServer } from "../helpers/server.ts";
 
 let server: TestServer;
 beforeAll(async () => {

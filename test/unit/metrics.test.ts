@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { startTestServer, type TestServer } from "./helpers/server.ts";
+import { startTestServer, type TestServer } from "../helpers/server.ts";
 
 let server: TestServer;
 beforeAll(async () => {

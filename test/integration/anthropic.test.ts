@@ -3,8 +3,8 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { copyFileSync } from "node:fs";
 import { join } from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
-import { MODELS, testModelsDir } from "./helpers/engines.ts";
-import { startTestServer, tempDir, type TestServer } from "./helpers/server.ts";
+import { MODELS, testModelsDir } from "../helpers/engines.ts";
+import { startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
 
 let server: TestServer;
 let client: Anthropic;

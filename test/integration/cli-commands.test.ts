@@ -3,13 +3,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { defaultCacheDir } from "../config/config.ts";
-import { freePort } from "../engines/process.ts";
-import { MODELS, testModelsDir } from "./helpers/engines.ts";
-import { startFakeHub, type FakeHub } from "./helpers/fake-hub.ts";
-import { tempDir } from "./helpers/server.ts";
+import { defaultCacheDir } from "../../config/config.ts";
+import { freePort } from "../../engines/process.ts";
+import { MODELS, testModelsDir } from "../helpers/engines.ts";
+import { startFakeHub, type FakeHub } from "../helpers/fake-hub.ts";
+import { tempDir } from "../helpers/server.ts";
 
-const root = join(import.meta.dir, "..");
+const root = join(import.meta.dir, "..", "..");
 let exe: string;
 let cacheDir: string;
 let port: number;
@@ -185,7 +185,9 @@ describe("the single-file build", () => {
       expect(r.out).toContain("lemonade pull <model>");
       expect((await fetch(`http://127.0.0.1:${other}/live`)).status).toBe(200);
     } finally {
-      Bun.spawnSync(["pkill", "-f", `serve --host 127.0.0.1 --port ${other}`]);
+      // The server it started says its pid in its log; stop exactly that process.
+      const started = readFileSync(join(cacheDir, "server.log"), "utf8").match(new RegExp(`listening on http://127\\.0\\.0\\.1:${other} \\(pid (\\d+)\\)`));
+      if (started) process.kill(Number(started[1]), "SIGTERM");
     }
   });
 

@@ -3,8 +3,8 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { jfkSample, MODELS, testModelsDir } from "./helpers/engines.ts";
-import { startTestServer, tempDir, type TestServer } from "./helpers/server.ts";
+import { jfkSample, MODELS, testModelsDir } from "../helpers/engines.ts";
+import { startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
 
 let server: TestServer;
 let pcm: Buffer;

@@ -3,10 +3,10 @@
 import { afterEach, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { LLAMACPP } from "../engines/llamacpp.ts";
-import { engineDir } from "../engines/source-build.ts";
-import { llamaServerBinary, MODELS, testModelsDir } from "./helpers/engines.ts";
-import { startTestServer, tempDir, type TestServer } from "./helpers/server.ts";
+import { LLAMACPP } from "../../engines/llamacpp.ts";
+import { engineDir } from "../../engines/source-build.ts";
+import { llamaServerBinary, MODELS, testModelsDir } from "../helpers/engines.ts";
+import { startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
 
 let server: TestServer | undefined;
 afterEach(async () => {

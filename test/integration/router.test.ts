@@ -3,9 +3,9 @@ import { afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import OpenAI from "openai";
-import { isAlive } from "../engines/process.ts";
-import { MODELS, testModelsDir } from "./helpers/engines.ts";
-import { startTestServer, tempDir, type TestServer } from "./helpers/server.ts";
+import { isAlive } from "../../engines/process.ts";
+import { MODELS, testModelsDir } from "../helpers/engines.ts";
+import { startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
 
 let models: string;
 beforeAll(() => {

@@ -1,0 +1,62 @@
+// The FAKE llama-server (scripts/fake-engine/llama-server) for the unit tier: a Scheduler whose
+// engines are fake processes, and a server whose llama.cpp models run on the fake.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { RunningEngine } from "../../engines/engine.ts";
+import { startEngine } from "../../engines/process.ts";
+import type { LoadSpec } from "../../models/recipe-options.ts";
+import { Scheduler, type SchedulableModel, type SchedulerDeps } from "../../runtime/scheduler.ts";
+import { startTestServer, tempDir, type TestServer } from "./server.ts";
+
+export const FAKE_DIR = join(import.meta.dir, "..", "..", "scripts", "fake-engine");
+export const FAKE_LLAMA_SERVER = join(FAKE_DIR, "llama-server");
+
+export interface FakeModel extends SchedulableModel {
+  /** Extra fake flags (`--fake-start-ms 300`, `--fake-health-fail`). */
+  flags?: string[];
+}
+
+/** Starts a fake engine for a model, as the launcher would start a real one. */
+export function launchFake(model: FakeModel, readyTimeoutMs = 5000): Promise<RunningEngine> {
+  return startEngine(
+    {
+      argv: (port) => [process.execPath, FAKE_LLAMA_SERVER, "-m", model.id, "--port", String(port), ...(model.flags ?? [])],
+      healthPath: "/health",
+      readyTimeoutMs,
+    },
+    () => {},
+  );
+}
+
+const SPEC: LoadSpec = { options: { evict_idle_timeout: 0 }, ctxSize: 4096 };
+
+/** A scheduler over fake engines; `overrides` replace any of its dependencies. */
+export function fakeScheduler(max = 1, overrides: Partial<SchedulerDeps<FakeModel>> = {}): Scheduler<FakeModel> {
+  return new Scheduler<FakeModel>({
+    resolve: () => SPEC,
+    prepare: async () => {},
+    launch: (model) => launchFake(model),
+    maxLoaded: () => max,
+    log: { info() {}, warn() {}, error() {} },
+    ...overrides,
+  });
+}
+
+/** A server whose llama.cpp models (`extra.<name>` for each name) run on the fake engine: the
+ * fake comes first on the server's PATH and every model's saved backend is `system`. */
+export async function startFakeServer(names: string[], env: Record<string, string> = {}, options: Record<string, unknown> = {}): Promise<TestServer> {
+  const cacheDir = tempDir();
+  const extra = tempDir("lemonade-fake-models-");
+  mkdirSync(cacheDir, { recursive: true });
+  const saved: Record<string, unknown> = {};
+  for (const name of names) {
+    writeFileSync(join(extra, `${name}.gguf`), "FAKE: the fake engine reads no weights");
+    saved[`extra.${name}`] = { llamacpp_backend: "system", ...options };
+  }
+  writeFileSync(join(cacheDir, "recipe_options.json"), JSON.stringify(saved));
+  return startTestServer(
+    { PATH: `${FAKE_DIR}:${process.env.PATH ?? ""}`, LEMONADE_EXTRA_MODELS_DIR: extra, ...env },
+    cacheDir,
+    { engines: false },
+  );
+}

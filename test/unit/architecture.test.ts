@@ -1,0 +1,96 @@
+// The shape of the code: no import cycle among the project's modules, and every import pointing
+// down the layers README.md's Layout table describes:
+//   cli -> app -> http -> protocols -> runtime -> engines, models -> observability, config -> lib, spec
+import { expect, test } from "bun:test";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+
+const root = join(import.meta.dir, "..", "..");
+const SOURCE_DIRS = ["spec", "lib", "config", "observability", "engines", "models", "runtime", "protocols", "http", "app", "cli", "scripts"];
+
+/** What each folder may import besides itself; scripts/ and test/ may use anything. */
+const ALLOWED: Record<string, string[]> = {
+  spec: [],
+  lib: [],
+  config: ["lib"],
+  observability: ["lib", "spec"],
+  engines: ["lib", "spec"],
+  models: ["lib", "spec"],
+  runtime: ["lib", "spec", "config", "observability", "engines", "models"],
+  protocols: ["lib", "spec", "config", "observability", "models", "runtime"],
+  http: ["lib", "spec", "config", "observability", "runtime", "protocols"],
+  app: ["lib", "spec", "config", "observability", "engines", "models", "runtime", "protocols", "http"],
+  cli: ["lib", "spec", "config", "app"],
+};
+
+function sources(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return sources(path);
+    return /\.tsx?$/.test(name) ? [path] : [];
+  });
+}
+
+const transpiler = new Bun.Transpiler({ loader: "ts" });
+
+/** Module -> the project modules it imports (type-only imports included: they are arrows too). */
+function importGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of SOURCE_DIRS.flatMap((d) => sources(join(root, d)))) {
+    const text = readFileSync(file, "utf8").replace(/^#!.*/, "");
+    // scanImports drops type-only imports, so those are read from the text as well.
+    const specifiers = new Set([
+      ...transpiler.scanImports(text).map((i) => i.path),
+      ...[...text.matchAll(/^\s*(?:import|export)\s+type\s[^;]*?from\s+"([^"]+)"/gm)].map((m) => m[1]!),
+    ]);
+    const local = [...specifiers].filter((s) => s.startsWith(".")).map((s) => relative(root, resolve(dirname(file), s)));
+    graph.set(relative(root, file), local.filter((m) => !m.endsWith(".json")));
+  }
+  return graph;
+}
+
+const graph = importGraph();
+const layer = (module: string) => module.split("/")[0]!;
+
+test("the import graph has the project's modules and their arrows", () => {
+  expect(graph.get("runtime/scheduler.ts")).toContain("runtime/eviction.ts");
+  expect(graph.get("http/app.ts")).toContain("http/bind.ts");
+  // A type-only import is an arrow too.
+  expect(graph.get("runtime/context.ts")).toContain("runtime/scheduler.ts");
+});
+
+test("no import cycle among the project's modules", () => {
+  const cycles: string[] = [];
+  const state = new Map<string, "visiting" | "done">();
+  const visit = (node: string, path: string[]) => {
+    if (state.get(node) === "done") return;
+    if (state.get(node) === "visiting") {
+      cycles.push([...path.slice(path.indexOf(node)), node].join(" -> "));
+      return;
+    }
+    state.set(node, "visiting");
+    for (const next of graph.get(node) ?? []) visit(next, [...path, node]);
+    state.set(node, "done");
+  };
+  for (const node of graph.keys()) visit(node, []);
+  expect(cycles).toEqual([]);
+});
+
+test("every import points down the layers", () => {
+  const wrong: string[] = [];
+  for (const [from, targets] of graph) {
+    const allowed = ALLOWED[layer(from)];
+    if (!allowed) continue;
+    for (const to of targets) {
+      if (layer(to) !== layer(from) && !allowed.includes(layer(to))) wrong.push(`${from} -> ${to}`);
+    }
+  }
+  expect(wrong).toEqual([]);
+});
+
+test("the scheduler and the launcher name no recipe; only engines/ and the catalog's facts do", () => {
+  const recipeNames = /["'](llamacpp|whispercpp|kokoro|sd-cpp)["']/;
+  for (const file of ["runtime/scheduler.ts", "runtime/eviction.ts", "runtime/launcher.ts", "runtime/backends.ts"]) {
+    expect(recipeNames.test(readFileSync(join(root, file), "utf8")), file).toBe(false);
+  }
+});

@@ -1,0 +1,118 @@
+// The recipes' pure parts: launch plans (argv), reserved flags, and option resolution.
+import { describe, expect, test } from "bun:test";
+import { splitArgs } from "../../lib/args.ts";
+import { EngineConfigError, NotInstalledError, type LaunchInput } from "../../engines/engine.ts";
+import { llamacpp } from "../../engines/llamacpp.ts";
+import { whispercpp } from "../../engines/whispercpp.ts";
+import { RECIPES, findRecipe } from "../../engines/recipes.ts";
+import { mergeSavedOptions, optionsToSave, resolvedCtxSize, resolveOptions, OptionError } from "../../models/recipe-options.ts";
+import { RECIPE_SPECS } from "../../spec/recipes.ts";
+import { tempDir } from "../helpers/server.ts";
+
+const input = (over: Partial<LaunchInput> = {}): LaunchInput => ({
+  modelId: "m",
+  type: "llm",
+  files: { main: "/models/m.gguf" },
+  options: { llamacpp_args: "" },
+  ctxSize: 4096,
+  workDir: "/cache/slots/m",
+  ...over,
+});
+
+describe("llamacpp", () => {
+  test("argv: model, loopback port, context, the server's own flags, then the user's", () => {
+    const argv = llamacpp.plan!("/bin/llama-server", input({ options: { llamacpp_args: '--parallel 2 --alias "my model"' } })).argv(4321);
+    expect(argv.slice(0, 9)).toEqual(["/bin/llama-server", "-m", "/models/m.gguf", "--host", "127.0.0.1", "--port", "4321", "--ctx-size", "4096"]);
+    expect(argv).toContain("--jinja");
+    expect(argv).toContain("--metrics");
+    expect(argv.slice(argv.indexOf("--slot-save-path"), argv.indexOf("--slot-save-path") + 2)).toEqual(["--slot-save-path", "/cache/slots/m"]);
+    expect(argv.slice(-4)).toEqual(["--parallel", "2", "--alias", "my model"]);
+  });
+
+  test("the model type picks the mode; a projector file is passed", () => {
+    const embed = llamacpp.plan!("b", input({ type: "embedding" })).argv(1);
+    expect(embed).toContain("--embeddings");
+    const rerank = llamacpp.plan!("b", input({ type: "reranking" })).argv(1);
+    expect(rerank).toContain("--reranking");
+    const vision = llamacpp.plan!("b", input({ files: { main: "/m.gguf", mmproj: "/mmproj.gguf" } })).argv(1);
+    expect(vision.slice(vision.indexOf("--mmproj"), vision.indexOf("--mmproj") + 2)).toEqual(["--mmproj", "/mmproj.gguf"]);
+    expect(llamacpp.plan!("b", input()).argv(1)).not.toContain("--embeddings");
+  });
+
+  test("flags the server sets are refused in llamacpp_args, with or without =value", () => {
+    for (const args of ["--port 1", "-m x.gguf", "--ctx-size=99", "--mmproj a"]) {
+      expect(() => llamacpp.checkOptions({ llamacpp_args: args })).toThrow(EngineConfigError);
+    }
+    expect(() => llamacpp.checkOptions({ llamacpp_args: "--parallel 2 --no-mmap" })).not.toThrow();
+  });
+
+  test("locate: an unbuilt cpu backend is installable, system needs PATH, others cannot run here", () => {
+    const env = { cacheDir: tempDir(), path: tempDir() };
+    expect(() => llamacpp.locate!("cpu", env)).toThrow(NotInstalledError);
+    expect(() => llamacpp.locate!("system", env)).toThrow(/needs llama-server on PATH/);
+    const vulkan = (() => {
+      try {
+        llamacpp.locate!("vulkan", env);
+      } catch (err) {
+        return err;
+      }
+    })();
+    expect(vulkan).toBeInstanceOf(EngineConfigError);
+    expect(vulkan).not.toBeInstanceOf(NotInstalledError);
+  });
+});
+
+test("whispercpp: argv with the user's flags; reserved ones refused", () => {
+  const argv = whispercpp.plan!("/bin/whisper-server", input({ options: { whispercpp_args: "--threads 2" } })).argv(99);
+  expect(argv).toEqual(["/bin/whisper-server", "-m", "/models/m.gguf", "--host", "127.0.0.1", "--port", "99", "--threads", "2"]);
+  expect(() => whispercpp.checkOptions({ whispercpp_args: "--port 5" })).toThrow(EngineConfigError);
+});
+
+test("every registered recipe has its spec entry, and the spec names no recipe that is not registered", () => {
+  expect(RECIPES.map((r) => r.name).sort()).toEqual(Object.keys(RECIPE_SPECS).sort());
+  expect(findRecipe(RECIPES, "llamacpp")).toBe(llamacpp);
+  for (const r of RECIPES) if (r.backendOption) expect(RECIPE_SPECS[r.name]!.options).toHaveProperty(r.backendOption);
+});
+
+test("splitArgs splits like a shell for words and quotes, without one", () => {
+  expect(splitArgs(`--a 1 --b "two \\"quoted\\" words" --c 'x y'`)).toEqual(["--a", "1", "--b", 'two "quoted" words', "--c", "x y"]);
+  expect(splitArgs("  ")).toEqual([]);
+});
+
+describe("options", () => {
+  const layers = { saved: {}, registry: {}, config: {} };
+
+  test("priority: request > saved > registry > config > default; a request null skips the saved layer", () => {
+    const all = { request: { ctx_size: 1 }, saved: { ctx_size: 2 }, registry: { ctx_size: 3 }, config: { ctx_size: 4 } };
+    expect(resolveOptions("llamacpp", all).ctx_size).toBe(1);
+    expect(resolveOptions("llamacpp", { ...all, request: {} }).ctx_size).toBe(2);
+    expect(resolveOptions("llamacpp", { ...all, request: { ctx_size: null } }).ctx_size).toBe(3);
+    expect(resolveOptions("llamacpp", { ...all, request: { ctx_size: null }, registry: {} }).ctx_size).toBe(4);
+    expect(resolveOptions("llamacpp", layers)).toEqual({ ctx_size: -1, llamacpp_backend: "cpu", llamacpp_args: "", merge_args: true, evict_idle_timeout: 300 });
+  });
+
+  test("merge_args puts the server-wide args first; without it the model's own replace them", () => {
+    const base = { saved: { llamacpp_args: "--b" }, registry: {}, config: { llamacpp_args: "--a" } };
+    expect(resolveOptions("llamacpp", base).llamacpp_args).toBe("--a --b");
+    expect(resolveOptions("llamacpp", { ...base, saved: { ...base.saved, merge_args: false } }).llamacpp_args).toBe("--b");
+  });
+
+  test("ctx_size -1 is the model's trained window, capped at 32768; a size is taken as is", () => {
+    expect(resolvedCtxSize({ ctx_size: -1 }, 8192)).toBe(8192);
+    expect(resolvedCtxSize({ ctx_size: -1 }, 131072)).toBe(32768);
+    expect(resolvedCtxSize({ ctx_size: -1 }, undefined)).toBe(4096);
+    expect(resolvedCtxSize({ ctx_size: 1000 }, 8192)).toBe(1000);
+  });
+
+  test("saving: merge, clear with null or an empty value, refuse what the recipe does not take", () => {
+    expect(mergeSavedOptions("llamacpp", { ctx_size: 2 }, { llamacpp_args: "--x", model_name: "m" })).toEqual({ ctx_size: 2, llamacpp_args: "--x" });
+    expect(mergeSavedOptions("llamacpp", { ctx_size: 2, llamacpp_args: "--x" }, { ctx_size: null, llamacpp_args: "" })).toEqual({});
+    for (const bad of [{ whispercpp_args: "x" }, { ctx_size: 0 }, { ctx_size: 1.5 }, { merge_args: "yes" }, { pinned: true }]) {
+      expect(() => mergeSavedOptions("llamacpp", {}, bad)).toThrow(OptionError);
+    }
+    expect(optionsToSave("llamacpp", { ctx_size: 2, llamacpp_args: "--k" }, { ctx_size: 8, llamacpp_args: null, other: 1 })).toEqual({
+      ctx_size: 8,
+      llamacpp_args: "--k",
+    });
+  });
+});
