@@ -4,6 +4,8 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import OpenAI, { toFile } from "openai";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { jfkSample, MODELS, testModelsDir } from "../helpers/engines.ts";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
 
@@ -91,4 +93,30 @@ test("errors: not multipart, missing file, not a transcription model, undecodabl
   const bad = await fetch(`${server.url}/v1/audio/transcriptions`, { method: "POST", body: junk });
   expect(bad.status).toBe(400);
   expect((await bad.json()).error.param).toBe("file");
+});
+
+test("MCP's lemonade_transcribe_audio transcribes on the same whisper engine, from a path or inline bytes", async () => {
+  await server.ctx.scheduler.unloadWhere();
+  const mcp = new Client({ name: "lemonade-test", version: "1.0.0" });
+  await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)));
+  try {
+    const byPath = (await mcp.callTool({ name: "lemonade_transcribe_audio", arguments: { model: "Whisper-Tiny", audio_path: jfkSample(), language: "en" } })) as any;
+    expect(byPath.isError).toBe(false);
+    // The random-weight model's words vary run to run (whisper's temperature fallback); that it
+    // answered with text from a freshly loaded whisper-server is what the tool owes.
+    expect(byPath.content[0].text.trim().length).toBeGreaterThan(0);
+    const health = await (await fetch(`${server.url}/v1/health`)).json();
+    expect(health.all_models_loaded.map((m: any) => m.model_name)).toContain("Whisper-Tiny");
+    const inline = (await mcp.callTool({
+      name: "lemonade_transcribe_audio",
+      arguments: { model: "Whisper-Tiny", audio_base64: mp3.toString("base64"), response_format: "srt" },
+    })) as any;
+    expect(inline.isError).toBe(false);
+    expect(inline.content[0].text).toMatch(/^1\r?\n\d\d:\d\d:\d\d,\d{3} --> /);
+    const wrong = (await mcp.callTool({ name: "lemonade_transcribe_audio", arguments: { model: "extra.tiny-chat", audio_path: jfkSample() } })) as any;
+    expect(wrong.isError).toBe(true);
+    expect(wrong.content[0].text).toContain("not a transcription model");
+  } finally {
+    await mcp.close();
+  }
 });

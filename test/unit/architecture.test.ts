@@ -94,3 +94,16 @@ test("the scheduler and the launcher name no recipe; only engines/ and the catal
     expect(recipeNames.test(readFileSync(join(root, file), "utf8")), file).toBe(false);
   }
 });
+
+test("README's Layout table lists exactly the source folders of the tree", () => {
+  const readme = readFileSync(join(root, "README.md"), "utf8");
+  const table = readme.slice(readme.indexOf("## Layout"), readme.indexOf("## Development"));
+  const listed = [...table.matchAll(/^\| `([a-z-]+)\/` \|/gm)].map((m) => m[1]!).sort();
+  const ignored = new Set(["node_modules", "generated-docs", "dist"]);
+  const folders = readdirSync(root, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && !e.name.startsWith(".") && !ignored.has(e.name))
+    .map((e) => e.name)
+    .sort();
+  expect(listed).toEqual(folders);
+  for (const dir of SOURCE_DIRS) expect(listed).toContain(dir);
+});
