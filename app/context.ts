@@ -49,11 +49,12 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   );
   const recipeOptions = new RecipeOptionsStore(config.cacheDir);
   const options = new OptionResolver<CatalogModel>(recipeOptions, () => ({ ctx_size: config.ctxSize }), (m) => catalog.maxContextWindow(m));
-  const downloads = new DownloadManager({ endpoint: config.hfEndpoint, token: config.hfToken ?? undefined }, config.hfCacheDir);
+  const hub = { endpoint: config.hfEndpoint, token: config.hfToken ?? undefined };
+  const downloads = new DownloadManager(hub, config.hfCacheDir);
   const library = new ModelLibrary({
     catalog,
     downloads,
-    hub: { endpoint: config.hfEndpoint, token: config.hfToken ?? undefined },
+    hub,
     hfCacheDir: config.hfCacheDir,
     offline: () => config.offline,
     // The scheduler is made below; the library only calls it later.

@@ -6,18 +6,13 @@ import { join } from "node:path";
 import { splitArgs } from "../lib/args.ts";
 import {
   checkReservedArgs,
-  EngineConfigError,
-  NotInstalledError,
-  onPath,
-  recipeStatus,
-  systemBinaryStatus,
   type BuildRecipe,
   type LaunchInput,
   type LaunchPlan,
   type Recipe,
   type SourceBuiltEngine,
 } from "./engine.ts";
-import { cachedBinary, sourceBuiltStatus } from "./source-build.ts";
+import { locateSourceBuilt, sourceBuiltRecipeStatus } from "./source-build.ts";
 
 export const LLAMACPP: SourceBuiltEngine = {
   recipe: "llamacpp",
@@ -85,27 +80,14 @@ export const llamacpp: Recipe = {
   backendOption: "llamacpp_backend",
   builds: { cpu: LLAMACPP_BUILD },
 
-  status: (env) =>
-    recipeStatus({ cpu: sourceBuiltStatus(env.cacheDir, LLAMACPP, "cpu"), system: systemBinaryStatus(LLAMACPP.binary, env) }),
+  status: (env) => sourceBuiltRecipeStatus(LLAMACPP, env),
 
   checkOptions(options) {
     if (typeof options.llamacpp_args === "string") checkUserArgs(splitArgs(options.llamacpp_args));
   },
 
-  /** `cpu` is the build in the cache, `system` the llama-server on PATH. */
-  locate(backend, env) {
-    if (backend === "system") {
-      const found = onPath(LLAMACPP.binary, env);
-      if (!found) throw new EngineConfigError("llamacpp backend 'system' needs llama-server on PATH");
-      return found;
-    }
-    if (backend !== "cpu") throw new EngineConfigError(`llamacpp backend '${backend}' is not available on this system (use cpu or system)`);
-    const cached = cachedBinary(env.cacheDir, LLAMACPP);
-    if (!cached) {
-      throw new NotInstalledError("llama.cpp is not installed: run `lemonade backends install llamacpp:cpu` (or POST /v1/install)");
-    }
-    return cached;
-  },
+  /** `cpu` is the build in the cache, `system` the binary on PATH. */
+  locate: (backend, env) => locateSourceBuilt(LLAMACPP, backend, env),
 
   plan(binary: string, input: LaunchInput): LaunchPlan {
     const launch: LlamaLaunch = {

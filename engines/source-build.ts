@@ -6,7 +6,19 @@ import { cpSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { readLines } from "../lib/lines.ts";
-import type { BackendStatus, BuildRecipe, BuildRunner, SourceBuiltEngine } from "./engine.ts";
+import {
+  EngineConfigError,
+  NotInstalledError,
+  onPath,
+  recipeStatus,
+  systemBinaryStatus,
+  type BackendStatus,
+  type BuildRecipe,
+  type BuildRunner,
+  type EngineEnv,
+  type RecipeStatus,
+  type SourceBuiltEngine,
+} from "./engine.ts";
 
 export type Progress = (phase: string, percent: number) => void;
 
@@ -32,6 +44,28 @@ export function sourceBuiltStatus(cacheDir: string, engine: SourceBuiltEngine, b
     action: `lemonade backends install ${engine.recipe}:${backend}`,
     version: engine.version,
   };
+}
+
+/** The backends of a recipe built from source here: `cpu`, the build in the cache, and `system`,
+ * the same binary found on PATH. */
+export function sourceBuiltRecipeStatus(engine: SourceBuiltEngine, env: EngineEnv): RecipeStatus {
+  return recipeStatus({ cpu: sourceBuiltStatus(env.cacheDir, engine, "cpu"), system: systemBinaryStatus(engine.binary, env) });
+}
+
+/** The binary for one of those backends. */
+export function locateSourceBuilt(engine: SourceBuiltEngine, backend: string, env: EngineEnv): string {
+  const { recipe, binary, description } = engine;
+  if (backend === "system") {
+    const found = onPath(binary, env);
+    if (!found) throw new EngineConfigError(`${recipe} backend 'system' needs ${binary} on PATH`);
+    return found;
+  }
+  if (backend !== "cpu") throw new EngineConfigError(`${recipe} backend '${backend}' is not available on this system (use cpu or system)`);
+  const cached = cachedBinary(env.cacheDir, engine);
+  if (!cached) {
+    throw new NotInstalledError(`${description} is not installed: run \`lemonade backends install ${recipe}:cpu\` (or POST /v1/install)`);
+  }
+  return cached;
 }
 
 /** Where an engine's source tree is kept after the build (its vocab files, templates and samples

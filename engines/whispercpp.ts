@@ -5,16 +5,11 @@ import { join } from "node:path";
 import { splitArgs } from "../lib/args.ts";
 import {
   checkReservedArgs,
-  EngineConfigError,
-  NotInstalledError,
-  onPath,
-  recipeStatus,
-  systemBinaryStatus,
   type BuildRecipe,
   type Recipe,
   type SourceBuiltEngine,
 } from "./engine.ts";
-import { cachedBinary, sourceBuiltStatus } from "./source-build.ts";
+import { locateSourceBuilt, sourceBuiltRecipeStatus } from "./source-build.ts";
 
 export const WHISPERCPP: SourceBuiltEngine = {
   recipe: "whispercpp",
@@ -44,26 +39,14 @@ export const whispercpp: Recipe = {
   backendOption: "whispercpp_backend",
   builds: { cpu: WHISPERCPP_BUILD },
 
-  status: (env) =>
-    recipeStatus({ cpu: sourceBuiltStatus(env.cacheDir, WHISPERCPP, "cpu"), system: systemBinaryStatus(WHISPERCPP.binary, env) }),
+  status: (env) => sourceBuiltRecipeStatus(WHISPERCPP, env),
 
   checkOptions(options) {
     if (typeof options.whispercpp_args === "string") checkUserArgs(splitArgs(options.whispercpp_args));
   },
 
-  locate(backend, env) {
-    if (backend === "system") {
-      const found = onPath(WHISPERCPP.binary, env);
-      if (!found) throw new EngineConfigError("whispercpp backend 'system' needs whisper-server on PATH");
-      return found;
-    }
-    if (backend !== "cpu") throw new EngineConfigError(`whispercpp backend '${backend}' is not available on this system (use cpu or system)`);
-    const cached = cachedBinary(env.cacheDir, WHISPERCPP);
-    if (!cached) {
-      throw new NotInstalledError("whisper.cpp is not installed: run `lemonade backends install whispercpp:cpu` (or POST /v1/install)");
-    }
-    return cached;
-  },
+  /** `cpu` is the build in the cache, `system` the binary on PATH. */
+  locate: (backend, env) => locateSourceBuilt(WHISPERCPP, backend, env),
 
   plan(binary, input) {
     const userArgs = splitArgs(String(input.options.whispercpp_args ?? ""));

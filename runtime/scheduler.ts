@@ -34,7 +34,6 @@ export interface Slot<M extends SchedulableModel = SchedulableModel> {
   spec: LoadSpec;
   pinned: boolean;
   lastUse: number;
-  loadedAt: number;
   inflight: number;
   streaming: number;
   state: SlotState;
@@ -288,7 +287,6 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
           spec,
           pinned: w.pinned ?? false,
           lastUse: now,
-          loadedAt: now,
           inflight: 0,
           streaming: 0,
           state: "ready",
