@@ -148,6 +148,11 @@ describe("embeddings and model info", () => {
     expect(res.embeddings[0]).toHaveLength(32);
     const single = await ollama.embeddings({ model: EMBED, prompt: "one" });
     single.embedding.forEach((v, i) => expect(v).toBeCloseTo(res.embeddings[0]![i]!, 5));
+    // Each route is counted under its own label, from its spec definition.
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    for (const label of ["ollama_embed", "ollama_embeddings"]) {
+      expect(metrics).toMatch(new RegExp(`lemonade_model_requests_total\\{model="${EMBED}",endpoint="${label}",status="200"\\} 1`));
+    }
   });
 
   test("list, show, ps and version", async () => {
