@@ -31,11 +31,13 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
 
   bind.http(spec.unload, async ({ body }) => {
     const name: string | undefined = body?.model_name;
-    const unloaded = name === undefined ? (await ctx.scheduler.unloadWhere(), true) : await unloadNamed(ctx, name);
-    if (!unloaded) {
-      throw new ApiError(404, "model_not_loaded", `Model not loaded: ${name}`);
+    if (name === undefined) {
+      await ctx.scheduler.unloadWhere();
+      return { status: "success", message: "All models unloaded successfully" };
     }
-    return { status: "success", message: name ? `Model unloaded successfully: ${name}` : "All models unloaded successfully" };
+    const model = ctx.catalog.find(name);
+    if (!model || !(await ctx.scheduler.unload(model.id))) throw new ApiError(404, "model_not_loaded", `Model not loaded: ${name}`);
+    return { status: "success", message: `Model unloaded successfully: ${name}` };
   });
 
   bind.http(spec.pull, async ({ body }) => {
@@ -164,8 +166,3 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
   });
 }
 
-/** Unloads a loaded model by any name it goes by; false when it is not loaded. */
-async function unloadNamed(ctx: ServerContext, name: string): Promise<boolean> {
-  const model = ctx.catalog.find(name);
-  return model ? ctx.scheduler.unload(model.id) : false;
-}
