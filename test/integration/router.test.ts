@@ -228,6 +228,21 @@ describe("concurrency and faults", () => {
     expect(pgrep.stdout.toString().trim().split("\n")).toHaveLength(1);
   });
 
+  test("two chat models sharing one slot, 16 alternating concurrent requests: all 200, one engine start per model", async () => {
+    const s = await start({ LEMONADE_LOG_LEVEL: "info" });
+    const results = await Promise.all(
+      Array.from({ length: 16 }, (_, i) =>
+        fetch(`${s.url}/v1/chat/completions`, {
+          ...json({ model: i % 2 ? "extra.tiny-chat-b" : "extra.tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 4 }),
+          signal: AbortSignal.timeout(30_000),
+        }),
+      ),
+    );
+    expect(results.map((r) => r.status)).toEqual(Array(16).fill(200));
+    const starts = s.ctx.logger.snapshot().filter((e) => /Loading extra\.tiny-chat(-b)? on llama\.cpp/.test(e.line)).length;
+    expect(starts).toBe(2);
+  });
+
   test("a killed engine is noticed and logged; the next request reloads it; the server stays up", async () => {
     const s = await start({ LEMONADE_LOG_LEVEL: "info" });
     await load(s, { model_name: "extra.tiny-chat" });
