@@ -70,10 +70,8 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     log: logger,
   });
   const scheduler: Scheduler<CatalogModel> = new Scheduler<CatalogModel>({
-    resolve: (model, request) => {
-      launcher.check(model, request ?? {});
-      return options.spec(model, request);
-    },
+    check: (model, request) => launcher.check(model, request ?? {}),
+    resolve: (model, request) => options.spec(model, request),
     prepare: (model) => library.ensureDownloaded(model),
     launch: launcher.launch,
     maxLoaded: () => config.maxLoadedModels,

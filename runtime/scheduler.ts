@@ -58,7 +58,9 @@ export interface Logger {
 }
 
 export interface SchedulerDeps<M extends SchedulableModel> {
-  /** Validates a load's request options (400 on a bad one) and resolves what the load uses. */
+  /** Refuses request options that would fail the load (a 400), before anything is fetched. */
+  check(model: M, request?: Record<string, unknown>): void;
+  /** What the load uses; read after the download, since a model's files shape its context size. */
   resolve(model: M, request?: Record<string, unknown>): LoadSpec;
   /** Fetches a model's missing files before it may load. */
   prepare(model: M): Promise<void>;
@@ -141,8 +143,9 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   async acquire(model: M, opts: AcquireOptions = {}): Promise<Lease<M>> {
     const ready = this.slots.get(model.id);
     if (ready?.state === "ready") return this.leaseOf(ready);
-    const spec = this.deps.resolve(model, opts.options);
+    this.deps.check(model, opts.options);
     await this.deps.prepare(model);
+    const spec = this.deps.resolve(model, opts.options);
     return new Promise<Lease<M>>((resolve, reject) => {
       this.enqueue({ model, spec, explicit: false, signal: opts.signal, grant: (slot) => resolve(this.leaseOf(slot)), fail: reject });
     });
@@ -150,8 +153,9 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
 
   /** Loads a model explicitly (reloading it when it runs with other options). */
   async load(model: M, req: LoadRequest = {}): Promise<Slot<M>> {
-    const spec = this.deps.resolve(model, req.options);
+    this.deps.check(model, req.options);
     await this.deps.prepare(model);
+    const spec = this.deps.resolve(model, req.options);
     return new Promise<Slot<M>>((resolve, reject) => {
       this.enqueue({
         model,

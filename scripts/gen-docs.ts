@@ -1,5 +1,5 @@
 // Renders each spec/ definition into its `<!-- BEGIN GENERATED: id -->` block in generated-docs/,
-// in the shape of ../shared/api-docs (status badge, parameter table, example, response format,
+// in the shape of the API contract pages (status badge, parameter table, example, response format,
 // errors table), plus one summary table per page. `--check` fails on any drift instead of writing.
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

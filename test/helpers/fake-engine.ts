@@ -33,6 +33,7 @@ const SPEC: LoadSpec = { options: { evict_idle_timeout: 0 }, ctxSize: 4096 };
 /** A scheduler over fake engines; `overrides` replace any of its dependencies. */
 export function fakeScheduler(max = 1, overrides: Partial<SchedulerDeps<FakeModel>> = {}): Scheduler<FakeModel> {
   return new Scheduler<FakeModel>({
+    check: () => {},
     resolve: () => SPEC,
     prepare: async () => {},
     launch: (model) => launchFake(model),
