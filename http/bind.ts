@@ -1,13 +1,14 @@
 // Where an endpoint is bound: one spec/ definition becomes one Elysia route per mounted path,
-// with the definition's schemas as its validation, typed handler inputs (Static<>) and its metrics
-// label. The binder records every definition it bound: the app answers errors in the bound
+// with the definition's schemas as its validation and typed handler inputs (Static<>). The handler
+// is handed to Elysia as it is: Elysia reads a handler's source to learn which parts of the request
+// it uses, and a wrapper around it would make every route parse everything. The binder records every definition it bound: the app answers errors in the bound
 // definition's style and checks keys by its access class, and a test checks that spec/ and the
 // app agree.
 import type { Elysia } from "elysia";
 import type { Static, TSchema } from "@sinclair/typebox";
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
-import { metricsLabel, mountedPaths, type EndpointDef } from "../spec/endpoint.ts";
+import { mountedPaths, type EndpointDef } from "../spec/endpoint.ts";
 
 type Input<S> = S extends TSchema ? Static<S> : undefined;
 
@@ -17,8 +18,6 @@ export interface HandlerContext<D extends EndpointDef> {
   params: Input<D["params"]>;
   request: Request;
   set: { status?: number | string; headers: Record<string, string | number> };
-  /** The `endpoint` label this route's model requests are counted under. */
-  label: string;
 }
 
 export type Handler<D extends EndpointDef> = (ctx: HandlerContext<D>) => unknown;
@@ -73,15 +72,10 @@ export class Binder {
     }
     if (def.query) hooks.query = def.query;
     if (def.params) hooks.params = def.params;
-    const label = metricsLabel(def);
-    const h = (c: HandlerContext<D>) => {
-      c.label = label;
-      return handler(c);
-    };
     for (const path of this.record(def)) {
-      if (def.method === "GET") this.app.get(path, h as never, hooks as never);
-      else if (def.method === "POST") this.app.post(path, h as never, hooks as never);
-      else if (def.method === "DELETE") this.app.delete(path, h as never, hooks as never);
+      if (def.method === "GET") this.app.get(path, handler as never, hooks as never);
+      else if (def.method === "POST") this.app.post(path, handler as never, hooks as never);
+      else if (def.method === "DELETE") this.app.delete(path, handler as never, hooks as never);
       if (def.head) this.app.head(path, () => new Response(null, { status: 200 }));
     }
   }

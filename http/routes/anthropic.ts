@@ -1,5 +1,5 @@
 // Anthropic's Messages API, forwarded through the same proxy to llama.cpp's Anthropic layer.
-import { anthropic as spec } from "../../spec/index.ts";
+import { anthropic as spec, metricsLabel } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import { messagesStream, splitKnown } from "../../protocols/anthropic.ts";
 import { needsLlm } from "../../protocols/openai.ts";
@@ -12,7 +12,8 @@ export function anthropicRoutes(bind: Binder, ctx: ServerContext): void {
     [spec.messages, "/v1/messages", true],
     [spec.countTokens, "/v1/messages/count_tokens", false],
   ] as const) {
-    bind.http(def, async ({ body, request, label }) => {
+    const label = metricsLabel(def);
+    bind.http(def, async ({ body, request }) => {
       const { known, ignored } = splitKnown(body as Record<string, unknown>, KNOWN);
       if (ignored.length) ctx.logger.warn("Anthropic", `Ignoring unsupported fields: ${ignored.join(", ")}`);
       const res = await ctx.proxy.toModel({

@@ -1,6 +1,6 @@
 // llama.cpp-specific routes: rerank (to the model named), slots and tokenize (to the most
 // recently used llama.cpp model).
-import { llamacpp as spec } from "../../spec/index.ts";
+import { llamacpp as spec, metricsLabel } from "../../spec/index.ts";
 import { E } from "../../spec/errors.ts";
 import { ApiError } from "../../lib/api-error.ts";
 import type { ServerContext } from "../../runtime/context.ts";
@@ -11,7 +11,7 @@ import type { Binder } from "../bind.ts";
 const SLOT_FILE = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,200}$/;
 
 export function llamacppRoutes(bind: Binder, ctx: ServerContext): void {
-  bind.http(spec.rerank, ({ body, request, label }) => {
+  bind.http(spec.rerank, ({ body, request }) => {
     const { engineBody, loadOptions } = toEngineBody(body as Record<string, unknown>);
     return ctx.proxy.toModel({
       model: body.model,
@@ -20,16 +20,16 @@ export function llamacppRoutes(bind: Binder, ctx: ServerContext): void {
       check: needsReranker,
       loadOptions,
       signal: request.signal,
-      endpoint: label,
+      endpoint: metricsLabel(spec.rerank),
       generation: false,
     });
   });
 
-  bind.http(spec.slots, ({ request, label }) =>
-    ctx.proxy.toRecent({ method: "GET", path: "/slots", signal: request.signal, endpoint: label, check: needsLlamacpp }),
+  bind.http(spec.slots, ({ request }) =>
+    ctx.proxy.toRecent({ method: "GET", path: "/slots", signal: request.signal, endpoint: metricsLabel(spec.slots), check: needsLlamacpp }),
   );
 
-  bind.http(spec.slotAction, ({ params, query, body, request, label }) => {
+  bind.http(spec.slotAction, ({ params, query, body, request }) => {
     const filename: unknown = body?.filename;
     if (Number(params.id) > 2 ** 31 - 1) throw ApiError.of(E.invalidArgument, `Slot id ${params.id} is too large for a 32-bit integer`, "id");
     if (query.action !== "erase") {
@@ -45,12 +45,19 @@ export function llamacppRoutes(bind: Binder, ctx: ServerContext): void {
       path: `/slots/${params.id}?action=${query.action}`,
       body: query.action === "erase" ? {} : { filename },
       signal: request.signal,
-      endpoint: label,
+      endpoint: metricsLabel(spec.slotAction),
       check: needsLlamacpp,
     });
   });
 
-  bind.http(spec.tokenize, ({ body, request, label }) =>
-    ctx.proxy.toRecent({ method: "POST", path: "/tokenize", body: body as Record<string, unknown>, signal: request.signal, endpoint: label, check: needsLlamacpp }),
+  bind.http(spec.tokenize, ({ body, request }) =>
+    ctx.proxy.toRecent({
+      method: "POST",
+      path: "/tokenize",
+      body: body as Record<string, unknown>,
+      signal: request.signal,
+      endpoint: metricsLabel(spec.tokenize),
+      check: needsLlamacpp,
+    }),
   );
 }

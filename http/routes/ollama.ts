@@ -1,5 +1,5 @@
 // Ollama-compatible routes (root-level /api/*); the translation is protocols/ollama's.
-import { ollama as spec } from "../../spec/index.ts";
+import { metricsLabel, ollama as spec } from "../../spec/index.ts";
 import { E } from "../../spec/errors.ts";
 import { ApiError } from "../../lib/api-error.ts";
 import type { ServerContext } from "../../runtime/context.ts";
@@ -7,11 +7,11 @@ import * as ollama from "../../protocols/ollama.ts";
 import type { Binder } from "../bind.ts";
 
 export function ollamaRoutes(bind: Binder, ctx: ServerContext): void {
-  bind.http(spec.chat, ({ body, request, label }) => ollama.chat(ctx, body, request.signal, label));
-  bind.http(spec.generate, ({ body, request, label }) => ollama.generate(ctx, body, request.signal, label));
+  bind.http(spec.chat, ({ body, request }) => ollama.chat(ctx, body, request.signal, metricsLabel(spec.chat)));
+  bind.http(spec.generate, ({ body, request }) => ollama.generate(ctx, body, request.signal, metricsLabel(spec.generate)));
   bind.http(spec.show, ({ body }) => ollama.show(ctx, body));
-  bind.http(spec.embed, ({ body, request, label }) => ollama.embed(ctx, body, request.signal, label));
-  bind.http(spec.embeddings, ({ body, request, label }) => ollama.embeddings(ctx, body, request.signal, label));
+  bind.http(spec.embed, ({ body, request }) => ollama.embed(ctx, body, request.signal, metricsLabel(spec.embed)));
+  bind.http(spec.embeddings, ({ body, request }) => ollama.embeddings(ctx, body, request.signal, metricsLabel(spec.embeddings)));
   bind.http(spec.pull, ({ body }) => ollama.pull(ctx, body));
   bind.http(spec.remove, ({ body }) => ollama.remove(ctx, body));
   bind.http(spec.tags, () => ollama.tags(ctx));

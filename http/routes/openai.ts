@@ -1,6 +1,6 @@
 // OpenAI-compatible inference routes: each translates with protocols/openai and forwards through
 // the proxy (runtime/proxy.ts); audio goes to protocols/audio.
-import { openai as spec } from "../../spec/index.ts";
+import { metricsLabel, openai as spec } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import { chatStream, needsEmbedder, needsLlm, responsesStream, toEngineBody } from "../../protocols/openai.ts";
 import { speak, transcribe } from "../../protocols/audio.ts";
@@ -14,7 +14,8 @@ export function openaiRoutes(bind: Binder, ctx: ServerContext): void {
     [spec.embeddings, "/v1/embeddings", needsEmbedder, undefined, false],
   ] as const;
   for (const [def, path, check, rule, generation] of routes) {
-    bind.http(def, ({ body, request, label }) => {
+    const label = metricsLabel(def);
+    bind.http(def, ({ body, request }) => {
       const { engineBody, loadOptions } = toEngineBody(body as Record<string, unknown>);
       return ctx.proxy.toModel({
         model: body.model,
