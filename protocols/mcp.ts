@@ -9,7 +9,7 @@ import type { ServerContext } from "../runtime/context.ts";
 import { PROTOCOL_VERSIONS, RPC } from "../spec/mcp.ts";
 import { toWav16k } from "./audio.ts";
 import { listModels } from "./models.ts";
-import { TRANSCRIPTION_FORMATS, whisperInference, type TranscriptionFormat } from "./whisper.ts";
+import { TRANSCRIPTION_FORMATS, transcriptText, whisperInference, type TranscriptionFormat } from "./whisper.ts";
 
 type Json = Record<string, any>;
 
@@ -215,13 +215,8 @@ async function transcribeTool(ctx: ServerContext, args: Json, signal: AbortSigna
   const model = modelOfType(ctx, name, "transcription", "Use a Whisper model such as Whisper-Tiny.");
   const audio = args.audio_path ? Bun.file(String(args.audio_path)) : new Blob([Buffer.from(String(args.audio_base64), "base64")]);
   const wav = await toWav16k(audio);
-  const body = await whisperInference(ctx, model.id, {
-    wav,
-    format,
-    language: typeof args.language === "string" ? args.language : undefined,
-    signal,
-  });
-  const transcript = format === "json" ? String(JSON.parse(body).text ?? "").trim() : body;
+  const request = { wav, language: typeof args.language === "string" ? args.language : undefined, signal };
+  const transcript = format === "json" ? await transcriptText(ctx, model.id, request) : await whisperInference(ctx, model.id, { ...request, format });
   return toolResult([text(transcript)]);
 }
 

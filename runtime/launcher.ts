@@ -41,7 +41,7 @@ export class Launcher {
   }
 
   /** The folder a model's saved slot files live in (created on demand). */
-  workDir(modelId: string): string {
+  private workDir(modelId: string): string {
     const dir = join(this.deps.env.cacheDir, "slots", modelId.replace(/[^A-Za-z0-9._-]/g, "_"));
     mkdirSync(dir, { recursive: true });
     return dir;

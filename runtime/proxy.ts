@@ -181,16 +181,17 @@ export class EngineProxy {
     let first = true;
     let closed = false;
     const tailText = () => tail.map((c) => decoder.decode(c)).join("");
-    const close = () => {
+    const close = (text = tailText()) => {
       if (closed) return;
       closed = true;
-      finish(tailText());
+      finish(text);
     };
     // A "direct" stream writes each chunk straight to the client socket as it arrives, with no
     // queue in between: the least work per token Bun offers.
     const body = new ReadableStream({
       type: "direct",
       async pull(controller: { write(c: Uint8Array | string): void; flush(): void; close(): void }) {
+        let text: string | undefined;
         try {
           for (;;) {
             const { done, value } = await reader.read();
@@ -204,7 +205,8 @@ export class EngineProxy {
             controller.write(value);
             controller.flush();
           }
-          const ending = rule.ending(tailText());
+          text = tailText();
+          const ending = rule.ending(text);
           if (ending === null) {
             status = 502;
             controller.write(encoder.encode(rule.errorEvent(`The ${modelId} engine closed the stream early`, 502)));
@@ -220,7 +222,7 @@ export class EngineProxy {
             }
           }
         }
-        close();
+        close(text);
         try {
           controller.close();
         } catch {

@@ -92,7 +92,6 @@ interface Waiter<M extends SchedulableModel> {
   spec: LoadSpec;
   /** An explicit load: it reloads a model running with other options, and takes no lease. */
   explicit: boolean;
-  pinned?: boolean;
   signal?: AbortSignal;
   grant(slot: Slot<M>): void;
   fail(err: unknown): void;
@@ -143,34 +142,34 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   async acquire(model: M, opts: AcquireOptions = {}): Promise<Lease<M>> {
     const ready = this.slots.get(model.id);
     if (ready?.state === "ready") return this.leaseOf(ready);
-    this.deps.check(model, opts.options);
-    await this.deps.prepare(model);
-    const spec = this.deps.resolve(model, opts.options);
-    return new Promise<Lease<M>>((resolve, reject) => {
-      this.enqueue({ model, spec, explicit: false, signal: opts.signal, grant: (slot) => resolve(this.leaseOf(slot)), fail: reject });
-    });
+    return this.wait(model, opts.options, false, opts.signal, (slot) => this.leaseOf(slot));
   }
 
   /** Loads a model explicitly (reloading it when it runs with other options). */
   async load(model: M, req: LoadRequest = {}): Promise<Slot<M>> {
-    this.deps.check(model, req.options);
-    await this.deps.prepare(model);
-    const spec = this.deps.resolve(model, req.options);
-    return new Promise<Slot<M>>((resolve, reject) => {
-      this.enqueue({
-        model,
-        spec,
-        explicit: true,
-        pinned: req.pinned,
-        grant: (slot) => {
-          if (req.pinned !== undefined) slot.pinned = req.pinned;
-          slot.lastUse = this.now();
-          this.mostRecent = model.id;
-          resolve(slot);
-        },
-        fail: reject,
-      });
+    return this.wait(model, req.options, true, undefined, (slot) => {
+      if (req.pinned !== undefined) slot.pinned = req.pinned;
+      slot.lastUse = this.now();
+      this.mostRecent = model.id;
+      return slot;
     });
+  }
+
+  /** Checks the options, fetches the model's files, then queues until the model is ready. `take`
+   * claims the ready slot at once, inside the queue's pass, so nothing can evict it in between. */
+  private async wait<T>(
+    model: M,
+    options: Record<string, unknown> | undefined,
+    explicit: boolean,
+    signal: AbortSignal | undefined,
+    take: (slot: Slot<M>) => T,
+  ): Promise<T> {
+    this.deps.check(model, options);
+    await this.deps.prepare(model);
+    const spec = this.deps.resolve(model, options);
+    return new Promise<T>((resolve, reject) =>
+      this.enqueue({ model, spec, explicit, signal, grant: (slot) => resolve(take(slot)), fail: reject }),
+    );
   }
 
   /** Unloads one model (waiting for its requests); false when it was not loaded. */
@@ -193,12 +192,12 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     clearInterval(this.idleTimer);
     const waiting = this.waiters;
     this.waiters = [];
-    for (const w of waiting) w.fail(new ApiError(503, "server_shutting_down", "The server is shutting down"));
+    for (const w of waiting) w.fail(shuttingDown());
     await Promise.all([...this.slots.values()].map((s) => this.stopSlot(s)));
   }
 
   private enqueue(w: Waiter<M>): void {
-    if (this.closed) return w.fail(new ApiError(503, "server_shutting_down", "The server is shutting down"));
+    if (this.closed) return w.fail(shuttingDown());
     if (w.signal?.aborted) return w.fail(clientGone());
     this.waiters.push(w);
     w.signal?.addEventListener(
@@ -289,7 +288,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
           model,
           engine,
           spec,
-          pinned: w.pinned ?? false,
+          pinned: false,
           lastUse: now,
           inflight: 0,
           streaming: 0,
@@ -382,6 +381,10 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     );
     this.forget(slot);
   }
+}
+
+function shuttingDown(): ApiError {
+  return new ApiError(503, "server_shutting_down", "The server is shutting down");
 }
 
 function clientGone(): ApiError {
