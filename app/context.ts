@@ -97,7 +97,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     downloads,
     backends,
     scheduler,
-    proxy: new EngineProxy({ scheduler, catalog, metrics, stats, logger }),
+    proxy: new EngineProxy({ scheduler, catalog, metrics, stats, logger, hangCheckMs: config.hangCheckMs }),
     speech: espeakSpeech,
     websocketPort: null,
   };

@@ -31,6 +31,9 @@ export interface Config {
   npmRegistry: string | undefined;
   /** PATH, where `system` backends find their binaries. */
   searchPath: string;
+  /** Silence (ms) after which a waiting request checks its engine's health
+   * (LEMONADE_HANG_CHECK_MS; 0 turns the check off). */
+  hangCheckMs: number;
 }
 
 /** The keys config.json may hold, as Lemonade spells them. */
@@ -97,6 +100,7 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
     hfToken: env.HF_TOKEN || null,
     npmRegistry: env.NPM_CONFIG_REGISTRY || env.npm_config_registry || undefined,
     searchPath: env.PATH ?? "",
+    hangCheckMs: intSetting("LEMONADE_HANG_CHECK_MS", env.LEMONADE_HANG_CHECK_MS, 10_000, 0, 3_600_000),
     offline: env.LEMONADE_OFFLINE ? /^(1|true|yes)$/i.test(env.LEMONADE_OFFLINE) : file.offline === true,
     mcpImageDir: resolve(env.LEMONADE_MCP_IMAGE_DIR || join(cacheDir, "mcp-images")),
     allowedOrigins: (env.LEMONADE_ALLOWED_ORIGINS ?? "")

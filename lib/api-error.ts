@@ -17,7 +17,18 @@ const TYPE_BY_STATUS: Record<number, string> = {
   501: "not_implemented_error",
 };
 
+/** Fields some errors carry beside message/type/code: the engine's own error body (`details`),
+ * whether sending the request again may succeed (`retryable`). */
+export interface ErrorExtras {
+  details?: unknown;
+  retryable?: boolean;
+  /** The engine answered with (or failed with) this error, rather than the server refusing the request. */
+  fromEngine?: boolean;
+}
+
 export class ApiError extends Error {
+  extras: ErrorExtras = {};
+
   constructor(
     readonly status: number,
     readonly code: string,
@@ -33,6 +44,11 @@ export class ApiError extends Error {
   /** An error of a documented row, with a message saying what exactly went wrong. */
   static of(row: ErrorRowLike, message: string, param?: string): ApiError {
     return new ApiError(row.status, row.code, message, param);
+  }
+
+  with(extras: ErrorExtras): this {
+    this.extras = { ...this.extras, ...extras };
+    return this;
   }
 
   get type(): string {

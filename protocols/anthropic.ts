@@ -1,23 +1,255 @@
-// The Anthropic Messages dialect: forwarded to llama.cpp's own Anthropic layer, with unknown
-// fields dropped (and named in a warning header), never refused.
+// The Anthropic Messages dialect, adapted onto the OpenAI chat path: a Messages request becomes a
+// chat completion for llama.cpp, its answer (JSON or stream) becomes a Message. llama.cpp has a
+// native Messages layer, but it reports stop sequences as `end_turn`, treats a named tool choice
+// as any tool, drops `output_config`, cannot turn thinking off, and names the model by its file;
+// this adapter does each of those as Anthropic's API does. Unknown fields are dropped and named in
+// a warning, never refused.
 import type { ApiError } from "../lib/api-error.ts";
 import type { StreamRule } from "../runtime/proxy.ts";
+import { anthropic as spec } from "../spec/index.ts";
+
+type Json = Record<string, any>;
 
 /** `{"type": "error", "error": {type, message}}`: its SDKs read error.type and error.message. */
 export function anthropicErrorBody(err: ApiError): unknown {
   return { type: "error", error: { type: err.type, message: err.message } };
 }
 
-/** A Messages stream ends with `message_stop`. */
-export const messagesStream: StreamRule = {
-  ending: (tail) => (tail.includes('"type":"message_stop"') ? "" : null),
-  errorEvent: (message) => `event: error\ndata: ${JSON.stringify({ type: "error", error: { type: "api_error", message } })}\n\n`,
-};
+function errorEvent(err: ApiError): string {
+  return `event: error\ndata: ${JSON.stringify(anthropicErrorBody(err))}\n\n`;
+}
 
-/** The fields llama.cpp's layer takes, and the names of the ones it would not. */
-export function splitKnown(body: Record<string, unknown>, known: ReadonlySet<string>) {
-  const kept: Record<string, unknown> = {};
+const KNOWN = new Set<string>(spec.MESSAGES_FIELDS);
+
+/** The fields the adapter takes, and the names of the ones it would not. */
+export function splitKnown(body: Json, known: ReadonlySet<string> = KNOWN) {
+  const kept: Json = {};
   const ignored: string[] = [];
   for (const [k, v] of Object.entries(body)) (known.has(k) ? (kept[k] = v) : ignored.push(k));
   return { known: kept, ignored };
+}
+
+const textOf = (content: unknown): string =>
+  typeof content === "string"
+    ? content
+    : Array.isArray(content)
+      ? content
+          .filter((b: Json) => b?.type === "text")
+          .map((b: Json) => b.text)
+          .join("\n")
+      : "";
+
+function imagePart(block: Json): Json {
+  const src = block.source ?? {};
+  const url = src.type === "url" ? src.url : `data:${src.media_type ?? "image/png"};base64,${src.data ?? ""}`;
+  return { type: "image_url", image_url: { url } };
+}
+
+/** Anthropic messages (and `system`) → OpenAI chat messages. */
+export function toChatMessages(system: unknown, messages: Json[]): Json[] {
+  const out: Json[] = [];
+  const sys = textOf(system);
+  if (sys) out.push({ role: "system", content: sys });
+  for (const m of messages) {
+    if (typeof m.content === "string") {
+      out.push({ role: m.role, content: m.content });
+      continue;
+    }
+    const blocks: Json[] = Array.isArray(m.content) ? m.content : [];
+    const parts: Json[] = [];
+    const toolCalls: Json[] = [];
+    let reasoning = "";
+    for (const b of blocks) {
+      if (b.type === "text") parts.push({ type: "text", text: b.text });
+      else if (b.type === "image") parts.push(imagePart(b));
+      else if (b.type === "thinking") reasoning += b.thinking ?? "";
+      else if (b.type === "tool_use") {
+        toolCalls.push({ id: b.id, type: "function", function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) } });
+      } else if (b.type === "tool_result") {
+        out.push({ role: "tool", tool_call_id: b.tool_use_id, content: typeof b.content === "string" ? b.content : textOf(b.content) });
+      }
+    }
+    if (!parts.length && !toolCalls.length && !reasoning) continue;
+    const msg: Json = { role: m.role, content: parts.every((p) => p.type === "text") ? parts.map((p) => p.text).join("\n") : parts };
+    if (toolCalls.length) msg.tool_calls = toolCalls;
+    if (reasoning) msg.reasoning_content = reasoning;
+    out.push(msg);
+  }
+  return out;
+}
+
+function toolChoice(tc: Json | undefined): unknown {
+  switch (tc?.type) {
+    case "auto":
+      return "auto";
+    case "any":
+      return "required";
+    case "none":
+      return "none";
+    case "tool":
+      return { type: "function", function: { name: tc.name } };
+    default:
+      return undefined;
+  }
+}
+
+/** A Messages request → the chat completion body llama.cpp runs. */
+export function toChatBody(body: Json): Json {
+  const out: Json = {
+    model: body.model,
+    messages: toChatMessages(body.system, body.messages ?? []),
+    max_tokens: body.max_tokens,
+    // Which stop sequence ended the answer is only in llama.cpp's verbose fields.
+    verbose: true,
+    response_fields: ["stopping_word"],
+  };
+  for (const k of ["temperature", "top_p", "top_k"] as const) if (body[k] !== undefined) out[k] = body[k];
+  if (body.stop_sequences !== undefined) out.stop = body.stop_sequences;
+  if (Array.isArray(body.tools) && body.tools.length) {
+    out.tools = body.tools.map((t: Json) => ({
+      type: "function",
+      function: { name: t.name, description: t.description ?? "", parameters: t.input_schema ?? { type: "object" } },
+    }));
+  }
+  const choice = toolChoice(body.tool_choice);
+  if (choice !== undefined) out.tool_choice = choice;
+  if (body.tool_choice?.disable_parallel_tool_use) out.parallel_tool_calls = false;
+  if (body.thinking?.type === "disabled") out.chat_template_kwargs = { enable_thinking: false };
+  else if (body.thinking?.type === "enabled") {
+    out.chat_template_kwargs = { enable_thinking: true };
+    if (typeof body.thinking.budget_tokens === "number") out.thinking_budget_tokens = body.thinking.budget_tokens;
+  }
+  const format = body.output_config?.format;
+  if (format?.type === "json_schema") {
+    out.response_format = { type: "json_schema", json_schema: { name: "output", schema: format.schema ?? { type: "object" } } };
+  }
+  if (body.stream === true) {
+    out.stream = true;
+    out.stream_options = { include_usage: true };
+  }
+  return out;
+}
+
+/** Why generation stopped, as Anthropic names it. */
+function stopReason(finish: string | undefined, stoppingWord: string | undefined): { stop_reason: string; stop_sequence: string | null } {
+  if (finish === "tool_calls") return { stop_reason: "tool_use", stop_sequence: null };
+  if (finish === "length") return { stop_reason: "max_tokens", stop_sequence: null };
+  if (stoppingWord) return { stop_reason: "stop_sequence", stop_sequence: stoppingWord };
+  return { stop_reason: "end_turn", stop_sequence: null };
+}
+
+function usageOf(usage: Json | undefined): Json {
+  const cached = usage?.prompt_tokens_details?.cached_tokens ?? 0;
+  return {
+    input_tokens: Math.max(0, (usage?.prompt_tokens ?? 0) - cached),
+    output_tokens: usage?.completion_tokens ?? 0,
+    cache_read_input_tokens: cached,
+  };
+}
+
+const messageId = (id: unknown) => `msg_${String(id ?? crypto.randomUUID()).replace(/^chatcmpl-/, "")}`;
+
+function toolInput(args: unknown): unknown {
+  if (typeof args !== "string") return args ?? {};
+  try {
+    return JSON.parse(args || "{}");
+  } catch {
+    return {};
+  }
+}
+
+/** A chat completion → a Message, named as the client named the model. */
+export function toMessage(chat: Json, model: string, warnings: string[]): Json {
+  const choice = chat.choices?.[0] ?? {};
+  const msg = choice.message ?? {};
+  const content: Json[] = [];
+  if (msg.reasoning_content) content.push({ type: "thinking", thinking: msg.reasoning_content, signature: "" });
+  if (msg.content) content.push({ type: "text", text: msg.content });
+  for (const c of msg.tool_calls ?? []) content.push({ type: "tool_use", id: c.id, name: c.function?.name, input: toolInput(c.function?.arguments) });
+  const out: Json = {
+    id: messageId(chat.id),
+    type: "message",
+    role: "assistant",
+    model,
+    content,
+    ...stopReason(choice.finish_reason, chat.__verbose?.stopping_word),
+    usage: usageOf(chat.usage),
+  };
+  if (warnings.length) out.warnings = warnings;
+  return out;
+}
+
+const sse = (type: string, data: Json) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+
+/** The stream rule for one Messages request: chat chunks become Anthropic's events. */
+export function messagesStream(model: string, warnings: string[]): StreamRule {
+  return {
+    ending: () => null,
+    errorEvent,
+    ping: sse("ping", {}),
+    translate: () => {
+      let started = false;
+      let finished = false;
+      let block: { kind: string; index: number; toolIndex?: number } | null = null;
+      let nextIndex = 0;
+      let finish: string | undefined;
+      let stoppingWord: string | undefined;
+      let usage: Json | undefined;
+      const open = (kind: string, contentBlock: Json, toolIndex?: number) => {
+        let out = close();
+        block = { kind, index: nextIndex++, toolIndex };
+        out += sse("content_block_start", { index: block.index, content_block: contentBlock });
+        return out;
+      };
+      const close = () => {
+        if (!block) return "";
+        const out = sse("content_block_stop", { index: block.index });
+        block = null;
+        return out;
+      };
+      const start = (id: unknown) => {
+        if (started) return "";
+        started = true;
+        const message: Json = { id: messageId(id), type: "message", role: "assistant", model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } };
+        if (warnings.length) message.warnings = warnings;
+        return sse("message_start", { message });
+      };
+      return {
+        event(data) {
+          if (data === "[DONE]") {
+            finished = true;
+            const out = start(undefined) + close();
+            const delta = stopReason(finish, stoppingWord);
+            return out + sse("message_delta", { delta, usage: usageOf(usage) }) + sse("message_stop", {});
+          }
+          const ev: Json = JSON.parse(data);
+          let out = start(ev.id);
+          if (ev.usage) usage = ev.usage;
+          if (ev.__verbose?.stopping_word) stoppingWord = ev.__verbose.stopping_word;
+          const choice = ev.choices?.[0];
+          if (!choice) return out;
+          const d = choice.delta ?? {};
+          if (d.reasoning_content) {
+            if (block?.kind !== "thinking") out += open("thinking", { type: "thinking", thinking: "", signature: "" });
+            out += sse("content_block_delta", { index: block!.index, delta: { type: "thinking_delta", thinking: d.reasoning_content } });
+          }
+          if (d.content) {
+            if (block?.kind !== "text") out += open("text", { type: "text", text: "" });
+            out += sse("content_block_delta", { index: block!.index, delta: { type: "text_delta", text: d.content } });
+          }
+          for (const tc of d.tool_calls ?? []) {
+            if (tc.id || block?.kind !== "tool" || block.toolIndex !== tc.index) {
+              out += open("tool", { type: "tool_use", id: tc.id, name: tc.function?.name ?? "", input: {} }, tc.index);
+            }
+            if (tc.function?.arguments) {
+              out += sse("content_block_delta", { index: block!.index, delta: { type: "input_json_delta", partial_json: tc.function.arguments } });
+            }
+          }
+          if (choice.finish_reason) finish = choice.finish_reason;
+          return out;
+        },
+        end: () => (finished ? "" : null),
+      };
+    },
+  };
 }

@@ -10,8 +10,9 @@ const CONTENT_TYPE: Record<Format, string> = {
   json: "application/json",
   verbose_json: "application/json",
   text: "text/plain; charset=utf-8",
-  srt: "application/x-subrip; charset=utf-8",
-  vtt: "text/vtt; charset=utf-8",
+  // As the real server sends them (the docs name no type for these).
+  srt: "text/plain; charset=utf-8",
+  vtt: "text/plain; charset=utf-8",
 };
 
 /** Any audio ffmpeg reads -> 16 kHz mono 16-bit WAV. */
@@ -25,6 +26,16 @@ export async function toWav16k(audio: Blob): Promise<ArrayBuffer> {
   const [wav, err, code] = await Promise.all([new Response(ff.stdout).arrayBuffer(), new Response(ff.stderr).text(), ff.exited]);
   if (code !== 0) throw new ApiError(400, "invalid_argument", `The audio file could not be decoded: ${err.trim().split("\n").pop()}`, "file");
   return wav;
+}
+
+/** The whisper.cpp options a transcription request may load its model with. */
+function loadOptionsOf(form: FormData): Record<string, unknown> | undefined {
+  const options: Record<string, unknown> = {};
+  for (const key of ["whispercpp_backend", "whispercpp_args"]) {
+    const value = field(form, key);
+    if (value !== undefined) options[key] = value;
+  }
+  return Object.keys(options).length ? options : undefined;
 }
 
 function field(form: FormData, name: string): string | undefined {
@@ -63,6 +74,7 @@ export async function transcribe(ctx: ServerContext, request: Request): Promise<
     temperature,
     prompt: field(form, "prompt"),
     signal: request.signal,
+    loadOptions: loadOptionsOf(form),
   });
   ctx.logger.info("Transcribe", `Transcribed ${(wav.byteLength / 32000).toFixed(1)} s of audio with ${model.id}`);
   return new Response(body, { headers: { "content-type": CONTENT_TYPE[format] } });
@@ -88,6 +100,9 @@ export async function speak(ctx: ServerContext, body: SpeechRequest): Promise<Re
     throw new ApiError(400, "invalid_argument", `Unknown voice '${voice}': use an OpenAI voice (alloy, ash, ...) or a Kokoro one (af_sky, am_echo, ...)`, "voice");
   }
   const streaming = body.stream === true || body.stream_format === "audio";
+  if (streaming && body.response_format !== undefined && body.response_format !== "pcm") {
+    throw new ApiError(400, "invalid_argument", `Streaming produces \`pcm\` only: drop 'response_format' or set it to "pcm" (got "${body.response_format}")`, "response_format");
+  }
   const format: SpeechFormat = body.response_format ?? (streaming ? "pcm" : "mp3");
   let audio: ReadableStream<Uint8Array>;
   try {

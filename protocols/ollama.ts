@@ -9,7 +9,7 @@ import { parseCheckpoint } from "../models/hf-cache.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import type { ModelCheck } from "../runtime/proxy.ts";
 import { ollama as spec } from "../spec/index.ts";
-import { chatStream, needsLlm, toEngineBody } from "./openai.ts";
+import { chatStream, needsLlm, toEngineBody, visionCheck } from "./openai.ts";
 
 const CREATED_AT = "2024-01-01T00:00:00Z";
 
@@ -42,8 +42,10 @@ function imageUrl(b64: string): string {
   return `data:${mime};base64,${b64}`;
 }
 
-/** Ollama messages -> OpenAI messages: images become image parts, tool-call arguments strings. */
+/** Ollama messages -> OpenAI messages: images become image parts, tool-call arguments strings,
+ * and a tool result named by `tool_name` answers the earliest unanswered call of that name. */
 export function toOpenAIMessages(messages: Json[]): Json[] {
+  const unanswered: { id: string; name: string }[] = [];
   return messages.map((m) => {
     const out: Json = { role: m.role, content: m.content ?? "" };
     if (Array.isArray(m.images) && m.images.length) {
@@ -62,8 +64,14 @@ export function toOpenAIMessages(messages: Json[]): Json[] {
         },
       }));
     }
+    if (out.tool_calls) unanswered.splice(0, unanswered.length, ...out.tool_calls.map((c: Json) => ({ id: c.id, name: c.function.name })));
     if (m.role === "tool") {
-      if (m.tool_call_id) out.tool_call_id = m.tool_call_id;
+      const id = m.tool_call_id ?? unanswered.find((c) => c.name === m.tool_name)?.id;
+      if (id) {
+        out.tool_call_id = id;
+        const at = unanswered.findIndex((c) => c.id === id);
+        if (at >= 0) unanswered.splice(at, 1);
+      }
       if (m.tool_name) out.name = m.tool_name;
     }
     return out;
@@ -107,34 +115,27 @@ export function ollamaErrorBody(err: ApiError): unknown {
 /** What an Ollama route was doing when it failed. */
 export type OllamaStep = "serve" | "pull" | "delete";
 
-/** Ollama's statuses: serving, a model that cannot be found or loaded is 404 and a request
- * mistake keeps its 4xx (a pinned-slots 409 included), anything else is 500; a failed pull is 500;
- * a failed delete is 404 when the model is not there, else 500. */
+/** Ollama's statuses (ollama.md): serving, a model that cannot be found or loaded is 404
+ * whatever the cause (pinned slots included), a `collection.router` residency conflict 409, and a
+ * request mistake keeps its 400; what the engine answers is 500, a context overflow 400. A failed
+ * pull is 500; a failed delete is 404 when the model is not there, else 500. */
 export function ollamaError(err: unknown, step: OllamaStep = "serve"): ApiError {
   if (!(err instanceof ApiError)) return new ApiError(500, "", (err as Error)?.message ?? String(err));
-  const notFound = err.status === 404 || ["model_not_found", "model_not_supported", "model_load_error"].includes(err.code);
   if (step === "pull") return new ApiError(500, err.code, err.message);
   if (step === "delete") return new ApiError(err.status === 404 ? 404 : 500, err.code, err.message);
-  if (notFound) return new ApiError(404, err.code, err.message);
-  if (err.status >= 400 && err.status < 500) return err;
-  return new ApiError(500, err.code, err.message);
+  if (err.extras.fromEngine) return new ApiError(err.code === "context_length_exceeded" ? 400 : 500, err.code, err.message);
+  if (err.code === "router_residency_conflict") return err;
+  if (err.status === 400 || err.status === 499) return err;
+  return new ApiError(404, err.code, err.message);
 }
 
 const rethrow = (step: OllamaStep) => (err: unknown): never => {
   throw ollamaError(err, step);
 };
 
+/** The proxy's answer as JSON (it has already turned an engine's error answer into a throw). */
 async function engineJson(res: Response): Promise<Json> {
-  const text = await res.text();
-  if (!res.ok) {
-    let message = text;
-    try {
-      const j = JSON.parse(text);
-      message = typeof j.error === "string" ? j.error : (j.error?.message ?? text);
-    } catch {}
-    throw new ApiError(500, "backend_error", `Backend error (${res.status}): ${message}`);
-  }
-  return JSON.parse(text);
+  return JSON.parse(await res.text());
 }
 
 /** The engine's stream events, parsed, up to `[DONE]`; an error event ends it with a throw. */
@@ -193,6 +194,7 @@ function call(ctx: ServerContext, t: Translation, stream: boolean) {
       path: t.path,
       body: { ...t.body, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) },
       stream: stream ? chatStream : undefined,
+      holdHeaders: true,
       check: t.check,
       loadOptions: t.ctxSize === undefined ? undefined : { ctx_size: t.ctxSize },
       signal: t.signal,
@@ -225,7 +227,6 @@ async function ollamaChat(ctx: ServerContext, t: Translation, stream: boolean): 
     );
   }
   const res = await call(ctx, t, true);
-  if (!res.ok || !res.body) await engineJson(res);
   return ndjson(
     (async function* () {
       let usage: Json | undefined;
@@ -268,7 +269,6 @@ async function ollamaGenerate(ctx: ServerContext, t: Translation, stream: boolea
     });
   }
   const res = await call(ctx, t, true);
-  if (!res.ok || !res.body) await engineJson(res);
   return ndjson(
     (async function* () {
       let usage: Json | undefined;
@@ -341,7 +341,7 @@ export async function chat(ctx: ServerContext, body: Json, signal: AbortSignal, 
   });
   return ollamaChat(
     ctx,
-    { model: body.model, path: "/v1/chat/completions", body: engineBody, check: needsLlm(), endpoint: label, signal, ctxSize: loadCtx(body) },
+    { model: body.model, path: "/v1/chat/completions", body: engineBody, check: visionCheck(needsLlm(), engineBody), endpoint: label, signal, ctxSize: loadCtx(body) },
     body.stream !== false,
   );
 }

@@ -8,35 +8,62 @@ const DONE = "data: [DONE]\n\n";
 
 /** `{"error": {message, type, code, param}}` */
 export function openaiErrorBody(err: ApiError): unknown {
-  const error: Record<string, string> = { message: err.message, type: err.type };
+  const error: Record<string, unknown> = { message: err.message, type: err.type };
   if (err.code) error.code = err.code;
   if (err.param) error.param = err.param;
+  if (err.extras.retryable !== undefined) error.retryable = err.extras.retryable;
+  if (err.extras.details !== undefined) error.details = err.extras.details;
   return { error };
 }
 
-function streamError(message: string, status: number): string {
-  return `data: ${JSON.stringify({ error: { message, type: "backend_error", status_code: status } })}\n\n`;
+/** `data: {"error": {message, type, code, status_code}}`: the one event a failed stream ends with. */
+export function openaiStreamError(err: ApiError): string {
+  const error: Record<string, unknown> = { message: err.message, type: err.type };
+  if (err.code) error.code = err.code;
+  error.status_code = err.status;
+  if (err.extras.retryable !== undefined) error.retryable = err.extras.retryable;
+  return `data: ${JSON.stringify({ error })}\n\n`;
 }
+
+const PING = ": ping\n\n";
 
 /** Chat and completion streams end with `[DONE]`; anything else stopped short. */
 export const chatStream: StreamRule = {
   ending: (tail) => (tail.includes("[DONE]") ? "" : null),
-  errorEvent: streamError,
+  errorEvent: openaiStreamError,
+  ping: PING,
 };
 
-/** Responses streams end with `response.completed`; llama.cpp leaves out the `[DONE]` the docs
- * promise after it, so the proxy adds it. */
-export const responsesStream: StreamRule = {
-  ending: (tail) => (tail.includes("[DONE]") ? "" : tail.includes('"type":"response.completed"') ? DONE : null),
-  errorEvent: streamError,
-};
+/** A stream whose every JSON event is rewritten by `map` (state lives in the closure `make`
+ * returns, one per stream); `[DONE]` ends it. */
+export function mappedStream(make: () => (event: Record<string, any>) => Record<string, any>): StreamRule {
+  return {
+    ...chatStream,
+    translate: () => {
+      const map = make();
+      let done = false;
+      return {
+        event(data) {
+          if (data === "[DONE]") {
+            done = true;
+            return DONE;
+          }
+          return `data: ${JSON.stringify(map(JSON.parse(data)))}\n\n`;
+        },
+        end: () => (done ? "" : null),
+      };
+    },
+  };
+}
 
 /** Lemonade-only fields, read by the server and not sent on to the engine. `enable_thinking` (or
  * `thinking: false`) becomes the chat-template switch llama.cpp's reasoning templates read, and
  * OpenAI's `json_object` response format becomes the schema llama.cpp turns into a grammar (it
- * constrains nothing for a bare `json_object`). */
+ * constrains nothing for a bare `json_object`). With both token limits, `max_tokens` wins (as
+ * llama.cpp reads it); `max_completion_tokens` alone becomes `max_tokens`. */
 export function toEngineBody(body: Record<string, unknown>) {
-  const { ctx_size, enable_thinking, thinking, ...engineBody } = body;
+  const { ctx_size, enable_thinking, thinking, max_completion_tokens, ...engineBody } = body;
+  if (engineBody.max_tokens === undefined && max_completion_tokens !== undefined) engineBody.max_tokens = max_completion_tokens;
   const format = engineBody.response_format as { type?: string; schema?: unknown } | undefined;
   if (format?.type === "json_object") {
     engineBody.response_format = { type: "json_schema", json_schema: { schema: format.schema ?? { type: "object" } } };
@@ -49,6 +76,60 @@ export function toEngineBody(body: Record<string, unknown>) {
     engineBody.thinking = thinking;
   }
   return { engineBody, loadOptions: ctx_size === undefined ? undefined : { ctx_size } };
+}
+
+/** /v1/completions on llama.cpp: `echo` is ignored (llama.cpp refuses it), and OpenAI's
+ * `logprobs` (true or a count of alternatives) becomes llama.cpp's `n_probs`. */
+export function toCompletionBody(engineBody: Record<string, unknown>): { body: Record<string, unknown>; logprobs: boolean } {
+  const { echo, logprobs, ...body } = engineBody;
+  if (logprobs === undefined || logprobs === false || logprobs === null) return { body, logprobs: false };
+  body.n_probs = typeof logprobs === "number" ? Math.max(1, logprobs) : 1;
+  return { body, logprobs: true };
+}
+
+interface TokenProb {
+  token: string;
+  logprob: number;
+  top_logprobs?: { token: string; logprob: number }[];
+}
+
+/** llama.cpp's chat-shaped `logprobs.content` → the legacy completions shape (`tokens`,
+ * `token_logprobs`, `top_logprobs`, `text_offset`), offsets counted from the start of the
+ * generated text. Stateful: one per answer, fed its choices in order (a stream chunk by chunk). */
+export function legacyLogprobs(): (choice: Record<string, any>) => void {
+  let offset = 0;
+  return (choice) => {
+    const content: TokenProb[] | undefined = choice.logprobs?.content;
+    if (!Array.isArray(content)) return;
+    const out = { tokens: [] as string[], token_logprobs: [] as number[], top_logprobs: [] as Record<string, number>[], text_offset: [] as number[] };
+    for (const t of content) {
+      out.tokens.push(t.token);
+      out.token_logprobs.push(t.logprob);
+      out.top_logprobs.push(Object.fromEntries((t.top_logprobs ?? []).map((p) => [p.token, p.logprob])));
+      out.text_offset.push(offset);
+      offset += t.token.length;
+    }
+    choice.logprobs = out;
+  };
+}
+
+/** Whether an OpenAI chat body (or a Responses `input`) carries an image. */
+export function hasImage(body: Record<string, any>): boolean {
+  const items = Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : [];
+  return items.some(
+    (m: any) => Array.isArray(m?.content) && m.content.some((p: any) => p?.type === "image_url" || p?.type === "input_image" || p?.type === "image"),
+  );
+}
+
+/** A model that can take images: a vision label or a vision projector among its files. */
+export const hasVision = (model: CatalogModel) => model.labels.includes("vision") || model.checkpoints.mmproj !== undefined;
+
+/** Adds the image check to a route's check, when the request carries an image. */
+export function visionCheck(check: ModelCheck, body: Record<string, any>): ModelCheck {
+  if (!hasImage(body)) return check;
+  return (model) =>
+    check(model) ??
+    (hasVision(model) ? null : new ApiError(400, "", `Model ${model.id} does not accept images: it has no vision projector (mmproj)`, "messages"));
 }
 
 /** Routes that generate text take LLMs only. */

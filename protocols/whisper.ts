@@ -1,6 +1,7 @@
 // The one client of whisper-server's `/inference` endpoint (multipart WAV in, the transcript in
 // the asked format out), shared by /v1/audio/transcriptions, realtime sessions and MCP.
 import { ApiError } from "../lib/api-error.ts";
+import { engineError, engineUnavailable } from "../runtime/engine-error.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { engineFetch, type ModelCheck } from "../runtime/proxy.ts";
@@ -21,11 +22,13 @@ export interface Inference {
   temperature?: string;
   prompt?: string;
   signal?: AbortSignal;
+  /** Recipe options for the load, when this request triggers one (`whispercpp_backend`, `whispercpp_args`). */
+  loadOptions?: Record<string, unknown>;
 }
 
 /** Transcribes with a Whisper model (loading it when needed); the engine's answer as text. */
 export async function whisperInference(ctx: ServerContext, name: string, req: Inference): Promise<string> {
-  const lease = await ctx.proxy.acquire(name, needsTranscriber, { signal: req.signal });
+  const lease = await ctx.proxy.acquire(name, needsTranscriber, { signal: req.signal, options: req.loadOptions });
   try {
     const form = new FormData();
     form.set("file", new Blob([req.wav], { type: "audio/wav" }), "audio.wav");
@@ -36,11 +39,12 @@ export async function whisperInference(ctx: ServerContext, name: string, req: In
     let res: Response;
     try {
       res = await engineFetch(`${lease.url}/inference`, { method: "POST", body: form, signal: req.signal });
-    } catch (err) {
-      throw new ApiError(502, "backend_error", `The ${lease.slot.model.id} engine did not answer: ${(err as Error).message}`);
+    } catch {
+      if (req.signal?.aborted) throw new ApiError(499, "client_closed", "The client closed the request");
+      throw engineUnavailable(lease.slot.model.id, "did not answer");
     }
     const body = await res.text();
-    if (!res.ok) throw new ApiError(res.status, "", `Backend error: ${body}`);
+    if (!res.ok) throw engineError(res.status, body, lease.slot.model.id);
     return body;
   } finally {
     lease.release();

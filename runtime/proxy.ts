@@ -1,22 +1,42 @@
 // Where chat (and every other engine request) is proxied: claim the model from the scheduler,
-// forward the request to its engine, and pass the answer back. Streams pass through byte for
-// byte; the proxy only watches for the end of the stream (to release the model and read the
-// engine's timings) and for an engine that dies mid-stream (to send the route's error event
-// instead of hanging). How a stream ends is the protocol's rule (protocols/*), handed in.
+// forward the request to its engine, and pass the answer back.
+//
+// Rules it keeps:
+// - an engine error answer is normalised (engines/engine-error.ts), never passed on raw;
+// - an engine found dead (the request could not reach it, or it broke off before sending a byte,
+//   or it failed its health checks while silent) is stopped, the model loaded again and the
+//   request sent once more; only when that fails too does the client get a retryable 503;
+// - a stream's headers (with an SSE comment) go out as soon as the model is claimed, a keep-alive
+//   (the protocol's `ping`) after every second without output, and a failure after that is exactly one error
+//   event in the protocol's shape;
+// - streams pass through byte for byte unless the protocol translates them (StreamRule.translate).
 import { ApiError } from "../lib/api-error.ts";
+import { engineError, engineUnavailable } from "./engine-error.ts";
 import type { Catalog, CatalogModel } from "../models/catalog.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { extractTimings, type GenerationStats } from "../observability/stats.ts";
 import type { Lease, Scheduler } from "./scheduler.ts";
 
-/** How one client protocol's event stream ends. */
+/** How one client protocol's event stream looks. */
 export interface StreamRule {
   /** Called with the last chunks of an engine stream that closed: `""` when it ended whole, the
    * text that completes it when the engine leaves its last line out, or null when it stopped short. */
   ending(tail: string): string | null;
-  /** The event a stream that breaks off ends with, in the protocol's shape. */
-  errorEvent(message: string, status: number): string;
+  /** The one event a stream that fails after its headers were sent ends with. */
+  errorEvent(err: ApiError): string;
+  /** The keep-alive written after each second without output. */
+  ping: string;
+  /** For a protocol whose events are not the engine's own: a translator for one stream. */
+  translate?: () => StreamTranslator;
+}
+
+/** Turns one engine event stream into the client's, event by event. */
+export interface StreamTranslator {
+  /** One engine event's `data` → the text to send for it (`""` for nothing). */
+  event(data: string): string;
+  /** Once the engine's stream has closed: what ends the client's, or null when it stopped short. */
+  end(): string | null;
 }
 
 /** Refuses a model a route cannot serve (checked before anything loads). */
@@ -29,9 +49,14 @@ export interface ProxyRequest {
   path: string;
   /** Body to send on to the engine. */
   body: Record<string, unknown>;
-  /** The stream rule, when the answer is an event stream to pass through. */
+  /** The stream rule, when the answer is an event stream. */
   stream?: StreamRule;
+  /** With a stream: wait for the engine's answer before sending headers, so that an engine error
+   * keeps its HTTP status (routes whose protocol has no stream error event, such as Ollama's). */
+  holdHeaders?: boolean;
   check: ModelCheck;
+  /** What to send for a whole (non-streamed) JSON answer, when not the engine's answer itself. */
+  reshape?: (answer: Record<string, any>) => Record<string, any>;
   /** Options for the load, when this request triggers one (e.g. `ctx_size`). */
   loadOptions?: Record<string, unknown>;
   /** The client's request, whose abort cancels the engine request. */
@@ -52,10 +77,14 @@ export interface RecentRequest {
   check: ModelCheck;
 }
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 /** Chunks kept to read the final timings from: they arrive in the last event or two. */
 const TAIL_CHUNKS = 4;
+const PING_MS = 1000;
+/** Written as soon as a stream is accepted: Bun sends a response's headers with its first bytes,
+ * and an SSE comment is one every client skips. */
+const OPENING = ": ping\n\n";
+const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no" };
 
 /** fetch() to an engine, retried once when a kept-alive connection turns out to be closed: the
  * engine (cpp-httplib) may drop an idle pooled connection just as it is reused, and then the
@@ -76,7 +105,12 @@ export interface ProxyDeps {
   metrics: Metrics;
   stats: GenerationStats;
   logger: Logger;
+  /** Silence (ms) after which a waiting request checks its engine's health; after three failed
+   * checks in a row the engine counts as hung. 0 turns the check off. */
+  hangCheckMs?: number;
 }
+
+const clientClosed = () => new ApiError(499, "client_closed", "The client closed the request");
 
 export class EngineProxy {
   constructor(private readonly deps: ProxyDeps) {}
@@ -97,7 +131,7 @@ export class EngineProxy {
 
   async toModel(req: ProxyRequest): Promise<Response> {
     const lease = await this.acquire(req.model, req.check, { options: req.loadOptions, signal: req.signal });
-    return this.forward(lease, req, "POST");
+    return this.forward(new Exchange(this.deps, lease, req, "POST"), req);
   }
 
   /** Forwards to the most recently used model (slots, tokenize: they name no model). */
@@ -110,119 +144,197 @@ export class EngineProxy {
     const refusal = req.check(model);
     if (refusal) throw refusal;
     const lease = await scheduler.acquire(model, { signal: req.signal });
-    return this.forward(lease, { ...req, model: id, body: req.body ?? {}, generation: false }, req.method);
+    const full = { ...req, model: id, body: req.body ?? {}, generation: false };
+    return this.forward(new Exchange(this.deps, lease, full, req.method), full);
   }
 
-  private async forward(
-    lease: Lease<CatalogModel>,
-    req: Omit<ProxyRequest, "loadOptions" | "check">,
-    method: "GET" | "POST",
-  ): Promise<Response> {
-    const { metrics, stats, logger } = this.deps;
-    const modelId = lease.slot.model.id;
-    const started = performance.now();
-    const upstreamAbort = new AbortController();
-    const onClientAbort = () => upstreamAbort.abort();
-    req.signal.addEventListener("abort", onClientAbort, { once: true });
-    let status = 0;
-    const finish = (tail?: string) => {
-      req.signal.removeEventListener("abort", onClientAbort);
-      lease.release();
-      const labels = { model: modelId, endpoint: req.endpoint };
-      metrics.modelRequests.inc({ ...labels, status: String(status) });
-      metrics.modelRequestDuration.observe(labels, (performance.now() - started) / 1000);
-      if (req.generation && tail && status >= 200 && status < 300) {
-        const found = extractTimings(tail);
-        if (found) {
-          const rec = stats.record(found.timings, found.usage);
-          if (rec.output_tokens) metrics.generatedTokens.inc({ model: modelId }, rec.output_tokens);
-          if (rec.prompt_tokens) metrics.promptTokens.inc({ model: modelId }, rec.prompt_tokens);
-          if (rec.time_to_first_token !== null) metrics.timeToFirstToken.observe({ model: modelId }, rec.time_to_first_token);
+  private async forward(ex: Exchange, req: Omit<ProxyRequest, "check">): Promise<Response> {
+    const rule = req.stream;
+    if (!rule) return ex.unary();
+    if (req.holdHeaders) {
+      const first = await ex.send();
+      if (!first.ok) {
+        const err = await ex.engineError(first);
+        ex.finish();
+        throw err;
+      }
+      return ex.stream(rule, first);
+    }
+    return ex.stream(rule);
+  }
+}
+
+/** One request's exchange with its engine: the lease it holds (replaced when the model is
+ * loaded again), the engine request's abort, the hang check, and the metrics once it ends. */
+class Exchange {
+  /** Aborts the engine request (renewed for a replay). */
+  private upstream = new AbortController();
+  private readonly started = performance.now();
+  private status = 0;
+  private replayed = false;
+  private finished = false;
+  private hung = false;
+  private readonly onClientAbort = () => this.upstream.abort();
+
+  constructor(
+    private readonly deps: ProxyDeps,
+    private lease: Lease<CatalogModel>,
+    private readonly req: Omit<ProxyRequest, "check">,
+    private readonly method: "GET" | "POST",
+  ) {
+    req.signal.addEventListener("abort", this.onClientAbort, { once: true });
+  }
+
+  private get modelId(): string {
+    return this.lease.slot.model.id;
+  }
+
+  /** Sends the request; an engine that cannot be reached is replaced and the request sent again. */
+  async send(): Promise<Response> {
+    for (;;) {
+      const stopWatch = this.watch();
+      try {
+        const res = await engineFetch(this.lease.url + this.req.path, {
+          method: this.method,
+          headers: { "content-type": "application/json" },
+          body: this.method === "POST" ? JSON.stringify(this.req.body) : undefined,
+          signal: this.upstream.signal,
+        });
+        this.status = res.status;
+        return res;
+      } catch {
+        await this.engineGone();
+      } finally {
+        stopWatch();
+      }
+    }
+  }
+
+  /** The engine did not answer: unless the client left or this was the replay, load the model
+   * again and let the caller send once more; else throw the error the client gets. */
+  async engineGone(): Promise<void> {
+    if (this.req.signal.aborted) {
+      this.status = 499;
+      this.finish();
+      throw clientClosed();
+    }
+    const id = this.modelId;
+    const model = this.lease.slot.model;
+    const why = this.hung ? "stopped answering its health checks" : "could not be reached";
+    await this.lease.fail();
+    this.hung = false;
+    this.upstream = new AbortController();
+    if (this.replayed) {
+      this.status = 503;
+      this.finish();
+      throw engineUnavailable(id, `${why} twice`);
+    }
+    this.replayed = true;
+    this.deps.logger.warn("Proxy", `The ${id} engine ${why}; loading it again to send the request once more`);
+    try {
+      this.lease = await this.deps.scheduler.acquire(model, { options: this.req.loadOptions, signal: this.req.signal });
+    } catch (err) {
+      this.status = 503;
+      this.finish();
+      throw err instanceof ApiError && err.status === 499 ? err : engineUnavailable(id, `${why}, and loading it again failed`);
+    }
+  }
+
+  /** The whole answer at once, the model named as the client named it. */
+  async unary(): Promise<Response> {
+    for (;;) {
+      const res = await this.send();
+      let text: string;
+      const stopWatch = this.watch();
+      try {
+        text = await res.text();
+      } catch {
+        await this.engineGone();
+        continue;
+      } finally {
+        stopWatch();
+      }
+      if (!res.ok) {
+        this.finish();
+        throw engineError(res.status, text, this.modelId);
+      }
+      this.finish(text);
+      return new Response(rewriteAnswer(text, this.req.model, this.req.reshape), {
+        status: res.status,
+        headers: { "content-type": res.headers.get("content-type") ?? "application/json" },
+      });
+    }
+  }
+
+  async engineError(res: Response): Promise<ApiError> {
+    const text = await res.text().catch(() => "");
+    return engineError(res.status, text, this.modelId);
+  }
+
+  /** An event stream: headers now, keep-alives while the engine is silent, the engine's events
+   * as they come (or the protocol's translation of them), and one error event if it fails. */
+  stream(rule: StreamRule, first?: Response): Response {
+    const ex = this;
+    let lastWrite = performance.now();
+    let atBoundary = true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let sink: { write(c: Uint8Array | string): void; flush(): void; close(): void } | undefined;
+    const write = (chunk: Uint8Array | string) => {
+      sink!.write(chunk);
+      sink!.flush();
+    };
+    // The keep-alive goes only between events: never inside one the engine has half sent.
+    const tick = () => {
+      const now = performance.now();
+      if (now - lastWrite >= PING_MS - 1 && atBoundary && !ex.finished) {
+        lastWrite = now;
+        try {
+          write(rule.ping);
+        } catch {
+          return;
         }
       }
+      timer = setTimeout(tick, Math.max(1, lastWrite + PING_MS - now));
     };
-
-    let upstream: Response;
-    try {
-      upstream = await engineFetch(lease.url + req.path, {
-        method,
-        headers: { "content-type": "application/json" },
-        body: method === "POST" ? JSON.stringify(req.body) : undefined,
-        signal: upstreamAbort.signal,
-      });
-    } catch (err) {
-      status = 502;
-      finish();
-      if (req.signal.aborted) throw new ApiError(499, "client_closed", "The client closed the request");
-      throw new ApiError(502, "backend_error", `The ${modelId} engine did not answer: ${(err as Error).message}`);
-    }
-    status = upstream.status;
-
-    const rule = req.stream;
-    if (!rule || !upstream.ok || !upstream.body) {
-      let text: string;
-      try {
-        text = await upstream.text();
-      } catch (err) {
-        status = 502;
-        finish();
-        throw new ApiError(502, "backend_error", `The ${modelId} engine stopped answering: ${(err as Error).message}`);
-      }
-      finish(text);
-      if (upstream.ok) text = rewriteModel(text, req.model);
-      return new Response(text, {
-        status: upstream.status,
-        headers: { "content-type": upstream.headers.get("content-type") ?? "application/json" },
-      });
-    }
-
-    const reader = upstream.body.getReader();
-    const tail: Uint8Array[] = [];
-    let first = true;
-    let closed = false;
-    const tailText = () => tail.map((c) => decoder.decode(c)).join("");
-    const close = (text = tailText()) => {
-      if (closed) return;
-      closed = true;
-      finish(text);
-    };
-    // A "direct" stream writes each chunk straight to the client socket as it arrives, with no
-    // queue in between: the least work per token Bun offers.
     const body = new ReadableStream({
       type: "direct",
       async pull(controller: { write(c: Uint8Array | string): void; flush(): void; close(): void }) {
-        let text: string | undefined;
+        sink = controller;
+        write(OPENING);
+        timer = setTimeout(tick, PING_MS);
+        let tail: string | undefined;
         try {
+          let res = first ?? (await ex.send());
           for (;;) {
-            const { done, value } = await reader.read();
-            if (done) break;
-            if (first) {
-              first = false;
-              lease.streaming();
+            if (!res.ok) throw await ex.engineError(res);
+            const out = await ex.pipe(res, rule, (chunk, boundary) => {
+              lastWrite = performance.now();
+              atBoundary = boundary;
+              write(chunk);
+            });
+            if (out.sent || !out.broken) {
+              tail = out.tail;
+              if (out.broken) throw new ApiError(502, "backend_error", `The ${ex.modelId} engine closed the stream early`, undefined, "backend_error");
+              break;
             }
-            tail.push(value);
-            if (tail.length > TAIL_CHUNKS) tail.shift();
-            controller.write(value);
-            controller.flush();
+            // Broke off before its first byte: the engine is gone, so the request may go again.
+            await ex.engineGone();
+            res = await ex.send();
           }
-          text = tailText();
-          const ending = rule.ending(text);
-          if (ending === null) {
-            status = 502;
-            controller.write(encoder.encode(rule.errorEvent(`The ${modelId} engine closed the stream early`, 502)));
-          } else if (ending) controller.write(encoder.encode(ending));
         } catch (err) {
-          status = 502;
-          if (!req.signal.aborted && !closed) {
-            logger.warn("Proxy", `Stream from ${modelId} failed: ${(err as Error).message}`);
+          if (!ex.req.signal.aborted) {
+            const apiErr = err instanceof ApiError ? err : new ApiError(502, "backend_error", `The ${ex.modelId} engine stopped answering`, undefined, "backend_error");
+            ex.status = apiErr.status;
+            ex.deps.logger.warn("Proxy", `Stream from ${ex.modelId} failed: ${apiErr.message}`);
             try {
-              controller.write(encoder.encode(rule.errorEvent(`The ${modelId} engine stopped answering: ${(err as Error).message}`, 502)));
+              write(rule.errorEvent(apiErr));
             } catch {
               // The client is gone too.
             }
           }
         }
-        close(text);
+        clearTimeout(timer);
+        ex.finish(tail);
         try {
           controller.close();
         } catch {
@@ -230,28 +342,126 @@ export class EngineProxy {
         }
       },
       cancel() {
-        upstreamAbort.abort();
-        close();
+        clearTimeout(timer);
+        ex.upstream.abort();
+        ex.finish();
       },
     } as unknown as UnderlyingDefaultSource<Uint8Array>);
-    return new Response(body, {
-      status: upstream.status,
-      headers: {
-        "content-type": upstream.headers.get("content-type") ?? "text/event-stream",
-        "cache-control": "no-cache",
-      },
-    });
+    return new Response(body, { status: 200, headers: SSE_HEADERS });
+  }
+
+  /** Reads the engine's stream into `write`, passed through or translated. `sent`: whether any
+   * of it reached the client; `broken`: whether it stopped short. */
+  async pipe(res: Response, rule: StreamRule, write: (chunk: Uint8Array | string, boundary: boolean) => void) {
+    const reader = res.body!.getReader();
+    const translator = rule.translate?.();
+    const tail: Uint8Array[] = [];
+    let sent = false;
+    let pending = "";
+    const stopWatch = this.watch();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        this.lease.slot.lastOutput = performance.now();
+        if (!sent) {
+          sent = true;
+          this.lease.streaming();
+        }
+        tail.push(value);
+        if (tail.length > TAIL_CHUNKS) tail.shift();
+        if (!translator) {
+          write(value, value[value.length - 1] === 10 && value[value.length - 2] === 10);
+          continue;
+        }
+        const blocks = (pending + decoder.decode(value, { stream: true })).split("\n\n");
+        pending = blocks.pop()!;
+        let out = "";
+        for (const block of blocks) {
+          const data = sseData(block);
+          if (data !== null) out += translator.event(data);
+        }
+        if (out) write(out, true);
+      }
+    } catch {
+      if (this.req.signal.aborted) throw clientClosed();
+      return { sent, broken: true, tail: undefined };
+    } finally {
+      stopWatch();
+    }
+    const tailText = tail.map((c) => decoder.decode(c)).join("");
+    const ending = translator ? translator.end() : rule.ending(tailText);
+    if (ending === null) return { sent, broken: true, tail: undefined };
+    if (ending) write(ending, true);
+    return { sent, broken: false, tail: tailText };
+  }
+
+  /** While the engine is silent, checks its health every `hangCheckMs`; three failures in a row
+   * mean it is hung, and the engine request is aborted so the exchange treats it as gone. */
+  private watch(): () => void {
+    const every = this.deps.hangCheckMs ?? 10_000;
+    if (!every) return () => {};
+    const slot = this.lease.slot;
+    let misses = 0;
+    let checking = false;
+    const timer = setInterval(async () => {
+      if (checking || performance.now() - slot.lastOutput < every) return;
+      checking = true;
+      const ok = await slot.engine.health(every);
+      checking = false;
+      misses = ok ? 0 : misses + 1;
+      if (misses >= 3) {
+        clearInterval(timer);
+        this.hung = true;
+        this.upstream.abort();
+      }
+    }, every);
+    return () => clearInterval(timer);
+  }
+
+  /** Releases the model and records the request, once. */
+  finish(tail?: string): void {
+    if (this.finished) return;
+    this.finished = true;
+    const { metrics, stats } = this.deps;
+    this.req.signal.removeEventListener("abort", this.onClientAbort);
+    this.lease.release();
+    const modelId = this.modelId;
+    const labels = { model: modelId, endpoint: this.req.endpoint };
+    metrics.modelRequests.inc({ ...labels, status: String(this.status) });
+    metrics.modelRequestDuration.observe(labels, (performance.now() - this.started) / 1000);
+    if (this.req.generation && tail && this.status >= 200 && this.status < 300) {
+      const found = extractTimings(tail);
+      if (found) {
+        const rec = stats.record(found.timings, found.usage);
+        if (rec.output_tokens) metrics.generatedTokens.inc({ model: modelId }, rec.output_tokens);
+        if (rec.prompt_tokens) metrics.promptTokens.inc({ model: modelId }, rec.prompt_tokens);
+        if (rec.time_to_first_token !== null) metrics.timeToFirstToken.observe({ model: modelId }, rec.time_to_first_token);
+      }
+    }
   }
 }
 
-/** Non-streaming answers report the model by the name the client used. */
-function rewriteModel(text: string, model: string): string {
-  if (!text.includes('"model"')) return text;
+/** The data of one SSE block (its `data:` lines joined), or null for a comment-only block. */
+function sseData(block: string): string | null {
+  let data: string | null = null;
+  for (const line of block.split("\n")) {
+    if (line.startsWith("data:")) {
+      const part = line.slice(line[5] === " " ? 6 : 5);
+      data = data === null ? part : `${data}\n${part}`;
+    }
+  }
+  return data;
+}
+
+/** Non-streaming answers report the model by the name the client used, reshaped as the route asks. */
+function rewriteAnswer(text: string, model: string, reshape?: (answer: Record<string, any>) => Record<string, any>): string {
+  if (!reshape && !text.includes('"model"')) return text;
   try {
     const json = JSON.parse(text);
-    if (json && typeof json === "object" && !Array.isArray(json) && "model" in json) {
-      json.model = model;
-      return JSON.stringify(json);
+    if (json && typeof json === "object" && !Array.isArray(json)) {
+      if ("model" in json) json.model = model;
+      return JSON.stringify(reshape ? reshape(json) : json);
     }
   } catch {
     // Not JSON: pass it on as the engine sent it.

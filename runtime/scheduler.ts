@@ -36,6 +36,8 @@ export interface Slot<M extends SchedulableModel = SchedulableModel> {
   lastUse: number;
   inflight: number;
   streaming: number;
+  /** When the engine last sent output for any request (the proxy's hang check reads it). */
+  lastOutput: number;
   state: SlotState;
   /** Settles once the engine has stopped (asked to, or on its own). */
   gone: PromiseWithResolvers<void>;
@@ -49,6 +51,9 @@ export interface Lease<M extends SchedulableModel = SchedulableModel> {
   streaming(): void;
   /** Ends the request's claim on the model; idempotent. */
   release(): void;
+  /** The engine did not answer (dead or hung): ends the claim, stops the engine at once and
+   * forgets it, so that the next request starts it again. Settles once it is gone. */
+  fail(): Promise<void>;
 }
 
 export interface Logger {
@@ -290,6 +295,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
           spec,
           pinned: false,
           lastUse: now,
+          lastOutput: performance.now(),
           inflight: 0,
           streaming: 0,
           state: "ready",
@@ -318,7 +324,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     this.mostRecent = slot.model.id;
     let released = false;
     let streaming = false;
-    return {
+    const lease: Lease<M> = {
       slot,
       url: slot.engine.url,
       streaming: () => {
@@ -335,7 +341,16 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
         slot.lastUse = this.now();
         if (slot.inflight === 0 && slot.state === "draining") void this.stopSlot(slot);
       },
+      fail: async () => {
+        lease.release();
+        if (slot.state !== "stopping" && this.slots.get(slot.model.id) === slot) {
+          this.deps.log.warn(`The engine for ${slot.model.id} (pid ${slot.engine.pid}) stopped answering; stopping it so that the next request starts it again`);
+          await this.stopSlot(slot, 0);
+        }
+        await slot.gone.promise;
+      },
     };
+    return lease;
   }
 
   /** Stops taking requests for the slot, waits for those in flight, then stops its engine. */
@@ -347,10 +362,10 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     await slot.gone.promise;
   }
 
-  private async stopSlot(slot: Slot<M>): Promise<void> {
+  private async stopSlot(slot: Slot<M>, graceMs?: number): Promise<void> {
     if (slot.state === "stopping") return slot.gone.promise;
     slot.state = "stopping";
-    await slot.engine.stop();
+    await slot.engine.stop(graceMs);
     this.forget(slot);
     this.deps.log.info(`Unloaded ${slot.model.id} (pid ${slot.engine.pid})`);
   }

@@ -7,7 +7,7 @@ import { ModelName } from "./schemas.ts";
 /** Request fields passed on to the engine; any other field is dropped and named in a warning. */
 export const MESSAGES_FIELDS = [
   "model", "messages", "system", "max_tokens", "temperature", "top_p", "top_k", "stop_sequences",
-  "stream", "tools", "tool_choice", "thinking", "metadata",
+  "stream", "tools", "tool_choice", "thinking", "output_config", "metadata",
 ] as const;
 
 export const WARNING_HEADER = "x-lemonade-warning";
@@ -51,7 +51,7 @@ export const messages = endpoint({
   availability: "partially_available",
   description:
     "Generates the next assistant message in Anthropic's Messages format, loading the model on first use. Query parameters such as `?beta=true` are accepted. Reasoning models answer with `thinking` blocks; tool calls come back as `tool_use` blocks and tool results go in as `tool_result` blocks.",
-  notes: `Streaming sends Anthropic's events: \`message_start\`, then per block \`content_block_start\`, \`content_block_delta\`s and \`content_block_stop\`, then \`message_delta\` (stop reason and usage) and \`message_stop\`. Fields other than the ones listed are ignored, never refused: they are dropped and named in the \`${WARNING_HEADER}\` response header.`,
+  notes: `Streaming sends Anthropic's events: \`message_start\`, then per block \`content_block_start\`, \`content_block_delta\`s and \`content_block_stop\`, then \`message_delta\` (stop reason and usage) and \`message_stop\`. Fields other than the ones listed are ignored, never refused: they are dropped and named in the \`${WARNING_HEADER}\` response header and in the message's \`warnings\` array.`,
   body: messagesBody,
   response: T.Object({
     id: T.String({ description: "Identifier of the message" }),

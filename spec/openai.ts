@@ -17,6 +17,11 @@ export const SPEECH_CONTENT_TYPES: Record<SpeechFormat, string> = {
 };
 
 const StringOrList = (description: string) => T.Union([T.String(), T.Array(T.String())], { description });
+/** Text, or token ids (OpenAI's clients, LangChain's embeddings among them, send token arrays). */
+const TextOrTokens = (description: string) =>
+  T.Union([T.String(), T.Array(T.String()), T.Array(T.Integer()), T.Array(T.Array(T.Integer()))], {
+    description: `${description} Token ids, as an array or an array of arrays, are also accepted.`,
+  });
 
 const common = {
   model: ModelName,
@@ -121,7 +126,7 @@ export const completions = endpoint({
   notes: streamNotes,
   body: T.Object(
     {
-      prompt: StringOrList("The text to continue, as a string or an array of strings."),
+      prompt: TextOrTokens("The text to continue, as a string or an array of strings."),
       ...common,
       echo: T.Optional(
         status(T.Boolean({ description: "`true` asks the backend to return the prompt before the completion. llama.cpp models ignore it." }), "partial"),
@@ -206,7 +211,7 @@ export const embeddings = endpoint({
     "Returns vector representations (embeddings) of the input text, loading the model if it is not loaded. Embedding models use the `llamacpp` recipe.",
   body: T.Object(
     {
-      input: StringOrList("The text to embed, as a string or an array of strings."),
+      input: TextOrTokens("The text to embed, as a string or an array of strings."),
       model: ModelName,
       encoding_format: T.Optional(
         T.Union([T.Literal("float"), T.Literal("base64")], { description: "`float` or `base64`. Defaults to `float`." }),
@@ -271,7 +276,7 @@ export const audioSpeech = endpoint({
   description:
     "Generates speech audio from text. `kokoro-v1` speaks with espeak-ng (the neural Kokoro voices are not available on this server) under Kokoro's and OpenAI's voice names, and ffmpeg encodes the result at 24 kHz mono.",
   notes:
-    "`response_format` is `mp3` (default), `wav`, `opus` (Ogg) or `pcm` (16-bit little-endian at 24 kHz, `audio/l16;rate=24000;endianness=little-endian`). With `stream: true` or `stream_format: \"audio\"` the audio flows as it is produced, as `pcm` unless another format is asked for.",
+    "`response_format` is `mp3` (default), `wav`, `opus` (Ogg) or `pcm` (16-bit little-endian at 24 kHz, `audio/l16;rate=24000;endianness=little-endian`). With `stream: true` or `stream_format: \"audio\"` the audio flows as it is produced; streaming produces `pcm` only, and another `response_format` is a 400.",
   body: T.Object(
     {
       input: T.String({ minLength: 1, description: "The text to speak." }),

@@ -1,33 +1,48 @@
-// Anthropic's Messages API, forwarded through the same proxy to llama.cpp's Anthropic layer.
+// Anthropic's Messages API: adapted by protocols/anthropic onto the chat path and forwarded
+// through the same proxy; token counting goes to llama.cpp's own count_tokens.
 import { anthropic as spec, metricsLabel } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
-import { messagesStream, splitKnown } from "../../protocols/anthropic.ts";
-import { needsLlm } from "../../protocols/openai.ts";
+import { messagesStream, splitKnown, toChatBody, toMessage } from "../../protocols/anthropic.ts";
+import { needsLlm, visionCheck } from "../../protocols/openai.ts";
 import type { Binder } from "../bind.ts";
 
-const KNOWN = new Set<string>(spec.MESSAGES_FIELDS);
+type Json = Record<string, any>;
 
 export function anthropicRoutes(bind: Binder, ctx: ServerContext): void {
-  for (const [def, path, generation] of [
-    [spec.messages, "/v1/messages", true],
-    [spec.countTokens, "/v1/messages/count_tokens", false],
-  ] as const) {
-    const label = metricsLabel(def);
-    bind.http(def, async ({ body, request }) => {
-      const { known, ignored } = splitKnown(body as Record<string, unknown>, KNOWN);
-      if (ignored.length) ctx.logger.warn("Anthropic", `Ignoring unsupported fields: ${ignored.join(", ")}`);
-      const res = await ctx.proxy.toModel({
-        model: body.model,
-        path,
-        body: known,
-        stream: generation && (body as { stream?: boolean }).stream === true ? messagesStream : undefined,
-        check: needsLlm(),
-        signal: request.signal,
-        endpoint: label,
-        generation,
-      });
-      if (ignored.length) res.headers.set(spec.WARNING_HEADER, `ignored unsupported fields: ${ignored.join(", ")}`);
-      return res;
+  const messagesLabel = metricsLabel(spec.messages);
+  bind.http(spec.messages, async ({ body, request }) => {
+    const { known, ignored } = splitKnown(body as Json);
+    const warnings = ignored.length ? [`ignored unsupported fields: ${ignored.join(", ")}`] : [];
+    if (ignored.length) ctx.logger.warn("Anthropic", `Ignoring unsupported fields: ${ignored.join(", ")}`);
+    const chat = toChatBody(known);
+    const res = await ctx.proxy.toModel({
+      model: body.model,
+      path: "/v1/chat/completions",
+      body: chat,
+      stream: known.stream === true ? messagesStream(body.model, warnings) : undefined,
+      reshape: (answer) => toMessage(answer, body.model, warnings),
+      check: visionCheck(needsLlm(), chat),
+      signal: request.signal,
+      endpoint: messagesLabel,
+      generation: true,
     });
-  }
+    if (warnings.length) res.headers.set(spec.WARNING_HEADER, warnings.join("; "));
+    return res;
+  });
+
+  const countLabel = metricsLabel(spec.countTokens);
+  bind.http(spec.countTokens, async ({ body, request }) => {
+    const { known, ignored } = splitKnown(body as Json);
+    const res = await ctx.proxy.toModel({
+      model: body.model,
+      path: "/v1/messages/count_tokens",
+      body: known,
+      check: needsLlm(),
+      signal: request.signal,
+      endpoint: countLabel,
+      generation: false,
+    });
+    if (ignored.length) res.headers.set(spec.WARNING_HEADER, `ignored unsupported fields: ${ignored.join(", ")}`);
+    return res;
+  });
 }

@@ -1,35 +1,70 @@
-// OpenAI-compatible inference routes: each translates with protocols/openai and forwards through
-// the proxy (runtime/proxy.ts); audio goes to protocols/audio.
+// OpenAI-compatible inference routes: each translates with protocols/openai (and
+// protocols/responses) and forwards through the proxy (runtime/proxy.ts); audio goes to
+// protocols/audio.
 import { metricsLabel, openai as spec } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
-import { chatStream, needsEmbedder, needsLlm, responsesStream, toEngineBody } from "../../protocols/openai.ts";
+import type { ProxyRequest } from "../../runtime/proxy.ts";
+import {
+  chatStream,
+  legacyLogprobs,
+  mappedStream,
+  needsEmbedder,
+  needsLlm,
+  toCompletionBody,
+  toEngineBody,
+  visionCheck,
+} from "../../protocols/openai.ts";
+import { checkResponsesBody, responsesStream } from "../../protocols/responses.ts";
 import { speak, transcribe } from "../../protocols/audio.ts";
 import type { Binder } from "../bind.ts";
 
+type Json = Record<string, any>;
+
 export function openaiRoutes(bind: Binder, ctx: ServerContext): void {
-  const routes = [
-    [spec.chatCompletions, "/v1/chat/completions", needsLlm(), chatStream, true],
-    [spec.completions, "/v1/completions", needsLlm(), chatStream, true],
-    [spec.responses, "/v1/responses", needsLlm("model_not_applicable"), responsesStream, true],
-    [spec.embeddings, "/v1/embeddings", needsEmbedder, undefined, false],
-  ] as const;
-  for (const [def, path, check, rule, generation] of routes) {
+  const forward = (def: Parameters<Binder["http"]>[0], path: string, build: (body: Json, engineBody: Json) => Partial<ProxyRequest>) => {
     const label = metricsLabel(def);
     bind.http(def, ({ body, request }) => {
-      const { engineBody, loadOptions } = toEngineBody(body as Record<string, unknown>);
+      const json = body as Json;
+      const { engineBody, loadOptions } = toEngineBody(json);
+      const route = build(json, engineBody);
       return ctx.proxy.toModel({
-        model: body.model,
+        model: json.model,
         path,
         body: engineBody,
-        stream: rule && (body as { stream?: boolean }).stream === true ? rule : undefined,
-        check,
+        check: needsLlm(),
         loadOptions,
         signal: request.signal,
         endpoint: label,
-        generation,
+        generation: true,
+        ...route,
+        stream: json.stream === true ? route.stream : undefined,
       });
     });
-  }
+  };
+
+  forward(spec.chatCompletions, "/v1/chat/completions", (body) => ({ stream: chatStream, check: visionCheck(needsLlm(), body) }));
+  forward(spec.completions, "/v1/completions", (_, engineBody) => {
+    const { body, logprobs } = toCompletionBody(engineBody);
+    if (!logprobs) return { body, stream: chatStream };
+    const fix = (answer: Json) => {
+      const convert = legacyLogprobs();
+      for (const choice of answer.choices ?? []) convert(choice);
+      return answer;
+    };
+    const streamed = mappedStream(() => {
+      const convert = legacyLogprobs();
+      return (ev) => {
+        for (const choice of ev.choices ?? []) convert(choice);
+        return ev;
+      };
+    });
+    return { body, reshape: fix, stream: streamed };
+  });
+  forward(spec.responses, "/v1/responses", (body) => {
+    checkResponsesBody(body);
+    return { stream: responsesStream(body.model), check: visionCheck(needsLlm("model_not_applicable"), body) };
+  });
+  forward(spec.embeddings, "/v1/embeddings", () => ({ check: needsEmbedder, generation: false }));
   bind.http(spec.audioSpeech, ({ body }) => speak(ctx, body));
   bind.http(spec.audioTranscriptions, ({ request }) => transcribe(ctx, request));
 }

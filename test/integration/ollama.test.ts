@@ -105,12 +105,11 @@ describe("chat and generate", () => {
     expect(res.message.content.replace(/^\s*`{1,3}(j(s(o(n)?)?)?)?/, "")).toMatch(/^\s*(\{[\s\S]*)?$/);
   });
 
-  test("images are sent to the model as image parts (a text model says it cannot take them)", async () => {
+  test("images to a model without vision are refused before the engine, with a 400 naming the model", async () => {
     const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
     const res = await post("/api/chat", { model: CHAT, messages: [{ role: "user", content: "what is this", images: [png] }], stream: false });
-    // llama.cpp refuses images for a model without a projector: the error reaches the client as Ollama's 500.
-    expect(res.status).toBe(500);
-    expect(typeof (await res.json()).error).toBe("string");
+    expect(res.status).toBe(400);
+    expect((await res.json()).error).toContain(CHAT);
   });
 
   test("generate, not streaming and streaming", async () => {

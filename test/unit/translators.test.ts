@@ -1,8 +1,11 @@
 // The protocol adapters' pure parts: request translation, stream-end rules, error mapping.
 import { describe, expect, test } from "bun:test";
 import { ApiError } from "../../lib/api-error.ts";
-import { chatStream, openaiErrorBody, responsesStream, toEngineBody } from "../../protocols/openai.ts";
-import { anthropicErrorBody, messagesStream, splitKnown } from "../../protocols/anthropic.ts";
+import { chatStream, legacyLogprobs, openaiErrorBody, toCompletionBody, toEngineBody, visionCheck } from "../../protocols/openai.ts";
+import { checkResponsesBody, responsesStream } from "../../protocols/responses.ts";
+import { anthropicErrorBody, messagesStream, splitKnown, toChatBody, toMessage } from "../../protocols/anthropic.ts";
+import { engineError, scrubPaths } from "../../runtime/engine-error.ts";
+import type { StreamRule } from "../../runtime/proxy.ts";
 import { details, ollamaError, samplingFrom, toOpenAIMessages } from "../../protocols/ollama.ts";
 import type { CatalogModel } from "../../models/catalog.ts";
 
@@ -19,29 +22,184 @@ describe("openai", () => {
     expect(toEngineBody({ model: "m" }).loadOptions).toBeUndefined();
   });
 
-  test("stream ends: chat needs [DONE]; Responses gets the [DONE] llama.cpp leaves out; a short stream is an error", () => {
-    expect(chatStream.ending('data: {"x":1}\n\ndata: [DONE]\n\n')).toBe("");
-    expect(chatStream.ending('data: {"x":1}\n\n')).toBeNull();
-    expect(responsesStream.ending('event: response.completed\ndata: {"type":"response.completed"}\n\n')).toBe("data: [DONE]\n\n");
-    expect(responsesStream.ending('data: {"type":"response.output_text.delta"}\n\n')).toBeNull();
-    const event = JSON.parse(chatStream.errorEvent("gone", 502).replace(/^data: /, ""));
-    expect(event).toEqual({ error: { message: "gone", type: "backend_error", status_code: 502 } });
+  test("token limits: max_tokens wins over max_completion_tokens, which alone becomes max_tokens", () => {
+    expect(toEngineBody({ max_tokens: 5, max_completion_tokens: 9 }).engineBody).toEqual({ max_tokens: 5 });
+    expect(toEngineBody({ max_completion_tokens: 9 }).engineBody).toEqual({ max_tokens: 9 });
   });
 
-  test("error body: message, type from the status, code and param when set", () => {
-    expect(openaiErrorBody(new ApiError(404, "model_not_found", "no", "model"))).toEqual({
-      error: { message: "no", type: "not_found_error", code: "model_not_found", param: "model" },
-    });
+  test("stream ends: chat needs [DONE]; a failed stream's one event carries message, type, code and status_code", () => {
+    expect(chatStream.ending('data: {"x":1}\n\ndata: [DONE]\n\n')).toBe("");
+    expect(chatStream.ending('data: {"x":1}\n\n')).toBeNull();
+    const err = new ApiError(400, "context_length_exceeded", "too long", undefined, "invalid_request_error");
+    const event = JSON.parse(chatStream.errorEvent(err).replace(/^data: /, ""));
+    expect(event).toEqual({ error: { message: "too long", type: "invalid_request_error", code: "context_length_exceeded", status_code: 400 } });
+    expect(chatStream.ping).toBe(": ping\n\n");
+  });
+
+  test("completions: echo dropped, logprobs becomes n_probs, and answers come back in the legacy shape", () => {
+    expect(toCompletionBody({ prompt: "a", echo: true, logprobs: 3 })).toEqual({ body: { prompt: "a", n_probs: 3 }, logprobs: true });
+    expect(toCompletionBody({ prompt: "a", logprobs: false })).toEqual({ body: { prompt: "a" }, logprobs: false });
+    const convert = legacyLogprobs();
+    const first: Record<string, any> = { logprobs: { content: [{ token: "Hi", logprob: -0.5, top_logprobs: [{ token: "Hi", logprob: -0.5 }, { token: "Yo", logprob: -1 }] }] } };
+    const second: Record<string, any> = { logprobs: { content: [{ token: " there", logprob: -0.25, top_logprobs: [] }] } };
+    convert(first);
+    convert(second);
+    expect(first.logprobs).toEqual({ tokens: ["Hi"], token_logprobs: [-0.5], top_logprobs: [{ Hi: -0.5, Yo: -1 }], text_offset: [0] });
+    expect(second.logprobs.text_offset).toEqual([2]);
+  });
+
+  test("an image sent to a model without vision is refused before any load, naming the model", () => {
+    const body = { messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "data:," } }] }] };
+    const plain = { id: "m", type: "llm", labels: [], checkpoints: { main: "x" } } as unknown as CatalogModel;
+    const vision = { ...plain, checkpoints: { main: "x", mmproj: "y" } } as CatalogModel;
+    const refusal = visionCheck(() => null, body)(plain);
+    expect(refusal?.status).toBe(400);
+    expect(refusal?.message).toContain("Model m");
+    expect(visionCheck(() => null, body)(vision)).toBeNull();
+    expect(visionCheck(() => null, { messages: [{ role: "user", content: "hi" }] })(plain)).toBeNull();
+  });
+});
+
+/** Feeds engine events through a rule's translator; returns the parsed events it wrote. */
+function translate(rule: StreamRule, events: unknown[]): { text: string; events: Record<string, any>[] } {
+  const t = rule.translate!();
+  let text = "";
+  for (const ev of events) text += t.event(typeof ev === "string" ? ev : JSON.stringify(ev));
+  text += t.end() ?? "<short>";
+  const parsed = text
+    .split("\n\n")
+    .map((b) => b.split("\n").find((l) => l.startsWith("data: "))?.slice(6))
+    .filter((d): d is string => !!d && d !== "[DONE]")
+    .map((d) => JSON.parse(d));
+  return { text, events: parsed };
+}
+
+describe("responses", () => {
+  test("every item, part and delta event gets its output_index (and content_index); the model is the client's; [DONE] ends it", () => {
+    const { text, events } = translate(responsesStream("Tiny"), [
+      { type: "response.created", response: { id: "r", status: "in_progress" } },
+      { type: "response.output_item.added", item: { id: "rs", type: "reasoning", content: [] } },
+      { type: "response.reasoning_text.delta", item_id: "rs", delta: "hm" },
+      { type: "response.output_item.added", item: { id: "msg", type: "message", content: [] } },
+      { type: "response.content_part.added", item_id: "msg", part: { type: "output_text", text: "" } },
+      { type: "response.output_text.delta", item_id: "msg", delta: "Hi" },
+      { type: "response.output_item.done", item: { id: "rs", type: "reasoning" } },
+      { type: "response.output_item.done", item: { id: "msg", type: "message" } },
+      { type: "response.completed", response: { id: "r", model: "/models/tiny.gguf", output: [] } },
+    ]);
+    expect(text.endsWith("data: [DONE]\n\n")).toBe(true);
+    const byType = (t: string) => events.filter((e) => e.type === t);
+    expect(byType("response.created")[0].response).toMatchObject({ output: [], model: "Tiny" });
+    expect(byType("response.reasoning_text.delta")[0]).toMatchObject({ output_index: 0, content_index: 0 });
+    expect(byType("response.content_part.added").map((e) => e.output_index)).toEqual([0, 1]);
+    expect(byType("response.output_text.delta")[0]).toMatchObject({ output_index: 1, content_index: 0 });
+    expect(byType("response.output_item.done").map((e) => e.output_index)).toEqual([0, 1]);
+    expect(byType("response.completed")[0].response.model).toBe("Tiny");
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+  });
+
+  test("previous_response_id is refused with a 400 naming it", () => {
+    expect(() => checkResponsesBody({ previous_response_id: "resp_1" })).toThrow(/previous_response_id/);
   });
 });
 
 describe("anthropic", () => {
-  test("unknown fields are split off; streams end at message_stop; errors in Anthropic's shape", () => {
+  test("unknown fields are split off; errors in Anthropic's shape", () => {
     expect(splitKnown({ model: "m", foo: 1 }, new Set(["model"]))).toEqual({ known: { model: "m" }, ignored: ["foo"] });
-    expect(messagesStream.ending('event: message_stop\ndata: {"type":"message_stop"}\n\n')).toBe("");
-    expect(messagesStream.ending("event: content_block_delta\n\n")).toBeNull();
-    expect(messagesStream.errorEvent("gone", 502)).toStartWith("event: error\ndata: ");
     expect(anthropicErrorBody(new ApiError(400, "x", "bad"))).toEqual({ type: "error", error: { type: "invalid_request_error", message: "bad" } });
+  });
+
+  test("requests: thinking, output_config, tool_choice and tool results become the chat body's", () => {
+    const body = toChatBody({
+      model: "m",
+      system: [{ type: "text", text: "be brief" }],
+      max_tokens: 5,
+      stop_sequences: ["END"],
+      thinking: { type: "disabled" },
+      output_config: { format: { type: "json_schema", schema: { type: "object" } } },
+      tool_choice: { type: "tool", name: "get" },
+      tools: [{ name: "get", input_schema: { type: "object" } }],
+      messages: [
+        { role: "user", content: "hi" },
+        { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "get", input: { a: 1 } }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "42" }] },
+      ],
+    });
+    expect(body.messages).toEqual([
+      { role: "system", content: "be brief" },
+      { role: "user", content: "hi" },
+      { role: "assistant", content: "", tool_calls: [{ id: "t1", type: "function", function: { name: "get", arguments: '{"a":1}' } }] },
+      { role: "tool", tool_call_id: "t1", content: "42" },
+    ]);
+    expect(body.chat_template_kwargs).toEqual({ enable_thinking: false });
+    expect(body.response_format).toEqual({ type: "json_schema", json_schema: { name: "output", schema: { type: "object" } } });
+    expect(body.tool_choice).toEqual({ type: "function", function: { name: "get" } });
+    expect(body.stop).toEqual(["END"]);
+    expect(toChatBody({ messages: [], tool_choice: { type: "any" } }).tool_choice).toBe("required");
+    expect(toChatBody({ messages: [], thinking: { type: "enabled", budget_tokens: 64 } })).toMatchObject({ chat_template_kwargs: { enable_thinking: true }, thinking_budget_tokens: 64 });
+  });
+
+  test("answers: stop sequence, max_tokens and tool_use stop reasons; thinking blocks; the client's model name", () => {
+    const chat = (finish: string, message: Record<string, unknown>, word = "") => ({
+      id: "chatcmpl-1",
+      model: "/m.gguf",
+      choices: [{ finish_reason: finish, message }],
+      usage: { prompt_tokens: 3, completion_tokens: 2 },
+      __verbose: { stopping_word: word },
+    });
+    const stopped = toMessage(chat("stop", { content: "ab" }, "END"), "Tiny", []);
+    expect(stopped).toMatchObject({ model: "Tiny", stop_reason: "stop_sequence", stop_sequence: "END", content: [{ type: "text", text: "ab" }] });
+    expect(toMessage(chat("stop", { content: "ab" }), "Tiny", []).stop_reason).toBe("end_turn");
+    expect(toMessage(chat("length", { content: "ab" }), "Tiny", []).stop_reason).toBe("max_tokens");
+    const tool = toMessage(chat("tool_calls", { reasoning_content: "hm", tool_calls: [{ id: "c", function: { name: "get", arguments: '{"a":1}' } }] }), "Tiny", ["w"]);
+    expect(tool.content).toEqual([
+      { type: "thinking", thinking: "hm", signature: "" },
+      { type: "tool_use", id: "c", name: "get", input: { a: 1 } },
+    ]);
+    expect(tool).toMatchObject({ stop_reason: "tool_use", warnings: ["w"] });
+  });
+
+  test("streams: chat chunks become message_start, blocks, message_delta with the stop reason, message_stop", () => {
+    const { events } = translate(messagesStream("Tiny", []), [
+      { id: "chatcmpl-1", choices: [{ delta: { reasoning_content: "hm" } }] },
+      { id: "chatcmpl-1", choices: [{ delta: { content: "Hi" } }] },
+      { id: "chatcmpl-1", choices: [{ delta: {}, finish_reason: "stop" }], __verbose: { stopping_word: "END" } },
+      { id: "chatcmpl-1", choices: [], usage: { prompt_tokens: 4, completion_tokens: 2 } },
+      "[DONE]",
+    ]);
+    expect(events.map((e) => e.type)).toEqual([
+      "message_start",
+      "content_block_start",
+      "content_block_delta",
+      "content_block_stop",
+      "content_block_start",
+      "content_block_delta",
+      "content_block_stop",
+      "message_delta",
+      "message_stop",
+    ]);
+    expect(events[0].message.model).toBe("Tiny");
+    expect(events[2].delta).toEqual({ type: "thinking_delta", thinking: "hm" });
+    expect(events[5]).toMatchObject({ index: 1, delta: { type: "text_delta", text: "Hi" } });
+    expect(events[7]).toMatchObject({ delta: { stop_reason: "stop_sequence", stop_sequence: "END" }, usage: { input_tokens: 4, output_tokens: 2 } });
+    const short = translate(messagesStream("Tiny", []), [{ id: "x", choices: [{ delta: { content: "a" } }] }]);
+    expect(short.text.endsWith("<short>")).toBe(true);
+  });
+});
+
+describe("engine errors", () => {
+  test("a context overflow is a 400 context_length_exceeded; other errors keep the status, typed by it, with no paths", () => {
+    const overflow = engineError(
+      400,
+      JSON.stringify({ error: { code: 400, message: "request (900 tokens) exceeds the available context size (256 tokens), try increasing it", type: "exceed_context_size_error", n_prompt_tokens: 900, n_ctx: 256 } }),
+      "Tiny",
+    );
+    expect(openaiErrorBody(overflow)).toMatchObject({ error: { type: "invalid_request_error", code: "context_length_exceeded" } });
+    const server = engineError(500, JSON.stringify({ error: { code: 500, message: "failed to open /home/u/.cache/x/model.gguf", type: "server_error" } }), "Tiny");
+    expect(server).toMatchObject({ status: 500, code: "server_error", type: "backend_error", message: "failed to open model.gguf" });
+    expect(JSON.stringify(openaiErrorBody(server))).not.toContain("/home/u");
+    expect(engineError(404, "Not Found", "Tiny")).toMatchObject({ status: 404, type: "invalid_request_error", message: "Not Found" });
+    expect(scrubPaths("C:\\Users\\me\\m.gguf and /tmp/a/b.bin")).toBe("m.gguf and b.bin");
   });
 });
 
@@ -67,15 +225,24 @@ describe("ollama", () => {
       { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=" } },
     ]);
     expect(out[1]!.tool_calls).toEqual([{ id: "call_0", type: "function", function: { name: "f", arguments: '{"a":1}' } }]);
-    expect(out[2]).toEqual({ role: "tool", content: "42", name: "f" });
+    expect(out[2]).toEqual({ role: "tool", content: "42", name: "f", tool_call_id: "call_0" });
+    const two = toOpenAIMessages([
+      { role: "assistant", content: "", tool_calls: [{ id: "a", function: { name: "f", arguments: {} } }, { id: "b", function: { name: "g", arguments: {} } }] },
+      { role: "tool", content: "G", tool_name: "g" },
+      { role: "tool", content: "F", tool_name: "f" },
+    ]);
+    expect(two.slice(1).map((m) => m.tool_call_id)).toEqual(["b", "a"]);
   });
 
   test.each([
     ["a missing model is 404", new ApiError(404, "model_not_found", "x"), "serve", 404],
     ["a failed load is 404", new ApiError(500, "model_load_error", "x"), "serve", 404],
-    ["pinned slots keep their 409", new ApiError(409, "slots_pinned_error", "x"), "serve", 409],
+    ["a pinned-slots refusal is 404 too", new ApiError(409, "slots_pinned_error", "x"), "serve", 404],
+    ["a router residency conflict is 409", new ApiError(409, "router_residency_conflict", "x"), "serve", 409],
+    ["a context overflow the engine found is 400", new ApiError(400, "context_length_exceeded", "x").with({ fromEngine: true }), "serve", 400],
+    ["another engine error is 500 whatever its status", new ApiError(404, "not_found_error", "x").with({ fromEngine: true }), "serve", 500],
     ["a request mistake keeps its 400", new ApiError(400, "invalid_argument", "x"), "serve", 400],
-    ["an engine failure is 500", new ApiError(502, "backend_error", "x"), "serve", 500],
+    ["an engine failure is 500", new ApiError(503, "backend_unavailable", "x").with({ fromEngine: true }), "serve", 500],
     ["a failed pull is 500", new ApiError(404, "download_failed", "x"), "pull", 500],
     ["deleting what is not there is 404", new ApiError(404, "model_not_downloaded", "x"), "delete", 404],
     ["another delete failure is 500", new ApiError(409, "x", "x"), "delete", 500],

@@ -1,0 +1,78 @@
+// OpenAI's Responses dialect on llama.cpp's native /v1/responses: llama.cpp's stream leaves out
+// the positions (`output_index`, `content_index`, `sequence_number`) OpenAI's clients build the
+// response from, opens reasoning text without a content part, and never sends `[DONE]`; this
+// translator adds them, and names the model as the client did.
+import { ApiError } from "../lib/api-error.ts";
+import type { StreamRule } from "../runtime/proxy.ts";
+import { chatStream } from "./openai.ts";
+
+type Json = Record<string, any>;
+
+/** Refuses what llama.cpp cannot do: it keeps no responses to continue from. */
+export function checkResponsesBody(body: Json): void {
+  if (body.previous_response_id !== undefined && body.previous_response_id !== null) {
+    throw new ApiError(
+      400,
+      "invalid_argument",
+      "previous_response_id is not supported: this server keeps no responses; send the whole conversation in `input`",
+      "previous_response_id",
+    );
+  }
+}
+
+const frame = (ev: Json) => `event: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`;
+
+/** The stream rule for one Responses request naming `model`. */
+export function responsesStream(model: string): StreamRule {
+  return {
+    ...chatStream,
+    translate: () => {
+      const positions = new Map<string, number>();
+      const openedText = new Set<string>();
+      let seq = 0;
+      let completed = false;
+      let done = false;
+      const emit = (ev: Json) => frame({ ...ev, sequence_number: seq++ });
+      const position = (id: string | undefined) => (id !== undefined && positions.has(id) ? positions.get(id)! : Math.max(0, positions.size - 1));
+      const response = (r: Json | undefined): Json => ({ object: "response", output: [], created_at: Math.floor(Date.now() / 1000), ...r, model });
+      return {
+        event(data) {
+          if (data === "[DONE]") {
+            done = true;
+            return "data: [DONE]\n\n";
+          }
+          const ev: Json = JSON.parse(data);
+          switch (ev.type) {
+            case "response.created":
+            case "response.in_progress":
+              return emit({ ...ev, response: response(ev.response) });
+            case "response.completed":
+              completed = true;
+              return emit({ ...ev, response: response(ev.response) });
+            case "response.output_item.added": {
+              const index = positions.size;
+              positions.set(ev.item?.id, index);
+              return emit({ ...ev, output_index: index });
+            }
+            case "response.output_item.done":
+              return emit({ ...ev, output_index: position(ev.item?.id) });
+            case "response.reasoning_text.delta": {
+              const index = position(ev.item_id);
+              // OpenAI's clients add reasoning text to a content part, which llama.cpp never opens.
+              let opening = "";
+              if (!openedText.has(ev.item_id)) {
+                openedText.add(ev.item_id);
+                opening = emit({ type: "response.content_part.added", item_id: ev.item_id, output_index: index, content_index: 0, part: { type: "reasoning_text", text: "" } });
+              }
+              return opening + emit({ ...ev, output_index: index, content_index: 0 });
+            }
+            default:
+              if (typeof ev.item_id === "string") return emit({ ...ev, output_index: position(ev.item_id), content_index: 0 });
+              return emit(ev);
+          }
+        },
+        end: () => (done ? "" : completed ? "data: [DONE]\n\n" : null),
+      };
+    },
+  };
+}
