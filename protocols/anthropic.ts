@@ -78,20 +78,7 @@ export function toChatMessages(system: unknown, messages: Json[]): Json[] {
   return out;
 }
 
-function toolChoice(tc: Json | undefined): unknown {
-  switch (tc?.type) {
-    case "auto":
-      return "auto";
-    case "any":
-      return "required";
-    case "none":
-      return "none";
-    case "tool":
-      return { type: "function", function: { name: tc.name } };
-    default:
-      return undefined;
-  }
-}
+const TOOL_CHOICES: Record<string, string> = { auto: "auto", any: "required", none: "none", tool: "required" };
 
 /** A Messages request → the chat completion body llama.cpp runs. */
 export function toChatBody(body: Json): Json {
@@ -111,8 +98,11 @@ export function toChatBody(body: Json): Json {
       function: { name: t.name, description: t.description ?? "", parameters: t.input_schema ?? { type: "object" } },
     }));
   }
-  const choice = toolChoice(body.tool_choice);
-  if (choice !== undefined) out.tool_choice = choice;
+  const choice = TOOL_CHOICES[body.tool_choice?.type];
+  if (choice) out.tool_choice = choice;
+  // llama.cpp takes no named function (it would treat one as `auto`): a call is required, and
+  // the named tool is the only one offered.
+  if (body.tool_choice?.type === "tool" && out.tools) out.tools = out.tools.filter((t: Json) => t.function.name === body.tool_choice.name);
   if (body.tool_choice?.disable_parallel_tool_use) out.parallel_tool_calls = false;
   if (body.thinking?.type === "disabled") out.chat_template_kwargs = { enable_thinking: false };
   else if (body.thinking?.type === "enabled") {

@@ -12,8 +12,9 @@ export function modelObject(ctx: ServerContext, model: CatalogModel, includePath
   const slot = ctx.scheduler.list().find((s) => s.model.id === model.id);
   const saved = ctx.recipeOptions.saved(model.id);
   const maxContext = ctx.catalog.maxContextWindow(model);
-  const configuredCtx = ctx.options.resolve(model).ctx_size;
-  const contextLength = slot?.spec.ctxSize ?? (typeof configuredCtx === "number" && configuredCtx > 0 ? configuredCtx : maxContext);
+  // What the engine runs with, or would be loaded with (auto sizes capped as the load caps them).
+  const takesCtx = "ctx_size" in optionSpecs(model.recipe);
+  const contextLength = slot?.spec.ctxSize ?? (takesCtx ? ctx.options.ctxSize(model, ctx.options.resolve(model)) : undefined);
   const hub = model.source === "huggingface";
   return {
     id,

@@ -124,3 +124,51 @@ test("errors come in Anthropic's shape, which the SDK raises as its own error cl
   expect(schema.status).toBe(400);
   expect(await schema.json()).toMatchObject({ type: "error", error: { type: "invalid_request_error" } });
 });
+
+test("a matched stop sequence is stop_reason stop_sequence, naming it; a cut answer is max_tokens", async () => {
+  // Greedy decoding of the tiny model's text soon produces a space or a common letter.
+  const stops = [" ", "e", "a", "o", "t"];
+  const msg = await client.messages.create({ model: CHAT, max_tokens: 60, temperature: 0, stop_sequences: stops, messages: [{ role: "user", content: "Tell me a story" }] } as never);
+  const stopped = msg as Anthropic.Message;
+  expect(stopped.stop_reason).toBe("stop_sequence");
+  expect(stops).toContain(stopped.stop_sequence!);
+  const streamed = await client.messages.stream({ model: CHAT, max_tokens: 60, temperature: 0, stop_sequences: stops, messages: [{ role: "user", content: "Tell me a story" }] } as never).finalMessage();
+  expect(streamed.stop_reason).toBe("stop_sequence");
+  expect(streamed.stop_sequence).toBe(stopped.stop_sequence);
+  const cut = await client.messages.create({ model: CHAT, max_tokens: 2, messages: [{ role: "user", content: "hi" }] });
+  expect(cut.stop_reason).toBe("max_tokens");
+});
+
+test("thinking disabled reaches the chat template as enable_thinking does (the prompt gains the empty think block)", async () => {
+  const ask = (extra: object) => client.messages.create({ model: CHAT, max_tokens: 1, messages: [{ role: "user", content: "hi" }], ...extra } as never) as Promise<Anthropic.Message>;
+  const prompt = (m: Anthropic.Message) => m.usage.input_tokens + (m.usage.cache_read_input_tokens ?? 0);
+  const plain = await ask({});
+  const off = await ask({ thinking: { type: "disabled" } });
+  expect(prompt(off)).toBeGreaterThan(prompt(plain));
+});
+
+test("a named tool choice offers the model that tool alone; output_config's schema constrains the text", async () => {
+  // The tiny model's template does not force a call, so what is checked is the prompt: with the
+  // tool named, only its definition is in it.
+  const time: Anthropic.Tool = { name: "get_time", description: "The time", input_schema: { type: "object", properties: {} } };
+  const ask = (tool_choice: object) =>
+    client.messages.create({ model: CHAT, max_tokens: 1, tools: [weather, time], tool_choice, messages: [{ role: "user", content: "What time is it?" }] } as never) as Promise<Anthropic.Message>;
+  const prompt = (m: Anthropic.Message) => m.usage.input_tokens + (m.usage.cache_read_input_tokens ?? 0);
+  const both = await ask({ type: "auto" });
+  const named = await ask({ type: "tool", name: "get_time" });
+  expect(prompt(named)).toBeLessThan(prompt(both));
+
+  const schema = { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false };
+  const json = await client.messages.create({ model: CHAT, max_tokens: 40, output_config: { format: { type: "json_schema", schema } }, messages: [{ role: "user", content: "Answer" }] } as never);
+  const text = ((json as Anthropic.Message).content[0] as Anthropic.TextBlock).text;
+  expect(typeof JSON.parse(text).ok).toBe("boolean");
+});
+
+test("ignored fields are also listed in the message's warnings", async () => {
+  const res = await fetch(`${server.url}/v1/messages`, {
+    method: "POST",
+    headers: { "x-api-key": "sk-test" },
+    body: JSON.stringify({ model: CHAT, max_tokens: 2, messages: [{ role: "user", content: "x" }], container: "c1" }),
+  });
+  expect((await res.json()).warnings).toEqual(["ignored unsupported fields: container"]);
+});

@@ -3,6 +3,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync } from "node:fs";
 import { join } from "node:path";
+import Anthropic from "@anthropic-ai/sdk";
+import { Ollama } from "ollama";
 import OpenAI from "openai";
 import { MODELS, testModelsDir } from "../helpers/engines.ts";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
@@ -264,10 +266,14 @@ describe("errors", () => {
     expect((await wrong.json()).error).toMatchObject({ code: "invalid_argument", param: "input" });
   });
 
-  test("an engine error passes through with the engine's status", async () => {
+  test("an engine error comes back normalised: the engine's status, typed by it, its body in details", async () => {
     const res = await post("/v1/chat/completions", { model: CHAT, messages: [{ role: "user", content: "x" }], n_probs: "lots" });
-    expect(res.status).toBeGreaterThanOrEqual(400);
-    expect((await res.json()).error).toBeDefined();
+    expect(res.status).toBe(400);
+    const { error } = await res.json();
+    expect(error).toMatchObject({ type: "invalid_request_error" });
+    expect(typeof error.code).toBe("string");
+    expect(error.details).toBeDefined();
+    expect(error.message).not.toMatch(/verbose|\/tmp\//);
   });
 });
 
@@ -347,5 +353,80 @@ describe("llama.cpp extras, stats and metrics", () => {
     await client.embeddings.create({ model: EMBED, input: "x", ctx_size: 256 } as any);
     const health = await (await fetch(`${server.url}/v1/health`)).json();
     expect(health.all_models_loaded.find((m: any) => m.model_name === EMBED).recipe_options.ctx_size).toBe(256);
+  });
+});
+
+describe("exactness against the real engine", () => {
+  const long = [{ role: "user" as const, content: "word ".repeat(6000) }];
+
+  test("a prompt longer than the loaded context: context_length_exceeded on OpenAI, in one stream event, on Anthropic and Ollama", async () => {
+    const err = await client.chat.completions.create({ model: CHAT, messages: long, max_tokens: 1 }).catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(err.code).toBe("context_length_exceeded");
+    expect(err.type).toBe("invalid_request_error");
+
+    const stream = await (await post("/v1/chat/completions", { model: CHAT, messages: long, max_tokens: 1, stream: true })).text();
+    const events = stream.trim().split("\n\n").filter((e) => e.startsWith("data: "));
+    expect(events).toHaveLength(1);
+    expect(JSON.parse(events[0]!.slice(6)).error).toMatchObject({ code: "context_length_exceeded", status_code: 400 });
+    expect(stream).not.toContain("[DONE]");
+
+    const anthropic = new Anthropic({ baseURL: server.url, apiKey: "unused", maxRetries: 0 });
+    const aerr = await anthropic.messages.create({ model: CHAT, max_tokens: 1, messages: long }).catch((e) => e);
+    expect(aerr).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(aerr.error).toMatchObject({ type: "error", error: { type: "invalid_request_error" } });
+
+    const oerr = await new Ollama({ host: server.url }).chat({ model: CHAT, messages: long }).catch((e) => e);
+    expect(oerr.name).toBe("ResponseError");
+    expect(oerr.status_code).toBe(400);
+  });
+
+  test("completions logprobs come back in the legacy shape", async () => {
+    const res = await client.completions.create({ model: CHAT, prompt: "Once upon", max_tokens: 3, logprobs: 2, temperature: 0 });
+    const lp = res.choices[0]!.logprobs!;
+    expect(lp.tokens).toHaveLength(3);
+    expect(lp.tokens!.join("")).toBe(res.choices[0]!.text);
+    expect(lp.token_logprobs!.every((v) => v <= 0)).toBe(true);
+    expect(Object.keys(lp.top_logprobs![0]!).length).toBeGreaterThanOrEqual(1);
+    expect(Object.keys(lp.top_logprobs![0]!).length).toBeLessThanOrEqual(2);
+    expect(lp.text_offset![0]).toBe(0);
+    expect(lp.text_offset![1]).toBe(lp.tokens![0]!.length);
+    const streamed = await post("/v1/completions", { model: CHAT, prompt: "Once upon", max_tokens: 3, logprobs: 1, temperature: 0, stream: true });
+    const chunks = (await streamed.text()).split("\n\n").filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice(6)));
+    const withProbs = chunks.filter((c) => c.choices[0]?.logprobs);
+    expect(withProbs.length).toBeGreaterThanOrEqual(3);
+    expect(withProbs[0].choices[0].logprobs).toMatchObject({ tokens: expect.any(Array), token_logprobs: expect.any(Array), text_offset: [0] });
+  });
+
+  test("token-id inputs, as LangChain's embeddings send them, and token-id prompts", async () => {
+    const vectors = await client.embeddings.create({ model: EMBED, input: [[101, 2023, 2003], [101, 2178]], encoding_format: "float" } as never);
+    expect(vectors.data).toHaveLength(2);
+    expect(vectors.data[0]!.embedding.length).toBeGreaterThan(0);
+    const one = await client.embeddings.create({ model: EMBED, input: [101, 2023, 2003], encoding_format: "float" } as never);
+    expect(one.data).toHaveLength(1);
+    const completion = await client.completions.create({ model: CHAT, prompt: [1, 2, 3] as never, max_tokens: 2 });
+    expect(completion.usage!.prompt_tokens).toBeGreaterThanOrEqual(3);
+  });
+
+  test("max_tokens wins over max_completion_tokens", async () => {
+    const res = await client.chat.completions.create({ model: CHAT, messages: [{ role: "user", content: "hi" }], max_tokens: 2, max_completion_tokens: 6, ignore_eos: true } as never);
+    expect((res as OpenAI.ChatCompletion).usage!.completion_tokens).toBe(2);
+  });
+
+  test("responses.stream().finalResponse() assembles the answer; previous_response_id is a clear 400", async () => {
+    const final = await client.responses.stream({ model: CHAT, input: "Hello", max_output_tokens: 5 }).finalResponse();
+    expect(final.status).toBe("completed");
+    expect(final.model).toBe(CHAT);
+    expect(final.output_text.length).toBeGreaterThan(0);
+    const err = await client.responses.create({ model: CHAT, input: "x", previous_response_id: "resp_1" }).catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(err.message).toContain("previous_response_id");
+  });
+
+  test("/v1/models context_length is the context the engine runs with", async () => {
+    await client.chat.completions.create({ model: CHAT, messages: [{ role: "user", content: "hi" }], max_tokens: 1 });
+    const slots = await (await fetch(`${server.url}/v1/slots`)).json();
+    const listed = await client.models.retrieve(CHAT);
+    expect((listed as unknown as { context_length: number }).context_length).toBe(slots[0].n_ctx);
   });
 });

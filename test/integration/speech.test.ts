@@ -93,3 +93,16 @@ test("errors: not a TTS model, unknown voice, unknown model, bad format", async 
   expect(format.status).toBe(400);
   expect((await format.json()).error.code).toBe("invalid_argument");
 });
+
+test("streaming produces pcm only: another response_format is a 400 naming the allowed one", async () => {
+  for (const body of [{ stream: true, response_format: "mp3" }, { stream_format: "audio", response_format: "wav" }]) {
+    const res = await speak(body);
+    expect(res.status).toBe(400);
+    const { error } = await res.json();
+    expect(error).toMatchObject({ code: "invalid_argument", param: "response_format" });
+    expect(error.message).toContain("pcm");
+  }
+  const pcm = await speak({ stream: true, response_format: "pcm" });
+  expect(pcm.status).toBe(200);
+  await pcm.arrayBuffer();
+});

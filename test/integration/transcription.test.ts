@@ -51,6 +51,33 @@ test("verbose_json has timestamped segments inside whisper's 30-second window", 
   }
 });
 
+test("srt and vtt come back as text/plain, as the real server sends them", async () => {
+  for (const format of ["srt", "vtt"]) {
+    const form = new FormData();
+    form.set("model", "Whisper-Tiny");
+    form.set("response_format", format);
+    form.set("file", new Blob([mp3]), "jfk.mp3");
+    const res = await fetch(`${server.url}/v1/audio/transcriptions`, { method: "POST", body: form });
+    expect(res.headers.get("content-type")).toStartWith("text/plain");
+  }
+});
+
+test("whispercpp_args on the request that loads the model reach the load (a flag the server owns is refused)", async () => {
+  await fetch(`${server.url}/v1/unload`, { method: "POST", body: JSON.stringify({ model_name: "Whisper-Tiny" }) });
+  const form = new FormData();
+  form.set("model", "Whisper-Tiny");
+  form.set("whispercpp_args", "--port 5");
+  form.set("file", new Blob([mp3]), "jfk.mp3");
+  const res = await fetch(`${server.url}/v1/audio/transcriptions`, { method: "POST", body: form });
+  expect(res.status).toBe(400);
+  expect((await res.json()).error.message).toContain("--port");
+  form.set("whispercpp_args", "--threads 1");
+  const ok = await fetch(`${server.url}/v1/audio/transcriptions`, { method: "POST", body: form });
+  expect(ok.status).toBe(200);
+  const health = await (await fetch(`${server.url}/v1/health`)).json();
+  expect(health.all_models_loaded.find((m: any) => m.model_name === "Whisper-Tiny").recipe_options.whispercpp_args).toBe("--threads 1");
+});
+
 test("text, srt and vtt come back in their own formats", async () => {
   const text = (await transcribe("text")) as unknown as string;
   expect(typeof text).toBe("string");

@@ -118,7 +118,7 @@ describe("anthropic", () => {
       thinking: { type: "disabled" },
       output_config: { format: { type: "json_schema", schema: { type: "object" } } },
       tool_choice: { type: "tool", name: "get" },
-      tools: [{ name: "get", input_schema: { type: "object" } }],
+      tools: [{ name: "get", input_schema: { type: "object" } }, { name: "other" }],
       messages: [
         { role: "user", content: "hi" },
         { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "get", input: { a: 1 } }] },
@@ -133,7 +133,8 @@ describe("anthropic", () => {
     ]);
     expect(body.chat_template_kwargs).toEqual({ enable_thinking: false });
     expect(body.response_format).toEqual({ type: "json_schema", json_schema: { name: "output", schema: { type: "object" } } });
-    expect(body.tool_choice).toEqual({ type: "function", function: { name: "get" } });
+    expect(body.tool_choice).toBe("required");
+    expect(body.tools.map((t: any) => t.function.name)).toEqual(["get"]);
     expect(body.stop).toEqual(["END"]);
     expect(toChatBody({ messages: [], tool_choice: { type: "any" } }).tool_choice).toBe("required");
     expect(toChatBody({ messages: [], thinking: { type: "enabled", budget_tokens: 64 } })).toMatchObject({ chat_template_kwargs: { enable_thinking: true }, thinking_budget_tokens: 64 });
