@@ -2,6 +2,7 @@
 // model to register first), downloading its files, deleting them again, and what the hub offers
 // (variants, updates, search). The scheduler's `prepare` is `ensureDownloaded`.
 import { rmSync } from "node:fs";
+import { scrubPaths } from "../lib/scrub.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
 import type { Catalog, CatalogModel, RegistryRow } from "./catalog.ts";
@@ -88,7 +89,7 @@ export class ModelLibrary {
       const message = (err as Error).message;
       this.opts.log(`Failed to download ${model.id}: ${message}`);
       if (err instanceof ApiError && err.code === "lemond_offline") throw err;
-      throw ApiError.of(E.modelLoadError, `${model.id} is not downloaded and the download failed: ${message}`);
+      throw ApiError.of(E.modelLoadError, `${model.id} is not downloaded and the download failed: ${scrubPaths(message)}`);
     }
   }
 

@@ -3,14 +3,7 @@
 // and code, and an engine that cannot be reached becomes a retryable 503. Messages never carry
 // local file paths or the HTTP client's internals.
 import { ApiError } from "../lib/api-error.ts";
-
-/** Absolute paths (POSIX, or Windows with a drive letter) inside a message. */
-const PATH = /(?:[A-Za-z]:\\|\/)(?:[^\s'"`:,;()\\/]+[\\/])+([^\s'"`:,;()\\/]+)/g;
-
-/** Replaces every absolute path in an engine's message by its last part (the file name). */
-export function scrubPaths(message: string): string {
-  return message.replace(PATH, (_, name: string) => name);
-}
+import { scrubPaths } from "../lib/scrub.ts";
 
 /** The engine's answer to a request that failed: normalised, with its own body in `details`. */
 export function engineError(status: number, text: string, modelId: string): ApiError {

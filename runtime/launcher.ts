@@ -4,6 +4,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { ApiError } from "../lib/api-error.ts";
+import { scrubPaths } from "../lib/scrub.ts";
 import { E } from "../spec/errors.ts";
 import type { CatalogModel, ResolvedFile } from "../models/catalog.ts";
 import { validateRequestOptions, type LoadSpec } from "../models/recipe-options.ts";
@@ -76,7 +77,7 @@ export class Launcher {
     } catch (err) {
       if (err instanceof EngineConfigError || err instanceof EngineStartError) {
         this.deps.log.error("Router", `Failed to load ${model.id}: ${err.message}`);
-        throw ApiError.of(E.modelLoadError, `Failed to load ${model.id}: ${err.message}`);
+        throw ApiError.of(E.modelLoadError, `Failed to load ${model.id}: ${scrubPaths(err.message)}`);
       }
       throw err;
     }

@@ -56,7 +56,7 @@ test("srt and vtt come back as text/plain, as the real server sends them", async
     const form = new FormData();
     form.set("model", "Whisper-Tiny");
     form.set("response_format", format);
-    form.set("file", new Blob([mp3]), "jfk.mp3");
+    form.set("file", new Blob([new Uint8Array(mp3)]), "jfk.mp3");
     const res = await fetch(`${server.url}/v1/audio/transcriptions`, { method: "POST", body: form });
     expect(res.headers.get("content-type")).toStartWith("text/plain");
   }
@@ -67,7 +67,7 @@ test("whispercpp_args on the request that loads the model reach the load (a flag
   const form = new FormData();
   form.set("model", "Whisper-Tiny");
   form.set("whispercpp_args", "--port 5");
-  form.set("file", new Blob([mp3]), "jfk.mp3");
+  form.set("file", new Blob([new Uint8Array(mp3)]), "jfk.mp3");
   const res = await fetch(`${server.url}/v1/audio/transcriptions`, { method: "POST", body: form });
   expect(res.status).toBe(400);
   expect((await res.json()).error.message).toContain("--port");
