@@ -12,16 +12,37 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
+/** Refused when something already listens there. Checked before anything else starts: making the
+ * context reaps the engines `engines.json` lists, which would be the running server's own. */
+export class PortInUseError extends Error {
+  constructor(readonly port: number) {
+    super(`port ${port} is in use`);
+  }
+}
+
+/** Bun binds with SO_REUSEPORT unless told not to, so a second server would share the port. */
+function listenAlone(listen: () => void, port: number): void {
+  try {
+    listen();
+  } catch (err) {
+    if ((err as { code?: string }).code === "EADDRINUSE" || /in use/i.test((err as Error).message)) throw new PortInUseError(port);
+    throw err;
+  }
+}
+
 export async function startServer(overrides: Overrides = {}, env = process.env): Promise<RunningServer> {
   const config = loadConfig(overrides, env);
+  if (config.port !== 0) {
+    listenAlone(() => Bun.serve({ hostname: config.host, port: config.port, reusePort: false, fetch: () => new Response(null) }).stop(true), config.port);
+  }
   const ctx = createServerContext(config);
   const { app } = createApp(ctx);
-  app.listen({ hostname: config.host, port: config.port });
+  listenAlone(() => app.listen({ hostname: config.host, port: config.port, reusePort: false }), config.port);
   const port = app.server!.port!;
   // The dedicated WebSocket port older clients discover through /v1/health (OS-assigned). It
   // serves the same app, so /realtime and /logs/stream speak the identical protocol there.
   const { app: wsApp } = createApp(ctx);
-  wsApp.listen({ hostname: config.host, port: 0 });
+  wsApp.listen({ hostname: config.host, port: 0, reusePort: false });
   ctx.websocketPort = wsApp.server!.port!;
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
