@@ -119,11 +119,11 @@ export interface Recipe {
 }
 
 /** Refuses user flags the server sets itself (`option` names the setting they came from). */
-export function checkReservedArgs(option: string, reserved: readonly string[], args: string[]): void {
+export function checkReservedArgs(option: string, reserved: readonly string[], args: string[], why = "the server sets it"): void {
   for (const a of args) {
     const flag = a.split("=")[0]!;
     if (reserved.includes(flag)) {
-      throw new EngineConfigError(`${option} may not contain ${flag}: the server sets it (reserved: ${reserved.join(" ")})`);
+      throw new EngineConfigError(`${option} may not contain ${flag}: ${why} (refused: ${reserved.join(" ")})`);
     }
   }
 }

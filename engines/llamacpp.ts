@@ -42,6 +42,18 @@ const LLAMACPP_BUILD: BuildRecipe = {
 export const RESERVED_LLAMA_FLAGS = [
   "-m", "--model", "--port", "--host", "-c", "--ctx-size", "-ngl", "--n-gpu-layers", "--gpu-layers",
   "--jinja", "-mm", "--mmproj", "--embedding", "--embeddings", "--reranking", "--rerank",
+  "--metrics", "--threads-http", "--no-webui", "--webui", "--ui", "--no-ui", "--slot-save-path", "--reuse-port",
+  // These would break the proxy: another path prefix, a key it does not send, TLS.
+  "--api-prefix", "--path", "--api-key", "--api-key-file", "--ssl-key-file", "--ssl-cert-file",
+];
+
+/** Flags that write files outside the model's own folders, let the engine read arbitrary local
+ * files, reach the network, run tools or serve other models: refused in `llamacpp_args`. */
+export const UNSAFE_LLAMA_FLAGS = [
+  "--log-file", "--prompt-cache", "--prompt-cache-all", "--logits-output-dir", "--media-path",
+  "--tools", "--tools-runtime", "--mcp-servers-config", "--mcp-servers-json", "--ui-mcp-proxy", "--webui-mcp-proxy",
+  "--rpc", "-hf", "-hfr", "--hf-repo", "-hff", "--hf-file", "-hfd", "-hfrd", "--hf-repo-draft", "-mu", "--model-url",
+  "-dr", "--docker-repo", "--models-dir", "--models-preset", "--models-max", "--models-autoload",
 ];
 
 export type LlamaMode = "llm" | "embedding" | "reranking";
@@ -59,6 +71,7 @@ export interface LlamaLaunch {
 
 function checkUserArgs(args: string[]): void {
   checkReservedArgs("llamacpp_args", RESERVED_LLAMA_FLAGS, args);
+  checkReservedArgs("llamacpp_args", UNSAFE_LLAMA_FLAGS, args, "it writes or reads files outside the model's folders, reaches the network or runs tools");
 }
 
 export function llamaArgv(binary: string, port: number, launch: LlamaLaunch): string[] {

@@ -46,6 +46,13 @@ describe("llamacpp", () => {
     expect(() => llamacpp.checkOptions({ llamacpp_args: "--parallel 2 --no-mmap" })).not.toThrow();
   });
 
+  test("flags that write outside the model's folders, break the proxy, reach the network or run tools are refused", () => {
+    for (const args of ["--log-file /etc/x", "--slot-save-path /", "--api-key k", "--api-prefix=/x", "--tools all", "-hf org/m", "--rpc 10.0.0.1:50052", "--prompt-cache /tmp/p"]) {
+      expect(() => llamacpp.checkOptions({ llamacpp_args: args }), args).toThrow(EngineConfigError);
+    }
+    expect(() => llamacpp.checkOptions({ llamacpp_args: "--log-file x" })).toThrow(/writes or reads files/);
+  });
+
   test("locate: an unbuilt cpu backend is installable, system needs PATH, others cannot run here", () => {
     const env = { cacheDir: tempDir(), path: tempDir() };
     expect(() => llamacpp.locate!("cpu", env)).toThrow(NotInstalledError);
