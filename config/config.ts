@@ -20,6 +20,8 @@ export interface Config {
   adminApiKey: string | null;
   /** Browser origins allowed besides loopback ones; `*` allows every origin. */
   allowedOrigins: string[];
+  /** Host names besides loopback ones a loopback-bound server answers to (LEMONADE_ALLOWED_HOSTS). */
+  allowedHosts: string[];
   /** The only folder MCP tools may write files into. */
   mcpImageDir: string;
   /** The Hugging Face hub to download from (HF_ENDPOINT) and its token (HF_TOKEN). */
@@ -59,6 +61,13 @@ function hfCacheDir(env: Env): string {
   if (env.HF_HUB_CACHE) return resolve(env.HF_HUB_CACHE);
   if (env.HF_HOME) return resolve(env.HF_HOME, "hub");
   return join(homedir(), ".cache", "huggingface", "hub");
+}
+
+function list(raw: string | undefined): string[] {
+  return (raw ?? "")
+    .split(",")
+    .map((o) => o.trim())
+    .filter(Boolean);
 }
 
 function intSetting(name: string, raw: string | number | undefined, fallback: number, min: number, max: number): number {
@@ -103,9 +112,7 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
     hangCheckMs: intSetting("LEMONADE_HANG_CHECK_MS", env.LEMONADE_HANG_CHECK_MS, 10_000, 0, 3_600_000),
     offline: env.LEMONADE_OFFLINE ? /^(1|true|yes)$/i.test(env.LEMONADE_OFFLINE) : file.offline === true,
     mcpImageDir: resolve(env.LEMONADE_MCP_IMAGE_DIR || join(cacheDir, "mcp-images")),
-    allowedOrigins: (env.LEMONADE_ALLOWED_ORIGINS ?? "")
-      .split(",")
-      .map((o) => o.trim())
-      .filter(Boolean),
+    allowedOrigins: list(env.LEMONADE_ALLOWED_ORIGINS),
+    allowedHosts: list(env.LEMONADE_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
   };
 }

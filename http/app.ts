@@ -5,7 +5,7 @@ import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
 import { mountedPaths, type EndpointDef, type ErrorStyle } from "../spec/endpoint.ts";
 import type { ServerContext } from "../runtime/context.ts";
-import { isAllowed, isOriginAllowed, presentedKey } from "./auth.ts";
+import { isAllowed, isHostAllowed, isOriginAllowed, presentedKey } from "./auth.ts";
 import { Binder } from "./bind.ts";
 import { errorResponse, toApiError, unmatchedErrorStyle } from "./errors.ts";
 import { anthropicRoutes } from "./routes/anthropic.ts";
@@ -56,6 +56,13 @@ export function createApp(ctx: ServerContext) {
     .onRequest(({ request, set }) => {
       started.set(request, performance.now());
       const url = new URL(request.url);
+      const host = request.headers.get("host");
+      if (!isHostAllowed(host, ctx.config.host, ctx.config.allowedHosts)) {
+        return errorResponse(
+          new ApiError(403, "host_not_allowed", `Host ${String(host).slice(0, 100)} is not allowed on a loopback server; add it to LEMONADE_ALLOWED_HOSTS`),
+          styleOf(url.pathname),
+        );
+      }
       const origin = request.headers.get("origin");
       if (!isOriginAllowed(origin, ctx.config.allowedOrigins)) {
         return errorResponse(

@@ -43,6 +43,20 @@ export function isAllowed(access: Access, keys: Keys, key: string | null): boole
 
 const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
+const isLoopbackName = (name: string) =>
+  name === "localhost" || name.endsWith(".localhost") || name === "[::1]" || name === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
+
+/** Whether a server bound to `bound` answers a request whose `Host` header is `host`. A
+ * loopback-bound server answers loopback names only (and the allow-list): a page on another site
+ * whose name was pointed at 127.0.0.1 (DNS rebinding) sends its own name as Host. A server bound
+ * elsewhere was put on the network on purpose and answers any name. */
+export function isHostAllowed(host: string | null, bound: string, allowed: string[]): boolean {
+  if (!isLoopbackName(bound.toLowerCase())) return true;
+  if (host === null) return false;
+  const name = host.toLowerCase().replace(/:\d+$/, "");
+  return isLoopbackName(name) || allowed.includes("*") || allowed.includes(name);
+}
+
 /** Browser origins allowed to call the server: loopback pages always, others when listed. Requests
  * without an Origin header (curl, SDKs) are not browser cross-origin requests and pass. */
 export function isOriginAllowed(origin: string | null, allowed: string[]): boolean {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { isHostAllowed } from "../../http/auth.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 
 const API = "user-key-123";
@@ -140,4 +141,41 @@ describe("browser origins", () => {
     expect(res.status).toBe(403);
     expect((await res.json()).error.code).toBe("origin_not_allowed");
   });
+});
+
+describe("Host names on a loopback-bound server (DNS rebinding)", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ LEMONADE_ALLOWED_HOSTS: "lemonade.lan" });
+  });
+  afterAll(() => server.close());
+  const port = () => new URL(server.url).port;
+
+  test("a name pointed at loopback by another site is refused 403 on every route, with or without the port", async () => {
+    for (const path of ["/v1/models", "/internal/aliases", "/v1/system-info", "/metrics", "/v1/models/x/files?include_paths=true", "/api/tags"]) {
+      for (const host of [`evil.example:${port()}`, "evil.example"]) {
+        const res = await fetch(`${server.url}${path}`, { headers: { host } });
+        expect(res.status, `${path} ${host}`).toBe(403);
+        expect(JSON.stringify(await res.json())).toContain("not allowed");
+      }
+    }
+  });
+
+  test("loopback names and listed names are served", async () => {
+    for (const host of [`127.0.0.1:${port()}`, `localhost:${port()}`, "localhost", `[::1]:${port()}`, `lemonade.lan:${port()}`, `app.localhost:${port()}`]) {
+      expect((await fetch(`${server.url}/v1/models`, { headers: { host } })).status, host).toBe(200);
+    }
+  });
+
+  test("WebSockets too", async () => {
+    const ws = server.url.replace("http", "ws");
+    expect(await wsOpens(`${ws}/logs/stream`, { host: "evil.example" })).toBe(false);
+    expect(await wsOpens(`${ws}/logs/stream`)).toBe(true);
+  });
+});
+
+test("isHostAllowed: a server bound to the network answers any name; a loopback one needs a Host", () => {
+  expect(isHostAllowed("evil.example", "0.0.0.0", [])).toBe(true);
+  expect(isHostAllowed(null, "127.0.0.1", [])).toBe(false);
+  expect(isHostAllowed("anything", "localhost", ["*"])).toBe(true);
 });
