@@ -37,12 +37,14 @@ export async function startServer(overrides: Overrides = {}, env = process.env):
   }
   const ctx = createServerContext(config);
   const { app } = createApp(ctx);
-  listenAlone(() => app.listen({ hostname: config.host, port: config.port, reusePort: false }), config.port);
+  // Bun's own body limit (128 MB) stays the last guard; JSON bodies meet http/body.ts's first.
+  const limits = { reusePort: false };
+  listenAlone(() => app.listen({ hostname: config.host, port: config.port, ...limits }), config.port);
   const port = app.server!.port!;
   // The dedicated WebSocket port older clients discover through /v1/health (OS-assigned). It
   // serves the same app, so /realtime and /logs/stream speak the identical protocol there.
   const { app: wsApp } = createApp(ctx);
-  wsApp.listen({ hostname: config.host, port: 0, reusePort: false });
+  wsApp.listen({ hostname: config.host, port: 0, ...limits });
   ctx.websocketPort = wsApp.server!.port!;
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;

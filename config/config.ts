@@ -20,6 +20,8 @@ export interface Config {
   adminApiKey: string | null;
   /** Browser origins allowed besides loopback ones; `*` allows every origin. */
   allowedOrigins: string[];
+  /** The largest request body accepted, in bytes (LEMONADE_MAX_BODY_MB); larger is a 413. */
+  maxBodyBytes: number;
   /** Host names besides loopback ones a loopback-bound server answers to (LEMONADE_ALLOWED_HOSTS). */
   allowedHosts: string[];
   /** The only folder MCP tools may write files into. */
@@ -112,6 +114,7 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
     hangCheckMs: intSetting("LEMONADE_HANG_CHECK_MS", env.LEMONADE_HANG_CHECK_MS, 10_000, 0, 3_600_000),
     offline: env.LEMONADE_OFFLINE ? /^(1|true|yes)$/i.test(env.LEMONADE_OFFLINE) : file.offline === true,
     mcpImageDir: resolve(env.LEMONADE_MCP_IMAGE_DIR || join(cacheDir, "mcp-images")),
+    maxBodyBytes: intSetting("LEMONADE_MAX_BODY_MB", env.LEMONADE_MAX_BODY_MB, 64, 1, 4096) * 1024 * 1024,
     allowedOrigins: list(env.LEMONADE_ALLOWED_ORIGINS),
     allowedHosts: list(env.LEMONADE_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
   };

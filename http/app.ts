@@ -1,5 +1,6 @@
 // Assembles the HTTP app: browser-origin and API-key checks ahead of routing, the route families,
 // request metrics, and one error path that answers in the matched definition's error style.
+import "./production.ts";
 import { Elysia } from "elysia";
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
@@ -7,6 +8,7 @@ import { mountedPaths, type EndpointDef, type ErrorStyle } from "../spec/endpoin
 import type { ServerContext } from "../runtime/context.ts";
 import { isAllowed, isHostAllowed, isOriginAllowed, presentedKey } from "./auth.ts";
 import { Binder } from "./bind.ts";
+import { DEFAULT_MAX_DEPTH } from "./body.ts";
 import { errorResponse, toApiError, unmatchedErrorStyle } from "./errors.ts";
 import { anthropicRoutes } from "./routes/anthropic.ts";
 import { docsRoutes } from "./routes/docs.ts";
@@ -102,7 +104,7 @@ export function createApp(ctx: ServerContext) {
       ctx.metrics.httpDuration.observe(labels, (performance.now() - start) / 1000);
     });
 
-  const binder = new Binder(app);
+  const binder = new Binder(app, { maxBytes: ctx.config.maxBodyBytes, maxDepth: DEFAULT_MAX_DEPTH });
   docsRoutes(binder, ctx);
   lemonadeRoutes(binder, ctx);
   openaiRoutes(binder, ctx);

@@ -6,8 +6,7 @@
 // app agree.
 import type { Elysia } from "elysia";
 import type { Static, TSchema } from "@sinclair/typebox";
-import { ApiError } from "../lib/api-error.ts";
-import { E } from "../spec/errors.ts";
+import { parseJsonBody, type BodyLimits } from "./body.ts";
 import { mountedPaths, type EndpointDef } from "../spec/endpoint.ts";
 
 type Input<S> = S extends TSchema ? Static<S> : undefined;
@@ -38,23 +37,18 @@ export interface SocketHandlers {
 // Elysia's app type carries every route's types; the binder only adds routes to it.
 type App = Elysia<any, any, any, any, any, any, any>;
 
-/** Reads the body as JSON whatever the Content-Type says (many local-AI clients send none), and
- * reports a body that does not parse as the documented invalid_json error. */
-async function parseJsonBody({ request }: { request: Request }): Promise<unknown> {
-  const text = await request.text();
-  if (text.trim() === "") return undefined;
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw ApiError.of(E.invalidJson, `The request body is not valid JSON: ${(err as Error).message}`);
-  }
-}
-
 export class Binder {
   /** Every definition bound, in binding order. */
   readonly bound: EndpointDef[] = [];
 
-  constructor(private readonly app: App) {}
+  private readonly parse: (ctx: { request: Request }) => Promise<unknown>;
+
+  constructor(
+    private readonly app: App,
+    limits: BodyLimits,
+  ) {
+    this.parse = ({ request }) => parseJsonBody(request, limits);
+  }
 
   private record(def: EndpointDef): string[] {
     if (this.bound.includes(def)) throw new Error(`${def.id} is bound twice`);
@@ -68,7 +62,7 @@ export class Binder {
     if (def.rawBody) hooks.parse = "none";
     else if (def.body) {
       hooks.body = def.body;
-      hooks.parse = parseJsonBody;
+      hooks.parse = this.parse;
     }
     if (def.query) hooks.query = def.query;
     if (def.params) hooks.params = def.params;

@@ -55,8 +55,11 @@ interface FrameworkError {
 export function toApiError({ code, error }: FrameworkError, pathname: string): ApiError {
   if (error instanceof ApiError) return error;
   switch (code) {
-    case "PARSE":
-      return ApiError.of(E.invalidJson, "The request body is not valid JSON");
+    case "PARSE": {
+      // Elysia wraps what the body parser threw (http/body.ts: size, depth, syntax).
+      const cause = (error as Error)?.cause;
+      return cause instanceof ApiError ? cause : ApiError.of(E.invalidJson, "The request body is not valid JSON");
+    }
     case "VALIDATION": {
       const v = error as { type?: string; all?: SchemaIssue[]; value?: unknown };
       return schemaIssueToError(v.type ?? "body", v.all ?? [], v.value);

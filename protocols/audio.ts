@@ -2,6 +2,7 @@
 // audio in any format ffmpeg reads is converted to the 16 kHz mono WAV whisper.cpp takes.
 // Speech: the model and voice are checked, then the server's speech engine speaks.
 import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { SPEECH_CONTENT_TYPES, type SpeechFormat } from "../spec/openai.ts";
 import { needsTranscriber, TRANSCRIPTION_FORMATS, whisperInference, type TranscriptionFormat as Format } from "./whisper.ts";
@@ -46,6 +47,9 @@ function field(form: FormData, name: string): string | undefined {
 export async function transcribe(ctx: ServerContext, request: Request): Promise<Response> {
   if (!request.headers.get("content-type")?.toLowerCase().startsWith("multipart/form-data")) {
     throw new ApiError(400, "", "The request must be multipart/form-data with a 'file' and a 'model'");
+  }
+  if (Number(request.headers.get("content-length") ?? 0) > ctx.config.maxBodyBytes) {
+    throw ApiError.of(E.payloadTooLarge, `The upload is larger than ${ctx.config.maxBodyBytes} bytes (LEMONADE_MAX_BODY_MB)`);
   }
   let form: FormData;
   try {

@@ -13,6 +13,7 @@ const row = (status: number, code: string, when: string): ErrorRow => ({ status,
 
 export const E = {
   invalidJson: row(400, "invalid_json", "The body is not a JSON object"),
+  payloadTooLarge: row(413, "payload_too_large", "The body is larger than LEMONADE_MAX_BODY_MB"),
   missingArgument: row(400, "missing_argument", "A required argument is missing"),
   invalidArgument: row(
     400,

@@ -1,0 +1,64 @@
+// Reading a JSON request body within limits, before the framework validates it: a body over the
+// size limit is 413 (refused from its Content-Length without reading it when it says so), one
+// nested deeper than the depth limit is 400 invalid_json, found by a linear scan before
+// JSON.parse or validation walk it recursively.
+import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
+
+export interface BodyLimits {
+  maxBytes: number;
+  maxDepth: number;
+}
+
+export const DEFAULT_MAX_DEPTH = 64;
+
+function tooLarge(limits: BodyLimits): ApiError {
+  return ApiError.of(E.payloadTooLarge, `The request body is larger than ${limits.maxBytes} bytes (LEMONADE_MAX_BODY_MB)`);
+}
+
+/** The body's text, read no further than the limit. */
+async function readBounded(request: Request, limits: BodyLimits): Promise<string> {
+  const declared = Number(request.headers.get("content-length") ?? NaN);
+  if (declared > limits.maxBytes) throw tooLarge(limits);
+  if (!request.body) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength;
+    if (size > limits.maxBytes) throw tooLarge(limits);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** The deepest nesting of arrays and objects in a JSON text (brackets inside strings skipped). */
+export function jsonDepth(text: string, stopAt = Infinity): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // backslash: skip the escaped character
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 91 || c === 123) {
+      if (++depth > max && (max = depth) > stopAt) return max;
+    } else if (c === 93 || c === 125) depth--;
+  }
+  return max;
+}
+
+/** Reads the body as JSON whatever the Content-Type says (many local-AI clients send none). */
+export async function parseJsonBody(request: Request, limits: BodyLimits): Promise<unknown> {
+  const text = await readBounded(request, limits);
+  if (text.trim() === "") return undefined;
+  if (jsonDepth(text, limits.maxDepth) > limits.maxDepth) {
+    throw ApiError.of(E.invalidJson, `The request body nests arrays and objects deeper than ${limits.maxDepth} levels`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw ApiError.of(E.invalidJson, `The request body is not valid JSON: ${(err as Error).message}`);
+  }
+}
