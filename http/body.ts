@@ -49,16 +49,21 @@ export function jsonDepth(text: string, stopAt = Infinity): number {
   return max;
 }
 
-/** Reads the body as JSON whatever the Content-Type says (many local-AI clients send none). */
+/** Reads the body as JSON whatever the Content-Type says (many local-AI clients send none); it
+ * must be an object. */
 export async function parseJsonBody(request: Request, limits: BodyLimits): Promise<unknown> {
   const text = await readBounded(request, limits);
   if (text.trim() === "") return undefined;
   if (jsonDepth(text, limits.maxDepth) > limits.maxDepth) {
     throw ApiError.of(E.invalidJson, `The request body nests arrays and objects deeper than ${limits.maxDepth} levels`);
   }
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (err) {
     throw ApiError.of(E.invalidJson, `The request body is not valid JSON: ${(err as Error).message}`);
   }
+  // Every body the API takes is an object, optional ones (such as /v1/unload's) included.
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw ApiError.of(E.invalidJson, "The request body must be a JSON object");
+  return value;
 }

@@ -7,3 +7,8 @@ const PATH = /(?:[A-Za-z]:\\|\/)(?:[^\s'"`:,;()\\/]+[\\/])+([^\s'"`:,;()\\/]+)/g
 export function scrubPaths(message: string): string {
   return message.replace(PATH, (_, name: string) => name);
 }
+
+/** A client-supplied name, shortened to fit in a message. */
+export function clip(name: string, max = 200): string {
+  return name.length > max ? `${name.slice(0, max)}… (${name.length} characters)` : name;
+}

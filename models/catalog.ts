@@ -4,8 +4,9 @@
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import builtIn from "./server_models.json" with { type: "json" };
-import { findCachedFile, parseCheckpoint } from "./hf-cache.ts";
+import { checkpointProblem, findCachedFile, parseCheckpoint } from "./hf-cache.ts";
 import { ggufScalar, readGgufMetadata, type GgufMetadata } from "./gguf.ts";
+import { clip } from "../lib/scrub.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
 import { E } from "../spec/errors.ts";
@@ -168,10 +169,18 @@ export class Catalog {
   /** Validates and stores a `user.*` model in user_models.json (disk first, then memory). */
   registerUser(id: string, row: RegistryRow): CatalogModel {
     if (!id.startsWith("user.") || id.length <= 5) {
-      throw new CatalogError("invalid_labels", `Model '${id}': registered models must use the user. namespace, e.g. user.${id}`);
+      throw new CatalogError("invalid_labels", `Model '${clip(id)}': registered models must use the user. namespace, e.g. user.${clip(id)}`);
+    }
+    // The name becomes a folder name (the engine's work folder): no separators, dots or controls.
+    if (!/^user\.[A-Za-z0-9_+-][A-Za-z0-9._+-]*$/.test(id) || id.includes("..")) {
+      throw new CatalogError("invalid_labels", `Model '${clip(id)}': a name may use letters, digits and . _ + - only`);
     }
     const model = fromRow(id, row, "huggingface");
     if (!model.checkpoints.main) throw new CatalogError("invalid_labels", `Model '${id}': a main checkpoint is required (checkpoint or checkpoints.main)`);
+    for (const [role, checkpoint] of Object.entries(model.checkpoints)) {
+      const problem = checkpointProblem(checkpoint);
+      if (problem) throw new CatalogError("invalid_labels", `Model '${clip(id)}': checkpoint ${role} is refused: ${problem}`);
+    }
     const key = id.slice("user.".length);
     const rows = { ...this.userRows, [key]: row };
     writeJsonFileAtomic(join(this.opts.cacheDir, "user_models.json"), rows);
@@ -283,7 +292,7 @@ export class Catalog {
   /** Like find, but a missing or filtered-out model is a CatalogError. */
   get(name: string): CatalogModel {
     const model = this.find(name);
-    if (!model) throw new CatalogError("model_not_found", `Model not found: ${name}`);
+    if (!model) throw new CatalogError("model_not_found", `Model not found: ${clip(name)}`);
     if (!this.isSupported(model)) {
       throw new CatalogError("model_not_supported", `Model ${model.id} needs the ${model.recipe} recipe, which cannot run on this system`);
     }

@@ -15,6 +15,24 @@ export function parseCheckpoint(checkpoint: string): CheckpointRef {
   return i < 0 ? { repo: checkpoint, variant: null } : { repo: checkpoint.slice(0, i), variant: checkpoint.slice(i + 1) || null };
 }
 
+const REPO = /^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+/** Why a hub checkpoint (`org/name[:file or quantization]`) cannot be used, or null when it can:
+ * every part of it becomes a path in the cache, so it must stay inside it. */
+export function checkpointProblem(checkpoint: string): string | null {
+  if (/[\x00-\x1f\x7f]/.test(checkpoint)) return "it contains a control character";
+  const { repo, variant } = parseCheckpoint(checkpoint);
+  if (!REPO.test(repo) || repo.includes("..")) return `'${repo.slice(0, 100)}' is not a Hugging Face repository id (org/name)`;
+  if (variant !== null && !isRelativeInside(variant)) return `'${variant.slice(0, 100)}' is not a file path inside the repository`;
+  return null;
+}
+
+/** A relative path with no `..` part, no backslash and no drive: it stays inside the folder it is joined to. */
+export function isRelativeInside(path: string): boolean {
+  if (path === "" || path.startsWith("/") || path.includes("\\") || /^[A-Za-z]:/.test(path) || /[\x00-\x1f]/.test(path)) return false;
+  return path.split("/").every((part) => part !== ".." && part !== "." && part !== "");
+}
+
 export function repoCacheDir(hubDir: string, repo: string): string {
   return join(hubDir, `models--${repo.replace(/\//g, "--")}`);
 }

@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import { createReadStream, readFileSync, existsSync, mkdirSync, openSync, closeSync, writeSync, fsyncSync, renameSync, rmSync, statSync, symlinkSync, readlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
-import { parseCheckpoint, pickVariantFile, repoCacheDir } from "./hf-cache.ts";
+import { isRelativeInside, parseCheckpoint, pickVariantFile, repoCacheDir } from "./hf-cache.ts";
 
 export interface HubOptions {
   endpoint: string;
@@ -45,11 +45,27 @@ export async function repoManifest(hub: HubOptions, repo: string, revision = "ma
   const res = await fetch(url, { headers: headers(hub), signal });
   if (!res.ok) throw new HubError(`${repo}: the hub answered ${res.status} for its file list`, res.status);
   const info = (await res.json()) as { sha: string; siblings?: { rfilename: string; size?: number; lfs?: { sha256?: string; size?: number } }[] };
-  return {
+  return checkManifest({
     repo,
     sha: info.sha,
     files: (info.siblings ?? []).map((s) => ({ path: s.rfilename, size: s.lfs?.size ?? s.size ?? 0, sha256: s.lfs?.sha256 })),
+  });
+}
+
+/** Every name the hub sent becomes a path in the cache (the commit a folder, a sha a blob, a
+ * file name a link): each is checked before anything touches the disk, and a hub that sends one
+ * that would leave the cache is refused. */
+export function checkManifest(manifest: RepoManifest): RepoManifest {
+  const refuse = (what: string) => {
+    throw new HubError(`${manifest.repo}: the hub sent an unsafe ${what}; nothing was written`, 502);
   };
+  if (typeof manifest.sha !== "string" || !/^[0-9a-f]{40}$/.test(manifest.sha)) refuse(`commit id (${JSON.stringify(String(manifest.sha).slice(0, 60))})`);
+  for (const f of manifest.files) {
+    if (typeof f.path !== "string" || !isRelativeInside(f.path)) refuse(`file name (${JSON.stringify(String(f.path).slice(0, 100))})`);
+    if (f.sha256 !== undefined && !/^[0-9a-f]{64}$/.test(String(f.sha256))) refuse(`sha256 for ${f.path}`);
+    if (!Number.isSafeInteger(f.size) || f.size < 0) refuse(`size for ${f.path}`);
+  }
+  return manifest;
 }
 
 /** The files a checkpoint needs from its repo: the variant's file, with every shard of a split. */
@@ -100,6 +116,8 @@ async function hashFile(path: string, hash: ReturnType<typeof createHash>): Prom
 /** Points `snapshots/<sha>/<file>` at the blob and records the commit in `refs/main`. */
 function link(hubDir: string, manifest: RepoManifest, file: RepoFile, blob: string): void {
   const snap = snapshotFile(hubDir, manifest, file);
+  const repoDir = repoCacheDir(hubDir, manifest.repo);
+  if (relative(repoDir, snap).startsWith("..")) throw new HubError(`${manifest.repo}/${file.path}: the link would leave the cache`);
   mkdirSync(dirname(snap), { recursive: true });
   const target = relative(dirname(snap), blob);
   try {

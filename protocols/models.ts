@@ -1,11 +1,21 @@
 // How models look to Lemonade and OpenAI clients: the model object `/v1/models` lists, the
 // options-by-layer view, and a `/v1/health` entry. Each combines the catalog (what exists), the
 // scheduler (what runs) and the saved options.
+import { basename, relative, sep } from "node:path";
 import type { CatalogModel } from "../models/catalog.ts";
 import { mergeSavedOptions, optionsToSave } from "../models/recipe-options.ts";
 import type { Slot } from "../runtime/scheduler.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { optionSpecs, type Options } from "../spec/recipes.ts";
+
+/** A model's checkpoints as a client sees them: a local model's files are named relative to the
+ * extra-models folder (or by file name) unless the client asked for paths. */
+function shownCheckpoints(ctx: ServerContext, model: CatalogModel, includePaths: boolean): Record<string, string> {
+  if (includePaths || model.source === "huggingface") return model.checkpoints;
+  const dir = ctx.config.extraModelsDir;
+  const shown = (path: string) => (dir && path.startsWith(dir + sep) ? relative(dir, path) : basename(path));
+  return Object.fromEntries(Object.entries(model.checkpoints).map(([role, path]) => [role, shown(path)]));
+}
 
 export function modelObject(ctx: ServerContext, model: CatalogModel, includePaths = false, id = model.id) {
   const files = ctx.catalog.files(model);
@@ -16,12 +26,13 @@ export function modelObject(ctx: ServerContext, model: CatalogModel, includePath
   const takesCtx = "ctx_size" in optionSpecs(model.recipe);
   const contextLength = slot?.spec.ctxSize ?? (takesCtx ? ctx.options.ctxSize(model, ctx.options.resolve(model)) : undefined);
   const hub = model.source === "huggingface";
+  const checkpoints = shownCheckpoints(ctx, model, includePaths);
   return {
     id,
     created: 1234567890,
     object: "model" as const,
     owned_by: "lemonade" as const,
-    checkpoint: model.checkpoints.main ?? "",
+    checkpoint: checkpoints.main ?? "",
     recipe: model.recipe,
     ...(model.size !== undefined ? { size: model.size } : {}),
     ...(maxContext !== undefined ? { max_context_window: maxContext } : {}),
@@ -31,7 +42,7 @@ export function modelObject(ctx: ServerContext, model: CatalogModel, includePath
     suggested: model.suggested,
     labels: model.labels,
     components: [],
-    checkpoints: model.checkpoints,
+    checkpoints,
     checkpoint_status: files.map((f) => ({
       type: f.role,
       present: f.exists,

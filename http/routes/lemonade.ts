@@ -2,6 +2,7 @@
 // liveness, health, system info/stats, metrics and aliases.
 import { E, lemonade as spec } from "../../spec/index.ts";
 import { MODEL_TYPES } from "../../spec/recipes.ts";
+import { clip } from "../../lib/scrub.ts";
 import { ApiError } from "../../lib/api-error.ts";
 import { sseResponse } from "../../lib/sse.ts";
 import { hostInfo } from "../../observability/system.ts";
@@ -36,7 +37,7 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
       return { status: "success", message: "All models unloaded successfully" };
     }
     const model = ctx.catalog.find(name);
-    if (!model || !(await ctx.scheduler.unload(model.id))) throw new ApiError(404, "model_not_loaded", `Model not loaded: ${name}`);
+    if (!model || !(await ctx.scheduler.unload(model.id))) throw new ApiError(404, "model_not_loaded", `Model not loaded: ${clip(name)}`);
     return { status: "success", message: `Model unloaded successfully: ${name}` };
   });
 

@@ -19,6 +19,9 @@ beforeAll(() => {
       sha: "a".repeat(40),
       files: { "tiny-Q4_0.gguf": chat, "tiny-Q8_0.gguf": big, "mmproj-tiny-f16.gguf": mmproj, "README.md": new TextEncoder().encode("# tiny") },
     },
+    // A hostile hub: names that would leave the cache if they were used as paths.
+    "evil-org/commit-GGUF": { sha: "../../../../escaped-commit", files: { "m-Q4_0.gguf": chat } },
+    "evil-org/file-GGUF": { sha: "b".repeat(40), files: { "../../../../escaped-Q4_0.gguf": chat } },
   };
   hub = startFakeHub(hubRepos);
 });
@@ -130,6 +133,33 @@ describe("pull", () => {
     expect(existsSync(join(repoDir(s), "snapshots", "a".repeat(40), "tiny-Q8_0.gguf"))).toBe(false);
     expect(readdirSync(join(repoDir(s), "blobs"))).toEqual([]);
     expect((await (await fetch(`${s.url}/v1/models/user.Bad`)).json()).downloaded).toBe(false);
+  });
+
+  test("names from a hostile hub never become paths: the pull fails and nothing is written outside the cache", async () => {
+    const s = await start();
+    for (const [name, checkpoint] of [["user.EvilCommit", "evil-org/commit-GGUF:Q4_0"], ["user.EvilFile", "evil-org/file-GGUF:Q4_0"]] as const) {
+      const res = await post("/v1/pull", { model_name: name, checkpoint, recipe: "llamacpp" });
+      expect(res.status, name).toBeGreaterThanOrEqual(400);
+      expect((await res.json()).error.message).toContain("unsafe");
+    }
+    const outside = (dir: string) => (existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith("escaped")) : []);
+    for (const dir of [s.cacheDir, join(s.cacheDir, ".."), join(s.cacheDir, "hf")]) expect(outside(dir)).toEqual([]);
+    expect(existsSync(join(s.cacheDir, "hf", "models--evil-org--file-GGUF", "blobs"))).toBe(false);
+  });
+
+  test("checkpoints and names with control or path characters are refused at registration with 400", async () => {
+    const s = await start();
+    for (const body of [
+      { model_name: "user.Nul", checkpoint: "test-org/tiny-GGUF\u0000:Q4_0" },
+      { model_name: "user.Dots", checkpoint: "../../etc/passwd:Q4_0" },
+      { model_name: "user.Up", checkpoint: "test-org/tiny-GGUF:../../x.gguf" },
+      { model_name: "user.../x", checkpoint: "test-org/tiny-GGUF:Q4_0" },
+    ]) {
+      const res = await fetch(`${s.url}/v1/models/register`, { method: "POST", body: JSON.stringify({ ...body, recipe: "llamacpp" }) });
+      expect(res.status, body.model_name).toBe(400);
+      expect(JSON.stringify(await res.json())).not.toContain(s.cacheDir);
+    }
+    expect(existsSync(join(s.cacheDir, "user_models.json"))).toBe(false);
   });
 
   test("label rules refuse a registration and register nothing", async () => {
