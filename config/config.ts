@@ -51,6 +51,26 @@ interface ConfigFile {
   offline?: boolean;
 }
 
+/** The JSON type each key must have; a wrong one stops start-up with a message naming file and key. */
+const FILE_TYPES: Record<keyof ConfigFile, "string" | "integer" | "boolean"> = {
+  host: "string",
+  port: "integer",
+  log_level: "string",
+  max_loaded_models: "integer",
+  ctx_size: "integer",
+  extra_models_dir: "string",
+  offline: "boolean",
+};
+
+function checkFileTypes(path: string, file: Record<string, unknown>): void {
+  for (const [key, type] of Object.entries(FILE_TYPES)) {
+    const value = file[key];
+    if (value === undefined) continue;
+    const ok = type === "integer" ? Number.isInteger(value) : typeof value === type;
+    if (!ok) throw new Error(`${path}: "${key}" must be ${type === "integer" ? "an integer" : `a ${type}`}, got ${JSON.stringify(value)?.slice(0, 100)}`);
+  }
+}
+
 export type Overrides = Partial<Pick<Config, "host" | "port" | "cacheDir" | "logLevel">>;
 
 type Env = Record<string, string | undefined>;
@@ -87,6 +107,7 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
   if (typeof file !== "object" || file === null || Array.isArray(file)) {
     throw new Error(`${join(cacheDir, "config.json")} must hold a JSON object`);
   }
+  checkFileTypes(join(cacheDir, "config.json"), file as Record<string, unknown>);
   const maxLoaded = intSetting(
     "max_loaded_models",
     env.LEMONADE_MAX_LOADED_MODELS ?? file.max_loaded_models,

@@ -9,6 +9,8 @@ import { transcriptText } from "./whisper.ts";
 const SAMPLE_RATE = 16000;
 /** Interim transcripts while someone is still talking, at most this often. */
 const INTERIM_EVERY_MS = 2000;
+/** The most audio the input buffer holds (documented with the route): 10 minutes, about 19 MB. */
+export const MAX_BUFFER_MS = 10 * 60 * 1000;
 
 export interface TurnDetection {
   threshold: number;
@@ -141,6 +143,9 @@ export class RealtimeSession {
     const bytes = Buffer.from(audio, "base64");
     const samples = new Int16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + (bytes.length & ~1)));
     const ms = (samples.length / SAMPLE_RATE) * 1000;
+    if (this.bufferedMs + ms > MAX_BUFFER_MS) {
+      return this.error(`The input audio buffer is full (${MAX_BUFFER_MS / 60000} minutes): commit or clear it`, "input_audio_buffer_full");
+    }
     this.chunks.push(samples);
     this.bufferedMs += ms;
     this.receivedMs += ms;

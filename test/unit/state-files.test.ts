@@ -98,4 +98,20 @@ describe("configuration", () => {
     expect(() => loadConfig({}, { LEMONADE_CACHE_DIR: cacheDir })).toThrow(CorruptStateFileError);
     expect(readFileSync(join(cacheDir, "config.json"), "utf8")).toBe("{port: 1}");
   });
+
+  test("a config.json value of the wrong type stops start-up naming the file and the key", () => {
+    const cacheDir = tempDir();
+    mkdirSync(cacheDir, { recursive: true });
+    for (const [key, value] of [["extra_models_dir", 5], ["host", 5], ["port", "80"], ["offline", "yes"]] as const) {
+      writeFileSync(join(cacheDir, "config.json"), JSON.stringify({ [key]: value }));
+      let message = "";
+      try {
+        loadConfig({}, { LEMONADE_CACHE_DIR: cacheDir });
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message).toContain(join(cacheDir, "config.json"));
+      expect(message).toContain(`"${key}"`);
+    }
+  });
 });
