@@ -208,6 +208,7 @@ export class Catalog {
     } catch {
       return null;
     }
+    if (!st.isFile()) return null;
     const hit = this.metaCache.get(path);
     if (hit && hit.mtimeMs === st.mtimeMs && hit.size === st.size) return hit.meta;
     let meta: GgufMetadata | null = null;
@@ -244,7 +245,11 @@ export class Catalog {
         main = join(dir, entry.name);
         name = entry.name.replace(/\.gguf$/i, "");
       } else if (entry.isDirectory()) {
-        const files = readdirSync(join(dir, entry.name)).filter(isGguf).sort();
+        // Regular files only: a FIFO or device named *.gguf is never opened.
+        const files = readdirSync(join(dir, entry.name), { withFileTypes: true })
+          .filter((f) => f.isFile() && isGguf(f.name))
+          .map((f) => f.name)
+          .sort();
         const weights = files.filter((f) => !isMmproj(f));
         const first = weights.find((f) => /-00001-of-/.test(f)) ?? weights[0];
         if (!first) continue;

@@ -1,7 +1,7 @@
 // Reads the metadata of a GGUF file (the header and key/value section; tensor data is never read).
 // Used for what a model's files say about it (architecture, context length, pooling) and by the
 // test-model generator to copy a real tokenizer out of llama.cpp's vocab-only GGUFs.
-import { closeSync, openSync, readSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 
 export const GGUF_MAGIC = 0x46554747; // "GGUF" little-endian
 
@@ -45,18 +45,37 @@ export interface GgufMetadata {
 
 class OutOfData extends Error {}
 
-/** A cursor over a growing prefix of the file: the header of a multi-GB model is read in chunks. */
+/** The most of a file read as its header: real ones (a 256k-token vocabulary included) are a
+ * few tens of MB; a file claiming more is refused rather than read. */
+export const MAX_HEADER_BYTES = 256 * 1024 * 1024;
+
+/** A cursor over a growing prefix of the file: the header of a multi-GB model is read in chunks,
+ * never past the end of the file or the header limit, whatever lengths the file claims. */
 class Cursor {
   private buf = Buffer.alloc(0);
   private pos = 0;
   private eof = false;
+  private readonly limit: number;
 
-  constructor(private readonly fd: number) {}
+  constructor(
+    private readonly fd: number,
+    size: number,
+  ) {
+    this.limit = Math.min(size, MAX_HEADER_BYTES);
+  }
+
+  /** Bytes left to read before the end of the file (or the header limit). */
+  get remaining(): number {
+    return this.limit - this.pos;
+  }
 
   private ensure(n: number): void {
+    if (n > this.remaining) {
+      throw new OutOfData(this.limit < MAX_HEADER_BYTES ? "file ends inside the GGUF header" : `GGUF header larger than ${MAX_HEADER_BYTES} bytes`);
+    }
     while (this.buf.length - this.pos < n) {
       if (this.eof) throw new OutOfData("file ends inside the GGUF header");
-      const chunk = Buffer.alloc(Math.max(1 << 20, n));
+      const chunk = Buffer.alloc(Math.min(Math.max(1 << 20, n), this.limit - this.buf.length));
       const read = readSync(this.fd, chunk, 0, chunk.length, this.buf.length);
       if (read === 0) this.eof = true;
       this.buf = Buffer.concat([this.buf, chunk.subarray(0, read)]);
@@ -113,16 +132,23 @@ class Cursor {
     if (type !== GgufType.ARRAY) return this.scalar(type);
     const elemType = this.u32() as GgufType;
     const count = Number(this.u64());
+    // Every element takes at least a byte: a count beyond what is left is a lie.
+    if (count > this.remaining) throw new OutOfData(`an array claims ${count} elements, more than the file holds`);
     const values: GgufValue[] = new Array(count);
     for (let i = 0; i < count; i++) values[i] = this.value(elemType);
     return { type: elemType, values };
   }
 }
 
+/** Reads a regular file's GGUF header (anything else, a FIFO or a device, is refused unopened:
+ * reading one would block). */
 export function readGgufMetadata(path: string): GgufMetadata {
-  const fd = openSync(path, "r");
+  // Non-blocking open, then a check of what was opened: a FIFO put in the file's place is not waited on.
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
-    const c = new Cursor(fd);
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new Error(`${path} is not a regular file`);
+    const c = new Cursor(fd, st.size);
     if (c.u32() !== GGUF_MAGIC) throw new Error(`${path} is not a GGUF file`);
     const version = c.u32();
     if (version < 2) throw new Error(`${path}: GGUF version ${version} is not supported`);
