@@ -2,7 +2,18 @@
 // stream, or a server-owned job that outlives its request). Workers report progress to every
 // listener; server-owned jobs keep a snapshot clients can poll and control.
 import type { CatalogModel } from "./catalog.ts";
-import { checkpointFiles, downloadFile, bytesOnDisk, removePartials, repoManifest, type HubOptions, type RepoFile, type RepoManifest } from "./hf-download.ts";
+import {
+  bytesOnDisk,
+  checkpointFiles,
+  downloadFile,
+  freeBytes,
+  noSpace,
+  removePartials,
+  repoManifest,
+  type HubOptions,
+  type RepoFile,
+  type RepoManifest,
+} from "./hf-download.ts";
 import { parseCheckpoint } from "./hf-cache.ts";
 
 export interface Progress {
@@ -45,12 +56,16 @@ interface Worker {
   listeners: Set<Listener>;
   /** Why the worker was stopped, when a client stopped it. */
   stopReason?: "paused" | "cancelled";
-  plan?: { manifest: RepoManifest; file: RepoFile }[];
+  plan?: Plan;
 }
+
+type Plan = { manifest: RepoManifest; file: RepoFile }[];
 
 export class DownloadManager {
   private readonly workers = new Map<string, Worker>();
   private readonly jobs = new Map<string, JobSnapshot>();
+  /** Each model's last download plan, so that cancelling a stopped job still finds its partials. */
+  private readonly plans = new Map<string, Plan>();
 
   constructor(
     private readonly hub: HubOptions,
@@ -89,7 +104,12 @@ export class DownloadManager {
       for (const file of checkpointFiles(manifest, checkpoint)) plan.push({ manifest, file });
     }
     worker.plan = plan;
+    this.plans.set(model.id, plan);
     const total = plan.reduce((n, p) => n + p.file.size, 0);
+    // The sizes are known before a byte is written: refuse what the disk cannot hold.
+    const needed = plan.reduce((n, { manifest, file }) => n + Math.max(0, file.size - bytesOnDisk(this.hubDir, manifest, file)), 0);
+    const free = freeBytes(this.hubDir);
+    if (needed > free) throw noSpace(model.id, needed, free);
     let completed = 0;
     for (const [i, { manifest, file }] of plan.entries()) {
       const report = (bytes: number) => {
@@ -193,9 +213,11 @@ export class DownloadManager {
       worker.stopReason = reason;
       worker.abort.abort(new Error(`download ${reason}`));
       await worker.promise.catch(() => {});
-      if (reason === "cancelled" && worker.plan) {
-        for (const { manifest, file } of worker.plan) removePartials(this.hubDir, manifest, [file]);
-      }
+    }
+    // Cancel deletes the partial files, whether the job was still running or had stopped.
+    const plan = worker?.plan ?? this.plans.get(job.model_name);
+    if (reason === "cancelled" && plan) {
+      for (const { manifest, file } of plan) removePartials(this.hubDir, manifest, [file]);
     }
     job.status = reason;
     job.running = false;

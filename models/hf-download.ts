@@ -4,8 +4,9 @@
 // interruption, and only renamed into place once its size and sha256 match what the hub says,
 // so nothing partial or corrupt ever passes for downloaded.
 import { createHash } from "node:crypto";
-import { createReadStream, readFileSync, existsSync, mkdirSync, openSync, closeSync, writeSync, fsyncSync, renameSync, rmSync, statSync, symlinkSync, readlinkSync, writeFileSync } from "node:fs";
+import { createReadStream, readFileSync, existsSync, mkdirSync, openSync, closeSync, writeSync, fsyncSync, renameSync, rmSync, statSync, statfsSync, symlinkSync, readlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
+import { ApiError } from "../lib/api-error.ts";
 import { isRelativeInside, parseCheckpoint, pickVariantFile, repoCacheDir } from "./hf-cache.ts";
 
 export interface HubOptions {
@@ -182,9 +183,19 @@ export async function downloadFile(
     fsyncSync(fd);
   } catch (err) {
     if (signal?.aborted) throw err;
+    if ((err as NodeJS.ErrnoException).code === "ENOSPC") {
+      // A partial file that cannot grow only takes the space another download needs.
+      closeSync(fd);
+      rmSync(partial, { force: true });
+      throw noSpace(`${manifest.repo}/${file.path}`, file.size - have, freeBytes(hubDir));
+    }
     throw new HubError(`${manifest.repo}/${file.path}: the connection broke after ${done} of ${file.size} bytes (${(err as Error).message}); the partial file is kept to resume`);
   } finally {
-    closeSync(fd);
+    try {
+      closeSync(fd);
+    } catch {
+      // Closed above, before the partial was removed.
+    }
   }
   if (done !== file.size) {
     throw new HubError(`${manifest.repo}/${file.path}: got ${done} of ${file.size} bytes; the partial file is kept to resume`);
@@ -199,6 +210,19 @@ export async function downloadFile(
 }
 
 /** Removes every partial download of the given files (a cancelled job leaves nothing behind). */
+/** Free bytes on the file system that holds `path` (or would: its nearest existing folder). */
+export function freeBytes(path: string): number {
+  let dir = path;
+  while (!existsSync(dir) && dirname(dir) !== dir) dir = dirname(dir);
+  const fs = statfsSync(dir);
+  return fs.bavail * fs.bsize;
+}
+
+/** 507: the disk cannot hold what a download needs. */
+export function noSpace(what: string, needed: number, free: number): ApiError {
+  return new ApiError(507, "insufficient_storage", `Not enough disk space for ${what}: it needs ${needed} more bytes and ${free} are free`);
+}
+
 export function removePartials(hubDir: string, manifest: RepoManifest, files: RepoFile[]): void {
   for (const f of files) rmSync(`${blobPath(hubDir, manifest, f)}.incomplete`, { force: true });
 }

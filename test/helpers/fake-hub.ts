@@ -18,6 +18,8 @@ export interface FakeHub {
   wrongHash: Set<string>;
   /** Milliseconds to wait between 64 KiB chunks (0: as fast as possible). */
   delayMs: number;
+  /** Sizes the listing claims instead of the files' own, per file path. */
+  claimedSize: Map<string, number>;
   stop(): void;
 }
 
@@ -26,7 +28,7 @@ export function sha256(data: Uint8Array): string {
 }
 
 export function startFakeHub(repos: Record<string, HubRepo>): FakeHub {
-  const hub: Omit<FakeHub, "url" | "stop"> = { ranges: new Map(), dropOnce: new Map(), wrongHash: new Set(), delayMs: 0 };
+  const hub: Omit<FakeHub, "url" | "stop"> = { ranges: new Map(), dropOnce: new Map(), wrongHash: new Set(), delayMs: 0, claimedSize: new Map() };
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
@@ -50,8 +52,8 @@ export function startFakeHub(repos: Record<string, HubRepo>): FakeHub {
           sha: repo.sha,
           siblings: Object.entries(repo.files).map(([rfilename, data]) => ({
             rfilename,
-            size: data.length,
-            lfs: { sha256: hub.wrongHash.has(rfilename) ? "0".repeat(64) : sha256(data), size: data.length },
+            size: hub.claimedSize.get(rfilename) ?? data.length,
+            lfs: { sha256: hub.wrongHash.has(rfilename) ? "0".repeat(64) : sha256(data), size: hub.claimedSize.get(rfilename) ?? data.length },
           })),
         });
       }

@@ -1,6 +1,6 @@
 // Model downloads with the real download code against a Hugging Face-compatible hub on loopback.
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { MODELS, testModelsDir } from "../helpers/engines.ts";
 import { sha256, startFakeHub, type FakeHub, type HubRepo } from "../helpers/fake-hub.ts";
@@ -34,6 +34,7 @@ afterEach(async () => {
   hub.dropOnce.clear();
   hub.wrongHash.clear();
   hub.ranges.clear();
+  hub.claimedSize.clear();
   hub.delayMs = 0;
 });
 
@@ -299,6 +300,63 @@ describe("server-owned jobs", () => {
     expect((await post("/v1/downloads/control", { id: "model:nope", action: "pause" })).status).toBe(404);
   });
 });
+
+describe("a full disk", () => {
+  const pullBig = () => post("/v1/pull", { model_name: "user.Big", checkpoint: "test-org/tiny-GGUF:Q8_0", recipe: "llamacpp" });
+
+  test("a download larger than the free space is refused before a byte is written: 507 naming needed and free bytes", async () => {
+    const s = await start();
+    hub.claimedSize.set("tiny-Q8_0.gguf", 2 ** 52);
+    const res = await pullBig();
+    expect(res.status).toBe(507);
+    const { error } = await res.json();
+    expect(error.code).toBe("insufficient_storage");
+    expect(error.message).toMatch(/needs \d+ more bytes and \d+ are free/);
+    expect(hub.ranges.get("tiny-Q8_0.gguf")).toBeUndefined();
+    expect(existsSync(join(repoDir(s), "blobs")) ? readdirSync(join(repoDir(s), "blobs")) : []).toEqual([]);
+  });
+
+  test("the disk filling up mid-download is a 507, the partial is removed, and the next pull succeeds", async () => {
+    const s = await start();
+    // The partial file is a link to /dev/full, where every write fails with ENOSPC.
+    const blobs = join(repoDir(s), "blobs");
+    mkdirSync(blobs, { recursive: true });
+    const partial = join(blobs, `${sha256(big)}.incomplete`);
+    symlinkSync("/dev/full", partial);
+    const res = await pullBig();
+    expect(res.status).toBe(507);
+    expect((await res.json()).error.code).toBe("insufficient_storage");
+    expect(existsSync(partial) || lstatExists(partial)).toBe(false);
+    expect((await pullBig()).status).toBe(200);
+    expect((await (await fetch(`${s.url}/v1/models/user.Big`)).json()).downloaded).toBe(true);
+  });
+
+  test("cancel deletes the partial of a job that already stopped on an error", async () => {
+    const s = await start();
+    hub.dropOnce.set("tiny-Q8_0.gguf", 500_000);
+    await post("/v1/pull", { model_name: "user.Job", checkpoint: "test-org/tiny-GGUF:Q8_0", recipe: "llamacpp", stream: true, subscribe: false });
+    const deadline = Date.now() + 10_000;
+    let status = "";
+    while (Date.now() < deadline && status !== "error") {
+      status = (await (await fetch(`${s.url}/v1/downloads`)).json()).downloads[0]?.status;
+      await Bun.sleep(20);
+    }
+    expect(status).toBe("error");
+    expect(readdirSync(join(repoDir(s), "blobs")).some((f) => f.endsWith(".incomplete"))).toBe(true);
+    const cancelled = await (await post("/v1/downloads/control", { id: "model:user.Job", action: "cancel" })).json();
+    expect(cancelled.status).toBe("cancelled");
+    expect(readdirSync(join(repoDir(s), "blobs"))).toEqual([]);
+  });
+});
+
+function lstatExists(path: string): boolean {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 describe("state files", () => {
   test("a corrupt user_models.json stops start-up with a message and is left as it was", async () => {
