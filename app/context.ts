@@ -1,6 +1,7 @@
 // The composition root: builds every part of a running server from its configuration and wires
 // them together. Nothing below app/ constructs another layer's parts; they are handed in here.
 import type { Config } from "../config/config.ts";
+import { removeStaleTemps } from "../lib/json-file.ts";
 import { VERSION } from "../lib/version.ts";
 import { Logger } from "../observability/logger.ts";
 import { Metrics } from "../observability/metrics.ts";
@@ -27,6 +28,8 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   const record = new EngineRegistry(config.cacheDir);
   const reaped = record.reapOrphans();
   if (reaped.length) logger.warn("Router", `Stopped ${reaped.length} engine(s) left running by a server that was killed (pids ${reaped.join(", ")})`);
+  const stale = removeStaleTemps(config.cacheDir);
+  if (stale.length) logger.info("Server", `Removed ${stale.length} temp file(s) a killed server left: ${stale.join(", ")}`);
 
   const installer = new EngineInstaller(recipes, config.cacheDir, config.npmRegistry);
   const aliases = new AliasStore(config.cacheDir);

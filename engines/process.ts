@@ -8,11 +8,16 @@ import { EngineStartError, type LaunchPlan, type RunningEngine } from "./engine.
 
 export type LineSink = (line: string, stream: "stdout" | "stderr") => void;
 
-/** Where spawned engines are written down (engines/orphans.ts keeps them in engines.json). */
+/** Where spawned engines are written down (engines/orphans.ts keeps them in engines.json):
+ * before the spawn (by a token the child carries in its environment), then with its pid. */
 export interface SpawnRecord {
-  add(pid: number, binary: string): void;
-  remove(pid: number): void;
+  intend(token: string, binary: string): void;
+  started(token: string, pid: number): void;
+  remove(token: string): void;
 }
+
+/** The environment variable an engine child carries its record's token in. */
+export const ENGINE_TOKEN_VAR = "LEMONADE_ENGINE_TOKEN";
 
 const live = new Set<Subprocess>();
 process.on("exit", () => {
@@ -73,14 +78,21 @@ export class EngineProcess implements RunningEngine {
     private readonly healthPath: string,
   ) {
     this.argv = opts.argv;
-    this.child = Bun.spawn(opts.argv, {
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
-      env: { ...process.env, ...opts.env },
-    });
+    const token = crypto.randomUUID();
+    opts.record?.intend(token, opts.argv[0]!);
+    try {
+      this.child = Bun.spawn(opts.argv, {
+        stdin: "ignore",
+        stdout: "pipe",
+        stderr: "pipe",
+        env: { ...process.env, ...opts.env, [ENGINE_TOKEN_VAR]: token },
+      });
+    } catch (err) {
+      opts.record?.remove(token);
+      throw err;
+    }
     live.add(this.child);
-    opts.record?.add(this.child.pid, opts.argv[0]!);
+    opts.record?.started(token, this.child.pid);
     const sink: LineSink = (line, stream) => {
       this.nextLine.resolve();
       this.nextLine = Promise.withResolvers<void>();
@@ -92,7 +104,7 @@ export class EngineProcess implements RunningEngine {
     void this.pump(this.child.stderr, "stderr", sink);
     this.exited = this.child.exited.then((code) => {
       live.delete(this.child);
-      opts.record?.remove(this.child.pid);
+      opts.record?.remove(token);
       return code;
     });
   }

@@ -88,8 +88,23 @@ async function fetchPackage(spec: string, registryUrl: string): Promise<ArrayBuf
   return res.arrayBuffer();
 }
 
+/** Build steps running now. Each is its own process group (cmake starts make, make starts the
+ * compilers), so that the whole tree stops with the server: SIGTERM during an install ends it. */
+const building = new Set<number>();
+process.on("exit", () => {
+  for (const pgid of building) {
+    try {
+      process.kill(-pgid, "SIGKILL");
+    } catch {
+      // Already gone.
+    }
+  }
+});
+
 const runCommand: BuildRunner = async (argv, cwd, onLine) => {
-  const child = Bun.spawn(argv, { cwd, stdout: "pipe", stderr: "pipe" });
+  const child = Bun.spawn(argv, { cwd, stdout: "pipe", stderr: "pipe", detached: true });
+  building.add(child.pid);
+  void child.exited.then(() => building.delete(child.pid));
   const tail: string[] = [];
   const pump = async (stream: ReadableStream<Uint8Array>) => {
     for await (const line of readLines(stream)) {

@@ -2,7 +2,7 @@
 // Writes go to a temp file in the same directory, are fsynced, then renamed over the target, so a
 // crash mid-write leaves either the old file or the new one, never a torn one. A file that exists
 // but does not parse is reported, never silently replaced.
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync, rmSync } from "node:fs";
+import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, writeSync, rmSync } from "node:fs";
 import { dirname, basename, join } from "node:path";
 
 export class CorruptStateFileError extends Error {
@@ -34,6 +34,34 @@ export function readJsonFile<V>(path: string, fallback: V): V {
 let tempCounter = 0;
 
 /** Atomically replaces `path` with `value` as pretty-printed JSON. */
+/** Removes the temp files of atomic writes a killed process left in `dir` (`.<name>.<pid>.<n>.tmp`
+ * whose pid no longer runs); returns their names. */
+export function removeStaleTemps(dir: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    const m = /^\..+\.(\d+)\.\d+\.tmp$/.exec(name);
+    if (!m || Number(m[1]) === process.pid || running(Number(m[1]))) continue;
+    rmSync(join(dir, name), { force: true });
+    removed.push(name);
+  }
+  return removed;
+}
+
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function writeJsonFileAtomic(path: string, value: unknown): void {
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true });

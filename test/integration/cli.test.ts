@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { join } from "node:path";
-import { copyFileSync, mkdirSync } from "node:fs";
+import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { tempDir } from "../helpers/server.ts";
 import { freePort, isAlive } from "../../engines/process.ts";
 import { linkEngines, MODELS, testModelsDir } from "../helpers/engines.ts";
@@ -122,4 +122,50 @@ test("a second server on a busy port exits 1 with 'port N is in use', and the fi
     first.kill("SIGTERM");
   }
   expect(await first.exited).toBe(0);
+});
+
+/** A loopback npm registry serving node-llama-cpp's tarball, whose llama.cpp source is a CMake
+ * project that configures for a long time (a `sleep` marked by its unusual duration). */
+function slowBuildRegistry(marker: string): { url: string; stop(): void } {
+  const work = tempDir("lemonade-slow-build-");
+  const src = join(work, "src");
+  mkdirSync(src, { recursive: true });
+  writeFileSync(join(src, "CMakeLists.txt"), `cmake_minimum_required(VERSION 3.10)\nproject(slow NONE)\nexecute_process(COMMAND sleep ${marker})\n`);
+  const git = (...args: string[]) => expect(Bun.spawnSync(["git", "-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd: src }).exitCode).toBe(0);
+  git("init", "-q");
+  git("add", ".");
+  git("commit", "-qm", "slow");
+  mkdirSync(join(work, "package", "llama"), { recursive: true });
+  git("bundle", "create", join(work, "package", "llama", "gitRelease.bundle"), "--all");
+  expect(Bun.spawnSync(["tar", "czf", join(work, "pkg.tgz"), "package"], { cwd: work }).exitCode).toBe(0);
+  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(Bun.file(join(work, "pkg.tgz"))) });
+  return { url: `http://127.0.0.1:${server.port}`, stop: () => server.stop(true) };
+}
+
+const processesWith = (marker: string) =>
+  new TextDecoder()
+    .decode(Bun.spawnSync(["pgrep", "-f", `sleep ${marker}`]).stdout)
+    .split("\n")
+    .filter(Boolean);
+
+test("SIGTERM during /v1/install stops the build it started, compilers and all", async () => {
+  const marker = "987.654";
+  const registry = slowBuildRegistry(marker);
+  const port = freePort();
+  const child = cli(["serve", "--port", String(port)], { NPM_CONFIG_REGISTRY: registry.url });
+  try {
+    await waitForLive(`http://127.0.0.1:${port}`, child);
+    void fetch(`http://127.0.0.1:${port}/v1/install`, { method: "POST", body: JSON.stringify({ recipe: "llamacpp", backend: "cpu" }) }).catch(() => {});
+    const deadline = Date.now() + 20_000;
+    while (!processesWith(marker).length && Date.now() < deadline) await Bun.sleep(100);
+    expect(processesWith(marker).length).toBeGreaterThan(0);
+    child.kill("SIGTERM");
+    expect(await child.exited).toBe(0);
+    await Bun.sleep(200);
+    expect(processesWith(marker)).toEqual([]);
+  } finally {
+    child.kill("SIGKILL");
+    for (const pid of processesWith(marker)) process.kill(Number(pid), "SIGKILL");
+    registry.stop();
+  }
 });
