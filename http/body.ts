@@ -17,7 +17,7 @@ function tooLarge(limits: BodyLimits): ApiError {
 }
 
 /** The body's text, read no further than the limit. */
-async function readBounded(request: Request, limits: BodyLimits): Promise<string> {
+export async function readBounded(request: Request, limits: BodyLimits): Promise<string> {
   const declared = Number(request.headers.get("content-length") ?? NaN);
   if (declared > limits.maxBytes) throw tooLarge(limits);
   if (!request.body) return "";
@@ -49,14 +49,20 @@ export function jsonDepth(text: string, stopAt = Infinity): number {
   return max;
 }
 
+/** The body's text within the limits: size, and nesting depth when it is JSON. */
+export async function readJsonText(request: Request, limits: BodyLimits): Promise<string> {
+  const text = await readBounded(request, limits);
+  if (jsonDepth(text, limits.maxDepth) > limits.maxDepth) {
+    throw ApiError.of(E.invalidJson, `The request body nests JSON arrays and objects deeper than ${limits.maxDepth} levels`);
+  }
+  return text;
+}
+
 /** Reads the body as JSON whatever the Content-Type says (many local-AI clients send none); it
  * must be an object. */
 export async function parseJsonBody(request: Request, limits: BodyLimits): Promise<unknown> {
-  const text = await readBounded(request, limits);
+  const text = await readJsonText(request, limits);
   if (text.trim() === "") return undefined;
-  if (jsonDepth(text, limits.maxDepth) > limits.maxDepth) {
-    throw ApiError.of(E.invalidJson, `The request body nests arrays and objects deeper than ${limits.maxDepth} levels`);
-  }
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -306,20 +306,33 @@ async function handleOne(ctx: ServerContext, msg: unknown, signal: AbortSignal):
   }
 }
 
+/** A body the server cannot take at all (not JSON, too large or too deep, not a request): a
+ * JSON-RPC error with no id, under an HTTP error status, as MCP's Streamable HTTP transport says. */
+export function mcpBodyError(status: number, message: string): Response {
+  return Response.json(rpcError(null, status === 400 && /JSON/.test(message) ? RPC.parseError : RPC.invalidRequest, message), { status });
+}
+
 /** One POST /mcp: a message or a batch in, the answers out (202 when nothing needs one). */
 export async function handleMcp(ctx: ServerContext, raw: string, signal: AbortSignal): Promise<Response> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
   } catch (err) {
-    return Response.json(rpcError(null, RPC.parseError, `Parse error: ${(err as Error).message}`));
+    return Response.json(rpcError(null, RPC.parseError, `Parse error: ${(err as Error).message}`), { status: 400 });
+  }
+  if (!Array.isArray(parsed) && (typeof parsed !== "object" || parsed === null)) {
+    return Response.json(rpcError(null, RPC.invalidRequest, "Not a JSON-RPC 2.0 request: expected {jsonrpc: \"2.0\", method, id?, params?}"), { status: 400 });
   }
   if (Array.isArray(parsed)) {
-    if (parsed.length === 0) return Response.json(rpcError(null, RPC.invalidRequest, "Empty batch"));
+    if (parsed.length === 0) return Response.json(rpcError(null, RPC.invalidRequest, "Empty batch"), { status: 400 });
     const answers = (await Promise.all(parsed.map((m) => handleOne(ctx, m, signal)))).filter((a) => a !== null);
-    return answers.length ? Response.json(answers) : new Response(null, { status: 202 });
+    if (!answers.length) return new Response(null, { status: 202 });
+    // A batch with no request in it at all is refused as a whole.
+    const refused = answers.every((a) => a!.error?.code === RPC.invalidRequest);
+    return Response.json(answers, refused ? { status: 400 } : undefined);
   }
   const answer = await handleOne(ctx, parsed, signal);
+  if (answer && answer.error?.code === RPC.invalidRequest) return Response.json(answer, { status: 400 });
   return answer ? Response.json(answer) : new Response(null, { status: 202 });
 }
 

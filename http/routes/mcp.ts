@@ -2,11 +2,22 @@
 import { mcp as spec } from "../../spec/index.ts";
 import { ApiError } from "../../lib/api-error.ts";
 import type { ServerContext } from "../../runtime/context.ts";
-import { handleMcp } from "../../protocols/mcp.ts";
+import { handleMcp, mcpBodyError } from "../../protocols/mcp.ts";
+import { DEFAULT_MAX_DEPTH, readJsonText } from "../body.ts";
 import type { Binder } from "../bind.ts";
 
 export function mcpRoutes(bind: Binder, ctx: ServerContext): void {
-  bind.http(spec.mcpPost, async ({ request }) => handleMcp(ctx, await request.text(), request.signal));
+  const limits = { maxBytes: ctx.config.maxBodyBytes, maxDepth: DEFAULT_MAX_DEPTH };
+  bind.http(spec.mcpPost, async ({ request }) => {
+    let text: string;
+    try {
+      text = await readJsonText(request, limits);
+    } catch (err) {
+      if (err instanceof ApiError) return mcpBodyError(err.status, err.message);
+      throw err;
+    }
+    return handleMcp(ctx, text, request.signal);
+  });
   bind.http(spec.mcpGet, ({ set }) => {
     set.headers.allow = "POST";
     throw new ApiError(405, "method_not_allowed", "GET /mcp is not supported: this server offers no server-initiated stream; POST JSON-RPC messages instead");

@@ -1,0 +1,126 @@
+// A spec-driven fuzz test: every operation of the server's own OpenAPI document gets malformed,
+// wrong-typed, oversized and deeply nested input. Each must answer a 4xx in its route's error
+// shape, never a 5xx, while /live keeps answering within 100 ms.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { startTestServer, type TestServer } from "../helpers/server.ts";
+
+let server: TestServer;
+let doc: { paths: Record<string, Record<string, Operation>> };
+
+interface Schema {
+  type?: string;
+  properties?: Record<string, Schema>;
+}
+
+interface Operation {
+  requestBody?: { content?: Record<string, { schema?: Schema }> };
+  parameters?: { in: string; name: string; schema?: Schema }[];
+}
+
+beforeAll(async () => {
+  // Closed loopback ports for the hub and the npm registry: nothing a request starts leaves the machine.
+  server = await startTestServer({ LEMONADE_MAX_BODY_MB: "1", NPM_CONFIG_REGISTRY: "http://127.0.0.1:9" }, undefined, { engines: false });
+  doc = await (await fetch(`${server.url}/openapi.json`)).json();
+});
+afterAll(() => server.close());
+
+type Style = "openai" | "ollama" | "anthropic" | "jsonrpc";
+
+function styleOf(path: string): Style {
+  if (path === "/mcp") return "jsonrpc";
+  if (/\/messages(\/count_tokens)?$/.test(path)) return "anthropic";
+  if (path.startsWith("/api/") && !/^\/api\/v[01]\//.test(path)) return "ollama";
+  return "openai";
+}
+
+function inShape(style: Style, body: any): boolean {
+  switch (style) {
+    case "openai":
+      return typeof body?.error?.message === "string" && typeof body.error.type === "string";
+    case "ollama":
+      return typeof body?.error === "string";
+    case "anthropic":
+      return body?.type === "error" && typeof body.error?.type === "string" && typeof body.error.message === "string";
+    case "jsonrpc":
+      // A batch answers one error per entry.
+      return Array.isArray(body) ? body.every((b) => typeof b?.error?.message === "string") : typeof body?.error?.message === "string";
+  }
+}
+
+const WRONG: Record<string, unknown> = { string: 12345, integer: "x", number: "x", boolean: "x", array: "x", object: "x" };
+
+/** The bad bodies for an operation whose body is JSON with this schema. */
+function badBodies(schema: Schema | undefined): [string, string][] {
+  const cases: [string, string][] = [
+    ["malformed JSON", '{"model": '],
+    ["a string", '"str"'],
+    ["an array", "[1, 2]"],
+    ["a number", "5"],
+    ["null", "null"],
+    ["nested 10,000 deep", `{"model": ${"[".repeat(10_000)}${"]".repeat(10_000)}}`],
+    ["2 MB over a 1 MB limit", JSON.stringify({ model: "x", input: "a".repeat(2 * 1024 * 1024) })],
+  ];
+  for (const [name, prop] of Object.entries(schema?.properties ?? {})) {
+    if (prop.type && prop.type in WRONG) cases.push([`${name} of the wrong type`, JSON.stringify({ [name]: WRONG[prop.type] })]);
+  }
+  return cases;
+}
+
+/** A concrete path for a templated one. */
+const concrete = (path: string) => path.replace(/\{[^}]+\}/g, "fuzz");
+
+test("every operation answers bad input with a 4xx in its error shape, and /live stays fast", async () => {
+  const live: number[] = [];
+  let fuzzing = true;
+  const watcher = (async () => {
+    while (fuzzing) {
+      const t = performance.now();
+      await fetch(`${server.url}/live`);
+      live.push(performance.now() - t);
+      await Bun.sleep(20);
+    }
+  })();
+
+  const failures: string[] = [];
+  let sent = 0;
+  let operations = 0;
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      if (method === "head") continue;
+      operations++;
+      const url = `${server.url}${concrete(path)}`;
+      const style = styleOf(path);
+      const requests: [string, RequestInit & { query?: string }][] = [];
+      const json = op.requestBody?.content?.["application/json"];
+      if (json) {
+        for (const [what, body] of badBodies(json.schema)) requests.push([what, { method: method.toUpperCase(), body, headers: { "content-type": "application/json" } }]);
+      }
+      for (const p of op.parameters ?? []) {
+        const type = p.schema?.type;
+        if (p.in === "query" && (type === "boolean" || type === "integer" || type === "number")) {
+          requests.push([`query ${p.name}=not-a-${type}`, { method: method.toUpperCase(), query: `${p.name}=not-a-${type}` }]);
+        }
+      }
+      for (const [what, init] of requests) {
+        sent++;
+        const res = await fetch(init.query ? `${url}?${init.query}` : url, init);
+        const text = await res.text();
+        let body: unknown;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          body = undefined;
+        }
+        if (res.status < 400 || res.status >= 500 || !inShape(style, body)) {
+          failures.push(`${method.toUpperCase()} ${path} (${what}): ${res.status} ${text.slice(0, 160)}`);
+        }
+      }
+    }
+  }
+  fuzzing = false;
+  await watcher;
+  console.log(`fuzz: ${operations} operations, ${sent} bad requests, /live max ${Math.max(...live).toFixed(1)} ms over ${live.length} checks`);
+  expect(failures).toEqual([]);
+  expect(sent).toBeGreaterThan(operations);
+  expect(Math.max(...live)).toBeLessThan(100);
+}, 120_000);
