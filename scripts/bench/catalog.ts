@@ -1,0 +1,29 @@
+// bench catalog: listing routes against /live, each req/s with keep-alive clients, with the full
+// built-in catalog and 50 extra models (hard links to the tiny model: no disk used).
+import { linkSync } from "node:fs";
+import { join } from "node:path";
+import { median, rate, setup, spawnServer } from "./common.ts";
+
+export async function benchCatalog(runs: number) {
+  const w = setup();
+  for (let i = 0; i < 50; i++) linkSync(w.modelPath, join(w.extra, `extra-model-${String(i).padStart(2, "0")}.gguf`));
+  const server = await spawnServer(w);
+  try {
+    const routes = ["/live", "/v1/models", "/v1/models?show_all=true", "/api/tags", "/v1/health"];
+    for (const r of routes) await rate(`${server.base}${r}`, 0.3);
+    const seconds = 1;
+    const results = new Map<string, number[]>(routes.map((r) => [r, []]));
+    for (let i = 0; i < runs; i++) for (const r of routes) results.get(r)!.push(await rate(`${server.base}${r}`, seconds));
+    const live = median(results.get("/live")!);
+    const listed = (await (await fetch(`${server.base}/v1/models?show_all=true`)).json()).data.length;
+    console.log(`bench catalog: ${runs} rounds of ${seconds} s per route, 8 keep-alive clients, ${listed} models with show_all (51 local)`);
+    for (const r of routes) {
+      const rps = median(results.get(r)!);
+      const goal = r === "/v1/models" ? "  (goal >= 0.3)" : "";
+      console.log(`  ${r.padEnd(26)} ${rps.toFixed(0).padStart(7)} req/s, ratio to /live ${(rps / live).toFixed(3)}${goal}`);
+    }
+  } finally {
+    await server.stop();
+    w.cleanup();
+  }
+}

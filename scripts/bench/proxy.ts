@@ -1,0 +1,80 @@
+// bench proxy: streaming through the server vs the engine directly, keep-alive pings on: tokens/s
+// ratio and added TTFT on llama-server, per-chunk overhead on the FAKE engine, which streams as
+// fast as it can.
+import { copyFileSync } from "node:fs";
+import { join } from "node:path";
+import { fmt, load, median, percentile, setup, spawnServer, timeStream, TEST_MODELS, type StreamTiming } from "./common.ts";
+
+export async function benchProxy(runs: number) {
+  const w = setup();
+  copyFileSync(w.modelPath, join(w.extra, "fake-engine.gguf"));
+  const server = await spawnServer(w);
+  try {
+    for (const body of [
+      // One engine thread leaves the second core to the proxy and this client: on a 2-core
+      // machine a 2-thread engine would be slowed by any process beside it, which measures the
+      // machine, not the proxy. Direct and proxied requests hit this same engine.
+      { model_name: "extra.tiny-chat", llamacpp_args: "--threads 1" },
+      { model_name: "extra.fake-engine", llamacpp_backend: "system" },
+    ]) {
+      await load(server, body);
+    }
+    const realDirect = `${await server.engineUrl("extra.tiny-chat")}/chat/completions`;
+    const fakeDirect = `${await server.engineUrl("extra.fake-engine")}/chat/completions`;
+    const viaServer = `${server.base}/v1/chat/completions`;
+
+    const tokens = 128;
+    const chunks = 20000;
+    // Warm both paths (connection pools, JIT) before measuring.
+    await timeStream(realDirect, "x", 8);
+    await timeStream(viaServer, "extra.tiny-chat", 8);
+    await timeStream(fakeDirect, "x", 1000);
+    await timeStream(viaServer, "extra.fake-engine", 1000);
+
+    const real = { direct: [] as StreamTiming[], proxied: [] as StreamTiming[] };
+    const fake = { direct: [] as StreamTiming[], proxied: [] as StreamTiming[] };
+    for (let i = 0; i < runs; i++) {
+      // Interleaved, alternating which goes first, so drift hits both sides alike.
+      const order = i % 2 === 0 ? ["direct", "proxied"] : ["proxied", "direct"];
+      for (const side of order) {
+        if (side === "direct") real.direct.push(await timeStream(realDirect, "x", tokens));
+        else real.proxied.push(await timeStream(viaServer, "extra.tiny-chat", tokens));
+      }
+      for (const side of order) {
+        const t = await timeStream(side === "direct" ? fakeDirect : viaServer, side === "direct" ? "x" : "extra.fake-engine", chunks);
+        if (t.events !== chunks) throw new Error(`fake engine stream lost events: ${t.events}/${chunks}`);
+        (side === "direct" ? fake.direct : fake.proxied).push(t);
+      }
+    }
+    // Time to first token from many short requests, interleaved in pairs: the added latency is
+    // a fraction of a millisecond, so it needs more samples than the long streams give.
+    const ttft = { direct: [] as number[], proxied: [] as number[] };
+    for (let i = 0; i < runs * 5; i++) {
+      const order = i % 2 === 0 ? ["direct", "proxied"] : ["proxied", "direct"];
+      for (const side of order) {
+        const t = await timeStream(side === "direct" ? realDirect : viaServer, side === "direct" ? "x" : "extra.tiny-chat", 2);
+        (side === "direct" ? ttft.direct : ttft.proxied).push(t.ttftMs);
+      }
+    }
+    const tpsDirect = median(real.direct.map((t) => t.tokensPerSecond));
+    const tpsProxied = median(real.proxied.map((t) => t.tokensPerSecond));
+    const added = ttft.proxied.map((t, i) => t - ttft.direct[i]!);
+    const fakeTotal = (xs: StreamTiming[]) => median(xs.map((t) => t.totalMs));
+    const perChunkUs = ((fakeTotal(fake.proxied) - fakeTotal(fake.direct)) * 1000) / chunks;
+    const fakeAdded = fake.proxied.map((t, i) => t.ttftMs - fake.direct[i]!.ttftMs);
+    console.log(`bench proxy: ${runs} interleaved runs (keep-alive pings on)`);
+    console.log(`  llama-server (--threads 1), ${TEST_MODELS.chat}, ${tokens} tokens streamed:`);
+    console.log(`    tokens/s direct ${tpsDirect.toFixed(1)}, through server ${tpsProxied.toFixed(1)}, ratio ${(tpsProxied / tpsDirect).toFixed(3)}  (goal >= 0.99)`);
+    console.log(`  llama-server, ${ttft.direct.length} paired short requests:`);
+    console.log(`    TTFT direct p50 ${fmt(percentile(ttft.direct, 0.5))}, through server p50 ${fmt(percentile(ttft.proxied, 0.5))}`);
+    console.log(`    added TTFT p50 ${fmt(percentile(added, 0.5))}, p95 ${fmt(percentile(added, 0.95))}  (goal p50 < 1 ms)`);
+    console.log(`  FAKE engine, ${chunks} chunks as fast as it can:`);
+    console.log(`    direct ${fmt(fakeTotal(fake.direct))}, through server ${fmt(fakeTotal(fake.proxied))}`);
+    console.log(`    per-chunk overhead ${perChunkUs.toFixed(2)} us  (goal < 20 us)`);
+    console.log(`    added time to first chunk p50 ${fmt(percentile(fakeAdded, 0.5))}, p95 ${fmt(percentile(fakeAdded, 0.95))}`);
+  } finally {
+    await server.stop();
+    w.cleanup();
+  }
+}
+
