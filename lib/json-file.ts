@@ -4,6 +4,7 @@
 // but does not parse is reported, never silently replaced.
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, writeSync, rmSync } from "node:fs";
 import { dirname, basename, join } from "node:path";
+import { changed } from "./generation.ts";
 
 export class CorruptStateFileError extends Error {
   constructor(
@@ -77,4 +78,5 @@ export function writeJsonFileAtomic(path: string, value: unknown): void {
   }
   closeSync(fd);
   renameSync(temp, path);
+  changed();
 }

@@ -1,11 +1,12 @@
 // The model catalog: built-in models (server_models.json), the user's registered models
 // (user_models.json, ids `user.*`), and every GGUF in the extra models folder (ids `extra.*`).
 // It answers which models exist, what they are (recipe, labels, type), and which files they need.
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { existsSync, readdirSync, statSync, watch } from "node:fs";
 import { join } from "node:path";
 import builtIn from "./server_models.json" with { type: "json" };
 import { checkpointProblem, findCachedFile, parseCheckpoint } from "./hf-cache.ts";
 import { ggufScalar, readGgufMetadata, type GgufMetadata } from "./gguf.ts";
+import { changed } from "../lib/generation.ts";
 import { clip } from "../lib/scrub.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
@@ -149,6 +150,7 @@ export class Catalog {
     private readonly aliases: AliasStore,
   ) {
     this.builtIn = Object.entries(builtIn as Record<string, RegistryRow>).map(([id, row]) => fromRow(id, row, "huggingface"));
+    this.watchExtraDir();
     const userRows = readJsonFile<Record<string, RegistryRow>>(join(opts.cacheDir, "user_models.json"), {});
     if (typeof userRows !== "object" || userRows === null || Array.isArray(userRows)) {
       throw new Error(`${join(opts.cacheDir, "user_models.json")} must hold a JSON object of model name -> definition`);
@@ -198,6 +200,18 @@ export class Catalog {
     this.userRows = rows;
     this.user = this.user.filter((m) => m.id !== id);
     return true;
+  }
+
+  /** Files added, removed or changed in the extra-models folder invalidate cached listings. */
+  private watchExtraDir(): void {
+    const dir = this.opts.extraModelsDir;
+    if (!dir || !existsSync(dir)) return;
+    try {
+      const watcher = watch(dir, { recursive: true }, () => changed());
+      watcher.unref?.();
+    } catch {
+      // No watcher on this file system: the listings' short lifetime still catches changes.
+    }
   }
 
   /** GGUF metadata of a local file, re-read only when the file changes. */

@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { createReadStream, readFileSync, existsSync, mkdirSync, openSync, closeSync, writeSync, fsyncSync, renameSync, rmSync, statSync, statfsSync, symlinkSync, readlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { ApiError } from "../lib/api-error.ts";
+import { changed } from "../lib/generation.ts";
 import { isRelativeInside, parseCheckpoint, pickVariantFile, repoCacheDir } from "./hf-cache.ts";
 
 export interface HubOptions {
@@ -129,6 +130,7 @@ function link(hubDir: string, manifest: RepoManifest, file: RepoFile, blob: stri
   const refs = join(repoCacheDir(hubDir, manifest.repo), "refs");
   mkdirSync(refs, { recursive: true });
   writeFileSync(join(refs, "main"), manifest.sha);
+  changed();
 }
 
 /** Downloads one file (resuming a partial one), verifies it, and links it into the snapshot. */

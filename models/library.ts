@@ -2,6 +2,7 @@
 // model to register first), downloading its files, deleting them again, and what the hub offers
 // (variants, updates, search). The scheduler's `prepare` is `ensureDownloaded`.
 import { rmSync } from "node:fs";
+import { changed } from "../lib/generation.ts";
 import { scrubPaths } from "../lib/scrub.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
@@ -77,6 +78,7 @@ export class ModelLibrary {
     this.opts.log(`Downloading ${model.id}`);
     await this.opts.downloads.pull(model, onProgress).catch(hubError);
     this.updatesAvailable.delete(model.id);
+    changed();
     this.opts.log(`Installed ${model.id}`);
   }
 
@@ -111,6 +113,7 @@ export class ModelLibrary {
         .all()
         .some((m) => m.id !== model.id && catalog.isDownloaded(m) && Object.values(m.checkpoints).some((c) => parseCheckpoint(c).repo === repo));
       if (!shared) rmSync(repoCacheDir(this.opts.hfCacheDir, repo), { recursive: true, force: true });
+      changed();
     }
     if (model.id.startsWith("user.")) catalog.unregisterUser(model.id);
     this.opts.log(`Deleted ${model.id}`);
@@ -159,6 +162,7 @@ export class ModelLibrary {
       else this.updatesAvailable.delete(model.id);
     }
     for (const id of found) this.updatesAvailable.add(id);
+    changed();
     return found;
   }
 

@@ -15,6 +15,7 @@
 // - a request whose client has gone leaves the queue, and no load starts for it;
 // - an engine that exits on its own is logged, forgotten, and started again by the next request.
 import { ApiError } from "../lib/api-error.ts";
+import { changed } from "../lib/generation.ts";
 import { E } from "../spec/errors.ts";
 import type { LoadSpec } from "../models/recipe-options.ts";
 import type { RunningEngine } from "../engines/engine.ts";
@@ -302,6 +303,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
           gone: Promise.withResolvers<void>(),
         };
         this.slots.set(model.id, slot);
+        changed();
         this.mostRecent = model.id;
         void engine.exited.then((code) => this.onExit(slot, code));
         if (this.closed) void this.stopSlot(slot);
@@ -373,6 +375,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   /** Drops a slot whose engine is gone, and lets the queue move. */
   private forget(slot: Slot<M>): void {
     if (this.slots.get(slot.model.id) === slot) this.slots.delete(slot.model.id);
+    changed();
     if (this.mostRecent === slot.model.id) {
       this.mostRecent = this.list().sort((a, b) => b.lastUse - a.lastUse)[0]?.model.id ?? null;
     }

@@ -4,12 +4,14 @@ import { models as spec } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import { listModels, modelObject, optionsView, saveOptions } from "../../protocols/models.ts";
 import type { Binder } from "../bind.ts";
+import { cachedJson } from "../view-cache.ts";
 
 export function modelRoutes(bind: Binder, ctx: ServerContext): void {
-  bind.http(spec.list, ({ query }) => ({
-    object: "list",
-    data: listModels(ctx, query.show_all === true, query.include_paths === true),
-  }));
+  bind.http(spec.list, ({ query }) => {
+    const showAll = query.show_all === true;
+    const paths = query.include_paths === true;
+    return cachedJson(ctx, `models:${showAll}:${paths}`, () => ({ object: "list", data: listModels(ctx, showAll, paths) }));
+  });
 
   bind.http(spec.get, ({ params, query }) => {
     const model = ctx.catalog.get(params.id);

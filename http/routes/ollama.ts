@@ -5,6 +5,7 @@ import { ApiError } from "../../lib/api-error.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import * as ollama from "../../protocols/ollama.ts";
 import type { Binder } from "../bind.ts";
+import { cachedJson } from "../view-cache.ts";
 
 export function ollamaRoutes(bind: Binder, ctx: ServerContext): void {
   bind.http(spec.chat, ({ body, request }) => ollama.chat(ctx, body, request.signal, metricsLabel(spec.chat)));
@@ -14,7 +15,7 @@ export function ollamaRoutes(bind: Binder, ctx: ServerContext): void {
   bind.http(spec.embeddings, ({ body, request }) => ollama.embeddings(ctx, body, request.signal, metricsLabel(spec.embeddings)));
   bind.http(spec.pull, ({ body }) => ollama.pull(ctx, body));
   bind.http(spec.remove, ({ body }) => ollama.remove(ctx, body));
-  bind.http(spec.tags, () => ollama.tags(ctx));
+  bind.http(spec.tags, () => cachedJson(ctx, "ollama:tags", () => ollama.tags(ctx)));
   bind.http(spec.ps, () => ollama.ps(ctx));
   bind.http(spec.version, () => ({ version: spec.OLLAMA_COMPAT_VERSION }));
   for (const def of [spec.create, spec.copy, spec.push, spec.blobs]) {
