@@ -103,5 +103,6 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     proxy: new EngineProxy({ scheduler, catalog, metrics, stats, logger, hangCheckMs: config.hangCheckMs }),
     speech: espeakSpeech,
     websocketPort: null,
+    activity: { requests: 0 },
   };
 }

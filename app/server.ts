@@ -4,6 +4,7 @@ import { loadConfig, type Overrides } from "../config/config.ts";
 import { createApp } from "../http/app.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { createServerContext } from "./context.ts";
+import { collectWhenIdle } from "./idle-gc.ts";
 
 export interface RunningServer {
   ctx: ServerContext;
@@ -41,11 +42,12 @@ export async function startServer(overrides: Overrides = {}, env = process.env):
   const limits = { reusePort: false };
   listenAlone(() => app.listen({ hostname: config.host, port: config.port, ...limits }), config.port);
   const port = app.server!.port!;
-  // The dedicated WebSocket port older clients discover through /v1/health (OS-assigned). It
-  // serves the same app, so /realtime and /logs/stream speak the identical protocol there.
-  const { app: wsApp } = createApp(ctx);
+  // The dedicated WebSocket port older clients discover through /v1/health (OS-assigned): the
+  // same WebSocket routes (/realtime, /logs/stream), with the same keys and origins, and nothing else.
+  const { app: wsApp } = createApp(ctx, { websocketsOnly: true });
   wsApp.listen({ hostname: config.host, port: 0, ...limits });
   ctx.websocketPort = wsApp.server!.port!;
+  const stopCollector = collectWhenIdle(() => ctx.activity.requests);
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
   ctx.logger.info("Server", `Lemonade Server ${ctx.version} listening on ${url} (pid ${process.pid})`);
@@ -56,6 +58,7 @@ export async function startServer(overrides: Overrides = {}, env = process.env):
     url,
     port,
     async stop() {
+      stopCollector();
       await ctx.scheduler.shutdown();
       await Promise.all([app.stop(true), wsApp.stop(true)]);
     },

@@ -48,7 +48,8 @@ function corsHeaders(origin: string, request: Request): Record<string, string> {
   };
 }
 
-export function createApp(ctx: ServerContext) {
+/** The whole API, or (`websocketsOnly`) just its WebSocket routes, for the dedicated WebSocket port. */
+export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
   const keys = { apiKey: ctx.config.apiKey, adminApiKey: ctx.config.adminApiKey };
   const started = new WeakMap<Request, number>();
   let defOf: (pathname: string) => EndpointDef | undefined = () => undefined;
@@ -57,6 +58,7 @@ export function createApp(ctx: ServerContext) {
   const app = new Elysia({ normalize: false })
     .onRequest(({ request, set }) => {
       started.set(request, performance.now());
+      ctx.activity.requests++;
       const url = new URL(request.url);
       const host = request.headers.get("host");
       if (!isHostAllowed(host, ctx.config.host, ctx.config.allowedHosts)) {
@@ -105,15 +107,17 @@ export function createApp(ctx: ServerContext) {
     });
 
   const binder = new Binder(app, { maxBytes: ctx.config.maxBodyBytes, maxDepth: DEFAULT_MAX_DEPTH });
-  docsRoutes(binder, ctx);
-  lemonadeRoutes(binder, ctx);
-  openaiRoutes(binder, ctx);
-  llamacppRoutes(binder, ctx);
-  anthropicRoutes(binder, ctx);
-  mcpRoutes(binder, ctx);
+  if (!websocketsOnly) {
+    docsRoutes(binder, ctx);
+    lemonadeRoutes(binder, ctx);
+    openaiRoutes(binder, ctx);
+    llamacppRoutes(binder, ctx);
+    anthropicRoutes(binder, ctx);
+    mcpRoutes(binder, ctx);
+    modelRoutes(binder, ctx);
+    ollamaRoutes(binder, ctx);
+  }
   realtimeRoutes(binder, ctx);
-  modelRoutes(binder, ctx);
-  ollamaRoutes(binder, ctx);
   logStreamRoute(binder, ctx);
   defOf = routeTable(binder.bound);
   return { app, bound: binder.bound };

@@ -227,7 +227,8 @@ export class Catalog {
     if (hit && hit.mtimeMs === st.mtimeMs && hit.size === st.size) return hit.meta;
     let meta: GgufMetadata | null = null;
     try {
-      meta = readGgufMetadata(path);
+      // Scalars only: the listing needs the architecture, pooling and context, not the vocabulary.
+      meta = readGgufMetadata(path, { arrays: false, tensors: false });
     } catch (err) {
       this.opts.onWarning?.(`Cannot read GGUF metadata of ${path}: ${(err as Error).message}`);
     }

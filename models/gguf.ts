@@ -49,12 +49,16 @@ class OutOfData extends Error {}
  * few tens of MB; a file claiming more is refused rather than read. */
 export const MAX_HEADER_BYTES = 256 * 1024 * 1024;
 
-/** A cursor over a growing prefix of the file: the header of a multi-GB model is read in chunks,
- * never past the end of the file or the header limit, whatever lengths the file claims. */
+const SCALAR_SIZES: Partial<Record<GgufType, number>> = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
+
+/** A cursor over the file, reading it in chunks into a window that only keeps what is not yet
+ * consumed: the header of a multi-GB model is read once, never past the end of the file or the
+ * header limit, whatever lengths the file claims. */
 class Cursor {
   private buf = Buffer.alloc(0);
+  /** File offset of buf[0]. */
+  private base = 0;
   private pos = 0;
-  private eof = false;
   private readonly limit: number;
 
   constructor(
@@ -66,20 +70,36 @@ class Cursor {
 
   /** Bytes left to read before the end of the file (or the header limit). */
   get remaining(): number {
-    return this.limit - this.pos;
+    return this.limit - (this.base + this.pos);
+  }
+
+  private outOfData(): OutOfData {
+    return new OutOfData(this.limit < MAX_HEADER_BYTES ? "file ends inside the GGUF header" : `GGUF header larger than ${MAX_HEADER_BYTES} bytes`);
   }
 
   private ensure(n: number): void {
-    if (n > this.remaining) {
-      throw new OutOfData(this.limit < MAX_HEADER_BYTES ? "file ends inside the GGUF header" : `GGUF header larger than ${MAX_HEADER_BYTES} bytes`);
+    if (n > this.remaining) throw this.outOfData();
+    if (this.buf.length - this.pos >= n) return;
+    const keep = this.buf.subarray(this.pos);
+    const end = this.base + this.buf.length;
+    const chunk = Buffer.alloc(Math.min(Math.max(1 << 20, n - keep.length), this.limit - end));
+    const read = readSync(this.fd, chunk, 0, chunk.length, end);
+    this.base += this.pos;
+    this.pos = 0;
+    this.buf = Buffer.concat([keep, chunk.subarray(0, read)]);
+    if (this.buf.length < n) throw this.outOfData();
+  }
+
+  /** Moves past n bytes without keeping them. */
+  skip(n: number): void {
+    if (n > this.remaining) throw this.outOfData();
+    if (this.buf.length - this.pos >= n) {
+      this.pos += n;
+      return;
     }
-    while (this.buf.length - this.pos < n) {
-      if (this.eof) throw new OutOfData("file ends inside the GGUF header");
-      const chunk = Buffer.alloc(Math.min(Math.max(1 << 20, n), this.limit - this.buf.length));
-      const read = readSync(this.fd, chunk, 0, chunk.length, this.buf.length);
-      if (read === 0) this.eof = true;
-      this.buf = Buffer.concat([this.buf, chunk.subarray(0, read)]);
-    }
+    this.base += this.pos + n;
+    this.pos = 0;
+    this.buf = Buffer.alloc(0);
   }
 
   u32(): number {
@@ -105,9 +125,8 @@ class Cursor {
   }
 
   scalar(type: GgufType): GgufScalar {
-    const sizes: Partial<Record<GgufType, number>> = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
     if (type === GgufType.STRING) return this.string();
-    const size = sizes[type];
+    const size = SCALAR_SIZES[type];
     if (size === undefined) throw new Error(`unknown GGUF value type ${type}`);
     this.ensure(size);
     const b = this.buf;
@@ -128,21 +147,44 @@ class Cursor {
     }
   }
 
-  value(type: GgufType): GgufValue {
+  /** A value; with `keepArrays` false an array is moved past and read as empty (a vocabulary is
+   * hundreds of thousands of strings no listing needs). */
+  value(type: GgufType, keepArrays = true): GgufValue {
     if (type !== GgufType.ARRAY) return this.scalar(type);
     const elemType = this.u32() as GgufType;
     const count = Number(this.u64());
     // Every element takes at least a byte: a count beyond what is left is a lie.
     if (count > this.remaining) throw new OutOfData(`an array claims ${count} elements, more than the file holds`);
+    if (!keepArrays) {
+      this.skipValues(elemType, count);
+      return { type: elemType, values: [] };
+    }
     const values: GgufValue[] = new Array(count);
     for (let i = 0; i < count; i++) values[i] = this.value(elemType);
     return { type: elemType, values };
   }
+
+  private skipValues(type: GgufType, count: number): void {
+    const size = SCALAR_SIZES[type];
+    if (size !== undefined) return this.skip(size * count);
+    for (let i = 0; i < count; i++) {
+      if (type === GgufType.STRING) this.skip(Number(this.u64()));
+      else if (type === GgufType.ARRAY) this.value(type, false);
+      else throw new Error(`unknown GGUF value type ${type}`);
+    }
+  }
+}
+
+export interface ReadOptions {
+  /** Keep array values (a tokenizer's vocabulary); false reads them as empty. Default true. */
+  arrays?: boolean;
+  /** Read the tensor list. Default true. */
+  tensors?: boolean;
 }
 
 /** Reads a regular file's GGUF header (anything else, a FIFO or a device, is refused unopened:
  * reading one would block). */
-export function readGgufMetadata(path: string): GgufMetadata {
+export function readGgufMetadata(path: string, opts: ReadOptions = {}): GgufMetadata {
   // Non-blocking open, then a check of what was opened: a FIFO put in the file's place is not waited on.
   const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
@@ -158,10 +200,10 @@ export function readGgufMetadata(path: string): GgufMetadata {
     for (let i = 0; i < kvCount; i++) {
       const key = c.string();
       const type = c.u32() as GgufType;
-      kv.set(key, { type, value: c.value(type) });
+      kv.set(key, { type, value: c.value(type, opts.arrays !== false) });
     }
     const tensors: GgufTensorInfo[] = [];
-    for (let i = 0; i < tensorCount; i++) {
+    for (let i = 0; opts.tensors !== false && i < tensorCount; i++) {
       const name = c.string();
       const nDims = c.u32();
       const dims: bigint[] = [];

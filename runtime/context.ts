@@ -41,4 +41,6 @@ export interface ServerContext {
   speech: Speech;
   /** The port the WebSocket APIs answer on, once listening. */
   websocketPort: number | null;
+  /** Requests received since start (the idle collector watches it). */
+  activity: { requests: number };
 }

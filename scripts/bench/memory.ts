@@ -15,7 +15,8 @@ export async function benchMemory() {
     for (let i = 0; i < 10_000; i += 8) {
       await Promise.all(Array.from({ length: 8 }, (_, j) => fetch(`${server.base}${routes[(i + j) % routes.length]}`).then((r) => r.arrayBuffer())));
     }
-    await Bun.sleep(1000);
+    // Settled: the server collects once it has been quiet for 2 s.
+    await Bun.sleep(5000);
     const afterRequests = rssMb(server.pid);
     for (let i = 0; i < 20; i++) {
       await load(server, { model_name: "extra.fake-engine", llamacpp_backend: "system" });
@@ -23,7 +24,7 @@ export async function benchMemory() {
       await res.arrayBuffer();
       await server.post("/v1/unload", { model_name: "extra.fake-engine" });
     }
-    await Bun.sleep(1000);
+    await Bun.sleep(5000);
     const afterLoads = rssMb(server.pid);
     const within = (mb: number) => `${(((mb - idle) / idle) * 100).toFixed(1)} % over idle`;
     console.log("bench memory: server RSS (the engines are other processes)");

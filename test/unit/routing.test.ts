@@ -97,6 +97,8 @@ describe("operational endpoints", () => {
       });
       ws.close();
       expect(first.type).toBe("logs.snapshot");
+      // Only the WebSocket routes: the HTTP API is the main port's.
+      expect((await fetch(`http://127.0.0.1:${health.websocket_port}/v1/models`)).status).toBe(404);
     } finally {
       await other.close();
     }
