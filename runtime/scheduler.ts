@@ -105,6 +105,10 @@ interface Waiter<M extends SchedulableModel> {
 
 const sameSpec = (a: LoadSpec, b: LoadSpec) => a.ctxSize === b.ctxSize && JSON.stringify(a.options) === JSON.stringify(b.options);
 
+/** An evicted engine has no request in flight and nothing to save, so it gets no grace period: a
+ * graceful exit takes llama.cpp ~40 ms, nearly all of what a swap adds to the next engine's start. */
+const EVICT_GRACE_MS = 0;
+
 export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   private readonly slots = new Map<string, Slot<M>>();
   /** Models whose engine is starting, by id. */
@@ -341,7 +345,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
         if (streaming) slot.streaming--;
         slot.inflight--;
         slot.lastUse = this.now();
-        if (slot.inflight === 0 && slot.state === "draining") void this.stopSlot(slot);
+        if (slot.inflight === 0 && slot.state === "draining") void this.stopSlot(slot, EVICT_GRACE_MS);
       },
       fail: async () => {
         lease.release();
@@ -359,7 +363,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   private async evict(slot: Slot<M>): Promise<void> {
     if (slot.state === "ready") {
       slot.state = "draining";
-      if (slot.inflight === 0) void this.stopSlot(slot);
+      if (slot.inflight === 0) void this.stopSlot(slot, EVICT_GRACE_MS);
     }
     await slot.gone.promise;
   }
