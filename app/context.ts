@@ -4,7 +4,7 @@ import type { Config } from "../config/config.ts";
 import { removeStaleTemps } from "../lib/json-file.ts";
 import { VERSION } from "../lib/version.ts";
 import { Logger } from "../observability/logger.ts";
-import { Metrics } from "../observability/metrics.ts";
+import { Metrics, type LoadedModelInfo } from "../observability/metrics.ts";
 import { GenerationStats } from "../observability/stats.ts";
 import { HostStats } from "../observability/system.ts";
 import { AliasStore } from "../models/aliases.ts";
@@ -81,10 +81,11 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     log: { info: (m) => logger.info("Router", m), warn: (m) => logger.warn("Router", m), error: (m) => logger.error("Router", m) },
   });
   const backends = new Backends(recipes, installer, scheduler, engineEnv, (m) => logger.info("Server", m));
-  const metrics = new Metrics(VERSION, () =>
-    scheduler.list().map((s) => ({ model: s.model.id, recipe: s.model.recipe, type: s.model.type, url: s.engine.url })),
+  const metrics: Metrics = new Metrics(VERSION, (): LoadedModelInfo[] =>
+    scheduler.list().map((s) => ({ model: s.model.id, recipe: s.model.recipe, type: s.model.type, url: s.engine.url, queued: proxy.queued(s) })),
   );
   const stats = new GenerationStats();
+  const proxy: EngineProxy = new EngineProxy({ scheduler, catalog, metrics, stats, logger, hangCheckMs: config.hangCheckMs, maxQueue: () => config.maxQueue });
   return {
     config,
     version: VERSION,
@@ -100,7 +101,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     downloads,
     backends,
     scheduler,
-    proxy: new EngineProxy({ scheduler, catalog, metrics, stats, logger, hangCheckMs: config.hangCheckMs }),
+    proxy,
     speech: espeakSpeech,
     websocketPort: null,
     activity: { requests: 0 },

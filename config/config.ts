@@ -38,6 +38,8 @@ export interface Config {
   /** Silence (ms) after which a waiting request checks its engine's health
    * (LEMONADE_HANG_CHECK_MS; 0 turns the check off). */
   hangCheckMs: number;
+  /** Requests that may wait for one engine's slots (LEMONADE_MAX_QUEUE, `max_queue`); more get 503. */
+  maxQueue: number;
 }
 
 /** The keys config.json may hold, as Lemonade spells them. */
@@ -49,6 +51,7 @@ interface ConfigFile {
   ctx_size?: number;
   extra_models_dir?: string;
   offline?: boolean;
+  max_queue?: number;
 }
 
 /** The JSON type each key must have; a wrong one stops start-up with a message naming file and key. */
@@ -60,6 +63,7 @@ const FILE_TYPES: Record<keyof ConfigFile, "string" | "integer" | "boolean"> = {
   ctx_size: "integer",
   extra_models_dir: "string",
   offline: "boolean",
+  max_queue: "integer",
 };
 
 function checkFileTypes(path: string, file: Record<string, unknown>): void {
@@ -132,6 +136,7 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
     hfToken: env.HF_TOKEN || null,
     npmRegistry: env.NPM_CONFIG_REGISTRY || env.npm_config_registry || undefined,
     searchPath: env.PATH ?? "",
+    maxQueue: intSetting("max_queue", env.LEMONADE_MAX_QUEUE ?? file.max_queue, 512, 0, 1_000_000),
     hangCheckMs: intSetting("LEMONADE_HANG_CHECK_MS", env.LEMONADE_HANG_CHECK_MS, 10_000, 0, 3_600_000),
     offline: env.LEMONADE_OFFLINE ? /^(1|true|yes)$/i.test(env.LEMONADE_OFFLINE) : file.offline === true,
     mcpImageDir: resolve(env.LEMONADE_MCP_IMAGE_DIR || join(cacheDir, "mcp-images")),

@@ -78,6 +78,8 @@ export interface LaunchPlan {
   /** Answers 200 once the engine can serve. */
   healthPath: string;
   readyTimeoutMs: number;
+  /** Requests the engine serves at once (its parallel slots); more wait in the server's queue. */
+  slots: number;
 }
 
 /** A started engine, as the scheduler and proxy use it. */
@@ -86,6 +88,8 @@ export interface RunningEngine {
   readonly url: string;
   readonly pid: number;
   readonly argv: string[];
+  /** Requests it serves at once (LaunchPlan.slots). */
+  readonly slots: number;
   /** Settles with the exit code when the process ends, asked to or not. */
   readonly exited: Promise<number>;
   /** Whether the engine was asked to stop (an exit after this is no crash). */

@@ -74,6 +74,19 @@ function checkUserArgs(args: string[]): void {
   checkReservedArgs("llamacpp_args", UNSAFE_LLAMA_FLAGS, args, "it writes or reads files outside the model's folders, reaches the network or runs tools");
 }
 
+/** llama-server's parallel slots: `-np`/`--parallel` when the user sets it, else its own default
+ * (auto: 4 slots sharing one unified KV cache, so each request may still use the whole context). */
+export function parallelSlots(userArgs: string[]): number {
+  for (let i = 0; i < userArgs.length; i++) {
+    const [flag, inline] = userArgs[i]!.split("=");
+    if (flag === "-np" || flag === "--parallel") {
+      const n = Number(inline ?? userArgs[i + 1]);
+      if (Number.isInteger(n) && n > 0) return n;
+    }
+  }
+  return 4;
+}
+
 export function llamaArgv(binary: string, port: number, launch: LlamaLaunch): string[] {
   checkUserArgs(launch.userArgs);
   const argv = [binary, "-m", launch.modelPath, "--host", "127.0.0.1", "--port", String(port), "--ctx-size", String(launch.ctxSize)];
@@ -111,6 +124,6 @@ export const llamacpp: Recipe = {
       userArgs: splitArgs(String(input.options.llamacpp_args ?? "")),
       slotSavePath: input.workDir,
     };
-    return { argv: (port) => llamaArgv(binary, port, launch), healthPath: "/health", readyTimeoutMs: 120_000 };
+    return { argv: (port) => llamaArgv(binary, port, launch), healthPath: "/health", readyTimeoutMs: 120_000, slots: parallelSlots(launch.userArgs) };
   },
 };

@@ -45,7 +45,7 @@ export function freePort(): number {
 /** Starts the plan's engine on a free loopback port and waits until its health path answers. */
 export async function startEngine(plan: LaunchPlan, onLine: LineSink, record?: SpawnRecord): Promise<RunningEngine> {
   const port = freePort();
-  const engine = new EngineProcess({ argv: plan.argv(port), env: plan.env, onLine, record }, `http://127.0.0.1:${port}`, plan.healthPath);
+  const engine = new EngineProcess({ argv: plan.argv(port), env: plan.env, onLine, record }, `http://127.0.0.1:${port}`, plan.healthPath, plan.slots);
   try {
     await engine.waitReady(plan.readyTimeoutMs);
   } catch (err) {
@@ -76,6 +76,7 @@ export class EngineProcess implements RunningEngine {
     opts: SpawnOptions,
     readonly url: string,
     private readonly healthPath: string,
+    readonly slots = 1,
   ) {
     this.argv = opts.argv;
     const token = crypto.randomUUID();

@@ -55,6 +55,8 @@ export const whispercpp: Recipe = {
       argv: (port) => [binary, "-m", input.files.main!, "--host", "127.0.0.1", "--port", String(port), ...userArgs],
       healthPath: "/health",
       readyTimeoutMs: 60_000,
+      // whisper-server runs one inference at a time.
+      slots: 1,
     };
   },
 };

@@ -78,5 +78,7 @@ const BODIES: Record<ErrorStyle, (err: ApiError) => unknown> = {
 };
 
 export function errorResponse(err: ApiError, style: ErrorStyle, headers: Record<string, string> = {}): Response {
-  return Response.json(BODIES[style](err), { status: err.status, headers });
+  const all: Record<string, string> = { ...headers };
+  if (err.extras.retryAfterS !== undefined) all["retry-after"] = String(err.extras.retryAfterS);
+  return Response.json(BODIES[style](err), { status: err.status, headers: all });
 }

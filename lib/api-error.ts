@@ -24,6 +24,8 @@ export interface ErrorExtras {
   retryable?: boolean;
   /** The engine answered with (or failed with) this error, rather than the server refusing the request. */
   fromEngine?: boolean;
+  /** Seconds a client should wait before sending it again (the Retry-After header). */
+  retryAfterS?: number;
 }
 
 export class ApiError extends Error {

@@ -13,6 +13,8 @@ export interface LoadedModelInfo {
   type: string;
   /** The engine's base URL, for scraping its own /metrics. */
   url: string;
+  /** Requests waiting in the server's queue for the engine's slots. */
+  queued: number;
 }
 
 export class Metrics {
@@ -74,6 +76,16 @@ export class Metrics {
       collect() {
         this.reset();
         for (const m of loadedModels()) this.set({ model: m.model, recipe: m.recipe, type: m.type }, 1);
+      },
+    });
+    new Gauge({
+      name: "lemonade_queued_requests",
+      help: "Requests waiting for a loaded model's engine slots, by model.",
+      labelNames: ["model"],
+      registers,
+      collect() {
+        this.reset();
+        for (const m of loadedModels()) this.set({ model: m.model }, m.queued);
       },
     });
     new Gauge({

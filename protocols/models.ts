@@ -100,7 +100,7 @@ export function saveLoadOptions(ctx: ServerContext, model: CatalogModel, request
 }
 
 /** One entry of `/v1/health`'s `all_models_loaded`. */
-export function healthEntry(slot: Slot<CatalogModel>, loading: boolean) {
+export function healthEntry(slot: Slot<CatalogModel>, loading: boolean, queued: number) {
   return {
     model_name: slot.model.id,
     checkpoint: slot.model.checkpoints.main ?? "",
@@ -110,6 +110,7 @@ export function healthEntry(slot: Slot<CatalogModel>, loading: boolean) {
     pinned: slot.pinned,
     is_busy: slot.inflight > 0 || loading,
     is_streaming: slot.streaming > 0,
+    queue_depth: queued,
     recipe: slot.model.recipe,
     pid: slot.engine.pid,
     recipe_options: { ...slot.spec.options, ctx_size: slot.spec.ctxSize },

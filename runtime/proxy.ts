@@ -16,7 +16,8 @@ import type { Catalog, CatalogModel } from "../models/catalog.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { extractTimings, type GenerationStats } from "../observability/stats.ts";
-import type { Lease, Scheduler } from "./scheduler.ts";
+import { EngineQueue, type Ticket } from "./engine-queue.ts";
+import type { Lease, Scheduler, Slot } from "./scheduler.ts";
 
 /** How one client protocol's event stream looks. */
 export interface StreamRule {
@@ -108,12 +109,34 @@ export interface ProxyDeps {
   /** Silence (ms) after which a waiting request checks its engine's health; after three failed
    * checks in a row the engine counts as hung. 0 turns the check off. */
   hangCheckMs?: number;
+  /** Requests that may wait for one engine's slots; more are refused with 503. Read at each request. */
+  maxQueue?: () => number;
 }
+
+/** No queue: for requests that take no slot (slots, tokenize). */
+const UNQUEUED: Ticket = { ready: Promise.resolve(), leave: () => {} };
 
 const clientClosed = () => new ApiError(499, "client_closed", "The client closed the request");
 
 export class EngineProxy {
+  private readonly queues = new WeakMap<Slot<CatalogModel>, EngineQueue>();
+
   constructor(private readonly deps: ProxyDeps) {}
+
+  /** The queue in front of a loaded model's engine. */
+  queueOf(slot: Slot<CatalogModel>): EngineQueue {
+    let queue = this.queues.get(slot);
+    if (!queue) {
+      queue = new EngineQueue(slot.engine.slots, this.deps.maxQueue ?? (() => 512));
+      this.queues.set(slot, queue);
+    }
+    return queue;
+  }
+
+  /** Requests waiting for a loaded model's engine. */
+  queued(slot: Slot<CatalogModel>): number {
+    return this.queues.get(slot)?.depth ?? 0;
+  }
 
   /** The model a request names: a loaded one by its id without a catalog scan (every request's
    * hot path), else the catalog's answer; refused when the route cannot serve it. */
@@ -131,7 +154,17 @@ export class EngineProxy {
 
   async toModel(req: ProxyRequest): Promise<Response> {
     const lease = await this.acquire(req.model, req.check, { options: req.loadOptions, signal: req.signal });
-    return this.forward(new Exchange(this.deps, lease, req, "POST"), req);
+    return this.forward(this.exchange(lease, req, "POST", true), req);
+  }
+
+  /** An exchange on a claimed model; a full queue refuses it here, before any response starts. */
+  private exchange(lease: Lease<CatalogModel>, req: Omit<ProxyRequest, "check">, method: "GET" | "POST", queued: boolean): Exchange {
+    try {
+      return new Exchange(this.deps, lease, req, method, queued ? (slot) => this.queueOf(slot) : null);
+    } catch (err) {
+      lease.release();
+      throw err;
+    }
   }
 
   /** Forwards to the most recently used model (slots, tokenize: they name no model). */
@@ -145,7 +178,7 @@ export class EngineProxy {
     if (refusal) throw refusal;
     const lease = await scheduler.acquire(model, { signal: req.signal });
     const full = { ...req, model: id, body: req.body ?? {}, generation: false };
-    return this.forward(new Exchange(this.deps, lease, full, req.method), full);
+    return this.forward(this.exchange(lease, full, req.method, false), full);
   }
 
   private async forward(ex: Exchange, req: Omit<ProxyRequest, "check">): Promise<Response> {
@@ -174,6 +207,8 @@ class Exchange {
   private replayed = false;
   private finished = false;
   private hung = false;
+  /** This request's place in the engine's queue. */
+  private ticket: Ticket;
   private readonly onClientAbort = () => this.upstream.abort();
 
   constructor(
@@ -181,8 +216,14 @@ class Exchange {
     private lease: Lease<CatalogModel>,
     private readonly req: Omit<ProxyRequest, "check">,
     private readonly method: "GET" | "POST",
+    private readonly queueOf: ((slot: Slot<CatalogModel>) => EngineQueue) | null,
   ) {
+    this.ticket = this.join();
     req.signal.addEventListener("abort", this.onClientAbort, { once: true });
+  }
+
+  private join(): Ticket {
+    return this.queueOf ? this.queueOf(this.lease.slot).join(this.lease.slot.model.id, this.req.signal) : UNQUEUED;
   }
 
   private get modelId(): string {
@@ -192,6 +233,13 @@ class Exchange {
   /** Sends the request; an engine that cannot be reached is replaced and the request sent again. */
   async send(): Promise<Response> {
     for (;;) {
+      try {
+        await this.ticket.ready;
+      } catch (err) {
+        this.status = 499;
+        this.finish();
+        throw err;
+      }
       const stopWatch = this.watch();
       try {
         const res = await engineFetch(this.lease.url + this.req.path, {
@@ -221,6 +269,7 @@ class Exchange {
     const id = this.modelId;
     const model = this.lease.slot.model;
     const why = this.hung ? "stopped answering its health checks" : "could not be reached";
+    this.ticket.leave();
     await this.lease.fail();
     this.hung = false;
     this.upstream = new AbortController();
@@ -234,9 +283,18 @@ class Exchange {
     try {
       this.lease = await this.deps.scheduler.acquire(model, { options: this.req.loadOptions, signal: this.req.signal });
     } catch (err) {
+      this.ticket = UNQUEUED;
       this.status = 503;
       this.finish();
       throw err instanceof ApiError && err.status === 499 ? err : engineUnavailable(id, `${why}, and loading it again failed`);
+    }
+    try {
+      this.ticket = this.join();
+    } catch (err) {
+      this.ticket = UNQUEUED;
+      this.status = 503;
+      this.finish();
+      throw err;
     }
   }
 
@@ -425,6 +483,7 @@ class Exchange {
     this.finished = true;
     const { metrics, stats } = this.deps;
     this.req.signal.removeEventListener("abort", this.onClientAbort);
+    this.ticket.leave();
     this.lease.release();
     const modelId = this.modelId;
     const labels = { model: modelId, endpoint: this.req.endpoint };

@@ -59,6 +59,7 @@ export const LoadedModel = T.Object({
   pinned: T.Boolean({ description: "Whether the model is pinned against automatic eviction" }),
   is_busy: T.Boolean({ description: "Whether the model has requests in flight or a load in progress" }),
   is_streaming: T.Boolean({ description: "Whether the model is streaming output tokens right now" }),
+  queue_depth: T.Integer({ description: "Lemonade extension: requests waiting for one of the engine's slots (beyond `max_queue`, LEMONADE_MAX_QUEUE, 512 by default, a request is refused with 503 `server_busy` and `Retry-After`)" }),
   recipe: T.String({ description: "Recipe used to load the model, e.g. `llamacpp`" }),
   pid: T.Integer({ description: "Process ID of the backend engine serving this model" }),
   recipe_options: T.Record(T.String(), T.Unknown(), { description: "Options used to load the model" }),

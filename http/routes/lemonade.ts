@@ -122,7 +122,7 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
     status: "ok",
     version: ctx.version,
     model_loaded: ctx.scheduler.mostRecent,
-    all_models_loaded: ctx.scheduler.list().map((s) => healthEntry(s, ctx.scheduler.isLoading(s.model.id))),
+    all_models_loaded: ctx.scheduler.list().map((s) => healthEntry(s, ctx.scheduler.isLoading(s.model.id), ctx.proxy.queued(s))),
     max_models: perType(() => ctx.config.maxLoadedModels),
     pinned_models: perType((t) => ctx.scheduler.list().filter((s) => s.model.type === t && s.pinned).length),
     ...(ctx.websocketPort !== null ? { websocket_port: ctx.websocketPort } : {}),

@@ -22,6 +22,7 @@ export function launchFake(model: FakeModel, readyTimeoutMs = 5000): Promise<Run
     {
       argv: (port) => [process.execPath, FAKE_LLAMA_SERVER, "-m", model.id, "--port", String(port), ...(model.flags ?? [])],
       healthPath: "/health",
+      slots: 4,
       readyTimeoutMs,
     },
     () => {},

@@ -1,0 +1,74 @@
+// The queue in front of an engine: as many requests at once as it has slots, the rest in arrival
+// order up to max_queue, then 503 server_busy with Retry-After; depth in /v1/health and /metrics.
+import { expect, test } from "bun:test";
+import { EngineQueue } from "../../runtime/engine-queue.ts";
+import { startFakeServer } from "../helpers/fake-engine.ts";
+
+test("slots go in arrival order, a freed slot passes to the next waiter, a leaver leaves the line", async () => {
+  const q = new EngineQueue(1, () => 10);
+  const order: string[] = [];
+  const a = q.join("m");
+  const b = q.join("m");
+  const left = new AbortController();
+  const c = q.join("m", left.signal);
+  const d = q.join("m");
+  expect(q.depth).toBe(3);
+  for (const [name, t] of [["b", b], ["d", d]] as const) void t.ready.then(() => order.push(name));
+  const cOutcome = c.ready.then(() => "served", (e) => e.code);
+  left.abort();
+  expect(await cOutcome).toBe("client_closed");
+  expect(q.depth).toBe(2);
+  await a.ready;
+  a.leave();
+  await b.ready;
+  b.leave();
+  await d.ready;
+  expect(order).toEqual(["b", "d"]);
+  d.leave();
+  expect(q.depth).toBe(0);
+  const e = q.join("m");
+  await e.ready;
+});
+
+test("a full queue refuses at once with 503 server_busy and Retry-After", () => {
+  const q = new EngineQueue(1, () => 1);
+  q.join("m");
+  q.join("m");
+  let err: any;
+  try {
+    q.join("m");
+  } catch (e) {
+    err = e;
+  }
+  expect(err).toMatchObject({ status: 503, code: "server_busy" });
+  expect(err.extras).toMatchObject({ retryable: true, retryAfterS: 1 });
+});
+
+test("over HTTP: one slot (--parallel 1), max_queue 2: two wait (shown in /v1/health and /metrics), the next is 503, all others 200 in order", async () => {
+  const server = await startFakeServer(["a"], { LEMONADE_MAX_QUEUE: "2" }, { llamacpp_args: "--parallel 1" });
+  try {
+    const chat = (stream: boolean, token_ms = 0) =>
+      fetch(`${server.url}/v1/chat/completions`, {
+        method: "POST",
+        body: JSON.stringify({ model: "extra.a", stream, max_tokens: 10, messages: [{ role: "user", content: "hi" }], fake: { token_ms } }),
+      });
+    expect((await chat(false)).status).toBe(200);
+    const finished: number[] = [];
+    const running = [0, 1, 2].map((i) => chat(false, 30).then(async (r) => (await r.arrayBuffer(), finished.push(i), r.status)));
+    await Bun.sleep(100);
+    const health = await (await fetch(`${server.url}/v1/health`)).json();
+    expect(health.all_models_loaded[0].queue_depth).toBe(2);
+    expect(await (await fetch(`${server.url}/metrics`)).text()).toContain('lemonade_queued_requests{model="extra.a"} 2');
+    const busy = await chat(false);
+    expect(busy.status).toBe(503);
+    expect(busy.headers.get("retry-after")).toBe("1");
+    expect((await busy.json()).error.code).toBe("server_busy");
+    const busyStream = await chat(true);
+    expect(busyStream.status).toBe(503);
+    await busyStream.arrayBuffer();
+    expect(await Promise.all(running)).toEqual([200, 200, 200]);
+    expect(finished).toEqual([0, 1, 2]);
+  } finally {
+    await server.close();
+  }
+});
