@@ -14,6 +14,7 @@ import { ModelLibrary } from "../models/library.ts";
 import { OptionResolver, RecipeOptionsStore } from "../models/recipe-options.ts";
 import { EngineInstaller } from "../engines/installer.ts";
 import { espeakSpeech } from "../engines/kokoro.ts";
+import { sdUpscaler } from "../engines/sd-cpp.ts";
 import { EngineRegistry } from "../engines/orphans.ts";
 import { RECIPES, recipeStatuses } from "../engines/recipes.ts";
 import { Backends } from "../runtime/backends.ts";
@@ -103,6 +104,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     scheduler,
     proxy,
     speech: espeakSpeech,
+    upscaler: sdUpscaler(engineEnv),
     websocketPort: null,
     activity: { requests: 0 },
   };

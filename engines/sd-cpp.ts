@@ -1,10 +1,113 @@
-// The sd-cpp recipe: stable-diffusion.cpp's sd-server. Neither its source nor a release can be
-// obtained on these machines, so every backend reports why; image models are filtered out.
-import { recipeStatus, unsupportedBackend, type Recipe } from "./engine.ts";
+// The sd-cpp recipe: stable-diffusion.cpp's `sd-server` for generation and edits, and its
+// `sd-cli` for ESRGAN upscaling (sd-server has no upscale route in the release Lemonade pins,
+// master-820-de298c2). The command lines are the real server's: `--listen-port`, then `-m` for a
+// single-file checkpoint, or `--diffusion-model` + `--llm` + `--vae` for the multi-component
+// entries (Flux, Qwen-Image, Z-Image), `--vae-tiling --diffusion-fa` on Vulkan, and the user's
+// `sdcpp_args` with the flags the server owns refused. Neither sd.cpp's source nor a release can
+// be fetched on these machines, so `cpu` says so; `system` runs the binaries found on PATH.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { splitArgs } from "../lib/args.ts";
+import { checkReservedArgs, EngineConfigError, onPath, recipeStatus, systemBinaryStatus, unsupportedBackend, type EngineEnv, type LaunchPlan, type Recipe } from "./engine.ts";
+
+export const SD_SERVER = "sd-server";
+export const SD_CLI = "sd-cli";
+
+/** Flags the server sets itself; users may not pass them in `sdcpp_args`. */
+export const RESERVED_SDCPP_FLAGS = ["-m", "--model", "--diffusion-model", "--llm", "--vae", "-v", "--verbose", "--listen-port", "-l", "--listen-ip"];
+
+const checkUserArgs = (args: string[]) => checkReservedArgs("sdcpp_args", RESERVED_SDCPP_FLAGS, args);
+
+const BACKENDS = ["auto", "cpu", "system", "vulkan", "cuda", "rocm", "metal"];
+
+/** The backend a load runs on: `auto` is the first usable one (here: sd-server on PATH). */
+function resolveBackend(backend: string, env: EngineEnv): string {
+  if (backend !== "auto") return backend;
+  return onPath(SD_SERVER, env) ? "system" : "cpu";
+}
+
+/** A binary of the sd.cpp release for a backend: only `system` (PATH) exists on this machine. */
+function locateBinary(binary: string, backend: string, env: EngineEnv): string {
+  const resolved = resolveBackend(backend, env);
+  if (resolved === "system") {
+    const found = onPath(binary, env);
+    if (!found) throw new EngineConfigError(`sd-cpp backend 'system' needs ${binary} on PATH`);
+    return found;
+  }
+  throw new EngineConfigError(`sd-cpp backend '${resolved}' is not available here: stable-diffusion.cpp cannot be obtained on this machine; put ${binary} on PATH and use 'system'`);
+}
+
+/** sd-cli, for upscaling with an ESRGAN model. */
+export function locateSdCli(backend: string, env: EngineEnv): string {
+  return locateBinary(SD_CLI, backend, env);
+}
+
+/** The argv that upscales `input` into `output` with an ESRGAN model, as the real server runs it. */
+export function upscaleArgv(binary: string, model: string, input: string, output: string): string[] {
+  return [binary, "-M", "upscale", "--upscale-model", model, "-i", input, "-o", output];
+}
 
 export const sdCpp: Recipe = {
   name: "sd-cpp",
   displayName: "stable-diffusion.cpp",
-  status: () => recipeStatus({ cpu: unsupportedBackend("stable-diffusion.cpp cannot be obtained on this machine") }),
-  checkOptions() {},
+  backendOption: "sdcpp_backend",
+  status: (env) =>
+    recipeStatus({
+      cpu: unsupportedBackend("stable-diffusion.cpp cannot be obtained on this machine (no release, no source build)"),
+      system: systemBinaryStatus(SD_SERVER, env),
+    }),
+
+  checkOptions(options) {
+    if (typeof options.sdcpp_args === "string") checkUserArgs(splitArgs(options.sdcpp_args));
+    if (typeof options.sdcpp_backend === "string" && !BACKENDS.includes(options.sdcpp_backend)) {
+      throw new EngineConfigError(`sd-cpp backend '${options.sdcpp_backend}' is unknown (use ${BACKENDS.join(", ")})`);
+    }
+  },
+
+  locate: (backend, env) => locateBinary(SD_SERVER, backend, env),
+
+  plan(binary, input): LaunchPlan {
+    const userArgs = splitArgs(String(input.options.sdcpp_args ?? ""));
+    checkUserArgs(userArgs);
+    const { main, text_encoder: llm, vae } = input.files;
+    const model = llm && vae ? ["--diffusion-model", main!, "--llm", llm, "--vae", vae] : ["-m", main!];
+    const gpu = input.options.sdcpp_backend === "vulkan" ? ["--vae-tiling", "--diffusion-fa"] : [];
+    return {
+      argv: (port) => [binary, "--listen-port", String(port), ...model, ...gpu, ...userArgs],
+      // sd-server loads the model before it listens, and has no health route: `/` answering is ready.
+      healthPath: "/",
+      readyTimeoutMs: 600_000,
+      // One generation at a time: sd-server holds a lock around the model.
+      slots: 1,
+    };
+  },
 };
+
+/** ESRGAN upscaling with sd-cli, one process per image (sd-server has no upscale route). */
+export interface Upscaler {
+  upscale(modelPath: string, backend: string, image: Uint8Array, signal?: AbortSignal): Promise<Uint8Array>;
+}
+
+/** The real server gives sd-cli five minutes per image. */
+const UPSCALE_TIMEOUT_MS = 300_000;
+
+export function sdUpscaler(env: EngineEnv): Upscaler {
+  return {
+    async upscale(modelPath, backend, image, signal) {
+      const binary = locateSdCli(backend, env);
+      const dir = mkdtempSync(join(tmpdir(), "lemonade-upscale-"));
+      try {
+        const input = join(dir, "input.png");
+        const output = join(dir, "output.png");
+        writeFileSync(input, image);
+        const child = Bun.spawn(upscaleArgv(binary, modelPath, input, output), { stdout: "pipe", stderr: "pipe", timeout: UPSCALE_TIMEOUT_MS, signal });
+        const [err, code] = await Promise.all([new Response(child.stderr).text(), child.exited, new Response(child.stdout).arrayBuffer()]);
+        if (code !== 0) throw new Error(`sd-cli exited with ${code}: ${err.trim().split("\n").slice(-3).join(" ")}`);
+        return new Uint8Array(readFileSync(output));
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}

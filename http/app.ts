@@ -12,6 +12,7 @@ import { DEFAULT_MAX_DEPTH } from "./body.ts";
 import { errorResponse, toApiError, unmatchedErrorStyle } from "./errors.ts";
 import { anthropicRoutes } from "./routes/anthropic.ts";
 import { docsRoutes } from "./routes/docs.ts";
+import { imageRoutes } from "./routes/images.ts";
 import { lemonadeRoutes } from "./routes/lemonade.ts";
 import { llamacppRoutes } from "./routes/llamacpp.ts";
 import { logStreamRoute } from "./routes/logs.ts";
@@ -111,6 +112,7 @@ export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
     docsRoutes(binder, ctx);
     lemonadeRoutes(binder, ctx);
     openaiRoutes(binder, ctx);
+    imageRoutes(binder, ctx);
     llamacppRoutes(binder, ctx);
     anthropicRoutes(binder, ctx);
     mcpRoutes(binder, ctx);

@@ -37,8 +37,11 @@ export interface CatalogModel {
   suggested: boolean;
   size?: number;
   source: ModelSource;
-  /** Options the registry row authors; saved options layer on top. */
+  /** Options the registry row authors (an image model's `image_defaults` among them); saved
+   * options layer on top. */
   registryOptions: Record<string, unknown>;
+  /** An image model's other generation defaults (sampler, flow shift), passed to sd-server as they are. */
+  imageExtras?: Record<string, unknown>;
 }
 
 export interface ResolvedFile {
@@ -65,7 +68,11 @@ export interface RegistryRow {
   suggested?: boolean;
   size?: number;
   recipe_options?: Record<string, unknown>;
+  image_defaults?: Record<string, unknown>;
 }
+
+/** The image defaults that are sd-cpp recipe options; the rest are sd-server's own extras. */
+const IMAGE_OPTION_KEYS = ["steps", "cfg_scale", "width", "height"];
 
 /** The label each deployment type is called by. */
 const LABEL_OF: Record<ModelType, string> = {
@@ -111,6 +118,9 @@ function fromRow(id: string, row: RegistryRow, source: ModelSource): CatalogMode
     checkpoints.mmproj = `${parseCheckpoint(checkpoints.main).repo}:${row.mmproj}`;
   }
   const { type, labels } = classify(id, row.recipe, row.labels ?? []);
+  const defaults = Object.entries(row.image_defaults ?? {});
+  const imageOptions = Object.fromEntries(defaults.filter(([k]) => IMAGE_OPTION_KEYS.includes(k)));
+  const imageExtras = Object.fromEntries(defaults.filter(([k]) => !IMAGE_OPTION_KEYS.includes(k)));
   return {
     id,
     recipe: row.recipe,
@@ -120,7 +130,8 @@ function fromRow(id: string, row: RegistryRow, source: ModelSource): CatalogMode
     suggested: row.suggested ?? false,
     size: row.size,
     source,
-    registryOptions: row.recipe_options ?? {},
+    registryOptions: { ...imageOptions, ...(row.recipe_options ?? {}) },
+    ...(defaults.length ? { imageExtras } : {}),
   };
 }
 

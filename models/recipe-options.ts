@@ -24,6 +24,10 @@ export function validateOption(recipe: string, key: string, value: unknown): Opt
     if (spec.ctx && value !== -1 && value < 1) throw new OptionError(`Option '${key}' must be a positive whole number or -1`);
     return value;
   }
+  if (spec.kind === "number") {
+    if (typeof value !== "number" || !Number.isFinite(value)) throw new OptionError(`Option '${key}' must be a number`);
+    return value;
+  }
   if (spec.kind === "bool") {
     if (typeof value !== "boolean") throw new OptionError(`Option '${key}' must be true or false`);
     return value;

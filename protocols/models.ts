@@ -89,6 +89,8 @@ export function optionsView(ctx: ServerContext, model: CatalogModel, saved: Opti
  * only shows what that would give). */
 export function saveOptions(ctx: ServerContext, model: CatalogModel, body: Record<string, unknown>) {
   const next = mergeSavedOptions(model.recipe, ctx.recipeOptions.saved(model.id), body);
+  // A value the next load would fail on (a reserved flag, an unknown backend) is refused now, not then.
+  ctx.scheduler.checkOptions(model, next);
   if (body.dry_run === true) return optionsView(ctx, model, next);
   ctx.recipeOptions.replace(model.id, next);
   return optionsView(ctx, model);

@@ -11,6 +11,7 @@ import type { Catalog, CatalogModel } from "../models/catalog.ts";
 import type { DownloadManager } from "../models/downloads.ts";
 import type { ModelLibrary } from "../models/library.ts";
 import type { OptionResolver, RecipeOptionsStore } from "../models/recipe-options.ts";
+import type { Upscaler } from "../engines/sd-cpp.ts";
 import type { Backends } from "./backends.ts";
 import type { EngineProxy } from "./proxy.ts";
 import type { Scheduler } from "./scheduler.ts";
@@ -39,6 +40,8 @@ export interface ServerContext {
   scheduler: Scheduler<CatalogModel>;
   proxy: EngineProxy;
   speech: Speech;
+  /** ESRGAN upscaling (engines/sd-cpp.ts's sd-cli). */
+  upscaler: Upscaler;
   /** The port the WebSocket APIs answer on, once listening. */
   websocketPort: number | null;
   /** Requests received since start (the idle collector watches it). */

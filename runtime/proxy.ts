@@ -48,8 +48,10 @@ export interface ProxyRequest {
   model: string;
   /** Engine path, e.g. `/v1/chat/completions`. */
   path: string;
-  /** Body to send on to the engine. */
+  /** Body to send on to the engine, as JSON. */
   body: Record<string, unknown>;
+  /** A multipart body to send instead (image edits), as it is. */
+  form?: FormData;
   /** The stream rule, when the answer is an event stream. */
   stream?: StreamRule;
   /** With a stream: wait for the engine's answer before sending headers, so that an engine error
@@ -242,10 +244,12 @@ class Exchange {
       }
       const stopWatch = this.watch();
       try {
+        const { form } = this.req;
         const res = await engineFetch(this.lease.url + this.req.path, {
           method: this.method,
-          headers: { "content-type": "application/json" },
-          body: this.method === "POST" ? JSON.stringify(this.req.body) : undefined,
+          // A form sets its own multipart Content-Type, boundary included.
+          headers: form ? undefined : { "content-type": "application/json" },
+          body: this.method !== "POST" ? undefined : form ?? JSON.stringify(this.req.body),
           signal: this.upstream.signal,
         });
         this.status = res.status;

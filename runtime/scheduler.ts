@@ -149,6 +149,11 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   }
 
   /** Claims a model for one request, loading it first when needed. */
+  /** Refuses options that would make the model's next load fail (a 400), e.g. before they are saved. */
+  checkOptions(model: M, options: Record<string, unknown>): void {
+    this.deps.check(model, options);
+  }
+
   async acquire(model: M, opts: AcquireOptions = {}): Promise<Lease<M>> {
     const ready = this.slots.get(model.id);
     if (ready?.state === "ready") return this.leaseOf(ready);

@@ -4,6 +4,7 @@ import * as lemonade from "./lemonade.ts";
 import * as ollama from "./ollama.ts";
 import * as models from "./models.ts";
 import * as openai from "./openai.ts";
+import * as images from "./images.ts";
 import * as llamacpp from "./llamacpp.ts";
 import * as anthropic from "./anthropic.ts";
 import * as mcp from "./mcp.ts";
@@ -14,6 +15,10 @@ export const endpoints: EndpointDef[] = [
   openai.embeddings,
   openai.responses,
   openai.audioTranscriptions,
+  images.generations,
+  images.edits,
+  images.variations,
+  images.upscale,
   openai.audioSpeech,
   openai.realtime,
   anthropic.messages,
@@ -72,4 +77,4 @@ export const endpoints: EndpointDef[] = [
 
 export * from "./endpoint.ts";
 export * from "./errors.ts";
-export { lemonade, ollama, models, openai, llamacpp, anthropic, mcp };
+export { lemonade, ollama, models, openai, images, llamacpp, anthropic, mcp };

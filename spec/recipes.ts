@@ -12,7 +12,7 @@ export type OptionValue = string | number | boolean | null;
 export type Options = Record<string, OptionValue>;
 
 export interface OptionSpec {
-  kind: "int" | "string" | "bool";
+  kind: "int" | "number" | "string" | "bool";
   default: OptionValue;
   /** `ctx_size`: a positive integer or -1 (automatic). */
   ctx?: boolean;
@@ -55,7 +55,21 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
       ...COMMON,
     },
   },
-  "sd-cpp": { serves: ["image"], defaultLabel: "image", options: { ...COMMON } },
+  "sd-cpp": {
+    serves: ["image"],
+    defaultLabel: "image",
+    // Defaults from lemonade.md's load table; a catalog entry's image_defaults come before them.
+    options: {
+      steps: { kind: "int", default: 20 },
+      cfg_scale: { kind: "number", default: 7.0 },
+      width: { kind: "int", default: 512 },
+      height: { kind: "int", default: 512 },
+      sdcpp_backend: { kind: "string", default: "auto" },
+      sdcpp_args: { kind: "string", default: "" },
+      ...ARGS_MERGE,
+      ...COMMON,
+    },
+  },
   kokoro: { serves: ["tts"], defaultLabel: "tts", options: { ...COMMON } },
 };
 

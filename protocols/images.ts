@@ -1,0 +1,220 @@
+// OpenAI's image routes on stable-diffusion.cpp's sd-server, as the real server drives it:
+// settings resolved in the documented order (the request, the model's saved sd-cpp options, its
+// catalog image_defaults, the recipe's defaults), sent as the size field plus sd.cpp's own
+// parameters in an `<sd_cpp_extra_args>{...}</sd_cpp_extra_args>` block appended to the prompt
+// (`seed`, `negative_prompt`, `sample_params.sample_steps`, `.guidance.txt_cfg`, `.sample_method`,
+// `.scheduler`, `.flow_shift`). Edits and variations go to sd-server's multipart edits route;
+// upscaling runs sd-cli with an ESRGAN model. A concrete seed is always sent, and reported back.
+import { ApiError } from "../lib/api-error.ts";
+import { scrubPaths } from "../lib/scrub.ts";
+import { E } from "../spec/errors.ts";
+import type { CatalogModel } from "../models/catalog.ts";
+import type { ServerContext } from "../runtime/context.ts";
+import type { ModelCheck } from "../runtime/proxy.ts";
+
+type Json = Record<string, any>;
+
+/** The prompt the real server sends for a variation (the docs: the prompt is ignored). */
+const VARIATION_PROMPT = "variation";
+
+export const needsImageModel: ModelCheck = (model: CatalogModel) =>
+  model.type === "image" && !model.labels.includes("upscaling")
+    ? null
+    : new ApiError(500, "", `Model ${model.id} cannot generate images (its type is ${model.type})`, "model", "unsupported_operation");
+
+/** What a generation runs with, each from the first layer that sets it. */
+export interface ImageSettings {
+  width: number;
+  height: number;
+  steps: number;
+  cfgScale: number;
+  seed: number;
+  negativePrompt?: string;
+  sampleMethod?: string;
+  scheduler?: string;
+  flowShift?: number;
+}
+
+const randomSeed = () => Math.floor(Math.random() * 2 ** 31);
+
+function parseSize(size: unknown, param = "size"): [number, number] | undefined {
+  if (size === undefined || size === null || size === "") return undefined;
+  const m = /^(\d+)x(\d+)$/.exec(String(size));
+  if (!m || Number(m[1]) < 1 || Number(m[2]) < 1) throw ApiError.of(E.invalidArgument, `'${param}' must be WIDTHxHEIGHT, such as 512x512`, param);
+  return [Number(m[1]), Number(m[2])];
+}
+
+/** Settings for `model`: the request's values, else the saved options, else image_defaults, else the recipe's. */
+export function imageSettings(ctx: ServerContext, model: CatalogModel, request: Json): ImageSettings {
+  const options = ctx.options.resolve(model);
+  const extras = model.imageExtras ?? {};
+  const size = parseSize(request.size);
+  const seed = typeof request.seed === "number" && request.seed >= 0 ? request.seed : randomSeed();
+  const settings: ImageSettings = {
+    width: size?.[0] ?? request.width ?? Number(options.width),
+    height: size?.[1] ?? request.height ?? Number(options.height),
+    steps: request.steps ?? Number(options.steps),
+    cfgScale: request.cfg_scale ?? Number(options.cfg_scale),
+    seed,
+  };
+  if (request.negative_prompt) settings.negativePrompt = String(request.negative_prompt);
+  const sampleMethod = request.sample_method ?? extras.sampling_method ?? extras.sample_method;
+  if (sampleMethod) settings.sampleMethod = String(sampleMethod);
+  const scheduler = request.scheduler ?? extras.scheduler;
+  if (scheduler) settings.scheduler = String(scheduler);
+  if (typeof extras.flow_shift === "number") settings.flowShift = extras.flow_shift;
+  return settings;
+}
+
+/** The prompt with sd.cpp's parameters appended, as sd-server extracts them. */
+export function withExtraArgs(prompt: string, s: ImageSettings, opts: { flowShift?: boolean } = {}): string {
+  const sample: Json = { sample_steps: s.steps, guidance: { txt_cfg: s.cfgScale } };
+  if (s.sampleMethod) sample.sample_method = s.sampleMethod;
+  if (s.scheduler) sample.scheduler = s.scheduler;
+  if (s.flowShift !== undefined && opts.flowShift !== false) sample.flow_shift = s.flowShift;
+  const extra: Json = { seed: s.seed, sample_params: sample };
+  if (s.negativePrompt) extra.negative_prompt = s.negativePrompt;
+  return `${prompt} <sd_cpp_extra_args>${JSON.stringify(extra)}</sd_cpp_extra_args>`;
+}
+
+/** sd-server's answer, each image with the parameters it was made with (seeds count up per image). */
+function reshape(s: ImageSettings) {
+  return (answer: Json): Json => ({
+    created: answer.created ?? Math.floor(Date.now() / 1000),
+    data: (Array.isArray(answer.data) ? answer.data : []).map((d: Json, i: number) => ({
+      b64_json: d.b64_json,
+      generation_info: { seed: s.seed + i, steps: s.steps, cfg_scale: s.cfgScale, width: s.width, height: s.height },
+    })),
+    output_format: answer.output_format ?? "png",
+  });
+}
+
+function checkResponseFormat(format: unknown): void {
+  if (format !== undefined && format !== null && format !== "" && format !== "b64_json") {
+    throw ApiError.of(E.invalidArgument, "'response_format' must be b64_json: only base64-encoded images are supported", "response_format");
+  }
+}
+
+/** POST /v1/images/generations */
+export function generate(ctx: ServerContext, body: Json, signal: AbortSignal, endpoint: string): Promise<Response> {
+  checkResponseFormat(body.response_format);
+  const model = ctx.proxy.model(body.model, needsImageModel);
+  const s = imageSettings(ctx, model, body);
+  return ctx.proxy.toModel({
+    model: body.model,
+    path: "/v1/images/generations",
+    body: { prompt: withExtraArgs(body.prompt, s), n: body.n ?? 1, size: `${s.width}x${s.height}`, output_format: "png" },
+    reshape: reshape(s),
+    check: needsImageModel,
+    signal,
+    endpoint,
+    generation: false,
+  });
+}
+
+function field(form: FormData, name: string): string | undefined {
+  const v = form.get(name);
+  return typeof v === "string" && v !== "" ? v : undefined;
+}
+
+function intField(form: FormData, name: string, min: number, max: number): number | undefined {
+  const raw = field(form, name);
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) throw ApiError.of(E.invalidArgument, `'${name}' must be a whole number from ${min} to ${max}`, name);
+  return n;
+}
+
+function numberField(form: FormData, name: string): number | undefined {
+  const raw = field(form, name);
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isFinite(n)) throw ApiError.of(E.invalidArgument, `'${name}' must be a number`, name);
+  return n;
+}
+
+async function readForm(request: Request): Promise<FormData> {
+  if (!request.headers.get("content-type")?.toLowerCase().startsWith("multipart/form-data")) {
+    throw new ApiError(400, "", "The request must be multipart/form-data with a 'model' and an 'image'");
+  }
+  try {
+    return await request.formData();
+  } catch (err) {
+    throw new ApiError(400, "", `The multipart body could not be read: ${(err as Error).message}`);
+  }
+}
+
+/** POST /v1/images/edits and /v1/images/variations: multipart in, sd-server's edits route behind. */
+export async function edit(ctx: ServerContext, request: Request, kind: "edit" | "variation", endpoint: string): Promise<Response> {
+  const form = await readForm(request);
+  const name = field(form, "model");
+  if (!name) throw ApiError.of(E.missingArgument, "Missing required argument 'model'", "model");
+  const plain = form.getAll("image").filter((f) => f instanceof Blob);
+  const listed = form.getAll("image[]").filter((f) => f instanceof Blob);
+  if (plain.length && listed.length) throw new ApiError(400, "", "Send the images under 'image' or under 'image[]', not both", "image");
+  const images = listed.length ? listed : plain;
+  if (!images.length) throw ApiError.of(E.missingArgument, "Missing required argument 'image'", "image");
+  const prompt = kind === "edit" ? field(form, "prompt") : VARIATION_PROMPT;
+  if (!prompt) throw ApiError.of(E.missingArgument, "Missing required argument 'prompt'", "prompt");
+  checkResponseFormat(field(form, "response_format"));
+  const n = intField(form, "n", 1, 10) ?? 1;
+  const model = ctx.proxy.model(name, needsImageModel);
+  const size = parseSize(field(form, "size"));
+  const s = imageSettings(ctx, model, {
+    steps: intField(form, "steps", 1, 1000),
+    cfg_scale: numberField(form, "cfg_scale"),
+    seed: intField(form, "seed", -1, 2 ** 53),
+    negative_prompt: field(form, "negative_prompt"),
+  });
+  const out = new FormData();
+  out.set("prompt", withExtraArgs(prompt, s, { flowShift: kind === "edit" }));
+  out.set("n", String(n));
+  // Without a size sd-server takes the first image's, as the docs say.
+  if (size) {
+    out.set("size", `${size[0]}x${size[1]}`);
+    [s.width, s.height] = size;
+  }
+  for (const [i, image] of images.entries()) out.append("image[]", image as Blob, (image as File).name || `image-${i}.png`);
+  const mask = form.get("mask");
+  if (kind === "edit" && mask instanceof Blob) out.set("mask", mask, "mask.png");
+  return ctx.proxy.toModel({
+    model: name,
+    path: "/v1/images/edits",
+    body: {},
+    form: out,
+    reshape: reshape(s),
+    check: needsImageModel,
+    signal: request.signal,
+    endpoint,
+    generation: false,
+  });
+}
+
+/** POST /v1/images/upscale: sd-cli with the ESRGAN model, downloaded first when needed. */
+export async function upscale(ctx: ServerContext, body: Json, signal: AbortSignal): Promise<Json> {
+  const model = ctx.catalog.get(body.model);
+  if (!model.labels.includes("upscaling")) throw new ApiError(400, "", `Model ${model.id} is not an upscaling model (it has no 'upscaling' label)`, "model");
+  if (model.recipe !== "sd-cpp") throw new ApiError(400, "", `Model ${model.id}'s recipe (${model.recipe}) cannot upscale`, "model");
+  let image: Uint8Array;
+  try {
+    image = Uint8Array.from(Buffer.from(body.image, "base64"));
+  } catch {
+    throw ApiError.of(E.invalidArgument, "'image' must be a base64-encoded PNG", "image");
+  }
+  if (image.length < 8 || image[0] !== 0x89 || image[1] !== 0x50) throw ApiError.of(E.invalidArgument, "'image' must be a base64-encoded PNG", "image");
+  try {
+    await ctx.library.ensureDownloaded(model);
+  } catch (err) {
+    throw new ApiError(404, "", (err as Error).message, "model");
+  }
+  const path = ctx.catalog.files(model).find((f) => f.role === "main")?.path;
+  if (!path) throw new ApiError(404, "", `Model ${model.id}'s file is not downloaded`, "model");
+  const backend = String(ctx.options.resolve(model).sdcpp_backend ?? "auto");
+  let out: Uint8Array;
+  try {
+    out = await ctx.upscaler.upscale(path, backend, image, signal);
+  } catch (err) {
+    throw new ApiError(500, "", `Upscale failed: ${scrubPaths((err as Error).message)}`);
+  }
+  return { created: Math.floor(Date.now() / 1000), data: [{ b64_json: Buffer.from(out).toString("base64") }], output_format: "png" };
+}

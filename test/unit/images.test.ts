@@ -1,0 +1,188 @@
+// Image generation on the FAKE sd-server and sd-cli (scripts/fake-engine): what reaches the engine
+// (argv and body) for every parameter and option, the documented errors, residency, and the
+// official `openai` client's images.generate / edit / createVariation decoding a real PNG.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import OpenAI, { toFile } from "openai";
+import { png, pngParameters, pngSize } from "../../scripts/fake-engine/png.ts";
+import { FAKE_DIR } from "../helpers/fake-engine.ts";
+import { startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
+
+let server: TestServer;
+let client: OpenAI;
+
+/** Puts a checkpoint's file in the test's Hugging Face cache, as a download would leave it. */
+function seed(hub: string, checkpoint: string): void {
+  const [repo, file] = checkpoint.split(":") as [string, string];
+  const base = join(hub, `models--${repo.replace(/\//g, "--")}`);
+  const sha = "c".repeat(40);
+  mkdirSync(join(base, "refs"), { recursive: true });
+  writeFileSync(join(base, "refs", "main"), sha);
+  const path = join(base, "snapshots", sha, file);
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, "FAKE: the fake sd-server reads no weights");
+}
+
+beforeAll(async () => {
+  const cacheDir = tempDir();
+  const hub = join(cacheDir, "hf");
+  for (const c of [
+    "stabilityai/sd-turbo:sd_turbo.safetensors",
+    "stabilityai/sdxl-turbo:sd_xl_turbo_1.0_fp16.safetensors",
+    "unsloth/Qwen-Image-GGUF:qwen-image-Q4_K_M.gguf",
+    "unsloth/Qwen2.5-VL-7B-Instruct-GGUF:Qwen2.5-VL-7B-Instruct-UD-Q4_K_XL.gguf",
+    "Comfy-Org/Qwen-Image_ComfyUI:split_files/vae/qwen_image_vae.safetensors",
+    "amd/realesrgan-x4plus:RealESRGAN_x4plus.pth",
+  ]) {
+    seed(hub, c);
+  }
+  server = await startTestServer({ PATH: `${FAKE_DIR}:${process.env.PATH}`, LEMONADE_LOG_LEVEL: "info" }, cacheDir, { engines: false });
+  client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0 });
+});
+afterAll(() => server.close());
+
+const post = (path: string, body: unknown) => fetch(`${server.url}${path}`, { method: "POST", body: JSON.stringify(body) });
+const decode = (b64: string) => Uint8Array.from(Buffer.from(b64, "base64"));
+const received = (b64: string) => pngParameters(decode(b64)) as Record<string, any>;
+const health = async () => (await (await fetch(`${server.url}/v1/health`)).json()).all_models_loaded as any[];
+
+test("generate with the official client: PNGs of the size asked for; the model's image_defaults and a concrete seed reach sd-server", async () => {
+  const res = await client.images.generate({ model: "SD-Turbo", prompt: "a lemon", size: "256x256", n: 2 });
+  expect(res.data).toHaveLength(2);
+  const first = res.data![0]!;
+  expect(pngSize(decode(first.b64_json!))).toEqual({ width: 256, height: 256 });
+  const got = received(first.b64_json!);
+  expect(got.endpoint).toBe("generations");
+  expect(got.prompt.trim()).toBe("a lemon");
+  // SD-Turbo's catalog image_defaults: 4 steps, cfg 1.0.
+  expect(got.extra.sample_params).toEqual({ sample_steps: 4, guidance: { txt_cfg: 1 } });
+  expect(Number.isInteger(got.extra.seed)).toBe(true);
+  expect(got.body).toMatchObject({ n: 2, size: "256x256", output_format: "png" });
+  expect(got.argv[0]).toBe("--listen-port");
+  expect(got.argv.slice(2, 4)).toEqual(["-m", expect.stringMatching(/sd_turbo\.safetensors$/)]);
+  const info = (res.data as any[]).map((d) => d.generation_info);
+  expect(info[0]).toMatchObject({ seed: got.extra.seed, steps: 4, cfg_scale: 1, width: 256, height: 256 });
+  expect(info[1].seed).toBe(got.extra.seed + 1);
+  expect((await health()).find((m) => m.model_name === "SD-Turbo")).toMatchObject({ type: "image", recipe: "sd-cpp" });
+});
+
+test("request values beat saved options, which beat image_defaults; extras go in sd.cpp's block", async () => {
+  expect((await post("/v1/models/SD-Turbo/options", { steps: 9, cfg_scale: 2.5 })).status).toBe(200);
+  const saved = await post("/v1/images/generations", { model: "SD-Turbo", prompt: "a pear" });
+  const s = received((await saved.json()).data[0].b64_json);
+  expect(s.extra.sample_params).toMatchObject({ sample_steps: 9, guidance: { txt_cfg: 2.5 } });
+  expect(s.body.size).toBe("512x512");
+  const res = await post("/v1/images/generations", {
+    model: "SD-Turbo",
+    prompt: "a plum",
+    width: 320,
+    height: 192,
+    steps: 7,
+    cfg_scale: 3.5,
+    seed: 123,
+    negative_prompt: "blurry",
+    sample_method: "euler_a",
+    scheduler: "karras",
+  });
+  const body = await res.json();
+  const r = received(body.data[0].b64_json);
+  expect(r.extra).toEqual({ seed: 123, negative_prompt: "blurry", sample_params: { sample_steps: 7, guidance: { txt_cfg: 3.5 }, sample_method: "euler_a", scheduler: "karras" } });
+  expect(r.body.size).toBe("320x192");
+  expect(body.data[0].generation_info.seed).toBe(123);
+  expect((await fetch(`${server.url}/v1/models/SD-Turbo/options`, { method: "DELETE" })).status).toBe(200);
+});
+
+test("a multi-component model launches with --diffusion-model, --llm and --vae, its sdcpp_args, and its sampler and flow shift", async () => {
+  const res = await post("/v1/images/generations", { model: "Qwen-Image-GGUF", prompt: "a fig", size: "64x64" });
+  expect(res.status).toBe(200);
+  const r = received((await res.json()).data[0].b64_json);
+  const argv: string[] = r.argv;
+  const after = (flag: string) => argv[argv.indexOf(flag) + 1];
+  expect(after("--diffusion-model")).toMatch(/qwen-image-Q4_K_M\.gguf$/);
+  expect(after("--llm")).toMatch(/Qwen2\.5-VL-7B-Instruct-UD-Q4_K_XL\.gguf$/);
+  expect(after("--vae")).toMatch(/qwen_image_vae\.safetensors$/);
+  expect(argv).not.toContain("-m");
+  expect(argv).toEqual(expect.arrayContaining(["--diffusion-fa", "--offload-to-cpu"]));
+  expect(r.extra.sample_params).toMatchObject({ sample_steps: 20, guidance: { txt_cfg: 2.5 }, sample_method: "euler", flow_shift: 3 });
+});
+
+test("edits and variations with the official client: images as image[], the mask, the variation prompt; size from the first image", async () => {
+  const source = png(48, 32, [200, 100, 0], {});
+  const edited = await client.images.edit({
+    model: "SD-Turbo",
+    prompt: "make it blue",
+    image: await toFile(source, "in.png", { type: "image/png" }),
+    mask: await toFile(png(48, 32, [255, 255, 255], {}), "mask.png", { type: "image/png" }),
+  });
+  const e = received(edited.data![0]!.b64_json!);
+  expect(e.endpoint).toBe("edits");
+  expect(e.prompt.trim()).toBe("make it blue");
+  expect(e.images).toEqual([expect.objectContaining({ width: 48, height: 32 })]);
+  expect(e.mask).not.toBeNull();
+  expect(e.fields).toEqual(["image[]", "mask", "n", "prompt"]);
+  expect(pngSize(decode(edited.data![0]!.b64_json!))).toEqual({ width: 48, height: 32 });
+
+  const varied = await client.images.createVariation({ model: "SD-Turbo", image: await toFile(source, "in.png", { type: "image/png" }), size: "256x256" });
+  const v = received(varied.data![0]!.b64_json!);
+  expect(v.endpoint).toBe("edits");
+  expect(v.prompt.trim()).toBe("variation");
+  expect(v.mask).toBeNull();
+  expect(pngSize(decode(varied.data![0]!.b64_json!))).toEqual({ width: 256, height: 256 });
+});
+
+test("upscale runs sd-cli with the ESRGAN model: a 4x PNG", async () => {
+  const res = await post("/v1/images/upscale", { model: "RealESRGAN-x4plus", image: png(16, 8, [1, 2, 3], {}).toString("base64") });
+  expect(res.status).toBe(200);
+  const body = await res.json();
+  expect(pngSize(decode(body.data[0].b64_json))).toEqual({ width: 64, height: 32 });
+  const argv: string[] = received(body.data[0].b64_json).argv;
+  expect(argv.slice(0, 3)).toEqual(["-M", "upscale", "--upscale-model"]);
+  expect(argv[3]).toMatch(/RealESRGAN_x4plus\.pth$/);
+  const notUpscaler = await post("/v1/images/upscale", { model: "SD-Turbo", image: png(4, 4, [0, 0, 0], {}).toString("base64") });
+  expect(notUpscaler.status).toBe(400);
+  expect((await post("/v1/images/upscale", { model: "nope", image: "iVBORw0KGgo=" })).status).toBe(404);
+});
+
+test("errors: missing prompt, url format, a model that cannot make images, a failing engine, both image fields, not multipart", async () => {
+  const missing = await post("/v1/images/generations", { model: "SD-Turbo" });
+  expect((await missing.json()).error).toMatchObject({ code: "missing_argument", param: "prompt" });
+  const url = await post("/v1/images/generations", { model: "SD-Turbo", prompt: "x", response_format: "url" });
+  expect(url.status).toBe(400);
+  const notImage = await post("/v1/images/generations", { model: "Qwen3-0.6B-GGUF", prompt: "x" });
+  expect(notImage.status).toBe(500);
+  expect((await notImage.json()).error.type).toBe("unsupported_operation");
+  const failing = await post("/v1/images/generations", { model: "SD-Turbo", prompt: "x [[fake-fail]]" });
+  expect(failing.status).toBe(500);
+  expect((await failing.json()).error.message).toContain("generate_image returned no results");
+  const both = new FormData();
+  both.set("model", "SD-Turbo");
+  both.set("prompt", "x");
+  both.set("image", new Blob([new Uint8Array(png(4, 4, [0, 0, 0], {}))]), "a.png");
+  both.set("image[]", new Blob([new Uint8Array(png(4, 4, [0, 0, 0], {}))]), "b.png");
+  const bothRes = await fetch(`${server.url}/v1/images/edits`, { method: "POST", body: both });
+  expect(bothRes.status).toBe(400);
+  expect((await bothRes.json()).error.message).toContain("not both");
+  const json = await post("/v1/images/edits", { model: "SD-Turbo", prompt: "x" });
+  expect(json.status).toBe(400);
+  expect((await json.json()).error.message).toContain("multipart/form-data");
+  const reserved = await post("/v1/models/SD-Turbo/options", { sdcpp_args: "--listen-port 5" });
+  expect(reserved.status).toBe(400);
+});
+
+test("image models are a type of their own: one slot evicts the other image model, a pinned one refuses with 409", async () => {
+  const other = await startTestServer({ PATH: `${FAKE_DIR}:${process.env.PATH}`, LEMONADE_MAX_LOADED_MODELS: "1", HF_HUB_CACHE: join(server.cacheDir, "hf") }, undefined, { engines: false });
+  try {
+    const gen = (model: string) => fetch(`${other.url}/v1/images/generations`, { method: "POST", body: JSON.stringify({ model, prompt: "x", size: "64x64" }) });
+    expect((await gen("SD-Turbo")).status).toBe(200);
+    expect((await gen("SDXL-Turbo")).status).toBe(200);
+    const loaded = (await (await fetch(`${other.url}/v1/health`)).json()).all_models_loaded.map((m: any) => m.model_name);
+    expect(loaded).toEqual(["SDXL-Turbo"]);
+    expect((await fetch(`${other.url}/v1/load`, { method: "POST", body: JSON.stringify({ model_name: "SDXL-Turbo", pinned: true }) })).status).toBe(200);
+    const refused = await gen("SD-Turbo");
+    expect(refused.status).toBe(409);
+    expect((await refused.json()).error.code).toBe("slots_pinned_error");
+  } finally {
+    await other.close(true);
+  }
+});
