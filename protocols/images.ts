@@ -95,6 +95,11 @@ function checkResponseFormat(format: unknown): void {
   }
 }
 
+/** A generation's answer as JSON, for the routes that wrap it (Ollama, MCP). */
+export async function generateImages(ctx: ServerContext, body: Json, signal: AbortSignal, endpoint: string): Promise<Json> {
+  return (await generate(ctx, body, signal, endpoint)).json();
+}
+
 /** POST /v1/images/generations */
 export function generate(ctx: ServerContext, body: Json, signal: AbortSignal, endpoint: string): Promise<Response> {
   checkResponseFormat(body.response_format);

@@ -1,13 +1,14 @@
 // The MCP gateway: a JSON-RPC 2.0 dispatcher for MCP's tools capability. Tools run on the same
 // paths as the HTTP API (catalog, router, proxy); their failures are `isError` results so a
 // calling model can correct itself, while protocol mistakes are JSON-RPC errors.
-import { accessSync, constants, lstatSync, mkdirSync, realpathSync } from "node:fs";
-import { dirname, isAbsolute, relative, resolve } from "node:path";
+import { accessSync, constants, lstatSync, mkdirSync, realpathSync, writeFileSync } from "node:fs";
+import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { ApiError } from "../lib/api-error.ts";
 import { VERSION } from "../lib/version.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { PROTOCOL_VERSIONS, RPC } from "../spec/mcp.ts";
 import { toWav16k } from "./audio.ts";
+import { generateImages } from "./images.ts";
 import { listModels } from "./models.ts";
 import { TRANSCRIPTION_FORMATS, transcriptText, whisperInference, type TranscriptionFormat } from "./whisper.ts";
 
@@ -219,15 +220,36 @@ async function transcribeTool(ctx: ServerContext, args: Json, signal: AbortSigna
   return toolResult([text(transcript)]);
 }
 
-async function imageTool(ctx: ServerContext, args: Json): Promise<Json> {
+async function imageTool(ctx: ServerContext, args: Json, signal: AbortSignal): Promise<Json> {
   const name = requireString(args, "model");
   requireString(args, "prompt");
   // Paths are checked first: a refused path is refused whatever the model.
   if (args.output_path !== undefined) sandboxPath(ctx.config.mcpImageDir, String(args.output_path));
   if (args.output_dir !== undefined) sandboxPath(ctx.config.mcpImageDir, String(args.output_dir));
   const model = modelOfType(ctx, name, "image", "Use lemonade_list_models to find an image model.");
-  await ctx.scheduler.acquire(model).then((lease) => lease.release());
-  throw new ToolError(`Image generation through ${model.id} is not available on this server yet`);
+  const request: Json = { model: model.id, prompt: args.prompt, n: typeof args.n === "number" ? args.n : 1 };
+  if (typeof args.size === "string") request.size = args.size;
+  const out = await generateImages(ctx, request, signal, "mcp_generate_image");
+  const images: Buffer[] = (out.data ?? []).map((d: Json) => Buffer.from(String(d.b64_json), "base64"));
+  if (args.output_path !== undefined) {
+    // One named file: the first image, replacing what was there.
+    const target = sandboxPath(ctx.config.mcpImageDir, String(args.output_path));
+    mkdirSync(dirname(target), { recursive: true });
+    writeFileSync(target, images[0]!);
+    return toolResult([text(target)]);
+  }
+  if (args.output_dir !== undefined) {
+    const dir = sandboxPath(ctx.config.mcpImageDir, String(args.output_dir));
+    mkdirSync(dir, { recursive: true });
+    const stamp = Date.now();
+    const paths = images.map((bytes, i) => {
+      const path = join(dir, `image_${stamp}_${crypto.randomUUID().slice(0, 8)}_${i}.png`);
+      writeFileSync(path, bytes);
+      return path;
+    });
+    return toolResult([...paths.map((p) => text(p)), text(JSON.stringify({ paths }))]);
+  }
+  return toolResult(images.map((bytes) => ({ type: "image", data: bytes.toString("base64"), mimeType: "image/png" })));
 }
 
 async function omniTool(ctx: ServerContext, args: Json): Promise<Json> {
@@ -248,7 +270,7 @@ async function callTool(ctx: ServerContext, params: Json, signal: AbortSignal): 
     lemonade_list_models: () => listModelsTool(ctx, args),
     lemonade_chat: () => chatTool(ctx, args, signal),
     lemonade_transcribe_audio: () => transcribeTool(ctx, args, signal),
-    lemonade_generate_image: () => imageTool(ctx, args),
+    lemonade_generate_image: () => imageTool(ctx, args, signal),
     lemonade_omni: () => omniTool(ctx, args),
   };
   const tool = tools[name];

@@ -9,6 +9,7 @@ import { parseCheckpoint } from "../models/hf-cache.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import type { ModelCheck } from "../runtime/proxy.ts";
 import { ollama as spec } from "../spec/index.ts";
+import { generateImages, needsImageModel } from "./images.ts";
 import { chatStream, needsLlm, toEngineBody, visionCheck } from "./openai.ts";
 
 const CREATED_AT = "2024-01-01T00:00:00Z";
@@ -352,6 +353,8 @@ export async function generate(ctx: ServerContext, body: Json, signal: AbortSign
   const unloaded = await maybeUnload(ctx, body, prompt === "", { response: "" });
   if (unloaded) return unloaded;
   const ctxSize = loadCtx(body);
+  const target = ctx.catalog.find(body.model);
+  if (target?.type === "image") return ollamaImage(ctx, body, prompt, signal, label);
   if (prompt === "") {
     const lease = await ctx.proxy
       .acquire(body.model, needsLlm(), { options: ctxSize ? { ctx_size: ctxSize } : undefined, signal })
@@ -364,6 +367,23 @@ export async function generate(ctx: ServerContext, body: Json, signal: AbortSign
     { model: body.model, path: "/v1/completions", body: { prompt, ...samplingFrom(body) }, check: needsLlm(), endpoint: label, signal, ctxSize },
     body.stream !== false,
   );
+}
+
+/** /api/generate naming an image model: one image, never streamed (ollama.md); an empty prompt loads it. */
+async function ollamaImage(ctx: ServerContext, body: Json, prompt: string, signal: AbortSignal, label: string): Promise<Json> {
+  const base = { model: body.model, created_at: CREATED_AT, response: "" };
+  if (prompt === "") {
+    const lease = await ctx.proxy.acquire(body.model, needsImageModel, { signal }).catch(rethrow("serve"));
+    lease.release();
+    return { ...base, done: true, done_reason: "load" };
+  }
+  const request: Json = { model: body.model, prompt };
+  for (const key of ["width", "height", "steps", "cfg_scale", "seed"]) {
+    const value = body[key] ?? body.options?.[key];
+    if (value !== undefined) request[key] = value;
+  }
+  const out = await generateImages(ctx, request, signal, label).catch(rethrow("serve"));
+  return { ...base, image: out.data[0]?.b64_json ?? "", done: true, done_reason: "stop", context: [], ...counts(undefined, undefined) };
 }
 
 /** POST /api/embed */

@@ -217,13 +217,17 @@ export const generate = endpoint({
   summary: "Continue a prompt",
   availability: "partially_available",
   description:
-    "Continues a prompt, loading the model on first use. Lemonade runs it as an OpenAI text completion and converts the result. An empty prompt only loads the model.",
+    "Continues a prompt, loading the model on first use. Lemonade runs it as an OpenAI text completion and converts the result. Naming an image model generates an image instead (never streamed, in `image`). An empty prompt only loads the model.",
   notes:
     "Streaming sends one NDJSON line per text piece with `done: false`; when the text ends, a line with `done: true` and the real `done_reason`, then a last `done: true` line with the token counts.",
   body: T.Object(
     {
       model: ModelName,
-      prompt: T.Optional(T.String({ description: "Text to continue." })),
+      prompt: T.Optional(T.String({ description: "Text to continue, or the image to generate for an image model." })),
+      width: T.Optional(T.Integer({ description: "Image models only: image width in pixels. Defaults to `512`." })),
+      height: T.Optional(T.Integer({ description: "Image models only: image height in pixels. Defaults to `512`." })),
+      steps: T.Optional(T.Integer({ description: "Image models only: inference steps. Defaults to the model's own." })),
+      cfg_scale: T.Optional(T.Number({ description: "Image models only: classifier-free guidance scale. Defaults to the model's own." })),
       stream: Stream,
       options: Options,
       seed: T.Optional(T.Integer({ description: "Random seed for reproducible output." })),

@@ -186,3 +186,31 @@ test("image models are a type of their own: one slot evicts the other image mode
     await other.close(true);
   }
 });
+
+test("Ollama /api/generate naming an image model answers one image, never streamed; an empty prompt loads it", async () => {
+  const res = await post("/api/generate", { model: "SD-Turbo", prompt: "a kiwi", width: 128, height: 96, steps: 3, options: { seed: 7 } });
+  expect(res.headers.get("content-type")).toContain("application/json");
+  const body = await res.json();
+  expect(body).toMatchObject({ model: "SD-Turbo", response: "", done: true, done_reason: "stop" });
+  expect(pngSize(decode(body.image))).toEqual({ width: 128, height: 96 });
+  expect(received(body.image).extra).toMatchObject({ seed: 7, sample_params: { sample_steps: 3 } });
+  expect(await (await post("/api/generate", { model: "SD-Turbo", prompt: "" })).json()).toMatchObject({ done_reason: "load" });
+});
+
+test("MCP lemonade_generate_image writes into the sandbox (output_path, output_dir) or answers inline image blocks", async () => {
+  const call = async (args: Record<string, unknown>) =>
+    (await (await post("/mcp", { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "lemonade_generate_image", arguments: { model: "SD-Turbo", prompt: "a lime", size: "64x64", ...args } } })).json()).result;
+  const named = await call({ output_path: "one.png" });
+  expect(named.isError).toBe(false);
+  const path = named.content[0].text as string;
+  expect(path.endsWith("one.png")).toBe(true);
+  expect(path.startsWith(server.ctx.config.mcpImageDir)).toBe(true);
+  expect(pngSize(new Uint8Array(await Bun.file(path).arrayBuffer()))).toEqual({ width: 64, height: 64 });
+  const dir = await call({ output_dir: "batch", n: 2 });
+  const { paths } = JSON.parse(dir.content.at(-1).text);
+  expect(paths).toHaveLength(2);
+  expect(new Set(paths).size).toBe(2);
+  const inline = await call({});
+  expect(inline.content[0]).toMatchObject({ type: "image", mimeType: "image/png" });
+  expect(pngSize(decode(inline.content[0].data))).toEqual({ width: 64, height: 64 });
+});
