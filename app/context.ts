@@ -25,7 +25,7 @@ import { Scheduler } from "../runtime/scheduler.ts";
 
 export function createServerContext(config: Config, logger = new Logger(config.logLevel)): ServerContext {
   const recipes = RECIPES;
-  const engineEnv = { cacheDir: config.cacheDir, path: config.searchPath };
+  const engineEnv = { cacheDir: config.cacheDir, path: config.searchPath, binaries: config.binaries };
   const record = new EngineRegistry(config.cacheDir);
   const reaped = record.reapOrphans();
   if (reaped.length) logger.warn("Router", `Stopped ${reaped.length} engine(s) left running by a server that was killed (pids ${reaped.join(", ")})`);

@@ -38,6 +38,9 @@ export interface Config {
   /** Silence (ms) after which a waiting request checks its engine's health
    * (LEMONADE_HANG_CHECK_MS; 0 turns the check off). */
   hangCheckMs: number;
+  /** Binaries config.json points backends at (`llamacpp.vulkan_bin`, `sdcpp.cpu_bin`, ...), by
+   * section, then backend; `builtin` (the default) means none. */
+  binaries: Record<string, Record<string, string>>;
   /** Requests that may wait for one engine's slots (LEMONADE_MAX_QUEUE, `max_queue`); more get 503. */
   maxQueue: number;
 }
@@ -52,10 +55,31 @@ interface ConfigFile {
   extra_models_dir?: string;
   offline?: boolean;
   max_queue?: number;
+  llamacpp?: Record<string, unknown>;
+  whispercpp?: Record<string, unknown>;
+  sdcpp?: Record<string, unknown>;
+}
+
+/** The config sections whose `<backend>_bin` keys name a backend's binary. */
+const BINARY_SECTIONS = ["llamacpp", "whispercpp", "sdcpp"] as const;
+
+function binariesFrom(path: string, file: ConfigFile): Record<string, Record<string, string>> {
+  const out: Record<string, Record<string, string>> = {};
+  for (const section of BINARY_SECTIONS) {
+    const value = file[section];
+    if (value === undefined) continue;
+    if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error(`${path}: "${section}" must be an object`);
+    for (const [key, bin] of Object.entries(value)) {
+      if (!key.endsWith("_bin")) continue;
+      if (typeof bin !== "string") throw new Error(`${path}: "${section}.${key}" must be a string, got ${JSON.stringify(bin)?.slice(0, 100)}`);
+      if (bin && bin !== "builtin") (out[section] ??= {})[key.slice(0, -"_bin".length)] = resolve(bin);
+    }
+  }
+  return out;
 }
 
 /** The JSON type each key must have; a wrong one stops start-up with a message naming file and key. */
-const FILE_TYPES: Record<keyof ConfigFile, "string" | "integer" | "boolean"> = {
+const FILE_TYPES: Partial<Record<keyof ConfigFile, "string" | "integer" | "boolean">> = {
   host: "string",
   port: "integer",
   log_level: "string",
@@ -136,6 +160,7 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
     hfToken: env.HF_TOKEN || null,
     npmRegistry: env.NPM_CONFIG_REGISTRY || env.npm_config_registry || undefined,
     searchPath: env.PATH ?? "",
+    binaries: binariesFrom(join(cacheDir, "config.json"), file),
     maxQueue: intSetting("max_queue", env.LEMONADE_MAX_QUEUE ?? file.max_queue, 512, 0, 1_000_000),
     hangCheckMs: intSetting("LEMONADE_HANG_CHECK_MS", env.LEMONADE_HANG_CHECK_MS, 10_000, 0, 3_600_000),
     offline: env.LEMONADE_OFFLINE ? /^(1|true|yes)$/i.test(env.LEMONADE_OFFLINE) : file.offline === true,

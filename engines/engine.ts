@@ -2,6 +2,7 @@
 // scheduler never names a recipe: the launcher (runtime/launcher.ts) looks the model's recipe up
 // in the registered list (engines/recipes.ts) and drives it through this interface alone.
 // Engines know nothing of HTTP or of the catalog: a model reaches them as a LaunchInput.
+import { accessSync, constants } from "node:fs";
 import type { ModelType, Options } from "../spec/recipes.ts";
 
 /** A request an engine cannot be configured for (bad backend, reserved flag, cannot run here). */
@@ -55,6 +56,26 @@ export interface EngineEnv {
   cacheDir: string;
   /** The server's PATH, where the `system` backends look for their binaries. */
   path: string;
+  /** Binaries the user pointed a backend at (config.json `llamacpp.vulkan_bin`, `sdcpp.cpu_bin`,
+   * ...), by config section, then backend. */
+  binaries?: Record<string, Record<string, string>>;
+}
+
+/** The user's own binary for a backend, when config.json names one; refused when it is not there. */
+export function configuredBinary(env: EngineEnv, section: string, backend: string): string | null {
+  const path = env.binaries?.[section]?.[backend];
+  if (!path) return null;
+  try {
+    accessSync(path, constants.X_OK);
+  } catch {
+    throw new EngineConfigError(`${section}.${backend}_bin points at ${path}, which is not an executable file`);
+  }
+  return path;
+}
+
+/** A backend's state when config.json points it at the user's own binary. */
+export function configuredBinaryStatus(path: string): BackendStatus {
+  return { devices: ["cpu"], state: "installed", message: "", action: "", version: `configured (${path})` };
 }
 
 /** A model as an engine sees it: files on disk and the options it resolved to. */

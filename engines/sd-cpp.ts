@@ -7,9 +7,9 @@
 // be fetched on these machines, so `cpu` says so; `system` runs the binaries found on PATH.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { splitArgs } from "../lib/args.ts";
-import { checkReservedArgs, EngineConfigError, onPath, recipeStatus, systemBinaryStatus, unsupportedBackend, type EngineEnv, type LaunchPlan, type Recipe } from "./engine.ts";
+import { checkReservedArgs, configuredBinary, configuredBinaryStatus, EngineConfigError, onPath, recipeStatus, systemBinaryStatus, unsupportedBackend, type EngineEnv, type LaunchPlan, type Recipe } from "./engine.ts";
 
 export const SD_SERVER = "sd-server";
 export const SD_CLI = "sd-cli";
@@ -21,15 +21,21 @@ const checkUserArgs = (args: string[]) => checkReservedArgs("sdcpp_args", RESERV
 
 const BACKENDS = ["auto", "cpu", "system", "vulkan", "cuda", "rocm", "metal"];
 
-/** The backend a load runs on: `auto` is the first usable one (here: sd-server on PATH). */
+/** The backend a load runs on: `auto` is the first usable one (a binary config.json names, else
+ * sd-server on PATH). */
 function resolveBackend(backend: string, env: EngineEnv): string {
   if (backend !== "auto") return backend;
+  const configured = Object.keys(env.binaries?.sdcpp ?? {})[0];
+  if (configured) return configured;
   return onPath(SD_SERVER, env) ? "system" : "cpu";
 }
 
-/** A binary of the sd.cpp release for a backend: only `system` (PATH) exists on this machine. */
+/** A binary for a backend: the one `sdcpp.<backend>_bin` names (sd-cli beside it), else `system`
+ * (PATH); no release can be installed on this machine. */
 function locateBinary(binary: string, backend: string, env: EngineEnv): string {
   const resolved = resolveBackend(backend, env);
+  const own = configuredBinary(env, "sdcpp", resolved);
+  if (own) return binary === SD_SERVER ? own : join(dirname(own), binary);
   if (resolved === "system") {
     const found = onPath(binary, env);
     if (!found) throw new EngineConfigError(`sd-cpp backend 'system' needs ${binary} on PATH`);
@@ -56,6 +62,7 @@ export const sdCpp: Recipe = {
     recipeStatus({
       cpu: unsupportedBackend("stable-diffusion.cpp cannot be obtained on this machine (no release, no source build)"),
       system: systemBinaryStatus(SD_SERVER, env),
+      ...Object.fromEntries(Object.entries(env.binaries?.sdcpp ?? {}).map(([backend, path]) => [backend, configuredBinaryStatus(path)])),
     }),
 
   checkOptions(options) {

@@ -7,6 +7,8 @@ import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { readLines } from "../lib/lines.ts";
 import {
+  configuredBinary,
+  configuredBinaryStatus,
   EngineConfigError,
   NotInstalledError,
   onPath,
@@ -49,12 +51,16 @@ export function sourceBuiltStatus(cacheDir: string, engine: SourceBuiltEngine, b
 /** The backends of a recipe built from source here: `cpu`, the build in the cache, and `system`,
  * the same binary found on PATH. */
 export function sourceBuiltRecipeStatus(engine: SourceBuiltEngine, env: EngineEnv): RecipeStatus {
-  return recipeStatus({ cpu: sourceBuiltStatus(env.cacheDir, engine, "cpu"), system: systemBinaryStatus(engine.binary, env) });
+  const configured = Object.entries(env.binaries?.[engine.recipe] ?? {}).map(([backend, path]) => [backend, configuredBinaryStatus(path)] as const);
+  return recipeStatus({ cpu: sourceBuiltStatus(env.cacheDir, engine, "cpu"), system: systemBinaryStatus(engine.binary, env), ...Object.fromEntries(configured) });
 }
 
 /** The binary for one of those backends. */
 export function locateSourceBuilt(engine: SourceBuiltEngine, backend: string, env: EngineEnv): string {
   const { recipe, binary, description } = engine;
+  // A `<recipe>.<backend>_bin` in config.json wins: the user's own build for that backend.
+  const own = configuredBinary(env, recipe, backend);
+  if (own) return own;
   if (backend === "system") {
     const found = onPath(binary, env);
     if (!found) throw new EngineConfigError(`${recipe} backend 'system' needs ${binary} on PATH`);

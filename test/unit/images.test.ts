@@ -214,3 +214,23 @@ test("MCP lemonade_generate_image writes into the sandbox (output_path, output_d
   expect(inline.content[0]).toMatchObject({ type: "image", mimeType: "image/png" });
   expect(pngSize(decode(inline.content[0].data))).toEqual({ width: 64, height: 64 });
 });
+
+test("config.json's sdcpp.<backend>_bin (and llamacpp's) point a backend at the user's own binary; auto picks it", async () => {
+  const cacheDir = tempDir();
+  mkdirSync(cacheDir, { recursive: true });
+  const extra = tempDir("lemonade-fake-models-");
+  writeFileSync(join(extra, "tiny.gguf"), "FAKE");
+  writeFileSync(join(cacheDir, "config.json"), JSON.stringify({ sdcpp: { cpu_bin: join(FAKE_DIR, "sd-server"), vulkan_bin: "builtin" }, llamacpp: { cpu_bin: join(FAKE_DIR, "llama-server") } }));
+  // No fake on PATH: only the configured binaries can serve.
+  const own = await startTestServer({ HF_HUB_CACHE: join(server.cacheDir, "hf"), LEMONADE_EXTRA_MODELS_DIR: extra, LEMONADE_MAX_LOADED_MODELS: "-1" }, cacheDir, { engines: false });
+  try {
+    const info = await (await fetch(`${own.url}/v1/system-info`)).json();
+    expect(info.recipes["sd-cpp"].backends.cpu).toMatchObject({ state: "installed", version: `configured (${join(FAKE_DIR, "sd-server")})` });
+    const res = await fetch(`${own.url}/v1/images/generations`, { method: "POST", body: JSON.stringify({ model: "SD-Turbo", prompt: "x", size: "64x64" }) });
+    expect(res.status).toBe(200);
+    const chat = await fetch(`${own.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: "extra.tiny", max_tokens: 2, messages: [{ role: "user", content: "hi" }] }) });
+    expect((await chat.json()).choices[0].message.content).toBe("tok0 tok1 ");
+  } finally {
+    await own.close();
+  }
+});
