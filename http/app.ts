@@ -22,20 +22,27 @@ import { ollamaRoutes } from "./routes/ollama.ts";
 import { openaiRoutes } from "./routes/openai.ts";
 import { realtimeRoutes } from "./routes/realtime.ts";
 
-/** The definition a request path belongs to, from what was bound (exact paths first). */
-function routeTable(defs: readonly EndpointDef[]): (pathname: string) => EndpointDef | undefined {
-  const exact = new Map<string, EndpointDef>();
+/** The definitions a request path belongs to, from what was bound (exact paths first): one per method. */
+function routeTable(defs: readonly EndpointDef[]): (pathname: string) => EndpointDef[] {
+  const exact = new Map<string, EndpointDef[]>();
   const patterns: [RegExp, EndpointDef][] = [];
   for (const def of defs) {
     for (const path of mountedPaths(def)) {
       if (path.includes(":")) patterns.push([new RegExp(`^${path.replace(/:[^/]+/g, "[^/]+")}/?$`), def]);
-      else exact.set(path, def);
+      else exact.set(path, [...(exact.get(path) ?? []), def]);
     }
   }
   return (pathname) => {
     const trimmed = pathname.length > 1 && pathname.endsWith("/") ? pathname.slice(0, -1) : pathname;
-    return exact.get(trimmed) ?? patterns.find(([re]) => re.test(trimmed))?.[1];
+    return exact.get(trimmed) ?? patterns.filter(([re]) => re.test(trimmed)).map(([, def]) => def);
   };
+}
+
+/** The methods a path answers (HEAD with GET), for a 405's Allow header. */
+function allowedMethods(defs: EndpointDef[]): string[] {
+  const methods = new Set(defs.map((d) => (d.method === "WS" ? "GET" : d.method)));
+  if (methods.has("GET") || defs.some((d) => d.head)) methods.add("HEAD");
+  return [...methods].sort();
 }
 
 function corsHeaders(origin: string, request: Request): Record<string, string> {
@@ -53,7 +60,8 @@ function corsHeaders(origin: string, request: Request): Record<string, string> {
 export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
   const keys = { apiKey: ctx.config.apiKey, adminApiKey: ctx.config.adminApiKey };
   const started = new WeakMap<Request, number>();
-  let defOf: (pathname: string) => EndpointDef | undefined = () => undefined;
+  let defsOf: (pathname: string) => EndpointDef[] = () => [];
+  const defOf = (pathname: string): EndpointDef | undefined => defsOf(pathname)[0];
   const styleOf = (pathname: string): ErrorStyle => defOf(pathname)?.errorStyle ?? unmatchedErrorStyle(pathname);
 
   const app = new Elysia({ normalize: false })
@@ -94,6 +102,18 @@ export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
     })
     .onError(({ code, error, request, set }) => {
       const { pathname } = new URL(request.url);
+      const known = code === "NOT_FOUND" ? defsOf(pathname) : [];
+      if (known.length) {
+        // A known path asked with another method: 405, naming the ones it answers.
+        const allow = allowedMethods(known);
+        set.headers.allow = allow.join(", ");
+        set.status = 405;
+        return errorResponse(
+          new ApiError(405, "method_not_allowed", `${request.method} is not allowed on ${pathname}; use ${allow.join(" or ")}`),
+          known[0]!.errorStyle,
+          set.headers as Record<string, string>,
+        );
+      }
       const err = toApiError({ code, error }, pathname);
       set.status = err.status;
       if (err.status >= 500 && err.status !== 501) ctx.logger.error("Server", `${request.method} ${pathname}: ${err.message}`);
@@ -121,6 +141,6 @@ export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
   }
   realtimeRoutes(binder, ctx);
   logStreamRoute(binder, ctx);
-  defOf = routeTable(binder.bound);
+  defsOf = routeTable(binder.bound);
   return { app, bound: binder.bound };
 }

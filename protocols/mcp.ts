@@ -274,7 +274,8 @@ async function callTool(ctx: ServerContext, params: Json, signal: AbortSignal): 
     lemonade_omni: () => omniTool(ctx, args),
   };
   const tool = tools[name];
-  if (!tool) throw new RpcError(RPC.invalidParams, `Unknown tool: ${name}`);
+  // An unknown tool is the calling model's mistake to see and correct, like any tool failure.
+  if (!tool) return { content: [text(`Unknown tool: ${name}; tools/list names the tools`)], isError: true };
   try {
     return await tool();
   } catch (err) {
@@ -293,7 +294,7 @@ async function dispatch(ctx: ServerContext, msg: Json, signal: AbortSignal): Pro
       return {
         protocolVersion: PROTOCOL_VERSIONS.includes(asked) ? asked : PROTOCOL_VERSIONS[0],
         capabilities: { tools: { listChanged: false } },
-        serverInfo: { name: "lemonade", version: VERSION },
+        serverInfo: { name: "lemonade-mcp", version: VERSION },
         instructions: "Call lemonade_list_models first to learn the model names, then lemonade_chat.",
       };
     }

@@ -261,6 +261,7 @@ export const logsStream = endpoint({
   id: "lemonade.logs_stream",
   method: "WS",
   path: "/logs/stream",
+  aliasPaths: ["/v1/logs/stream", "/api/v1/logs/stream", "/v0/logs/stream", "/api/v0/logs/stream"],
   mount: "root",
   page: "lemonade",
   errorStyle: "openai",
@@ -627,9 +628,9 @@ export const downloads = endpoint({
   availability: "fully_available",
   description:
     "Lists the download jobs started with `POST /v1/pull` and `stream: true, subscribe: false`. Active, paused, cancelled, failed and completed jobs stay listed until removed.",
-  response: T.Object({ downloads: T.Array(JobSnapshot, { description: "The jobs" }) }),
+  response: T.Array(JobSnapshot, { description: "The jobs, as a bare array (lemonade.md)" }),
   example: {
-    response: `{"downloads": [{"id": "model:Qwen3-0.6B-GGUF", "type": "model", "model_name": "Qwen3-0.6B-GGUF", "status": "downloading", "running": true, "file": "Qwen3-0.6B-Q4_0.gguf", "file_index": 1, "total_files": 1, "bytes_downloaded": 104857600, "bytes_total": 382156480, "total_download_size": 382156480, "bytes_previously_downloaded": 0, "completed_files_bytes": 0, "cumulative_bytes_downloaded": 104857600, "overall_bytes_downloaded": 104857600, "percent": 27, "complete": false}]}`,
+    response: `[{"id": "model:Qwen3-0.6B-GGUF", "type": "model", "model_name": "Qwen3-0.6B-GGUF", "status": "downloading", "running": true, "file": "Qwen3-0.6B-Q4_0.gguf", "file_index": 1, "total_files": 1, "bytes_downloaded": 104857600, "bytes_total": 382156480, "total_download_size": 382156480, "bytes_previously_downloaded": 0, "completed_files_bytes": 0, "cumulative_bytes_downloaded": 104857600, "overall_bytes_downloaded": 104857600, "percent": 27, "complete": false}]`,
   },
 });
 

@@ -83,7 +83,7 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
     return { query: text, source: "huggingface", ...(query.format === "gguf" ? { format: "gguf" } : {}), ...found };
   });
 
-  bind.http(spec.downloads, () => ({ downloads: ctx.downloads.list() }));
+  bind.http(spec.downloads, () => ctx.downloads.list());
 
   bind.http(spec.downloadsControl, async ({ body }) => {
     const known = ctx.downloads.get(body.id) !== undefined;

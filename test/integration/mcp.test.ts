@@ -36,7 +36,7 @@ const textOf = (r: any) => r.content.filter((c: any) => c.type === "text").map((
 
 describe("with the SDK client", () => {
   test("initialize negotiates, and tools/list names the five tools with schemas", async () => {
-    expect(client.getServerVersion()?.name).toBe("lemonade");
+    expect(client.getServerVersion()?.name).toBe("lemonade-mcp");
     expect(client.getServerCapabilities()?.tools).toBeDefined();
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual([
@@ -142,7 +142,10 @@ describe("JSON-RPC edge cases", () => {
     expect(await code({ jsonrpc: "2.0", id: 1 })).toBe(-32600);
     expect(await code([])).toBe(-32600);
     expect(await code({ jsonrpc: "2.0", id: 1, method: "resources/list" })).toBe(-32601);
-    expect(await code({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "nope", arguments: {} } })).toBe(-32602);
+    const unknown = await (await rpc({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "nope", arguments: {} } })).json();
+    expect(unknown.result).toMatchObject({ isError: true, content: [{ type: "text", text: expect.stringContaining("Unknown tool: nope") }] });
+    // A client's cancellation notice is taken (202, nothing to answer).
+    expect((await rpc({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 1 } })).status).toBe(202);
     expect(await code({ jsonrpc: "2.0", id: 1, method: "tools/call", params: {} })).toBe(-32602);
   });
 

@@ -45,6 +45,31 @@ describe("mounting", () => {
     expect(body.error.type).toBe("not_found_error");
   });
 
+  test("a known path asked with another method answers 405 JSON with Allow, in the route's shape", async () => {
+    const res = await fetch(`${server.url}/v1/models`, { method: "POST", body: "{}" });
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("GET, HEAD");
+    expect((await res.json()).error).toMatchObject({ code: "method_not_allowed", type: "invalid_request_error" });
+    const options = await fetch(`${server.url}/api/v1/models/x/options`, { method: "PUT" });
+    expect(options.headers.get("allow")).toBe("DELETE, GET, HEAD, POST");
+    const ollama = await fetch(`${server.url}/api/tags`, { method: "POST" });
+    expect(ollama.status).toBe(405);
+    expect(typeof (await ollama.json()).error).toBe("string");
+  });
+
+  test("the log stream answers at /logs/stream and under the API prefixes", async () => {
+    for (const path of ["/logs/stream", "/v1/logs/stream", "/api/v1/logs/stream"]) {
+      const ws = new WebSocket(`${server.url.replace("http", "ws")}${path}`);
+      const first = await new Promise<any>((resolve, reject) => {
+        ws.onopen = () => ws.send(JSON.stringify({ type: "logs.subscribe" }));
+        ws.onmessage = (e) => resolve(JSON.parse(String(e.data)));
+        ws.onerror = reject;
+      });
+      ws.close();
+      expect(first.type, path).toBe("logs.snapshot");
+    }
+  });
+
   test("an unknown Ollama path answers 404 in Ollama's error shape", async () => {
     const res = await fetch(`${server.url}/api/no-such-thing`, { method: "POST", body: "{}" });
     expect(res.status).toBe(404);
