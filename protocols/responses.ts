@@ -28,12 +28,13 @@ export function responsesStream(model: string): StreamRule {
     ...chatStream,
     translate: () => {
       const positions = new Map<string, number>();
+      let items = 0;
       const openedText = new Set<string>();
       let seq = 0;
       let completed = false;
       let done = false;
       const emit = (ev: Json) => frame({ ...ev, sequence_number: seq++ });
-      const position = (id: string | undefined) => (id !== undefined && positions.has(id) ? positions.get(id)! : Math.max(0, positions.size - 1));
+      const position = (id: string | undefined) => (id !== undefined && positions.has(id) ? positions.get(id)! : Math.max(0, items - 1));
       const response = (r: Json | undefined): Json => ({ object: "response", output: [], created_at: Math.floor(Date.now() / 1000), ...r, model });
       return {
         event(data) {
@@ -50,8 +51,8 @@ export function responsesStream(model: string): StreamRule {
               completed = true;
               return emit({ ...ev, response: response(ev.response) });
             case "response.output_item.added": {
-              const index = positions.size;
-              positions.set(ev.item?.id, index);
+              const index = items++;
+              if (typeof ev.item?.id === "string") positions.set(ev.item.id, index);
               return emit({ ...ev, output_index: index });
             }
             case "response.output_item.done":

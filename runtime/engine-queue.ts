@@ -32,6 +32,7 @@ export class EngineQueue {
   }
 
   join(modelId: string, signal?: AbortSignal): Ticket {
+    if (signal?.aborted) throw new ApiError(499, "client_closed", "The client closed the request");
     if (this.active < this.slots && this.waiting.length === 0) {
       this.active++;
       return this.ticket(Promise.resolve(), () => true);
@@ -53,10 +54,17 @@ export class EngineQueue {
       ticket,
     };
     this.waiting.push(waiter);
-    signal?.addEventListener("abort", () => {
-      if (!isGranted) granted.reject(new ApiError(499, "client_closed", "The client closed the request while it waited for the engine"));
-      ticket.leave();
-    }, { once: true });
+    // A client that leaves while waiting leaves the line; once granted, the slot is freed by the
+    // request's end, when the engine has let go of it too.
+    signal?.addEventListener(
+      "abort",
+      () => {
+        if (isGranted) return;
+        granted.reject(new ApiError(499, "client_closed", "The client closed the request while it waited for the engine"));
+        ticket.leave();
+      },
+      { once: true },
+    );
     // A ticket nobody awaits (its request failed before sending) must not raise an unhandled rejection.
     granted.promise.catch(() => {});
     return ticket;

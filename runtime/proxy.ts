@@ -80,7 +80,6 @@ export interface RecentRequest {
   check: ModelCheck;
 }
 
-const decoder = new TextDecoder();
 /** Chunks kept to read the final timings from: they arrive in the last event or two. */
 const TAIL_CHUNKS = 4;
 const PING_MS = 1000;
@@ -209,9 +208,19 @@ class Exchange {
   private replayed = false;
   private finished = false;
   private hung = false;
+  /** The client's stream was cancelled (Bun may do so without aborting the request's signal). */
+  private cancelled = false;
   /** This request's place in the engine's queue. */
   private ticket: Ticket;
-  private readonly onClientAbort = () => this.upstream.abort();
+  /** A stream response whose body nobody has started reading (it ends in finish() if the client leaves). */
+  private unread = false;
+  private readonly onClientAbort = () => {
+    this.upstream.abort();
+    if (this.unread) {
+      this.status = 499;
+      this.finish();
+    }
+  };
 
   constructor(
     private readonly deps: ProxyDeps,
@@ -220,8 +229,14 @@ class Exchange {
     private readonly method: "GET" | "POST",
     private readonly queueOf: ((slot: Slot<CatalogModel>) => EngineQueue) | null,
   ) {
+    if (req.signal.aborted) throw clientClosed();
     this.ticket = this.join();
     req.signal.addEventListener("abort", this.onClientAbort, { once: true });
+  }
+
+  /** The client is gone: its request aborted, or its stream cancelled. */
+  private get clientGone(): boolean {
+    return this.req.signal.aborted || this.cancelled;
   }
 
   private join(): Ticket {
@@ -265,7 +280,7 @@ class Exchange {
   /** The engine did not answer: unless the client left or this was the replay, load the model
    * again and let the caller send once more; else throw the error the client gets. */
   async engineGone(): Promise<void> {
-    if (this.req.signal.aborted) {
+    if (this.clientGone) {
       this.status = 499;
       this.finish();
       throw clientClosed();
@@ -277,6 +292,11 @@ class Exchange {
     await this.lease.fail();
     this.hung = false;
     this.upstream = new AbortController();
+    if (this.clientGone) {
+      this.status = 499;
+      this.finish();
+      throw clientClosed();
+    }
     if (this.replayed) {
       this.status = 503;
       this.finish();
@@ -299,6 +319,12 @@ class Exchange {
       this.status = 503;
       this.finish();
       throw err;
+    }
+    // The client left while the model loaded again: nothing is to be sent.
+    if (this.clientGone) {
+      this.status = 499;
+      this.finish();
+      throw clientClosed();
     }
   }
 
@@ -358,14 +384,16 @@ class Exchange {
       }
       timer = setTimeout(tick, Math.max(1, lastWrite + PING_MS - now));
     };
+    ex.unread = true;
     const body = new ReadableStream({
       type: "direct",
       async pull(controller: { write(c: Uint8Array | string): void; flush(): void; close(): void }) {
+        ex.unread = false;
         sink = controller;
-        write(OPENING);
-        timer = setTimeout(tick, PING_MS);
         let tail: string | undefined;
         try {
+          write(OPENING);
+          timer = setTimeout(tick, PING_MS);
           let res = first ?? (await ex.send());
           for (;;) {
             if (!res.ok) throw await ex.engineError(res);
@@ -384,7 +412,7 @@ class Exchange {
             res = await ex.send();
           }
         } catch (err) {
-          if (!ex.req.signal.aborted) {
+          if (!ex.clientGone) {
             const apiErr = err instanceof ApiError ? err : new ApiError(502, "backend_error", `The ${ex.modelId} engine stopped answering`, undefined, "backend_error");
             ex.status = apiErr.status;
             ex.deps.logger.warn("Proxy", `Stream from ${ex.modelId} failed: ${apiErr.message}`);
@@ -405,6 +433,8 @@ class Exchange {
       },
       cancel() {
         clearTimeout(timer);
+        ex.cancelled = true;
+        ex.status = 499;
         ex.upstream.abort();
         ex.finish();
       },
@@ -417,14 +447,32 @@ class Exchange {
   async pipe(res: Response, rule: StreamRule, write: (chunk: Uint8Array | string, boundary: boolean) => void) {
     const reader = res.body!.getReader();
     const translator = rule.translate?.();
+    // One decoder per stream: a decoder keeps a split character's bytes for its next call.
+    const decoder = new TextDecoder();
     const tail: Uint8Array[] = [];
     let sent = false;
     let pending = "";
+    // Whether the bytes so far end with a newline, for an event end split across chunks.
+    let endsNewline = false;
     const stopWatch = this.watch();
+    /** The engine request ends here without a clean finish: stop it, so its slot is really free. */
+    const abandon = () => {
+      reader.cancel().catch(() => {});
+      this.upstream.abort();
+    };
     try {
       for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
+        let chunk: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          chunk = await reader.read();
+        } catch {
+          // The engine broke off (or the client left, which aborted the engine request).
+          abandon();
+          if (this.clientGone) throw clientClosed();
+          return { sent, broken: true, tail: undefined };
+        }
+        if (chunk.done) break;
+        const value = chunk.value;
         this.lease.slot.lastOutput = performance.now();
         if (!sent) {
           sent = true;
@@ -433,7 +481,10 @@ class Exchange {
         tail.push(value);
         if (tail.length > TAIL_CHUNKS) tail.shift();
         if (!translator) {
-          write(value, value[value.length - 1] === 10 && value[value.length - 2] === 10);
+          const n = value.length;
+          const boundary = value[n - 1] === 10 && (n > 1 ? value[n - 2] === 10 : endsNewline);
+          endsNewline = value[n - 1] === 10;
+          write(value, boundary);
           continue;
         }
         const blocks = (pending + decoder.decode(value, { stream: true })).split("\n\n");
@@ -445,15 +496,26 @@ class Exchange {
         }
         if (out) write(out, true);
       }
-    } catch {
-      if (this.req.signal.aborted) throw clientClosed();
-      return { sent, broken: true, tail: undefined };
+    } catch (err) {
+      // A write to a client that left, or a translator failing on an event: the engine is fine,
+      // and its request ends here.
+      abandon();
+      if (this.clientGone) throw clientClosed();
+      throw new ApiError(500, "internal_error", `The ${this.modelId} stream could not be passed on: ${(err as Error).message}`);
     } finally {
       stopWatch();
     }
-    const tailText = tail.map((c) => decoder.decode(c)).join("");
+    if (translator && pending.trim()) {
+      // The last event, without its blank line (or with CRLF line ends).
+      const data = sseData(pending.replace(/\r/g, ""));
+      if (data !== null) write(translator.event(data), true);
+    }
+    const tailText = tail.map((c) => new TextDecoder().decode(c)).join("");
     const ending = translator ? translator.end() : rule.ending(tailText);
-    if (ending === null) return { sent, broken: true, tail: undefined };
+    if (ending === null) {
+      abandon();
+      return { sent, broken: true, tail: undefined };
+    }
     if (ending) write(ending, true);
     return { sent, broken: false, tail: tailText };
   }
@@ -464,21 +526,29 @@ class Exchange {
     const every = this.deps.hangCheckMs ?? 10_000;
     if (!every) return () => {};
     const slot = this.lease.slot;
+    // The request this watch guards: a replay gets its own controller, and a check still running
+    // when this watch stops must not touch it.
+    const upstream = this.upstream;
     let misses = 0;
     let checking = false;
+    let stopped = false;
     const timer = setInterval(async () => {
       if (checking || performance.now() - slot.lastOutput < every) return;
       checking = true;
       const ok = await slot.engine.health(every);
       checking = false;
+      if (stopped) return;
       misses = ok ? 0 : misses + 1;
       if (misses >= 3) {
         clearInterval(timer);
         this.hung = true;
-        this.upstream.abort();
+        upstream.abort();
       }
     }, every);
-    return () => clearInterval(timer);
+    return () => {
+      stopped = true;
+      clearInterval(timer);
+    };
   }
 
   /** Releases the model and records the request, once. */

@@ -155,6 +155,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   }
 
   async acquire(model: M, opts: AcquireOptions = {}): Promise<Lease<M>> {
+    if (opts.signal?.aborted) throw clientGone();
     const ready = this.slots.get(model.id);
     if (ready?.state === "ready") return this.leaseOf(ready);
     return this.wait(model, opts.options, false, opts.signal, (slot) => this.leaseOf(slot));

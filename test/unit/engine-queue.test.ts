@@ -72,3 +72,23 @@ test("over HTTP: one slot (--parallel 1), max_queue 2: two wait (shown in /v1/he
     await server.close();
   }
 });
+
+test("a client that is already gone is refused at once; a granted slot stays taken until its request ends", async () => {
+  const q = new EngineQueue(1, () => 10);
+  const gone = new AbortController();
+  gone.abort();
+  expect(() => q.join("m", gone.signal)).toThrow(/closed/);
+  const leaving = new AbortController();
+  const a = q.join("m", leaving.signal);
+  await a.ready;
+  const b = q.join("m");
+  let bReady = false;
+  void b.ready.then(() => (bReady = true));
+  // The engine still works on a's request after its client left: b waits until a's request ends.
+  leaving.abort();
+  await Bun.sleep(10);
+  expect(bReady).toBe(false);
+  a.leave();
+  await b.ready;
+  expect(bReady).toBe(true);
+});

@@ -148,3 +148,18 @@ test("Ollama: a model whose engine fails to start is a 404 on a route that loads
     await broken.close();
   }
 });
+
+test("a client that cancels a stream before its first token neither kills the engine nor keeps its claim", async () => {
+  expect((await chat({ max_tokens: 1 })).status).toBe(200);
+  const pid = enginePid();
+  const res = await chat({ stream: true, max_tokens: 3, fake: { ttft_ms: 1500 } });
+  const reader = res.body!.getReader();
+  await reader.read();
+  await reader.cancel();
+  const deadline = Date.now() + 3000;
+  while (server.ctx.scheduler.list()[0]!.inflight > 0 && Date.now() < deadline) await Bun.sleep(20);
+  expect(server.ctx.scheduler.list()[0]!.inflight).toBe(0);
+  expect(enginePid()).toBe(pid);
+  expect((await chat({ max_tokens: 2 })).status).toBe(200);
+  expect(enginePid()).toBe(pid);
+});
