@@ -107,5 +107,6 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     upscaler: sdUpscaler(engineEnv),
     websocketPort: null,
     activity: { requests: 0 },
+    lifecycle: { rebind: () => {}, shutdown: () => {} },
   };
 }

@@ -31,7 +31,12 @@ function listenAlone(listen: () => void, port: number): void {
   }
 }
 
-export async function startServer(overrides: Overrides = {}, env = process.env): Promise<RunningServer> {
+export interface ServerHooks {
+  /** After POST /internal/shutdown has stopped everything (the CLI exits the process). */
+  onShutdown?: () => void;
+}
+
+export async function startServer(overrides: Overrides = {}, env = process.env, hooks: ServerHooks = {}): Promise<RunningServer> {
   const config = loadConfig(overrides, env);
   if (config.port !== 0) {
     listenAlone(() => Bun.serve({ hostname: config.host, port: config.port, reusePort: false, fetch: () => new Response(null) }).stop(true), config.port);
@@ -42,6 +47,7 @@ export async function startServer(overrides: Overrides = {}, env = process.env):
   const limits = { reusePort: false };
   listenAlone(() => app.listen({ hostname: config.host, port: config.port, ...limits }), config.port);
   const port = app.server!.port!;
+  config.port = port;
   // The dedicated WebSocket port older clients discover through /v1/health (OS-assigned): the
   // same WebSocket routes (/realtime, /logs/stream), with the same keys and origins, and nothing else.
   const { app: wsApp } = createApp(ctx, { websocketsOnly: true });
@@ -53,7 +59,7 @@ export async function startServer(overrides: Overrides = {}, env = process.env):
   ctx.logger.info("Server", `Lemonade Server ${ctx.version} listening on ${url} (pid ${process.pid})`);
   ctx.logger.info("Server", `Cache directory: ${config.cacheDir}`);
   if (config.apiKey) ctx.logger.info("Server", "API key required (LEMONADE_API_KEY is set)");
-  return {
+  const server: RunningServer = {
     ctx,
     url,
     port,
@@ -63,4 +69,25 @@ export async function startServer(overrides: Overrides = {}, env = process.env):
       await Promise.all([app.stop(true), wsApp.stop(true)]);
     },
   };
+  ctx.lifecycle = {
+    // A new address from POST /internal/set: the API listens there instead; a refused one keeps the old.
+    rebind: (newHost, newPort) => {
+      const before = { host: config.host, port: config.port };
+      void app.stop(false).then(() => {
+        try {
+          listenAlone(() => app.listen({ hostname: newHost, port: newPort, ...limits }), newPort);
+          Object.assign(config, { host: newHost, port: app.server!.port! });
+          ctx.logger.info("Server", `Listening on http://${newHost}:${config.port} now`);
+        } catch (err) {
+          ctx.logger.error("Server", `Cannot listen on ${newHost}:${newPort} (${(err as Error).message}); staying on ${before.host}:${before.port}`);
+          app.listen({ hostname: before.host, port: before.port, ...limits });
+        }
+      });
+    },
+    shutdown: () => {
+      ctx.logger.info("Server", "Shutting down (POST /internal/shutdown)");
+      void server.stop().then(() => hooks.onShutdown?.());
+    },
+  };
+  return server;
 }

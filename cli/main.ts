@@ -31,7 +31,7 @@ const serve: Command = {
     } catch (err) {
       throw new CliError((err as Error).message, 2);
     }
-    const running = await startServer({ host: values.host as string | undefined, port, logLevel });
+    const running = await startServer({ host: values.host as string | undefined, port, logLevel }, process.env, { onShutdown: () => process.exit(0) });
     const shutdown = async (signal: string) => {
       running.ctx.logger.info("Server", `${signal} received, shutting down`);
       await running.stop();

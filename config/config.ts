@@ -4,6 +4,7 @@ import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { readJsonFile } from "../lib/json-file.ts";
 import { parseLogLevel, type Severity } from "../lib/log-level.ts";
+import { fileProblem } from "./settings.ts";
 
 export interface Config {
   host: string;
@@ -120,6 +121,12 @@ function list(raw: string | undefined): string[] {
     .filter(Boolean);
 }
 
+function ctxSetting(raw: string | number | undefined): number {
+  const n = intSetting("ctx_size", raw, 4096, -1, 2 ** 31 - 1);
+  if (n === 0) throw new Error("ctx_size must be -1 (automatic) or a whole number from 1");
+  return n;
+}
+
 function intSetting(name: string, raw: string | number | undefined, fallback: number, min: number, max: number): number {
   if (raw === undefined || raw === "") return fallback;
   const n = typeof raw === "number" ? raw : Number(raw);
@@ -136,6 +143,8 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
     throw new Error(`${join(cacheDir, "config.json")} must hold a JSON object`);
   }
   checkFileTypes(join(cacheDir, "config.json"), file as Record<string, unknown>);
+  const problem = fileProblem(file as Record<string, unknown>);
+  if (problem) throw new Error(`${join(cacheDir, "config.json")}: ${problem}`);
   const maxLoaded = intSetting(
     "max_loaded_models",
     env.LEMONADE_MAX_LOADED_MODELS ?? file.max_loaded_models,
@@ -151,7 +160,8 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
     cacheDir,
     logLevel: overrides.logLevel ?? parseLogLevel(env.LEMONADE_LOG_LEVEL ?? file.log_level),
     maxLoadedModels: maxLoaded,
-    ctxSize: intSetting("ctx_size", env.LEMONADE_CTX_SIZE ?? file.ctx_size, 4096, 1, 1 << 24),
+    // -1 is Lemonade's default: each model's own window (capped as a load caps it).
+    ctxSize: ctxSetting(env.LEMONADE_CTX_SIZE ?? file.ctx_size),
     extraModelsDir: extra ? resolve(extra) : null,
     hfCacheDir: hfCacheDir(env),
     apiKey: env.LEMONADE_API_KEY || null,

@@ -213,6 +213,13 @@ export class Catalog {
     return true;
   }
 
+  /** Serves another extra-models folder from now on (POST /internal/set `extra_models_dir`). */
+  setExtraModelsDir(dir: string | null): void {
+    this.opts.extraModelsDir = dir;
+    this.watchExtraDir();
+    changed();
+  }
+
   /** Files added, removed or changed in the extra-models folder invalidate cached listings. */
   private watchExtraDir(): void {
     const dir = this.opts.extraModelsDir;

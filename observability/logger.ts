@@ -28,10 +28,15 @@ export class Logger {
   private seq = 0;
 
   constructor(
-    private readonly level: Severity = "Info",
+    private level: Severity = "Info",
     private readonly echo: (line: string, severity: Severity) => void = (line, severity) =>
       (RANK[severity] >= RANK.Warning ? process.stderr : process.stdout).write(line + "\n"),
   ) {}
+
+  /** Changes the level lines are kept and echoed from (POST /internal/set `log_level`). */
+  setLevel(level: Severity): void {
+    this.level = level;
+  }
 
   log(severity: Severity, tag: string, message: string): void {
     if (RANK[severity] < RANK[this.level]) return;

@@ -44,6 +44,8 @@ export interface ServerContext {
   upscaler: Upscaler;
   /** The port the WebSocket APIs answer on, once listening. */
   websocketPort: number | null;
+  /** What the server around this context does when asked (app/server.ts sets them). */
+  lifecycle: { rebind(host: string, port: number): void; shutdown(): void };
   /** Requests received since start (the idle collector watches it). */
   activity: { requests: number };
 }

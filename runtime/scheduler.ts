@@ -149,6 +149,15 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   }
 
   /** Claims a model for one request, loading it first when needed. */
+  /** Pins or unpins a loaded model; false when it is not loaded. */
+  setPinned(id: string, pinned: boolean): boolean {
+    const slot = this.slots.get(id);
+    if (!slot || slot.state !== "ready") return false;
+    slot.pinned = pinned;
+    changed();
+    return true;
+  }
+
   /** Refuses options that would make the model's next load fail (a 400), e.g. before they are saved. */
   checkOptions(model: M, options: Record<string, unknown>): void {
     this.deps.check(model, options);

@@ -73,6 +73,10 @@ export const endpoints: EndpointDef[] = [
   lemonade.aliasesList,
   lemonade.aliasesSet,
   lemonade.aliasesDelete,
+  lemonade.internalConfig,
+  lemonade.internalSet,
+  lemonade.internalPin,
+  lemonade.internalShutdown,
 ];
 
 export * from "./endpoint.ts";

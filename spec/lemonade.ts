@@ -783,3 +783,77 @@ export const registrySearch = endpoint({
     response: `{"query": "qwen", "source": "huggingface", "format": "gguf", "total": 1, "results": [{"repository_id": "unsloth/Qwen3-8B-GGUF", "display_name": "Qwen3-8B-GGUF", "source": "huggingface", "repository_type": "model", "description": "", "tags": ["gguf"], "task": "text-generation", "downloads": 12000, "likes": 40, "has_gguf": true}]}`,
   },
 });
+
+export const internalConfig = endpoint({
+  id: "lemonade.internal_config",
+  method: "GET",
+  path: "/internal/config",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "admin",
+  summary: "Read the effective configuration",
+  availability: "fully_available",
+  description:
+    "Every `config.json` setting as the server has it: Lemonade's defaults, then `config.json`, then the values it runs with (flags and environment included). Nested settings are objects (`llamacpp.backend` is `{\"llamacpp\": {\"backend\": ...}}`).",
+  response: T.Record(T.String(), T.Unknown()),
+});
+
+export const internalSet = endpoint({
+  id: "lemonade.internal_set",
+  method: "POST",
+  path: "/internal/set",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "admin",
+  summary: "Change settings, live where possible",
+  availability: "fully_available",
+  description:
+    "Sets one or more settings, `{\"key\": value, ...}`, nested keys written with dots (`llamacpp.backend`) or as objects. Each is checked against its default's type first (nothing is saved when one is refused), then saved in `config.json` atomically and applied at once where the server can: `max_loaded_models`, `log_level`, `ctx_size`, `offline`, `extra_models_dir` (rescanned), `host` and `port` (the server listens anew). The answer lists which took effect now and which are saved for the next start.",
+  body: T.Record(T.String(), T.Unknown(), { description: "The settings to change." }),
+  response: T.Object({
+    status: T.Literal("success", { description: 'Always `"success"`' }),
+    applied: T.Array(T.String(), { description: "Settings in effect now" }),
+    saved: T.Array(T.String(), { description: "Settings saved, which take effect at the next start" }),
+  }),
+  errors: [{ status: 400, code: "invalid_argument", when: "A key is not a Lemonade setting, or its value has the wrong type or is out of range" }],
+  example: { body: { max_loaded_models: 2, "llamacpp.backend": "cpu" }, response: '{"status": "success", "applied": ["max_loaded_models"], "saved": ["llamacpp.backend"]}' },
+});
+
+export const internalPin = endpoint({
+  id: "lemonade.internal_pin",
+  method: "POST",
+  path: "/internal/pin",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "admin",
+  summary: "Pin or unpin a loaded model",
+  availability: "fully_available",
+  description: "Pins a loaded model so eviction never picks it, or unpins it. Idempotent.",
+  body: T.Object({
+    model_name: T.String({ minLength: 1, description: "A loaded model." }),
+    pinned: T.Boolean({ description: "`true` pins, `false` unpins." }),
+  }),
+  response: T.Object({
+    status: T.Literal("success", { description: 'Always `"success"`' }),
+    model_name: T.String({ description: "The model" }),
+    pinned: T.Boolean({ description: "Its pinned state now" }),
+  }),
+  errors: [{ status: 404, code: "model_not_loaded", when: "`model_name` is not loaded" }],
+});
+
+export const internalShutdown = endpoint({
+  id: "lemonade.internal_shutdown",
+  method: "POST",
+  path: "/internal/shutdown",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "admin",
+  summary: "Stop the server",
+  availability: "fully_available",
+  description: "Answers, then stops every engine and the server, as SIGTERM does.",
+  response: T.Object({ status: T.Literal("success", { description: 'Always `"success"`' }), message: T.String({ description: "What happens next" }) }),
+});

@@ -8,6 +8,8 @@ import { sseResponse } from "../../lib/sse.ts";
 import { hostInfo } from "../../observability/system.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import { healthEntry, saveLoadOptions } from "../../protocols/models.ts";
+import { effectiveSettings } from "../../config/settings.ts";
+import { pin, setSettings, shutdown } from "../../protocols/settings.ts";
 import type { Binder } from "../bind.ts";
 
 const perType = (value: (type: string) => number) => Object.fromEntries(MODEL_TYPES.map((t) => [t, value(t)]));
@@ -142,6 +144,11 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
   bind.http(spec.metrics, async () => {
     return new Response(await ctx.metrics.render(), { headers: { "content-type": ctx.metrics.contentType } });
   });
+
+  bind.http(spec.internalConfig, () => effectiveSettings(ctx.config));
+  bind.http(spec.internalSet, ({ body }) => setSettings(ctx, body as Record<string, unknown>));
+  bind.http(spec.internalPin, ({ body }) => pin(ctx, body.model_name, body.pinned));
+  bind.http(spec.internalShutdown, () => shutdown(ctx));
 
   bind.http(spec.aliasesList, () => ({
     aliases: ctx.aliases.list().map(({ alias, target }) => {

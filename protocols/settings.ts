@@ -1,0 +1,63 @@
+// Live configuration (POST /internal/set, /internal/pin, /internal/shutdown): settings checked
+// against Lemonade's defaults, saved in config.json, and applied at once where the server can.
+import { resolve } from "node:path";
+import { changesOf, saveSettings, settingProblem } from "../config/settings.ts";
+import { ApiError } from "../lib/api-error.ts";
+import { parseLogLevel } from "../lib/log-level.ts";
+import { E } from "../spec/errors.ts";
+import type { ServerContext } from "../runtime/context.ts";
+
+/** Settings this server applies while it runs; the rest take effect at the next start. */
+const LIVE = new Set(["max_loaded_models", "log_level", "ctx_size", "offline", "extra_models_dir", "host", "port"]);
+
+export function setSettings(ctx: ServerContext, body: Record<string, unknown>) {
+  const changes = changesOf(body);
+  const keys = Object.keys(changes);
+  if (!keys.length) throw ApiError.of(E.missingArgument, "Send at least one setting, such as {\"max_loaded_models\": 2}");
+  for (const key of keys) {
+    const problem = settingProblem(key, changes[key]);
+    if (problem) throw ApiError.of(E.invalidArgument, problem, key);
+  }
+  saveSettings(ctx.config, changes);
+  const { config } = ctx;
+  for (const [key, value] of Object.entries(changes)) {
+    switch (key) {
+      case "max_loaded_models":
+        config.maxLoadedModels = value as number;
+        break;
+      case "log_level":
+        config.logLevel = parseLogLevel(String(value));
+        ctx.logger.setLevel(config.logLevel);
+        break;
+      case "ctx_size":
+        config.ctxSize = value as number;
+        break;
+      case "offline":
+        config.offline = value as boolean;
+        break;
+      case "extra_models_dir":
+        config.extraModelsDir = value ? resolve(String(value)) : null;
+        ctx.catalog.setExtraModelsDir(config.extraModelsDir);
+        break;
+    }
+  }
+  if ("host" in changes || "port" in changes) {
+    const host = String(changes.host ?? config.host);
+    const port = Number(changes.port ?? config.port);
+    // After this answer has gone out: the listener it travels on is the one replaced.
+    setTimeout(() => ctx.lifecycle.rebind(host, port), 50);
+  }
+  ctx.logger.info("Server", `Settings changed: ${keys.join(", ")}`);
+  return { status: "success" as const, applied: keys.filter((k) => LIVE.has(k)), saved: keys.filter((k) => !LIVE.has(k)) };
+}
+
+export function pin(ctx: ServerContext, name: string, pinned: boolean) {
+  const model = ctx.catalog.find(name);
+  if (!model || !ctx.scheduler.setPinned(model.id, pinned)) throw new ApiError(404, "model_not_loaded", `Model not loaded: ${name}`, "model_name");
+  return { status: "success" as const, model_name: model.id, pinned };
+}
+
+export function shutdown(ctx: ServerContext) {
+  setTimeout(() => ctx.lifecycle.shutdown(), 50);
+  return { status: "success" as const, message: "The server is shutting down" };
+}

@@ -1,0 +1,110 @@
+// Live configuration: GET /internal/config (every Lemonade setting), POST /internal/set (checked,
+// saved atomically, applied at once where possible), /internal/pin and /internal/shutdown, all
+// behind the admin key; and a config.json with ctx_size -1 starts.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { loadConfig } from "../../config/config.ts";
+import { freePort } from "../../engines/process.ts";
+import { startFakeServer } from "../helpers/fake-engine.ts";
+import { tempDir, type TestServer } from "../helpers/server.ts";
+
+const ADMIN = "admin-key";
+let server: TestServer;
+beforeAll(async () => {
+  server = await startFakeServer(["a", "b"], { LEMONADE_ADMIN_API_KEY: ADMIN, LEMONADE_MAX_LOADED_MODELS: "1" });
+});
+afterAll(() => server.close());
+
+const admin = (path: string, body?: unknown) =>
+  fetch(`${server.url}${path}`, { method: body === undefined ? "GET" : "POST", body: body === undefined ? undefined : JSON.stringify(body), headers: { authorization: `Bearer ${ADMIN}` } });
+const loaded = async () => (await (await admin("/v1/health")).json()).all_models_loaded.map((m: any) => m.model_name).sort();
+const load = (model: string) => admin("/v1/load", { model_name: model });
+
+test("GET /internal/config has every Lemonade setting, with the values the server runs with", async () => {
+  const config = await (await admin("/internal/config")).json();
+  expect(config).toMatchObject({ max_loaded_models: 1, llamacpp: { backend: "auto", vulkan_bin: "builtin" }, sdcpp: { steps: 20 }, telemetry: { enabled: false } });
+  expect(config.port).toBe(Number(new URL(server.url).port));
+  expect((await fetch(`${server.url}/internal/config`)).status).toBe(401);
+});
+
+test("POST /internal/set max_loaded_models: 2 lets a second model stay loaded without a restart, and is saved", async () => {
+  await load("extra.a");
+  await load("extra.b");
+  expect(await loaded()).toEqual(["extra.b"]);
+  const res = await admin("/internal/set", { max_loaded_models: 2 });
+  expect(await res.json()).toEqual({ status: "success", applied: ["max_loaded_models"], saved: [] });
+  await load("extra.a");
+  expect(await loaded()).toEqual(["extra.a", "extra.b"]);
+  expect(JSON.parse(readFileSync(join(server.cacheDir, "config.json"), "utf8"))).toMatchObject({ max_loaded_models: 2 });
+});
+
+test("nested settings by dots or objects are saved nested; a wrong type, a range or an unknown key is a 400 and saves nothing", async () => {
+  const ok = await admin("/internal/set", { "sdcpp.steps": 10, llamacpp: { args: "--no-mmap" }, log_level: "debug" });
+  expect(await ok.json()).toEqual({ status: "success", applied: ["log_level"], saved: ["sdcpp.steps", "llamacpp.args"] });
+  const file = JSON.parse(readFileSync(join(server.cacheDir, "config.json"), "utf8"));
+  expect(file).toMatchObject({ sdcpp: { steps: 10 }, llamacpp: { args: "--no-mmap" }, log_level: "debug" });
+  expect((await (await admin("/internal/config")).json()).log_level).toBe("debug");
+  for (const [body, key] of [
+    [{ port: "80" }, "port"],
+    [{ max_loaded_models: 0 }, "max_loaded_models"],
+    [{ ctx_size: 2 ** 31 }, "ctx_size"],
+    [{ no_such_setting: 1 }, "no_such_setting"],
+    [{ "llamacpp.backend": 5, max_loaded_models: 3 }, "llamacpp.backend"],
+  ] as const) {
+    const res = await admin("/internal/set", body);
+    expect(res.status).toBe(400);
+    expect((await res.json()).error.param).toBe(key);
+  }
+  expect(JSON.parse(readFileSync(join(server.cacheDir, "config.json"), "utf8")).max_loaded_models).toBe(2);
+  await admin("/internal/set", { log_level: "info" });
+});
+
+test("/internal/pin pins and unpins a loaded model, idempotently; 404 when it is not loaded", async () => {
+  await load("extra.a");
+  for (const pinned of [true, true, false]) {
+    const res = await admin("/internal/pin", { model_name: "extra.a", pinned });
+    expect(await res.json()).toEqual({ status: "success", model_name: "extra.a", pinned });
+    const entry = (await (await admin("/v1/health")).json()).all_models_loaded.find((m: any) => m.model_name === "extra.a");
+    expect(entry.pinned).toBe(pinned);
+  }
+  await admin("/v1/unload", { model_name: "extra.b" });
+  expect((await admin("/internal/pin", { model_name: "extra.b", pinned: true })).status).toBe(404);
+});
+
+test("port set live: the server answers on the new port, not the old one", async () => {
+  const other = await startFakeServer(["c"]);
+  try {
+    const port = freePort();
+    const res = await fetch(`${other.url}/internal/set`, { method: "POST", body: JSON.stringify({ port }) });
+    expect((await res.json()).applied).toEqual(["port"]);
+    let answered = false;
+    for (let i = 0; i < 50 && !answered; i++) {
+      answered = await fetch(`http://127.0.0.1:${port}/live`).then((r) => r.ok, () => false);
+      if (!answered) await Bun.sleep(20);
+    }
+    expect(answered).toBe(true);
+    expect(await fetch(`${other.url}/live`).then(() => "answered", () => "refused")).toBe("refused");
+  } finally {
+    await other.close();
+  }
+});
+
+test("/internal/shutdown answers, then stops the server", async () => {
+  const other = await startFakeServer(["d"]);
+  const res = await fetch(`${other.url}/internal/shutdown`, { method: "POST" });
+  expect(await res.json()).toMatchObject({ status: "success" });
+  let gone = false;
+  for (let i = 0; i < 50 && !gone; i++) {
+    gone = await fetch(`${other.url}/live`).then(() => false, () => true);
+    if (!gone) await Bun.sleep(20);
+  }
+  expect(gone).toBe(true);
+});
+
+test("a config.json with ctx_size -1 (Lemonade's default) starts", () => {
+  const cacheDir = tempDir();
+  mkdirSync(cacheDir, { recursive: true });
+  writeFileSync(join(cacheDir, "config.json"), JSON.stringify({ ctx_size: -1 }));
+  expect(loadConfig({}, { LEMONADE_CACHE_DIR: cacheDir }).ctxSize).toBe(-1);
+});
