@@ -101,6 +101,8 @@ export interface LaunchPlan {
   readyTimeoutMs: number;
   /** Requests the engine serves at once (its parallel slots); more wait in the server's queue. */
   slots: number;
+  /** The backend it runs on, `auto` resolved (set by the launcher). */
+  backend?: string;
 }
 
 /** A started engine, as the scheduler and proxy use it. */
@@ -111,6 +113,8 @@ export interface RunningEngine {
   readonly argv: string[];
   /** Requests it serves at once (LaunchPlan.slots). */
   readonly slots: number;
+  /** The backend it runs on (LaunchPlan.backend). */
+  readonly backend?: string;
   /** Settles with the exit code when the process ends, asked to or not. */
   readonly exited: Promise<number>;
   /** Whether the engine was asked to stop (an exit after this is no crash). */
@@ -136,6 +140,8 @@ export interface Recipe {
   status(env: EngineEnv): RecipeStatus;
   /** Refuses options the engine cannot take (flags the server sets itself) before anything starts. */
   checkOptions(options: Record<string, unknown>): void;
+  /** The backend `auto` (or another alias) stands for on this machine; others as they are. */
+  resolveBackend?(backend: string, env: EngineEnv): string;
   /** The engine binary for a backend. Throws NotInstalledError when it can be installed, and
    * EngineConfigError when it cannot run here. Absent for recipes with no server engine. */
   locate?(backend: string, env: EngineEnv): string;

@@ -12,7 +12,7 @@ import {
   type Recipe,
   type SourceBuiltEngine,
 } from "./engine.ts";
-import { locateSourceBuilt, sourceBuiltRecipeStatus } from "./source-build.ts";
+import { autoBackend, locateSourceBuilt, sourceBuiltRecipeStatus } from "./source-build.ts";
 
 export const LLAMACPP: SourceBuiltEngine = {
   recipe: "llamacpp",
@@ -45,6 +45,8 @@ export const RESERVED_LLAMA_FLAGS = [
   "--metrics", "--threads-http", "--no-webui", "--webui", "--ui", "--no-ui", "--slot-save-path", "--reuse-port",
   // These would break the proxy: another path prefix, a key it does not send, TLS.
   "--api-prefix", "--path", "--api-key", "--api-key-file", "--ssl-key-file", "--ssl-cert-file",
+  // Set through the llamacpp_device option.
+  "--device", "-dev",
 ];
 
 /** Flags that write files outside the model's own folders, let the engine read arbitrary local
@@ -67,6 +69,8 @@ export interface LlamaLaunch {
   userArgs: string[];
   /** Where `/slots/{id}?action=save|restore` files live. */
   slotSavePath?: string;
+  /** `llamacpp_device`: llama-server's `--device` list (e.g. `Vulkan0`); empty leaves its default. */
+  device?: string;
 }
 
 function checkUserArgs(args: string[]): void {
@@ -97,6 +101,7 @@ export function llamaArgv(binary: string, port: number, launch: LlamaLaunch): st
   if (launch.mode === "reranking") argv.push("--reranking");
   if (launch.mmprojPath) argv.push("--mmproj", launch.mmprojPath);
   if (launch.slotSavePath) argv.push("--slot-save-path", launch.slotSavePath);
+  if (launch.device) argv.push("--device", launch.device);
   return [...argv, ...launch.userArgs];
 }
 
@@ -113,6 +118,7 @@ export const llamacpp: Recipe = {
   },
 
   /** `cpu` is the build in the cache, `system` the binary on PATH. */
+  resolveBackend: (backend, env) => (backend === "auto" ? autoBackend(LLAMACPP, env) : backend),
   locate: (backend, env) => locateSourceBuilt(LLAMACPP, backend, env),
 
   plan(binary: string, input: LaunchInput): LaunchPlan {
@@ -123,6 +129,7 @@ export const llamacpp: Recipe = {
       ctxSize: input.ctxSize,
       userArgs: splitArgs(String(input.options.llamacpp_args ?? "")),
       slotSavePath: input.workDir,
+      device: String(input.options.llamacpp_device ?? ""),
     };
     return { argv: (port) => llamaArgv(binary, port, launch), healthPath: "/health", readyTimeoutMs: 120_000, slots: parallelSlots(launch.userArgs) };
   },

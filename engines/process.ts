@@ -45,7 +45,7 @@ export function freePort(): number {
 /** Starts the plan's engine on a free loopback port and waits until its health path answers. */
 export async function startEngine(plan: LaunchPlan, onLine: LineSink, record?: SpawnRecord): Promise<RunningEngine> {
   const port = freePort();
-  const engine = new EngineProcess({ argv: plan.argv(port), env: plan.env, onLine, record }, `http://127.0.0.1:${port}`, plan.healthPath, plan.slots);
+  const engine = new EngineProcess({ argv: plan.argv(port), env: plan.env, onLine, record }, `http://127.0.0.1:${port}`, plan.healthPath, plan.slots, plan.backend);
   try {
     await engine.waitReady(plan.readyTimeoutMs);
   } catch (err) {
@@ -77,6 +77,7 @@ export class EngineProcess implements RunningEngine {
     readonly url: string,
     private readonly healthPath: string,
     readonly slots = 1,
+    readonly backend?: string,
   ) {
     this.argv = opts.argv;
     const token = crypto.randomUUID();

@@ -72,6 +72,7 @@ export const sdCpp: Recipe = {
     }
   },
 
+  resolveBackend,
   locate: (backend, env) => locateBinary(SD_SERVER, backend, env),
 
   plan(binary, input): LaunchPlan {

@@ -55,9 +55,19 @@ export function sourceBuiltRecipeStatus(engine: SourceBuiltEngine, env: EngineEn
   return recipeStatus({ cpu: sourceBuiltStatus(env.cacheDir, engine, "cpu"), system: systemBinaryStatus(engine.binary, env), ...Object.fromEntries(configured) });
 }
 
-/** The binary for one of those backends. */
+/** `auto`: a binary config.json names, else the build in the cache, else the one on PATH, else
+ * `cpu` (which builds it). */
+export function autoBackend(engine: SourceBuiltEngine, env: EngineEnv): string {
+  const configured = Object.keys(env.binaries?.[engine.recipe] ?? {})[0];
+  if (configured) return configured;
+  if (cachedBinary(env.cacheDir, engine)) return "cpu";
+  return onPath(engine.binary, env) ? "system" : "cpu";
+}
+
+/** The binary for one of those backends (`auto` picks one). */
 export function locateSourceBuilt(engine: SourceBuiltEngine, backend: string, env: EngineEnv): string {
   const { recipe, binary, description } = engine;
+  if (backend === "auto") backend = autoBackend(engine, env);
   // A `<recipe>.<backend>_bin` in config.json wins: the user's own build for that backend.
   const own = configuredBinary(env, recipe, backend);
   if (own) return own;

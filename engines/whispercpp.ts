@@ -9,7 +9,7 @@ import {
   type Recipe,
   type SourceBuiltEngine,
 } from "./engine.ts";
-import { locateSourceBuilt, sourceBuiltRecipeStatus } from "./source-build.ts";
+import { autoBackend, locateSourceBuilt, sourceBuiltRecipeStatus } from "./source-build.ts";
 
 export const WHISPERCPP: SourceBuiltEngine = {
   recipe: "whispercpp",
@@ -46,6 +46,7 @@ export const whispercpp: Recipe = {
   },
 
   /** `cpu` is the build in the cache, `system` the binary on PATH. */
+  resolveBackend: (backend, env) => (backend === "auto" ? autoBackend(WHISPERCPP, env) : backend),
   locate: (backend, env) => locateSourceBuilt(WHISPERCPP, backend, env),
 
   plan(binary, input) {

@@ -21,7 +21,7 @@ export function validateOption(recipe: string, key: string, value: unknown): Opt
   if (value === null) return null;
   if (spec.kind === "int") {
     if (typeof value !== "number" || !Number.isInteger(value)) throw new OptionError(`Option '${key}' must be a whole number`);
-    if (spec.ctx && value !== -1 && value < 1) throw new OptionError(`Option '${key}' must be a positive whole number or -1`);
+    if (spec.ctx && ((value !== -1 && value < 1) || value >= 2 ** 31)) throw new OptionError(`Option '${key}' must be -1 or a whole number from 1 to 2^31 - 1`);
     return value;
   }
   if (spec.kind === "number") {
@@ -86,6 +86,9 @@ export function resolvedCtxSize(options: Options, trained: number | undefined): 
 /** `save_options` on a load: concrete values replace the saved entry; a null keeps what was saved. */
 export function optionsToSave(recipe: string, saved: Options, request: Record<string, unknown>): Options {
   const next: Options = {};
+  // `pinned` is no recipe option, but a load saves it with the rest (lemonade.md).
+  if (typeof request.pinned === "boolean") next.pinned = request.pinned;
+  else if (saved.pinned !== undefined) next.pinned = saved.pinned;
   for (const key of Object.keys(optionSpecs(recipe))) {
     const v = request[key];
     if (v === null) {
@@ -118,6 +121,8 @@ export function mergeSavedOptions(recipe: string, saved: Options, body: Record<s
 export interface LoadSpec {
   options: Options;
   ctxSize: number;
+  /** Saved with the model (`pinned` written by a load with `save_options`): loads pinned. */
+  pinned?: boolean;
 }
 
 /** The parts of a catalog model that options depend on. */
@@ -148,7 +153,8 @@ export class OptionResolver<M extends OptionedModel = OptionedModel> {
 
   spec(model: M, request?: Record<string, unknown>): LoadSpec {
     const options = this.resolve(model, request);
-    return { options, ctxSize: this.ctxSize(model, options) };
+    const pinned = (this.store.saved(model.id) as Record<string, unknown>).pinned === true;
+    return { options, ctxSize: this.ctxSize(model, options), ...(pinned ? { pinned } : {}) };
   }
 }
 

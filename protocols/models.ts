@@ -10,7 +10,7 @@ import { optionSpecs, type Options } from "../spec/recipes.ts";
 
 /** A model's checkpoints as a client sees them: a local model's files are named relative to the
  * extra-models folder (or by file name) unless the client asked for paths. */
-function shownCheckpoints(ctx: ServerContext, model: CatalogModel, includePaths: boolean): Record<string, string> {
+export function shownCheckpoints(ctx: ServerContext, model: CatalogModel, includePaths: boolean): Record<string, string> {
   if (includePaths || model.source === "huggingface") return model.checkpoints;
   const dir = ctx.config.extraModelsDir;
   const shown = (path: string) => (dir && path.startsWith(dir + sep) ? relative(dir, path) : basename(path));
@@ -82,6 +82,8 @@ export function optionsView(ctx: ServerContext, model: CatalogModel, saved: Opti
     effective: { ...effective, model_name: model.id },
     defaults: { ...defaults, model_name: model.id },
     ...(takesCtx ? { resolved_ctx_size: ctx.options.ctxSize(model, effective) } : {}),
+    // The load this view describes, ready to paste (as the real server prints it).
+    load_command: `curl -X POST $LEMONADE_BASE_URL/v1/load -H "Content-Type: application/json" -d '${JSON.stringify({ ...effective, model_name: model.id })}'`,
   };
 }
 
@@ -116,6 +118,8 @@ export function healthEntry(slot: Slot<CatalogModel>, loading: boolean, queued: 
     recipe: slot.model.recipe,
     pid: slot.engine.pid,
     recipe_options: { ...slot.spec.options, ctx_size: slot.spec.ctxSize },
+    // The backend it runs on, `auto` resolved.
+    ...(slot.engine.backend ? { backend: slot.engine.backend } : {}),
     backend_url: `${slot.engine.url}/v1`,
   };
 }

@@ -53,7 +53,7 @@ export class Backends {
     }
     const option = findRecipe(this.recipes, recipe)?.backendOption;
     const unloaded = await this.scheduler.unloadWhere(
-      (s) => s.model.recipe === recipe && option !== undefined && s.spec.options[option] === backend,
+      (s) => s.model.recipe === recipe && (s.engine.backend ?? (option !== undefined ? s.spec.options[option] : undefined)) === backend,
     );
     if (unloaded.length) this.log(`Unloaded ${unloaded.join(", ")} before removing ${recipe}:${backend}`);
     await installing(() => this.installer.uninstall(recipe, backend));

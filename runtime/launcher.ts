@@ -56,22 +56,24 @@ export class Launcher {
     const files = this.deps.files(model);
     const missing = files.filter((f) => !f.exists).map((f) => f.role);
     if (missing.length) throw ApiError.of(E.modelLoadError, `${model.id} is not downloaded (missing: ${missing.join(", ")})`);
-    const backend = String(spec.options[recipe.backendOption ?? ""] ?? "");
+    const asked = String(spec.options[recipe.backendOption ?? ""] ?? "");
     const started = performance.now();
     try {
+      const backend = recipe.resolveBackend?.(asked, this.deps.env) ?? asked;
       const binary = await this.binary(recipe, backend);
       const ctx = "ctx_size" in spec.options ? `, ctx ${spec.ctxSize}` : "";
-      this.deps.log.info("Router", `Loading ${model.id} on ${recipe.displayName} (${backend}${ctx})`);
+      const which = asked === backend ? backend : `${asked}: ${backend}`;
+      this.deps.log.info("Router", `Loading ${model.id} on ${recipe.displayName} (${which}${ctx})`);
       const plan = recipe.plan(binary, {
         modelId: model.id,
         type: model.type,
         files: Object.fromEntries(files.map((f) => [f.role, f.path!])),
-        options: spec.options,
+        options: recipe.backendOption ? { ...spec.options, [recipe.backendOption]: backend } : spec.options,
         ctxSize: spec.ctxSize,
         workDir: this.workDir(model.id),
       });
       const tag = `${model.recipe}:${model.id}`;
-      const engine = await startEngine(plan, (line) => this.deps.log.debug(tag, line), this.deps.record);
+      const engine = await startEngine({ ...plan, backend }, (line) => this.deps.log.debug(tag, line), this.deps.record);
       this.deps.log.info("Router", `Loaded ${model.id} in ${Math.round(performance.now() - started)} ms (pid ${engine.pid}, ${engine.url})`);
       return engine;
     } catch (err) {

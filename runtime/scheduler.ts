@@ -39,6 +39,8 @@ export interface Slot<M extends SchedulableModel = SchedulableModel> {
   streaming: number;
   /** When the engine last sent output for any request (the proxy's hang check reads it). */
   lastOutput: number;
+  /** How long the engine took to start (ms), for the eviction score. */
+  loadMs: number;
   state: SlotState;
   /** Settles once the engine has stopped (asked to, or on its own). */
   gone: PromiseWithResolvers<void>;
@@ -111,6 +113,8 @@ const EVICT_GRACE_MS = 0;
 
 export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   private readonly slots = new Map<string, Slot<M>>();
+  /** Models pinned by a load or /internal/pin: an engine that crashes comes back pinned. */
+  private readonly pinnedIds = new Set<string>();
   /** Models whose engine is starting, by id. */
   private readonly loading = new Map<string, M>();
   private waiters: Waiter<M>[] = [];
@@ -154,6 +158,8 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     const slot = this.slots.get(id);
     if (!slot || slot.state !== "ready") return false;
     slot.pinned = pinned;
+    if (pinned) this.pinnedIds.add(id);
+    else this.pinnedIds.delete(id);
     changed();
     return true;
   }
@@ -173,7 +179,11 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   /** Loads a model explicitly (reloading it when it runs with other options). */
   async load(model: M, req: LoadRequest = {}): Promise<Slot<M>> {
     return this.wait(model, req.options, true, undefined, (slot) => {
-      if (req.pinned !== undefined) slot.pinned = req.pinned;
+      if (req.pinned !== undefined) {
+        slot.pinned = req.pinned;
+        if (req.pinned) this.pinnedIds.add(model.id);
+        else this.pinnedIds.delete(model.id);
+      }
       slot.lastUse = this.now();
       this.mostRecent = model.id;
       return slot;
@@ -201,6 +211,8 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   async unload(id: string): Promise<boolean> {
     const slot = this.slots.get(id);
     if (!slot) return false;
+    // Unloaded on purpose: the next load is unpinned unless it says (or its saved options say) so.
+    this.pinnedIds.delete(id);
     await this.evict(slot);
     return true;
   }
@@ -266,11 +278,11 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
       if (slot) continue;
       if ([...this.loading.values()].some((m) => m.type === type)) continue;
       const residents = [...this.slots.values()].filter((s) => s.model.type === type).map((s) => this.resident(s));
-      const room = decideRoom(residents, 0, this.deps.maxLoaded());
+      const room = decideRoom(residents, 0, this.deps.maxLoaded(), this.now());
       if (room.kind === "load") this.startLoad(w);
       else if (room.kind === "evict") {
         const victim = this.slots.get(room.victim)!;
-        this.deps.log.info(`Evicting ${victim.model.id} (least recently used ${type}) to make room for ${w.model.id}`);
+        this.deps.log.info(`Evicting ${victim.model.id} (the ${type} idle longest for its load time) to make room for ${w.model.id}`);
         void this.evict(victim);
       } else if (room.kind === "refuse") {
         const err = ApiError.of(
@@ -290,14 +302,17 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   }
 
   private resident(s: Slot<M>): Resident {
-    const timeout = s.spec.options.evict_idle_timeout;
+    const { evict_idle_timeout: timeout, auto_evict: autoEvict, evict_weight_factor: weight } = s.spec.options;
     return {
       id: s.model.id,
       state: s.state,
       pinned: s.pinned,
       lastUse: s.lastUse,
       inflight: s.inflight,
-      idleTimeoutS: typeof timeout === "number" ? timeout : 0,
+      // Idle eviction is off unless auto_evict is on (lemonade.md's default).
+      idleTimeoutS: autoEvict === true && typeof timeout === "number" ? timeout : 0,
+      loadMs: s.loadMs,
+      weight: typeof weight === "number" ? weight : 1,
     };
   }
 
@@ -305,6 +320,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     const { model, spec } = w;
     this.loading.set(model.id, model);
     this.starts++;
+    const startedAt = performance.now();
     void this.deps.launch(model, spec).then(
       (engine) => {
         this.loading.delete(model.id);
@@ -313,9 +329,10 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
           model,
           engine,
           spec,
-          pinned: false,
+          pinned: spec.pinned === true || this.pinnedIds.has(model.id),
           lastUse: now,
           lastOutput: performance.now(),
+          loadMs: performance.now() - startedAt,
           inflight: 0,
           streaming: 0,
           state: "ready",

@@ -1,9 +1,10 @@
 // Lemonade's own operational endpoints (lemonade.md): liveness, health, system info and stats,
 // metrics, the log stream and model aliases.
-import { Type as T } from "@sinclair/typebox";
+import { Type as T, type TSchema } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { E } from "./errors.ts";
 import { ModelType, Nullable, PerModelType } from "./schemas.ts";
+import { RECIPE_SPECS } from "./recipes.ts";
 
 export const live = endpoint({
   id: "lemonade.live",
@@ -63,6 +64,7 @@ export const LoadedModel = T.Object({
   recipe: T.String({ description: "Recipe used to load the model, e.g. `llamacpp`" }),
   pid: T.Integer({ description: "Process ID of the backend engine serving this model" }),
   recipe_options: T.Record(T.String(), T.Unknown(), { description: "Options used to load the model" }),
+  backend: T.Optional(T.String({ description: "Lemonade extension: the backend the engine runs on, `auto` resolved (such as `cpu`)" })),
   backend_url: T.String({ description: "URL of the backend process serving this model" }),
 });
 
@@ -355,6 +357,40 @@ const StatusMessage = T.Object({
   message: T.String({ description: "What was done" }),
 });
 
+/** What each recipe option does, for the load body's fields (every recipe's options are accepted). */
+const OPTION_DOCS: Record<string, string> = {
+  ctx_size: "llamacpp: context size. `-1` sizes it automatically from the model; omit it to use the saved value.",
+  llamacpp_backend: "llamacpp: `auto` (default), `cpu` (built from source into the cache), `system` (`llama-server` on PATH), or a backend config.json points at a binary.",
+  llamacpp_args: "llamacpp: extra llama-server arguments. Not allowed: the flags the server sets (`-m`, `--port`, `--host`, `--ctx-size`, `-ngl`, `--jinja`, `--mmproj`, `--embeddings`, `--reranking`, ...) and those that write or read outside the model's folders.",
+  llamacpp_device: "llamacpp: llama-server's `--device` list, such as `Vulkan0`; empty leaves its default.",
+  whispercpp_backend: "whispercpp: `auto`, `cpu` or `system`.",
+  whispercpp_args: "whispercpp: extra whisper-server arguments. Not allowed: `-m`, `--model`, `--port`, `--host`.",
+  steps: "sd-cpp: inference steps. Default `20`.",
+  cfg_scale: "sd-cpp: classifier-free guidance scale. Default `7.0`.",
+  width: "sd-cpp: image width in pixels. Default `512`.",
+  height: "sd-cpp: image height in pixels. Default `512`.",
+  sdcpp_backend: "sd-cpp: `auto` (default), `system` (`sd-server` on PATH), or a backend config.json points at a binary.",
+  sdcpp_args: "sd-cpp: extra sd-server arguments. Not allowed: `-m`, `--model`, `--diffusion-model`, `--llm`, `--vae`, `-v`, `--listen-port`, `--listen-ip`.",
+  merge_args: "`true` (default) appends the model's `*_args` to the server-wide ones; `false` uses the model's alone.",
+  auto_evict: "`true` unloads the model after `evict_idle_timeout` seconds idle; unset or `false` keeps it (the default).",
+  evict_idle_timeout: "Seconds idle before an `auto_evict` model is unloaded; `0` never. Default `300`.",
+  downsize_idle_timeout: "Accepted and saved for Lemonade compatibility; no effect in this server. Default `60`.",
+  evict_weight_factor: "Weighs the model's load time in the eviction score (idle time over load time times this); above 1 keeps it longer. Default `1.0`.",
+};
+
+/** Every recipe's options as optional, nullable load fields, so an `effective` object posts back as it is. */
+function loadOptionFields() {
+  const fields: Record<string, TSchema> = {};
+  for (const spec of Object.values(RECIPE_SPECS)) {
+    for (const [name, option] of Object.entries(spec.options)) {
+      if (fields[name]) continue;
+      const value = option.kind === "int" ? T.Integer() : option.kind === "number" ? T.Number() : option.kind === "bool" ? T.Boolean() : T.String();
+      fields[name] = T.Optional(T.Union([value, T.Null()], { description: OPTION_DOCS[name] ?? `${name}: a recipe option.` }));
+    }
+  }
+  return fields;
+}
+
 export const load = endpoint({
   id: "lemonade.load",
   method: "POST",
@@ -375,32 +411,20 @@ export const load = endpoint({
     save_options: T.Optional(
       T.Boolean({ description: "`true` saves the request's recipe options to `recipe_options.json`, replacing the model's entry." }),
     ),
-    ctx_size: T.Optional(
-      T.Union([T.Integer(), T.Null()], {
-        description: "llamacpp: context size. `-1` sizes it automatically from the model; omit it to use the saved value.",
-      }),
-    ),
-    llamacpp_backend: T.Optional(
-      T.Union([T.String(), T.Null()], { description: "llamacpp: `cpu` (built from source into the cache) or `system` (`llama-server` on PATH)." }),
-    ),
-    llamacpp_args: T.Optional(
-      T.Union([T.String(), T.Null()], {
-        description:
-          "llamacpp: extra llama-server arguments. Not allowed: `-m`, `--port`, `--host`, `--ctx-size`, `-ngl`, `--jinja`, `--mmproj`, `--embeddings`, `--reranking`.",
-      }),
-    ),
-    merge_args: T.Optional(
-      T.Union([T.Boolean(), T.Null()], {
-        description: "`true` (default) appends the model's `*_args` to the server-wide ones; `false` uses the model's alone.",
-      }),
-    ),
-    evict_idle_timeout: T.Optional(
-      T.Union([T.Integer(), T.Null()], { description: "Seconds idle before the model is unloaded; `0` never. Default `300`." }),
-    ),
+    ...loadOptionFields(),
   }),
-  response: StatusMessage,
+  response: T.Object({
+    status: T.Literal("success", { description: 'Always `"success"`' }),
+    message: T.String({ description: "What was loaded" }),
+    model_name: T.String({ description: "The model loaded" }),
+    checkpoint: T.String({ description: "Its main checkpoint" }),
+    recipe: T.String({ description: "Its recipe" }),
+  }),
   errors: [E.modelNotSupported, E.modelNotFound, E.slotsPinned, E.modelLoadError],
-  example: { body: { model_name: "Qwen3-0.6B-GGUF", ctx_size: 8192 }, response: '{"status": "success", "message": "Loaded model: Qwen3-0.6B-GGUF"}' },
+  example: {
+    body: { model_name: "Qwen3-0.6B-GGUF", ctx_size: 8192 },
+    response: '{"status": "success", "message": "Loaded model: Qwen3-0.6B-GGUF", "model_name": "Qwen3-0.6B-GGUF", "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0", "recipe": "llamacpp"}',
+  },
 });
 
 export const unload = endpoint({

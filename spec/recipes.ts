@@ -27,8 +27,14 @@ export interface RecipeSpec {
   options: Record<string, OptionSpec>;
 }
 
+/** Every recipe's residency options (lemonade.md): idle eviction is off unless `auto_evict` is
+ * on; `evict_weight_factor` weighs a model's load time in the eviction score;
+ * `downsize_idle_timeout` is accepted and saved, with no effect in this server. */
 const COMMON: Record<string, OptionSpec> = {
+  auto_evict: { kind: "bool", default: null },
   evict_idle_timeout: { kind: "int", default: 300 },
+  downsize_idle_timeout: { kind: "int", default: 60 },
+  evict_weight_factor: { kind: "number", default: 1.0 },
 };
 
 const ARGS_MERGE: Record<string, OptionSpec> = { merge_args: { kind: "bool", default: true } };
@@ -39,8 +45,9 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
     defaultLabel: "chat",
     options: {
       ctx_size: { kind: "int", default: -1, ctx: true },
-      llamacpp_backend: { kind: "string", default: "cpu" },
+      llamacpp_backend: { kind: "string", default: "auto" },
       llamacpp_args: { kind: "string", default: "" },
+      llamacpp_device: { kind: "string", default: "" },
       ...ARGS_MERGE,
       ...COMMON,
     },

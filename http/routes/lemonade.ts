@@ -7,7 +7,7 @@ import { ApiError } from "../../lib/api-error.ts";
 import { sseResponse } from "../../lib/sse.ts";
 import { hostInfo } from "../../observability/system.ts";
 import type { ServerContext } from "../../runtime/context.ts";
-import { healthEntry, saveLoadOptions } from "../../protocols/models.ts";
+import { healthEntry, saveLoadOptions, shownCheckpoints } from "../../protocols/models.ts";
 import { effectiveSettings } from "../../config/settings.ts";
 import { pin, setSettings, shutdown } from "../../protocols/settings.ts";
 import type { Binder } from "../bind.ts";
@@ -28,8 +28,8 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
     const options = requestOptions(body);
     const slot = await ctx.scheduler.load(model, { options, pinned: body.pinned });
     // Saved once the load took them, so a refused option is never saved.
-    if (body.save_options === true) saveLoadOptions(ctx, model, options);
-    return { status: "success", message: `Loaded model: ${slot.model.id}` };
+    if (body.save_options === true) saveLoadOptions(ctx, model, { ...options, ...(body.pinned !== undefined ? { pinned: body.pinned } : {}) });
+    return { status: "success", message: `Loaded model: ${slot.model.id}`, model_name: slot.model.id, checkpoint: shownCheckpoints(ctx, slot.model, false).main ?? "", recipe: slot.model.recipe };
   });
 
   bind.http(spec.unload, async ({ body }) => {

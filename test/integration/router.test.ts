@@ -54,7 +54,7 @@ describe("load and unload", () => {
   test("load starts a real llama-server that health lists; unload stops it", async () => {
     const s = await start();
     const res = await load(s, { model_name: "extra.tiny-chat" });
-    expect(await res.json()).toEqual({ status: "success", message: "Loaded model: extra.tiny-chat" });
+    expect(await res.json()).toEqual({ status: "success", message: "Loaded model: extra.tiny-chat", model_name: "extra.tiny-chat", checkpoint: "tiny-chat.gguf", recipe: "llamacpp" });
     const h = await health(s);
     expect(h.model_loaded).toBe("extra.tiny-chat");
     expect(h.all_models_loaded).toHaveLength(1);
@@ -206,7 +206,7 @@ describe("eviction", () => {
 
   test("a model idle past evict_idle_timeout is unloaded", async () => {
     const s = await start();
-    await load(s, { model_name: "extra.tiny-chat", evict_idle_timeout: 1 });
+    await load(s, { model_name: "extra.tiny-chat", auto_evict: true, evict_idle_timeout: 1 });
     const pid = (await health(s)).all_models_loaded[0].pid;
     await waitFor(async () => (await health(s)).all_models_loaded.length === 0, "idle eviction", 5000);
     await waitFor(() => !isAlive(pid), "the idle engine to exit");

@@ -9,6 +9,8 @@ const r = (id: string, over: Partial<Resident> = {}): Resident => ({
   lastUse: 0,
   inflight: 0,
   idleTimeoutS: 300,
+  loadMs: 1000,
+  weight: 1,
   ...over,
 });
 
@@ -24,13 +26,21 @@ describe("decideRoom", () => {
     ["one stopping: wait for it", [r("a", { pinned: true }), r("b", { state: "stopping" })], 0, 2, { kind: "wait" }],
     ["every one pinned: refuse", [r("a", { pinned: true }), r("b", { pinned: true })], 0, 2, { kind: "refuse", pinned: ["a", "b"] }],
   ] as [string, Resident[], number, number, RoomDecision][])("%s", (_name, residents, loading, max, expected) => {
-    expect(decideRoom(residents, loading, max)).toEqual(expected);
+    expect(decideRoom(residents, loading, max, 10)).toEqual(expected);
   });
 });
 
-test("pickVictim: ready and unpinned only, oldest use first", () => {
-  expect(pickVictim([r("a", { state: "draining", lastUse: 0 }), r("b", { lastUse: 4 }), r("c", { lastUse: 2 })])?.id).toBe("c");
-  expect(pickVictim([r("a", { pinned: true })])).toBeUndefined();
+test("pickVictim: ready and unpinned only, oldest use first when load times and weights are equal", () => {
+  expect(pickVictim([r("a", { state: "draining", lastUse: 0 }), r("b", { lastUse: 4 }), r("c", { lastUse: 2 })], 10)?.id).toBe("c");
+  expect(pickVictim([r("a", { pinned: true })], 10)).toBeUndefined();
+});
+
+test("pickVictim: idle time over load time x evict_weight_factor", () => {
+  const now = 100_000;
+  // Idle 60 s but 30 s to load again, against idle 20 s and 1 s to load: the quick one goes.
+  expect(pickVictim([r("slow", { lastUse: now - 60_000, loadMs: 30_000 }), r("quick", { lastUse: now - 20_000, loadMs: 1000 })], now)?.id).toBe("quick");
+  // A weight of 10 keeps an otherwise equal model resident.
+  expect(pickVictim([r("heavy", { lastUse: now - 50_000, weight: 10 }), r("light", { lastUse: now - 10_000 })], now)?.id).toBe("light");
 });
 
 test("idleExpired: ready, unpinned, idle and past a positive timeout", () => {

@@ -234,3 +234,10 @@ test("config.json's sdcpp.<backend>_bin (and llamacpp's) point a backend at the 
     await own.close();
   }
 });
+
+test("an sd-cpp model's effective options posted back to /v1/load are accepted as is", async () => {
+  const options = await (await fetch(`${server.url}/v1/models/SD-Turbo/options`)).json();
+  expect(options.effective).toMatchObject({ steps: 4, cfg_scale: 1, width: 512, height: 512, sdcpp_backend: "auto" });
+  const res = await post("/v1/load", options.effective);
+  expect(res.status, await res.clone().text()).toBe(200);
+});

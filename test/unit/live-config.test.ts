@@ -108,3 +108,40 @@ test("a config.json with ctx_size -1 (Lemonade's default) starts", () => {
   writeFileSync(join(cacheDir, "config.json"), JSON.stringify({ ctx_size: -1 }));
   expect(loadConfig({}, { LEMONADE_CACHE_DIR: cacheDir }).ctxSize).toBe(-1);
 });
+
+test("pinned: a pinned model whose engine is killed comes back pinned; saved with save_options it is pinned on its next load", async () => {
+  const other = await startFakeServer(["p"]);
+  try {
+    const post = (path: string, body: unknown) => fetch(`${other.url}${path}`, { method: "POST", body: JSON.stringify(body) });
+    const entry = async () => (await (await fetch(`${other.url}/v1/health`)).json()).all_models_loaded.find((m: any) => m.model_name === "extra.p");
+    expect((await post("/v1/load", { model_name: "extra.p", pinned: true })).status).toBe(200);
+    process.kill((await entry()).pid, "SIGKILL");
+    await Bun.sleep(100);
+    const chat = await post("/v1/chat/completions", { model: "extra.p", max_tokens: 1, messages: [{ role: "user", content: "hi" }] });
+    expect(chat.status).toBe(200);
+    expect((await entry()).pinned).toBe(true);
+    // Unloaded on purpose, then loaded by a request: not pinned, as nothing saved it.
+    await post("/v1/unload", { model_name: "extra.p" });
+    await post("/v1/chat/completions", { model: "extra.p", max_tokens: 1, messages: [{ role: "user", content: "hi" }] });
+    expect((await entry()).pinned).toBe(false);
+    expect((await post("/v1/load", { model_name: "extra.p", pinned: true, save_options: true })).status).toBe(200);
+    await post("/v1/unload", { model_name: "extra.p" });
+    await post("/v1/chat/completions", { model: "extra.p", max_tokens: 1, messages: [{ role: "user", content: "hi" }] });
+    expect((await entry()).pinned).toBe(true);
+    const options = await (await fetch(`${other.url}/v1/models/extra.p/options`)).json();
+    expect(options.saved.pinned).toBe(true);
+    expect(options.effective.pinned).toBeUndefined();
+    expect(Object.keys(options.effective)).toEqual(expect.arrayContaining(["auto_evict", "evict_weight_factor", "downsize_idle_timeout", "llamacpp_device"]));
+  } finally {
+    await other.close();
+  }
+});
+
+test("an effective options object posted back to /v1/load is accepted as is; the reply names model, checkpoint and recipe", async () => {
+  const options = await (await admin("/v1/models/extra.a/options")).json();
+  expect(options.load_command).toContain("/v1/load");
+  const res = await admin("/v1/load", options.effective);
+  expect(res.status).toBe(200);
+  expect(await res.json()).toMatchObject({ status: "success", model_name: "extra.a", recipe: "llamacpp", checkpoint: expect.stringMatching(/a\.gguf$/) });
+  expect((await admin("/v1/load", { model_name: "extra.a", ctx_size: 2 ** 31 })).status).toBe(400);
+});

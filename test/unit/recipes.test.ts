@@ -95,7 +95,18 @@ describe("options", () => {
     expect(resolveOptions("llamacpp", { ...all, request: {} }).ctx_size).toBe(2);
     expect(resolveOptions("llamacpp", { ...all, request: { ctx_size: null } }).ctx_size).toBe(3);
     expect(resolveOptions("llamacpp", { ...all, request: { ctx_size: null }, registry: {} }).ctx_size).toBe(4);
-    expect(resolveOptions("llamacpp", layers)).toEqual({ ctx_size: -1, llamacpp_backend: "cpu", llamacpp_args: "", merge_args: true, evict_idle_timeout: 300 });
+    // lemonade.md's defaults: every option of the recipe, auto_evict unset.
+    expect(resolveOptions("llamacpp", layers)).toEqual({
+      ctx_size: -1,
+      llamacpp_backend: "auto",
+      llamacpp_args: "",
+      llamacpp_device: "",
+      merge_args: true,
+      auto_evict: null,
+      evict_idle_timeout: 300,
+      downsize_idle_timeout: 60,
+      evict_weight_factor: 1,
+    });
   });
 
   test("merge_args puts the server-wide args first; without it the model's own replace them", () => {

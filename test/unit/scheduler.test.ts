@@ -150,10 +150,23 @@ test("an explicit load with other options reloads the model; with the same ones 
   expect(scheduler.starts).toBe(2);
 });
 
-test("a model idle past evict_idle_timeout is unloaded on the scheduler's clock", async () => {
+test("with auto_evict off (the default) an idle model stays loaded past evict_idle_timeout", async () => {
   let now = 1_000_000;
   scheduler = fakeScheduler(1, {
-    resolve: () => ({ options: { evict_idle_timeout: 60 }, ctxSize: 4096 }),
+    resolve: () => ({ options: { evict_idle_timeout: 60, auto_evict: null }, ctxSize: 4096 }),
+    now: () => now,
+    idleCheckMs: 10,
+  });
+  await scheduler.load(model("a"));
+  now += 61_000;
+  await Bun.sleep(60);
+  expect(scheduler.list()).toHaveLength(1);
+});
+
+test("with auto_evict on, a model idle past evict_idle_timeout is unloaded on the scheduler's clock", async () => {
+  let now = 1_000_000;
+  scheduler = fakeScheduler(1, {
+    resolve: () => ({ options: { evict_idle_timeout: 60, auto_evict: true }, ctxSize: 4096 }),
     now: () => now,
     idleCheckMs: 10,
   });
