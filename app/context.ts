@@ -46,7 +46,8 @@ export function createServerContext(config: Config, logger = new Logger(config.l
       cacheDir: config.cacheDir,
       hfCacheDir: config.hfCacheDir,
       extraModelsDir: config.extraModelsDir,
-      isRecipeSupported: (recipe) => supported.has(recipe),
+      // config.json's disable_model_filtering lists (and tries) every catalog model, as Lemonade does.
+      isRecipeSupported: (recipe) => config.disableModelFiltering || supported.has(recipe),
       onWarning: (message) => logger.warn("Catalog", message),
     },
     aliases,

@@ -42,6 +42,8 @@ export interface Config {
   /** Binaries config.json points backends at (`llamacpp.vulkan_bin`, `sdcpp.cpu_bin`, ...), by
    * section, then backend; `builtin` (the default) means none. */
   binaries: Record<string, Record<string, string>>;
+  /** config.json `disable_model_filtering`: models of recipes this machine cannot run are listed too. */
+  disableModelFiltering: boolean;
   /** Requests that may wait for one engine's slots (LEMONADE_MAX_QUEUE, `max_queue`); more get 503. */
   maxQueue: number;
 }
@@ -56,6 +58,7 @@ interface ConfigFile {
   extra_models_dir?: string;
   offline?: boolean;
   max_queue?: number;
+  disable_model_filtering?: boolean;
   llamacpp?: Record<string, unknown>;
   whispercpp?: Record<string, unknown>;
   sdcpp?: Record<string, unknown>;
@@ -171,6 +174,7 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
     npmRegistry: env.NPM_CONFIG_REGISTRY || env.npm_config_registry || undefined,
     searchPath: env.PATH ?? "",
     binaries: binariesFrom(join(cacheDir, "config.json"), file),
+    disableModelFiltering: file.disable_model_filtering === true,
     maxQueue: intSetting("max_queue", env.LEMONADE_MAX_QUEUE ?? file.max_queue, 512, 0, 1_000_000),
     hangCheckMs: intSetting("LEMONADE_HANG_CHECK_MS", env.LEMONADE_HANG_CHECK_MS, 10_000, 0, 3_600_000),
     offline: env.LEMONADE_OFFLINE ? /^(1|true|yes)$/i.test(env.LEMONADE_OFFLINE) : file.offline === true,

@@ -111,13 +111,19 @@ export function classify(id: string, recipe: string, labels: string[]): { type: 
   return { type, labels: [...new Set(out)] };
 }
 
+/** Checkpoint roles only an NPU engine reads; no engine here does, so they are not files to fetch. */
+const NPU_ONLY_ROLES = ["npu_cache"];
+
 function fromRow(id: string, row: RegistryRow, source: ModelSource): CatalogModel {
   const checkpoints: Record<string, string> = { ...(row.checkpoints ?? {}) };
+  for (const role of NPU_ONLY_ROLES) delete checkpoints[role];
   if (row.checkpoint) checkpoints.main = row.checkpoint;
   if (row.mmproj && checkpoints.main && !checkpoints.mmproj) {
     checkpoints.mmproj = `${parseCheckpoint(checkpoints.main).repo}:${row.mmproj}`;
   }
-  const { type, labels } = classify(id, row.recipe, row.labels ?? []);
+  // A recipe this server has no engine for is listed only with model filtering off; its labels are
+  // kept as Lemonade wrote them (they may name modes no recipe here serves).
+  const { type, labels } = RECIPE_SPECS[row.recipe] ? classify(id, row.recipe, row.labels ?? []) : { type: "llm" as ModelType, labels: row.labels ?? [] };
   const defaults = Object.entries(row.image_defaults ?? {});
   const imageOptions = Object.fromEntries(defaults.filter(([k]) => IMAGE_OPTION_KEYS.includes(k)));
   const imageExtras = Object.fromEntries(defaults.filter(([k]) => !IMAGE_OPTION_KEYS.includes(k)));

@@ -43,7 +43,10 @@ function headers(hub: HubOptions, extra: Record<string, string> = {}): Record<st
 /** The repo's current commit and its files with sizes and hashes. */
 export async function repoManifest(hub: HubOptions, repo: string, revision = "main", signal?: AbortSignal): Promise<RepoManifest> {
   const url = `${hub.endpoint}/api/models/${repo}/revision/${encodeURIComponent(revision)}?blobs=true`;
-  const res = await fetch(url, { headers: headers(hub), signal });
+  const res = await fetch(url, { headers: headers(hub), signal }).catch((err) => {
+    if (signal?.aborted) throw err;
+    throw new HubError(`${repo}: cannot reach the hub at ${hub.endpoint} (${networkReason(err)})`);
+  });
   if (!res.ok) throw new HubError(`${repo}: the hub answered ${res.status} for its file list`, res.status);
   const info = (await res.json()) as { sha: string; siblings?: { rfilename: string; size?: number; lfs?: { sha256?: string; size?: number } }[] };
   return checkManifest({
@@ -159,7 +162,7 @@ export async function downloadFile(
   const url = `${hub.endpoint}/${manifest.repo}/resolve/${manifest.sha}/${file.path.split("/").map(encodeURIComponent).join("/")}`;
   const res = await fetch(url, { headers: headers(hub, have > 0 ? { range: `bytes=${have}-` } : {}), signal }).catch((err) => {
     if (signal?.aborted) throw err;
-    throw new HubError(`${manifest.repo}/${file.path}: cannot reach the hub: ${(err as Error).message}`);
+    throw new HubError(`${manifest.repo}/${file.path}: cannot reach the hub at ${hub.endpoint} (${networkReason(err)})`);
   });
   if (!res.ok || !res.body) throw new HubError(`${manifest.repo}/${file.path}: the hub answered ${res.status}`, res.status);
   // A hub that ignores the Range header sends the whole file again: start over.
@@ -212,6 +215,19 @@ export async function downloadFile(
 }
 
 /** Removes every partial download of the given files (a cancelled job leaves nothing behind). */
+/** Why a connection failed, in words of our own (the HTTP client's messages are about itself). */
+export function networkReason(err: unknown): string {
+  const code = (err as { code?: string })?.code ?? "";
+  const reasons: Record<string, string> = {
+    ECONNREFUSED: "connection refused",
+    ENOTFOUND: "host not found",
+    ETIMEDOUT: "timed out",
+    ECONNRESET: "connection reset",
+    ConnectionRefused: "connection refused",
+  };
+  return reasons[code] ?? (code || "no connection");
+}
+
 /** Free bytes on the file system that holds `path` (or would: its nearest existing folder). */
 export function freeBytes(path: string): number {
   let dir = path;

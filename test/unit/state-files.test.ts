@@ -115,3 +115,28 @@ describe("configuration", () => {
     }
   });
 });
+
+describe("the built-in catalog", () => {
+  test("all 220 Lemonade models; show_all lists those this machine can run, disable_model_filtering all of them", async () => {
+    const listed = async (s: { url: string }) => (await (await fetch(`${s.url}/v1/models?show_all=true`)).json()).data.map((m: any) => m.id) as string[];
+    const filtered = await startTestServer({}, undefined, { engines: false });
+    const cacheDir = tempDir();
+    mkdirSync(cacheDir, { recursive: true });
+    writeFileSync(join(cacheDir, "config.json"), JSON.stringify({ disable_model_filtering: true }));
+    const everything = await startTestServer({}, cacheDir, { engines: false });
+    try {
+      const some = await listed(filtered);
+      expect(some).toEqual(expect.arrayContaining(["Qwen3-0.6B-GGUF", "Whisper-Tiny", "kokoro-v1"]));
+      // An NPU model is filtered out here, and says so when named.
+      expect(some).not.toContain("Llama-3.2-1B-Instruct-CPU");
+      const npu = await fetch(`${filtered.url}/v1/models/Llama-3.2-1B-Instruct-CPU`);
+      expect((await npu.json()).error.code).toBe("model_not_supported");
+      const all = await listed(everything);
+      expect(all).toHaveLength(220);
+      expect(all).toContain("Llama-3.2-1B-Instruct-CPU");
+    } finally {
+      await filtered.close();
+      await everything.close();
+    }
+  });
+});
