@@ -85,6 +85,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   const backends = new Backends(recipes, installer, scheduler, engineEnv, (m) => logger.info("Server", m));
   const metrics: Metrics = new Metrics(VERSION, (): LoadedModelInfo[] =>
     scheduler.list().map((s) => ({ model: s.model.id, recipe: s.model.recipe, type: s.model.type, url: s.engine.url, queued: proxy.queued(s) })),
+    () => config.maxLoadedModels,
   );
   const stats = new GenerationStats();
   const proxy: EngineProxy = new EngineProxy({ scheduler, catalog, metrics, stats, logger, hangCheckMs: config.hangCheckMs, maxQueue: () => config.maxQueue });

@@ -14,7 +14,24 @@ export function presentedKey(request: Request, url: URL): string | null {
     const m = /^Bearer\s+(.+)$/i.exec(auth.trim());
     if (m) return m[1]!;
   }
-  return request.headers.get("x-api-key") ?? url.searchParams.get("api_key");
+  return request.headers.get("x-api-key") ?? url.searchParams.get("api_key") ?? subprotocolKey(request);
+}
+
+/** The key a browser WebSocket sends as a subprotocol, `bearer.<base64url key>` (browsers cannot
+ * set an Authorization header on a WebSocket). */
+export function bearerSubprotocol(request: Request): string | null {
+  const offered = request.headers.get("sec-websocket-protocol");
+  return offered?.split(",").map((p) => p.trim()).find((p) => p.startsWith("bearer.")) ?? null;
+}
+
+function subprotocolKey(request: Request): string | null {
+  const protocol = bearerSubprotocol(request);
+  if (!protocol) return null;
+  try {
+    return Buffer.from(protocol.slice("bearer.".length), "base64url").toString("utf8");
+  } catch {
+    return null;
+  }
 }
 
 /** Compares keys in time that does not depend on where they differ (node:crypto's
@@ -67,7 +84,10 @@ export function isOriginAllowed(origin: string | null, allowed: string[]): boole
   if (origin === null) return true;
   if (allowed.includes("*") || allowed.includes(origin)) return true;
   try {
-    return LOOPBACK_HOSTS.has(new URL(origin).hostname);
+    const url = new URL(origin);
+    // Desktop apps' pages (Tauri, Electron's app://, file://) are as local as a loopback page.
+    if (url.protocol === "app:" || url.protocol === "file:" || url.protocol === "tauri:") return true;
+    return LOOPBACK_HOSTS.has(url.hostname) || url.hostname.endsWith(".localhost");
   } catch {
     return false;
   }

@@ -6,6 +6,7 @@
 // app agree.
 import type { Elysia } from "elysia";
 import type { Static, TSchema } from "@sinclair/typebox";
+import { bearerSubprotocol } from "./auth.ts";
 import { parseJsonBody, type BodyLimits } from "./body.ts";
 import { mountedPaths, type EndpointDef } from "../spec/endpoint.ts";
 
@@ -76,6 +77,11 @@ export class Binder {
 
   ws(def: EndpointDef, handlers: SocketHandlers): void {
     if (def.method !== "WS") throw new Error(`${def.id}: only WebSocket routes are bound with ws()`);
-    for (const path of this.record(def)) this.app.ws(path, handlers as never);
+    // A client that sent its key as a `bearer.<key>` subprotocol must get it back, or it closes.
+    const upgrade = (context: { request: Request; set: { headers: Record<string, string> } }) => {
+      const protocol = bearerSubprotocol(context.request);
+      if (protocol) context.set.headers["sec-websocket-protocol"] = protocol;
+    };
+    for (const path of this.record(def)) this.app.ws(path, { ...handlers, upgrade } as never);
   }
 }

@@ -30,6 +30,8 @@ export class Metrics {
   constructor(
     version: string,
     private readonly loaded: () => LoadedModelInfo[] = () => [],
+    /** `max_loaded_models` now (-1 unlimited). */
+    maxLoaded: () => number = () => 1,
   ) {
     const registers = [this.registry];
     new Gauge({ name: "lemonade_server_up", help: "Whether the Lemonade server is running.", registers }).set(1);
@@ -86,6 +88,22 @@ export class Metrics {
       collect() {
         this.reset();
         for (const m of loadedModels()) this.set({ model: m.model }, m.queued);
+      },
+    });
+    new Gauge({
+      name: "lemonade_loaded_models",
+      help: "Models loaded now (Lemonade's name for it).",
+      registers,
+      collect() {
+        this.set(loadedModels().length);
+      },
+    });
+    new Gauge({
+      name: "lemonade_max_loaded_models",
+      help: "Models of one type that may be loaded at once (max_loaded_models; -1 is unlimited).",
+      registers,
+      collect() {
+        this.set(maxLoaded());
       },
     });
     new Gauge({

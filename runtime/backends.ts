@@ -46,11 +46,9 @@ export class Backends {
     });
   }
 
-  /** Unloads the models on the backend, then removes it; 404 when it is not installed. */
-  async uninstall(recipe: string, backend: string): Promise<void> {
-    if (!(await this.isInstalled(recipe, backend))) {
-      throw new ApiError(404, "not_installed", `${recipe}:${backend} is not installed`);
-    }
+  /** Unloads the models on the backend, then removes it; false when it was not installed. */
+  async uninstall(recipe: string, backend: string): Promise<boolean> {
+    if (!(await this.isInstalled(recipe, backend))) return false;
     const option = findRecipe(this.recipes, recipe)?.backendOption;
     const unloaded = await this.scheduler.unloadWhere(
       (s) => s.model.recipe === recipe && (s.engine.backend ?? (option !== undefined ? s.spec.options[option] : undefined)) === backend,
@@ -58,5 +56,6 @@ export class Backends {
     if (unloaded.length) this.log(`Unloaded ${unloaded.join(", ")} before removing ${recipe}:${backend}`);
     await installing(() => this.installer.uninstall(recipe, backend));
     this.log(`Uninstalled ${recipe}:${backend}`);
+    return true;
   }
 }

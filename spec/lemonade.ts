@@ -501,7 +501,7 @@ export const uninstall = endpoint({
   response: InstallResult,
   errors: [
     { status: 400, code: "unsupported_backend", when: "The recipe/backend pair is not one this system installs" },
-    { status: 404, code: "not_installed", when: "The backend is not installed" },
+
   ],
   example: { body: { recipe: "llamacpp", backend: "cpu" }, response: '{"status": "success", "recipe": "llamacpp", "backend": "cpu"}' },
 });
@@ -698,8 +698,8 @@ export const deleteModel = endpoint({
   }),
   errors: [
     E.modelNotSupported,
-    E.modelNotFound,
     { status: 404, code: "model_not_downloaded", when: "The model has no files to delete" },
+    { status: 422, code: "model_not_found", when: "`model_name` names no model in the registry" },
     { status: 500, code: "delete_failed", when: "The model is an `extra.` model, whose file belongs to its folder" },
   ],
   example: { body: { model_name: "Qwen3-0.6B-GGUF" }, response: '{"status": "success", "message": "Deleted model: Qwen3-0.6B-GGUF"}' },

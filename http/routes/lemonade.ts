@@ -96,6 +96,8 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
   });
 
   bind.http(spec.deleteModel, async ({ body }) => {
+    // A name the registry does not know cannot be deleted: 422, as the real server answers.
+    if (!ctx.catalog.find(body.model_name)) throw new ApiError(422, "model_not_found", `Model not found: ${clip(body.model_name)}`, "model_name");
     const model = await ctx.library.delete(body.model_name);
     return { status: "success", message: `Deleted model: ${model.id}` };
   });
@@ -116,8 +118,9 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
   });
 
   bind.http(spec.uninstall, async ({ body }) => {
-    await ctx.backends.uninstall(body.recipe, body.backend);
-    return { status: "success", recipe: body.recipe, backend: body.backend };
+    // Uninstalling what is gone already succeeds: the state asked for is the state there is.
+    if (await ctx.backends.uninstall(body.recipe, body.backend)) return { status: "success", recipe: body.recipe, backend: body.backend };
+    return { status: "success", recipe: body.recipe, backend: body.backend, message: `${body.recipe}:${body.backend} was not installed` };
   });
 
   bind.http(spec.health, () => ({

@@ -78,6 +78,22 @@ describe("with LEMONADE_API_KEY and LEMONADE_ADMIN_API_KEY set", () => {
     expect(await wsOpens(`${ws}?api_key=${API}`)).toBe(true);
     expect(await wsOpens(ws, { authorization: `Bearer ${API}` })).toBe(true);
   });
+
+  test("a browser's WebSocket key as a bearer.<base64url> subprotocol is accepted, and the protocol echoed", async () => {
+    const url = server.url.replace("http", "ws") + "/logs/stream";
+    const open = (protocol: string) =>
+      new Promise<string | false>((resolve) => {
+        const ws = new WebSocket(url, [protocol]);
+        ws.onopen = () => {
+          resolve(ws.protocol);
+          ws.close();
+        };
+        ws.onerror = () => resolve(false);
+      });
+    const good = `bearer.${Buffer.from(API).toString("base64url")}`;
+    expect(await open(good)).toBe(good);
+    expect(await open(`bearer.${Buffer.from("wrong").toString("base64url")}`)).toBe(false);
+  });
 });
 
 describe("with only LEMONADE_ADMIN_API_KEY set", () => {
@@ -124,7 +140,7 @@ describe("browser origins", () => {
     });
 
   test("a loopback page and a listed origin get a CORS preflight answer", async () => {
-    for (const origin of ["http://localhost:5173", "http://127.0.0.1:8080", "https://app.example"]) {
+    for (const origin of ["http://localhost:5173", "http://127.0.0.1:8080", "https://app.example", "tauri://localhost", "http://tauri.localhost", "app://lemonade"]) {
       const res = await preflight(origin);
       expect(res.status).toBe(204);
       expect(res.headers.get("access-control-allow-origin")).toBe(origin);

@@ -49,6 +49,8 @@ test("/metrics is Prometheus text with the server's families", async () => {
   const info = samples.find((s) => s.name === "lemonade_server_info");
   expect(info?.labels.version).toBe(server.ctx.version);
   expect(samples.find((s) => s.name === "lemonade_process_resident_memory_bytes")!.value).toBeGreaterThan(1e6);
+  expect(samples.find((s) => s.name === "lemonade_loaded_models")?.value).toBe(0);
+  expect(samples.find((s) => s.name === "lemonade_max_loaded_models")?.value).toBe(server.ctx.config.maxLoadedModels);
 });
 
 test("request counters count requests by route and status", async () => {
