@@ -1,7 +1,15 @@
 // Model aliases: stable names (`production-llm`) bound to catalog models, persisted in aliases.json
 // in the cache directory so they survive restarts.
 import { join } from "node:path";
+import { ApiError } from "../lib/api-error.ts";
 import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
+
+/** An alias whose target leads back to it: a 400 naming the target. */
+export class AliasCycleError extends ApiError {
+  constructor(alias: string, target: string) {
+    super(400, "invalid_argument", `Alias '${alias}' cannot point at '${target}': that leads back to '${alias}'`, "target");
+  }
+}
 
 export class AliasStore {
   private readonly path: string;
@@ -20,12 +28,26 @@ export class AliasStore {
     return [...this.map].map(([alias, target]) => ({ alias, target })).sort((a, b) => a.alias.localeCompare(b.alias));
   }
 
-  /** The model an alias names, or the name itself when it is no alias. */
+  /** The model an alias names, following aliases of aliases to the end; the name itself when it
+   * is no alias. (Cycles cannot be saved; a hand-edited one stops where it would repeat.) */
   resolve(name: string): string {
-    return this.map.get(name) ?? name;
+    const seen = new Set<string>();
+    let current = name;
+    while (this.map.has(current) && !seen.has(current)) {
+      seen.add(current);
+      current = this.map.get(current)!;
+    }
+    return current;
   }
 
+  /** Binds an alias; refused (AliasCycleError) when the target leads back to it. */
   set(alias: string, target: string): void {
+    // Walk from the target through the other aliases: reaching this alias again is a cycle.
+    const seen = new Set<string>();
+    for (let at: string | undefined = target; at !== undefined && !seen.has(at); at = this.map.get(at)) {
+      if (at === alias) throw new AliasCycleError(alias, target);
+      seen.add(at);
+    }
     const next = new Map(this.map).set(alias, target);
     this.persist(next);
     this.map.set(alias, target);

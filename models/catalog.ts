@@ -71,6 +71,9 @@ export interface RegistryRow {
   image_defaults?: Record<string, unknown>;
 }
 
+/** The prefix that reaches a built-in model a user model of the same name shadows. */
+const BUILTIN_PREFIX = "builtin.";
+
 /** The image defaults that are sd-cpp recipe options; the rest are sd-server's own extras. */
 const IMAGE_OPTION_KEYS = ["steps", "cfg_scale", "width", "height"];
 
@@ -187,6 +190,9 @@ export class Catalog {
 
   /** Validates and stores a `user.*` model in user_models.json (disk first, then memory). */
   registerUser(id: string, row: RegistryRow): CatalogModel {
+    for (const reserved of ["extra.", BUILTIN_PREFIX, "user.extra.", `user.${BUILTIN_PREFIX}`]) {
+      if (id.startsWith(reserved)) throw new CatalogError("invalid_labels", `Model '${clip(id)}': the '${reserved.replace(/^user\./, "")}' prefix is reserved`);
+    }
     if (!id.startsWith("user.") || id.length <= 5) {
       throw new CatalogError("invalid_labels", `Model '${clip(id)}': registered models must use the user. namespace, e.g. user.${clip(id)}`);
     }
@@ -326,11 +332,25 @@ export class Catalog {
   /** Looks a name up through aliases and Ollama's `:latest` tag; undefined when unknown. */
   find(name: string): CatalogModel | undefined {
     const all = this.all();
-    const byId = (id: string) => all.find((m) => m.id === id) ?? all.find((m) => m.id.toLowerCase() === id.toLowerCase());
+    const exact = (id: string) => all.find((m) => m.id === id) ?? all.find((m) => m.id.toLowerCase() === id.toLowerCase());
+    // A user model answers to its bare name too, before a built-in of that name, which then
+    // answers to `builtin.<name>` (lemonade.md's naming).
+    const byId = (id: string) => {
+      if (id.startsWith(BUILTIN_PREFIX)) return this.builtIn.find((m) => m.id === id.slice(BUILTIN_PREFIX.length));
+      return exact(`user.${id}`) ?? exact(id);
+    };
     const direct = byId(this.aliases.resolve(name));
     if (direct) return direct;
     if (name.endsWith(":latest")) return byId(this.aliases.resolve(name.slice(0, -":latest".length)));
     return undefined;
+  }
+
+  /** The name `/v1/models` lists a model by: a user model's bare name (the `user.` id stays its
+   * canonical name). */
+  publicId(model: CatalogModel): string {
+    if (model.id.startsWith("user.")) return model.id.slice("user.".length);
+    if (model.source === "huggingface" && this.user.some((u) => u.id === `user.${model.id}`)) return `${BUILTIN_PREFIX}${model.id}`;
+    return model.id;
   }
 
   /** Like find, but a missing or filtered-out model is a CatalogError. */

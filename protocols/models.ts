@@ -61,7 +61,7 @@ export function listModels(ctx: ServerContext, showAll: boolean, includePaths: b
   const listed = ctx.catalog
     .all()
     .filter((m) => ctx.catalog.isSupported(m) && (showAll || ctx.catalog.isDownloaded(m)))
-    .map((m) => modelObject(ctx, m, includePaths));
+    .map((m) => modelObject(ctx, m, includePaths, ctx.catalog.publicId(m)));
   const byId = new Map(listed.map((m) => [m.id, m]));
   for (const { alias, target } of ctx.aliases.list()) {
     const model = ctx.catalog.find(target);

@@ -632,11 +632,14 @@ export const register = endpoint({
   response: T.Object({
     status: T.Literal("success", { description: 'Always `"success"`' }),
     message: T.String({ description: "What was registered" }),
+    model_name: T.String({ description: "The public ID `/v1/models` lists it by (the bare name)" }),
+    canonical_model_name: T.String({ description: "The stable `user.*` registration ID" }),
+    model: T.Object({ id: T.String(), recipe: T.String(), downloaded: T.Boolean() }, { description: "The model as registered" }),
   }),
   errors: pullErrors.slice(0, 1),
   example: {
     body: { model_name: "user.Phi-4-Mini-GGUF", checkpoint: "unsloth/Phi-4-mini-instruct-GGUF:Q4_K_M", recipe: "llamacpp" },
-    response: '{"status": "success", "message": "Registered model: user.Phi-4-Mini-GGUF"}',
+    response: '{"status": "success", "message": "Registered model: user.Phi-4-Mini-GGUF", "model_name": "Phi-4-Mini-GGUF", "canonical_model_name": "user.Phi-4-Mini-GGUF", "model": {"id": "Phi-4-Mini-GGUF", "recipe": "llamacpp", "downloaded": false}}',
   },
 });
 

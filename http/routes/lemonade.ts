@@ -64,7 +64,14 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
 
   bind.http(spec.register, ({ body }) => {
     const model = ctx.library.modelFor(body);
-    return { status: "success", message: `Registered model: ${model.id}` };
+    // model_name is the name /v1/models lists it by; canonical_model_name its `user.` id.
+    return {
+      status: "success",
+      message: `Registered model: ${model.id}`,
+      model_name: ctx.catalog.publicId(model),
+      canonical_model_name: model.id,
+      model: { id: ctx.catalog.publicId(model), recipe: model.recipe, downloaded: ctx.catalog.isDownloaded(model) },
+    };
   });
 
   bind.http(spec.pullVariants, ({ query }) => ctx.library.variants(query.checkpoint));

@@ -15,7 +15,7 @@ export function modelRoutes(bind: Binder, ctx: ServerContext): void {
 
   bind.http(spec.get, ({ params, query }) => {
     const model = ctx.catalog.get(params.id);
-    return modelObject(ctx, model, query.include_paths === true, ctx.aliases.list().some((a) => a.alias === params.id) ? params.id : model.id);
+    return modelObject(ctx, model, query.include_paths === true, ctx.aliases.list().some((a) => a.alias === params.id) ? params.id : ctx.catalog.publicId(model));
   });
 
   bind.http(spec.files, ({ params, query }) => {

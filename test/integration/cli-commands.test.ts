@@ -144,13 +144,16 @@ describe("the single-file build", () => {
     expect((await lemonade(["config", "set", "nonsense=1"])).code).toBe(2);
 
     const exported = join(cacheDir, "piped.json");
-    expect((await lemonade(["export", "user.Piped", "-o", exported])).code).toBe(0);
+    const exportedRun = await lemonade(["export", "user.Piped", "-o", exported]);
+    expect(exportedRun.code, exportedRun.err).toBe(0);
     const body = JSON.parse(readFileSync(exported, "utf8"));
-    expect(body).toMatchObject({ model_name: "user.Piped", recipe: "llamacpp", checkpoints: { main: "test-org/tiny-GGUF:Q4_0" } });
+    // The public (bare) name, which import turns back into the user. registration.
+    expect(body).toMatchObject({ model_name: "Piped", recipe: "llamacpp", checkpoints: { main: "test-org/tiny-GGUF:Q4_0" } });
     writeFileSync(exported, JSON.stringify({ ...body, model_name: "user.Imported" }));
     const imported = await lemonade(["import", exported]);
     expect(imported.code).toBe(0);
-    expect(JSON.parse((await lemonade(["list", "--json"])).out).some((m: any) => m.id === "user.Imported" && m.downloaded)).toBe(true);
+    // Listed by its public (bare) name.
+    expect(JSON.parse((await lemonade(["list", "--json"])).out).some((m: any) => m.id === "Imported" && m.downloaded)).toBe(true);
   });
 
   test("backends lists recipe states; --json is machine-readable", async () => {

@@ -1,0 +1,56 @@
+// Model naming as lemonade.md has it: user models by their bare name (and `user.<name>`), a
+// shadowed built-in as `builtin.<name>`, reserved prefixes, aliases of aliases.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { startTestServer, type TestServer } from "../helpers/server.ts";
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer({}, undefined, { engines: false });
+});
+afterAll(() => server.close());
+
+const post = (path: string, body: unknown) => fetch(`${server.url}${path}`, { method: "POST", body: JSON.stringify(body) });
+const register = (model_name: string, checkpoint = "test-org/tiny-GGUF:Q4_0") => post("/v1/models/register", { model_name, checkpoint, recipe: "llamacpp" });
+const get = async (name: string) => (await fetch(`${server.url}/v1/models/${encodeURIComponent(name)}`)).json();
+
+test("registration answers the public and canonical names; the model answers to both", async () => {
+  const res = await register("user.Phi-Test");
+  expect(await res.json()).toMatchObject({
+    status: "success",
+    model_name: "Phi-Test",
+    canonical_model_name: "user.Phi-Test",
+    model: { id: "Phi-Test", recipe: "llamacpp", downloaded: false },
+  });
+  expect((await get("Phi-Test")).id).toBe("Phi-Test");
+  expect((await get("user.Phi-Test")).checkpoint).toBe("test-org/tiny-GGUF:Q4_0");
+  const listed = (await (await fetch(`${server.url}/v1/models?show_all=true`)).json()).data.map((m: any) => m.id);
+  expect(listed).toContain("Phi-Test");
+  expect(listed).not.toContain("user.Phi-Test");
+});
+
+test("a user model that shadows a built-in takes its name; the built-in stays reachable as builtin.<name>", async () => {
+  expect((await register("user.Qwen3-0.6B-GGUF", "someone/other-GGUF:Q8_0")).status).toBe(200);
+  expect((await get("Qwen3-0.6B-GGUF")).checkpoint).toBe("someone/other-GGUF:Q8_0");
+  const builtin = await get("builtin.Qwen3-0.6B-GGUF");
+  expect(builtin.checkpoint).toBe("unsloth/Qwen3-0.6B-GGUF:Q4_0");
+  expect(builtin.id).toBe("builtin.Qwen3-0.6B-GGUF");
+  const listed = (await (await fetch(`${server.url}/v1/models?show_all=true`)).json()).data.map((m: any) => m.id);
+  expect(listed).toEqual(expect.arrayContaining(["Qwen3-0.6B-GGUF", "builtin.Qwen3-0.6B-GGUF"]));
+});
+
+test("extra. and builtin. are reserved prefixes", async () => {
+  for (const name of ["extra.mine", "builtin.mine", "user.extra.mine", "user.builtin.mine"]) {
+    const res = await register(name);
+    expect(res.status, name).toBe(400);
+    expect((await res.json()).error.message).toContain("reserved");
+  }
+});
+
+test("an alias may point at another alias and resolves to the end; a cycle is refused", async () => {
+  expect((await post("/internal/aliases", { alias: "first", target: "Phi-Test" })).status).toBe(200);
+  expect((await post("/internal/aliases", { alias: "second", target: "first" })).status).toBe(200);
+  expect((await get("second")).checkpoint).toBe("test-org/tiny-GGUF:Q4_0");
+  const cycle = await post("/internal/aliases", { alias: "first", target: "second" });
+  expect(cycle.status).toBe(400);
+  expect((await cycle.json()).error.message).toContain("leads back");
+});
