@@ -65,6 +65,17 @@ export class Binder {
       hooks.body = def.body;
       hooks.parse = this.parse;
     }
+    const aliases = def.bodyAliases;
+    if (aliases) {
+      // Before validation: `{"model": "X"}` is validated, and handled, as `{"model_name": "X"}`.
+      hooks.transform = ({ body }: { body: unknown }) => {
+        if (typeof body !== "object" || body === null) return;
+        const b = body as Record<string, unknown>;
+        for (const [alias, name] of Object.entries(aliases)) {
+          if (b[name] === undefined && b[alias] !== undefined) b[name] = b[alias];
+        }
+      };
+    }
     if (def.query) hooks.query = def.query;
     if (def.params) hooks.params = def.params;
     for (const path of this.record(def)) {

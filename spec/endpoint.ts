@@ -75,6 +75,8 @@ export interface EndpointDef {
   example?: Example;
   /** The `endpoint` label of the route's model-request metrics, when not the id's own name. */
   metricsLabel?: string;
+  /** Body fields accepted in place of another (`model` for `model_name`), moved before validation. */
+  bodyAliases?: Record<string, string>;
 }
 
 export function endpoint<const D extends EndpointDef>(def: D): D {

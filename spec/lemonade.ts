@@ -439,9 +439,11 @@ export const unload = endpoint({
   availability: "fully_available",
   description:
     "Unloads a model, stopping its engine process once its in-flight requests finish. Without `model_name` (or without a body), every loaded model is unloaded.",
+  bodyAliases: { model: "model_name" },
   body: T.Optional(
     T.Object({
       model_name: T.Optional(T.String({ description: "Name of the model to unload. If not provided, all loaded models are unloaded." })),
+      model: T.Optional(T.String({ description: "Accepted in place of `model_name`." })),
     }),
   ),
   response: StatusMessage,
@@ -538,6 +540,7 @@ export const stats = endpoint({
 
 const PullDefinition = {
   model_name: T.String({ minLength: 1, description: "Model to install; a new registration must use the `user.` namespace." }),
+  model: T.Optional(T.String({ description: "Accepted in place of `model_name`." })),
   recipe: T.Optional(T.String({ description: "Registration: recipe to load the model with, such as `llamacpp`." })),
   checkpoint: T.Optional(T.String({ description: "Registration: Hugging Face main checkpoint, `org/name:variant`." })),
   checkpoints: T.Optional(
@@ -598,6 +601,7 @@ export const pull = endpoint({
     "Downloads a registered model's files into the Hugging Face cache, or registers a `user.*` model (`checkpoint` or `checkpoints`, `recipe`, labels) in `user_models.json` and then downloads it. Files already complete are kept; a partial file resumes where it stopped. Each file's size and, where the hub gives it, sha256 are checked before it counts as downloaded. A pull of a model already downloading joins that download.",
   notes:
     'With `stream: true` the answer is Server-Sent Events: `event: progress` with `{"file", "file_index", "total_files", "bytes_downloaded", "bytes_total", "percent"}`, then `event: complete` or `event: error` with `{"error"}`. With `stream: true, subscribe: false` the server starts a download job it owns and answers with its snapshot at once; follow it with `GET /v1/downloads` and steer it with `POST /v1/downloads/control`. Pulling a paused job again resumes it. `collection.omni` registrations are not supported.',
+  bodyAliases: { model: "model_name" },
   body: T.Object(
     {
       ...PullDefinition,
@@ -628,6 +632,7 @@ export const register = endpoint({
   availability: "fully_available",
   description:
     "Registers or updates a `user.*` model definition in `user_models.json` without downloading anything. The label rules of `/v1/pull` apply.",
+  bodyAliases: { model: "model_name" },
   body: T.Object({ ...PullDefinition, recipe: T.String({ description: "Recipe to load the model with, such as `llamacpp`." }) }, { additionalProperties: true }),
   response: T.Object({
     status: T.Literal("success", { description: 'Always `"success"`' }),
@@ -694,7 +699,11 @@ export const deleteModel = endpoint({
   availability: "fully_available",
   description:
     "Deletes a model's files from the Hugging Face cache, unloading it first when it is loaded. A `user.*` model's registration is removed too. Files another downloaded model shares are kept.",
-  body: T.Object({ model_name: T.String({ minLength: 1, description: "The model to delete." }) }),
+  bodyAliases: { model: "model_name" },
+  body: T.Object({
+    model_name: T.String({ minLength: 1, description: "The model to delete." }),
+    model: T.Optional(T.String({ description: "Accepted in place of `model_name`." })),
+  }),
   response: T.Object({
     status: T.Literal("success", { description: 'Always `"success"`' }),
     message: T.String({ description: "What was deleted" }),

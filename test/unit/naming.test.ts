@@ -54,3 +54,13 @@ test("an alias may point at another alias and resolves to the end; a cycle is re
   expect(cycle.status).toBe(400);
   expect((await cycle.json()).error.message).toContain("leads back");
 });
+
+test("pull, delete and unload take `model` in place of `model_name`", async () => {
+  const unload = await post("/v1/unload", { model: "Phi-Test" });
+  expect(unload.status).toBe(404);
+  expect((await unload.json()).error.message).toContain("Phi-Test");
+  expect((await post("/v1/delete", { model: "no-such-model" })).status).toBe(422);
+  // The hub is a closed port here: the pull gets as far as downloading the model it named.
+  const pull = await post("/v1/pull", { model: "Phi-Test" });
+  expect((await pull.json()).error.message).toContain("tiny-GGUF");
+});
