@@ -15,6 +15,15 @@ export function parseCheckpoint(checkpoint: string): CheckpointRef {
   return i < 0 ? { repo: checkpoint, variant: null } : { repo: checkpoint.slice(0, i), variant: checkpoint.slice(i + 1) || null };
 }
 
+/** A checkpoint given as a Hugging Face URL (`https://huggingface.co/org/repo`, `hf.co/org/repo:Q4_K_M`,
+ * `.../blob/main/file.gguf`) as `org/repo[:variant]`; anything else as it is. */
+export function normalizeCheckpoint(checkpoint: string): string {
+  const m = /^(?:https?:\/\/)?(?:www\.)?(?:huggingface\.co|hf\.co)\/([^/\s]+\/[^/:\s]+)(?:\/(?:blob|resolve|tree)\/[^/]+\/([^?#]+))?(:[^?#]+)?\/?(?:[?#].*)?$/.exec(checkpoint.trim());
+  if (!m) return checkpoint;
+  const [, repo, file, variant] = m;
+  return file ? `${repo}:${decodeURIComponent(file)}` : `${repo}${variant ?? ""}`;
+}
+
 const REPO = /^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
 /** Why a hub checkpoint (`org/name[:file or quantization]`) cannot be used, or null when it can:

@@ -194,7 +194,7 @@ export async function downloadFile(
       rmSync(partial, { force: true });
       throw noSpace(`${manifest.repo}/${file.path}`, file.size - have, freeBytes(hubDir));
     }
-    throw new HubError(`${manifest.repo}/${file.path}: the connection broke after ${done} of ${file.size} bytes (${(err as Error).message}); the partial file is kept to resume`);
+    throw new HubError(`${manifest.repo}/${file.path}: the connection broke after ${done} of ${file.size} bytes (${networkReason(err)}); the partial file is kept to resume`);
   } finally {
     try {
       closeSync(fd);

@@ -7,7 +7,7 @@ import { scrubPaths } from "../lib/scrub.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
 import type { Catalog, CatalogModel, RegistryRow } from "./catalog.ts";
-import { repoCacheDir, parseCheckpoint } from "./hf-cache.ts";
+import { normalizeCheckpoint, parseCheckpoint, repoCacheDir } from "./hf-cache.ts";
 import type { DownloadManager, Progress } from "./downloads.ts";
 import { cachedRevision, ggufVariants, HubError, repoManifest, searchRepos, type HubOptions } from "./hf-download.ts";
 
@@ -26,14 +26,20 @@ export interface LibraryOptions {
 }
 
 /** The registry row a registration body describes, with the label booleans folded in. */
+/** Models come from the Hugging Face hub (or its `HF_ENDPOINT` stand-in) only. */
+export function checkSource(source: unknown): void {
+  if (source === undefined || source === null || source === "huggingface" || source === "hf") return;
+  throw new ApiError(400, "invalid_argument", `Unsupported model source '${String(source).slice(0, 100)}' (use huggingface)`, "source");
+}
+
 function rowFrom(body: Json): RegistryRow {
   const labels: string[] = [...(body.labels ?? [])];
   for (const [flag, label] of [["reasoning", "reasoning"], ["vision", "vision"], ["embedding", "embeddings"], ["reranking", "reranking"]] as const) {
     if (body[flag] === true && !labels.includes(label)) labels.push(label);
   }
   const row: RegistryRow = { recipe: body.recipe, labels };
-  if (body.checkpoint) row.checkpoint = body.checkpoint;
-  if (body.checkpoints) row.checkpoints = body.checkpoints;
+  if (body.checkpoint) row.checkpoint = normalizeCheckpoint(body.checkpoint);
+  if (body.checkpoints) row.checkpoints = Object.fromEntries(Object.entries(body.checkpoints as Record<string, string>).map(([role, c]) => [role, normalizeCheckpoint(c)]));
   if (body.mmproj) row.mmproj = body.mmproj;
   if (body.size !== undefined) row.size = body.size;
   if (body.recipe_options) row.recipe_options = body.recipe_options;
@@ -60,6 +66,7 @@ export class ModelLibrary {
   /** The model a pull or register body names, registering a `user.*` definition when it has one. */
   modelFor(body: Json): CatalogModel {
     const { catalog } = this.opts;
+    checkSource(body.source);
     const defines = body.checkpoint !== undefined || body.checkpoints !== undefined || body.recipe !== undefined;
     if (!defines) return catalog.get(body.model_name);
     if (!body.recipe) throw new ApiError(400, "missing_argument", "Missing required argument 'recipe' to register a model", "recipe");
@@ -121,7 +128,9 @@ export class ModelLibrary {
   }
 
   /** GET /v1/pull/variants: what a GGUF repository offers, grouped for the pull form. */
-  async variants(checkpoint: string) {
+  async variants(given: string, source?: string) {
+    checkSource(source);
+    const checkpoint = normalizeCheckpoint(given);
     const repo = parseCheckpoint(checkpoint).repo;
     if (!/^[^/\s]+\/[^/\s]+$/.test(repo)) {
       throw new ApiError(400, "invalid_argument", `'checkpoint' must be a Hugging Face repo id like org/name, got ${JSON.stringify(checkpoint)}`, "checkpoint");

@@ -729,7 +729,10 @@ export const pullVariants = endpoint({
   availability: "fully_available",
   description:
     "Reads a Hugging Face GGUF repository's file list and groups it into variants (one file per quantization, or a folder of shards), top five first (`Q4_K_M`, `UD-Q4_K_XL`, `Q8_0`, `Q4_0`, then by name), with the `mmproj` files and suggestions for registering it.",
-  query: T.Object({ checkpoint: T.String({ description: "Hugging Face repo id, e.g. `unsloth/Qwen3-8B-GGUF`." }) }),
+  query: T.Object({
+    checkpoint: T.String({ description: "Hugging Face repo id, e.g. `unsloth/Qwen3-8B-GGUF`, or its URL (`https://huggingface.co/unsloth/Qwen3-8B-GGUF`)." }),
+    source: T.Optional(T.String({ description: "`huggingface` (default, alias `hf`)." })),
+  }),
   response: T.Object({
     checkpoint: T.String({ description: "Echoed input" }),
     recipe: T.String({ description: "Suggested recipe (always `llamacpp`)" }),

@@ -74,7 +74,7 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
     };
   });
 
-  bind.http(spec.pullVariants, ({ query }) => ctx.library.variants(query.checkpoint));
+  bind.http(spec.pullVariants, ({ query }) => ctx.library.variants(query.checkpoint, query.source));
 
   bind.http(spec.checkUpdates, async () => {
     const models = await ctx.library.checkUpdates();
@@ -86,7 +86,7 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
     if (text.length < 3) throw new ApiError(400, "invalid_argument", "'query' must be at least 3 characters", "query");
     const source = query.source ?? "huggingface";
     if (source !== "huggingface" && source !== "hf") {
-      throw new ApiError(400, "invalid_argument", `source '${source}' is not supported (use huggingface)`, "source");
+      throw new ApiError(400, "invalid_argument", `Unsupported model source '${clip(String(source))}' (use huggingface)`, "source");
     }
     const found = await ctx.library.search(text, query.limit ?? 12, query.format === "gguf");
     return { query: text, source: "huggingface", ...(query.format === "gguf" ? { format: "gguf" } : {}), ...found };

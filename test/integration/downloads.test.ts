@@ -217,6 +217,20 @@ describe("discovery and updates", () => {
     expect(res.variants[0]).toEqual({ name: "Q8_0", primary_file: "tiny-Q8_0.gguf", files: ["tiny-Q8_0.gguf"], sharded: false, size_bytes: big.length });
     expect((await fetch(`${server!.url}/v1/pull/variants?checkpoint=noslash`)).status).toBe(400);
     expect((await fetch(`${server!.url}/v1/pull/variants?checkpoint=test-org/missing`)).status).toBe(404);
+    // A Hugging Face URL names the same repository; another source is refused by name.
+    const byUrl = await (await fetch(`${server!.url}/v1/pull/variants?checkpoint=${encodeURIComponent("https://huggingface.co/test-org/tiny-GGUF")}`)).json();
+    expect(byUrl.variants.map((v: any) => v.name)).toEqual(["Q8_0", "Q4_0"]);
+    const other = await fetch(`${server!.url}/v1/pull/variants?checkpoint=test-org/tiny-GGUF&source=elsewhere`);
+    expect(other.status).toBe(400);
+    expect((await other.json()).error.message).toContain("Unsupported model source");
+  });
+
+  test("a checkpoint given as a Hugging Face URL registers and pulls as org/repo:variant", async () => {
+    const s = await start();
+    const res = await post("/v1/pull", { model_name: "user.ByUrl", checkpoint: "hf.co/test-org/tiny-GGUF:Q4_0", recipe: "llamacpp" });
+    expect(res.status).toBe(200);
+    const model = await (await fetch(`${s.url}/v1/models/user.ByUrl`)).json();
+    expect(model).toMatchObject({ checkpoint: "test-org/tiny-GGUF:Q4_0", downloaded: true });
   });
 
   test("registry search finds repositories on the hub", async () => {
