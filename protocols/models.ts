@@ -103,6 +103,15 @@ export function saveLoadOptions(ctx: ServerContext, model: CatalogModel, request
   ctx.recipeOptions.replace(model.id, optionsToSave(model.recipe, ctx.recipeOptions.saved(model.id), request));
 }
 
+/** The options whose value is not the recipe's default. */
+function setOptions(recipe: string, options: Options): Options {
+  const specs = optionSpecs(recipe);
+  return Object.fromEntries(Object.entries(options).filter(([key, value]) => specs[key]?.default !== value));
+}
+
+/** An argv word as a POSIX shell would need it written. */
+const shellWord = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`);
+
 /** One entry of `/v1/health`'s `all_models_loaded`. */
 export function healthEntry(slot: Slot<CatalogModel>, loading: boolean, queued: number) {
   return {
@@ -117,7 +126,10 @@ export function healthEntry(slot: Slot<CatalogModel>, loading: boolean, queued: 
     queue_depth: queued,
     recipe: slot.model.recipe,
     pid: slot.engine.pid,
-    recipe_options: { ...slot.spec.options, ctx_size: slot.spec.ctxSize },
+    // Only what was set (by the load, the saved options or the catalog): defaults are left out.
+    recipe_options: { ...setOptions(slot.model.recipe, slot.spec.options), ...("ctx_size" in slot.spec.options ? { ctx_size: slot.spec.ctxSize } : {}) },
+    // The command line the engine runs, for a user to start the same engine by hand.
+    launch_command: slot.engine.argv.map(shellWord).join(" "),
     // The backend it runs on, `auto` resolved.
     ...(slot.engine.backend ? { backend: slot.engine.backend } : {}),
     backend_url: `${slot.engine.url}/v1`,

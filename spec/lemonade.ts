@@ -63,7 +63,8 @@ export const LoadedModel = T.Object({
   queue_depth: T.Integer({ description: "Lemonade extension: requests waiting for one of the engine's slots (beyond `max_queue`, LEMONADE_MAX_QUEUE, 512 by default, a request is refused with 503 `server_busy` and `Retry-After`)" }),
   recipe: T.String({ description: "Recipe used to load the model, e.g. `llamacpp`" }),
   pid: T.Integer({ description: "Process ID of the backend engine serving this model" }),
-  recipe_options: T.Record(T.String(), T.Unknown(), { description: "Options used to load the model" }),
+  recipe_options: T.Record(T.String(), T.Unknown(), { description: "The options the model was loaded with that differ from the recipe's defaults, and its context size" }),
+  launch_command: T.String({ description: "The engine's command line, as a shell would take it" }),
   backend: T.Optional(T.String({ description: "Lemonade extension: the backend the engine runs on, `auto` resolved (such as `cpu`)" })),
   backend_url: T.String({ description: "URL of the backend process serving this model" }),
 });

@@ -145,3 +145,14 @@ test("an effective options object posted back to /v1/load is accepted as is; the
   expect(await res.json()).toMatchObject({ status: "success", model_name: "extra.a", recipe: "llamacpp", checkpoint: expect.stringMatching(/a\.gguf$/) });
   expect((await admin("/v1/load", { model_name: "extra.a", ctx_size: 2 ** 31 })).status).toBe(400);
 });
+
+test("health entries carry the engine's launch command and only the options that were set", async () => {
+  await load("extra.a");
+  const entry = (await (await admin("/v1/health")).json()).all_models_loaded.find((m: any) => m.model_name === "extra.a");
+  expect(entry.launch_command).toContain("llama-server -m ");
+  expect(entry.launch_command).toContain("--ctx-size");
+  // The fake server saves llamacpp_backend "system": set, so shown; llamacpp_device is the default, so not.
+  expect(entry.recipe_options).toMatchObject({ llamacpp_backend: "system", ctx_size: expect.any(Number) });
+  expect(entry.recipe_options).not.toHaveProperty("llamacpp_device");
+  expect(entry.backend).toBe("system");
+});
