@@ -62,6 +62,8 @@ export function hostInfo(storagePath: string) {
       cpu: { name: cpuName, cores: physicalCores(), threads: cpus().length, available: true },
       amd_gpu: [],
       nvidia_gpu: nvidiaGpus(),
+      // Reported as absent rather than left out, so a client can tell "no NPU" from "not asked".
+      amd_npu: { name: "", available: false },
     },
   };
 }

@@ -161,7 +161,10 @@ export const systemInfo = endpoint({
         ),
         amd_gpu: T.Array(T.Unknown(), { description: "AMD GPUs, integrated and discrete" }),
         nvidia_gpu: T.Array(T.Unknown(), { description: "NVIDIA GPUs" }),
-        amd_npu: T.Optional(T.Unknown({ description: "AMD NPU, when present" })),
+        amd_npu: T.Object(
+          { name: T.String({ description: "Its name; empty when absent" }), available: T.Boolean({ description: "Whether there is one" }) },
+          { description: "AMD NPU: `available: false` when the system has none" },
+        ),
       },
       { description: "Hardware devices detected on the system" },
     ),
@@ -180,7 +183,7 @@ export const systemInfo = endpoint({
   "Processor": "AMD EPYC 7B13",
   "Physical Memory": "23.5 GB",
   "model_storage": {"path": "/home/me/.cache/huggingface/hub", "used_bytes": 22000000000, "total_bytes": 252000000000, "free_bytes": 80000000000},
-  "devices": {"cpu": {"name": "AMD EPYC 7B13", "cores": 2, "threads": 2, "available": true}, "amd_gpu": [], "nvidia_gpu": []},
+  "devices": {"cpu": {"name": "AMD EPYC 7B13", "cores": 2, "threads": 2, "available": true}, "amd_gpu": [], "nvidia_gpu": [], "amd_npu": {"name": "", "available": false}},
   "recipes": {
     "llamacpp": {"default_backend": "cpu", "backends": {"cpu": {"devices": ["cpu"], "state": "installable", "message": "llama.cpp is not built yet", "action": "lemonade backends install llamacpp:cpu"}}}
   }
