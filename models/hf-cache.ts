@@ -94,14 +94,27 @@ export function pickVariantFile(files: string[], variant: string | null): string
 /** The absolute path of a checkpoint's file in the cache, when it is there in full. */
 export function findCachedFile(hubDir: string, checkpoint: string, file?: string): string | null {
   const { repo, variant } = parseCheckpoint(checkpoint);
-  const snap = snapshotDir(hubDir, repo);
-  if (!snap) return null;
-  const name = file ?? pickVariantFile(listFiles(snap), variant);
-  if (!name) return null;
-  const path = join(snap, name);
+  const current = snapshotDir(hubDir, repo);
+  if (!current) return null;
+  // The current revision first; then older ones: a variant downloaded before refs/main moved on
+  // (another variant of the repo pulled later) is still there, and still counts.
+  let others: string[] = [];
   try {
-    return statSync(path).isFile() ? path : null;
+    others = readdirSync(join(repoCacheDir(hubDir, repo), "snapshots"))
+      .map((rev) => join(repoCacheDir(hubDir, repo), "snapshots", rev))
+      .filter((dir) => dir !== current);
   } catch {
-    return null;
+    // No snapshots folder beside the current one.
   }
+  for (const snap of [current, ...others]) {
+    const name = file ?? pickVariantFile(listFiles(snap), variant);
+    if (!name) continue;
+    const path = join(snap, name);
+    try {
+      if (statSync(path).isFile()) return path;
+    } catch {
+      // Not in this revision.
+    }
+  }
+  return null;
 }

@@ -257,6 +257,33 @@ describe("discovery and updates", () => {
     }
   });
 
+  test("a variant in an older snapshot still counts as downloaded after refs/main moved on", async () => {
+    const s = await start();
+    await post("/v1/pull", { model_name: "user.OldQ4", checkpoint: "test-org/tiny-GGUF:Q4_0", recipe: "llamacpp" });
+    hubRepos["test-org/tiny-GGUF"]!.sha = "b".repeat(40);
+    try {
+      await post("/v1/pull", { model_name: "user.NewQ8", checkpoint: "test-org/tiny-GGUF:Q8_0", recipe: "llamacpp" });
+      expect(readFileSync(join(repoDir(s), "refs", "main"), "utf8")).toBe("b".repeat(40));
+      expect((await (await fetch(`${s.url}/v1/models/user.OldQ4`)).json()).downloaded).toBe(true);
+      expect((await (await fetch(`${s.url}/v1/models/user.NewQ8`)).json()).downloaded).toBe(true);
+    } finally {
+      hubRepos["test-org/tiny-GGUF"]!.sha = "a".repeat(40);
+    }
+  });
+
+  test("a server-owned job for a model that cannot be downloaded ends in error and stays visible", async () => {
+    const s = await start();
+    const res = await post("/v1/pull", { model_name: "user.Missing", checkpoint: "test-org/not-there-GGUF:Q4_0", recipe: "llamacpp", stream: true, subscribe: false });
+    expect((await res.json()).status).toBe("downloading");
+    let job: any;
+    for (let i = 0; i < 100 && job?.status !== "error"; i++) {
+      job = ((await (await fetch(`${s.url}/v1/downloads`)).json()) as any[]).find((j) => j.model_name === "user.Missing");
+      if (job?.status !== "error") await Bun.sleep(20);
+    }
+    expect(job).toMatchObject({ status: "error", running: false });
+    expect(job.error).toContain("404");
+  });
+
   test("offline: check-updates is 409", async () => {
     await start({ LEMONADE_OFFLINE: "1" });
     const res = await post("/v1/models/check-updates", {});
