@@ -169,3 +169,19 @@ test("SIGTERM during /v1/install stops the build it started, compilers and all",
     registry.stop();
   }
 });
+
+test("`lemonade config set ctx_size=-1` (Lemonade's default, automatic) and then a start works", async () => {
+  const cache = tempDir();
+  const set = cli(["config", "set", "ctx_size=-1"], { LEMONADE_CACHE_DIR: cache });
+  expect(await set.exited).toBe(0);
+  const port = freePort();
+  const child = cli(["serve", "--port", String(port)], { LEMONADE_CACHE_DIR: cache });
+  try {
+    await waitForLive(`http://127.0.0.1:${port}`, child);
+    const config = await (await fetch(`http://127.0.0.1:${port}/internal/config`)).json();
+    expect(config.ctx_size).toBe(-1);
+  } finally {
+    child.kill("SIGTERM");
+  }
+  expect(await child.exited).toBe(0);
+});
