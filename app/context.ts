@@ -53,7 +53,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     aliases,
   );
   const recipeOptions = new RecipeOptionsStore(config.cacheDir);
-  const options = new OptionResolver<CatalogModel>(recipeOptions, () => ({ ctx_size: config.ctxSize }), (m) => catalog.maxContextWindow(m));
+  const options = new OptionResolver<CatalogModel>(recipeOptions, () => ({ ...config.recipeDefaults, ctx_size: config.ctxSize }), (m) => catalog.maxContextWindow(m));
   const hub = { endpoint: config.hfEndpoint, token: config.hfToken ?? undefined };
   const downloads = new DownloadManager(hub, config.hfCacheDir);
   const library = new ModelLibrary({

@@ -42,6 +42,9 @@ export interface Config {
   /** Binaries config.json points backends at (`llamacpp.vulkan_bin`, `sdcpp.cpu_bin`, ...), by
    * section, then backend; `builtin` (the default) means none. */
   binaries: Record<string, Record<string, string>>;
+  /** Server-wide recipe options from config.json's sections (`llamacpp.args` -> `llamacpp_args`,
+   * `sdcpp.steps` -> `steps`, ...): the layer below each model's own. */
+  recipeDefaults: Record<string, string | number | boolean>;
   /** config.json `disable_model_filtering`: models of recipes this machine cannot run are listed too. */
   disableModelFiltering: boolean;
   /** Requests that may wait for one engine's slots (LEMONADE_MAX_QUEUE, `max_queue`); more get 503. */
@@ -62,6 +65,31 @@ interface ConfigFile {
   llamacpp?: Record<string, unknown>;
   whispercpp?: Record<string, unknown>;
   sdcpp?: Record<string, unknown>;
+}
+
+/** config.json section keys that are recipe options server-wide. */
+export const RECIPE_DEFAULT_KEYS: Record<string, string> = {
+  "llamacpp.backend": "llamacpp_backend",
+  "llamacpp.args": "llamacpp_args",
+  "whispercpp.backend": "whispercpp_backend",
+  "whispercpp.args": "whispercpp_args",
+  "sdcpp.backend": "sdcpp_backend",
+  "sdcpp.args": "sdcpp_args",
+  "sdcpp.steps": "steps",
+  "sdcpp.cfg_scale": "cfg_scale",
+  "sdcpp.width": "width",
+  "sdcpp.height": "height",
+};
+
+function recipeDefaultsFrom(file: ConfigFile): Record<string, string | number | boolean> {
+  const out: Record<string, string | number | boolean> = {};
+  for (const [key, option] of Object.entries(RECIPE_DEFAULT_KEYS)) {
+    const [section, name] = key.split(".") as [keyof ConfigFile, string];
+    const value = (file[section] as Record<string, unknown> | undefined)?.[name];
+    // Empty args add nothing; the others are values as Lemonade's defaults spell them.
+    if ((typeof value === "string" && value !== "") || typeof value === "number" || typeof value === "boolean") out[option] = value;
+  }
+  return out;
 }
 
 /** The config sections whose `<backend>_bin` keys name a backend's binary. */
@@ -175,6 +203,7 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
     searchPath: env.PATH ?? "",
     binaries: binariesFrom(join(cacheDir, "config.json"), file),
     disableModelFiltering: file.disable_model_filtering === true,
+    recipeDefaults: recipeDefaultsFrom(file),
     maxQueue: intSetting("max_queue", env.LEMONADE_MAX_QUEUE ?? file.max_queue, 512, 0, 1_000_000),
     hangCheckMs: intSetting("LEMONADE_HANG_CHECK_MS", env.LEMONADE_HANG_CHECK_MS, 10_000, 0, 3_600_000),
     offline: env.LEMONADE_OFFLINE ? /^(1|true|yes)$/i.test(env.LEMONADE_OFFLINE) : file.offline === true,

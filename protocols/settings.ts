@@ -1,6 +1,7 @@
 // Live configuration (POST /internal/set, /internal/pin, /internal/shutdown): settings checked
 // against Lemonade's defaults, saved in config.json, and applied at once where the server can.
 import { resolve } from "node:path";
+import { RECIPE_DEFAULT_KEYS } from "../config/config.ts";
 import { changesOf, saveSettings, settingProblem } from "../config/settings.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { parseLogLevel } from "../lib/log-level.ts";
@@ -8,7 +9,7 @@ import { E } from "../spec/errors.ts";
 import type { ServerContext } from "../runtime/context.ts";
 
 /** Settings this server applies while it runs; the rest take effect at the next start. */
-const LIVE = new Set(["max_loaded_models", "log_level", "ctx_size", "offline", "extra_models_dir", "host", "port"]);
+const LIVE = new Set(["max_loaded_models", "log_level", "ctx_size", "offline", "extra_models_dir", "host", "port", ...Object.keys(RECIPE_DEFAULT_KEYS)]);
 
 export function setSettings(ctx: ServerContext, body: Record<string, unknown>) {
   const changes = changesOf(body);
@@ -34,6 +35,14 @@ export function setSettings(ctx: ServerContext, body: Record<string, unknown>) {
         break;
       case "offline":
         config.offline = value as boolean;
+        break;
+      default:
+        // Server-wide recipe options (`llamacpp.args`, `sdcpp.steps`, ...): the next load uses them.
+        if (key in RECIPE_DEFAULT_KEYS) {
+          const option = RECIPE_DEFAULT_KEYS[key]!;
+          if (value === "") delete config.recipeDefaults[option];
+          else config.recipeDefaults[option] = value as string | number | boolean;
+        }
         break;
       case "extra_models_dir":
         config.extraModelsDir = value ? resolve(String(value)) : null;

@@ -40,10 +40,10 @@ test("POST /internal/set max_loaded_models: 2 lets a second model stay loaded wi
 });
 
 test("nested settings by dots or objects are saved nested; a wrong type, a range or an unknown key is a 400 and saves nothing", async () => {
-  const ok = await admin("/internal/set", { "sdcpp.steps": 10, llamacpp: { args: "--no-mmap" }, log_level: "debug" });
-  expect(await ok.json()).toEqual({ status: "success", applied: ["log_level"], saved: ["sdcpp.steps", "llamacpp.args"] });
+  const ok = await admin("/internal/set", { "sdcpp.steps": 10, llamacpp: { args: "--no-mmap" }, log_level: "debug", telemetry: { enabled: true } });
+  expect(await ok.json()).toEqual({ status: "success", applied: ["sdcpp.steps", "llamacpp.args", "log_level"], saved: ["telemetry.enabled"] });
   const file = JSON.parse(readFileSync(join(server.cacheDir, "config.json"), "utf8"));
-  expect(file).toMatchObject({ sdcpp: { steps: 10 }, llamacpp: { args: "--no-mmap" }, log_level: "debug" });
+  expect(file).toMatchObject({ sdcpp: { steps: 10 }, llamacpp: { args: "--no-mmap" }, log_level: "debug", telemetry: { enabled: true } });
   expect((await (await admin("/internal/config")).json()).log_level).toBe("debug");
   for (const [body, key] of [
     [{ port: "80" }, "port"],
@@ -57,7 +57,7 @@ test("nested settings by dots or objects are saved nested; a wrong type, a range
     expect((await res.json()).error.param).toBe(key);
   }
   expect(JSON.parse(readFileSync(join(server.cacheDir, "config.json"), "utf8")).max_loaded_models).toBe(2);
-  await admin("/internal/set", { log_level: "info" });
+  await admin("/internal/set", { log_level: "info", "llamacpp.args": "" });
 });
 
 test("/internal/pin pins and unpins a loaded model, idempotently; 404 when it is not loaded", async () => {
@@ -155,4 +155,26 @@ test("health entries carry the engine's launch command and only the options that
   expect(entry.recipe_options).toMatchObject({ llamacpp_backend: "system", ctx_size: expect.any(Number) });
   expect(entry.recipe_options).not.toHaveProperty("llamacpp_device");
   expect(entry.backend).toBe("system");
+});
+
+test("config.json's llamacpp.args are server-wide recipe options; /internal/set changes them for the next load", async () => {
+  const cacheDir = tempDir();
+  mkdirSync(cacheDir, { recursive: true });
+  writeFileSync(join(cacheDir, "config.json"), JSON.stringify({ llamacpp: { args: "--no-mmap" }, sdcpp: { steps: 8 } }));
+  expect(loadConfig({}, { LEMONADE_CACHE_DIR: cacheDir }).recipeDefaults).toEqual({ llamacpp_args: "--no-mmap", steps: 8 });
+  const other = await startFakeServer(["w"]);
+  try {
+    const command = async () => (await (await fetch(`${other.url}/v1/health`)).json()).all_models_loaded[0].launch_command as string;
+    const set = async (args: string) => (await (await fetch(`${other.url}/internal/set`, { method: "POST", body: JSON.stringify({ "llamacpp.args": args }) })).json()).applied;
+    expect(await set("--no-mmap")).toEqual(["llamacpp.args"]);
+    await fetch(`${other.url}/v1/load`, { method: "POST", body: JSON.stringify({ model_name: "extra.w" }) });
+    expect(await command()).toContain("--no-mmap");
+    await set("--threads 1");
+    await fetch(`${other.url}/v1/unload`, { method: "POST", body: "{}" });
+    await fetch(`${other.url}/v1/load`, { method: "POST", body: JSON.stringify({ model_name: "extra.w" }) });
+    expect(await command()).toContain("--threads 1");
+    expect(await command()).not.toContain("--no-mmap");
+  } finally {
+    await other.close();
+  }
 });
