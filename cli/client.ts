@@ -73,11 +73,17 @@ export class Client {
       parsed = { error: text };
     }
     if (!res.ok) {
-      const message = typeof parsed.error === "string" ? parsed.error : (parsed.error?.message ?? `HTTP ${res.status}`);
-      throw new CliError(message);
+      throw new CliError(errorMessage(parsed, `HTTP ${res.status}`));
     }
     return parsed as T;
   }
+}
+
+/** The message of an error body in any of the server's shapes: Lemonade's `{"error": "..."}` (with
+ * `message`), OpenAI's `{"error": {"message"}}`. */
+export function errorMessage(parsed: any, fallback: string): string {
+  if (typeof parsed?.error === "string") return parsed.error;
+  return parsed?.error?.message ?? parsed?.message ?? fallback;
 }
 
 /** How to start this program again as `lemonade serve`, compiled or run from source. */

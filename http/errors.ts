@@ -71,7 +71,19 @@ export function toApiError({ code, error }: FrameworkError, pathname: string): A
   }
 }
 
+/** Lemonade's own endpoints document `{"status": "error", "message"}` (unload) and `{"error":
+ * "<string>"}` (pull); one body carries both, and the code clients branch on. */
+function lemonadeErrorBody(err: ApiError): unknown {
+  const body: Record<string, unknown> = { status: "error", message: err.message, error: err.message, type: err.type };
+  if (err.code) body.code = err.code;
+  if (err.param) body.param = err.param;
+  if (err.extras.retryable !== undefined) body.retryable = err.extras.retryable;
+  if (err.extras.details !== undefined) body.details = err.extras.details;
+  return body;
+}
+
 const BODIES: Record<ErrorStyle, (err: ApiError) => unknown> = {
+  lemonade: lemonadeErrorBody,
   openai: openaiErrorBody,
   ollama: ollamaErrorBody,
   anthropic: anthropicErrorBody,

@@ -2,7 +2,7 @@
 // and render the markdown docs. (@elysiajs/openapi infers request bodies from Elysia's parsers,
 // and our JSON-whatever-the-Content-Type parser left its bodies empty, so we render it ourselves.)
 import { OptionalKind, type TSchema } from "@sinclair/typebox";
-import { OllamaError, OpenAIError } from "../spec/schemas.ts";
+import { LemonadeError, OllamaError, OpenAIError } from "../spec/schemas.ts";
 import { documentedErrors, endpoints, mountedPaths, type EndpointDef } from "../spec/index.ts";
 
 type Json = Record<string, unknown>;
@@ -21,7 +21,7 @@ function parameters(schema: TSchema | undefined, where: "query" | "path"): Json[
 }
 
 function operation(def: EndpointDef): Json {
-  const errorSchema = def.errorStyle === "ollama" ? OllamaError : OpenAIError;
+  const errorSchema = def.errorStyle === "ollama" ? OllamaError : def.errorStyle === "lemonade" ? LemonadeError : OpenAIError;
   const responses: Json = {};
   if (def.method === "WS") {
     responses["101"] = { description: "Switching Protocols: the WebSocket session begins" };

@@ -25,6 +25,7 @@ export class Metrics {
   readonly modelRequestDuration: Histogram<"model" | "endpoint">;
   readonly generatedTokens: Counter<"model">;
   readonly promptTokens: Counter<"model">;
+  readonly cacheTokens: Counter<"model">;
   readonly timeToFirstToken: Histogram<"model">;
 
   constructor(
@@ -136,6 +137,12 @@ export class Metrics {
     this.promptTokens = new Counter({
       name: "lemonade_prompt_tokens_total",
       help: "Prompt tokens processed or served from cache, by model.",
+      labelNames: ["model"],
+      registers,
+    });
+    this.cacheTokens = new Counter({
+      name: "lemonade_model_cache_tokens",
+      help: "Prompt tokens the engine reused from its cache instead of processing them, by model.",
       labelNames: ["model"],
       registers,
     });

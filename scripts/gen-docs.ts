@@ -169,6 +169,9 @@ export function renderEndpoint(def: EndpointDef): string {
   const errors = documentedErrors(def);
   if (errors.length) {
     out.push("### Errors", "");
+    if (def.errorStyle === "lemonade") {
+      out.push('An error answers `{"status": "error", "message", "error", "code", "type"}`: `error` repeats `message`, `code` is from the table.', "");
+    }
     // A table whose rows carry no code has no Code column, as on the contract's pages.
     if (errors.every((e) => !e.code)) {
       out.push("| Status | When |", "|--------|------|");

@@ -11,7 +11,7 @@ export type HttpMethod = "GET" | "POST" | "DELETE" | "HEAD" | "WS";
 export type Mount = "versioned" | "root";
 
 /** The error body shape a route answers with. */
-export type ErrorStyle = "openai" | "ollama" | "anthropic";
+export type ErrorStyle = "openai" | "ollama" | "anthropic" | "lemonade";
 
 /** Who may call a route. `api`: LEMONADE_API_KEY when set; `admin`: LEMONADE_ADMIN_API_KEY when set;
  * `metrics`: either key, required only when LEMONADE_API_KEY is set; `open`: nobody is refused. */

@@ -42,6 +42,17 @@ export const OllamaError = T.Object({
   error: T.String({ description: "What went wrong." }),
 });
 
+/** Lemonade's own endpoints: both shapes lemonade.md shows (`{"status": "error", "message"}` and
+ * `{"error": "<string>"}`) in one body, plus the machine-readable code. */
+export const LemonadeError = T.Object({
+  status: T.Literal("error"),
+  message: T.String({ description: "What went wrong, naming the offending field where there is one." }),
+  error: T.String({ description: "The same message." }),
+  code: T.Optional(T.String({ description: "The machine-readable code from the Errors table." })),
+  type: T.String({ description: "The error's class, such as `invalid_request_error`." }),
+  param: T.Optional(T.String({ description: "The offending field, when one is to blame." })),
+});
+
 export const SamplingParams = {
   temperature: T.Optional(T.Number({ description: "Sampling temperature." })),
   top_p: T.Optional(

@@ -1,6 +1,6 @@
 // Model commands: list, pull, delete, load, unload, export, import, check-updates.
 import { readFileSync, writeFileSync } from "node:fs";
-import { Client, CliError, ensureServer, target } from "../client.ts";
+import { Client, CliError, ensureServer, errorMessage, target } from "../client.ts";
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
 import { ProgressReporter, dim, green, sseEvents, table } from "../format.ts";
 
@@ -55,7 +55,7 @@ export async function pullWithProgress(client: Client, body: Record<string, unkn
   const res = await client.request("POST", "/v1/pull", { ...body, stream: true });
   if (!res.ok || !res.headers.get("content-type")?.includes("text/event-stream")) {
     const parsed: any = await res.json().catch(() => ({}));
-    throw new CliError(parsed.error?.message ?? parsed.error ?? `pull failed: HTTP ${res.status}`);
+    throw new CliError(errorMessage(parsed, `pull failed: HTTP ${res.status}`));
   }
   const progress = new ProgressReporter();
   let file = "";

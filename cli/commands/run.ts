@@ -1,6 +1,6 @@
 // `run`: load a model and chat with it in the terminal; `bench`: measure it.
 import { createInterface } from "node:readline";
-import { Client, CliError, ensureServer, target } from "../client.ts";
+import { Client, CliError, ensureServer, errorMessage, target } from "../client.ts";
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
 import { bold, dim, sseEvents } from "../format.ts";
 import { pullWithProgress } from "./models.ts";
@@ -10,7 +10,7 @@ const clientOf = (input: CommandInput) => new Client(target(input.values as { ho
 /** Streams one chat turn to stdout; returns the assistant's text. */
 async function streamTurn(client: Client, model: string, messages: { role: string; content: string }[], maxTokens?: number): Promise<string> {
   const res = await client.request("POST", "/v1/chat/completions", { model, messages, stream: true, ...(maxTokens ? { max_tokens: maxTokens } : {}) });
-  if (!res.ok) throw new CliError((await res.json().catch(() => ({}))).error?.message ?? `chat failed: HTTP ${res.status}`);
+  if (!res.ok) throw new CliError(errorMessage(await res.json().catch(() => ({})), `chat failed: HTTP ${res.status}`));
   let text = "";
   for await (const { data } of sseEvents(res.body!)) {
     if (data === "[DONE]") break;

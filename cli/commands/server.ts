@@ -1,6 +1,6 @@
 // Server commands: status, backends, alias, config, logs.
 import { join } from "node:path";
-import { Client, CliError, ensureServer, target } from "../client.ts";
+import { Client, CliError, ensureServer, errorMessage, target } from "../client.ts";
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
 import { ProgressReporter, dim, green, red, sseEvents, table, yellow } from "../format.ts";
 import { defaultCacheDir } from "../../config/config.ts";
@@ -84,7 +84,7 @@ ${SERVER_FLAGS_HELP}`,
       return 0;
     }
     const res = await client.request("POST", "/v1/install", { recipe, backend, stream: true });
-    if (!res.ok) throw new CliError((await res.json().catch(() => ({}))).error?.message ?? `install failed: HTTP ${res.status}`);
+    if (!res.ok) throw new CliError(errorMessage(await res.json().catch(() => ({})), `install failed: HTTP ${res.status}`));
     const progress = new ProgressReporter();
     for await (const { event, data } of sseEvents(res.body!)) {
       if (event === "progress") progress.update(`${spec} ${data.phase}`, data.percent, 100);

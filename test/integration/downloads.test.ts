@@ -112,7 +112,7 @@ describe("pull", () => {
     const body = { model_name: "user.Resume", checkpoint: "test-org/tiny-GGUF:Q8_0", recipe: "llamacpp" };
     const first = await post("/v1/pull", body);
     expect(first.status).toBe(500);
-    expect((await first.json()).error.code).toBe("download_failed");
+    expect((await first.json()).code).toBe("download_failed");
     const partial = readdirSync(join(repoDir(s), "blobs")).find((f) => f.endsWith(".incomplete"))!;
     const kept = readFileSync(join(repoDir(s), "blobs", partial)).length;
     expect(kept).toBeGreaterThan(0);
@@ -130,7 +130,7 @@ describe("pull", () => {
     hub.wrongHash.add("tiny-Q8_0.gguf");
     const res = await post("/v1/pull", { model_name: "user.Bad", checkpoint: "test-org/tiny-GGUF:Q8_0", recipe: "llamacpp" });
     expect(res.status).toBe(500);
-    expect((await res.json()).error.message).toContain("sha256");
+    expect((await res.json()).message).toContain("sha256");
     expect(existsSync(join(repoDir(s), "snapshots", "a".repeat(40), "tiny-Q8_0.gguf"))).toBe(false);
     expect(readdirSync(join(repoDir(s), "blobs"))).toEqual([]);
     expect((await (await fetch(`${s.url}/v1/models/user.Bad`)).json()).downloaded).toBe(false);
@@ -141,7 +141,7 @@ describe("pull", () => {
     for (const [name, checkpoint] of [["user.EvilCommit", "evil-org/commit-GGUF:Q4_0"], ["user.EvilFile", "evil-org/file-GGUF:Q4_0"]] as const) {
       const res = await post("/v1/pull", { model_name: name, checkpoint, recipe: "llamacpp" });
       expect(res.status, name).toBeGreaterThanOrEqual(400);
-      expect((await res.json()).error.message).toContain("unsafe");
+      expect((await res.json()).message).toContain("unsafe");
     }
     const outside = (dir: string) => (existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith("escaped")) : []);
     for (const dir of [s.cacheDir, join(s.cacheDir, ".."), join(s.cacheDir, "hf")]) expect(outside(dir)).toEqual([]);
@@ -167,11 +167,11 @@ describe("pull", () => {
     const s = await start();
     const two = await post("/v1/pull", { model_name: "user.Both", recipe: "llamacpp", checkpoint: "test-org/tiny-GGUF:Q4_0", labels: ["chat", "embeddings"] });
     expect(two.status).toBe(400);
-    expect((await two.json()).error.message).toBe(
+    expect((await two.json()).error).toBe(
       "Model 'user.Both': a model deploys in exactly one mode, but these labels name two: 'chat' and 'embeddings'. Register one model per mode.",
     );
     const clf = await post("/v1/pull", { model_name: "user.Clf", recipe: "llamacpp", checkpoint: "test-org/tiny-GGUF:Q4_0", labels: ["classification"] });
-    expect((await clf.json()).error.message).toBe(
+    expect((await clf.json()).error).toBe(
       "Model 'user.Clf': recipe 'llamacpp' cannot serve 'classification'. It serves 'chat', 'embeddings', 'reranking'. Omit the label to deploy as 'chat'.",
     );
     const flags = await post("/v1/pull", { model_name: "user.Flags", recipe: "llamacpp", checkpoint: "test-org/tiny-GGUF:Q4_0", embedding: true, reranking: true });
@@ -185,7 +185,7 @@ describe("pull", () => {
     await start({ LEMONADE_OFFLINE: "true" });
     const res = await post("/v1/pull", { model_name: "Qwen3-0.6B-GGUF" });
     expect(res.status).toBe(400);
-    expect((await res.json()).error.code).toBe("lemond_offline");
+    expect((await res.json()).code).toBe("lemond_offline");
     const ollama = await post("/api/pull", { model: "Qwen3-0.6B-GGUF", stream: false });
     expect(ollama.status).toBe(400);
   });
@@ -222,7 +222,7 @@ describe("discovery and updates", () => {
     expect(byUrl.variants.map((v: any) => v.name)).toEqual(["Q8_0", "Q4_0"]);
     const other = await fetch(`${server!.url}/v1/pull/variants?checkpoint=test-org/tiny-GGUF&source=elsewhere`);
     expect(other.status).toBe(400);
-    expect((await other.json()).error.message).toContain("Unsupported model source");
+    expect((await other.json()).message).toContain("Unsupported model source");
   });
 
   test("a checkpoint given as a Hugging Face URL registers and pulls as org/repo:variant", async () => {
@@ -288,7 +288,7 @@ describe("discovery and updates", () => {
     await start({ LEMONADE_OFFLINE: "1" });
     const res = await post("/v1/models/check-updates", {});
     expect(res.status).toBe(409);
-    expect((await res.json()).error.code).toBe("lemond_offline");
+    expect((await res.json()).code).toBe("lemond_offline");
   });
 });
 
@@ -350,7 +350,7 @@ describe("a full disk", () => {
     hub.claimedSize.set("tiny-Q8_0.gguf", 2 ** 52);
     const res = await pullBig();
     expect(res.status).toBe(507);
-    const { error } = await res.json();
+    const error = await res.json();
     expect(error.code).toBe("insufficient_storage");
     expect(error.message).toMatch(/needs \d+ more bytes and \d+ are free/);
     expect(hub.ranges.get("tiny-Q8_0.gguf")).toBeUndefined();
@@ -366,7 +366,7 @@ describe("a full disk", () => {
     symlinkSync("/dev/full", partial);
     const res = await pullBig();
     expect(res.status).toBe(507);
-    expect((await res.json()).error.code).toBe("insufficient_storage");
+    expect((await res.json()).code).toBe("insufficient_storage");
     expect(existsSync(partial) || lstatExists(partial)).toBe(false);
     expect((await pullBig()).status).toBe(200);
     expect((await (await fetch(`${s.url}/v1/models/user.Big`)).json()).downloaded).toBe(true);

@@ -348,6 +348,22 @@ describe("llama.cpp extras, stats and metrics", () => {
     expect(metrics.match(/# TYPE lemonade_llamacpp_tokens_predicted_total /g)).toHaveLength(1);
   });
 
+  test("lemonade_model_cache_tokens counts the prompt tokens the engine reused from its cache", async () => {
+    const cached = async () => {
+      const text = await (await fetch(`${server.url}/metrics`)).text();
+      return Number(new RegExp(`lemonade_model_cache_tokens\\{model="${CHAT}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+    };
+    const before = await cached();
+    const ask = () => client.chat.completions.create({ model: CHAT, messages: [{ role: "user", content: "the same words twice, cached" }], max_tokens: 2 });
+    let reused = 0;
+    for (let i = 0; i < 2; i++) {
+      await ask();
+      reused += (await (await fetch(`${server.url}/v1/stats`)).json()).cache_tokens ?? 0;
+    }
+    expect(reused).toBeGreaterThan(0);
+    expect((await cached()) - before).toBe(reused);
+  });
+
   test("ctx_size on the request that loads a model sizes its context", async () => {
     await post("/v1/unload", { model_name: EMBED });
     await client.embeddings.create({ model: EMBED, input: "x", ctx_size: 256 } as any);

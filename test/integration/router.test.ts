@@ -81,7 +81,7 @@ describe("load and unload", () => {
     await waitFor(() => pids.every((p: number) => !isAlive(p)), "both engines to exit");
     const again = await fetch(`${s.url}/v1/unload`, json({ model_name: "extra.tiny-chat" }));
     expect(again.status).toBe(404);
-    expect((await again.json()).error.code).toBe("model_not_loaded");
+    expect((await again.json()).code).toBe("model_not_loaded");
   });
 
   test("embedding and reranking models start in their mode", async () => {
@@ -107,7 +107,7 @@ describe("load and unload", () => {
     const started = Date.now();
     const res = await load(server, { model_name: "extra.broken" });
     expect(res.status).toBe(500);
-    expect((await res.json()).error.code).toBe("model_load_error");
+    expect((await res.json()).code).toBe("model_load_error");
     expect(Date.now() - started).toBeLessThan(10_000);
     expect((await fetch(`${server.url}/live`)).status).toBe(200);
   });
@@ -117,8 +117,8 @@ describe("load and unload", () => {
     const res = await load(s, { model_name: "extra.tiny-chat", llamacpp_args: "--port 9999" });
     expect(res.status).toBe(400);
     const body = await res.json();
-    expect(body.error.code).toBe("invalid_argument");
-    expect(body.error.message).toContain("--port");
+    expect(body.code).toBe("invalid_argument");
+    expect(body.message).toContain("--port");
     expect((await health(s)).all_models_loaded).toEqual([]);
   });
 
@@ -126,10 +126,10 @@ describe("load and unload", () => {
     const s = await start();
     const missing = await load(s, { model_name: "No-Such-Model" });
     expect(missing.status).toBe(404);
-    expect((await missing.json()).error.code).toBe("model_not_found");
+    expect((await missing.json()).code).toBe("model_not_found");
     const sd = await load(s, { model_name: "SD-Turbo" });
     expect(sd.status).toBe(404);
-    expect((await sd.json()).error.code).toBe("model_not_supported");
+    expect((await sd.json()).code).toBe("model_not_supported");
   });
 
   test("a catalog model that is not downloaded fails with model_load_error saying so", async () => {
@@ -137,8 +137,8 @@ describe("load and unload", () => {
     const res = await load(s, { model_name: "Qwen3-0.6B-GGUF" });
     expect(res.status).toBe(500);
     const body = await res.json();
-    expect(body.error.code).toBe("model_load_error");
-    expect(body.error.message).toContain("not downloaded");
+    expect(body.code).toBe("model_load_error");
+    expect(body.message).toContain("not downloaded");
   });
 });
 
@@ -199,7 +199,7 @@ describe("eviction", () => {
     expect(h.pinned_models.llm).toBe(2);
     const refused = await load(s, { model_name: "extra.tiny-chat-b" });
     expect(refused.status).toBe(409);
-    expect((await refused.json()).error.code).toBe("slots_pinned_error");
+    expect((await refused.json()).code).toBe("slots_pinned_error");
     names = (await health(s)).all_models_loaded.map((m: any) => m.model_name).sort();
     expect(names).toEqual(["extra.tiny-chat", "extra.tiny-chat-c"]);
   });

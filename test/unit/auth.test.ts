@@ -155,7 +155,7 @@ describe("browser origins", () => {
     expect((await preflight("https://evil.example")).status).toBe(403);
     const res = await fetch(`${server.url}/v1/health`, { headers: { origin: "https://evil.example" } });
     expect(res.status).toBe(403);
-    expect((await res.json()).error.code).toBe("origin_not_allowed");
+    expect((await res.json()).code).toBe("origin_not_allowed");
   });
 });
 

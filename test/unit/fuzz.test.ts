@@ -24,10 +24,14 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-type Style = "openai" | "ollama" | "anthropic" | "jsonrpc";
+type Style = "openai" | "ollama" | "anthropic" | "lemonade" | "jsonrpc";
 
-function styleOf(path: string): Style {
+/** The shape a route answers errors in; Lemonade's own routes are told apart by the error schema
+ * the document declares for them. */
+function styleOf(path: string, op: any): Style {
   if (path === "/mcp") return "jsonrpc";
+  const declared = Object.entries(op.responses ?? {}).find(([status]) => status.startsWith("4"))?.[1] as any;
+  if (declared?.content?.["application/json"]?.schema?.properties?.status) return "lemonade";
   if (/\/messages(\/count_tokens)?$/.test(path)) return "anthropic";
   if (path.startsWith("/api/") && !/^\/api\/v[01]\//.test(path)) return "ollama";
   return "openai";
@@ -39,6 +43,8 @@ function inShape(style: Style, body: any): boolean {
       return typeof body?.error?.message === "string" && typeof body.error.type === "string";
     case "ollama":
       return typeof body?.error === "string";
+    case "lemonade":
+      return body?.status === "error" && typeof body.message === "string" && body.error === body.message && typeof body.code === "string";
     case "anthropic":
       return body?.type === "error" && typeof body.error?.type === "string" && typeof body.error.message === "string";
     case "jsonrpc":
@@ -89,7 +95,7 @@ test("every operation answers bad input with a 4xx in its error shape, and /live
       if (method === "head") continue;
       operations++;
       const url = `${server.url}${concrete(path)}`;
-      const style = styleOf(path);
+      const style = styleOf(path, op);
       const requests: [string, RequestInit & { query?: string }][] = [];
       const json = op.requestBody?.content?.["application/json"];
       if (json) {

@@ -54,7 +54,7 @@ test("nested settings by dots or objects are saved nested; a wrong type, a range
   ] as const) {
     const res = await admin("/internal/set", body);
     expect(res.status).toBe(400);
-    expect((await res.json()).error.param).toBe(key);
+    expect((await res.json()).param).toBe(key);
   }
   expect(JSON.parse(readFileSync(join(server.cacheDir, "config.json"), "utf8")).max_loaded_models).toBe(2);
   await admin("/internal/set", { log_level: "info", "llamacpp.args": "" });

@@ -60,7 +60,7 @@ describe("mounting", () => {
   test("deleting a model the registry does not know is 422", async () => {
     const res = await fetch(`${server.url}/v1/delete`, { method: "POST", body: JSON.stringify({ model_name: "no-such-model" }) });
     expect(res.status).toBe(422);
-    expect((await res.json()).error.code).toBe("model_not_found");
+    expect((await res.json()).code).toBe("model_not_found");
   });
 
   test("the log stream answers at /logs/stream and under the API prefixes", async () => {

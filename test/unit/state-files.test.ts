@@ -29,7 +29,7 @@ describe("aliases", () => {
     expect(await del.json()).toEqual({ status: "deleted", alias: "prod" });
     const again = await fetch(`${server.url}/internal/aliases/prod`, { method: "DELETE" });
     expect(again.status).toBe(404);
-    expect((await again.json()).error.code).toBe("alias_not_found");
+    expect((await again.json()).code).toBe("alias_not_found");
     expect(JSON.parse(readFileSync(join(cacheDir, "aliases.json"), "utf8"))).toEqual({ embed: "nomic-embed-text-v1-GGUF" });
     await server.close();
   });
