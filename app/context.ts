@@ -9,6 +9,7 @@ import { GenerationStats } from "../observability/stats.ts";
 import { HostStats } from "../observability/system.ts";
 import { AliasStore } from "../models/aliases.ts";
 import { Catalog, type CatalogModel } from "../models/catalog.ts";
+import { CloudProviders } from "../models/cloud.ts";
 import { DownloadManager } from "../models/downloads.ts";
 import { ModelLibrary } from "../models/library.ts";
 import { OptionResolver, RecipeOptionsStore } from "../models/recipe-options.ts";
@@ -41,6 +42,11 @@ export function createServerContext(config: Config, logger = new Logger(config.l
       .filter(([, r]) => Object.values(r.backends).some((b) => b.state !== "unsupported"))
       .map(([name]) => name),
   );
+  const cloud = new CloudProviders({
+    cacheDir: config.cacheDir,
+    env: config.cloudKeys,
+    log: { info: (m) => logger.info("Cloud", m), warn: (m) => logger.warn("Cloud", m) },
+  });
   const catalog = new Catalog(
     {
       cacheDir: config.cacheDir,
@@ -49,6 +55,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
       // config.json's disable_model_filtering lists (and tries) every catalog model, as Lemonade does.
       isRecipeSupported: (recipe) => config.disableModelFiltering || supported.has(recipe),
       onWarning: (message) => logger.warn("Catalog", message),
+      remote: () => cloud.catalogModels(),
     },
     aliases,
   );
@@ -88,7 +95,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     () => config.maxLoadedModels,
   );
   const stats = new GenerationStats();
-  const proxy: EngineProxy = new EngineProxy({ scheduler, catalog, metrics, stats, logger, hangCheckMs: config.hangCheckMs, maxQueue: () => config.maxQueue });
+  const proxy: EngineProxy = new EngineProxy({ scheduler, catalog, metrics, stats, logger, hangCheckMs: config.hangCheckMs, maxQueue: () => config.maxQueue, cloud, cloudTimeoutS: () => config.globalTimeoutS });
   return {
     config,
     version: VERSION,
@@ -98,6 +105,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     hostStats: new HostStats(),
     aliases,
     catalog,
+    cloud,
     recipeOptions,
     options,
     library,

@@ -54,6 +54,9 @@ export async function startServer(overrides: Overrides = {}, env = process.env, 
   wsApp.listen({ hostname: config.host, port: 0, ...limits });
   ctx.websocketPort = wsApp.server!.port!;
   const stopCollector = collectWhenIdle(() => ctx.activity.requests);
+  // Installed cloud providers list their models now and again later; the server does not wait.
+  for (const provider of ctx.cloud.names()) void ctx.cloud.refresh(provider);
+  ctx.cloud.startRefreshing();
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
   ctx.logger.info("Server", `Lemonade Server ${ctx.version} listening on ${url} (pid ${process.pid})`);
@@ -65,6 +68,7 @@ export async function startServer(overrides: Overrides = {}, env = process.env, 
     port,
     async stop() {
       stopCollector();
+      ctx.cloud.stop();
       await ctx.scheduler.shutdown();
       await Promise.all([app.stop(true), wsApp.stop(true)]);
     },

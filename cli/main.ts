@@ -9,6 +9,7 @@ import { red } from "./format.ts";
 import * as models from "./commands/models.ts";
 import * as server from "./commands/server.ts";
 import * as chat from "./commands/run.ts";
+import { cloud } from "./commands/cloud.ts";
 
 const serve: Command = {
   name: "serve",
@@ -54,6 +55,7 @@ const COMMANDS: Command[] = [
   server.status,
   server.backends,
   server.alias,
+  cloud,
   server.config,
   models.exportModel,
   models.importModel,

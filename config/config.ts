@@ -49,6 +49,10 @@ export interface Config {
   disableModelFiltering: boolean;
   /** Requests that may wait for one engine's slots (LEMONADE_MAX_QUEUE, `max_queue`); more get 503. */
   maxQueue: number;
+  /** config.json `global_timeout`: the most seconds a request to a cloud provider may take. */
+  globalTimeoutS: number;
+  /** Cloud providers' keys from the environment (`LEMONADE_<PROVIDER>_API_KEY`), by variable name. */
+  cloudKeys: Record<string, string>;
 }
 
 /** The keys config.json may hold, as Lemonade spells them. */
@@ -61,6 +65,7 @@ interface ConfigFile {
   extra_models_dir?: string;
   offline?: boolean;
   max_queue?: number;
+  global_timeout?: number;
   disable_model_filtering?: boolean;
   llamacpp?: Record<string, unknown>;
   whispercpp?: Record<string, unknown>;
@@ -205,6 +210,10 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
     disableModelFiltering: file.disable_model_filtering === true,
     recipeDefaults: recipeDefaultsFrom(file),
     maxQueue: intSetting("max_queue", env.LEMONADE_MAX_QUEUE ?? file.max_queue, 512, 0, 1_000_000),
+    globalTimeoutS: intSetting("global_timeout", file.global_timeout, 600, 1, 86_400),
+    cloudKeys: Object.fromEntries(
+      Object.entries(env).filter((e): e is [string, string] => /^LEMONADE_[A-Z0-9_]+_API_KEY$/.test(e[0]) && e[0] !== "LEMONADE_ADMIN_API_KEY" && !!e[1]),
+    ),
     hangCheckMs: intSetting("LEMONADE_HANG_CHECK_MS", env.LEMONADE_HANG_CHECK_MS, 10_000, 0, 3_600_000),
     offline: env.LEMONADE_OFFLINE ? /^(1|true|yes)$/i.test(env.LEMONADE_OFFLINE) : file.offline === true,
     mcpImageDir: resolve(env.LEMONADE_MCP_IMAGE_DIR || join(cacheDir, "mcp-images")),

@@ -5,8 +5,9 @@ import { llamacpp } from "./llamacpp.ts";
 import { whispercpp } from "./whispercpp.ts";
 import { kokoro } from "./kokoro.ts";
 import { sdCpp } from "./sd-cpp.ts";
+import { cloud } from "./cloud.ts";
 
-export const RECIPES: readonly Recipe[] = [llamacpp, whispercpp, kokoro, sdCpp];
+export const RECIPES: readonly Recipe[] = [llamacpp, whispercpp, kokoro, sdCpp, cloud];
 
 export function findRecipe(recipes: readonly Recipe[], name: string): Recipe | undefined {
   return recipes.find((r) => r.name === name);

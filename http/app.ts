@@ -14,6 +14,7 @@ import { anthropicRoutes } from "./routes/anthropic.ts";
 import { docsRoutes } from "./routes/docs.ts";
 import { imageRoutes } from "./routes/images.ts";
 import { lemonadeRoutes } from "./routes/lemonade.ts";
+import { cloudRoutes } from "./routes/cloud.ts";
 import { llamacppRoutes } from "./routes/llamacpp.ts";
 import { logStreamRoute } from "./routes/logs.ts";
 import { mcpRoutes } from "./routes/mcp.ts";
@@ -131,6 +132,7 @@ export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
   if (!websocketsOnly) {
     docsRoutes(binder, ctx);
     lemonadeRoutes(binder, ctx);
+    cloudRoutes(binder, ctx);
     openaiRoutes(binder, ctx);
     imageRoutes(binder, ctx);
     llamacppRoutes(binder, ctx);

@@ -26,6 +26,8 @@ export interface ErrorExtras {
   fromEngine?: boolean;
   /** Seconds a client should wait before sending it again (the Retry-After header). */
   retryAfterS?: number;
+  /** Documented fields of the error object beside message/type/code (`env_var` of auth_conflict). */
+  fields?: Record<string, unknown>;
 }
 
 export class ApiError extends Error {

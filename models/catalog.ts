@@ -25,7 +25,22 @@ const DEPLOYMENT: Record<string, ModelType> = {
   tts: "tts",
 };
 
-export type ModelSource = "huggingface" | "extra_models_dir" | "local_path";
+export type ModelSource = "huggingface" | "extra_models_dir" | "local_path" | "cloud";
+
+/** A cloud provider's model (models/cloud.ts): where it is served and what the provider says of it. */
+export interface CloudModelInfo {
+  provider: string;
+  /** The provider's own id, sent upstream as `model`. */
+  upstreamId: string;
+  /** Whether the provider answered its last model listing. */
+  available: boolean;
+  /** `anthropic`: the provider speaks Anthropic's Messages API, served through /v1/messages only. */
+  wire: "openai" | "anthropic";
+  maxOutputTokens?: number;
+  contextLength?: number;
+  costInputPerMillion?: number;
+  costOutputPerMillion?: number;
+}
 
 export interface CatalogModel {
   id: string;
@@ -42,6 +57,7 @@ export interface CatalogModel {
   registryOptions: Record<string, unknown>;
   /** An image model's other generation defaults (sampler, flow shift), passed to sd-server as they are. */
   imageExtras?: Record<string, unknown>;
+  cloud?: CloudModelInfo;
 }
 
 export interface ResolvedFile {
@@ -157,6 +173,8 @@ export interface CatalogOptions {
   /** Recipes that can run on this machine; models of others are filtered out. */
   isRecipeSupported: (recipe: string) => boolean;
   onWarning?: (message: string) => void;
+  /** Models served elsewhere (cloud providers), listed after the local ones. */
+  remote?: () => CatalogModel[];
 }
 
 export class Catalog {
@@ -322,7 +340,7 @@ export class Catalog {
 
   /** Every model known, supported here or not. */
   all(): CatalogModel[] {
-    return [...this.builtIn, ...this.user, ...this.extraModels()];
+    return [...this.builtIn, ...this.user, ...this.extraModels(), ...(this.opts.remote?.() ?? [])];
   }
 
   isSupported(model: CatalogModel): boolean {

@@ -109,6 +109,9 @@ export class ModelLibrary {
     if (model.source === "extra_models_dir") {
       throw new ApiError(500, "delete_failed", `${model.id} lives in the extra models folder; remove the file there instead`);
     }
+    if (model.cloud) {
+      throw new ApiError(400, "delete_failed", `${model.id} is served by the ${model.cloud.provider} cloud provider; remove the provider with /v1/uninstall (backend "cloud") instead`);
+    }
     await this.opts.unload(model.id);
     const files = catalog.files(model);
     if (!files.some((f) => f.exists) && !model.id.startsWith("user.")) {

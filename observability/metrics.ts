@@ -26,6 +26,7 @@ export class Metrics {
   readonly generatedTokens: Counter<"model">;
   readonly promptTokens: Counter<"model">;
   readonly cacheTokens: Counter<"model">;
+  readonly cloudRequests: Counter<"provider" | "model" | "status">;
   readonly timeToFirstToken: Histogram<"model">;
 
   constructor(
@@ -144,6 +145,12 @@ export class Metrics {
       name: "lemonade_model_cache_tokens",
       help: "Prompt tokens the engine reused from its cache instead of processing them, by model.",
       labelNames: ["model"],
+      registers,
+    });
+    this.cloudRequests = new Counter({
+      name: "lemonade_cloud_requests_total",
+      help: "Requests forwarded to cloud providers, by provider, model and status.",
+      labelNames: ["provider", "model", "status"],
       registers,
     });
     this.timeToFirstToken = new Histogram({

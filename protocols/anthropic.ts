@@ -171,6 +171,13 @@ export function toMessage(chat: Json, model: string, warnings: string[]): Json {
 
 const sse = (type: string, data: Json) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
 
+/** A provider that speaks Anthropic's API itself: its events pass through as they are. */
+export const anthropicPassthrough: StreamRule = {
+  ending: (tail) => (tail.includes("message_stop") ? "" : null),
+  errorEvent,
+  ping: sse("ping", {}),
+};
+
 /** The stream rule for one Messages request: chat chunks become Anthropic's events. */
 export function messagesStream(model: string, warnings: string[]): StreamRule {
   return {

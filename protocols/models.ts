@@ -53,6 +53,19 @@ export function modelObject(ctx: ServerContext, model: CatalogModel, includePath
     source: model.source,
     ...(hub ? { registry_source: "huggingface" } : {}),
     recipe_options: { ...model.registryOptions, ...saved },
+    ...(model.cloud ? cloudFields(model.cloud) : {}),
+  };
+}
+
+/** What a cloud model's listing adds: its provider, and the limits and costs the provider reports. */
+function cloudFields(c: NonNullable<CatalogModel["cloud"]>) {
+  return {
+    cloud_provider: c.provider,
+    checkpoint: c.upstreamId,
+    ...(c.contextLength !== undefined ? { context_length: c.contextLength } : {}),
+    ...(c.maxOutputTokens !== undefined ? { max_output_tokens: c.maxOutputTokens, max_completion_tokens: c.maxOutputTokens } : {}),
+    ...(c.costInputPerMillion !== undefined ? { cost_input_per_million: c.costInputPerMillion } : {}),
+    ...(c.costOutputPerMillion !== undefined ? { cost_output_per_million: c.costOutputPerMillion } : {}),
   };
 }
 

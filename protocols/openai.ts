@@ -13,7 +13,7 @@ export function openaiErrorBody(err: ApiError): unknown {
   if (err.param) error.param = err.param;
   if (err.extras.retryable !== undefined) error.retryable = err.extras.retryable;
   if (err.extras.details !== undefined) error.details = err.extras.details;
-  return { error };
+  return { error: { ...err.extras.fields, ...error } };
 }
 
 /** `data: {"error": {message, type, code, status_code}}`: the one event a failed stream ends with. */
@@ -122,7 +122,8 @@ export function hasImage(body: Record<string, any>): boolean {
 }
 
 /** A model that can take images: a vision label or a vision projector among its files. */
-export const hasVision = (model: CatalogModel) => model.labels.includes("vision") || model.checkpoints.mmproj !== undefined;
+/** Whether a model takes images; a cloud model's provider decides for itself. */
+export const hasVision = (model: CatalogModel) => model.recipe === "cloud" || model.labels.includes("vision") || model.checkpoints.mmproj !== undefined;
 
 /** Adds the image check to a route's check, when the request carries an image. */
 export function visionCheck(check: ModelCheck, body: Record<string, any>): ModelCheck {
@@ -138,7 +139,10 @@ export const needsLlm =
   (model: CatalogModel) =>
     model.type === "llm" ? null : new ApiError(400, code, `Model ${model.id} is not an LLM (its type is ${model.type})`, "model");
 
+/** A cloud model's provider says for itself whether it embeds or reranks (a plain OpenAI-style
+ * listing names no capabilities). */
 export const needsEmbedder: ModelCheck = (model) => {
+  if (model.recipe === "cloud") return null;
   if (model.recipe !== "llamacpp") return new ApiError(400, "", `Model ${model.id}'s backend (${model.recipe}) cannot embed`, "model");
   if (model.type !== "embedding") {
     return new ApiError(501, "", `Model ${model.id} is a llama.cpp ${model.type} model, not an embedding model`, "model");
@@ -147,7 +151,7 @@ export const needsEmbedder: ModelCheck = (model) => {
 };
 
 export const needsReranker: ModelCheck = (model) =>
-  model.recipe === "llamacpp" && model.type === "reranking"
+  model.recipe === "cloud" || (model.recipe === "llamacpp" && model.type === "reranking")
     ? null
     : new ApiError(400, "", `Model ${model.id} is not a llama.cpp reranking model`, "model");
 

@@ -8,6 +8,7 @@ import type { GenerationStats } from "../observability/stats.ts";
 import type { HostStats } from "../observability/system.ts";
 import type { AliasStore } from "../models/aliases.ts";
 import type { Catalog, CatalogModel } from "../models/catalog.ts";
+import type { CloudProviders } from "../models/cloud.ts";
 import type { DownloadManager } from "../models/downloads.ts";
 import type { ModelLibrary } from "../models/library.ts";
 import type { OptionResolver, RecipeOptionsStore } from "../models/recipe-options.ts";
@@ -32,6 +33,7 @@ export interface ServerContext {
   hostStats: HostStats;
   aliases: AliasStore;
   catalog: Catalog;
+  cloud: CloudProviders;
   recipeOptions: RecipeOptionsStore;
   options: OptionResolver<CatalogModel>;
   library: ModelLibrary;

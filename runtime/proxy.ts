@@ -18,6 +18,9 @@ import type { Metrics } from "../observability/metrics.ts";
 import { extractTimings, type GenerationStats } from "../observability/stats.ts";
 import { EngineQueue, type Ticket } from "./engine-queue.ts";
 import type { Lease, Scheduler, Slot } from "./scheduler.ts";
+import type { CloudProviders } from "../models/cloud.ts";
+import { upstreamUrl } from "../engines/cloud.ts";
+import { CloudLeases } from "./cloud-lease.ts";
 
 /** How one client protocol's event stream looks. */
 export interface StreamRule {
@@ -112,6 +115,23 @@ export interface ProxyDeps {
   hangCheckMs?: number;
   /** Requests that may wait for one engine's slots; more are refused with 503. Read at each request. */
   maxQueue?: () => number;
+  /** Cloud providers: their models are forwarded to the provider, never loaded. */
+  cloud?: CloudProviders;
+  /** config.json `global_timeout`: the most seconds a cloud request may take. */
+  cloudTimeoutS?: () => number;
+}
+
+/** How an exchange reaches its engine. */
+interface Route {
+  /** The URL for an engine path on the lease's engine. */
+  url(lease: Lease<CatalogModel>, path: string): string;
+  /** Headers every request carries (a provider's key). */
+  headers: Record<string, string>;
+  /** Claims the model again after its engine was found dead; null: no replay (a provider may
+   * already have received, and billed, the request). */
+  reclaim: (() => Promise<Lease<CatalogModel>>) | null;
+  /** The whole exchange's deadline, in ms. */
+  timeoutMs?: number;
 }
 
 /** No queue: for requests that take no slot (slots, tokenize). */
@@ -121,6 +141,7 @@ const clientClosed = () => new ApiError(499, "client_closed", "The client closed
 
 export class EngineProxy {
   private readonly queues = new WeakMap<Slot<CatalogModel>, EngineQueue>();
+  private readonly cloudLeases = new CloudLeases();
 
   constructor(private readonly deps: ProxyDeps) {}
 
@@ -154,14 +175,38 @@ export class EngineProxy {
   }
 
   async toModel(req: ProxyRequest): Promise<Response> {
-    const lease = await this.acquire(req.model, req.check, { options: req.loadOptions, signal: req.signal });
-    return this.forward(this.exchange(lease, req, "POST", true), req);
+    const model = this.model(req.model, req.check);
+    if (model.cloud) return this.toCloud(model, req);
+    const opts = { options: req.loadOptions, signal: req.signal };
+    const lease = await this.deps.scheduler.acquire(model, opts);
+    return this.forward(this.exchange(lease, req, "POST", true, this.localRoute(model, opts)), req);
+  }
+
+  /** A cloud model's request goes to its provider, the model named by the provider's own id. */
+  private toCloud(model: CatalogModel, req: ProxyRequest): Promise<Response> {
+    const { cloud, cloudTimeoutS } = this.deps;
+    if (!cloud) throw new ApiError(404, "model_not_found", `Model not found: ${model.id}`);
+    const { baseUrl, headers, wire } = cloud.target(model.cloud!.provider);
+    const messages = req.path.startsWith("/v1/messages");
+    if ((wire === "anthropic") !== messages) {
+      throw new ApiError(400, "", wire === "anthropic"
+        ? `Model ${model.id} is served by an Anthropic-API provider: use POST /v1/messages`
+        : `Model ${model.id}'s provider speaks the OpenAI API, which counts no tokens for /v1/messages`, "model");
+    }
+    const lease = this.cloudLeases.lease(model, baseUrl);
+    const route: Route = { url: (l, path) => upstreamUrl(l.url, path), headers, reclaim: null, timeoutMs: (cloudTimeoutS?.() ?? 600) * 1000 };
+    const upstream = { ...req, body: { ...req.body, model: model.cloud!.upstreamId } };
+    return this.forward(this.exchange(lease, upstream, "POST", true, route), upstream);
+  }
+
+  private localRoute(model: CatalogModel, opts: { options?: Record<string, unknown>; signal?: AbortSignal }): Route {
+    return { url: (lease, path) => lease.url + path, headers: {}, reclaim: () => this.deps.scheduler.acquire(model, opts) };
   }
 
   /** An exchange on a claimed model; a full queue refuses it here, before any response starts. */
-  private exchange(lease: Lease<CatalogModel>, req: Omit<ProxyRequest, "check">, method: "GET" | "POST", queued: boolean): Exchange {
+  private exchange(lease: Lease<CatalogModel>, req: Omit<ProxyRequest, "check">, method: "GET" | "POST", queued: boolean, route: Route): Exchange {
     try {
-      return new Exchange(this.deps, lease, req, method, queued ? (slot) => this.queueOf(slot) : null);
+      return new Exchange(this.deps, lease, req, method, queued ? (slot) => this.queueOf(slot) : null, route);
     } catch (err) {
       lease.release();
       throw err;
@@ -177,9 +222,10 @@ export class EngineProxy {
     if (!model) throw new ApiError(404, "", `Model ${id} was unloaded while the request waited for it`);
     const refusal = req.check(model);
     if (refusal) throw refusal;
-    const lease = await scheduler.acquire(model, { signal: req.signal });
+    const opts = { signal: req.signal };
+    const lease = await scheduler.acquire(model, opts);
     const full = { ...req, model: id, body: req.body ?? {}, generation: false };
-    return this.forward(this.exchange(lease, full, req.method, false), full);
+    return this.forward(this.exchange(lease, full, req.method, false, this.localRoute(model, opts)), full);
   }
 
   private async forward(ex: Exchange, req: Omit<ProxyRequest, "check">): Promise<Response> {
@@ -208,6 +254,9 @@ class Exchange {
   private replayed = false;
   private finished = false;
   private hung = false;
+  /** The route's deadline passed (the engine request was aborted for it). */
+  private timedOut = false;
+  private deadline: ReturnType<typeof setTimeout> | undefined;
   /** The client's stream was cancelled (Bun may do so without aborting the request's signal). */
   private cancelled = false;
   /** This request's place in the engine's queue. */
@@ -228,10 +277,21 @@ class Exchange {
     private readonly req: Omit<ProxyRequest, "check">,
     private readonly method: "GET" | "POST",
     private readonly queueOf: ((slot: Slot<CatalogModel>) => EngineQueue) | null,
+    private readonly route: Route,
   ) {
     if (req.signal.aborted) throw clientClosed();
     this.ticket = this.join();
     req.signal.addEventListener("abort", this.onClientAbort, { once: true });
+    if (route.timeoutMs) {
+      this.deadline = setTimeout(() => {
+        this.timedOut = true;
+        this.upstream.abort();
+      }, route.timeoutMs);
+    }
+  }
+
+  private timeoutError(): ApiError {
+    return new ApiError(504, "timeout", `${this.modelId} did not answer within ${Math.round(this.route.timeoutMs! / 1000)} s (global_timeout)`, undefined, "backend_error");
   }
 
   /** The client is gone: its request aborted, or its stream cancelled. */
@@ -260,10 +320,10 @@ class Exchange {
       const stopWatch = this.watch();
       try {
         const { form } = this.req;
-        const res = await engineFetch(this.lease.url + this.req.path, {
+        const res = await engineFetch(this.route.url(this.lease, this.req.path), {
           method: this.method,
           // A form sets its own multipart Content-Type, boundary included.
-          headers: form ? undefined : { "content-type": "application/json" },
+          headers: form ? this.route.headers : { "content-type": "application/json", ...this.route.headers },
           body: this.method !== "POST" ? undefined : form ?? JSON.stringify(this.req.body),
           signal: this.upstream.signal,
         });
@@ -286,8 +346,17 @@ class Exchange {
       throw clientClosed();
     }
     const id = this.modelId;
-    const model = this.lease.slot.model;
+    if (this.timedOut) {
+      this.status = 504;
+      this.finish();
+      throw this.timeoutError();
+    }
     const why = this.hung ? "stopped answering its health checks" : "could not be reached";
+    if (!this.route.reclaim) {
+      this.status = 503;
+      this.finish();
+      throw engineUnavailable(id, why);
+    }
     this.ticket.leave();
     await this.lease.fail();
     this.hung = false;
@@ -305,7 +374,7 @@ class Exchange {
     this.replayed = true;
     this.deps.logger.warn("Proxy", `The ${id} engine ${why}; loading it again to send the request once more`);
     try {
-      this.lease = await this.deps.scheduler.acquire(model, { options: this.req.loadOptions, signal: this.req.signal });
+      this.lease = await this.route.reclaim();
     } catch (err) {
       this.ticket = UNQUEUED;
       this.status = 503;
@@ -404,6 +473,7 @@ class Exchange {
             });
             if (out.sent || !out.broken) {
               tail = out.tail;
+              if (out.broken && ex.timedOut) throw ex.timeoutError();
               if (out.broken) throw new ApiError(502, "backend_error", `The ${ex.modelId} engine closed the stream early`, undefined, "backend_error");
               break;
             }
@@ -555,6 +625,7 @@ class Exchange {
   finish(tail?: string): void {
     if (this.finished) return;
     this.finished = true;
+    clearTimeout(this.deadline);
     const { metrics, stats } = this.deps;
     this.req.signal.removeEventListener("abort", this.onClientAbort);
     this.ticket.leave();
@@ -562,6 +633,8 @@ class Exchange {
     const modelId = this.modelId;
     const labels = { model: modelId, endpoint: this.req.endpoint };
     metrics.modelRequests.inc({ ...labels, status: String(this.status) });
+    const cloud = this.lease.slot.model.cloud;
+    if (cloud) metrics.cloudRequests.inc({ provider: cloud.provider, model: modelId, status: String(this.status) });
     metrics.modelRequestDuration.observe(labels, (performance.now() - this.started) / 1000);
     if (this.req.generation && tail && this.status >= 200 && this.status < 300) {
       const found = extractTimings(tail);

@@ -8,6 +8,7 @@ import * as images from "./images.ts";
 import * as llamacpp from "./llamacpp.ts";
 import * as anthropic from "./anthropic.ts";
 import * as mcp from "./mcp.ts";
+import * as cloud from "./cloud.ts";
 
 export const endpoints: EndpointDef[] = [
   openai.chatCompletions,
@@ -59,6 +60,8 @@ export const endpoints: EndpointDef[] = [
   lemonade.deleteModel,
   lemonade.install,
   lemonade.uninstall,
+  cloud.cloudAuth,
+  cloud.cloudAuthClear,
   mcp.mcpPost,
   mcp.mcpGet,
   lemonade.health,
@@ -81,4 +84,4 @@ export const endpoints: EndpointDef[] = [
 
 export * from "./endpoint.ts";
 export * from "./errors.ts";
-export { lemonade, ollama, models, openai, images, llamacpp, anthropic, mcp };
+export { lemonade, ollama, models, openai, images, llamacpp, anthropic, mcp, cloud };

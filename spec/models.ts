@@ -48,11 +48,16 @@ export const ModelObject = T.Object({
     }),
     { description: "One entry per checkpoint, answering whether its bytes are there" },
   ),
-  source: T.String({ description: "Where the model came from: `huggingface`, `extra_models_dir` or `local_path`" }),
+  source: T.String({ description: "Where the model came from: `huggingface`, `extra_models_dir`, `local_path` or `cloud`" }),
   registry_source: T.Optional(T.String({ description: "Remote registry the checkpoint downloads from: `huggingface`" })),
   recipe_options: T.Record(T.String(), T.Unknown(), {
     description: "The model's own options: its registry row's, with what was saved in `recipe_options.json` on top",
   }),
+  cloud_provider: T.Optional(T.String({ description: "Cloud models only: the provider that serves the model (`checkpoint` is the provider's own id)" })),
+  max_output_tokens: T.Optional(T.Number({ description: "Cloud models only: the most tokens one completion can generate, when the provider reports it" })),
+  max_completion_tokens: T.Optional(T.Number({ description: "Cloud models only: `max_output_tokens` under its OpenAI name" })),
+  cost_input_per_million: T.Optional(T.Number({ description: "Cloud models only: USD per million input tokens, when the provider reports it" })),
+  cost_output_per_million: T.Optional(T.Number({ description: "Cloud models only: USD per million output tokens, when the provider reports it" })),
 });
 
 const exampleModel = `{

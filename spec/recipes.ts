@@ -78,6 +78,8 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
     },
   },
   kokoro: { serves: ["tts"], defaultLabel: "tts", options: { ...COMMON } },
+  /** A provider's model: nothing is loaded here, so no load options apply. */
+  cloud: { serves: ["llm", "embedding", "reranking"], defaultLabel: "chat", options: {} },
 };
 
 /** The options a recipe accepts; an unknown recipe takes only the common ones. */

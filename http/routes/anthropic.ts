@@ -2,7 +2,7 @@
 // through the same proxy; token counting goes to llama.cpp's own count_tokens.
 import { anthropic as spec, metricsLabel } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
-import { messagesStream, splitKnown, toChatBody, toMessage } from "../../protocols/anthropic.ts";
+import { anthropicPassthrough, messagesStream, splitKnown, toChatBody, toMessage } from "../../protocols/anthropic.ts";
 import { needsLlm, visionCheck } from "../../protocols/openai.ts";
 import type { Binder } from "../bind.ts";
 
@@ -11,6 +11,19 @@ type Json = Record<string, any>;
 export function anthropicRoutes(bind: Binder, ctx: ServerContext): void {
   const messagesLabel = metricsLabel(spec.messages);
   bind.http(spec.messages, async ({ body, request }) => {
+    // A provider that speaks Anthropic's API gets the request as the client sent it.
+    if (ctx.proxy.model(body.model, needsLlm()).cloud?.wire === "anthropic") {
+      return ctx.proxy.toModel({
+        model: body.model,
+        path: "/v1/messages",
+        body: body as Json,
+        stream: body.stream === true ? anthropicPassthrough : undefined,
+        check: needsLlm(),
+        signal: request.signal,
+        endpoint: messagesLabel,
+        generation: true,
+      });
+    }
     const { known, ignored } = splitKnown(body as Json);
     const warnings = ignored.length ? [`ignored unsupported fields: ${ignored.join(", ")}`] : [];
     if (ignored.length) ctx.logger.warn("Anthropic", `Ignoring unsupported fields: ${ignored.join(", ")}`);
@@ -33,10 +46,11 @@ export function anthropicRoutes(bind: Binder, ctx: ServerContext): void {
   const countLabel = metricsLabel(spec.countTokens);
   bind.http(spec.countTokens, async ({ body, request }) => {
     const { known, ignored } = splitKnown(body as Json);
+    const passthrough = ctx.proxy.model(body.model, needsLlm()).cloud?.wire === "anthropic";
     const res = await ctx.proxy.toModel({
       model: body.model,
       path: "/v1/messages/count_tokens",
-      body: known,
+      body: passthrough ? (body as Json) : known,
       check: needsLlm(),
       signal: request.signal,
       endpoint: countLabel,

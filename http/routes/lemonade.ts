@@ -11,6 +11,13 @@ import { healthEntry, saveLoadOptions, shownCheckpoints } from "../../protocols/
 import { effectiveSettings } from "../../config/settings.ts";
 import { pin, setSettings, shutdown } from "../../protocols/settings.ts";
 import type { Binder } from "../bind.ts";
+import { installCloud, uninstallCloud } from "./cloud.ts";
+
+/** `recipe` is required on /v1/install and /v1/uninstall unless `backend` is "cloud". */
+function requiredRecipe(recipe: string | undefined): string {
+  if (!recipe) throw ApiError.of(E.missingArgument, "Missing required argument 'recipe'", "recipe");
+  return recipe;
+}
 
 const perType = (value: (type: string) => number) => Object.fromEntries(MODEL_TYPES.map((t) => [t, value(t)]));
 
@@ -25,6 +32,8 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
 
   bind.http(spec.load, async ({ body }) => {
     const model = ctx.catalog.get(body.model_name);
+    // A cloud model is served by its provider: there is nothing to start here.
+    if (model.cloud) return { status: "success", message: `${model.id} is served by the ${model.cloud.provider} cloud provider; nothing to load`, model_name: model.id, checkpoint: model.cloud.upstreamId, recipe: model.recipe };
     const options = requestOptions(body);
     const slot = await ctx.scheduler.load(model, { options, pinned: body.pinned });
     // Saved once the load took them, so a refused option is never saved.
@@ -110,7 +119,9 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
   });
 
   bind.http(spec.install, async ({ body }) => {
-    const { recipe, backend } = body;
+    if (body.backend === "cloud") return installCloud(ctx, body);
+    const { backend } = body;
+    const recipe = requiredRecipe(body.recipe);
     const result = { status: "success", recipe, backend };
     if (body.stream !== true) {
       await ctx.backends.install(recipe, backend);
@@ -125,9 +136,11 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
   });
 
   bind.http(spec.uninstall, async ({ body }) => {
+    if (body.backend === "cloud") return uninstallCloud(ctx, body);
+    const recipe = requiredRecipe(body.recipe);
     // Uninstalling what is gone already succeeds: the state asked for is the state there is.
-    if (await ctx.backends.uninstall(body.recipe, body.backend)) return { status: "success", recipe: body.recipe, backend: body.backend };
-    return { status: "success", recipe: body.recipe, backend: body.backend, message: `${body.recipe}:${body.backend} was not installed` };
+    if (await ctx.backends.uninstall(recipe, body.backend)) return { status: "success", recipe, backend: body.backend };
+    return { status: "success", recipe, backend: body.backend, message: `${recipe}:${body.backend} was not installed` };
   });
 
   bind.http(spec.health, () => ({

@@ -14,7 +14,7 @@ import {
   toEngineBody,
   visionCheck,
 } from "../../protocols/openai.ts";
-import { checkResponsesBody, responsesStream } from "../../protocols/responses.ts";
+import { checkResponsesBody, responsesCheck, responsesStream } from "../../protocols/responses.ts";
 import { speak, transcribe } from "../../protocols/audio.ts";
 import type { Binder } from "../bind.ts";
 
@@ -62,7 +62,7 @@ export function openaiRoutes(bind: Binder, ctx: ServerContext): void {
   });
   forward(spec.responses, "/v1/responses", (body) => {
     checkResponsesBody(body);
-    return { stream: responsesStream(body.model), check: visionCheck(needsLlm("model_not_applicable"), body) };
+    return { stream: responsesStream(body.model), check: responsesCheck(body) };
   });
   forward(spec.embeddings, "/v1/embeddings", () => ({ check: needsEmbedder, generation: false }));
   bind.http(spec.audioSpeech, ({ body }) => speak(ctx, body));

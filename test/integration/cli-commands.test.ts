@@ -156,6 +156,25 @@ describe("the single-file build", () => {
     expect(JSON.parse((await lemonade(["list", "--json"])).out).some((m: any) => m.id === "Imported" && m.downloaded)).toBe(true);
   });
 
+  test("cloud: the server as its own provider (another Lemonade), listed, keyed, cleared and removed", async () => {
+    const install = await lemonade(["cloud", "install", "self", `http://127.0.0.1:${port}/v1`]);
+    expect(install.code, install.err).toBe(0);
+    expect(install.out).toMatch(/Installed self: [1-9]\d* model\(s\) discovered/);
+    const listed = JSON.parse((await lemonade(["cloud", "list", "--json"])).out);
+    expect(listed).toEqual([{ provider: "self", base_url: `http://127.0.0.1:${port}/v1`, models: expect.arrayContaining(["self.extra.tiny-chat"]) }]);
+    expect((await lemonade(["cloud", "list"])).out).toMatch(/self\s+http:\/\/127\.0\.0\.1:\d+\/v1\s+[1-9]/);
+    // The key goes in on standard input, so it never shows in the process list.
+    const auth = await lemonade(["cloud", "auth", "self"], "sk-cli-key\n");
+    expect(auth.code, auth.err).toBe(0);
+    expect(auth.out).toContain("Key set for self");
+    expect((await lemonade(["cloud", "clear", "self"])).out).toContain("Forgot the key of self");
+    expect((await lemonade(["cloud", "uninstall", "self"])).out).toMatch(/Removed self and its [1-9]\d* model\(s\)/);
+    const missing = await lemonade(["cloud", "uninstall", "self"]);
+    expect(missing.code).toBe(1);
+    expect(missing.err).toContain("not installed");
+    expect((await lemonade(["cloud", "frobnicate"])).code).toBe(2);
+  });
+
   test("backends lists recipe states; --json is machine-readable", async () => {
     const table = await lemonade(["backends"]);
     expect(table.out).toMatch(/llamacpp\s+cpu\s+installed/);

@@ -1,0 +1,54 @@
+// `lemonade cloud`: cloud providers (any OpenAI-compatible server) through the server's API.
+import { Client, CliError, ensureServer, target } from "../client.ts";
+import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
+import { table } from "../format.ts";
+
+const clientOf = (input: CommandInput) => new Client(target(input.values as { host?: string; port?: string }));
+
+/** A key from the command line, else the first line of standard input (kept out of `ps`). */
+async function keyFrom(arg: string | undefined): Promise<string> {
+  const key = arg ?? (await new Response(Bun.stdin.stream()).text()).split("\n")[0]!.trim();
+  if (!key) throw new CliError("no API key: pass it on standard input (echo $KEY | lemonade cloud auth PROVIDER)", 2);
+  return key;
+}
+
+export const cloud: Command = {
+  name: "cloud",
+  summary: "Use OpenAI-compatible providers (another Lemonade, vLLM, a hosted API) beside local models",
+  usage: "cloud list [--json] | cloud install PROVIDER BASE_URL | cloud uninstall PROVIDER | cloud auth PROVIDER [KEY] | cloud clear PROVIDER",
+  help: `A provider's models are listed as PROVIDER.<id> with recipe "cloud" and answer like local ones.
+  list                       Providers and how many models each lists (--json for scripts)
+  install PROVIDER BASE_URL  Add a provider; BASE_URL ends where /v1 does (http://gpu-box:8080/v1)
+  uninstall PROVIDER         Remove it and its models
+  auth PROVIDER [KEY]        Hold a key in the server's memory (read from standard input when KEY is left out)
+  clear PROVIDER             Forget that key
+LEMONADE_<PROVIDER>_API_KEY in the server's environment takes precedence over a key set here.
+${SERVER_FLAGS_HELP}`,
+  options: { ...SERVER_FLAGS, json: { type: "boolean" } },
+  async run(input) {
+    const [action, ...args] = input.positionals;
+    const client = clientOf(input);
+    await ensureServer(client);
+    if (action === "list" && args.length === 0) {
+      const providers = ((await client.json("GET", "/internal/config")).cloud_providers ?? []) as { provider: string; base_url: string }[];
+      const models = ((await client.json("GET", "/v1/models?show_all=true")).data as any[]).filter((m) => m.recipe === "cloud");
+      const rows = providers.map((p) => ({ ...p, models: models.filter((m) => m.cloud_provider === p.provider).map((m) => m.id) }));
+      if (input.values.json) console.log(JSON.stringify(rows, null, 2));
+      else if (!rows.length) console.log("No cloud providers. Add one with: lemonade cloud install PROVIDER BASE_URL");
+      else console.log(table(["PROVIDER", "BASE URL", "MODELS"], rows.map((r) => [r.provider, r.base_url, String(r.models.length)])));
+    } else if (action === "install" && args.length === 2) {
+      const res = await client.json("POST", "/v1/install", { backend: "cloud", provider: args[0], base_url: args[1] });
+      console.log(`Installed ${args[0]}: ${res.models_discovered} model(s) discovered${res.models_discovered ? "" : " (set a key with: lemonade cloud auth " + args[0] + ")"}`);
+    } else if (action === "uninstall" && args.length === 1) {
+      const res = await client.json("POST", "/v1/uninstall", { backend: "cloud", provider: args[0] });
+      console.log(`Removed ${args[0]} and its ${res.models_evicted} model(s)`);
+    } else if (action === "auth" && (args.length === 1 || args.length === 2)) {
+      const res = await client.json("POST", "/v1/cloud/auth", { provider: args[0], api_key: await keyFrom(args[1]) });
+      console.log(`Key set for ${args[0]}: ${res.models_discovered} model(s) discovered`);
+    } else if (action === "clear" && args.length === 1) {
+      const res = await client.json("DELETE", `/v1/cloud/auth/${encodeURIComponent(args[0]!)}`);
+      console.log(res.cleared_runtime_key ? `Forgot the key of ${args[0]}` : `${args[0]} had no key set here`);
+    } else throw new CliError(`usage: lemonade ${this.usage}`, 2);
+    return 0;
+  },
+};

@@ -1,0 +1,322 @@
+// Cloud providers: OpenAI-compatible upstreams (a hosted provider, another Lemonade, vLLM, a
+// llama-server on a bigger box) whose models are listed beside local ones as `<provider>.<id>`.
+// Base URLs live in config.json `cloud_providers`; keys only in memory (POST /v1/cloud/auth) or
+// in the server's environment (`LEMONADE_<PROVIDER>_API_KEY`, which wins). A key is never written,
+// logged or answered back: only provider names and states leave this module.
+import { ApiError } from "../lib/api-error.ts";
+import { changed } from "../lib/generation.ts";
+import { clip } from "../lib/scrub.ts";
+import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
+import { join } from "node:path";
+import { classify, type CatalogModel } from "./catalog.ts";
+
+/** How a provider is spoken to: OpenAI's API, or Anthropic's Messages API (served through
+ * `/v1/messages` only). */
+export type Wire = "openai" | "anthropic";
+
+/** One provider as config.json keeps it. */
+export interface ProviderRecord {
+  provider: string;
+  base_url: string;
+  /** Absent: `openai`. */
+  wire?: Wire;
+}
+
+const ANTHROPIC_VERSION = "2023-06-01";
+
+/** A model the provider's `GET /models` listed. */
+export interface CloudEntry {
+  /** The provider's own id, sent upstream as `model`. */
+  upstreamId: string;
+  labels: string[];
+  maxOutputTokens?: number;
+  contextLength?: number;
+  costInputPerMillion?: number;
+  costOutputPerMillion?: number;
+}
+
+export interface AuthState {
+  env_var_set: boolean;
+  runtime_key_set: boolean;
+}
+
+interface ProviderState {
+  record: ProviderRecord;
+  models: CloudEntry[];
+  /** Whether the last discovery reached the provider. */
+  available: boolean;
+  failures: number;
+  nextRefresh: number;
+}
+
+export interface CloudOptions {
+  cacheDir: string;
+  env: Record<string, string | undefined>;
+  log: { info(m: string): void; warn(m: string): void };
+  /** How often a provider's model list is read again (ms); a failing one backs off from 30 s. */
+  refreshMs?: number;
+  now?: () => number;
+}
+
+const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+/** Names that are model-id prefixes of their own. */
+// `admin` would read its key from LEMONADE_ADMIN_API_KEY.
+const RESERVED = new Set(["user", "extra", "builtin", "admin"]);
+const DISCOVERY_TIMEOUT_MS = 10_000;
+
+export const envKeyName = (provider: string) => `LEMONADE_${provider.toUpperCase().replace(/[^A-Z0-9]/g, "_")}_API_KEY`;
+
+const notInstalled = (provider: string) =>
+  new ApiError(404, "provider_not_found", `Cloud provider '${clip(provider)}' is not installed: POST /v1/install with backend "cloud" first`);
+
+const positive = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v > 0 ? v : undefined);
+
+/** One entry of an OpenAI-style `/models` answer, with what Lemonade and some providers add. */
+function entryOf(raw: any): CloudEntry | null {
+  // Another Lemonade's own cloud models are its providers' business: taking them would chain
+  // servers (and loop, for a server that is its own provider).
+  if (raw?.recipe === "cloud") return null;
+  if (typeof raw?.id !== "string" || !raw.id || raw.id.length > 256 || /[\u0000-\u001f]/.test(raw.id)) return null;
+  const labels = Array.isArray(raw.labels) ? raw.labels.filter((l: unknown): l is string => typeof l === "string") : [];
+  return {
+    upstreamId: raw.id,
+    labels,
+    maxOutputTokens: positive(raw.max_output_tokens ?? raw.max_completion_tokens),
+    contextLength: positive(raw.context_length ?? raw.context_window ?? raw.max_model_len),
+    costInputPerMillion: positive(raw.cost_input_per_million ?? raw.pricing?.input),
+    costOutputPerMillion: positive(raw.cost_output_per_million ?? raw.pricing?.output),
+  };
+}
+
+export class CloudProviders {
+  private readonly providers = new Map<string, ProviderState>();
+  private readonly runtimeKeys = new Map<string, string>();
+  private timer: ReturnType<typeof setInterval> | undefined;
+  private readonly now: () => number;
+  private readonly refreshMs: number;
+
+  constructor(private readonly opts: CloudOptions) {
+    this.now = opts.now ?? Date.now;
+    this.refreshMs = opts.refreshMs ?? 10 * 60_000;
+    for (const record of this.readRecords()) {
+      this.providers.set(record.provider, { record, models: [], available: false, failures: 0, nextRefresh: 0 });
+    }
+  }
+
+  private get configPath(): string {
+    return join(this.opts.cacheDir, "config.json");
+  }
+
+  /** config.json's providers; entries that are not `{provider|name, base_url}` are skipped. */
+  private readRecords(): ProviderRecord[] {
+    const file = readJsonFile<Record<string, unknown>>(this.configPath, {});
+    const list = Array.isArray(file?.cloud_providers) ? file.cloud_providers : [];
+    const out: ProviderRecord[] = [];
+    for (const raw of list as any[]) {
+      const provider = raw?.provider ?? raw?.name;
+      if (typeof provider === "string" && NAME.test(provider) && typeof raw?.base_url === "string") {
+        out.push({ provider, base_url: raw.base_url, ...(raw.wire === "anthropic" ? { wire: "anthropic" as const } : {}) });
+      }
+      else this.opts.log.warn(`Skipping a config.json cloud_providers entry that is not {"provider", "base_url"}`);
+    }
+    return out;
+  }
+
+  /** Writes the provider list into config.json (atomically), leaving every other key as it was. */
+  private save(): void {
+    const file = readJsonFile<Record<string, unknown>>(this.configPath, {});
+    const next = typeof file === "object" && file !== null && !Array.isArray(file) ? { ...file } : {};
+    next.cloud_providers = [...this.providers.values()].map((p) => p.record);
+    writeJsonFileAtomic(this.configPath, next);
+  }
+
+  names(): string[] {
+    return [...this.providers.keys()];
+  }
+
+  has(provider: string): boolean {
+    return this.providers.has(provider);
+  }
+
+  /** The key requests to a provider carry: the environment's, else the one set at runtime. */
+  private key(provider: string): string | undefined {
+    return this.opts.env[envKeyName(provider)] || this.runtimeKeys.get(provider);
+  }
+
+  authState(provider: string): AuthState {
+    return { env_var_set: !!this.opts.env[envKeyName(provider)], runtime_key_set: this.runtimeKeys.has(provider) };
+  }
+
+  /** Every provider, for `lemonade cloud list` and system-info. */
+  describe() {
+    return [...this.providers.values()].map((p) => ({
+      provider: p.record.provider,
+      base_url: p.record.base_url,
+      wire: p.record.wire ?? "openai",
+      available: p.available,
+      models: p.models.length,
+      auth_state: this.authState(p.record.provider),
+    }));
+  }
+
+  /** Adds or updates a provider, then reads its models. */
+  async install(provider: string, baseUrl: string, apiKey?: string, wire?: string) {
+    if (!NAME.test(provider) || RESERVED.has(provider)) {
+      throw ApiError.of({ status: 400, code: "invalid_argument" }, `Invalid provider '${clip(provider)}': use lower-case letters, digits, '-' and '_' (not user, extra, builtin or admin)`, "provider");
+    }
+    let url: URL;
+    try {
+      url = new URL(baseUrl);
+    } catch {
+      throw ApiError.of({ status: 400, code: "invalid_argument" }, `Invalid base_url '${clip(baseUrl)}': give an http(s) URL such as https://api.example.com/v1`, "base_url");
+    }
+    if ((url.protocol !== "http:" && url.protocol !== "https:") || url.username || url.password) {
+      throw ApiError.of({ status: 400, code: "invalid_argument" }, "Invalid base_url: it must be http(s) and carry no credentials (send the key as api_key)", "base_url");
+    }
+    if (wire !== undefined && wire !== "openai" && wire !== "anthropic") {
+      throw ApiError.of({ status: 400, code: "invalid_argument" }, `Invalid wire '${clip(wire)}': use openai or anthropic`, "wire");
+    }
+    // Anthropic itself speaks its own API unless told otherwise.
+    const anthropic = (wire ?? (provider === "anthropic" ? "anthropic" : "openai")) === "anthropic";
+    const record: ProviderRecord = { provider, base_url: baseUrl.replace(/\/+$/, ""), ...(anthropic ? { wire: "anthropic" as const } : {}) };
+    const previous = this.providers.get(provider);
+    this.providers.set(provider, { record, models: previous?.models ?? [], available: false, failures: 0, nextRefresh: 0 });
+    this.save();
+    let warning: string | undefined;
+    if (apiKey) {
+      if (this.authState(provider).env_var_set) warning = `${envKeyName(provider)} is set in the server's environment; it takes precedence and the supplied api_key was not stored`;
+      else this.runtimeKeys.set(provider, apiKey);
+    }
+    this.opts.log.info(`Installed cloud provider ${provider}`);
+    const models_discovered = await this.refresh(provider);
+    return { models_discovered, auth_state: this.authState(provider), base_url: record.base_url, wire: record.wire ?? "openai", ...(warning ? { warning } : {}) };
+  }
+
+  /** Removes a provider and its models; 404 when it was never installed. */
+  uninstall(provider: string): number {
+    const state = this.providers.get(provider);
+    if (!state) throw notInstalled(provider);
+    this.providers.delete(provider);
+    this.runtimeKeys.delete(provider);
+    this.save();
+    changed();
+    this.opts.log.info(`Removed cloud provider ${provider} and its ${state.models.length} model(s)`);
+    return state.models.length;
+  }
+
+  /** Stores a key in memory and reads the models again; the environment's key wins (409). */
+  async setKey(provider: string, apiKey: string) {
+    if (!this.providers.has(provider)) throw notInstalled(provider);
+    const env = envKeyName(provider);
+    if (this.opts.env[env]) {
+      throw new ApiError(409, "auth_conflict", `${env} is set in the lemond process; the env var takes precedence and the supplied API key was not stored.`, undefined, "auth_conflict").with({ fields: { env_var: env } });
+    }
+    this.runtimeKeys.set(provider, apiKey);
+    const models_discovered = await this.refresh(provider);
+    return { provider, auth_state: this.authState(provider), models_discovered };
+  }
+
+  /** Forgets the in-memory key; without one from the environment the models are read again,
+   * and a provider that needs a key then lists none. */
+  async clearKey(provider: string) {
+    if (!this.providers.has(provider)) throw notInstalled(provider);
+    const cleared = this.runtimeKeys.delete(provider);
+    if (cleared && !this.authState(provider).env_var_set) await this.refresh(provider);
+    return { provider, cleared_runtime_key: cleared, auth_state: this.authState(provider) };
+  }
+
+  /** Reads a provider's `GET /models`; returns how many it lists. A provider that cannot be
+   * reached keeps its last list, marked unavailable; one that refuses the key lists none. */
+  async refresh(provider: string): Promise<number> {
+    const state = this.providers.get(provider);
+    if (!state) return 0;
+    try {
+      const res = await fetch(`${state.record.base_url}/models`, {
+        headers: this.headersOf(state.record),
+        signal: AbortSignal.timeout(DISCOVERY_TIMEOUT_MS),
+      });
+      if (res.status === 401 || res.status === 403) {
+        await res.body?.cancel();
+        state.models = [];
+        state.available = true;
+        this.opts.log.warn(`Cloud provider ${provider} refused ${this.key(provider) ? "its key" : "to list models without a key"} (HTTP ${res.status})`);
+      } else {
+        if (!res.ok) throw new Error(`HTTP ${res.status}`);
+        const body: any = await res.json();
+        const list = Array.isArray(body?.data) ? body.data : Array.isArray(body?.models) ? body.models : [];
+        state.models = list.map(entryOf).filter((e: CloudEntry | null): e is CloudEntry => e !== null);
+        state.available = true;
+      }
+      state.failures = 0;
+      state.nextRefresh = this.now() + this.refreshMs;
+    } catch (err) {
+      state.available = false;
+      state.failures++;
+      state.nextRefresh = this.now() + Math.min(this.refreshMs, 30_000 * 2 ** Math.min(state.failures - 1, 10));
+      this.opts.log.warn(`Cloud provider ${provider} could not be reached to list its models (${(err as Error).name === "TimeoutError" ? "timed out" : (err as Error).message}); keeping its last list`);
+    }
+    changed();
+    return state.models.length;
+  }
+
+  /** Refreshes the providers that are due, on a timer that never keeps the process alive. */
+  startRefreshing(everyMs = 30_000): void {
+    this.timer ??= setInterval(() => {
+      for (const [name, state] of this.providers) if (state.nextRefresh <= this.now()) void this.refresh(name);
+    }, everyMs);
+    this.timer.unref?.();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Every discovered model as the catalog lists it: `<provider>.<id>`, recipe `cloud`. Labels the
+   * provider reports (another Lemonade does) keep their deployment mode; others are chat models. */
+  catalogModels(): CatalogModel[] {
+    const out: CatalogModel[] = [];
+    for (const p of this.providers.values()) {
+      // Ids like `accounts/fireworks/models/kimi-k2p5` are listed by their last part
+      // (`fireworks.kimi-k2p5`), unless two of the provider's models share it.
+      const short = (e: CloudEntry) => e.upstreamId.split("/").at(-1) || e.upstreamId;
+      const counts = new Map<string, number>();
+      for (const e of p.models) counts.set(short(e), (counts.get(short(e)) ?? 0) + 1);
+      for (const e of p.models) {
+        const id = `${p.record.provider}.${counts.get(short(e)) === 1 ? short(e) : e.upstreamId}`;
+        let classified;
+        try {
+          classified = classify(id, "cloud", e.labels);
+        } catch {
+          classified = classify(id, "cloud", []);
+        }
+        out.push({
+          id,
+          recipe: "cloud",
+          type: classified.type,
+          labels: classified.labels,
+          checkpoints: {},
+          suggested: false,
+          source: "cloud",
+          registryOptions: {},
+          cloud: { provider: p.record.provider, available: p.available, wire: p.record.wire ?? "openai", ...e },
+        });
+      }
+    }
+    return out;
+  }
+
+  /** The headers every request to a provider carries: its key, as its wire sends one. */
+  private headersOf(record: ProviderRecord): Record<string, string> {
+    const key = this.key(record.provider);
+    if (record.wire === "anthropic") return { "anthropic-version": ANTHROPIC_VERSION, ...(key ? { "x-api-key": key } : {}) };
+    return key ? { authorization: `Bearer ${key}` } : {};
+  }
+
+  /** Where a request for a provider's model goes, and the headers it carries. */
+  target(provider: string): { baseUrl: string; headers: Record<string, string>; wire: Wire } {
+    const state = this.providers.get(provider);
+    if (!state) throw notInstalled(provider);
+    return { baseUrl: state.record.base_url, headers: this.headersOf(state.record), wire: state.record.wire ?? "openai" };
+  }
+}

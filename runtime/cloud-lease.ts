@@ -1,0 +1,67 @@
+// A claim on a cloud model, shaped like a scheduler lease so that the one proxy forwards to a
+// provider exactly as to a local engine. Nothing is loaded, so a cloud model never counts
+// against max_loaded_models, never appears in /v1/health, and has nothing to stop when it fails.
+import type { CatalogModel } from "../models/catalog.ts";
+import type { RunningEngine } from "../engines/engine.ts";
+import type { Lease, Slot } from "./scheduler.ts";
+
+/** Requests one cloud model serves at once before the rest wait in the server's queue. */
+const CLOUD_SLOTS = 64;
+
+const NEVER = new Promise<number>(() => {});
+
+/** A stand-in for an engine that is always there: the provider's own health is its business. */
+function remoteEngine(baseUrl: string): RunningEngine {
+  return {
+    url: baseUrl,
+    pid: 0,
+    argv: [],
+    slots: CLOUD_SLOTS,
+    exited: NEVER,
+    isStopping: false,
+    lastLines: "",
+    health: async () => true,
+    stop: async () => {},
+  };
+}
+
+/** One slot per cloud model, so that its queue and counters persist across requests. */
+export class CloudLeases {
+  private readonly slots = new Map<string, Slot<CatalogModel>>();
+
+  lease(model: CatalogModel, baseUrl: string): Lease<CatalogModel> {
+    let slot = this.slots.get(model.id);
+    if (!slot || slot.engine.url !== baseUrl) {
+      slot = {
+        model,
+        engine: remoteEngine(baseUrl),
+        spec: { options: {}, ctxSize: model.cloud?.contextLength ?? 0 },
+        pinned: false,
+        lastUse: Date.now(),
+        inflight: 0,
+        streaming: 0,
+        lastOutput: performance.now(),
+        loadMs: 0,
+        state: "ready",
+        gone: Promise.withResolvers<void>(),
+      };
+      this.slots.set(model.id, slot);
+    }
+    const s = slot;
+    s.inflight++;
+    let released = false;
+    const lease: Lease<CatalogModel> = {
+      slot: s,
+      url: baseUrl,
+      streaming: () => {},
+      release: () => {
+        if (released) return;
+        released = true;
+        s.inflight--;
+        s.lastUse = Date.now();
+      },
+      fail: async () => lease.release(),
+    };
+    return lease;
+  }
+}

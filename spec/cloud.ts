@@ -1,0 +1,64 @@
+// Cloud providers' keys (lemonade.md § cloud/auth): set in memory, or cleared. Installing and
+// removing a provider is /v1/install and /v1/uninstall with `backend: "cloud"` (spec/lemonade.ts).
+import { Type as T } from "@sinclair/typebox";
+import { endpoint } from "./endpoint.ts";
+import { AuthState } from "./lemonade.ts";
+
+const providerNotFound = { status: 404, code: "provider_not_found", when: "The provider is not installed: `POST /v1/install` with `backend: \"cloud\"` first" };
+
+export const cloudAuth = endpoint({
+  id: "lemonade.cloud_auth",
+  method: "POST",
+  path: "/cloud/auth",
+  mount: "versioned",
+  page: "lemonade",
+  // The 409 body lemonade.md shows is `{"error": {"type": "auth_conflict", "env_var", "message"}}`.
+  errorStyle: "openai",
+  access: "admin",
+  summary: "Set a cloud provider's key",
+  availability: "fully_available",
+  description:
+    "Holds an API key for an installed provider in the server's memory (never written to disk, logged or answered back; gone on restart) and reads the provider's models again with it. `LEMONADE_<PROVIDER>_API_KEY` in the server's environment takes precedence: then nothing is stored and the answer is 409.",
+  body: T.Object({
+    provider: T.String({ minLength: 1, description: "Installed provider name." }),
+    api_key: T.String({ minLength: 1, description: "The key, held in memory only." }),
+  }),
+  response: T.Object({
+    provider: T.String(),
+    auth_state: AuthState,
+    models_discovered: T.Integer({ description: "Models the provider lists with the key" }),
+  }),
+  errors: [
+    { status: 409, code: "auth_conflict", when: "`LEMONADE_<PROVIDER>_API_KEY` is set in the server's environment; `error.env_var` names it and the key was not stored" },
+    providerNotFound,
+  ],
+  example: {
+    body: { provider: "fireworks", api_key: "fw-XXXXX" },
+    response: '{"provider": "fireworks", "auth_state": {"env_var_set": false, "runtime_key_set": true}, "models_discovered": 12}',
+  },
+});
+
+export const cloudAuthClear = endpoint({
+  id: "lemonade.cloud_auth_clear",
+  method: "DELETE",
+  path: "/cloud/auth/:provider",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "openai",
+  access: "admin",
+  summary: "Clear a cloud provider's key",
+  availability: "fully_available",
+  description:
+    "Forgets the in-memory key of a provider; a key from the environment stays in effect. Without one, the provider's models are read again without a key, so a provider that needs one lists none.",
+  params: T.Object({ provider: T.String({ description: "Installed provider name." }) }),
+  response: T.Object({
+    provider: T.String(),
+    cleared_runtime_key: T.Boolean({ description: "`false` when no in-memory key was held" }),
+    auth_state: AuthState,
+  }),
+  errors: [providerNotFound],
+  example: {
+    path: "/v1/cloud/auth/fireworks",
+    response: '{"provider": "fireworks", "cleared_runtime_key": true, "auth_state": {"env_var_set": false, "runtime_key_set": false}}',
+  },
+});

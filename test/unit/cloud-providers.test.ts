@@ -1,0 +1,119 @@
+// The provider registry on its own: discovery against a loopback upstream that lists, fails and
+// refuses, with the clock in the test's hands.
+import { afterAll, expect, test } from "bun:test";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { CloudProviders } from "../../models/cloud.ts";
+import { tempDir } from "../helpers/server.ts";
+
+let mode: "list" | "fail" | "refuse" = "list";
+let seenAuth: (string | null)[] = [];
+const upstream = Bun.serve({
+  port: 0,
+  hostname: "127.0.0.1",
+  fetch(req) {
+    seenAuth.push(req.headers.get("authorization"));
+    if (mode === "fail") return new Response("down", { status: 502 });
+    if (mode === "refuse") return Response.json({ error: "no key" }, { status: 401 });
+    return Response.json({
+      object: "list",
+      data: [
+        { id: "accounts/acme/models/big-chat", max_output_tokens: 8192, context_length: 131072, pricing: { input: 0.6, output: 2.4 } },
+        { id: "acme/embedder", labels: ["embeddings"] },
+        { id: "other/embedder" },
+        { id: "elsewhere", recipe: "cloud" },
+        { id: "" },
+      ],
+    });
+  },
+});
+afterAll(() => upstream.stop(true));
+
+function registry(cacheDir = tempDir(), env: Record<string, string> = {}) {
+  let now = 1_000_000;
+  const warnings: string[] = [];
+  const cloud = new CloudProviders({ cacheDir, env, log: { info() {}, warn: (m) => warnings.push(m) }, now: () => now, refreshMs: 600_000 });
+  return { cloud, cacheDir, warnings, advance: (ms: number) => (now += ms), now: () => now };
+}
+
+const base = () => `http://127.0.0.1:${upstream.port}/v1`;
+
+test("discovery lists the provider's models by their short ids, with what it reports, and skips others' cloud models", async () => {
+  mode = "list";
+  const { cloud } = registry();
+  const result = await cloud.install("acme", base());
+  expect(result.models_discovered).toBe(3);
+  const models = cloud.catalogModels();
+  const ids = models.map((m) => m.id);
+  // Two models end in `embedder`, so those keep their whole ids.
+  expect(ids).toEqual(["acme.big-chat", "acme.acme/embedder", "acme.other/embedder"]);
+  const big = models[0]!;
+  expect(big).toMatchObject({ recipe: "cloud", type: "llm", source: "cloud", checkpoints: {} });
+  expect(big.cloud).toMatchObject({ provider: "acme", upstreamId: "accounts/acme/models/big-chat", maxOutputTokens: 8192, contextLength: 131072, costInputPerMillion: 0.6, costOutputPerMillion: 2.4 });
+  expect(models[1]!.type).toBe("embedding");
+});
+
+test("a provider that fails keeps its last list, marked unavailable, and is asked again later and later", async () => {
+  mode = "list";
+  const r = registry();
+  await r.cloud.install("acme", base());
+  mode = "fail";
+  expect(await r.cloud.refresh("acme")).toBe(3);
+  expect(r.cloud.catalogModels().every((m) => m.cloud!.available === false)).toBe(true);
+  const due = () => (r.cloud as any).providers.get("acme").nextRefresh - r.now();
+  expect(due()).toBe(30_000);
+  await r.cloud.refresh("acme");
+  expect(due()).toBe(60_000);
+  await r.cloud.refresh("acme");
+  expect(due()).toBe(120_000);
+  mode = "list";
+  await r.cloud.refresh("acme");
+  expect(due()).toBe(600_000);
+  expect(r.cloud.catalogModels()[0]!.cloud!.available).toBe(true);
+  expect(r.warnings.some((w) => w.includes("keeping its last list"))).toBe(true);
+});
+
+test("a provider that refuses without a key lists nothing; the key is sent as a bearer token only when there is one", async () => {
+  mode = "refuse";
+  const r = registry();
+  seenAuth = [];
+  expect((await r.cloud.install("acme", base())).models_discovered).toBe(0);
+  expect(seenAuth).toEqual([null]);
+  mode = "list";
+  await r.cloud.setKey("acme", "sk-runtime");
+  expect(seenAuth.at(-1)).toBe("Bearer sk-runtime");
+  expect(r.cloud.target("acme").headers).toEqual({ authorization: "Bearer sk-runtime" });
+  await r.cloud.clearKey("acme");
+  expect(seenAuth.at(-1)).toBeNull();
+  expect(r.cloud.target("acme").headers).toEqual({});
+});
+
+test("providers persist in config.json beside its other keys, keys never; a restart reads them back", async () => {
+  mode = "list";
+  const cacheDir = tempDir();
+  writeFileSync(join(cacheDir, "config.json"), JSON.stringify({ max_loaded_models: 3, cloud_providers: [{ name: "legacy", base_url: base() }, { oops: 1 }] }));
+  const first = registry(cacheDir);
+  expect(first.cloud.names()).toEqual(["legacy"]);
+  expect(first.warnings.length).toBe(1);
+  await first.cloud.install("acme", base() + "/", "sk-never-written");
+  const file = JSON.parse(readFileSync(join(cacheDir, "config.json"), "utf8"));
+  expect(file.max_loaded_models).toBe(3);
+  expect(file.cloud_providers).toEqual([{ provider: "legacy", base_url: base() }, { provider: "acme", base_url: base() }]);
+  expect(JSON.stringify(file)).not.toContain("sk-never-written");
+  const second = registry(cacheDir);
+  expect(second.cloud.names()).toEqual(["legacy", "acme"]);
+  expect(second.cloud.authState("acme")).toEqual({ env_var_set: false, runtime_key_set: false });
+});
+
+test("the environment's key wins over one set at runtime", async () => {
+  mode = "list";
+  const r = registry(tempDir(), { LEMONADE_ACME_API_KEY: "sk-env" });
+  const result = await r.cloud.install("acme", base(), "sk-runtime");
+  expect(result.warning).toContain("LEMONADE_ACME_API_KEY");
+  expect(r.cloud.target("acme").headers).toEqual({ authorization: "Bearer sk-env" });
+  await expect(r.cloud.setKey("acme", "sk-runtime")).rejects.toMatchObject({ status: 409, code: "auth_conflict" });
+  for (const bad of ["user", "extra", "builtin", "admin", "Upper", "has space", "a.b"]) {
+    await expect(r.cloud.install(bad, base())).rejects.toMatchObject({ status: 400, param: "provider" });
+  }
+  await expect(r.cloud.install("ok", "ftp://example/v1")).rejects.toMatchObject({ status: 400, param: "base_url" });
+});
