@@ -6,8 +6,10 @@
 //   catalog      /v1/models, /api/tags, /v1/health req/s over /live req/s
 //   memory       server RSS idle, after 10,000 requests, after 20 loads and unloads
 //   swap         alternating two models in one slot, per swap vs the engine's cold start
+//   cloud        one stream through a cloud provider (the server's own engine) vs that engine directly
 //   all          every one of them
 import { benchCatalog } from "./catalog.ts";
+import { benchCloud } from "./cloud.ts";
 import { benchConcurrency } from "./concurrency.ts";
 import { benchLoad } from "./load.ts";
 import { benchMemory } from "./memory.ts";
@@ -21,6 +23,7 @@ const BENCHES: Record<string, (runs?: number) => Promise<void>> = {
   catalog: (n) => benchCatalog(n ?? 3),
   memory: () => benchMemory(),
   swap: (n) => benchSwap(n ?? 9),
+  cloud: (n) => benchCloud(n ?? 20),
 };
 
 const [what, arg] = process.argv.slice(2);

@@ -1,0 +1,50 @@
+// bench cloud: a stream through the server to a cloud provider vs the same engine reached
+// directly. The provider is the server's own llama-server, installed as a provider, so both sides
+// hit one engine and the difference is the cloud path (catalog lookup, provider headers, proxy).
+import { fmt, load, median, percentile, setup, spawnServer, timeStream, TEST_MODELS, type StreamTiming } from "./common.ts";
+
+export async function benchCloud(runs: number) {
+  const w = setup();
+  const server = await spawnServer(w);
+  try {
+    await load(server, { model_name: "extra.tiny-chat", llamacpp_args: "--threads 1" });
+    const engine = await server.engineUrl("extra.tiny-chat");
+    const install = await fetch(`${server.base}/v1/install`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ backend: "cloud", provider: "bench", base_url: engine }),
+    });
+    if (!install.ok) throw new Error(`installing the provider failed: ${await install.text()}`);
+    const models = (await (await fetch(`${server.base}/v1/models`)).json()).data as { id: string; recipe: string }[];
+    const cloudModel = models.find((m) => m.recipe === "cloud")!.id;
+    const direct = `${engine}/chat/completions`;
+    const viaServer = `${server.base}/v1/chat/completions`;
+    const tokens = 128;
+    await timeStream(direct, "x", 8);
+    await timeStream(viaServer, cloudModel, 8);
+    const long = { direct: [] as StreamTiming[], cloud: [] as StreamTiming[] };
+    const ttft = { direct: [] as number[], cloud: [] as number[] };
+    for (let i = 0; i < runs; i++) {
+      const order = i % 2 === 0 ? ["direct", "cloud"] : ["cloud", "direct"];
+      for (const side of order) {
+        if (side === "direct") long.direct.push(await timeStream(direct, "x", tokens));
+        else long.cloud.push(await timeStream(viaServer, cloudModel, tokens));
+      }
+      for (let j = 0; j < 5; j++) {
+        for (const side of order) {
+          const t = await timeStream(side === "direct" ? direct : viaServer, side === "direct" ? "x" : cloudModel, 2);
+          (side === "direct" ? ttft.direct : ttft.cloud).push(t.ttftMs);
+        }
+      }
+    }
+    const tpsDirect = median(long.direct.map((t) => t.tokensPerSecond));
+    const tpsCloud = median(long.cloud.map((t) => t.tokensPerSecond));
+    const added = ttft.cloud.map((t, i) => t - ttft.direct[i]!);
+    console.log(`bench cloud: ${runs} interleaved runs, provider = the server's own llama-server (${TEST_MODELS.chat})`);
+    console.log(`  tokens/s direct ${tpsDirect.toFixed(1)}, through the cloud path ${tpsCloud.toFixed(1)}, ratio ${(tpsCloud / tpsDirect).toFixed(3)}  (goal >= 0.98)`);
+    console.log(`  added TTFT p50 ${fmt(percentile(added, 0.5))}, p95 ${fmt(percentile(added, 0.95))} over ${added.length} pairs  (goal p50 < 2 ms)`);
+  } finally {
+    await server.stop();
+    w.cleanup();
+  }
+}
