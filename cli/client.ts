@@ -19,6 +19,14 @@ export interface Target {
   port: number;
 }
 
+/** Options given before or after any command: the server's address and the key to send it. */
+export const globals: { apiKey?: string } = {};
+
+/** The key requests carry: `--api-key`, else the admin key, else the API key from the environment. */
+export function apiKey(): string | undefined {
+  return globals.apiKey || process.env.LEMONADE_ADMIN_API_KEY || process.env.LEMONADE_API_KEY || undefined;
+}
+
 /** Where the server is: flags, then LEMONADE_HOST/PORT, then config.json, then the defaults. */
 export function target(flags: { host?: string; port?: string }): Target {
   const config = loadConfig({});
@@ -37,7 +45,7 @@ export class Client {
   }
 
   private headers(): Record<string, string> {
-    const key = process.env.LEMONADE_ADMIN_API_KEY || process.env.LEMONADE_API_KEY;
+    const key = apiKey();
     return { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) };
   }
 
@@ -50,14 +58,16 @@ export class Client {
   }
 
   /** A raw request; the caller reads the answer (streams included). */
-  async request(method: string, path: string, body?: unknown): Promise<Response> {
+  async request(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
     try {
       return await fetch(`${this.base}${path}`, {
         method,
         headers: this.headers(),
         body: body === undefined ? undefined : JSON.stringify(body),
+        signal,
       });
-    } catch {
+    } catch (err) {
+      if (signal?.aborted) throw err;
       throw new CliError(`No Lemonade server answers at ${this.base}. Start one with: lemonade serve`);
     }
   }

@@ -16,6 +16,8 @@ export interface Command {
   /** Extra help text: what the command does and its flags. */
   help: string;
   options?: Options;
+  /** Rewrites the arguments before they are parsed (flags that take two values). */
+  rewrite?(args: string[]): string[];
   run(input: CommandInput): Promise<number>;
 }
 
@@ -26,4 +28,5 @@ export const SERVER_FLAGS: Options = {
 };
 
 export const SERVER_FLAGS_HELP = `  --host HOST   Server address (default from LEMONADE_HOST or 127.0.0.1)
-  --port PORT   Server port (default from LEMONADE_PORT or 13305)`;
+  --port PORT   Server port (default from LEMONADE_PORT or 13305)
+  --api-key K   Key to send (default LEMONADE_ADMIN_API_KEY or LEMONADE_API_KEY)`;

@@ -3,23 +3,36 @@
 import { parseArgs } from "node:util";
 import { parseLogLevel } from "../lib/log-level.ts";
 import { startServer } from "../app/server.ts";
-import { CliError } from "./client.ts";
+import { CliError, globals } from "./client.ts";
 import type { Command } from "./command.ts";
 import { red } from "./format.ts";
 import * as models from "./commands/models.ts";
 import * as server from "./commands/server.ts";
 import * as chat from "./commands/run.ts";
 import { cloud } from "./commands/cloud.ts";
+import { chat as chatCommand } from "./commands/chat.ts";
+import { launch } from "./commands/launch.ts";
+import { cleanupCache } from "./commands/cleanup.ts";
 
 const serve: Command = {
   name: "serve",
   summary: "Start the server",
-  usage: "serve [--host HOST] [--port PORT] [--log-level LEVEL]",
+  usage: "serve [--host HOST] [--port PORT] [--log-level LEVEL] [--extra-models-dir DIR] [--max-loaded-models N] [--ctx-size N]",
   help: `Starts Lemonade Server in the foreground; Ctrl-C stops it and every engine it started.
-  --host HOST        Address to bind (default 127.0.0.1, or LEMONADE_HOST)
-  --port PORT        Port to listen on (default 13305, or LEMONADE_PORT)
-  --log-level LEVEL  trace, debug, info, warning or error (default info, or LEMONADE_LOG_LEVEL)`,
-  options: { host: { type: "string" }, port: { type: "string" }, "log-level": { type: "string" } },
+  --host HOST              Address to bind (default 127.0.0.1, or LEMONADE_HOST)
+  --port PORT              Port to listen on (default 13305, or LEMONADE_PORT); a port in use exits 1
+  --log-level LEVEL        trace, debug, info, warning or error (default info, or LEMONADE_LOG_LEVEL)
+  --extra-models-dir DIR   A folder of GGUF models to list as extra.<name>
+  --max-loaded-models N    Models resident per type (-1: unlimited)
+  --ctx-size N             Default context size (-1: each model's own window)`,
+  options: {
+    host: { type: "string" },
+    port: { type: "string" },
+    "log-level": { type: "string" },
+    "extra-models-dir": { type: "string" },
+    "max-loaded-models": { type: "string" },
+    "ctx-size": { type: "string" },
+  },
   async run({ values }) {
     let port: number | undefined;
     if (values.port !== undefined) {
@@ -32,7 +45,25 @@ const serve: Command = {
     } catch (err) {
       throw new CliError((err as Error).message, 2);
     }
-    const running = await startServer({ host: values.host as string | undefined, port, logLevel }, process.env, { onShutdown: () => process.exit(0) });
+    // Flags beat the environment, which beats config.json: they ride in as the environment.
+    const env: Record<string, string | undefined> = { ...process.env };
+    const flagEnv: [string, string][] = [
+      ["extra-models-dir", "LEMONADE_EXTRA_MODELS_DIR"],
+      ["max-loaded-models", "LEMONADE_MAX_LOADED_MODELS"],
+      ["ctx-size", "LEMONADE_CTX_SIZE"],
+    ];
+    for (const [flag, name] of flagEnv) {
+      const v = values[flag];
+      if (v === undefined) continue;
+      if (flag !== "extra-models-dir" && !/^-?\d+$/.test(String(v))) throw new CliError(`--${flag} must be a whole number, got ${v}`, 2);
+      env[name] = String(v);
+    }
+    let running;
+    try {
+      running = await startServer({ host: values.host as string | undefined, port, logLevel }, env, { onShutdown: () => process.exit(0) });
+    } catch (err) {
+      throw new CliError((err as Error).message);
+    }
     const shutdown = async (signal: string) => {
       running.ctx.logger.info("Server", `${signal} received, shutting down`);
       await running.stop();
@@ -47,11 +78,15 @@ const serve: Command = {
 const COMMANDS: Command[] = [
   serve,
   chat.run,
+  chatCommand,
+  launch,
   models.list,
   models.pull,
   models.del,
   models.load,
   models.unload,
+  models.pin,
+  models.unpin,
   server.status,
   server.backends,
   server.alias,
@@ -62,17 +97,72 @@ const COMMANDS: Command[] = [
   models.checkUpdates,
   server.logs,
   chat.bench,
+  cleanupCache,
 ];
+
+const GLOBAL_HELP = `Global options (before or after the command):
+  --host HOST      The server's address (LEMONADE_HOST: host, host:port or http://host:port)
+  --port PORT      The server's port (LEMONADE_PORT, default 13305)
+  --api-key KEY    The key to send (LEMONADE_API_KEY; LEMONADE_ADMIN_API_KEY for admin routes)
+  -h, --help       Help for a command;  --help-all  every command's help
+  -v, --version    The version`;
 
 const USAGE = `Usage: lemonade <command> [options]
 
 Commands:
 ${COMMANDS.map((c) => `  ${c.name.padEnd(14)} ${c.summary}`).join("\n")}
 
+${GLOBAL_HELP}
+
 Run 'lemonade <command> --help' for a command's options.`;
 
+const helpOf = (c: Command) => `Usage: lemonade ${c.usage}\n\n${c.summary}.\n\n${c.help}`;
+
+/** Takes the global options out of the arguments, wherever they stand. */
+function splitGlobals(argv: string[]) {
+  const found: { host?: string; port?: string; apiKey?: string; helpAll?: boolean; version?: boolean } = {};
+  const rest: string[] = [];
+  const VALUED: Record<string, "host" | "port" | "apiKey"> = { "--host": "host", "--port": "port", "--api-key": "apiKey" };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const eq = arg.indexOf("=");
+    const name = eq > 0 ? arg.slice(0, eq) : arg;
+    if (VALUED[name]) {
+      const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
+      if (value === undefined) throw new CliError(`${name} needs a value. Run 'lemonade --help' for usage.`, 2);
+      found[VALUED[name]] = value;
+    } else if (arg === "--help-all") found.helpAll = true;
+    else if (arg === "-v" || arg === "--version") found.version = true;
+    else rest.push(arg);
+  }
+  return { found, rest };
+}
+
+/** `--flag VALUE` as `--flag=VALUE` for the command's valued flags, so that a value may itself
+ * start with a dash (`--llamacpp-args "--threads 1"`), which parseArgs would refuse. */
+function joinValues(args: string[], options: NonNullable<Command["options"]>): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const name = args[i]!.startsWith("--") ? args[i]!.slice(2) : "";
+    if (options[name]?.type === "string" && args[i + 1] !== undefined && args[i + 1] !== "--") out.push(`--${name}=${args[++i]}`);
+    else out.push(args[i]!);
+  }
+  return out;
+}
+
 async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
+  const { found, rest: args } = splitGlobals(argv);
+  if (found.version) {
+    const { VERSION } = await import("../lib/version.ts");
+    console.log(VERSION);
+    return 0;
+  }
+  if (found.helpAll) {
+    console.log([USAGE, ...COMMANDS.map((c) => `\n== ${c.name} ==\n${helpOf(c)}`)].join("\n"));
+    return 0;
+  }
+  if (found.apiKey) globals.apiKey = found.apiKey;
+  const [name, ...rest] = args;
   if (name === undefined) {
     console.error(USAGE);
     return 2;
@@ -81,35 +171,31 @@ async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return 0;
   }
-  if (name === "--version" || name === "-v") {
-    const { VERSION } = await import("../lib/version.ts");
-    console.log(VERSION);
-    return 0;
-  }
   const command = COMMANDS.find((c) => c.name === name);
-  if (!command) throw new CliError(`unknown command '${name}'\n\n${USAGE}`, 2);
+  if (!command) throw new CliError(`unknown command '${name}'. Run 'lemonade --help' for the list of commands.`, 2);
   let parsed;
   try {
     parsed = parseArgs({
-      args: rest,
+      args: joinValues(command.rewrite ? command.rewrite(rest) : rest, command.options ?? {}),
       options: { ...(command.options ?? {}), help: { type: "boolean", short: "h" } },
       allowPositionals: true,
       strict: true,
     });
   } catch (err) {
-    throw new CliError(`${(err as Error).message}\nusage: lemonade ${command.usage}`, 2);
+    throw new CliError(`${(err as Error).message}\nusage: lemonade ${command.usage}\nRun 'lemonade ${command.name} --help' for its options.`, 2);
   }
   if (parsed.values.help) {
-    console.log(`Usage: lemonade ${command.usage}\n\n${command.summary}.\n\n${command.help}`);
+    console.log(helpOf(command));
     return 0;
   }
-  return command.run({ values: parsed.values, positionals: parsed.positionals });
+  const values = { ...parsed.values, ...(found.host !== undefined ? { host: found.host } : {}), ...(found.port !== undefined ? { port: found.port } : {}) };
+  return command.run({ values, positionals: parsed.positionals });
 }
 
 try {
   process.exitCode = await main(process.argv.slice(2));
 } catch (err) {
   const code = err instanceof CliError ? err.exitCode : 1;
-  console.error(red(`lemonade: ${(err as Error).message}`));
+  console.error(red(`error: ${(err as Error).message}`));
   process.exit(code);
 }

@@ -3,6 +3,7 @@
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { readJsonFile } from "../lib/json-file.ts";
+import { parseHostSpec } from "../lib/host-spec.ts";
 import { parseLogLevel, type Severity } from "../lib/log-level.ts";
 import { fileProblem } from "./settings.ts";
 
@@ -190,9 +191,11 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
   );
   if (maxLoaded === 0) throw new Error("max_loaded_models must be -1 (unlimited) or at least 1");
   const extra = env.LEMONADE_EXTRA_MODELS_DIR ?? file.extra_models_dir;
+  // `host`, `host:port` or `http://host:port`, as Lemonade's CLI and server read it.
+  const envHost = env.LEMONADE_HOST ? parseHostSpec(env.LEMONADE_HOST) : undefined;
   return {
-    host: overrides.host ?? env.LEMONADE_HOST ?? file.host ?? "127.0.0.1",
-    port: overrides.port ?? intSetting("port", env.LEMONADE_PORT ?? file.port, 13305, 0, 65535),
+    host: overrides.host ?? envHost?.host ?? file.host ?? "127.0.0.1",
+    port: overrides.port ?? intSetting("port", env.LEMONADE_PORT ?? envHost?.port ?? file.port, 13305, 0, 65535),
     cacheDir,
     logLevel: overrides.logLevel ?? parseLogLevel(env.LEMONADE_LOG_LEVEL ?? file.log_level),
     maxLoadedModels: maxLoaded,

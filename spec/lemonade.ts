@@ -511,7 +511,10 @@ export const install = endpoint({
     'With `stream: true` the answer is Server-Sent Events: `event: progress` with `{"phase", "percent"}` while it works (`download`, `extract`, `configure`, `build`, `install`), then `event: complete` with `{"recipe", "backend", "percent": 100}`, or `event: error` with `{"error"}`.',
   body: T.Composite([
     InstallBody,
-    T.Object({ stream: T.Optional(T.Boolean({ description: "`true` answers with Server-Sent Events reporting progress. Defaults to `false`." })) }),
+    T.Object({
+      stream: T.Optional(T.Boolean({ description: "`true` answers with Server-Sent Events reporting progress. Defaults to `false`." })),
+      force: T.Optional(T.Boolean({ description: "Accepted; backends here are built from source, so an `unsupported` one (its tools missing) still cannot be installed." })),
+    }),
   ]),
   response: T.Union([InstallResult, CloudInstallResult]),
   errors: [

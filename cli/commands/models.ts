@@ -1,8 +1,10 @@
-// Model commands: list, pull, delete, load, unload, export, import, check-updates.
+// Model commands: list, pull, delete, load, unload, pin, unpin, export, import, check-updates.
 import { readFileSync, writeFileSync } from "node:fs";
+import { createInterface } from "node:readline";
 import { Client, CliError, ensureServer, errorMessage, target } from "../client.ts";
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
-import { ProgressReporter, dim, green, sseEvents, table } from "../format.ts";
+import { ProgressReporter, bold, dim, green, sseEvents, table } from "../format.ts";
+import { LOAD_FLAGS, LOAD_FLAGS_HELP, loadOptionsFrom } from "../load-flags.ts";
 
 const connect = async (input: CommandInput) => {
   const client = new Client(target(input.values as { host?: string; port?: string }));
@@ -18,34 +20,39 @@ function oneModel(input: CommandInput, usage: string): string {
 
 export const list: Command = {
   name: "list",
-  summary: "List models with their downloaded and loaded state",
-  usage: "list [--all] [--json]",
-  help: `Lists downloaded models (all catalog models with --all), marking those loaded.
-  --all         Include catalog models that are not downloaded
-  --json        Print JSON for scripts
+  summary: "List models: those here (Local) and the catalog's others (Available for Download)",
+  usage: "list [--downloaded] [FILTER] [--json]",
+  help: `Lists the models on this machine under "Local", marking those loaded, then the catalog's
+models this system can run under "Available for Download". FILTER keeps names containing it.
+  --downloaded  Only the Local section
+  --json        Print JSON for scripts (every listed model, with "loaded")
 ${SERVER_FLAGS_HELP}`,
-  options: { ...SERVER_FLAGS, all: { type: "boolean" }, json: { type: "boolean" } },
+  options: { ...SERVER_FLAGS, downloaded: { type: "boolean" }, all: { type: "boolean" }, json: { type: "boolean" } },
   async run(input) {
+    const [filter, ...extra] = input.positionals;
+    if (extra.length) throw new CliError(`usage: lemonade ${this.usage}`, 2);
     const client = await connect(input);
-    const models = (await client.json("GET", `/v1/models?show_all=${input.values.all ? "true" : "false"}`)).data as any[];
+    const onlyLocal = input.values.downloaded === true;
+    const models = ((await client.json("GET", `/v1/models?show_all=${onlyLocal ? "false" : "true"}`)).data as any[]).filter(
+      (m) => !filter || m.id.toLowerCase().includes(filter.toLowerCase()),
+    );
     const loaded = new Set(((await client.json("GET", "/v1/health")).all_models_loaded as any[]).map((m) => m.model_name));
     if (input.values.json) {
       console.log(JSON.stringify(models.map((m) => ({ ...m, loaded: loaded.has(m.id) })), null, 2));
       return 0;
     }
-    if (!models.length) {
-      console.log(`No models downloaded. See the catalog with: lemonade list --all; then: lemonade pull <model>`);
-      return 0;
+    const local = models.filter((m) => m.downloaded);
+    const available = models.filter((m) => !m.downloaded);
+    const size = (m: any) => (m.size !== undefined ? `${m.size} GB` : "");
+    console.log(bold("Local"));
+    if (local.length) {
+      console.log(table(["MODEL", "STATE", "RECIPE", "SIZE", "LABELS"], local.map((m) => [m.id, loaded.has(m.id) ? green("loaded") : "", m.recipe, size(m), m.labels.join(",")])));
+    } else console.log(`  No models here${filter ? ` matching '${filter}'` : ""}. Download one with: lemonade pull <model>`);
+    if (!onlyLocal) {
+      console.log("\n" + bold("Available for Download"));
+      if (available.length) console.log(table(["MODEL", "RECIPE", "SIZE", "LABELS"], available.map((m) => [m.id, m.recipe, size(m), m.labels.join(",")])));
+      else console.log(`  None${filter ? ` matching '${filter}'` : ""}.`);
     }
-    const rows = models.map((m) => [
-      m.id,
-      m.downloaded ? green("yes") : dim("no"),
-      loaded.has(m.id) ? green("loaded") : "",
-      m.recipe,
-      m.size !== undefined ? `${m.size} GB` : "",
-      m.labels.join(","),
-    ]);
-    console.log(table(["MODEL", "DOWNLOADED", "STATE", "RECIPE", "SIZE", "LABELS"], rows));
     return 0;
   },
 };
@@ -72,33 +79,123 @@ export async function pullWithProgress(client: Client, body: Record<string, unkn
   if (file) progress.next();
 }
 
+/** Labels a registration may carry (openai.md's Model Labels). */
+const LABELS = [
+  "chat", "embeddings", "embedding", "reranking", "transcription", "image", "tts", "audio-generation", "classification", "classifier", "3d",
+  "vision", "chat-transcription", "zero-shot", "realtime-transcription", "mtp", "on-demand", "edit", "upscaling",
+  "hot", "reasoning", "tool-calling", "coding",
+];
+
+/** Checkpoint roles `--checkpoint TYPE CHECKPOINT` takes. */
+const ROLES = ["main", "mmproj", "draft", "text_encoder", "vae", "diffusion_model", "llm"];
+
+/** `owner/repo[:variant]` or a Hugging Face URL: a checkpoint, not a catalog name. */
+const isCheckpoint = (s: string) => /^https?:\/\//.test(s) || /^(hf\.co|huggingface\.co)\//.test(s) || /^[\w.-]+\/[\w.-]+(:[\w.-]+)?$/.test(s);
+
+/** The user model a bare checkpoint registers as: `user.<repo>` (with its variant). */
+function nameForCheckpoint(checkpoint: string): string {
+  const path = checkpoint.replace(/^https?:\/\//, "").replace(/^(hf\.co|huggingface\.co)\//, "");
+  const [repo, variant] = path.split(":");
+  const name = repo!.split("/")[1]!.replace(/-GGUF$/i, "");
+  return `user.${name}${variant ? `-${variant}` : ""}`;
+}
+
+/** Picks a variant of a repository: a numbered choice on a terminal, the recommended one when piped. */
+async function chooseVariant(client: Client, checkpoint: string): Promise<string> {
+  const info = await client.json("GET", `/v1/pull/variants?checkpoint=${encodeURIComponent(checkpoint)}`);
+  const variants = ((info.variants ?? []) as { name: string; size_bytes?: number }[]).sort((a, b) => a.name.localeCompare(b.name));
+  if (!variants.length) throw new CliError(`${checkpoint} has no GGUF variants to pull. Name one with ${checkpoint}:VARIANT`);
+  // Lemonade's usual pick: Q4_K_M, else another 4-bit quantization, else the first.
+  const recommended = (variants.find((v) => /Q4_K_M/i.test(v.name)) ?? variants.find((v) => /Q4/i.test(v.name)) ?? variants[0]!).name;
+  if (variants.length === 1) return variants[0]!.name;
+  if (!process.stdin.isTTY) {
+    process.stderr.write(dim(`Pulling the recommended variant ${recommended} (name another with ${checkpoint}:VARIANT)\n`));
+    return recommended;
+  }
+  process.stderr.write(`Variants of ${checkpoint}:\n`);
+  variants.forEach((v, i) => process.stderr.write(`  ${String(i + 1).padStart(2)}) ${v.name}${v.name === recommended ? " (recommended)" : ""}\n`));
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  const defaultIndex = Math.max(0, variants.findIndex((v) => v.name === recommended)) + 1;
+  const answer = await new Promise<string>((resolve) => rl.question(`Which one? [${defaultIndex}] `, resolve));
+  rl.close();
+  const n = answer.trim() === "" ? defaultIndex : Number(answer.trim());
+  const chosen = variants[n - 1];
+  if (!chosen) throw new CliError(`'${answer.trim()}' is not one of 1-${variants.length}. Run the pull again and pick a number.`, 2);
+  return chosen.name;
+}
+
 export const pull: Command = {
   name: "pull",
-  summary: "Download a model (registering it first with --checkpoint)",
-  usage: "pull <model> [--checkpoint ORG/NAME:VARIANT --recipe RECIPE [--mmproj FILE] [--label L]...]",
-  help: `Downloads a catalog model into the Hugging Face cache, showing progress. With --checkpoint,
-registers a user.* model first.
-  --checkpoint C   Hugging Face checkpoint for a new user.* model
-  --recipe R       Recipe for a new model (default llamacpp)
-  --mmproj F       Multimodal projector file in the checkpoint's repo
-  --label L        Label for a new model (repeatable)
+  summary: "Download a model: a catalog name, owner/repo[:variant] or a Hugging Face URL",
+  usage: "pull MODEL_OR_CHECKPOINT [--checkpoint TYPE CHECKPOINT]... [--recipe R] [--label L]... [--alias A] [--source S] [--components A B ...]",
+  help: `Downloads a catalog model into the Hugging Face cache, showing progress. Given owner/repo[:variant]
+or a Hugging Face URL, registers it as a user model first; with no variant, asks which one on a
+terminal (the recommended one when piped). Or name the model and give its checkpoints:
+  --checkpoint TYPE C  A checkpoint by role (main, mmproj, draft, vae, text_encoder), repeatable:
+                       --checkpoint main org/m-GGUF:Q4_K_M --checkpoint mmproj mmproj.gguf
+                       (a single --checkpoint C is the main one)
+  --recipe R           Recipe for a new model (default llamacpp)
+  --label L            Label for a new model, repeatable (chat, embeddings, vision, reasoning, ...)
+  --alias A            Also bind alias A to the model
+  --source S           Registry: huggingface (default)
+  --components A B ... The models of a collection.omni
+  --mmproj F           Multimodal projector file in the checkpoint's repo
 ${SERVER_FLAGS_HELP}`,
   options: {
     ...SERVER_FLAGS,
-    checkpoint: { type: "string" },
+    checkpoint: { type: "string", multiple: true },
     recipe: { type: "string" },
     mmproj: { type: "string" },
     label: { type: "string", multiple: true },
+    alias: { type: "string" },
+    source: { type: "string" },
+    components: { type: "string", multiple: true },
+  },
+  rewrite(args) {
+    // `--checkpoint TYPE CHECKPOINT` (two values) becomes `--checkpoint TYPE=CHECKPOINT`, and the
+    // models after `--components` each become a value of it.
+    const out: string[] = [];
+    for (let i = 0; i < args.length; i++) {
+      const a = args[i]!;
+      if (a === "--checkpoint" && ROLES.includes(args[i + 1] ?? "") && args[i + 2] !== undefined && !args[i + 2]!.startsWith("--")) {
+        out.push(a, `${args[i + 1]}=${args[i + 2]}`);
+        i += 2;
+      } else if (a === "--components") {
+        while (args[i + 1] !== undefined && !args[i + 1]!.startsWith("--")) out.push("--components", args[++i]!);
+      } else out.push(a);
+    }
+    return out;
   },
   async run(input) {
-    const model = oneModel(input, this.usage);
+    const target = oneModel(input, this.usage);
     const v = input.values;
-    const body: Record<string, unknown> = { model_name: model };
-    if (v.checkpoint) Object.assign(body, { checkpoint: v.checkpoint, recipe: v.recipe ?? "llamacpp" });
+    for (const label of (v.label as string[] | undefined) ?? []) {
+      if (!LABELS.includes(label)) throw new CliError(`'${label}' is not a label. Valid labels: ${LABELS.join(", ")}. Run with --help for the options.`, 2);
+    }
+    if (v.source !== undefined && !["huggingface", "hf"].includes(String(v.source))) {
+      throw new CliError(`--source ${v.source}: only huggingface is supported here. Run with --help for the options.`, 2);
+    }
+    const client = await connect(input);
+    const body: Record<string, unknown> = { model_name: target };
+    const checkpoints: Record<string, string> = {};
+    for (const c of (v.checkpoint as string[] | undefined) ?? []) {
+      const eq = c.indexOf("=");
+      if (eq > 0 && ROLES.includes(c.slice(0, eq))) checkpoints[c.slice(0, eq)] = c.slice(eq + 1);
+      else checkpoints.main = c;
+    }
+    if (v.components) Object.assign(body, { recipe: "collection.omni", components: v.components });
+    else if (Object.keys(checkpoints).length) Object.assign(body, { checkpoints, recipe: v.recipe ?? "llamacpp" });
+    else if (isCheckpoint(target)) {
+      let checkpoint = target;
+      if (!/:[\w.-]+$/.test(checkpoint.replace(/^https?:\/\//, ""))) checkpoint = `${checkpoint}:${await chooseVariant(client, checkpoint)}`;
+      Object.assign(body, { model_name: nameForCheckpoint(checkpoint), checkpoint, recipe: v.recipe ?? "llamacpp" });
+    }
     if (v.mmproj) body.mmproj = v.mmproj;
     if (v.label) body.labels = v.label;
-    await pullWithProgress(await connect(input), body);
-    console.log(`Installed ${model}. Load it with: lemonade load ${model}`);
+    await pullWithProgress(client, body);
+    const name = String(body.model_name);
+    if (v.alias) await client.json("POST", "/internal/aliases", { alias: v.alias, target: name });
+    console.log(`Installed ${name}${v.alias ? ` (alias ${v.alias})` : ""}. Load it with: lemonade load ${name}`);
     return 0;
   },
 };
@@ -118,57 +215,51 @@ export const del: Command = {
 
 export const load: Command = {
   name: "load",
-  summary: "Load a model into memory",
-  usage: "load <model> [--ctx-size N] [--pinned] [--llamacpp-args ARGS]",
+  summary: "Load a model into memory, with any recipe option",
+  usage: "load MODEL [load options]",
   help: `Loads a model now (downloading it first if needed).
-  --ctx-size N        Context size for this load
-  --pinned            Pin the model against eviction
-  --llamacpp-args A   Extra llama-server arguments
-  --save              Save these options for the model
+${LOAD_FLAGS_HELP}
 ${SERVER_FLAGS_HELP}`,
-  options: {
-    ...SERVER_FLAGS,
-    "ctx-size": { type: "string" },
-    pinned: { type: "boolean" },
-    "llamacpp-args": { type: "string" },
-    save: { type: "boolean" },
-  },
+  options: { ...SERVER_FLAGS, ...LOAD_FLAGS },
   async run(input) {
     const model = oneModel(input, this.usage);
-    const v = input.values;
-    const body: Record<string, unknown> = { model_name: model };
-    if (v["ctx-size"] !== undefined) {
-      const n = Number(v["ctx-size"]);
-      if (!Number.isInteger(n)) throw new CliError(`--ctx-size must be a whole number, got ${v["ctx-size"]}`, 2);
-      body.ctx_size = n;
-    }
-    if (v.pinned) body.pinned = true;
-    if (v["llamacpp-args"] !== undefined) body.llamacpp_args = v["llamacpp-args"];
-    if (v.save) body.save_options = true;
-    console.log((await (await connect(input)).json("POST", "/v1/load", body)).message);
+    console.log((await (await connect(input)).json("POST", "/v1/load", { model_name: model, ...loadOptionsFrom(input.values) })).message);
     return 0;
   },
 };
 
 export const unload: Command = {
   name: "unload",
-  summary: "Unload one model, or all with --all",
-  usage: "unload <model> | unload --all",
-  help: `Stops a model's engine once its requests finish.\n  --all   Unload every model\n${SERVER_FLAGS_HELP}`,
+  summary: "Unload a model, or every model when none is named",
+  usage: "unload [MODEL]",
+  help: `Stops a model's engine once its requests finish; with no MODEL, every model's.\n${SERVER_FLAGS_HELP}`,
   options: { ...SERVER_FLAGS, all: { type: "boolean" } },
   async run(input) {
     const client = new Client(target(input.values as { host?: string; port?: string }));
-    if (!(await client.isUp())) throw new CliError(`No Lemonade server answers at ${client.base}; nothing is loaded`);
-    if (input.values.all) {
-      if (input.positionals.length) throw new CliError(`usage: lemonade ${this.usage}`, 2);
-      console.log((await client.json("POST", "/v1/unload", {})).message);
-      return 0;
-    }
-    const model = oneModel(input, this.usage);
-    console.log((await client.json("POST", "/v1/unload", { model_name: model })).message);
+    if (!(await client.isUp())) throw new CliError(`No Lemonade server answers at ${client.base}; nothing is loaded. Start one with: lemonade serve`);
+    const [model, ...extra] = input.positionals;
+    if (extra.length || (model && input.values.all)) throw new CliError(`usage: lemonade ${this.usage}`, 2);
+    console.log((await client.json("POST", "/v1/unload", model ? { model_name: model } : {})).message);
     return 0;
   },
 };
+
+const pinCommand = (pinned: boolean): Command => ({
+  name: pinned ? "pin" : "unpin",
+  summary: pinned ? "Pin a loaded model so that it is never evicted" : "Let a pinned model be evicted again",
+  usage: `${pinned ? "pin" : "unpin"} MODEL`,
+  help: `${pinned ? "Pins" : "Unpins"} a loaded model (POST /internal/pin).\n${SERVER_FLAGS_HELP}`,
+  options: SERVER_FLAGS,
+  async run(input) {
+    const model = oneModel(input, this.usage);
+    await (await connect(input)).json("POST", "/internal/pin", { model_name: model, pinned });
+    console.log(`${pinned ? "Pinned" : "Unpinned"} ${model}`);
+    return 0;
+  },
+});
+
+export const pin = pinCommand(true);
+export const unpin = pinCommand(false);
 
 /** The /v1/pull body that re-creates a model elsewhere. */
 function exportBody(m: any): Record<string, unknown> {
@@ -209,9 +300,11 @@ as user.<name>.\n${SERVER_FLAGS_HELP}`,
     } catch (err) {
       throw new CliError(`${file} is not a readable JSON model definition: ${(err as Error).message}`);
     }
-    const name = String(body.model_name ?? "");
-    if (!name) throw new CliError(`${file} has no model_name`);
-    if (!name.startsWith("user.")) body.model_name = `user.${name.replace(/^(extra\.)/, "")}`;
+    // `/v1/models` entries name the model `id`; exported bodies, `model_name`.
+    const name = String(body.model_name ?? body.id ?? "");
+    delete body.id;
+    if (!name) throw new CliError(`${file} has no model_name (or id). Export one with: lemonade export MODEL -o FILE`);
+    body.model_name = name.startsWith("user.") ? name : `user.${name.replace(/^(extra\.)/, "")}`;
     await pullWithProgress(await connect(input), body);
     console.log(`Imported ${body.model_name}`);
     return 0;

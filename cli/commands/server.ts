@@ -1,10 +1,10 @@
 // Server commands: status, backends, alias, config, logs.
 import { join } from "node:path";
-import { Client, CliError, ensureServer, errorMessage, target } from "../client.ts";
+import { apiKey, Client, CliError, ensureServer, errorMessage, target } from "../client.ts";
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
 import { ProgressReporter, dim, green, red, sseEvents, table, yellow } from "../format.ts";
-import { defaultCacheDir } from "../../config/config.ts";
-import { readJsonFile, writeJsonFileAtomic } from "../../lib/json-file.ts";
+import { defaultCacheDir, loadConfig } from "../../config/config.ts";
+import { effectiveSettings, saveSettings, settingProblem } from "../../config/settings.ts";
 
 const clientOf = (input: CommandInput) => new Client(target(input.values as { host?: string; port?: string }));
 
@@ -47,13 +47,15 @@ export const status: Command = {
 export const backends: Command = {
   name: "backends",
   summary: "List recipes and their backends; install one",
-  usage: "backends [--json] | backends install <recipe>:<backend> | backends uninstall <recipe>:<backend>",
-  help: `Lists every recipe's backends and their state (installed, installable, unsupported).
+  usage: "backends [--all] [--json] | backends install RECIPE:BACKEND [--force] | backends uninstall RECIPE:BACKEND",
+  help: `Lists the recipes' backends that can run here and their state (installed, installable).
+  --all           Also list the ones this system cannot run (unsupported), with why
   install R:B     Build and install a backend, e.g. llamacpp:cpu
+  --force         Try an unsupported backend anyway
   uninstall R:B   Remove an installed backend
   --json          Print JSON for scripts
 ${SERVER_FLAGS_HELP}`,
-  options: { ...SERVER_FLAGS, json: { type: "boolean" } },
+  options: { ...SERVER_FLAGS, json: { type: "boolean" }, all: { type: "boolean" }, force: { type: "boolean" } },
   async run(input) {
     const [action, spec, ...extra] = input.positionals;
     const client = clientOf(input);
@@ -67,6 +69,7 @@ ${SERVER_FLAGS_HELP}`,
       const rows: string[][] = [];
       for (const [recipe, r] of Object.entries<any>(recipes)) {
         for (const [backend, b] of Object.entries<any>(r.backends)) {
+          if (b.state === "unsupported" && !input.values.all) continue;
           const state = b.state === "installed" ? green(b.state) : b.state === "unsupported" ? dim(b.state) : yellow(b.state);
           rows.push([recipe, backend, state, b.version ?? "", b.action || b.message]);
         }
@@ -83,7 +86,7 @@ ${SERVER_FLAGS_HELP}`,
       console.log(`Uninstalled ${spec}.`);
       return 0;
     }
-    const res = await client.request("POST", "/v1/install", { recipe, backend, stream: true });
+    const res = await client.request("POST", "/v1/install", { recipe, backend, stream: true, ...(input.values.force ? { force: true } : {}) });
     if (!res.ok) throw new CliError(errorMessage(await res.json().catch(() => ({})), `install failed: HTTP ${res.status}`));
     const progress = new ProgressReporter();
     for await (const { event, data } of sseEvents(res.body!)) {
@@ -124,52 +127,62 @@ export const alias: Command = {
   },
 };
 
-/** Keys `config set` accepts, with how their values are read. */
-const CONFIG_KEYS: Record<string, "string" | "int" | "bool"> = {
-  host: "string",
-  port: "int",
-  log_level: "string",
-  max_loaded_models: "int",
-  ctx_size: "int",
-  extra_models_dir: "string",
-  offline: "bool",
-};
+/** `KEY=VALUE` -> [key, value]: JSON where the value is JSON (numbers, true/false, arrays), else the text. */
+function setting(pair: string): [string, unknown] {
+  const eq = pair.indexOf("=");
+  if (eq < 1) throw new CliError(`'${pair}' is not KEY=VALUE, e.g. max_loaded_models=2 or llamacpp.backend=vulkan`, 2);
+  const raw = pair.slice(eq + 1);
+  let value: unknown = raw;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    // Plain text.
+  }
+  return [pair.slice(0, eq), value];
+}
+
+/** A dotted key's value in a nested object. */
+const at = (obj: Record<string, any>, key: string) => key.split(".").reduce<any>((node, part) => (node && typeof node === "object" ? node[part] : undefined), obj);
 
 export const config: Command = {
   name: "config",
-  summary: "Read or change config.json",
-  usage: "config get [key] | config set key=value [key=value]...",
-  help: `Reads or writes config.json in the cache directory (${join("$LEMONADE_CACHE_DIR", "config.json")}). Changes take
-effect when the server next starts. Keys: ${Object.keys(CONFIG_KEYS).join(", ")}.`,
+  summary: "Show or change the server's settings (config.json), live",
+  usage: "config | config get KEY | config set KEY=VALUE [KEY=VALUE]...",
+  help: `With no arguments, prints every setting as the server has it. \`set\` checks each value against
+Lemonade's defaults, saves config.json atomically and, through a running server, applies what it
+can at once (max_loaded_models, log_level, ctx_size, offline, extra_models_dir, host/port, the
+recipe sections); without a server, it only saves. Nested keys take dots: llamacpp.backend=vulkan.
+${SERVER_FLAGS_HELP}`,
+  options: SERVER_FLAGS,
   async run(input) {
     const [action, ...args] = input.positionals;
-    const path = join(defaultCacheDir(), "config.json");
-    const current = readJsonFile<Record<string, unknown>>(path, {});
-    if (action === "get" && args.length <= 1) {
-      if (args[0]) {
-        if (!(args[0] in current)) throw new CliError(`${args[0]} is not set in ${path}`);
-        console.log(JSON.stringify(current[args[0]]));
-      } else console.log(JSON.stringify(current, null, 2));
+    const client = clientOf(input);
+    const up = await client.isUp();
+    const effective = async () => (up ? await client.json("GET", "/internal/config") : effectiveSettings(loadConfig({})));
+    if (action === undefined) {
+      console.log(JSON.stringify(await effective(), null, 2));
+      return 0;
+    }
+    if (action === "get" && args.length === 1) {
+      const value = at(await effective(), args[0]!);
+      if (value === undefined) throw new CliError(`'${args[0]}' is not a setting. See them all with: lemonade config`, 2);
+      console.log(typeof value === "string" ? value : JSON.stringify(value));
       return 0;
     }
     if (action !== "set" || !args.length) throw new CliError(`usage: lemonade ${this.usage}`, 2);
-    const next = { ...current };
-    for (const pair of args) {
-      const eq = pair.indexOf("=");
-      const key = pair.slice(0, eq);
-      const raw = pair.slice(eq + 1);
-      const kind = CONFIG_KEYS[key];
-      if (eq < 1 || !kind) throw new CliError(`unknown setting '${pair}'; keys: ${Object.keys(CONFIG_KEYS).join(", ")}`, 2);
-      if (kind === "int") {
-        if (!/^-?\d+$/.test(raw)) throw new CliError(`${key} must be a whole number, got ${raw}`, 2);
-        next[key] = Number(raw);
-      } else if (kind === "bool") {
-        if (!/^(true|false)$/.test(raw)) throw new CliError(`${key} must be true or false, got ${raw}`, 2);
-        next[key] = raw === "true";
-      } else next[key] = raw;
+    const changes = Object.fromEntries(args.map(setting));
+    for (const [key, value] of Object.entries(changes)) {
+      const problem = settingProblem(key, value);
+      if (problem) throw new CliError(`${problem}. See the settings with: lemonade config`, 2);
     }
-    writeJsonFileAtomic(path, next);
-    console.log(`Saved ${path}. Restart the server for the change to take effect.`);
+    if (up) {
+      const res = await client.json("POST", "/internal/set", changes);
+      if (res.applied.length) console.log(`Applied now: ${res.applied.join(", ")}`);
+      if (res.saved.length) console.log(`Saved for the next start: ${res.saved.join(", ")}`);
+    } else {
+      saveSettings({ cacheDir: defaultCacheDir() }, changes);
+      console.log(`Saved ${join(defaultCacheDir(), "config.json")}; the server reads it when it starts.`);
+    }
     return 0;
   },
 };
@@ -183,7 +196,7 @@ export const logs: Command = {
   async run(input) {
     const client = clientOf(input);
     if (!(await client.isUp())) throw new CliError(`No Lemonade server answers at ${client.base}. Start one with: lemonade serve`);
-    const key = process.env.LEMONADE_ADMIN_API_KEY || process.env.LEMONADE_API_KEY;
+    const key = apiKey();
     const url = `${client.base.replace(/^http/, "ws")}/logs/stream${key ? `?api_key=${encodeURIComponent(key)}` : ""}`;
     const ws = new WebSocket(url);
     const colour = (line: string, severity: string) => (severity === "Error" || severity === "Fatal" ? red(line, process.stdout) : severity === "Warning" ? yellow(line) : line);
@@ -199,8 +212,13 @@ export const logs: Command = {
           }
         } else if (msg.type === "logs.entry") console.log(colour(msg.entry.line, msg.entry.severity));
       };
-      ws.onerror = () => resolve(1);
-      ws.onclose = () => resolve(0);
+      let opened = false;
+      ws.addEventListener("open", () => (opened = true));
+      ws.onerror = () => {
+        if (!opened) console.error(red(`error: the server refused the log stream${key ? " with the key given" : ""}: it needs its API key. Pass --api-key KEY or set LEMONADE_API_KEY.`));
+        resolve(1);
+      };
+      ws.onclose = () => resolve(opened ? 0 : 1);
       process.once("SIGINT", () => {
         ws.close();
         resolve(0);

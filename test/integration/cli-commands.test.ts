@@ -1,7 +1,7 @@
 // The `lemonade` command as users run it: the single-file build with nothing but system binaries
 // on PATH, against a real server on the tiny models.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { defaultCacheDir } from "../../config/config.ts";
 import { freePort } from "../../engines/process.ts";
@@ -20,12 +20,12 @@ let hub: FakeHub;
 const bareEnv = () => ({ PATH: "/usr/bin:/bin", HOME: cacheDir, LEMONADE_CACHE_DIR: cacheDir, LEMONADE_PORT: String(port) });
 
 /** Runs the CLI without blocking this process (the fake hub answers from it). */
-async function lemonade(args: string[], stdin?: string) {
-  return spawn([exe, ...args], stdin);
+async function lemonade(args: string[], stdin?: string, env: Record<string, string | undefined> = {}) {
+  return spawn([exe, ...args], stdin, env);
 }
 
-async function spawn(argv: string[], stdin?: string) {
-  const p = Bun.spawn(argv, { env: bareEnv(), stdin: stdin === undefined ? "ignore" : Buffer.from(stdin), stdout: "pipe", stderr: "pipe" });
+async function spawn(argv: string[], stdin?: string, env: Record<string, string | undefined> = {}) {
+  const p = Bun.spawn(argv, { env: { ...bareEnv(), ...env }, stdin: stdin === undefined ? "ignore" : Buffer.from(stdin), stdout: "pipe", stderr: "pipe" });
   const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   return { code, out, err };
 }
@@ -37,7 +37,7 @@ beforeAll(async () => {
   exe = out;
 
   const chat = new Uint8Array(readFileSync(join(testModelsDir(), MODELS.chat)));
-  hub = startFakeHub({ "test-org/tiny-GGUF": { sha: "c".repeat(40), files: { "tiny-Q4_0.gguf": chat } } });
+  hub = startFakeHub({ "test-org/tiny-GGUF": { sha: "c".repeat(40), files: { "tiny-Q4_0.gguf": chat, "tiny-Q8_0.gguf": chat } } });
   cacheDir = tempDir();
   symlinkSync(join(defaultCacheDir(), "bin"), join(cacheDir, "bin"));
   const extra = join(cacheDir, "extra");
@@ -66,8 +66,15 @@ describe("the single-file build", () => {
   test("list, load, status and unload against its own server", async () => {
     const list = await lemonade(["list"]);
     expect(list.code).toBe(0);
-    expect(list.out).toMatch(/^MODEL\s+DOWNLOADED\s+STATE/);
-    expect(list.out).toContain("extra.tiny-chat");
+    // Two sections, as Lemonade's CLI prints them: what is here, then the catalog's others.
+    const [local, available] = list.out.split("Available for Download");
+    expect(local).toMatch(/^Local\nMODEL\s+STATE\s+RECIPE/);
+    expect(local).toContain("extra.tiny-chat");
+    expect(available).toContain("Qwen3-0.6B-GGUF");
+    expect(local).not.toContain("Qwen3-0.6B-GGUF");
+    const filtered = await lemonade(["list", "--downloaded", "tiny"]);
+    expect(filtered.out).toContain("extra.tiny-chat");
+    expect(filtered.out).not.toContain("Available for Download");
 
     expect((await lemonade(["load", "extra.tiny-chat"])).out).toContain("Loaded model: extra.tiny-chat");
     const status = await lemonade(["status", "--json"]);
@@ -180,10 +187,15 @@ describe("the single-file build", () => {
     expect(table.out).toMatch(/llamacpp\s+cpu\s+installed/);
     const json = JSON.parse((await lemonade(["backends", "--json"])).out);
     expect(json.llamacpp.backends.cpu.state).toBe("installed");
+    // What cannot run here is listed only with --all.
+    const unsupported = Object.entries<any>(json).flatMap(([r, v]) => Object.entries<any>(v.backends).filter(([, b]) => b.state === "unsupported").map(([b]) => `${r}\\s+${b}`));
+    expect(unsupported.length).toBeGreaterThan(0);
+    expect(table.out).not.toMatch(new RegExp(unsupported[0]!));
+    expect((await lemonade(["backends", "--all"])).out).toMatch(new RegExp(`${unsupported[0]}\\s+unsupported`));
   });
 
   test("exit codes: 0 with --help on every command, 2 for usage, 1 for runtime failures with what to do", async () => {
-    for (const cmd of ["serve", "run", "list", "pull", "delete", "load", "unload", "status", "backends", "alias", "config", "export", "import", "check-updates", "logs", "bench"]) {
+    for (const cmd of ["serve", "run", "chat", "launch", "list", "pull", "delete", "load", "unload", "pin", "unpin", "status", "backends", "alias", "cloud", "config", "export", "import", "check-updates", "logs", "bench", "cleanup-cache"]) {
       const r = await lemonade([cmd, "--help"]);
       expect(r.code, cmd).toBe(0);
       expect(r.out, cmd).toContain(`Usage: lemonade ${cmd}`);
@@ -193,7 +205,7 @@ describe("the single-file build", () => {
     expect((await lemonade(["list", "--bogus"])).code).toBe(2);
     const missing = await lemonade(["load", "No-Such-Model"]);
     expect(missing.code).toBe(1);
-    expect(missing.err).toContain("Model not found: No-Such-Model");
+    expect(missing.err).toStartWith("error: Model not found: No-Such-Model");
     expect(missing.err).not.toContain("\x1b[");
   });
 
@@ -217,5 +229,223 @@ describe("the single-file build", () => {
     const r = await lemonade(["logs", "--no-follow"]);
     expect(r.code).toBe(0);
     expect(r.out).toContain("listening on");
+  });
+});
+
+describe("Lemonade's CLI syntax", () => {
+  test("global options before or after the command, LEMONADE_HOST forms, --help-all, -v, error: messages", async () => {
+    expect(JSON.parse((await lemonade(["--port", String(port), "status", "--json"])).out).running).toBe(true);
+    expect(JSON.parse((await lemonade(["status", "--json", `--port=${port}`])).out).running).toBe(true);
+    for (const host of [`127.0.0.1:${port}`, `http://127.0.0.1:${port}`]) {
+      const r = await lemonade(["status", "--json"], undefined, { LEMONADE_PORT: undefined, LEMONADE_HOST: host });
+      expect(JSON.parse(r.out).url, host).toBe(`http://127.0.0.1:${port}`);
+    }
+    const all = await lemonade(["--help-all"]);
+    expect(all.code).toBe(0);
+    for (const cmd of ["pull", "launch", "chat", "cleanup-cache", "cloud"]) expect(all.out).toContain(`== ${cmd} ==\nUsage: lemonade ${cmd}`);
+    expect((await lemonade(["list", "-v"])).out.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    const bad = await lemonade(["load", "extra.tiny-chat", "--ctx-size", "lots"]);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/^error: --ctx-size must be a whole number, got lots\. Run with --help/);
+  });
+
+  test("load takes every recipe option as a flag; pin, unpin; unload with no model unloads all", async () => {
+    const r = await lemonade(["load", "extra.tiny-chat", "--ctx-size", "384", "--llamacpp", "cpu", "--llamacpp-args", "--threads 1", "--no-merge-args", "--save-options"]);
+    expect(r.code, r.err).toBe(0);
+    const options = await (await fetch(`http://127.0.0.1:${port}/v1/models/extra.tiny-chat/options`)).json();
+    expect(options.saved).toMatchObject({ ctx_size: 384, llamacpp_backend: "cpu", llamacpp_args: "--threads 1", merge_args: false });
+    const health = async () => (await (await fetch(`http://127.0.0.1:${port}/v1/health`)).json()).all_models_loaded;
+    expect((await health())[0].recipe_options.ctx_size).toBe(384);
+    expect((await lemonade(["pin", "extra.tiny-chat"])).out).toContain("Pinned extra.tiny-chat");
+    expect((await health())[0].pinned).toBe(true);
+    expect((await lemonade(["unpin", "extra.tiny-chat"])).code).toBe(0);
+    expect((await health())[0].pinned).toBe(false);
+    expect((await lemonade(["pin", "Qwen3-0.6B-GGUF"])).code).toBe(1);
+    expect((await lemonade(["unload"])).out).toContain("All models unloaded");
+    expect(await health()).toEqual([]);
+    await fetch(`http://127.0.0.1:${port}/v1/models/extra.tiny-chat/options`, { method: "DELETE" });
+  });
+
+  test("config shows the live settings; set applies through the server and saves; get reads nested keys", async () => {
+    const shown = JSON.parse((await lemonade(["config"])).out);
+    expect(shown.llamacpp.backend).toBe("auto");
+    const set = await lemonade(["config", "set", "max_loaded_models=3", "llamacpp.args=--threads 1"]);
+    expect(set.code, set.err).toBe(0);
+    expect(set.out).toContain("Applied now: max_loaded_models");
+    expect((await (await fetch(`http://127.0.0.1:${port}/v1/health`)).json()).max_models.llm).toBe(3);
+    expect((await lemonade(["config", "get", "llamacpp.args"])).out.trim()).toBe("--threads 1");
+    expect(JSON.parse(readFileSync(join(cacheDir, "config.json"), "utf8")).llamacpp.args).toBe("--threads 1");
+    const wrong = await lemonade(["config", "set", "max_loaded_models=many"]);
+    expect(wrong.code).toBe(2);
+    expect(wrong.err).toContain("max_loaded_models");
+    await lemonade(["config", "set", "max_loaded_models=2", "llamacpp.args="]);
+  });
+
+  test("chat: a system prompt, /clear, a multi-line message and /model, piped", async () => {
+    const chats = async () => {
+      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      return [...metrics.matchAll(/lemonade_model_requests_total\{model="[^"]+",endpoint="chat_completions",status="200"\} (\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+    };
+    const before = await chats();
+    expect((await lemonade(["pull", "user.ChatB", "--checkpoint", "test-org/tiny-GGUF:Q4_0"])).code).toBe(0);
+    const r = await lemonade(["chat", "extra.tiny-chat", "--system", "Be brief.", "--max-tokens", "3", "--no-stream"], 'hello\n/clear\n"""\nline one\nline two\n"""\n/model user.ChatB\nand now?\n/bye\nnot sent\n');
+    expect(r.code, r.err).toBe(0);
+    expect(r.err).toContain("Cleared the conversation");
+    expect(r.err).toContain("Now chatting with user.ChatB");
+    // hello, the two-line message as one, and the line after /model: three requests.
+    expect(await chats()).toBe(before + 3);
+  });
+
+  test("chat in a pseudo-terminal: Ctrl-C stops a reply and the chat goes on", async () => {
+    const p = Bun.spawn(["script", "-qec", `${exe} chat extra.tiny-chat --max-tokens 4000`, "/dev/null"], { env: bareEnv(), stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+    let out = "";
+    void (async () => {
+      for await (const chunk of p.stdout) out += new TextDecoder().decode(chunk);
+    })();
+    const until = async (what: RegExp | (() => boolean), ms = 15000) => {
+      const met = () => (typeof what === "function" ? what() : what.test(out));
+      const deadline = Date.now() + ms;
+      while (!met() && Date.now() < deadline) await Bun.sleep(50);
+      return met();
+    };
+    expect(await until(/>>> /)).toBe(true);
+    const prompted = out.length;
+    p.stdin.write("tell me everything\n");
+    // Some of the reply, then Ctrl-C.
+    expect(await until(() => out.length > prompted + 40)).toBe(true);
+    p.stdin.write("\x03");
+    expect(await until(/\(stopped\)/)).toBe(true);
+    p.stdin.write("/bye\n");
+    p.stdin.end();
+    expect(await p.exited).toBe(0);
+  });
+
+  test("launch claude runs the agent with the server's URL, a token and the model; a missing agent says how to install it", async () => {
+    const bin = tempDir("lemonade-agents-");
+    const record = join(bin, "record.txt");
+    writeFileSync(join(bin, "claude"), `#!/bin/sh\n{ env; echo "ARGV $*"; } > "${record}"\nexit 7\n`, { mode: 0o755 });
+    const r = await lemonade(["launch", "claude", "--model", "extra.tiny-chat", "--", "--print", "hello"], undefined, { PATH: `${bin}:/usr/bin:/bin` });
+    expect(r.code).toBe(7);
+    const seen = readFileSync(record, "utf8");
+    expect(seen).toContain(`ANTHROPIC_BASE_URL=http://127.0.0.1:${port}\n`);
+    expect(seen).toContain("ANTHROPIC_AUTH_TOKEN=lemonade\n");
+    expect(seen).toContain("ANTHROPIC_MODEL=extra.tiny-chat\n");
+    expect(seen).toContain("ARGV --print hello");
+    // The model was loaded first.
+    expect((await (await fetch(`http://127.0.0.1:${port}/v1/health`)).json()).model_loaded).toBe("extra.tiny-chat");
+    const codex = await lemonade(["launch", "codex", "--model", "extra.tiny-chat"]);
+    expect(codex.code).toBe(1);
+    expect(codex.err).toContain("npm install -g @openai/codex");
+    expect((await lemonade(["launch", "notepad"])).code).toBe(2);
+  });
+
+  test("pull owner/repo: the recommended variant when piped, a numbered choice on a terminal; --checkpoint TYPE C; --label checked", async () => {
+    const piped = await lemonade(["pull", "test-org/tiny-GGUF"]);
+    expect(piped.code, piped.err).toBe(0);
+    expect(piped.err).toContain("recommended variant Q4_0");
+    expect(piped.out).toContain("Installed user.tiny-Q4_0");
+
+    const tty = await spawn(["script", "-qec", `${exe} pull https://huggingface.co/test-org/tiny-GGUF --alias tq8`, "/dev/null"], "2\n");
+    expect(tty.code, tty.out).toBe(0);
+    expect(tty.out).toMatch(/1\) Q4_0 \(recommended\)/);
+    expect(tty.out).toContain("Installed user.tiny-Q8_0 (alias tq8)");
+    const aliases = await (await fetch(`http://127.0.0.1:${port}/internal/aliases`)).json();
+    expect(aliases.aliases).toContainEqual(expect.objectContaining({ alias: "tq8", target: "user.tiny-Q8_0" }));
+
+    const two = await lemonade(["pull", "user.TwoArg", "--checkpoint", "main", "test-org/tiny-GGUF:Q4_0", "--label", "reasoning"]);
+    expect(two.code, two.err).toBe(0);
+    const model = await (await fetch(`http://127.0.0.1:${port}/v1/models/TwoArg`)).json();
+    expect(model.checkpoints.main).toBe("test-org/tiny-GGUF:Q4_0");
+    expect(model.labels).toContain("reasoning");
+    const label = await lemonade(["pull", "user.Bad", "--checkpoint", "test-org/tiny-GGUF:Q4_0", "--label", "fast"]);
+    expect(label.code).toBe(2);
+    expect(label.err).toContain("Valid labels: chat");
+    expect(label.err).toContain("--help");
+  });
+
+  test("bench prints per-run figures, writes JSON and compares with an earlier run", async () => {
+    const file = join(cacheDir, "bench.json");
+    const r = await lemonade(["bench", "extra.tiny-chat", "--runs", "2", "--warmup", "0", "--tokens", "4", "--json", "--output", file]);
+    expect(r.code, r.err).toBe(0);
+    const report = JSON.parse(r.out);
+    expect(report.runs).toHaveLength(2);
+    for (const run of report.runs) {
+      expect(run.ttft_ms).toBeGreaterThan(0);
+      expect(run.generation_tokens_per_second).toBeGreaterThan(0);
+      expect(run.prompt_tokens_per_second).toBeGreaterThan(0);
+      expect(run.peak_memory_mb).toBeGreaterThan(1);
+    }
+    expect(JSON.parse(readFileSync(file, "utf8"))).toEqual(report);
+    const compared = await lemonade(["bench", "extra.tiny-chat", "--runs", "1", "--tokens", "4", "--compare", file]);
+    expect(compared.out).toMatch(/^MODEL\s+RUN\s+TTFT MS\s+PROMPT TOK\/S\s+GEN TOK\/S\s+PEAK MB/);
+    expect(compared.out).toMatch(/median TTFT [\d.]+ \(was [\d.]+, [\d.]+x\) ms/);
+  });
+
+  test("import takes a /v1/models entry (id as the name)", async () => {
+    const file = join(cacheDir, "entry.json");
+    writeFileSync(file, JSON.stringify({ id: "FromId", recipe: "llamacpp", checkpoints: { main: "test-org/tiny-GGUF:Q4_0" } }));
+    const r = await lemonade(["import", file]);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain("Imported user.FromId");
+  });
+
+  test("check-updates asks the hub about downloaded models", async () => {
+    const r = await lemonade(["check-updates"], undefined, { HF_ENDPOINT: hub.url });
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain("All downloaded models are up to date.");
+  });
+
+  test("serve takes the daemon's flags; logs says when the key is missing", async () => {
+    const other = freePort();
+    const extra = tempDir("lemonade-serve-models-");
+    const server2 = Bun.spawn([exe, "serve", "--port", String(other), "--max-loaded-models", "3", "--ctx-size", "512", "--extra-models-dir", extra], {
+      env: { ...bareEnv(), LEMONADE_API_KEY: "sk-cli" },
+      stdout: "ignore",
+      stderr: "ignore",
+    });
+    try {
+      const headers = { authorization: "Bearer sk-cli" };
+      let up = false;
+      for (let i = 0; i < 100 && !up; i++) {
+        up = await fetch(`http://127.0.0.1:${other}/live`).then((r) => r.ok, () => false);
+        if (!up) await Bun.sleep(50);
+      }
+      const config = await (await fetch(`http://127.0.0.1:${other}/internal/config`, { headers })).json();
+      expect(config).toMatchObject({ max_loaded_models: 3, ctx_size: 512, extra_models_dir: extra });
+      const refused = await lemonade(["logs", "--no-follow", "--port", String(other)]);
+      expect(refused.code).toBe(1);
+      expect(refused.err).toContain("error: the server refused the log stream");
+      expect(refused.err).toContain("--api-key");
+      const allowed = await lemonade(["logs", "--no-follow", "--port", String(other), "--api-key", "sk-cli"]);
+      expect(allowed.code).toBe(0);
+      expect(allowed.out).toContain("listening on");
+    } finally {
+      server2.kill("SIGTERM");
+      await server2.exited;
+    }
+  });
+
+  test("cleanup-cache lists, then frees, what downloads and builds left; downloaded models stay", async () => {
+    expect((await lemonade(["pull", "user.Keep", "--checkpoint", "test-org/tiny-GGUF:Q4_0"])).code).toBe(0);
+    const repo = join(cacheDir, "hf", "models--test-org--tiny-GGUF", "blobs");
+    writeFileSync(join(repo, "0".repeat(64)), "orphan");
+    writeFileSync(join(repo, `${"1".repeat(64)}.incomplete`), "partial");
+    utimesSync(join(repo, `${"1".repeat(64)}.incomplete`), new Date(Date.now() - 3_600_000), new Date(Date.now() - 3_600_000));
+    mkdirSync(join(cacheDir, "build", "llamacpp-old-999999-1"), { recursive: true });
+    // The command reads the same Hugging Face cache setting as the server it cleans for.
+    const hf = { HF_HUB_CACHE: join(cacheDir, "hf") };
+    const dry = await lemonade(["cleanup-cache", "--dry-run"], undefined, hf);
+    expect(dry.code).toBe(0);
+    expect(dry.out).toMatch(/orphaned blob/);
+    expect(dry.out).toMatch(/partial download/);
+    expect(dry.out).toMatch(/build leftovers/);
+    expect(dry.out).toContain("Would free");
+    expect(existsSync(join(repo, "0".repeat(64)))).toBe(true);
+    const real = await lemonade(["cleanup-cache"], undefined, hf);
+    expect(real.out).toMatch(/Freed \d+ B/);
+    expect(existsSync(join(repo, "0".repeat(64)))).toBe(false);
+    expect(existsSync(join(cacheDir, "build", "llamacpp-old-999999-1"))).toBe(false);
+    expect((await lemonade(["cleanup-cache"], undefined, hf)).out).toContain("Nothing to free");
+    expect((await (await fetch(`http://127.0.0.1:${port}/v1/models/Keep`)).json()).downloaded).toBe(true);
   });
 });
