@@ -383,6 +383,7 @@ export class Catalog {
 
   /** Where each checkpoint's bytes are on disk (local path or HF cache), and whether they are there. */
   files(model: CatalogModel): ResolvedFile[] {
+    if (RECIPE_SPECS[model.recipe]?.readsNoFiles) return [];
     return Object.entries(model.checkpoints).map(([role, checkpoint]) => {
       const path = model.source === "huggingface" ? findCachedFile(this.opts.hfCacheDir, checkpoint) : checkpoint;
       let sizeBytes = 0;

@@ -25,6 +25,8 @@ export interface RecipeSpec {
   defaultLabel: string;
   /** The recipe options a load accepts, with their built-in defaults. */
   options: Record<string, OptionSpec>;
+  /** The engine here reads none of the model's files (espeak-ng speaks for kokoro), so none are fetched. */
+  readsNoFiles?: boolean;
 }
 
 /** Every recipe's residency options (lemonade.md): idle eviction is off unless `auto_evict` is
@@ -77,7 +79,7 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
       ...COMMON,
     },
   },
-  kokoro: { serves: ["tts"], defaultLabel: "tts", options: { ...COMMON } },
+  kokoro: { serves: ["tts"], defaultLabel: "tts", options: { ...COMMON }, readsNoFiles: true },
   /** A provider's model: nothing is loaded here, so no load options apply. */
   cloud: { serves: ["llm", "embedding", "reranking"], defaultLabel: "chat", options: {} },
 };
