@@ -23,6 +23,7 @@ import type { ServerContext } from "../runtime/context.ts";
 import { Launcher } from "../runtime/launcher.ts";
 import { EngineProxy } from "../runtime/proxy.ts";
 import { Scheduler } from "../runtime/scheduler.ts";
+import { webAssets } from "./web-assets.ts";
 
 export function createServerContext(config: Config, logger = new Logger(config.logLevel)): ServerContext {
   const recipes = RECIPES;
@@ -117,6 +118,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     upscaler: sdUpscaler(engineEnv),
     websocketPort: null,
     activity: { requests: 0 },
+    webAssets,
     lifecycle: { rebind: () => {}, shutdown: () => {} },
   };
 }

@@ -15,6 +15,7 @@ import { docsRoutes } from "./routes/docs.ts";
 import { imageRoutes } from "./routes/images.ts";
 import { lemonadeRoutes } from "./routes/lemonade.ts";
 import { cloudRoutes } from "./routes/cloud.ts";
+import { webRoutes } from "./routes/web.ts";
 import { llamacppRoutes } from "./routes/llamacpp.ts";
 import { logStreamRoute } from "./routes/logs.ts";
 import { mcpRoutes } from "./routes/mcp.ts";
@@ -131,6 +132,7 @@ export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
   const binder = new Binder(app, { maxBytes: ctx.config.maxBodyBytes, maxDepth: DEFAULT_MAX_DEPTH });
   if (!websocketsOnly) {
     docsRoutes(binder, ctx);
+    webRoutes(binder, ctx);
     lemonadeRoutes(binder, ctx);
     cloudRoutes(binder, ctx);
     openaiRoutes(binder, ctx);

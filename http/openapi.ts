@@ -90,17 +90,20 @@ export function openApiDocument(version: string): Json {
 }
 
 /** The interactive reference page (Scalar, loaded from its CDN by the browser). */
+/** The interactive reference: Swagger UI from the server's own files (http/routes/web.ts). */
 export function docsPage(): string {
   return `<!doctype html>
-<html>
+<html lang="en">
   <head>
     <title>Lemonade Server API</title>
     <meta charset="utf-8" />
     <meta name="viewport" content="width=device-width, initial-scale=1" />
+    <link rel="stylesheet" href="/docs/assets/swagger-ui.css" />
   </head>
   <body>
-    <script id="api-reference" data-url="/openapi.json"></script>
-    <script src="https://cdn.jsdelivr.net/npm/@scalar/api-reference@1/dist/browser/standalone.min.js"></script>
+    <div id="swagger-ui"></div>
+    <script src="/docs/assets/swagger-ui-bundle.js"></script>
+    <script src="/docs/assets/init.js"></script>
   </body>
 </html>
 `;

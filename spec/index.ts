@@ -9,6 +9,7 @@ import * as llamacpp from "./llamacpp.ts";
 import * as anthropic from "./anthropic.ts";
 import * as mcp from "./mcp.ts";
 import * as cloud from "./cloud.ts";
+import * as web from "./web.ts";
 
 export const endpoints: EndpointDef[] = [
   openai.chatCompletions,
@@ -73,6 +74,9 @@ export const endpoints: EndpointDef[] = [
   lemonade.live,
   lemonade.openapi,
   lemonade.docs,
+  web.docsAsset,
+  web.webApp,
+  web.webAsset,
   lemonade.aliasesList,
   lemonade.aliasesSet,
   lemonade.aliasesDelete,
@@ -84,4 +88,4 @@ export const endpoints: EndpointDef[] = [
 
 export * from "./endpoint.ts";
 export * from "./errors.ts";
-export { lemonade, ollama, models, openai, images, llamacpp, anthropic, mcp, cloud };
+export { lemonade, ollama, models, openai, images, llamacpp, anthropic, mcp, cloud, web };

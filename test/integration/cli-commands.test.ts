@@ -32,7 +32,7 @@ async function spawn(argv: string[], stdin?: string, env: Record<string, string 
 
 beforeAll(async () => {
   const out = join(tempDir("lemonade-build-"), "lemonade");
-  const build = Bun.spawnSync([process.execPath, "build", "--compile", "cli/main.ts", "--outfile", out], { cwd: root });
+  const build = Bun.spawnSync([process.execPath, "scripts/build.ts", out], { cwd: root });
   if (build.exitCode !== 0) throw new Error(`build failed: ${build.stderr}`);
   exe = out;
 
@@ -99,7 +99,7 @@ describe("the single-file build", () => {
       return Number(m?.[1] ?? 0);
     };
     const before = await chats();
-    const r = await lemonade(["run", "extra.tiny-chat", "--max-tokens", "6"], "hello there\n/bye\nnot sent\n");
+    const r = await lemonade(["run", "extra.tiny-chat", "--chat-cli", "--max-tokens", "6"], "hello there\n/bye\nnot sent\n");
     expect(r.code).toBe(0);
     expect(r.out.trim().length).toBeGreaterThan(0);
     // One message went out; /bye ended the chat before the line after it.
@@ -112,14 +112,14 @@ describe("the single-file build", () => {
       body: JSON.stringify({ model_name: "user.RunMe", recipe: "llamacpp", checkpoint: "test-org/tiny-GGUF:Q4_0" }),
     });
     expect(res.status).toBe(200);
-    const r = await lemonade(["run", "user.RunMe", "--max-tokens", "3"], "hi\n");
+    const r = await lemonade(["run", "user.RunMe", "--chat-cli", "--max-tokens", "3"], "hi\n");
     expect(r.code).toBe(0);
     expect(r.err).toContain("tiny-Q4_0.gguf: 100%");
     expect(r.out.trim().length).toBeGreaterThan(0);
   });
 
   test("run in a pseudo-terminal shows a prompt and leaves on Ctrl-D", async () => {
-    const cmd = `${exe} run extra.tiny-chat --max-tokens 4`;
+    const cmd = `${exe} run extra.tiny-chat --chat-cli --max-tokens 4`;
     const r = await spawn(["script", "-qec", cmd, "/dev/null"], "hi\n\x04");
     const out = r.out;
     expect(r.code).toBe(0);
@@ -215,8 +215,8 @@ describe("the single-file build", () => {
     try {
       expect(r.code).toBe(0);
       expect(r.err).toContain(`Starting Lemonade Server on http://127.0.0.1:${other}`);
-      // This server has no models; the answer says what to do next.
-      expect(r.out).toContain("lemonade pull <model>");
+      // This server has no downloaded chat models: the catalog's are offered for download.
+      expect(r.out).toContain("Available for Download");
       expect((await fetch(`http://127.0.0.1:${other}/live`)).status).toBe(200);
     } finally {
       // The server it started says its pid in its log; stop exactly that process.
@@ -318,6 +318,23 @@ describe("Lemonade's CLI syntax", () => {
     p.stdin.write("/bye\n");
     p.stdin.end();
     expect(await p.exited).toBe(0);
+  });
+
+  test("run opens the web app's chat with the model in the browser, or prints its address", async () => {
+    const bin = tempDir("lemonade-browser-");
+    const record = join(bin, "opened.txt");
+    writeFileSync(join(bin, "xdg-open"), `#!/bin/sh\necho "$1" > "${record}"\n`, { mode: 0o755 });
+    const opened = await lemonade(["run", "extra.tiny-chat"], undefined, { PATH: `${bin}:/usr/bin:/bin` });
+    expect(opened.code, opened.err).toBe(0);
+    const url = `http://127.0.0.1:${port}/?model=extra.tiny-chat#chat`;
+    expect(readFileSync(record, "utf8").trim()).toBe(url);
+    expect(opened.out).toContain(`Opened ${url}`);
+    // The page it opens is the app.
+    expect((await fetch(url)).headers.get("content-type")).toContain("text/html");
+    const failing = join(tempDir("lemonade-nobrowser-"), "xdg-open");
+    writeFileSync(failing, "#!/bin/sh\nexit 3\n", { mode: 0o755 });
+    const printed = await lemonade(["run", "extra.tiny-chat"], undefined, { PATH: `${join(failing, "..")}:/usr/bin:/bin` });
+    expect(printed.out).toContain(`Open ${url} in your browser`);
   });
 
   test("launch claude runs the agent with the server's URL, a token and the model; a missing agent says how to install it", async () => {

@@ -6,7 +6,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 
 const root = join(import.meta.dir, "..", "..");
-const SOURCE_DIRS = ["spec", "lib", "config", "observability", "engines", "models", "runtime", "protocols", "http", "app", "cli", "scripts"];
+const SOURCE_DIRS = ["spec", "lib", "config", "observability", "engines", "models", "runtime", "protocols", "http", "app", "cli", "web", "scripts"];
 
 /** What each folder may import besides itself; scripts/ and test/ may use anything. */
 const ALLOWED: Record<string, string[]> = {
@@ -21,6 +21,8 @@ const ALLOWED: Record<string, string[]> = {
   http: ["lib", "spec", "config", "observability", "runtime", "protocols"],
   app: ["lib", "spec", "config", "observability", "engines", "models", "runtime", "protocols", "http"],
   cli: ["lib", "spec", "config", "app"],
+  // The browser app reaches the server through its HTTP API only.
+  web: [],
 };
 
 function sources(dir: string): string[] {
@@ -31,7 +33,7 @@ function sources(dir: string): string[] {
   });
 }
 
-const transpiler = new Bun.Transpiler({ loader: "ts" });
+const transpilers = { ts: new Bun.Transpiler({ loader: "ts" }), tsx: new Bun.Transpiler({ loader: "tsx" }) };
 
 /** Module -> the project modules it imports (type-only imports included: they are arrows too). */
 function importGraph(): Map<string, string[]> {
@@ -40,7 +42,7 @@ function importGraph(): Map<string, string[]> {
     const text = readFileSync(file, "utf8").replace(/^#!.*/, "");
     // scanImports drops type-only imports, so those are read from the text as well.
     const specifiers = new Set([
-      ...transpiler.scanImports(text).map((i) => i.path),
+      ...transpilers[file.endsWith(".tsx") ? "tsx" : "ts"].scanImports(text).map((i) => i.path),
       ...[...text.matchAll(/^\s*(?:import|export)\s+type\s[^;]*?from\s+"([^"]+)"/gm)].map((m) => m[1]!),
     ]);
     const local = [...specifiers].filter((s) => s.startsWith(".")).map((s) => relative(root, resolve(dirname(file), s)));

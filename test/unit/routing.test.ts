@@ -160,6 +160,9 @@ describe("OpenAPI document", () => {
     const res = await fetch(`${server.url}/docs`);
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("text/html");
-    expect(await res.text()).toContain("/openapi.json");
+    expect(await res.text()).toContain('src="/docs/assets/init.js"');
+    // The viewer is the server's own file, pointed at the server's own document.
+    expect(await (await fetch(`${server.url}/docs/assets/init.js`)).text()).toContain('url: "/openapi.json"');
+    expect((await fetch(`${server.url}/docs/assets/swagger-ui-bundle.js`)).headers.get("content-type")).toContain("javascript");
   });
 });

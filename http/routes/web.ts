@@ -1,0 +1,54 @@
+// The web app (web/, bundled by app/web-assets.ts) and the offline API reference's viewer. The
+// Content-Security-Policy lets the page reach this server alone.
+import { web as spec } from "../../spec/index.ts";
+import { ApiError } from "../../lib/api-error.ts";
+import type { ServerContext } from "../../runtime/context.ts";
+import type { Binder } from "../bind.ts";
+import swaggerBundle from "swagger-ui-dist/swagger-ui-bundle.js" with { type: "file" };
+import swaggerCss from "swagger-ui-dist/swagger-ui.css" with { type: "file" };
+
+export const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; media-src 'self' blob: data:; connect-src 'self'; font-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
+const SHELL = `<!doctype html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8" />
+    <meta name="viewport" content="width=device-width, initial-scale=1" />
+    <title>Lemonade</title>
+    <link rel="icon" href="data:," />
+    <link rel="stylesheet" href="/app/assets/app.css" />
+  </head>
+  <body>
+    <div id="app"><noscript>The Lemonade app needs JavaScript.</noscript></div>
+    <script type="module" src="/app/assets/app.js"></script>
+  </body>
+</html>
+`;
+
+/** Swagger UI, started by a file of ours (no inline script under the CSP). */
+const SWAGGER_INIT = `window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id: "#swagger-ui", deepLinking: true });\n`;
+
+const TYPES: Record<string, string> = { js: "text/javascript; charset=utf-8", css: "text/css; charset=utf-8" };
+const typeOf = (file: string) => TYPES[file.split(".").pop()!] ?? "application/octet-stream";
+const notFound = (file: string) => new ApiError(404, "not_found", `No such file: ${file.slice(0, 100)}`);
+
+const DOCS_FILES: Record<string, () => Promise<string> | string> = {
+  "swagger-ui-bundle.js": () => Bun.file(swaggerBundle).text(),
+  "swagger-ui.css": () => Bun.file(swaggerCss).text(),
+  "init.js": () => SWAGGER_INIT,
+};
+
+export function webRoutes(bind: Binder, ctx: ServerContext): void {
+  bind.http(spec.webApp, () => new Response(SHELL, { headers: { "content-type": "text/html; charset=utf-8", "content-security-policy": CSP, "x-content-type-options": "nosniff" } }));
+  bind.http(spec.webAsset, async ({ params }) => {
+    const body = (await ctx.webAssets())[params.file];
+    if (body === undefined) throw notFound(params.file);
+    return new Response(body, { headers: { "content-type": typeOf(params.file), "cache-control": "no-cache", "x-content-type-options": "nosniff" } });
+  });
+  bind.http(spec.docsAsset, async ({ params }) => {
+    const file = DOCS_FILES[params.file];
+    if (!file) throw notFound(params.file);
+    return new Response(await file(), { headers: { "content-type": typeOf(params.file), "cache-control": "max-age=86400", "x-content-type-options": "nosniff" } });
+  });
+}

@@ -1,0 +1,105 @@
+// The app's only way to the server: its public HTTP and WebSocket API, with the key the user
+// gave in Settings (kept in this browser's storage).
+const KEY = "lemonade.apiKey";
+
+export const apiKey = {
+  get: () => localStorage.getItem(KEY) ?? "",
+  set: (key: string) => (key ? localStorage.setItem(KEY, key) : localStorage.removeItem(KEY)),
+};
+
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
+/** The message of an error body in any of the server's shapes, in plain words. */
+export function messageOf(body: any, status: number): string {
+  if (status === 401) return "The server needs its API key: set it in Settings.";
+  const m = typeof body?.error === "string" ? body.error : (body?.error?.message ?? body?.message);
+  return m || `The server answered HTTP ${status}.`;
+}
+
+export async function request(path: string, init: RequestInit = {}): Promise<Response> {
+  const headers = new Headers(init.headers);
+  const key = apiKey.get();
+  if (key) headers.set("authorization", `Bearer ${key}`);
+  if (init.body && typeof init.body === "string" && !headers.has("content-type")) headers.set("content-type", "application/json");
+  const res = await fetch(path, { ...init, headers });
+  if (!res.ok) {
+    const body = await res.json().catch(() => ({}));
+    throw new ApiError(messageOf(body, res.status), res.status);
+  }
+  return res;
+}
+
+export async function getJson<T = any>(path: string): Promise<T> {
+  return (await request(path)).json();
+}
+
+export async function postJson<T = any>(path: string, body: unknown, init: RequestInit = {}): Promise<T> {
+  return (await request(path, { ...init, method: "POST", body: JSON.stringify(body) })).json();
+}
+
+/** Server-Sent Events of a response, as `{event, data}` with `data` parsed when it is JSON. */
+export async function* events(res: Response): AsyncGenerator<{ event: string; data: any }> {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      let event = "message";
+      const data: string[] = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event:")) event = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(line[5] === " " ? 6 : 5));
+      }
+      if (!data.length) continue;
+      const text = data.join("\n");
+      let parsed: any = text;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        // Plain text, such as [DONE].
+      }
+      yield { event, data: parsed };
+    }
+  }
+}
+
+/** A WebSocket to the server, the key sent as the `bearer.<base64url>` subprotocol browsers allow. */
+export function socket(path: string): WebSocket {
+  const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}${path}`;
+  const key = apiKey.get();
+  if (!key) return new WebSocket(url);
+  const b64 = btoa(String.fromCharCode(...new TextEncoder().encode(key))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return new WebSocket(url, [`bearer.${b64}`]);
+}
+
+export interface Model {
+  id: string;
+  recipe: string;
+  labels: string[];
+  size?: number;
+  downloaded: boolean;
+  suggested: boolean;
+  context_length?: number;
+  cloud_provider?: string;
+}
+
+export interface Loaded {
+  model_name: string;
+  type: string;
+  pinned: boolean;
+  is_busy: boolean;
+  pid: number;
+}

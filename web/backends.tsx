@@ -1,0 +1,71 @@
+// Backends: each recipe's backends with their state from /v1/system-info; install (with the
+// build's progress) and uninstall; the next step when one is missing.
+import { useState } from "preact/hooks";
+import { events, getJson, postJson, request } from "./api.ts";
+import { usePoll } from "./hooks.ts";
+
+export function Backends() {
+  const info = usePoll(() => getJson("/v1/system-info"), 0);
+  const [progress, setProgress] = useState<Record<string, string>>({});
+  const install = async (recipe: string, backend: string) => {
+    const key = `${recipe}:${backend}`;
+    setProgress((p) => ({ ...p, [key]: "starting" }));
+    try {
+      const res = await request("/v1/install", { method: "POST", body: JSON.stringify({ recipe, backend, stream: true }) });
+      for await (const { event, data } of events(res)) {
+        if (event === "progress") setProgress((p) => ({ ...p, [key]: `${data.phase} ${data.percent}%` }));
+        if (event === "error") throw new Error(data.error);
+        if (event === "complete") setProgress((p) => ({ ...p, [key]: "installed" }));
+      }
+    } catch (err) {
+      setProgress((p) => ({ ...p, [key]: `failed: ${(err as Error).message}` }));
+    }
+    info.refresh();
+  };
+  const uninstall = async (recipe: string, backend: string) => {
+    try {
+      await postJson("/v1/uninstall", { recipe, backend });
+    } catch (err) {
+      setProgress((p) => ({ ...p, [`${recipe}:${backend}`]: (err as Error).message }));
+    }
+    info.refresh();
+  };
+  if (info.error) return <p class="error">{info.error}</p>;
+  if (!info.data) return <p>Loading backends…</p>;
+  return (
+    <section>
+      <table>
+        <thead>
+          <tr>
+            <th>Recipe</th>
+            <th>Backend</th>
+            <th>State</th>
+            <th>Version</th>
+            <th>Next step</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {Object.entries<any>(info.data.recipes).flatMap(([recipe, r]) =>
+            Object.entries<any>(r.backends).map(([backend, b]) => {
+              const key = `${recipe}:${backend}`;
+              return (
+                <tr key={key}>
+                  <td>{recipe}</td>
+                  <td>{backend}</td>
+                  <td class={`state ${b.state}`}>{progress[key] ?? b.state}</td>
+                  <td>{b.version ?? ""}</td>
+                  <td>{b.action || b.message}</td>
+                  <td>
+                    {b.state === "installable" || b.state === "update_required" ? <button onClick={() => install(recipe, backend)}>Install</button> : null}
+                    {b.state === "installed" && b.action !== undefined && recipe !== "cloud" && recipe !== "kokoro" && backend !== "system" ? <button onClick={() => uninstall(recipe, backend)}>Uninstall</button> : null}
+                  </td>
+                </tr>
+              );
+            }),
+          )}
+        </tbody>
+      </table>
+    </section>
+  );
+}

@@ -1,0 +1,40 @@
+// Small hooks the panels share: polling the server, and values kept in this browser's storage.
+import { useEffect, useState } from "preact/hooks";
+
+/** `load()` now and every `ms`; its last value, or its last error's message. */
+export function usePoll<T>(load: () => Promise<T>, ms: number, deps: unknown[] = []): { data?: T; error?: string; refresh: () => void } {
+  const [state, setState] = useState<{ data?: T; error?: string }>({});
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    let live = true;
+    const run = () =>
+      load().then(
+        (data) => live && setState({ data }),
+        (err) => live && setState((s) => ({ ...s, error: (err as Error).message })),
+      );
+    void run();
+    const timer = ms > 0 ? setInterval(run, ms) : undefined;
+    return () => {
+      live = false;
+      clearInterval(timer);
+    };
+  }, [tick, ...deps]);
+  return { ...state, refresh: () => setTick((t) => t + 1) };
+}
+
+/** A value kept in localStorage under `key`, as JSON. */
+export function useStored<T>(key: string, initial: T): [T, (v: T) => void] {
+  const [value, setValue] = useState<T>(() => {
+    try {
+      const raw = localStorage.getItem(key);
+      return raw === null ? initial : (JSON.parse(raw) as T);
+    } catch {
+      return initial;
+    }
+  });
+  const set = (v: T) => {
+    setValue(v);
+    localStorage.setItem(key, JSON.stringify(v));
+  };
+  return [value, set];
+}

@@ -1,0 +1,281 @@
+// Model manager: the catalog with filters; downloads as server-owned jobs (they survive a reload)
+// with pause, resume and cancel; load, unload, pin, delete; a per-model options editor; and
+// registering a Hugging Face checkpoint as a user model.
+import { useState } from "preact/hooks";
+import { getJson, postJson, type Loaded, type Model } from "./api.ts";
+import { usePoll } from "./hooks.ts";
+
+interface Job {
+  id: string;
+  model_name?: string;
+  status: string;
+  percent: number;
+  file?: string;
+  error?: string;
+}
+
+function OptionsEditor({ id, onClose }: { id: string; onClose: () => void }) {
+  const { data, error, refresh } = usePoll(() => getJson(`/v1/models/${encodeURIComponent(id)}/options`), 0, [id]);
+  const [edits, setEdits] = useState<Record<string, string>>({});
+  const [message, setMessage] = useState("");
+  if (error) return <p class="error">{error}</p>;
+  if (!data) return <p>Loading options…</p>;
+  const save = async () => {
+    const body: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(edits)) {
+      const before = data.effective[k];
+      body[k] = v === "" ? null : typeof before === "number" ? Number(v) : typeof before === "boolean" ? v === "true" : v;
+    }
+    try {
+      await postJson(`/v1/models/${encodeURIComponent(id)}/options`, body);
+      setMessage("Saved; the next load uses them.");
+      setEdits({});
+      refresh();
+    } catch (err) {
+      setMessage((err as Error).message);
+    }
+  };
+  return (
+    <div class="options" role="dialog" aria-label={`Options of ${id}`}>
+      <h3>Options of {id}</h3>
+      <p>Context size the next load uses: {data.resolved_ctx_size ?? "n/a"}</p>
+      <table>
+        <thead>
+          <tr>
+            <th>Option</th>
+            <th>Effective</th>
+            <th>Default</th>
+            <th>Saved</th>
+            <th>New value</th>
+          </tr>
+        </thead>
+        <tbody>
+          {Object.keys(data.effective).map((k) => (
+            <tr key={k}>
+              <td>{k}</td>
+              <td>{String(data.effective[k])}</td>
+              <td>{String(data.defaults?.[k] ?? "")}</td>
+              <td>{k in (data.saved ?? {}) ? String(data.saved[k]) : ""}</td>
+              <td>
+                <input aria-label={`New ${k}`} name={k} value={edits[k] ?? ""} onInput={(e) => setEdits({ ...edits, [k]: (e.target as HTMLInputElement).value })} />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <button class="primary" onClick={save} disabled={!Object.keys(edits).length}>
+        Save options
+      </button>{" "}
+      <button onClick={onClose}>Close</button>
+      {message && <p role="status">{message}</p>}
+    </div>
+  );
+}
+
+function Register({ onDone }: { onDone: () => void }) {
+  const [query, setQuery] = useState("");
+  const [results, setResults] = useState<any[]>([]);
+  const [repo, setRepo] = useState("");
+  const [variants, setVariants] = useState<any>(null);
+  const [message, setMessage] = useState("");
+  const search = async (e: Event) => {
+    e.preventDefault();
+    try {
+      setResults((await getJson(`/v1/registry/search?query=${encodeURIComponent(query)}&format=gguf`)).results);
+    } catch (err) {
+      setMessage((err as Error).message);
+    }
+  };
+  const inspect = async (checkpoint: string) => {
+    setRepo(checkpoint);
+    try {
+      setVariants(await getJson(`/v1/pull/variants?checkpoint=${encodeURIComponent(checkpoint)}`));
+    } catch (err) {
+      setMessage((err as Error).message);
+    }
+  };
+  const pull = async (variant: string) => {
+    try {
+      await postJson("/v1/pull", {
+        model_name: `user.${variants.suggested_name}-${variant}`,
+        checkpoint: `${repo}:${variant}`,
+        recipe: "llamacpp",
+        ...(variants.mmproj_files?.[0] ? { mmproj: variants.mmproj_files[0] } : {}),
+        ...(variants.suggested_labels?.length ? { labels: variants.suggested_labels } : {}),
+        stream: true,
+        subscribe: false,
+      });
+      setMessage(`Downloading ${repo}:${variant}`);
+      onDone();
+    } catch (err) {
+      setMessage((err as Error).message);
+    }
+  };
+  return (
+    <details class="register">
+      <summary>Add a model from Hugging Face</summary>
+      <form onSubmit={search}>
+        <label>
+          Search <input value={query} onInput={(e) => setQuery((e.target as HTMLInputElement).value)} placeholder="qwen3 gguf" />
+        </label>{" "}
+        <button type="submit">Search</button>{" "}
+        <label>
+          or a repository <input value={repo} onInput={(e) => setRepo((e.target as HTMLInputElement).value)} placeholder="org/name-GGUF" />
+        </label>{" "}
+        <button type="button" onClick={() => inspect(repo)}>
+          Show variants
+        </button>
+      </form>
+      {results.map((r) => (
+        <button key={r.repository_id} class="link" onClick={() => inspect(r.repository_id)}>
+          {r.repository_id}
+        </button>
+      ))}
+      {variants && (
+        <ul>
+          {variants.variants.map((v: any) => (
+            <li key={v.name}>
+              {v.name} ({(v.size_bytes / 1e9).toFixed(2)} GB) <button onClick={() => pull(v.name)}>Download</button>
+            </li>
+          ))}
+        </ul>
+      )}
+      {message && <p role="status">{message}</p>}
+    </details>
+  );
+}
+
+export function Models() {
+  const models = usePoll(() => getJson("/v1/models?show_all=true"), 2000);
+  const health = usePoll(() => getJson("/v1/health"), 2000);
+  const jobs = usePoll<Job[]>(() => getJson("/v1/downloads"), 1000);
+  const [filter, setFilter] = useState({ search: "", recipe: "", label: "", downloaded: false });
+  const [options, setOptions] = useState<string | null>(null);
+  const [message, setMessage] = useState("");
+  const all: Model[] = models.data?.data ?? [];
+  const loaded = new Map<string, Loaded>(((health.data?.all_models_loaded ?? []) as Loaded[]).map((m) => [m.model_name, m]));
+  // Jobs name a user model by its canonical `user.` id; the listing by its bare one.
+  const jobOf = (id: string) => jobs.data?.find((j) => (j.model_name === id || j.model_name === `user.${id}`) && j.status !== "completed");
+  const act = async (what: string, fn: () => Promise<unknown>) => {
+    setMessage(what);
+    try {
+      await fn();
+      setMessage(`${what}: done`);
+    } catch (err) {
+      setMessage(`${what} failed: ${(err as Error).message}`);
+    }
+    models.refresh();
+    health.refresh();
+    jobs.refresh();
+  };
+  const shown = all.filter(
+    (m) =>
+      (!filter.search || m.id.toLowerCase().includes(filter.search.toLowerCase())) &&
+      (!filter.recipe || m.recipe === filter.recipe) &&
+      (!filter.label || m.labels.includes(filter.label)) &&
+      (!filter.downloaded || m.downloaded),
+  );
+  // What is here first: loaded, then downloaded, then the catalog in its own order.
+  const rank = (m: Model) => (loaded.has(m.id) ? 0 : m.downloaded ? 1 : 2);
+  shown.sort((a, b) => rank(a) - rank(b));
+  const recipes = [...new Set(all.map((m) => m.recipe))].sort();
+  const labels = [...new Set(all.flatMap((m) => m.labels))].sort();
+  return (
+    <section class="models">
+      <div class="filters">
+        <label>
+          Search <input type="search" value={filter.search} onInput={(e) => setFilter({ ...filter, search: (e.target as HTMLInputElement).value })} />
+        </label>
+        <label>
+          Recipe{" "}
+          <select value={filter.recipe} onChange={(e) => setFilter({ ...filter, recipe: (e.target as HTMLSelectElement).value })}>
+            <option value="">any</option>
+            {recipes.map((r) => (
+              <option key={r}>{r}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Label{" "}
+          <select value={filter.label} onChange={(e) => setFilter({ ...filter, label: (e.target as HTMLSelectElement).value })}>
+            <option value="">any</option>
+            {labels.map((l) => (
+              <option key={l}>{l}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          <input type="checkbox" checked={filter.downloaded} onChange={(e) => setFilter({ ...filter, downloaded: (e.target as HTMLInputElement).checked })} /> Downloaded only
+        </label>
+      </div>
+      <Register onDone={jobs.refresh} />
+      {message && <p role="status">{message}</p>}
+      {models.error && <p class="error">{models.error}</p>}
+      {options && <OptionsEditor id={options} onClose={() => setOptions(null)} />}
+      <div class="table-wrap">
+      <table class="catalog">
+        <thead>
+          <tr>
+            <th>Model</th>
+            <th>Recipe</th>
+            <th>Size</th>
+            <th>Labels</th>
+            <th>State</th>
+            <th>Actions</th>
+          </tr>
+        </thead>
+        <tbody>
+          {shown.map((m) => {
+            const job = jobOf(m.id);
+            const slot = loaded.get(m.id);
+            return (
+              <tr key={m.id} data-model={m.id}>
+                <td>{m.id}</td>
+                <td>{m.recipe}</td>
+                <td>{m.size !== undefined ? `${m.size} GB` : ""}</td>
+                <td>{m.labels.join(", ")}</td>
+                <td data-state={job ? "downloading" : slot ? "loaded" : m.downloaded ? "downloaded" : "available"}>
+                  {job ? (
+                    <span class="job">
+                      <progress max={100} value={job.percent} aria-label={`Download of ${m.id}`} /> {job.percent}% {job.status}
+                      {job.error && <span class="error"> {job.error}</span>}
+                    </span>
+                  ) : slot ? (
+                    `loaded${slot.pinned ? ", pinned" : ""}`
+                  ) : m.downloaded ? (
+                    "downloaded"
+                  ) : (
+                    ""
+                  )}
+                </td>
+                <td class="actions">
+                  {job && job.status === "downloading" && <button onClick={() => act(`Pause ${m.id}`, () => postJson("/v1/downloads/control", { id: job.id, action: "pause" }))}>Pause</button>}
+                  {job && job.status !== "downloading" && (
+                    <button onClick={() => act(`Resume ${m.id}`, () => postJson("/v1/pull", { model_name: m.id, stream: true, subscribe: false }))}>Resume</button>
+                  )}
+                  {job && <button onClick={() => act(`Cancel ${m.id}`, () => postJson("/v1/downloads/control", { id: job.id, action: "cancel" }))}>Cancel</button>}
+                  {!job && !m.downloaded && <button onClick={() => act(`Download ${m.id}`, () => postJson("/v1/pull", { model_name: m.id, stream: true, subscribe: false }))}>Download</button>}
+                  {m.downloaded && !slot && <button onClick={() => act(`Load ${m.id}`, () => postJson("/v1/load", { model_name: m.id }))}>Load</button>}
+                  {slot && <button onClick={() => act(`Unload ${m.id}`, () => postJson("/v1/unload", { model_name: m.id }))}>Unload</button>}
+                  {slot && (
+                    <button onClick={() => act(`${slot.pinned ? "Unpin" : "Pin"} ${m.id}`, () => postJson("/internal/pin", { model_name: m.id, pinned: !slot.pinned }))}>{slot.pinned ? "Unpin" : "Pin"}</button>
+                  )}
+                  <button onClick={() => setOptions(m.id)}>Options</button>
+                  {m.downloaded && m.recipe !== "cloud" && (
+                    <button
+                      class="danger"
+                      onClick={() => confirm(`Delete ${m.id} and its files?`) && act(`Delete ${m.id}`, () => postJson("/v1/delete", { model_name: m.id }))}
+                    >
+                      Delete
+                    </button>
+                  )}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,233 @@
+// Try-it panels for the other model types: speech, transcription (a file or the microphone),
+// embeddings (similarity of two texts), reranking, and images when an image model exists.
+import { useRef, useState } from "preact/hooks";
+import { getJson, postJson, request, type Model } from "./api.ts";
+import { usePoll } from "./hooks.ts";
+
+const VOICES = ["alloy", "ash", "ballad", "coral", "echo", "fable", "onyx", "nova", "sage", "shimmer", "verse"];
+
+function Picker({ models, value, onChange, label }: { models: Model[]; value: string; onChange: (v: string) => void; label: string }) {
+  return (
+    <label>
+      {label}{" "}
+      <select value={value} onChange={(e) => onChange((e.target as HTMLSelectElement).value)}>
+        {models.map((m) => (
+          <option key={m.id}>{m.id}</option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+function Speech({ models }: { models: Model[] }) {
+  const [model, setModel] = useState(models[0]!.id);
+  const [text, setText] = useState("Hello from Lemonade.");
+  const [voice, setVoice] = useState("alloy");
+  const [speed, setSpeed] = useState("1");
+  const [audio, setAudio] = useState("");
+  const [error, setError] = useState("");
+  const speak = async () => {
+    setError("");
+    try {
+      const res = await request("/v1/audio/speech", { method: "POST", body: JSON.stringify({ model, input: text, voice, speed: Number(speed), response_format: "mp3" }) });
+      setAudio(URL.createObjectURL(await res.blob()));
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  return (
+    <fieldset>
+      <legend>Text to speech</legend>
+      <Picker models={models} value={model} onChange={setModel} label="Model" />
+      <label>
+        Text <textarea value={text} onInput={(e) => setText((e.target as HTMLTextAreaElement).value)} />
+      </label>
+      <label>
+        Voice{" "}
+        <select value={voice} onChange={(e) => setVoice((e.target as HTMLSelectElement).value)}>
+          {VOICES.map((v) => (
+            <option key={v}>{v}</option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Speed <input type="number" min="0.25" max="4" step="0.25" value={speed} onInput={(e) => setSpeed((e.target as HTMLInputElement).value)} />
+      </label>
+      <button onClick={speak}>Speak</button>
+      {audio && <audio controls src={audio} data-testid="speech-audio" />}
+      {error && <p class="error">{error}</p>}
+    </fieldset>
+  );
+}
+
+function Transcription({ models }: { models: Model[] }) {
+  const [model, setModel] = useState(models[0]!.id);
+  const [text, setText] = useState("");
+  const [error, setError] = useState("");
+  const [recording, setRecording] = useState<MediaRecorder | null>(null);
+  const send = async (file: Blob, name: string) => {
+    setError("");
+    setText("Transcribing…");
+    const form = new FormData();
+    form.set("file", file, name);
+    form.set("model", model);
+    try {
+      setText((await (await request("/v1/audio/transcriptions", { method: "POST", body: form })).json()).text);
+    } catch (err) {
+      setText("");
+      setError((err as Error).message);
+    }
+  };
+  const record = async () => {
+    if (recording) return recording.stop();
+    try {
+      const stream = await navigator.mediaDevices.getUserMedia({ audio: true });
+      const rec = new MediaRecorder(stream);
+      const chunks: Blob[] = [];
+      rec.ondataavailable = (e) => chunks.push(e.data);
+      rec.onstop = () => {
+        stream.getTracks().forEach((t) => t.stop());
+        setRecording(null);
+        void send(new Blob(chunks, { type: rec.mimeType }), "recording.webm");
+      };
+      rec.start();
+      setRecording(rec);
+    } catch (err) {
+      setError(`The microphone is not available: ${(err as Error).message}`);
+    }
+  };
+  return (
+    <fieldset>
+      <legend>Transcription</legend>
+      <Picker models={models} value={model} onChange={setModel} label="Model" />
+      <label>
+        Audio file <input type="file" accept="audio/*" onChange={(e) => (e.target as HTMLInputElement).files?.[0] && send((e.target as HTMLInputElement).files![0]!, (e.target as HTMLInputElement).files![0]!.name)} />
+      </label>
+      <button onClick={record}>{recording ? "Stop recording" : "Record"}</button>
+      {text && <p class="transcript">{text}</p>}
+      {error && <p class="error">{error}</p>}
+    </fieldset>
+  );
+}
+
+function Embeddings({ models }: { models: Model[] }) {
+  const [model, setModel] = useState(models[0]!.id);
+  const [a, setA] = useState("A lemon is a citrus fruit.");
+  const [b, setB] = useState("Lemons are sour.");
+  const [result, setResult] = useState("");
+  const compare = async () => {
+    try {
+      const res = await postJson("/v1/embeddings", { model, input: [a, b] });
+      const [x, y] = res.data.map((d: any) => d.embedding as number[]);
+      const dot = x.reduce((n: number, v: number, i: number) => n + v * y[i], 0);
+      const norm = (v: number[]) => Math.sqrt(v.reduce((n, w) => n + w * w, 0));
+      setResult(`Cosine similarity: ${(dot / (norm(x) * norm(y))).toFixed(4)}`);
+    } catch (err) {
+      setResult((err as Error).message);
+    }
+  };
+  return (
+    <fieldset>
+      <legend>Embeddings</legend>
+      <Picker models={models} value={model} onChange={setModel} label="Model" />
+      <label>
+        First text <input value={a} onInput={(e) => setA((e.target as HTMLInputElement).value)} />
+      </label>
+      <label>
+        Second text <input value={b} onInput={(e) => setB((e.target as HTMLInputElement).value)} />
+      </label>
+      <button onClick={compare}>Compare</button>
+      {result && <p role="status">{result}</p>}
+    </fieldset>
+  );
+}
+
+function Rerank({ models }: { models: Model[] }) {
+  const [model, setModel] = useState(models[0]!.id);
+  const [query, setQuery] = useState("What is a lemon?");
+  const [docs, setDocs] = useState("A lemon is a citrus fruit.\nParis is in France.\nLemons are yellow.");
+  const [result, setResult] = useState<{ text: string; score: number }[]>([]);
+  const [error, setError] = useState("");
+  const rank = async () => {
+    const documents = docs.split("\n").filter(Boolean);
+    try {
+      const res = await postJson("/v1/rerank", { model, query, documents });
+      setResult((res.results as any[]).map((r) => ({ text: documents[r.index]!, score: r.relevance_score })).sort((x, y) => y.score - x.score));
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  return (
+    <fieldset>
+      <legend>Reranking</legend>
+      <Picker models={models} value={model} onChange={setModel} label="Model" />
+      <label>
+        Query <input value={query} onInput={(e) => setQuery((e.target as HTMLInputElement).value)} />
+      </label>
+      <label>
+        Documents, one per line <textarea value={docs} onInput={(e) => setDocs((e.target as HTMLTextAreaElement).value)} />
+      </label>
+      <button onClick={rank}>Rank</button>
+      <ol>
+        {result.map((r) => (
+          <li key={r.text}>
+            {r.score.toFixed(3)} — {r.text}
+          </li>
+        ))}
+      </ol>
+      {error && <p class="error">{error}</p>}
+    </fieldset>
+  );
+}
+
+function Images({ models }: { models: Model[] }) {
+  const [model, setModel] = useState(models[0]!.id);
+  const [prompt, setPrompt] = useState("A lemon on a table");
+  const [src, setSrc] = useState("");
+  const [error, setError] = useState("");
+  const busy = useRef(false);
+  const generate = async () => {
+    if (busy.current) return;
+    busy.current = true;
+    setError("");
+    try {
+      const res = await postJson("/v1/images/generations", { model, prompt, response_format: "b64_json" });
+      setSrc(`data:image/png;base64,${res.data[0].b64_json}`);
+    } catch (err) {
+      setError((err as Error).message);
+    }
+    busy.current = false;
+  };
+  return (
+    <fieldset>
+      <legend>Images</legend>
+      <Picker models={models} value={model} onChange={setModel} label="Model" />
+      <label>
+        Prompt <input value={prompt} onInput={(e) => setPrompt((e.target as HTMLInputElement).value)} />
+      </label>
+      <button onClick={generate}>Generate</button>
+      {src && <img src={src} alt={prompt} class="generated" />}
+      {error && <p class="error">{error}</p>}
+    </fieldset>
+  );
+}
+
+export function TryIt() {
+  const { data, error } = usePoll(() => getJson("/v1/models"), 0);
+  if (error) return <p class="error">{error}</p>;
+  if (!data) return <p>Loading models…</p>;
+  const all = data.data as Model[];
+  const having = (label: string) => all.filter((m) => m.labels.includes(label));
+  const [tts, asr, emb, rr, img] = ["tts", "transcription", "embeddings", "reranking", "image"].map(having);
+  const none = ![tts, asr, emb, rr, img].some((l) => l!.length);
+  return (
+    <section class="tryit">
+      {none && <p>Download a speech, transcription, embedding, reranking or image model in the Model manager to try it here.</p>}
+      {tts!.length > 0 && <Speech models={tts!} />}
+      {asr!.length > 0 && <Transcription models={asr!} />}
+      {emb!.length > 0 && <Embeddings models={emb!} />}
+      {rr!.length > 0 && <Rerank models={rr!} />}
+      {img!.length > 0 && <Images models={img!} />}
+    </section>
+  );
+}
