@@ -1,6 +1,7 @@
 // Host facts for /v1/system-info and /v1/system-stats, read from the OS on each call.
 import { cpus, freemem, release, totalmem, type, arch } from "node:os";
-import { mkdirSync, readFileSync, readdirSync, statfsSync } from "node:fs";
+import { mkdirSync, readFileSync, statfsSync } from "node:fs";
+import type { Devices } from "../lib/devices.ts";
 
 const GiB = 1024 ** 3;
 
@@ -17,33 +18,6 @@ function osVersion(): string {
   return `${pretty ?? type()} (kernel ${release()}, ${arch()})`;
 }
 
-function physicalCores(): number {
-  const info = readText("/proc/cpuinfo");
-  if (!info) return cpus().length;
-  const cores = new Set<string>();
-  let physical = "0";
-  for (const line of info.split("\n")) {
-    const [k, v] = line.split(":").map((s) => s?.trim());
-    if (k === "physical id") physical = v ?? "0";
-    if (k === "core id") cores.add(`${physical}:${v}`);
-  }
-  return cores.size || cpus().length;
-}
-
-/** NVIDIA GPUs the kernel driver exposes; AMD GPUs and NPUs are not probed on this build. */
-function nvidiaGpus(): { name: string; available: boolean }[] {
-  let entries: string[];
-  try {
-    entries = readdirSync("/proc/driver/nvidia/gpus");
-  } catch {
-    return [];
-  }
-  return entries.map((bus) => {
-    const model = readText(`/proc/driver/nvidia/gpus/${bus}/information`)?.match(/^Model:\s*(.+)$/m)?.[1];
-    return { name: model?.trim() ?? "NVIDIA GPU", available: true };
-  });
-}
-
 export function modelStorage(path: string) {
   mkdirSync(path, { recursive: true });
   const fs = statfsSync(path);
@@ -51,17 +25,20 @@ export function modelStorage(path: string) {
   return { path, used_bytes: total - fs.bfree * fs.bsize, total_bytes: total, free_bytes: fs.bavail * fs.bsize };
 }
 
-export function hostInfo(storagePath: string) {
-  const cpuName = cpus()[0]?.model.trim() ?? "unknown";
+const gb = (bytes?: number) => (bytes === undefined ? undefined : Math.round((bytes / GiB) * 10) / 10);
+
+export function hostInfo(storagePath: string, d: Devices) {
   return {
     "OS Version": osVersion(),
-    Processor: cpuName,
-    "Physical Memory": `${(totalmem() / GiB).toFixed(1)} GB`,
+    Processor: d.cpu.name,
+    "Physical Memory": `${(d.ramTotalBytes / GiB).toFixed(1)} GB`,
     model_storage: modelStorage(storagePath),
     devices: {
-      cpu: { name: cpuName, cores: physicalCores(), threads: cpus().length, available: true },
-      amd_gpu: [],
-      nvidia_gpu: nvidiaGpus(),
+      cpu: { name: d.cpu.name, cores: d.cpu.cores, threads: d.cpu.threads, avx2: d.cpu.avx2, avx512: d.cpu.avx512, available: true },
+      amd_gpu: d.gpus.filter((g) => g.vendor === "amd").map((g) => ({ name: g.name, vram_gb: gb(g.vramTotalBytes), vram_free_gb: gb(g.vramFreeBytes), gfx: g.gfx, available: true })),
+      nvidia_gpu: d.gpus
+        .filter((g) => g.vendor === "nvidia")
+        .map((g) => ({ name: g.name, vram_gb: gb(g.vramTotalBytes), vram_free_gb: gb(g.vramFreeBytes), driver_version: g.driver, compute_capability: g.computeCapability, available: true })),
       // Reported as absent rather than left out, so a client can tell "no NPU" from "not asked".
       amd_npu: { name: "", available: false },
     },
