@@ -4,6 +4,7 @@
 // Engines know nothing of HTTP or of the catalog: a model reaches them as a LaunchInput.
 import { accessSync, constants } from "node:fs";
 import type { ModelType, Options } from "../spec/recipes.ts";
+import type { Devices } from "../lib/devices.ts";
 
 /** A request an engine cannot be configured for (bad backend, reserved flag, cannot run here). */
 export class EngineConfigError extends Error {}
@@ -59,6 +60,8 @@ export interface EngineEnv {
   /** Binaries the user pointed a backend at (config.json `llamacpp.vulkan_bin`, `sdcpp.cpu_bin`,
    * ...), by config section, then backend. */
   binaries?: Record<string, Record<string, string>>;
+  /** The machine's devices (lib/devices.ts), probed once; tests pass recorded ones. */
+  devices?: Devices;
 }
 
 /** The user's own binary for a backend, when config.json names one; refused when it is not there. */

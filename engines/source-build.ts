@@ -4,7 +4,9 @@
 // only when complete, so an interrupted build never leaves a binary that looks installed.
 import { cpSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
+import { bestGpuBackend, GPU_BACKENDS, gpuBackendStatuses, locateGpuRelease } from "./release-backends.ts";
+import { installedRelease } from "./release-install.ts";
 import { readLines } from "../lib/lines.ts";
 import {
   configuredBinary,
@@ -36,6 +38,8 @@ export function cachedBinary(cacheDir: string, engine: SourceBuiltEngine): strin
 
 /** A source-built backend: installed once its build is in the cache, else installable. */
 export function sourceBuiltStatus(cacheDir: string, engine: SourceBuiltEngine, backend: string): BackendStatus {
+  const release = installedRelease(cacheDir, engine.recipe, backend);
+  if (release) return { devices: ["cpu"], state: "installed", message: "", action: "", version: `release ${basename(dirname(release))}` };
   if (cachedBinary(cacheDir, engine)) {
     return { devices: ["cpu"], state: "installed", message: "", action: "", version: engine.version };
   }
@@ -52,7 +56,12 @@ export function sourceBuiltStatus(cacheDir: string, engine: SourceBuiltEngine, b
  * the same binary found on PATH. */
 export function sourceBuiltRecipeStatus(engine: SourceBuiltEngine, env: EngineEnv): RecipeStatus {
   const configured = Object.entries(env.binaries?.[engine.recipe] ?? {}).map(([backend, path]) => [backend, configuredBinaryStatus(path)] as const);
-  return recipeStatus({ cpu: sourceBuiltStatus(env.cacheDir, engine, "cpu"), system: systemBinaryStatus(engine.binary, env), ...Object.fromEntries(configured) });
+  return recipeStatus({
+    cpu: sourceBuiltStatus(env.cacheDir, engine, "cpu"),
+    system: systemBinaryStatus(engine.binary, env),
+    ...gpuBackendStatuses(engine.recipe, env),
+    ...Object.fromEntries(configured),
+  });
 }
 
 /** `auto`: a binary config.json names, else the build in the cache, else the one on PATH, else
@@ -60,7 +69,10 @@ export function sourceBuiltRecipeStatus(engine: SourceBuiltEngine, env: EngineEn
 export function autoBackend(engine: SourceBuiltEngine, env: EngineEnv): string {
   const configured = Object.keys(env.binaries?.[engine.recipe] ?? {})[0];
   if (configured) return configured;
-  if (cachedBinary(env.cacheDir, engine)) return "cpu";
+  // A GPU this machine has beats the CPU: CUDA, ROCm, Vulkan, Metal, installed or installable.
+  const gpu = bestGpuBackend(engine.recipe, env);
+  if (gpu) return gpu;
+  if (installedRelease(env.cacheDir, engine.recipe, "cpu") || cachedBinary(env.cacheDir, engine)) return "cpu";
   return onPath(engine.binary, env) ? "system" : "cpu";
 }
 
@@ -76,8 +88,9 @@ export function locateSourceBuilt(engine: SourceBuiltEngine, backend: string, en
     if (!found) throw new EngineConfigError(`${recipe} backend 'system' needs ${binary} on PATH`);
     return found;
   }
+  if ((GPU_BACKENDS as readonly string[]).includes(backend)) return locateGpuRelease(recipe, backend, env);
   if (backend !== "cpu") throw new EngineConfigError(`${recipe} backend '${backend}' is not available on this system (use cpu or system)`);
-  const cached = cachedBinary(env.cacheDir, engine);
+  const cached = installedRelease(env.cacheDir, recipe, "cpu") ?? cachedBinary(env.cacheDir, engine);
   if (!cached) {
     throw new NotInstalledError(`${description} is not installed: run \`lemonade backends install ${recipe}:cpu\` (or POST /v1/install)`);
   }

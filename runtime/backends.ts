@@ -38,10 +38,15 @@ export class Backends {
     return installing(() => this.installer.isInstalled(recipe, backend));
   }
 
-  install(recipe: string, backend: string, progress?: Progress): Promise<void> {
+  /** Refuses with a 400, before a stream starts, what cannot be installed here. */
+  checkInstallable(recipe: string, backend: string, force = false): Promise<void> {
+    return installing(() => this.installer.check(recipe, backend, force));
+  }
+
+  install(recipe: string, backend: string, progress?: Progress, force = false): Promise<void> {
     return installing(async () => {
       this.log(`Installing ${recipe}:${backend}`);
-      const binary = await this.installer.install(recipe, backend, progress);
+      const binary = await this.installer.install(recipe, backend, progress, force);
       this.log(`Installed ${recipe}:${backend} at ${binary}`);
     });
   }

@@ -1,0 +1,273 @@
+// Prebuilt engines from GitHub releases, as pinned in engines/backend-versions.json: the asset
+// for this OS and CPU is downloaded (resumed after a broken connection), its sha256 checked
+// before anything is unpacked, every archive entry checked to stay inside its folder, the
+// binary tried (`--version`), and only then moved into `<cache>/bin/<recipe>/<backend>/<tag>/`,
+// replacing an older version. The base URL is LEMONADE_GITHUB_ENDPOINT (https://github.com).
+import { createHash } from "node:crypto";
+import { chmodSync, createWriteStream, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { dirname, isAbsolute, join, normalize, relative, sep } from "node:path";
+import * as tar from "tar";
+import yauzl from "yauzl";
+import defaults from "./backend-versions.json" with { type: "json" };
+import { readJsonFile } from "../lib/json-file.ts";
+
+export type Progress = (phase: string, percent: number) => void;
+
+interface ReleaseBackend {
+  repo: string;
+  assets: Record<string, string>;
+}
+
+interface VersionsFile {
+  releases: Record<string, { binary: string; backends: Record<string, ReleaseBackend> }>;
+  checksums: { github: Record<string, Record<string, Record<string, string>>> };
+  [recipe: string]: unknown;
+}
+
+/** The release path cannot serve this backend here (no asset for the platform, no pinned
+ * checksum, the endpoint unreachable): `cpu` falls back to the source build. */
+export class ReleaseUnavailable extends Error {}
+
+/** The release path refused or failed for a reason a fallback must not hide (wrong checksum,
+ * an archive escaping its folder, downloads forbidden). */
+export class ReleaseInstallError extends Error {}
+
+export interface ReleaseAsset {
+  recipe: string;
+  backend: string;
+  repo: string;
+  tag: string;
+  asset: string;
+  sha256: string;
+  binary: string;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+function merge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(over)) out[k] = isObject(v) && isObject(out[k]) ? merge(out[k] as Record<string, unknown>, v) : v;
+  return out;
+}
+
+/** The project's pins, with the cache directory's `backend_versions.json` merged over them. */
+export function backendVersions(cacheDir: string): VersionsFile {
+  const local = readJsonFile<Record<string, unknown>>(join(cacheDir, "backend_versions.json"), {});
+  return merge(defaults as Record<string, unknown>, isObject(local) ? local : {}) as unknown as VersionsFile;
+}
+
+export const platformKey = (platform = process.platform, arch = process.arch) => `${platform}-${arch}`;
+
+/** What a backend's release is for this platform; ReleaseUnavailable says why there is none. */
+export function releaseAsset(versions: VersionsFile, recipe: string, backend: string, platform = platformKey()): ReleaseAsset {
+  const release = versions.releases?.[recipe];
+  const entry = release?.backends?.[backend];
+  const tag = (versions[recipe] as Record<string, string> | undefined)?.[backend];
+  if (!release || !entry || !tag) throw new ReleaseUnavailable(`${recipe}:${backend} has no prebuilt release`);
+  const template = entry.assets[platform];
+  if (!template) throw new ReleaseUnavailable(`${recipe}:${backend} has no release asset for ${platform}`);
+  const asset = template.replace("{tag}", tag).replace("{short}", tag.split("-").pop()!);
+  const pinned = versions.checksums?.github?.[entry.repo]?.[tag]?.[asset];
+  const sha256 = /^sha256:([0-9a-f]{64})$/.exec(pinned ?? "")?.[1];
+  if (!sha256) throw new ReleaseUnavailable(`${asset} (${entry.repo} ${tag}) has no pinned sha256 in backend_versions.json`);
+  return { recipe, backend, repo: entry.repo, tag, asset, sha256, binary: release.binary };
+}
+
+/** Where a release install of a backend lives: `<cache>/bin/<recipe>/<backend>/<tag>/`. */
+export const releaseDir = (cacheDir: string, recipe: string, backend: string, tag: string) => join(cacheDir, "bin", recipe, backend, tag);
+
+/** The installed binary of the backend's pinned release, when it is there. */
+export function installedRelease(cacheDir: string, recipe: string, backend: string): string | null {
+  const versions = backendVersions(cacheDir);
+  const tag = (versions[recipe] as Record<string, string> | undefined)?.[backend];
+  const binary = versions.releases?.[recipe]?.binary;
+  if (!tag || !binary) return null;
+  const path = join(releaseDir(cacheDir, recipe, backend, tag), binary);
+  return existsSync(path) ? path : null;
+}
+
+/** Downloads `url` into `partial`, resuming what an earlier attempt left. */
+async function download(url: string, partial: string, onProgress: Progress): Promise<void> {
+  let have = existsSync(partial) ? statSync(partial).size : 0;
+  let res: Response;
+  try {
+    res = await fetch(url, { headers: have ? { range: `bytes=${have}-` } : {}, redirect: "follow" });
+  } catch (err) {
+    throw new ReleaseUnavailable(`cannot reach ${new URL(url).origin} (${(err as Error).message})`);
+  }
+  if (res.status === 416) return;
+  if (res.status === 404) throw new ReleaseUnavailable(`${url} is not published (HTTP 404)`);
+  if (!res.ok) throw new ReleaseUnavailable(`${url} answered HTTP ${res.status}`);
+  if (res.status !== 206) have = 0;
+  const total = have + Number(res.headers.get("content-length") ?? 0);
+  const out = createWriteStream(partial, { flags: have ? "a" : "w" });
+  let done = have;
+  try {
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      if (!out.write(chunk)) await new Promise((r) => out.once("drain", r));
+      done += chunk.length;
+      if (total) onProgress("download", Math.min(99, Math.floor((done / total) * 100)));
+    }
+  } catch (err) {
+    throw new ReleaseUnavailable(`the download of ${url} broke off (${(err as Error).message}); installing again resumes it`);
+  } finally {
+    await new Promise<void>((r) => out.end(r));
+  }
+}
+
+async function sha256Of(path: string): Promise<string> {
+  const hash = createHash("sha256");
+  for await (const chunk of Bun.file(path).stream()) hash.update(chunk);
+  return hash.digest("hex");
+}
+
+/** An archive entry's path, refused when it would land outside the folder it is unpacked in. */
+function confined(name: string): string {
+  const clean = normalize(name.replace(/\\/g, "/"));
+  if (!clean || isAbsolute(clean) || /^[a-zA-Z]:/.test(clean) || clean === ".." || clean.startsWith(`..${sep}`) || clean.startsWith("../")) {
+    throw new ReleaseInstallError(`the archive holds an entry outside its folder (${name.slice(0, 120)}); nothing was installed`);
+  }
+  return clean;
+}
+
+async function extractTarGz(archive: string, dest: string): Promise<void> {
+  // Every entry is checked before one is written: a link may not point out either.
+  const problems: string[] = [];
+  await tar.t({
+    file: archive,
+    onReadEntry: (entry) => {
+      try {
+        const path = confined(entry.path);
+        if ((entry.type === "SymbolicLink" || entry.type === "Link") && entry.linkpath) {
+          const target = entry.type === "Link" ? entry.linkpath : join(dirname(path), entry.linkpath);
+          confined(relative(".", normalize(target)));
+        }
+      } catch (err) {
+        problems.push((err as Error).message);
+      }
+    },
+  });
+  if (problems.length) throw new ReleaseInstallError(problems[0]!);
+  await tar.x({ file: archive, cwd: dest, strict: true, preservePaths: false });
+}
+
+function extractZip(archive: string, dest: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    yauzl.open(archive, { lazyEntries: true, strictFileNames: true }, (err, zip) => {
+      if (err || !zip) return reject(new ReleaseInstallError(`the archive is not a readable zip (${err?.message})`));
+      zip.on("error", reject);
+      zip.on("end", resolve);
+      zip.on("entry", (entry: yauzl.Entry) => {
+        let path: string;
+        try {
+          path = confined(entry.fileName);
+        } catch (e) {
+          zip.close();
+          return reject(e);
+        }
+        const target = join(dest, path);
+        if (entry.fileName.endsWith("/")) {
+          mkdirSync(target, { recursive: true });
+          return zip.readEntry();
+        }
+        mkdirSync(dirname(target), { recursive: true });
+        zip.openReadStream(entry, (e, stream) => {
+          if (e || !stream) return reject(e);
+          const out = createWriteStream(target, { mode: ((entry.externalFileAttributes >>> 16) & 0o777) || 0o644 });
+          stream.pipe(out);
+          out.on("finish", () => zip.readEntry());
+          out.on("error", reject);
+        });
+      });
+      zip.readEntry();
+    });
+  });
+}
+
+/** The folder in the unpacked tree that holds the binary (archives put it in `build/bin/` or a
+ * top folder of their own). */
+function findBinary(root: string, binary: string): string | null {
+  for (const name of readdirSync(root)) {
+    const path = join(root, name);
+    const st = statSync(path);
+    if (st.isFile() && (name === binary || name === `${binary}.exe`)) return path;
+    if (st.isDirectory()) {
+      const found = findBinary(path, binary);
+      if (found) return found;
+    }
+  }
+  return null;
+}
+
+export interface ReleaseOptions {
+  cacheDir: string;
+  /** https://github.com, or LEMONADE_GITHUB_ENDPOINT. */
+  endpoint: string;
+  /** config.json `no_fetch_executables`: downloads are forbidden. */
+  noFetch: boolean;
+  onProgress?: Progress;
+  log?: (line: string) => void;
+}
+
+/** Installs the pinned release of a backend; returns the binary's path. */
+export async function installRelease(recipe: string, backend: string, opts: ReleaseOptions): Promise<string> {
+  const { cacheDir } = opts;
+  const onProgress = opts.onProgress ?? (() => {});
+  const pin = releaseAsset(backendVersions(cacheDir), recipe, backend);
+  const already = installedRelease(cacheDir, recipe, backend);
+  if (already) return already;
+  if (opts.noFetch) {
+    throw new ReleaseInstallError(`no_fetch_executables is set in config.json: ${pin.asset} is not downloaded. Unset it, or point ${recipe}.${backend}_bin at your own ${pin.binary}`);
+  }
+  const downloads = join(cacheDir, "downloads");
+  mkdirSync(downloads, { recursive: true });
+  const partial = join(downloads, `${pin.asset}.partial`);
+  const url = `${opts.endpoint.replace(/\/+$/, "")}/${pin.repo}/releases/download/${pin.tag}/${pin.asset}`;
+  opts.log?.(`Downloading ${pin.asset} from ${pin.repo} ${pin.tag}`);
+  onProgress("download", 0);
+  // A connection that breaks off is resumed where it stopped, a few times, before giving up.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await download(url, partial, onProgress);
+      break;
+    } catch (err) {
+      if (attempt >= 3 || !(err instanceof ReleaseUnavailable) || !existsSync(partial) || !/broke off/.test(err.message)) throw err;
+      opts.log?.(`The download of ${pin.asset} broke off; resuming (attempt ${attempt + 1})`);
+    }
+  }
+  onProgress("verify", 99);
+  const actual = await sha256Of(partial);
+  if (actual !== pin.sha256) {
+    rmSync(partial, { force: true });
+    throw new ReleaseInstallError(`${pin.asset} does not match its pinned sha256 (expected ${pin.sha256}, got ${actual}); nothing was installed`);
+  }
+  const final = releaseDir(cacheDir, recipe, backend, pin.tag);
+  const staging = `${final}.staging-${process.pid}-${Date.now()}`;
+  rmSync(staging, { recursive: true, force: true });
+  mkdirSync(staging, { recursive: true });
+  try {
+    onProgress("extract", 99);
+    if (pin.asset.endsWith(".zip")) await extractZip(partial, staging);
+    else await extractTarGz(partial, staging);
+    const found = findBinary(staging, pin.binary);
+    if (!found) throw new ReleaseInstallError(`${pin.asset} holds no ${pin.binary}; nothing was installed`);
+    // The binary's folder is the install (its shared libraries sit beside it).
+    const binDir = dirname(found);
+    chmodSync(found, 0o755);
+    const tried = Bun.spawnSync([found, "--version"], { cwd: binDir, stdout: "ignore", stderr: "ignore", timeout: 30_000 });
+    if (tried.exitCode !== 0) throw new ReleaseInstallError(`${pin.binary} from ${pin.asset} does not run here (--version exited ${tried.exitCode}); the installed version is kept`);
+    // Only a binary that works replaces what was there: older tags go once this one is in place.
+    rmSync(final, { recursive: true, force: true });
+    mkdirSync(dirname(final), { recursive: true });
+    renameSync(binDir, final);
+    for (const other of readdirSync(dirname(final))) {
+      if (other !== pin.tag && !other.includes(".staging-")) rmSync(join(dirname(final), other), { recursive: true, force: true });
+    }
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+  rmSync(partial, { force: true });
+  onProgress("install", 100);
+  opts.log?.(`Installed ${recipe}:${backend} ${pin.tag} from ${pin.asset}`);
+  return join(final, pin.binary);
+}
