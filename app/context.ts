@@ -24,6 +24,7 @@ import { Launcher } from "../runtime/launcher.ts";
 import { EngineProxy } from "../runtime/proxy.ts";
 import { Scheduler } from "../runtime/scheduler.ts";
 import { webAssets } from "./web-assets.ts";
+import { memoryPlanner } from "./memory.ts";
 
 export function createServerContext(config: Config, logger = new Logger(config.logLevel)): ServerContext {
   const recipes = RECIPES;
@@ -34,7 +35,11 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   const stale = removeStaleTemps(config.cacheDir);
   if (stale.length) logger.info("Server", `Removed ${stale.length} temp file(s) a killed server left: ${stale.join(", ")}`);
 
-  const installer = new EngineInstaller(recipes, config.cacheDir, config.npmRegistry);
+  const installer = new EngineInstaller(recipes, config.cacheDir, config.npmRegistry, {
+    endpoint: config.githubEndpoint,
+    noFetch: () => config.noFetchExecutables,
+    log: (line) => logger.info("Backends", line),
+  });
   const aliases = new AliasStore(config.cacheDir);
   // Which recipes can run here is fixed for the process: installing a backend moves it from
   // installable to installed, never from unsupported.
@@ -61,7 +66,14 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     aliases,
   );
   const recipeOptions = new RecipeOptionsStore(config.cacheDir);
-  const options = new OptionResolver<CatalogModel>(recipeOptions, () => ({ ...config.recipeDefaults, ctx_size: config.ctxSize }), (m) => catalog.maxContextWindow(m));
+  // The scheduler is made below; the planner only reads its slots later.
+  const planner = memoryPlanner(config, catalog, () => scheduler.list());
+  const options = new OptionResolver<CatalogModel>(
+    recipeOptions,
+    () => ({ ...config.recipeDefaults, ctx_size: config.ctxSize }),
+    (m) => catalog.maxContextWindow(m),
+    (m) => planner.autoCtx(m),
+  );
   const hub = { endpoint: config.hfEndpoint, token: config.hfToken ?? undefined };
   const downloads = new DownloadManager(hub, config.hfCacheDir);
   const library = new ModelLibrary({
@@ -88,6 +100,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     prepare: (model) => library.ensureDownloaded(model),
     launch: launcher.launch,
     maxLoaded: () => config.maxLoadedModels,
+    memory: (model, spec) => planner.memory(model, spec),
     log: { info: (m) => logger.info("Router", m), warn: (m) => logger.warn("Router", m), error: (m) => logger.error("Router", m) },
   });
   const backends = new Backends(recipes, installer, scheduler, engineEnv, (m) => logger.info("Server", m));

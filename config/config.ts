@@ -52,6 +52,12 @@ export interface Config {
   maxQueue: number;
   /** config.json `global_timeout`: the most seconds a request to a cloud provider may take. */
   globalTimeoutS: number;
+  /** Where prebuilt engines are downloaded from: LEMONADE_GITHUB_ENDPOINT, else https://github.com. */
+  githubEndpoint: string;
+  /** config.json `no_fetch_executables`: engines are neither downloaded nor built. */
+  noFetchExecutables: boolean;
+  /** Memory a load may use, in bytes (LEMONADE_MEMORY_LIMIT_GB; default: what the system has available). */
+  memoryLimitBytes: number | null;
   /** Cloud providers' keys from the environment (`LEMONADE_<PROVIDER>_API_KEY`), by variable name. */
   cloudKeys: Record<string, string>;
 }
@@ -67,6 +73,7 @@ interface ConfigFile {
   offline?: boolean;
   max_queue?: number;
   global_timeout?: number;
+  no_fetch_executables?: boolean;
   disable_model_filtering?: boolean;
   llamacpp?: Record<string, unknown>;
   whispercpp?: Record<string, unknown>;
@@ -173,6 +180,14 @@ function intSetting(name: string, raw: string | number | undefined, fallback: nu
   return n;
 }
 
+/** LEMONADE_MEMORY_LIMIT_GB: a positive number of GiB, or unset (the system's available memory). */
+function memoryLimit(raw: string | undefined): number | null {
+  if (!raw) return null;
+  const gb = Number(raw);
+  if (!(gb > 0)) throw new Error(`LEMONADE_MEMORY_LIMIT_GB must be a positive number of GB, got ${JSON.stringify(raw)}`);
+  return gb * 1024 ** 3;
+}
+
 export function loadConfig(overrides: Overrides = {}, env: Env = process.env): Config {
   const cacheDir = overrides.cacheDir ?? defaultCacheDir(env);
   const file = readJsonFile<ConfigFile>(join(cacheDir, "config.json"), {});
@@ -214,6 +229,9 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
     recipeDefaults: recipeDefaultsFrom(file),
     maxQueue: intSetting("max_queue", env.LEMONADE_MAX_QUEUE ?? file.max_queue, 512, 0, 1_000_000),
     globalTimeoutS: intSetting("global_timeout", file.global_timeout, 600, 1, 86_400),
+    githubEndpoint: (env.LEMONADE_GITHUB_ENDPOINT || "https://github.com").replace(/\/+$/, ""),
+    noFetchExecutables: file.no_fetch_executables === true,
+    memoryLimitBytes: memoryLimit(env.LEMONADE_MEMORY_LIMIT_GB),
     cloudKeys: Object.fromEntries(
       Object.entries(env).filter((e): e is [string, string] => /^LEMONADE_[A-Z0-9_]+_API_KEY$/.test(e[0]) && e[0] !== "LEMONADE_ADMIN_API_KEY" && !!e[1]),
     ),

@@ -159,6 +159,17 @@ export class CloudProviders {
     }));
   }
 
+  /** The providers as /v1/system-info lists them: a key's variable name, never its value. */
+  systemInfo() {
+    return [...this.providers.values()].map((p) => ({
+      name: p.record.provider,
+      base_url: p.record.base_url,
+      env_var: envKeyName(p.record.provider),
+      ...this.authState(p.record.provider),
+      models_discovered: p.models.length,
+    }));
+  }
+
   /** Adds or updates a provider, then reads its models. */
   async install(provider: string, baseUrl: string, apiKey?: string, wire?: string) {
     if (!NAME.test(provider) || RESERVED.has(provider)) {

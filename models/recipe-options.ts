@@ -77,10 +77,12 @@ export function validateRequestOptions(recipe: string, options: Record<string, u
 
 /** The context size a load uses: a positive `ctx_size` as is; `-1` picks the model's own
  * window (`trained`, from its GGUF), capped for memory. */
-export function resolvedCtxSize(options: Options, trained: number | undefined): number {
+/** A concrete `ctx_size` as it is; -1 (automatic): what fits in memory when that is known
+ * (models/memory-fit.ts), else the trained window capped at 32768. */
+export function resolvedCtxSize(options: Options, trained: number | undefined, auto?: number): number {
   const ctx = options.ctx_size;
   if (typeof ctx === "number" && ctx > 0) return ctx;
-  return Math.min(trained ?? 4096, 32768);
+  return auto ?? Math.min(trained ?? 4096, 32768);
 }
 
 /** `save_options` on a load: concrete values replace the saved entry; a null keeps what was saved. */
@@ -140,6 +142,8 @@ export class OptionResolver<M extends OptionedModel = OptionedModel> {
     private readonly configLayer: () => Options,
     /** The context window a model was trained for (from its GGUF), when known. */
     private readonly trainedWindow: (model: M) => number | undefined,
+    /** The automatic context that fits the memory free for the model, when it can be worked out. */
+    private readonly autoCtx: (model: M) => number | undefined = () => undefined,
   ) {}
 
   /** Options a load of `model` would use, without the request layer unless given. */
@@ -148,7 +152,8 @@ export class OptionResolver<M extends OptionedModel = OptionedModel> {
   }
 
   ctxSize(model: M, options: Options): number {
-    return resolvedCtxSize(options, this.trainedWindow(model));
+    const ctx = options.ctx_size;
+    return resolvedCtxSize(options, this.trainedWindow(model), typeof ctx === "number" && ctx > 0 ? undefined : this.autoCtx(model));
   }
 
   spec(model: M, request?: Record<string, unknown>): LoadSpec {

@@ -74,6 +74,9 @@ export interface SchedulerDeps<M extends SchedulableModel> {
   prepare(model: M): Promise<void>;
   /** Starts an engine for the model. */
   launch(model: M, spec: LoadSpec): Promise<RunningEngine>;
+  /** What a load needs and what memory is free for it (loaded models aside), in bytes; undefined
+   * when it cannot be worked out. A load that does not fit evicts (auto_evict) or is refused. */
+  memory?(model: M, spec: LoadSpec): { need: number; free: number } | undefined;
   /** Models of one type resident at once; -1 is unlimited. Read at each decision. */
   maxLoaded(): number;
   log: Logger;
@@ -279,7 +282,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
       if ([...this.loading.values()].some((m) => m.type === type)) continue;
       const residents = [...this.slots.values()].filter((s) => s.model.type === type).map((s) => this.resident(s));
       const room = decideRoom(residents, 0, this.deps.maxLoaded(), this.now());
-      if (room.kind === "load") this.startLoad(w);
+      if (room.kind === "load") this.admit(w);
       else if (room.kind === "evict") {
         const victim = this.slots.get(room.victim)!;
         this.deps.log.info(`Evicting ${victim.model.id} (the ${type} idle longest for its load time) to make room for ${w.model.id}`);
@@ -392,6 +395,27 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   }
 
   /** Stops taking requests for the slot, waits for those in flight, then stops its engine. */
+  /** Load admission by memory: a load that fits starts; one that does not makes room by
+   * evicting the least recently used unpinned model when its `auto_evict` is on, else every
+   * request for it gets a 507 naming what it needs and what is free. */
+  private admit(w: Waiter<M>): void {
+    const mem = this.deps.memory?.(w.model, w.spec);
+    if (!mem || mem.need <= mem.free) return this.startLoad(w);
+    const gb = (b: number) => `${(b / 1024 ** 3).toFixed(2)} GB`;
+    const victim = [...this.slots.values()].filter((s) => s.state === "ready" && !s.pinned).sort((a, b) => a.lastUse - b.lastUse)[0];
+    if (w.spec.options.auto_evict === true && victim) {
+      this.deps.log.info(`Evicting ${victim.model.id} to free memory for ${w.model.id} (needs ${gb(mem.need)}, ${gb(mem.free)} free)`);
+      void this.evict(victim);
+      return;
+    }
+    const why = victim ? "; unload a model, or load with auto_evict on to evict the least recently used one" : "";
+    const err = new ApiError(507, E.modelLoadError.code, `${w.model.id} needs ${gb(mem.need)} of memory and ${gb(mem.free)} is free${why}`);
+    for (const other of this.waiters.filter((x) => x.model.id === w.model.id)) {
+      this.remove(other);
+      other.fail(err);
+    }
+  }
+
   private async evict(slot: Slot<M>): Promise<void> {
     if (slot.state === "ready") {
       slot.state = "draining";

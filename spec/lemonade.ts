@@ -166,7 +166,24 @@ export const systemInfo = endpoint({
           { description: "AMD NPU: `available: false` when the system has none" },
         ),
       },
-      { description: "Hardware devices detected on the system" },
+      { description: "Hardware devices detected on the system: the CPU (with `avx2`, `avx512`), NVIDIA GPUs from `nvidia-smi` (`vram_gb`, `vram_free_gb`, `driver_version`, `compute_capability`), AMD GPUs from sysfs (`vram_gb`, `vram_free_gb`, `gfx`)" },
+    ),
+    cloud: T.Optional(
+      T.Object(
+        {
+          providers: T.Array(
+            T.Object({
+              name: T.String({ description: "The provider, its models' id prefix" }),
+              base_url: T.String({ description: "Its base URL, as saved in `config.json`" }),
+              env_var: T.String({ description: "The environment variable its key is read from (the name, never the value)" }),
+              env_var_set: T.Boolean({ description: "Whether that variable is set" }),
+              runtime_key_set: T.Boolean({ description: "Whether a key was set with `POST /v1/cloud/auth`" }),
+              models_discovered: T.Integer({ description: "Its models in the catalog" }),
+            }),
+          ),
+        },
+        { description: "Cloud providers; absent when none is installed" },
+      ),
     ),
     recipes: T.Record(
       T.String(),
@@ -513,7 +530,7 @@ export const install = endpoint({
     InstallBody,
     T.Object({
       stream: T.Optional(T.Boolean({ description: "`true` answers with Server-Sent Events reporting progress. Defaults to `false`." })),
-      force: T.Optional(T.Boolean({ description: "Accepted; backends here are built from source, so an `unsupported` one (its tools missing) still cannot be installed." })),
+      force: T.Optional(T.Boolean({ description: "`true` installs a backend whose hardware is not found here (the hardware filter is bypassed); one with no release for this platform and no source build still cannot be installed." })),
     }),
   ]),
   response: T.Union([InstallResult, CloudInstallResult]),

@@ -6,6 +6,7 @@ import { clip } from "../../lib/scrub.ts";
 import { ApiError } from "../../lib/api-error.ts";
 import { sseResponse } from "../../lib/sse.ts";
 import { hostInfo } from "../../observability/system.ts";
+import { devices } from "../../lib/devices.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import { healthEntry, saveLoadOptions, shownCheckpoints } from "../../protocols/models.ts";
 import { effectiveSettings } from "../../config/settings.ts";
@@ -123,14 +124,15 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
     const { backend } = body;
     const recipe = requiredRecipe(body.recipe);
     const result = { status: "success", recipe, backend };
+    const force = body.force === true;
     if (body.stream !== true) {
-      await ctx.backends.install(recipe, backend);
+      await ctx.backends.install(recipe, backend, undefined, force);
       return result;
     }
-    // Refuse an unknown pair with a plain 400 before the event stream starts.
-    await ctx.backends.isInstalled(recipe, backend);
+    // Refuse what cannot be installed here with a plain 400 before the event stream starts.
+    await ctx.backends.checkInstallable(recipe, backend, force);
     return sseResponse(async (send) => {
-      await ctx.backends.install(recipe, backend, (phase, percent) => send("progress", { phase, percent }));
+      await ctx.backends.install(recipe, backend, (phase, percent) => send("progress", { phase, percent }), force);
       send("complete", { recipe, backend, percent: 100 });
     });
   });
@@ -157,10 +159,10 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
 
   bind.http(spec.stats, () => ctx.stats.snapshot());
 
-  bind.http(spec.systemInfo, () => ({
-    ...hostInfo(ctx.config.hfCacheDir),
-    recipes: ctx.backends.statuses(),
-  }));
+  bind.http(spec.systemInfo, () => {
+    const providers = ctx.cloud.systemInfo();
+    return { ...hostInfo(ctx.config.hfCacheDir, devices()), recipes: ctx.backends.statuses(), ...(providers.length ? { cloud: { providers } } : {}) };
+  });
 
   bind.http(spec.systemStats, () => ctx.hostStats.read());
 

@@ -1,0 +1,42 @@
+// The memory a load may use: LEMONADE_MEMORY_LIMIT_GB less what loaded models take, or what the
+// system has available now. It sizes `ctx_size: -1` and admits loads (runtime/scheduler.ts).
+import { statSync } from "node:fs";
+import type { Config } from "../config/config.ts";
+import { availableMemoryBytes } from "../lib/devices.ts";
+import type { Catalog, CatalogModel } from "../models/catalog.ts";
+import { autoCtxSize, footprintBytes, shapeFromGguf, type ModelShape } from "../models/memory-fit.ts";
+import type { LoadSpec } from "../models/recipe-options.ts";
+import type { Slot } from "../runtime/scheduler.ts";
+
+export function memoryPlanner(config: Config, catalog: Catalog, loaded: () => Slot<CatalogModel>[]) {
+  /** A llama.cpp model's shape from its GGUF, once its file is there. */
+  const shapeOf = (model: CatalogModel): ModelShape | undefined => {
+    if (model.recipe !== "llamacpp") return undefined;
+    const main = catalog.files(model).find((f) => f.role === "main");
+    if (!main?.path || !main.path.toLowerCase().endsWith(".gguf")) return undefined;
+    const meta = catalog.metadata(main.path);
+    if (!meta) return undefined;
+    const weights = catalog.files(model).reduce((n, f) => n + (f.path ? statSync(f.path).size : 0), 0);
+    return shapeFromGguf(meta, weights, model.type === "embedding" || model.type === "reranking");
+  };
+  const free = (except: string): number => {
+    if (config.memoryLimitBytes === null) return availableMemoryBytes();
+    let used = 0;
+    for (const slot of loaded()) {
+      if (slot.model.id === except) continue;
+      const shape = shapeOf(slot.model);
+      if (shape) used += footprintBytes(shape, slot.spec.ctxSize);
+    }
+    return config.memoryLimitBytes - used;
+  };
+  return {
+    autoCtx(model: CatalogModel): number | undefined {
+      const shape = shapeOf(model);
+      return shape ? autoCtxSize(shape, free(model.id)) : undefined;
+    },
+    memory(model: CatalogModel, spec: LoadSpec): { need: number; free: number } | undefined {
+      const shape = shapeOf(model);
+      return shape ? { need: footprintBytes(shape, spec.ctxSize), free: free(model.id) } : undefined;
+    },
+  };
+}
