@@ -64,6 +64,7 @@ function synthesize(text: string, voice: string, speed: number, format: SpeechFo
 
 /** The in-process speech engine: protocols/audio reaches it as the context's `speech`. */
 export const espeakSpeech = {
+  engine: "espeak-ng",
   knows: (voice: string) => espeakVoice(voice) !== null,
   synthesize,
 };

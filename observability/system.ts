@@ -61,6 +61,23 @@ function memoryInUse(): number {
   return totalmem() - free;
 }
 
+/** NVIDIA GPU use from `nvidia-smi` (bounded to 2 s), averaged over the GPUs; nulls without one. */
+function gpuUse(): { gpu_percent: number | null; vram_gb: number | null } {
+  if (!Bun.which("nvidia-smi")) return { gpu_percent: null, vram_gb: null };
+  try {
+    const r = Bun.spawnSync(["nvidia-smi", "--query-gpu=utilization.gpu,memory.used", "--format=csv,noheader,nounits"], { stdout: "pipe", stderr: "ignore", timeout: 2000 });
+    const rows = r.exitCode === 0 ? r.stdout.toString().trim().split("\n").map((l) => l.split(",").map((v) => Number(v.trim()))) : [];
+    const valid = rows.filter((row) => row.length === 2 && row.every(Number.isFinite));
+    if (!valid.length) return { gpu_percent: null, vram_gb: null };
+    return {
+      gpu_percent: Math.round(valid.reduce((n, [u]) => n + u!, 0) / valid.length),
+      vram_gb: Math.round((valid.reduce((n, [, m]) => n + m!, 0) / 1024) * 100) / 100,
+    };
+  } catch {
+    return { gpu_percent: null, vram_gb: null };
+  }
+}
+
 /** CPU use is the busy share since the previous call (or over a short sample on the first). */
 export class HostStats {
   private last = cpuTimes();
@@ -78,8 +95,7 @@ export class HostStats {
     return {
       cpu_percent: cpu,
       memory_gb: Math.round((memoryInUse() / GiB) * 100) / 100,
-      gpu_percent: null,
-      vram_gb: null,
+      ...gpuUse(),
       npu_percent: null,
     };
   }

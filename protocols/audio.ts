@@ -114,7 +114,7 @@ export async function speak(ctx: ServerContext, body: SpeechRequest): Promise<Re
   } catch (err) {
     throw new ApiError(500, "model_load_error", `Cannot speak with ${model.id}: ${(err as Error).message}`);
   }
-  const headers = { "content-type": SPEECH_CONTENT_TYPES[format] };
+  const headers = { "content-type": SPEECH_CONTENT_TYPES[format], "x-lemonade-speech-engine": ctx.speech.engine };
   if (streaming) return new Response(audio, { headers });
   const bytes = new Uint8Array(await new Response(audio).arrayBuffer());
   if (bytes.length === 0) throw new ApiError(502, "", `${model.id} produced no audio`);

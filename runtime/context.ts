@@ -19,6 +19,8 @@ import type { Scheduler } from "./scheduler.ts";
 
 /** Text-to-speech that runs in the server process (engines/kokoro.ts's espeak-ng). */
 export interface Speech {
+  /** The engine's name, sent as the X-Lemonade-Speech-Engine header of each answer. */
+  engine: string;
   knows(voice: string): boolean;
   /** The encoded audio as it is produced; throws when the engine cannot run here. */
   synthesize(text: string, voice: string, speed: number, format: SpeechFormat): ReadableStream<Uint8Array>;

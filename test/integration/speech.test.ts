@@ -27,6 +27,8 @@ test("a WAV answer has the right header, 24 kHz mono 16-bit, and a sensible dura
   const res = await speak({ response_format: "wav", voice: "af_sky" });
   expect(res.status).toBe(200);
   expect(res.headers.get("content-type")).toBe("audio/wav");
+  // Which engine spoke: espeak-ng, the embedded default.
+  expect(res.headers.get("x-lemonade-speech-engine")).toBe("espeak-ng");
   const wav = Buffer.from(await res.arrayBuffer());
   expect(wav.toString("ascii", 0, 4)).toBe("RIFF");
   expect(wav.toString("ascii", 8, 12)).toBe("WAVE");
