@@ -1,5 +1,5 @@
-// llama.cpp from a "GitHub release": the llama-server the source build produced, packed in
-// llama.cpp's release layout, served by a loopback stand-in for GitHub with its sha256 pinned in
+// llama.cpp and whisper.cpp from "GitHub releases": the llama-server and whisper-server the source
+// builds produced, packed in the release layouts, served by a loopback stand-in for GitHub with its sha256 pinned in
 // the cache's backend_versions.json; the server installs it through POST /v1/install and a tiny
 // model chats on the installed binary.
 import { afterAll, beforeAll, expect, test } from "bun:test";
@@ -8,11 +8,16 @@ import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as tar from "tar";
 import { LLAMACPP } from "../../engines/llamacpp.ts";
+import { WHISPERCPP } from "../../engines/whispercpp.ts";
+import { cachedBinary } from "../../engines/source-build.ts";
+import { defaultCacheDir } from "../../config/config.ts";
 import { llamaServerBinary, MODELS, testModelsDir } from "../helpers/engines.ts";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
 
 const TAG = "b10375";
 const ASSET = `llama-${TAG}-bin-ubuntu-x64.tar.gz`;
+const WHISPER_TAG = "v1.8.4";
+const WHISPER_ASSET = `whisper-${WHISPER_TAG}-linux-cpu-x86_64.tar.gz`;
 let github: ReturnType<typeof Bun.serve>;
 let server: TestServer;
 const seen: string[] = [];
@@ -23,18 +28,35 @@ beforeAll(async () => {
   copyFileSync(llamaServerBinary(), join(pack, "build", "bin", "llama-server"));
   await tar.c({ gzip: true, file: join(pack, ASSET), cwd: pack, portable: true }, ["build"]);
   const archive = readFileSync(join(pack, ASSET));
+  const wpack = tempDir("lemonade-pack-");
+  mkdirSync(join(wpack, "whisper", "bin"), { recursive: true });
+  copyFileSync(join(cachedBinary(defaultCacheDir(), WHISPERCPP)!), join(wpack, "whisper", "bin", "whisper-server"));
+  await tar.c({ gzip: true, file: join(wpack, WHISPER_ASSET), cwd: wpack, portable: true }, ["whisper"]);
+  const whisperArchive = readFileSync(join(wpack, WHISPER_ASSET));
   github = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
     fetch(req) {
       const path = new URL(req.url).pathname;
       seen.push(path);
-      return path === `/ggml-org/llama.cpp/releases/download/${TAG}/${ASSET}` ? new Response(archive) : new Response("Not Found", { status: 404 });
+      if (path === `/ggml-org/llama.cpp/releases/download/${TAG}/${ASSET}`) return new Response(archive);
+      if (path === `/lemonade-sdk/whisper.cpp-rocm/releases/download/${WHISPER_TAG}/${WHISPER_ASSET}`) return new Response(whisperArchive);
+      return new Response("Not Found", { status: 404 });
     },
   });
   const cacheDir = tempDir();
-  const sha = createHash("sha256").update(archive).digest("hex");
-  writeFileSync(join(cacheDir, "backend_versions.json"), JSON.stringify({ checksums: { github: { "ggml-org/llama.cpp": { [TAG]: { [ASSET]: `sha256:${sha}` } } } } }));
+  const sha = (b: Uint8Array) => `sha256:${createHash("sha256").update(b).digest("hex")}`;
+  writeFileSync(
+    join(cacheDir, "backend_versions.json"),
+    JSON.stringify({
+      checksums: {
+        github: {
+          "ggml-org/llama.cpp": { [TAG]: { [ASSET]: sha(archive) } },
+          "lemonade-sdk/whisper.cpp-rocm": { [WHISPER_TAG]: { [WHISPER_ASSET]: sha(whisperArchive) } },
+        },
+      },
+    }),
+  );
   const extra = tempDir("lemonade-extra-");
   copyFileSync(join(testModelsDir(), MODELS.chat), join(extra, MODELS.chat));
   // No engine builds linked in: the only llama-server this server can get is the release.
@@ -68,4 +90,12 @@ test("POST /v1/install llamacpp:cpu installs the pinned release, and a tiny mode
   expect(health.all_models_loaded[0].launch_command).toContain(join(server.cacheDir, "bin", "llamacpp", "cpu", TAG, "llama-server"));
   // Not the source build: nothing of it is in this cache.
   expect(health.all_models_loaded[0].launch_command).not.toContain(LLAMACPP.version);
+});
+
+test("whispercpp:cpu installs from its release too", async () => {
+  const res = await fetch(`${server.url}/v1/install`, { method: "POST", body: JSON.stringify({ recipe: "whispercpp", backend: "cpu" }) });
+  expect(res.status).toBe(200);
+  const cpu = (await (await fetch(`${server.url}/v1/system-info`)).json()).recipes.whispercpp.backends.cpu;
+  expect(cpu).toMatchObject({ state: "installed", version: `release ${WHISPER_TAG}` });
+  expect(seen).toContain(`/lemonade-sdk/whisper.cpp-rocm/releases/download/${WHISPER_TAG}/${WHISPER_ASSET}`);
 });
