@@ -57,6 +57,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     {
       cacheDir: config.cacheDir,
       hfCacheDir: config.hfCacheDir,
+      msCacheDir: config.msCacheDir,
       extraModelsDir: config.extraModelsDir,
       // config.json's disable_model_filtering lists (and tries) every catalog model, as Lemonade does.
       isRecipeSupported: (recipe) => config.disableModelFiltering || supported.has(recipe),
@@ -74,13 +75,15 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     (m) => catalog.maxContextWindow(m),
     (m) => planner.autoCtx(m),
   );
-  const hub = { endpoint: config.hfEndpoint, token: config.hfToken ?? undefined };
-  const downloads = new DownloadManager(hub, config.hfCacheDir);
+  const hubs = {
+    huggingface: { kind: "huggingface" as const, endpoint: config.hfEndpoint, token: config.hfToken ?? undefined, dir: config.hfCacheDir },
+    modelscope: { kind: "modelscope" as const, endpoint: config.msEndpoint, dir: config.msCacheDir },
+  };
+  const downloads = new DownloadManager(hubs);
   const library = new ModelLibrary({
     catalog,
     downloads,
-    hub,
-    hfCacheDir: config.hfCacheDir,
+    hubs,
     offline: () => config.offline,
     // The scheduler is made below; the library only calls it later.
     unload: (id) => scheduler.unload(id),

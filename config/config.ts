@@ -31,6 +31,10 @@ export interface Config {
   /** The Hugging Face hub to download from (HF_ENDPOINT) and its token (HF_TOKEN). */
   hfEndpoint: string;
   hfToken: string | null;
+  /** ModelScope (MODELSCOPE_ENDPOINT, else https://$MODELSCOPE_DOMAIN, else www.modelscope.cn) and
+   * where its files go (MODELSCOPE_CACHE, else <cache>/modelscope/hub). */
+  msEndpoint: string;
+  msCacheDir: string;
   /** No network: downloads are refused. */
   offline: boolean;
   /** The npm registry engine sources come from. */
@@ -222,6 +226,8 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
     adminApiKey: env.LEMONADE_ADMIN_API_KEY || null,
     hfEndpoint: (env.HF_ENDPOINT || "https://huggingface.co").replace(/\/+$/, ""),
     hfToken: env.HF_TOKEN || null,
+    msEndpoint: (env.MODELSCOPE_ENDPOINT || `https://${env.MODELSCOPE_DOMAIN || "www.modelscope.cn"}`).replace(/\/+$/, ""),
+    msCacheDir: resolve(env.MODELSCOPE_CACHE || join(cacheDir, "modelscope", "hub")),
     npmRegistry: env.NPM_CONFIG_REGISTRY || env.npm_config_registry || undefined,
     searchPath: env.PATH ?? "",
     binaries: binariesFrom(join(cacheDir, "config.json"), file),

@@ -58,6 +58,8 @@ export interface CatalogModel {
   /** An image model's other generation defaults (sampler, flow shift), passed to sd-server as they are. */
   imageExtras?: Record<string, unknown>;
   cloud?: CloudModelInfo;
+  /** The registry a hub model's checkpoints come from; absent: Hugging Face. */
+  registry?: "modelscope";
 }
 
 export interface ResolvedFile {
@@ -85,6 +87,8 @@ export interface RegistryRow {
   size?: number;
   recipe_options?: Record<string, unknown>;
   image_defaults?: Record<string, unknown>;
+  /** The registry the checkpoints download from, when not Hugging Face. */
+  source?: "modelscope";
 }
 
 /** The prefix that reaches a built-in model a user model of the same name shadows. */
@@ -157,6 +161,7 @@ function fromRow(id: string, row: RegistryRow, source: ModelSource): CatalogMode
     source,
     registryOptions: { ...imageOptions, ...(row.recipe_options ?? {}) },
     ...(defaults.length ? { imageExtras } : {}),
+    ...(row.source === "modelscope" ? { registry: "modelscope" as const } : {}),
   };
 }
 
@@ -169,6 +174,8 @@ interface MetaCacheEntry {
 export interface CatalogOptions {
   cacheDir: string;
   hfCacheDir: string;
+  /** ModelScope's files, in the same layout as the Hugging Face cache. */
+  msCacheDir?: string;
   extraModelsDir: string | null;
   /** Recipes that can run on this machine; models of others are filtered out. */
   isRecipeSupported: (recipe: string) => boolean;
@@ -385,7 +392,8 @@ export class Catalog {
   files(model: CatalogModel): ResolvedFile[] {
     if (RECIPE_SPECS[model.recipe]?.readsNoFiles) return [];
     return Object.entries(model.checkpoints).map(([role, checkpoint]) => {
-      const path = model.source === "huggingface" ? findCachedFile(this.opts.hfCacheDir, checkpoint) : checkpoint;
+      const hubDir = model.registry === "modelscope" ? (this.opts.msCacheDir ?? this.opts.hfCacheDir) : this.opts.hfCacheDir;
+      const path = model.source === "huggingface" ? findCachedFile(hubDir, checkpoint) : checkpoint;
       let sizeBytes = 0;
       let exists = false;
       if (path) {

@@ -11,6 +11,7 @@ import {
   removePartials,
   repoManifest,
   type HubOptions,
+  type Registry,
   type RepoFile,
   type RepoManifest,
 } from "./hf-download.ts";
@@ -59,7 +60,8 @@ interface Worker {
   plan?: Plan;
 }
 
-type Plan = { manifest: RepoManifest; file: RepoFile }[];
+/** Each file to fetch, with the folder of the registry it lands in. */
+type Plan = { manifest: RepoManifest; file: RepoFile; dir: string }[];
 
 export class DownloadManager {
   private readonly workers = new Map<string, Worker>();
@@ -68,8 +70,8 @@ export class DownloadManager {
   private readonly plans = new Map<string, Plan>();
 
   constructor(
-    private readonly hub: HubOptions,
-    private readonly hubDir: string,
+    /** Each registry's hub and the folder its files live in. */
+    private readonly hubs: Record<Registry, HubOptions & { dir: string }>,
   ) {}
 
   /** Downloads every checkpoint of a model, sharing a running download of the same model. */
@@ -93,22 +95,23 @@ export class DownloadManager {
   private async run(model: CatalogModel, worker: Worker): Promise<void> {
     const signal = worker.abort.signal;
     const manifests = new Map<string, RepoManifest>();
-    const plan: { manifest: RepoManifest; file: RepoFile }[] = [];
+    const hub = this.hubs[model.registry ?? "huggingface"];
+    const plan: Plan = [];
     for (const checkpoint of Object.values(model.checkpoints)) {
       const { repo } = parseCheckpoint(checkpoint);
       let manifest = manifests.get(repo);
       if (!manifest) {
-        manifest = await repoManifest(this.hub, repo, "main", signal);
+        manifest = await repoManifest(hub, repo, "main", signal);
         manifests.set(repo, manifest);
       }
-      for (const file of checkpointFiles(manifest, checkpoint)) plan.push({ manifest, file });
+      for (const file of checkpointFiles(manifest, checkpoint)) plan.push({ manifest, file, dir: hub.dir });
     }
     worker.plan = plan;
     this.plans.set(model.id, plan);
     const total = plan.reduce((n, p) => n + p.file.size, 0);
     // The sizes are known before a byte is written: refuse what the disk cannot hold.
-    const needed = plan.reduce((n, { manifest, file }) => n + Math.max(0, file.size - bytesOnDisk(this.hubDir, manifest, file)), 0);
-    const free = freeBytes(this.hubDir);
+    const needed = plan.reduce((n, { manifest, file }) => n + Math.max(0, file.size - bytesOnDisk(hub.dir, manifest, file)), 0);
+    const free = freeBytes(hub.dir);
     if (needed > free) throw noSpace(model.id, needed, free);
     let completed = 0;
     for (const [i, { manifest, file }] of plan.entries()) {
@@ -123,7 +126,7 @@ export class DownloadManager {
         };
         for (const l of worker.listeners) l(p);
       };
-      await downloadFile(this.hub, this.hubDir, manifest, file, (fp) => report(fp.bytesDownloaded), signal);
+      await downloadFile(hub, hub.dir, manifest, file, (fp) => report(fp.bytesDownloaded), signal);
       completed += file.size;
     }
   }
@@ -160,7 +163,7 @@ export class DownloadManager {
       if (p.file_index !== lastIndex) {
         lastIndex = p.file_index;
         const entry = plan[p.file_index - 1];
-        job.bytes_previously_downloaded = entry ? bytesOnDisk(this.hubDir, entry.manifest, entry.file) : 0;
+        job.bytes_previously_downloaded = entry ? bytesOnDisk(entry.dir, entry.manifest, entry.file) : 0;
       }
       const before = plan.slice(0, p.file_index - 1).reduce((n, e) => n + e.file.size, 0);
       Object.assign(job, {
@@ -217,7 +220,7 @@ export class DownloadManager {
     // Cancel deletes the partial files, whether the job was still running or had stopped.
     const plan = worker?.plan ?? this.plans.get(job.model_name);
     if (reason === "cancelled" && plan) {
-      for (const { manifest, file } of plan) removePartials(this.hubDir, manifest, [file]);
+      for (const { manifest, file, dir } of plan) removePartials(dir, manifest, [file]);
     }
     job.status = reason;
     job.running = false;

@@ -9,9 +9,23 @@ import { ApiError } from "../lib/api-error.ts";
 import { changed } from "../lib/generation.ts";
 import { isRelativeInside, parseCheckpoint, pickVariantFile, repoCacheDir } from "./hf-cache.ts";
 
+/** The registries models are downloaded from: the Hugging Face hub, or ModelScope. */
+export type Registry = "huggingface" | "modelscope";
+
 export interface HubOptions {
   endpoint: string;
   token?: string;
+  /** Absent: Hugging Face. ModelScope speaks its own API (`/api/v1/models/...`). */
+  kind?: Registry;
+  /** Where this registry's files live on disk (the HF cache layout, one root per registry). */
+  dir?: string;
+}
+
+/** A client's `source`: `huggingface`/`hf` (the default) or `modelscope`/`ms`. */
+export function registryOf(source: unknown): Registry {
+  if (source === undefined || source === null || source === "huggingface" || source === "hf") return "huggingface";
+  if (source === "modelscope" || source === "ms") return "modelscope";
+  throw new ApiError(400, "invalid_argument", `Unsupported model source '${String(source).slice(0, 100)}' (use huggingface or modelscope)`, "source");
 }
 
 export interface RepoFile {
@@ -36,12 +50,42 @@ export class HubError extends Error {
   }
 }
 
+/** The branch ModelScope repositories are read from. */
+const MS_REVISION = "master";
+
+/** ModelScope's file list (`GET /api/v1/models/{id}/repo/files?Revision=master&Recursive=True`):
+ * `Data.Files[]` with `Path`, `Type` ("tree" for folders), `Size`, `Sha256`, `Revision` (the commit). */
+async function modelscopeManifest(hub: HubOptions, repo: string, signal?: AbortSignal): Promise<RepoManifest> {
+  const url = `${hub.endpoint}/api/v1/models/${repo}/repo/files?Revision=${MS_REVISION}&Recursive=True`;
+  const res = await fetch(url, { headers: headers(hub), signal }).catch((err) => {
+    if (signal?.aborted) throw err;
+    throw new HubError(`${repo}: cannot reach ModelScope at ${hub.endpoint} (${networkReason(err)})`);
+  });
+  if (!res.ok) throw new HubError(`${repo}: ModelScope answered ${res.status} for its file list`, res.status);
+  const body = (await res.json()) as { Code?: number; Message?: string; Data?: { Files?: { Path: string; Type?: string; Size?: number; Sha256?: string; Revision?: string }[] } };
+  if (body.Code !== undefined && body.Code !== 200) throw new HubError(`${repo}: ModelScope says ${String(body.Message ?? body.Code).slice(0, 200)}`, 404);
+  const files = (body.Data?.Files ?? []).filter((f) => f.Type !== "tree");
+  // The commit the files are at; a snapshot folder needs a 40-hex name, so anything else is hashed.
+  const revision = files.find((f) => f.Revision)?.Revision ?? "";
+  const sha = /^[0-9a-f]{40}$/.test(revision) ? revision : new Bun.CryptoHasher("sha1").update(files.map((f) => `${f.Path}:${f.Sha256 ?? ""}`).join("\n")).digest("hex");
+  return checkManifest({ repo, sha, files: files.map((f) => ({ path: f.Path, size: f.Size ?? 0, sha256: f.Sha256?.toLowerCase() })) });
+}
+
+/** Where one file of a manifest is downloaded from. */
+function fileUrl(hub: HubOptions, manifest: RepoManifest, path: string): string {
+  if (hub.kind === "modelscope") {
+    return `${hub.endpoint}/api/v1/models/${manifest.repo}/repo?Revision=${MS_REVISION}&FilePath=${encodeURIComponent(path)}`;
+  }
+  return `${hub.endpoint}/${manifest.repo}/resolve/${manifest.sha}/${path.split("/").map(encodeURIComponent).join("/")}`;
+}
+
 function headers(hub: HubOptions, extra: Record<string, string> = {}): Record<string, string> {
   return hub.token ? { authorization: `Bearer ${hub.token}`, ...extra } : extra;
 }
 
 /** The repo's current commit and its files with sizes and hashes. */
 export async function repoManifest(hub: HubOptions, repo: string, revision = "main", signal?: AbortSignal): Promise<RepoManifest> {
+  if (hub.kind === "modelscope") return modelscopeManifest(hub, repo, signal);
   const url = `${hub.endpoint}/api/models/${repo}/revision/${encodeURIComponent(revision)}?blobs=true`;
   const res = await fetch(url, { headers: headers(hub), signal }).catch((err) => {
     if (signal?.aborted) throw err;
@@ -159,7 +203,7 @@ export async function downloadFile(
   }
   // Bun's own hasher: node:crypto would cost the idle server ~6 MB of resident memory.
   const hash = new Bun.CryptoHasher("sha256");
-  const url = `${hub.endpoint}/${manifest.repo}/resolve/${manifest.sha}/${file.path.split("/").map(encodeURIComponent).join("/")}`;
+  const url = fileUrl(hub, manifest, file.path);
   const res = await fetch(url, { headers: headers(hub, have > 0 ? { range: `bytes=${have}-` } : {}), signal }).catch((err) => {
     if (signal?.aborted) throw err;
     throw new HubError(`${manifest.repo}/${file.path}: cannot reach the hub at ${hub.endpoint} (${networkReason(err)})`);
@@ -297,7 +341,7 @@ export function cachedRevision(hubDir: string, repo: string): string | null {
 export interface SearchResult {
   repository_id: string;
   display_name: string;
-  source: "huggingface";
+  source: Registry;
   repository_type: "model";
   description: string;
   tags: string[];
@@ -309,6 +353,7 @@ export interface SearchResult {
 
 /** Searches the hub's model repositories by text. */
 export async function searchRepos(hub: HubOptions, query: string, limit: number, gguf: boolean): Promise<{ total: number; results: SearchResult[] }> {
+  if (hub.kind === "modelscope") return searchModelscope(hub, query, limit, gguf);
   const params = new URLSearchParams({ search: query, limit: String(limit), sort: "downloads", direction: "-1" });
   if (gguf) params.set("filter", "gguf");
   const res = await fetch(`${hub.endpoint}/api/models?${params}`, { headers: headers(hub) });
@@ -327,4 +372,35 @@ export async function searchRepos(hub: HubOptions, query: string, limit: number,
     has_gguf: (m.tags ?? []).includes("gguf") || /gguf/i.test(m.id),
   }));
   return { total: Number(res.headers.get("x-total-count") ?? items.length), results };
+}
+
+/** ModelScope's model search, as its website asks it: `PUT /api/v1/dolphin/models` with
+ * `{"PageSize", "PageNumber", "SortBy", "Target", "SingleCriterion", "Name"}`; the models are in
+ * `Data.Model.Models` (`Path` the owner, `Name` the repo) and their count in `Data.Model.TotalCount`. */
+async function searchModelscope(hub: HubOptions, query: string, limit: number, gguf: boolean): Promise<{ total: number; results: SearchResult[] }> {
+  const res = await fetch(`${hub.endpoint}/api/v1/dolphin/models`, {
+    method: "PUT",
+    headers: headers(hub, { "content-type": "application/json" }),
+    body: JSON.stringify({ PageSize: limit, PageNumber: 1, SortBy: "DownloadsCount", Target: "", SingleCriterion: [], Name: gguf ? `${query} gguf` : query }),
+  });
+  if (!res.ok) throw new HubError(`ModelScope answered ${res.status} to the search`, res.status);
+  const body = (await res.json()) as { Data?: { Model?: { Models?: any[]; TotalCount?: number } } };
+  const models = body.Data?.Model?.Models ?? [];
+  const results = models.slice(0, limit).map((m) => {
+    const id = `${m.Path}/${m.Name}`;
+    const tags: string[] = Array.isArray(m.Tags) ? m.Tags.filter((t: unknown): t is string => typeof t === "string") : [];
+    return {
+      repository_id: id,
+      display_name: String(m.Name ?? id),
+      source: "modelscope" as const,
+      repository_type: "model" as const,
+      description: String(m.Description ?? m.ChineseName ?? "").slice(0, 500),
+      tags,
+      task: String(m.Tasks?.[0]?.Name ?? ""),
+      downloads: Number(m.Downloads ?? 0),
+      likes: Number(m.Stars ?? 0),
+      has_gguf: tags.some((t) => /gguf/i.test(t)) || /gguf/i.test(id),
+    };
+  });
+  return { total: Number(body.Data?.Model?.TotalCount ?? results.length), results };
 }

@@ -9,15 +9,15 @@ import { E } from "../spec/errors.ts";
 import type { Catalog, CatalogModel, RegistryRow } from "./catalog.ts";
 import { normalizeCheckpoint, parseCheckpoint, repoCacheDir } from "./hf-cache.ts";
 import type { DownloadManager, Progress } from "./downloads.ts";
-import { cachedRevision, ggufVariants, HubError, repoManifest, searchRepos, type HubOptions } from "./hf-download.ts";
+import { cachedRevision, ggufVariants, HubError, registryOf, repoManifest, searchRepos, type HubOptions, type Registry } from "./hf-download.ts";
 
 type Json = Record<string, any>;
 
 export interface LibraryOptions {
   catalog: Catalog;
   downloads: DownloadManager;
-  hub: HubOptions;
-  hfCacheDir: string;
+  /** Each registry's hub and the folder its files live in. */
+  hubs: Record<Registry, HubOptions & { dir: string }>;
   /** Whether downloads are refused (`offline`), read at each call. */
   offline(): boolean;
   /** Unloads a model before its files go. */
@@ -26,12 +26,6 @@ export interface LibraryOptions {
 }
 
 /** The registry row a registration body describes, with the label booleans folded in. */
-/** Models come from the Hugging Face hub (or its `HF_ENDPOINT` stand-in) only. */
-export function checkSource(source: unknown): void {
-  if (source === undefined || source === null || source === "huggingface" || source === "hf") return;
-  throw new ApiError(400, "invalid_argument", `Unsupported model source '${String(source).slice(0, 100)}' (use huggingface)`, "source");
-}
-
 function rowFrom(body: Json): RegistryRow {
   const labels: string[] = [...(body.labels ?? [])];
   for (const [flag, label] of [["reasoning", "reasoning"], ["vision", "vision"], ["embedding", "embeddings"], ["reranking", "reranking"]] as const) {
@@ -43,6 +37,7 @@ function rowFrom(body: Json): RegistryRow {
   if (body.mmproj) row.mmproj = body.mmproj;
   if (body.size !== undefined) row.size = body.size;
   if (body.recipe_options) row.recipe_options = body.recipe_options;
+  if (registryOf(body.source) === "modelscope") row.source = "modelscope";
   return row;
 }
 
@@ -57,6 +52,15 @@ export class ModelLibrary {
 
   constructor(private readonly opts: LibraryOptions) {}
 
+  /** A client's `source` as the registry it names (a 400 for one this server does not know). */
+  registryOf(source: unknown): Registry {
+    return registryOf(source);
+  }
+
+  private hubOf(model: CatalogModel) {
+    return this.opts.hubs[model.registry ?? "huggingface"];
+  }
+
   refuseOffline(): void {
     if (this.opts.offline()) {
       throw new ApiError(400, "lemond_offline", "The server is in offline mode (`offline` is true): downloads are disabled");
@@ -66,7 +70,7 @@ export class ModelLibrary {
   /** The model a pull or register body names, registering a `user.*` definition when it has one. */
   modelFor(body: Json): CatalogModel {
     const { catalog } = this.opts;
-    checkSource(body.source);
+    registryOf(body.source);
     const defines = body.checkpoint !== undefined || body.checkpoints !== undefined || body.recipe !== undefined;
     if (!defines) return catalog.get(body.model_name);
     if (!body.recipe) throw new ApiError(400, "missing_argument", "Missing required argument 'recipe' to register a model", "recipe");
@@ -122,7 +126,7 @@ export class ModelLibrary {
       const shared = catalog
         .all()
         .some((m) => m.id !== model.id && catalog.isDownloaded(m) && Object.values(m.checkpoints).some((c) => parseCheckpoint(c).repo === repo));
-      if (!shared) rmSync(repoCacheDir(this.opts.hfCacheDir, repo), { recursive: true, force: true });
+      if (!shared) rmSync(repoCacheDir(this.hubOf(model).dir, repo), { recursive: true, force: true });
       changed();
     }
     if (model.id.startsWith("user.")) catalog.unregisterUser(model.id);
@@ -132,14 +136,14 @@ export class ModelLibrary {
 
   /** GET /v1/pull/variants: what a GGUF repository offers, grouped for the pull form. */
   async variants(given: string, source?: string) {
-    checkSource(source);
+    const hub = this.opts.hubs[registryOf(source)];
     const checkpoint = normalizeCheckpoint(given);
     const repo = parseCheckpoint(checkpoint).repo;
     if (!/^[^/\s]+\/[^/\s]+$/.test(repo)) {
       throw new ApiError(400, "invalid_argument", `'checkpoint' must be a Hugging Face repo id like org/name, got ${JSON.stringify(checkpoint)}`, "checkpoint");
     }
     this.refuseOffline();
-    const manifest = await repoManifest(this.opts.hub, repo).catch(hubError);
+    const manifest = await repoManifest(hub, repo).catch(hubError);
     const mmproj = manifest.files.map((f) => f.path).filter((p) => /(^|\/)mmproj[^/]*\.gguf$/i.test(p));
     const labels = [
       ...(mmproj.length ? ["vision"] : []),
@@ -166,8 +170,8 @@ export class ModelLibrary {
       const repos = [...new Set(Object.values(model.checkpoints).map((c) => parseCheckpoint(c).repo))];
       let newer = false;
       for (const repo of repos) {
-        const local = cachedRevision(this.opts.hfCacheDir, repo);
-        const remote = await repoManifest(this.opts.hub, repo).then((m) => m.sha, () => null);
+        const local = cachedRevision(this.hubOf(model).dir, repo);
+        const remote = await repoManifest(this.hubOf(model), repo).then((m) => m.sha, () => null);
         if (local && remote && local !== remote) newer = true;
       }
       if (newer) found.push(model.id);
@@ -179,9 +183,9 @@ export class ModelLibrary {
   }
 
   /** GET /v1/registry/search */
-  async search(query: string, limit: number, gguf: boolean) {
+  async search(query: string, limit: number, gguf: boolean, registry: Registry = "huggingface") {
     this.refuseOffline();
-    return searchRepos(this.opts.hub, query, limit, gguf).catch((err) => {
+    return searchRepos(this.opts.hubs[registry], query, limit, gguf).catch((err) => {
       throw new ApiError(err instanceof HubError && err.status === 429 ? 429 : 502, "download_failed", (err as Error).message);
     });
   }

@@ -47,11 +47,11 @@ export function modelObject(ctx: ServerContext, model: CatalogModel, includePath
       type: f.role,
       present: f.exists,
       required: true,
-      registry: hub ? "huggingface" : "",
+      registry: hub ? (model.registry ?? "huggingface") : "",
       ...(includePaths && f.path ? { path: f.path } : {}),
     })),
     source: model.source,
-    ...(hub ? { registry_source: "huggingface" } : {}),
+    ...(hub ? { registry_source: model.registry ?? "huggingface" } : {}),
     recipe_options: { ...model.registryOptions, ...saved },
     ...(model.cloud ? cloudFields(model.cloud) : {}),
   };

@@ -611,6 +611,9 @@ const PullDefinition = {
   vision: T.Optional(T.Boolean({ description: "Registration: adds the `vision` label." })),
   embedding: T.Optional(T.Boolean({ description: "Registration: adds the `embeddings` label." })),
   reranking: T.Optional(T.Boolean({ description: "Registration: adds the `reranking` label." })),
+  source: T.Optional(
+    T.String({ description: "Registration: the registry the checkpoints come from, `huggingface` (default, alias `hf`) or `modelscope` (alias `ms`; `MODELSCOPE_ENDPOINT`, files under `<cache>/modelscope/hub`)." }),
+  ),
 };
 
 const JobSnapshot = T.Object(
@@ -790,7 +793,7 @@ export const pullVariants = endpoint({
     "Reads a Hugging Face GGUF repository's file list and groups it into variants (one file per quantization, or a folder of shards), top five first (`Q4_K_M`, `UD-Q4_K_XL`, `Q8_0`, `Q4_0`, then by name), with the `mmproj` files and suggestions for registering it.",
   query: T.Object({
     checkpoint: T.String({ description: "Hugging Face repo id, e.g. `unsloth/Qwen3-8B-GGUF`, or its URL (`https://huggingface.co/unsloth/Qwen3-8B-GGUF`)." }),
-    source: T.Optional(T.String({ description: "`huggingface` (default, alias `hf`)." })),
+    source: T.Optional(T.String({ description: "`huggingface` (default, alias `hf`) or `modelscope` (alias `ms`)." })),
   }),
   response: T.Object({
     checkpoint: T.String({ description: "Echoed input" }),
@@ -857,7 +860,7 @@ export const registrySearch = endpoint({
   query: T.Object({
     query: T.Optional(T.String({ description: "Search text, at least 3 characters after trimming. `q` is accepted as an alias." })),
     q: T.Optional(T.String({ description: "Alias of `query`." })),
-    source: T.Optional(T.String({ description: "`huggingface` (default, alias `hf`)." })),
+    source: T.Optional(T.String({ description: "`huggingface` (default, alias `hf`) or `modelscope` (alias `ms`)." })),
     limit: T.Optional(T.Integer({ minimum: 1, maximum: 50, description: "Most results, 1 to 50. Default 12." })),
     format: T.Optional(T.Literal("gguf", { description: "`gguf` favours GGUF repositories and is echoed back." })),
   }),

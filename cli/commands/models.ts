@@ -137,7 +137,7 @@ terminal (the recommended one when piped). Or name the model and give its checkp
   --recipe R           Recipe for a new model (default llamacpp)
   --label L            Label for a new model, repeatable (chat, embeddings, vision, reasoning, ...)
   --alias A            Also bind alias A to the model
-  --source S           Registry: huggingface (default)
+  --source S           Registry: huggingface (default) or modelscope
   --components A B ... The models of a collection.omni
   --mmproj F           Multimodal projector file in the checkpoint's repo
 ${SERVER_FLAGS_HELP}`,
@@ -172,8 +172,8 @@ ${SERVER_FLAGS_HELP}`,
     for (const label of (v.label as string[] | undefined) ?? []) {
       if (!LABELS.includes(label)) throw new CliError(`'${label}' is not a label. Valid labels: ${LABELS.join(", ")}. Run with --help for the options.`, 2);
     }
-    if (v.source !== undefined && !["huggingface", "hf"].includes(String(v.source))) {
-      throw new CliError(`--source ${v.source}: only huggingface is supported here. Run with --help for the options.`, 2);
+    if (v.source !== undefined && !["huggingface", "hf", "modelscope", "ms"].includes(String(v.source))) {
+      throw new CliError(`--source ${v.source}: use huggingface or modelscope. Run with --help for the options.`, 2);
     }
     const client = await connect(input);
     const body: Record<string, unknown> = { model_name: target };
@@ -192,6 +192,7 @@ ${SERVER_FLAGS_HELP}`,
     }
     if (v.mmproj) body.mmproj = v.mmproj;
     if (v.label) body.labels = v.label;
+    if (v.source !== undefined && (body.checkpoint !== undefined || body.checkpoints !== undefined)) body.source = v.source;
     await pullWithProgress(client, body);
     const name = String(body.model_name);
     if (v.alias) await client.json("POST", "/internal/aliases", { alias: v.alias, target: name });

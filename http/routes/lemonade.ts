@@ -94,12 +94,9 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
   bind.http(spec.registrySearch, async ({ query }) => {
     const text = String(query.query ?? query.q ?? "").trim();
     if (text.length < 3) throw new ApiError(400, "invalid_argument", "'query' must be at least 3 characters", "query");
-    const source = query.source ?? "huggingface";
-    if (source !== "huggingface" && source !== "hf") {
-      throw new ApiError(400, "invalid_argument", `Unsupported model source '${clip(String(source))}' (use huggingface)`, "source");
-    }
-    const found = await ctx.library.search(text, query.limit ?? 12, query.format === "gguf");
-    return { query: text, source: "huggingface", ...(query.format === "gguf" ? { format: "gguf" } : {}), ...found };
+    const source = ctx.library.registryOf(query.source);
+    const found = await ctx.library.search(text, query.limit ?? 12, query.format === "gguf", source);
+    return { query: text, source, ...(query.format === "gguf" ? { format: "gguf" } : {}), ...found };
   });
 
   bind.http(spec.downloads, () => ctx.downloads.list());

@@ -102,7 +102,14 @@ describe("the single-file build", () => {
     const r = await lemonade(["run", "extra.tiny-chat", "--chat-cli", "--max-tokens", "6"], "hello there\n/bye\nnot sent\n");
     expect(r.code).toBe(0);
     expect(r.out.trim().length).toBeGreaterThan(0);
-    // One message went out; /bye ended the chat before the line after it.
+    // One message went out; /bye ended the chat before the line after it. The server counts a
+    // request when its stream has ended, which may be just after the client saw [DONE].
+    let after = await chats();
+    for (let i = 0; i < 20 && after === before; i++) {
+      await Bun.sleep(50);
+      after = await chats();
+    }
+    await Bun.sleep(200);
     expect(await chats()).toBe(before + 1);
   });
 
@@ -293,6 +300,8 @@ describe("Lemonade's CLI syntax", () => {
     expect(r.err).toContain("Cleared the conversation");
     expect(r.err).toContain("Now chatting with user.ChatB");
     // hello, the two-line message as one, and the line after /model: three requests.
+    // The last request is counted once its answer has ended on the server too.
+    for (let i = 0; i < 20 && (await chats()) < before + 3; i++) await Bun.sleep(50);
     expect(await chats()).toBe(before + 3);
   });
 
