@@ -6,8 +6,8 @@
 import { createHash } from "node:crypto";
 import { chmodSync, createWriteStream, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, normalize, relative, sep } from "node:path";
-import * as tar from "tar";
-import yauzl from "yauzl";
+import type * as Tar from "tar";
+import type Yauzl from "yauzl";
 import defaults from "./backend-versions.json" with { type: "json" };
 import { readJsonFile } from "../lib/json-file.ts";
 
@@ -130,7 +130,12 @@ function confined(name: string): string {
   return clean;
 }
 
+// The archive libraries load only when something is installed: an idle server never needs them.
+const tarLib = (): Promise<typeof Tar> => import("tar");
+const zipLib = async (): Promise<typeof Yauzl> => (await import("yauzl")).default;
+
 async function extractTarGz(archive: string, dest: string): Promise<void> {
+  const tar = await tarLib();
   // Every entry is checked before one is written: a link may not point out either.
   const problems: string[] = [];
   await tar.t({
@@ -151,13 +156,14 @@ async function extractTarGz(archive: string, dest: string): Promise<void> {
   await tar.x({ file: archive, cwd: dest, strict: true, preservePaths: false });
 }
 
-function extractZip(archive: string, dest: string): Promise<void> {
+async function extractZip(archive: string, dest: string): Promise<void> {
+  const yauzl = await zipLib();
   return new Promise((resolve, reject) => {
     yauzl.open(archive, { lazyEntries: true, strictFileNames: true }, (err, zip) => {
       if (err || !zip) return reject(new ReleaseInstallError(`the archive is not a readable zip (${err?.message})`));
       zip.on("error", reject);
       zip.on("end", resolve);
-      zip.on("entry", (entry: yauzl.Entry) => {
+      zip.on("entry", (entry: Yauzl.Entry) => {
         let path: string;
         try {
           path = confined(entry.fileName);
