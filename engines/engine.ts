@@ -22,6 +22,8 @@ export interface BackendStatus {
   message: string;
   action: string;
   version?: string;
+  /** The release page of the pinned prebuilt build, for a backend installed from (or offered as) a release. */
+  release_url?: string;
 }
 
 export interface RecipeStatus {

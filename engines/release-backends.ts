@@ -31,6 +31,9 @@ export function hardwareProblem(backend: string, d: Devices): string | null {
   }
 }
 
+/** The release page a backend's pinned build comes from. */
+export const releaseUrl = (repo: string, tag: string) => `https://github.com/${repo}/releases/tag/${tag}`;
+
 /** A release backend's state here. */
 export function releaseBackendStatus(recipe: string, backend: string, env: EngineEnv): BackendStatus {
   const d = devicesOf(env);
@@ -38,12 +41,20 @@ export function releaseBackendStatus(recipe: string, backend: string, env: Engin
   const deviceNames = gpu ? d.gpus.map((g) => g.name) : ["cpu"];
   const installed = installedRelease(env.cacheDir, recipe, backend);
   const tag = (backendVersions(env.cacheDir)[recipe] as Record<string, string> | undefined)?.[backend];
-  if (installed) return { devices: deviceNames, state: "installed", message: "", action: "", version: tag };
+  const repo = backendVersions(env.cacheDir).releases?.[recipe]?.backends?.[backend]?.repo;
+  if (installed) return { devices: deviceNames, state: "installed", message: "", action: "", version: tag, ...(repo && tag ? { release_url: releaseUrl(repo, tag) } : {}) };
   const problem = hardwareProblem(backend, d);
   if (problem) return { devices: [], state: "unsupported", message: problem, action: "" };
   try {
     const pin = releaseAsset(backendVersions(env.cacheDir), recipe, backend, d.platform);
-    return { devices: deviceNames, state: "installable", message: `downloads ${pin.asset} from ${pin.repo} ${pin.tag}`, action: `lemonade backends install ${recipe}:${backend}`, version: pin.tag };
+    return {
+      devices: deviceNames,
+      state: "installable",
+      message: `downloads ${pin.asset} from ${pin.repo} ${pin.tag}`,
+      action: `lemonade backends install ${recipe}:${backend}`,
+      version: pin.tag,
+      release_url: releaseUrl(pin.repo, pin.tag),
+    };
   } catch (err) {
     if (err instanceof ReleaseUnavailable) return { devices: [], state: "unsupported", message: err.message, action: "" };
     throw err;

@@ -5,8 +5,8 @@
 import { cpSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { basename, dirname, join } from "node:path";
-import { bestGpuBackend, GPU_BACKENDS, gpuBackendStatuses, locateGpuRelease } from "./release-backends.ts";
-import { installedRelease } from "./release-install.ts";
+import { bestGpuBackend, GPU_BACKENDS, gpuBackendStatuses, locateGpuRelease, releaseUrl } from "./release-backends.ts";
+import { backendVersions, installedRelease } from "./release-install.ts";
 import { readLines } from "../lib/lines.ts";
 import {
   configuredBinary,
@@ -39,7 +39,11 @@ export function cachedBinary(cacheDir: string, engine: SourceBuiltEngine): strin
 /** A source-built backend: installed once its build is in the cache, else installable. */
 export function sourceBuiltStatus(cacheDir: string, engine: SourceBuiltEngine, backend: string): BackendStatus {
   const release = installedRelease(cacheDir, engine.recipe, backend);
-  if (release) return { devices: ["cpu"], state: "installed", message: "", action: "", version: `release ${basename(dirname(release))}` };
+  if (release) {
+    const tag = basename(dirname(release));
+    const repo = backendVersions(cacheDir).releases?.[engine.recipe]?.backends?.[backend]?.repo;
+    return { devices: ["cpu"], state: "installed", message: "", action: "", version: `release ${tag}`, ...(repo ? { release_url: releaseUrl(repo, tag) } : {}) };
+  }
   if (cachedBinary(cacheDir, engine)) {
     return { devices: ["cpu"], state: "installed", message: "", action: "", version: engine.version };
   }

@@ -121,6 +121,7 @@ const Backend = T.Object({
   message: T.String({ description: "Human-readable status text; empty when installed" }),
   action: T.String({ description: "What to do next, typically the exact CLI command" }),
   version: T.Optional(T.String({ description: "Installed or configured backend version" })),
+  release_url: T.Optional(T.String({ description: "The GitHub release page of the pinned prebuilt build, for a backend installed from (or offered as) a release" })),
 });
 
 export const systemInfo = endpoint({

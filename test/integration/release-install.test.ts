@@ -78,7 +78,7 @@ test("POST /v1/install llamacpp:cpu installs the pinned release, and a tiny mode
   expect(text).toContain("event: complete");
   expect(seen).toEqual([`/ggml-org/llama.cpp/releases/download/${TAG}/${ASSET}`]);
   const after = (await (await fetch(`${server.url}/v1/system-info`)).json()).recipes.llamacpp.backends.cpu;
-  expect(after).toMatchObject({ state: "installed", version: `release ${TAG}` });
+  expect(after).toMatchObject({ state: "installed", version: `release ${TAG}`, release_url: `https://github.com/ggml-org/llama.cpp/releases/tag/${TAG}` });
 
   const chat = await fetch(`${server.url}/v1/chat/completions`, {
     method: "POST",
