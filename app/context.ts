@@ -14,7 +14,7 @@ import { DownloadManager } from "../models/downloads.ts";
 import { ModelLibrary } from "../models/library.ts";
 import { OptionResolver, RecipeOptionsStore } from "../models/recipe-options.ts";
 import { EngineInstaller } from "../engines/installer.ts";
-import { espeakSpeech } from "../engines/kokoro.ts";
+import { espeakSpeech, kokorosBinary } from "../engines/kokoro.ts";
 import { sdUpscaler } from "../engines/sd-cpp.ts";
 import { EngineRegistry } from "../engines/orphans.ts";
 import { RECIPES, recipeStatuses } from "../engines/recipes.ts";
@@ -131,6 +131,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     scheduler,
     proxy,
     speech: espeakSpeech,
+    neuralSpeech: (m) => m.recipe === "kokoro" && kokorosBinary(engineEnv) !== null && catalog.files(m).every((f) => f.exists),
     upscaler: sdUpscaler(engineEnv),
     websocketPort: null,
     activity: { requests: 0 },

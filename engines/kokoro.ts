@@ -1,9 +1,24 @@
-// The kokoro recipe: text-to-speech that works out of the box here. espeak-ng (Debian) speaks,
-// ffmpeg (Debian) resamples to 24 kHz mono and encodes. Both run per request as child processes
-// with argv arrays (the text goes in on stdin, never on a command line), so there is no engine
-// server to start: the recipe declares its status and no launch plan.
+// The kokoro recipe. Neural speech runs on Kokoros (`koko ... openai`, a server of its own) once
+// its release is installed and the model's files are downloaded; until then espeak-ng (Debian)
+// speaks and ffmpeg (Debian) resamples to 24 kHz mono and encodes, both per request as child
+// processes with argv arrays (the text goes in on stdin, never on a command line).
 import { SPEECH_SAMPLE_RATE as SAMPLE_RATE, type SpeechFormat } from "../spec/openai.ts";
-import { recipeStatus, unsupportedBackend, type Recipe } from "./engine.ts";
+import { readFileSync } from "node:fs";
+import { basename, dirname, isAbsolute, join } from "node:path";
+import {
+  configuredBinary,
+  configuredBinaryStatus,
+  EngineConfigError,
+  NotInstalledError,
+  recipeStatus,
+  unsupportedBackend,
+  type EngineEnv,
+  type LaunchInput,
+  type LaunchPlan,
+  type Recipe,
+} from "./engine.ts";
+import { releaseBackendStatus } from "./release-backends.ts";
+import { installedRelease } from "./release-install.ts";
 
 const FFMPEG_OUT: Record<SpeechFormat, string[]> = {
   mp3: ["-c:a", "libmp3lame", "-b:a", "64k", "-f", "mp3"],
@@ -69,14 +84,60 @@ export const espeakSpeech = {
   synthesize,
 };
 
+/** The neural engine: Kokoros' `koko` from the pinned release, when installed. */
+export function kokorosBinary(env: EngineEnv): string | null {
+  return configuredBinary(env, "kokoro", "cpu") ?? installedRelease(env.cacheDir, "kokoro", "cpu");
+}
+
+/** The model's ONNX weights and voices, as the repository's index.json names them. */
+function modelFiles(indexPath: string): { model: string; voices: string } {
+  let index: { model?: unknown; voices?: unknown };
+  try {
+    index = JSON.parse(readFileSync(indexPath, "utf8"));
+  } catch (err) {
+    throw new EngineConfigError(`${basename(indexPath)} of the kokoro model cannot be read: ${(err as Error).message}`);
+  }
+  const dir = dirname(indexPath);
+  const inside = (name: unknown, what: string) => {
+    if (typeof name !== "string" || !name || isAbsolute(name) || !isRelativeInside(name)) {
+      throw new EngineConfigError(`index.json of the kokoro model names no usable ${what} file`);
+    }
+    return join(dir, name);
+  };
+  return { model: inside(index.model, "model"), voices: inside(index.voices, "voices") };
+}
+
+const isRelativeInside = (p: string) => !p.split(/[\\/]/).includes("..");
+
 export const kokoro: Recipe = {
   name: "kokoro",
-  displayName: "espeak-ng",
-  status() {
+  displayName: "Kokoros",
+  /** `cpu` is Kokoros (neural, from its release); `espeak` the embedded espeak-ng, which speaks
+   * until Kokoros and the model's files are there. */
+  status(env) {
     const missing = speechToolsMissing();
     return recipeStatus({
-      cpu: missing ? unsupportedBackend(missing) : { devices: ["cpu"], state: "installed", message: "", action: "", version: "espeak-ng" },
+      cpu: env.binaries?.kokoro?.cpu ? configuredBinaryStatus(env.binaries.kokoro.cpu) : releaseBackendStatus("kokoro", "cpu", env),
+      espeak: missing ? unsupportedBackend(missing) : { devices: ["cpu"], state: "installed", message: "", action: "", version: "espeak-ng" },
     });
   },
   checkOptions() {},
+  resolveBackend: () => "cpu",
+  locate(_backend, env) {
+    const binary = kokorosBinary(env);
+    if (!binary) throw new NotInstalledError("Kokoros is not installed: run `lemonade backends install kokoro:cpu`");
+    return binary;
+  },
+  plan(binary: string, input: LaunchInput): LaunchPlan {
+    const { model, voices } = modelFiles(input.files.main!);
+    const dir = dirname(binary);
+    return {
+      argv: (port) => [binary, "-m", model, "-d", voices, "--instances", "1", "openai", "--ip", "127.0.0.1", "--port", String(port)],
+      // The release carries its espeak-ng data and shared libraries beside the binary.
+      env: { ESPEAK_DATA_PATH: join(dir, "espeak-ng-data"), LD_LIBRARY_PATH: [dir, process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") },
+      healthPath: "/",
+      readyTimeoutMs: 60_000,
+      slots: 1,
+    };
+  },
 };

@@ -390,10 +390,10 @@ export class Catalog {
 
   /** Where each checkpoint's bytes are on disk (local path or HF cache), and whether they are there. */
   files(model: CatalogModel): ResolvedFile[] {
-    if (RECIPE_SPECS[model.recipe]?.readsNoFiles) return [];
+    const index = RECIPE_SPECS[model.recipe]?.repositoryIndex;
     return Object.entries(model.checkpoints).map(([role, checkpoint]) => {
       const hubDir = model.registry === "modelscope" ? (this.opts.msCacheDir ?? this.opts.hfCacheDir) : this.opts.hfCacheDir;
-      const path = model.source === "huggingface" ? findCachedFile(hubDir, checkpoint) : checkpoint;
+      const path = model.source === "huggingface" ? findCachedFile(hubDir, checkpoint, index) : checkpoint;
       let sizeBytes = 0;
       let exists = false;
       if (path) {
@@ -408,6 +408,7 @@ export class Catalog {
   }
 
   isDownloaded(model: CatalogModel): boolean {
+    if (RECIPE_SPECS[model.recipe]?.servesWithoutFiles) return true;
     return this.files(model).every((f) => f.exists);
   }
 

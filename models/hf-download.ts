@@ -119,6 +119,9 @@ export function checkManifest(manifest: RepoManifest): RepoManifest {
 /** The files a checkpoint needs from its repo: the variant's file, with every shard of a split. */
 export function checkpointFiles(manifest: RepoManifest, checkpoint: string): RepoFile[] {
   const { variant } = parseCheckpoint(checkpoint);
+  // A repository named with no variant and holding no GGUF is a model in its own right (kokoro's
+  // ONNX and voices with their index.json): all of it is fetched.
+  if (!variant && !manifest.files.some((f) => f.path.toLowerCase().endsWith(".gguf"))) return manifest.files;
   const chosen = pickVariantFile(manifest.files.map((f) => f.path), variant);
   if (!chosen) throw new HubError(`${checkpoint}: no matching file in ${manifest.repo}`, 404);
   const shard = /^(.*)-00001-of-(\d{5})\.gguf$/.exec(chosen);

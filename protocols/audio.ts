@@ -94,7 +94,7 @@ export interface SpeechRequest {
   stream_format?: "audio";
 }
 
-export async function speak(ctx: ServerContext, body: SpeechRequest): Promise<Response> {
+export async function speak(ctx: ServerContext, body: SpeechRequest, signal: AbortSignal = new AbortController().signal): Promise<Response> {
   const model = ctx.catalog.get(body.model);
   if (model.type !== "tts") {
     throw new ApiError(400, "model_not_applicable", `Model ${model.id} is not a text-to-speech model (its type is ${model.type})`, "model");
@@ -108,6 +108,23 @@ export async function speak(ctx: ServerContext, body: SpeechRequest): Promise<Re
     throw new ApiError(400, "invalid_argument", `Streaming produces \`pcm\` only: drop 'response_format' or set it to "pcm" (got "${body.response_format}")`, "response_format");
   }
   const format: SpeechFormat = body.response_format ?? (streaming ? "pcm" : "mp3");
+  if (ctx.neuralSpeech(model)) {
+    // Kokoros speaks: the request goes to its engine (`model` is "kokoro" there), whole.
+    const res = await ctx.proxy.toModel({
+      model: body.model,
+      path: "/v1/audio/speech",
+      body: { model: "kokoro", input: body.input, voice, speed: body.speed ?? 1, response_format: format, stream: false },
+      raw: true,
+      check: (m) => (m.type === "tts" ? null : new ApiError(400, "model_not_applicable", `Model ${m.id} is not a text-to-speech model`, "model")),
+      signal,
+      endpoint: "audio_speech",
+      generation: false,
+    });
+    res.headers.set("x-lemonade-speech-engine", "kokoros");
+    res.headers.set("content-type", SPEECH_CONTENT_TYPES[format]);
+    ctx.logger.info("TTS", `Spoke ${body.input.length} characters with ${model.id} on Kokoros (${voice}, ${format})`);
+    return res;
+  }
   let audio: ReadableStream<Uint8Array>;
   try {
     audio = ctx.speech.synthesize(body.input, voice, body.speed ?? 1, format);

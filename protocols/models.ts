@@ -37,7 +37,7 @@ export function modelObject(ctx: ServerContext, model: CatalogModel, includePath
     ...(model.size !== undefined ? { size: model.size } : {}),
     ...(maxContext !== undefined ? { max_context_window: maxContext } : {}),
     ...(contextLength !== undefined ? { context_length: contextLength } : {}),
-    downloaded: files.every((f) => f.exists),
+    downloaded: ctx.catalog.isDownloaded(model),
     update_available: ctx.library.updatesAvailable.has(model.id),
     suggested: model.suggested,
     labels: model.labels,

@@ -44,6 +44,9 @@ export interface ServerContext {
   scheduler: Scheduler<CatalogModel>;
   proxy: EngineProxy;
   speech: Speech;
+  /** Whether a text-to-speech model speaks on its neural engine (Kokoros installed, the model's
+   * files downloaded) rather than the embedded espeak-ng. */
+  neuralSpeech(model: CatalogModel): boolean;
   /** ESRGAN upscaling (engines/sd-cpp.ts's sd-cli). */
   upscaler: Upscaler;
   /** The port the WebSocket APIs answer on, once listening. */

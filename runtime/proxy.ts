@@ -61,6 +61,8 @@ export interface ProxyRequest {
    * keeps its HTTP status (routes whose protocol has no stream error event, such as Ollama's). */
   holdHeaders?: boolean;
   check: ModelCheck;
+  /** The answer is bytes (audio) passed on as they are, not JSON to rewrite. */
+  raw?: boolean;
   /** What to send for a whole (non-streamed) JSON answer, when not the engine's answer itself. */
   reshape?: (answer: Record<string, any>) => Record<string, any>;
   /** Options for the load, when this request triggers one (e.g. `ctx_size`). */
@@ -401,6 +403,20 @@ class Exchange {
   async unary(): Promise<Response> {
     for (;;) {
       const res = await this.send();
+      if (this.req.raw && res.ok) {
+        let bytes: ArrayBuffer;
+        const stopWatch = this.watch();
+        try {
+          bytes = await res.arrayBuffer();
+        } catch {
+          await this.engineGone();
+          continue;
+        } finally {
+          stopWatch();
+        }
+        this.finish();
+        return new Response(bytes, { status: res.status, headers: { "content-type": res.headers.get("content-type") ?? "application/octet-stream" } });
+      }
       let text: string;
       const stopWatch = this.watch();
       try {

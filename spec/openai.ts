@@ -274,7 +274,7 @@ export const audioSpeech = endpoint({
   modality: "text -> audio",
   availability: "partially_available",
   description:
-    "Generates speech audio from text. `kokoro-v1` speaks with espeak-ng (the neural Kokoro voices are not available on this server) under Kokoro's and OpenAI's voice names, and ffmpeg encodes the result at 24 kHz mono. The `X-Lemonade-Speech-Engine` header of the answer names the engine that spoke (`espeak-ng`).",
+    "Generates speech audio from text. `kokoro-v1` speaks on Kokoros (neural, `kokoros`) once its release is installed (`lemonade backends install kokoro:cpu`) and the model's files are downloaded (`lemonade pull kokoro-v1`); until then the embedded espeak-ng speaks under Kokoro's and OpenAI's voice names, and ffmpeg encodes the result at 24 kHz mono. The `X-Lemonade-Speech-Engine` header of the answer names the engine that spoke (`kokoros` or `espeak-ng`).",
   notes:
     "`response_format` is `mp3` (default), `wav`, `opus` (Ogg) or `pcm` (16-bit little-endian at 24 kHz, `audio/l16;rate=24000;endianness=little-endian`). With `stream: true` or `stream_format: \"audio\"` the audio flows as it is produced; streaming produces `pcm` only, and another `response_format` is a 400.",
   body: T.Object(

@@ -25,8 +25,11 @@ export interface RecipeSpec {
   defaultLabel: string;
   /** The recipe options a load accepts, with their built-in defaults. */
   options: Record<string, OptionSpec>;
-  /** The engine here reads none of the model's files (espeak-ng speaks for kokoro), so none are fetched. */
-  readsNoFiles?: boolean;
+  /** The recipe serves its models before their files are downloaded (kokoro: espeak-ng speaks
+   * until Kokoros and the model's files are there), so they count as downloaded. */
+  servesWithoutFiles?: boolean;
+  /** The checkpoint names a whole repository, and this file inside it stands for the model. */
+  repositoryIndex?: string;
 }
 
 /** Every recipe's residency options (lemonade.md): idle eviction is off unless `auto_evict` is
@@ -79,7 +82,7 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
       ...COMMON,
     },
   },
-  kokoro: { serves: ["tts"], defaultLabel: "tts", options: { ...COMMON }, readsNoFiles: true },
+  kokoro: { serves: ["tts"], defaultLabel: "tts", options: { ...COMMON }, servesWithoutFiles: true, repositoryIndex: "index.json" },
   /** A provider's model: nothing is loaded here, so no load options apply. */
   cloud: { serves: ["llm", "embedding", "reranking"], defaultLabel: "chat", options: {} },
 };

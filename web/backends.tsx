@@ -58,7 +58,7 @@ export function Backends() {
                   <td>{b.action || b.message}</td>
                   <td>
                     {b.state === "installable" || b.state === "update_required" ? <button onClick={() => install(recipe, backend)}>Install</button> : null}
-                    {b.state === "installed" && b.action !== undefined && recipe !== "cloud" && recipe !== "kokoro" && backend !== "system" ? <button onClick={() => uninstall(recipe, backend)}>Uninstall</button> : null}
+                    {b.state === "installed" && recipe !== "cloud" && backend !== "espeak" && backend !== "system" ? <button onClick={() => uninstall(recipe, backend)}>Uninstall</button> : null}
                   </td>
                 </tr>
               );

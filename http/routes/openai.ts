@@ -65,6 +65,6 @@ export function openaiRoutes(bind: Binder, ctx: ServerContext): void {
     return { stream: responsesStream(body.model), check: responsesCheck(body) };
   });
   forward(spec.embeddings, "/v1/embeddings", () => ({ check: needsEmbedder, generation: false }));
-  bind.http(spec.audioSpeech, ({ body }) => speak(ctx, body));
+  bind.http(spec.audioSpeech, ({ body, request }) => speak(ctx, body, request.signal));
   bind.http(spec.audioTranscriptions, ({ request }) => transcribe(ctx, request));
 }
