@@ -399,40 +399,31 @@ class Exchange {
     }
   }
 
-  /** The whole answer at once, the model named as the client named it. */
+  /** The whole answer at once, the model named as the client named it (bytes, for `raw`, as they are). */
   async unary(): Promise<Response> {
     for (;;) {
       const res = await this.send();
-      if (this.req.raw && res.ok) {
-        let bytes: ArrayBuffer;
-        const stopWatch = this.watch();
-        try {
-          bytes = await res.arrayBuffer();
-        } catch {
-          await this.engineGone();
-          continue;
-        } finally {
-          stopWatch();
-        }
-        this.finish();
-        return new Response(bytes, { status: res.status, headers: { "content-type": res.headers.get("content-type") ?? "application/octet-stream" } });
-      }
-      let text: string;
+      const raw = this.req.raw && res.ok;
+      let body: string | ArrayBuffer;
       const stopWatch = this.watch();
       try {
-        text = await res.text();
+        body = raw ? await res.arrayBuffer() : await res.text();
       } catch {
         await this.engineGone();
         continue;
       } finally {
         stopWatch();
       }
+      if (typeof body !== "string") {
+        this.finish();
+        return new Response(body, { status: res.status, headers: { "content-type": res.headers.get("content-type") ?? "application/octet-stream" } });
+      }
       if (!res.ok) {
         this.finish();
-        throw engineError(res.status, text, this.modelId);
+        throw engineError(res.status, body, this.modelId);
       }
-      this.finish(text);
-      return new Response(rewriteAnswer(text, this.req.model, this.req.reshape), {
+      this.finish(body);
+      return new Response(rewriteAnswer(body, this.req.model, this.req.reshape), {
         status: res.status,
         headers: { "content-type": res.headers.get("content-type") ?? "application/json" },
       });
