@@ -13,6 +13,7 @@ import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
 import { E } from "../spec/errors.ts";
 import { RECIPE_SPECS, type ModelType } from "../spec/recipes.ts";
 import type { AliasStore } from "./aliases.ts";
+import { checkRouting, type Routing } from "./routing-policy.ts";
 
 /** Deployment labels and the model type each makes. */
 const DEPLOYMENT: Record<string, ModelType> = {
@@ -60,6 +61,8 @@ export interface CatalogModel {
   cloud?: CloudModelInfo;
   /** The registry a hub model's checkpoints come from; absent: Hugging Face. */
   registry?: "modelscope";
+  /** collection.router: the policy, normalised (models/routing-policy.ts), and as registered. */
+  router?: { policy: Routing; version: string; routing: unknown };
 }
 
 export interface ResolvedFile {
@@ -89,6 +92,9 @@ export interface RegistryRow {
   image_defaults?: Record<string, unknown>;
   /** The registry the checkpoints download from, when not Hugging Face. */
   source?: "modelscope";
+  /** collection.router: the policy document's version and its routing block, as registered. */
+  version?: string;
+  routing?: unknown;
 }
 
 /** The prefix that reaches a built-in model a user model of the same name shadows. */
@@ -146,7 +152,11 @@ function fromRow(id: string, row: RegistryRow, source: ModelSource): CatalogMode
   }
   // A recipe this server has no engine for is listed only with model filtering off; its labels are
   // kept as Lemonade wrote them (they may name modes no recipe here serves).
-  const { type, labels } = RECIPE_SPECS[row.recipe] ? classify(id, row.recipe, row.labels ?? []) : { type: "llm" as ModelType, labels: row.labels ?? [] };
+  const { type, labels } = RECIPE_SPECS[row.recipe]
+    ? classify(id, row.recipe, row.labels ?? [])
+    : row.recipe === ROUTER_RECIPE
+      ? { type: "llm" as ModelType, labels: ["chat", ...(row.labels ?? []).filter((l) => l !== "chat")] }
+      : { type: "llm" as ModelType, labels: row.labels ?? [] };
   const defaults = Object.entries(row.image_defaults ?? {});
   const imageOptions = Object.fromEntries(defaults.filter(([k]) => IMAGE_OPTION_KEYS.includes(k)));
   const imageExtras = Object.fromEntries(defaults.filter(([k]) => !IMAGE_OPTION_KEYS.includes(k)));
@@ -162,8 +172,12 @@ function fromRow(id: string, row: RegistryRow, source: ModelSource): CatalogMode
     registryOptions: { ...imageOptions, ...(row.recipe_options ?? {}) },
     ...(defaults.length ? { imageExtras } : {}),
     ...(row.source === "modelscope" ? { registry: "modelscope" as const } : {}),
+    ...(row.recipe === ROUTER_RECIPE ? { router: { policy: checkRouting(row, () => true), version: row.version ?? "1", routing: row.routing } } : {}),
   };
 }
+
+/** A registered routing policy: a model that picks, per request, one of its candidates. */
+export const ROUTER_RECIPE = "collection.router";
 
 interface MetaCacheEntry {
   mtimeMs: number;
@@ -226,7 +240,7 @@ export class Catalog {
       throw new CatalogError("invalid_labels", `Model '${clip(id)}': a name may use letters, digits and . _ + - only`);
     }
     const model = fromRow(id, row, "huggingface");
-    if (!model.checkpoints.main) throw new CatalogError("invalid_labels", `Model '${id}': a main checkpoint is required (checkpoint or checkpoints.main)`);
+    if (!model.checkpoints.main && !model.router) throw new CatalogError("invalid_labels", `Model '${id}': a main checkpoint is required (checkpoint or checkpoints.main)`);
     for (const [role, checkpoint] of Object.entries(model.checkpoints)) {
       const problem = checkpointProblem(checkpoint);
       if (problem) throw new CatalogError("invalid_labels", `Model '${clip(id)}': checkpoint ${role} is refused: ${problem}`);

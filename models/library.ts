@@ -6,7 +6,8 @@ import { changed } from "../lib/generation.ts";
 import { scrubPaths } from "../lib/scrub.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
-import type { Catalog, CatalogModel, RegistryRow } from "./catalog.ts";
+import { ROUTER_RECIPE, type Catalog, type CatalogModel, type RegistryRow } from "./catalog.ts";
+import { checkRouting, type Routing } from "./routing-policy.ts";
 import { normalizeCheckpoint, parseCheckpoint, repoCacheDir } from "./hf-cache.ts";
 import type { DownloadManager, Progress } from "./downloads.ts";
 import { cachedRevision, ggufVariants, HubError, registryOf, repoManifest, searchRepos, type HubOptions, type Registry } from "./hf-download.ts";
@@ -38,6 +39,10 @@ function rowFrom(body: Json): RegistryRow {
   if (body.size !== undefined) row.size = body.size;
   if (body.recipe_options) row.recipe_options = body.recipe_options;
   if (registryOf(body.source) === "modelscope") row.source = "modelscope";
+  if (body.recipe === ROUTER_RECIPE) {
+    row.version = body.version ?? "1";
+    row.routing = body.routing;
+  }
   return row;
 }
 
@@ -51,6 +56,11 @@ export class ModelLibrary {
   readonly updatesAvailable = new Set<string>();
 
   constructor(private readonly opts: LibraryOptions) {}
+
+  /** A routing policy checked against the registered models, normalised (POST /v1/routing/validate). */
+  validateRouting(doc: Record<string, unknown>): Routing {
+    return checkRouting(doc, (name) => this.opts.catalog.find(name) !== undefined);
+  }
 
   /** A client's `source` as the registry it names (a 400 for one this server does not know). */
   registryOf(source: unknown): Registry {
@@ -77,6 +87,8 @@ export class ModelLibrary {
     if (body.recipe === "collection.omni") {
       throw new ApiError(400, "invalid_argument", "collection.omni models are not supported by this server", "recipe");
     }
+    // A routing policy is checked against what is registered before it is stored.
+    if (body.recipe === ROUTER_RECIPE) checkRouting(body, (name) => catalog.find(name) !== undefined);
     const model = catalog.registerUser(body.model_name, rowFrom(body));
     this.opts.log(`Registered ${model.id} (${model.checkpoints.main})`);
     return model;

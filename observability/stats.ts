@@ -35,6 +35,20 @@ export class GenerationStats {
     cache_tokens: null,
   };
   totals = { request_count_total: 0, input_tokens_total: 0, output_tokens_total: 0, prompt_tokens_total: 0, cache_tokens_total: 0 };
+  routing = { routing_decisions_total: 0, routing_switches_total: 0 };
+  /** The model each conversation was last routed to, by a hash of its system prompt and first user message. */
+  private readonly routed = new Map<string, string>();
+
+  /** Counts a collection.router decision, and a switch when the conversation's last one differed. */
+  recordRoute(conversation: string, target: string): void {
+    this.routing.routing_decisions_total++;
+    const before = this.routed.get(conversation);
+    if (before !== undefined && before !== target) this.routing.routing_switches_total++;
+    this.routed.delete(conversation);
+    this.routed.set(conversation, target);
+    // Bounded: the oldest conversations are forgotten first.
+    if (this.routed.size > 10_000) this.routed.delete(this.routed.keys().next().value!);
+  }
 
   /** Records one finished request; returns what was recorded. */
   record(timings: EngineTimings | undefined, usage: Usage | undefined): LastRequest {
@@ -60,7 +74,7 @@ export class GenerationStats {
   }
 
   snapshot() {
-    return { ...this.last, ...this.totals };
+    return { ...this.last, ...this.totals, ...this.routing };
   }
 }
 

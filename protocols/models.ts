@@ -54,6 +54,7 @@ export function modelObject(ctx: ServerContext, model: CatalogModel, includePath
     ...(hub ? { registry_source: model.registry ?? "huggingface" } : {}),
     recipe_options: { ...model.registryOptions, ...saved },
     ...(model.cloud ? cloudFields(model.cloud) : {}),
+    ...(model.router ? { components: model.router.policy.candidates, version: model.router.version, routing: model.router.routing } : {}),
   };
 }
 

@@ -55,6 +55,7 @@ export const endpoints: EndpointDef[] = [
   lemonade.register,
   lemonade.pullVariants,
   lemonade.checkUpdates,
+  lemonade.routingValidate,
   lemonade.registrySearch,
   lemonade.downloads,
   lemonade.downloadsControl,

@@ -592,9 +592,11 @@ export const stats = endpoint({
     output_tokens_total: T.Integer({ description: "Cumulative `output_tokens`" }),
     prompt_tokens_total: T.Integer({ description: "Cumulative `prompt_tokens`" }),
     cache_tokens_total: T.Integer({ description: "Cumulative `cache_tokens`" }),
+    routing_decisions_total: T.Integer({ description: "Routing decisions made by `collection.router` dispatch" }),
+    routing_switches_total: T.Integer({ description: "Routing decisions that changed a conversation's routed model (conversations are identified by a hash of the system prompt and first user message)" }),
   }),
   example: {
-    response: `{"time_to_first_token": 0.02, "tokens_per_second": 33.33, "input_tokens": 32, "output_tokens": 5, "prompt_tokens": 128, "cache_tokens": 96, "request_count_total": 12, "input_tokens_total": 1536, "output_tokens_total": 60, "prompt_tokens_total": 1700, "cache_tokens_total": 1152}`,
+    response: `{"time_to_first_token": 0.02, "tokens_per_second": 33.33, "input_tokens": 32, "output_tokens": 5, "prompt_tokens": 128, "cache_tokens": 96, "request_count_total": 12, "input_tokens_total": 1536, "output_tokens_total": 60, "prompt_tokens_total": 1700, "cache_tokens_total": 1152, "routing_decisions_total": 0, "routing_switches_total": 0}`,
   },
 });
 
@@ -612,6 +614,8 @@ const PullDefinition = {
   vision: T.Optional(T.Boolean({ description: "Registration: adds the `vision` label." })),
   embedding: T.Optional(T.Boolean({ description: "Registration: adds the `embeddings` label." })),
   reranking: T.Optional(T.Boolean({ description: "Registration: adds the `reranking` label." })),
+  version: T.Optional(T.String({ description: "collection.router: the policy document's version, \"1\"." })),
+  routing: T.Optional(T.Unknown({ description: "collection.router: the routing block (candidates, default_model, rules and classifiers, or router)." })),
   source: T.Optional(
     T.String({ description: "Registration: the registry the checkpoints come from, `huggingface` (default, alias `hf`) or `modelscope` (alias `ms`; `MODELSCOPE_ENDPOINT`, files under `<cache>/modelscope/hub`)." }),
   ),
@@ -663,7 +667,7 @@ export const pull = endpoint({
   description:
     "Downloads a registered model's files into the Hugging Face cache, or registers a `user.*` model (`checkpoint` or `checkpoints`, `recipe`, labels) in `user_models.json` and then downloads it. Files already complete are kept; a partial file resumes where it stopped. Each file's size and, where the hub gives it, sha256 are checked before it counts as downloaded. A pull of a model already downloading joins that download.",
   notes:
-    'With `stream: true` the answer is Server-Sent Events: `event: progress` with `{"file", "file_index", "total_files", "bytes_downloaded", "bytes_total", "percent"}`, then `event: complete` or `event: error` with `{"error"}`. With `stream: true, subscribe: false` the server starts a download job it owns and answers with its snapshot at once; follow it with `GET /v1/downloads` and steer it with `POST /v1/downloads/control`. Pulling a paused job again resumes it. `collection.omni` registrations are not supported.',
+    'With `stream: true` the answer is Server-Sent Events: `event: progress` with `{"file", "file_index", "total_files", "bytes_downloaded", "bytes_total", "percent"}`, then `event: complete` or `event: error` with `{"error"}`. With `stream: true, subscribe: false` the server starts a download job it owns and answers with its snapshot at once; follow it with `GET /v1/downloads` and steer it with `POST /v1/downloads/control`. Pulling a paused job again resumes it. A `collection.router` registration (`recipe`, `version` \"1\", `routing`) is checked as `POST /v1/routing/validate` checks it and stored as written; naming it in a chat or completions request routes the request (the `x-lemonade-route` header, and `x_lemonade_route` with `route_trace: true`). `collection.omni` registrations are not supported.',
   bodyAliases: { model: "model_name" },
   body: T.Object(
     {
@@ -822,6 +826,30 @@ export const pullVariants = endpoint({
   example: {
     query: "checkpoint=unsloth/Qwen3-8B-GGUF",
     response: `{"checkpoint": "unsloth/Qwen3-8B-GGUF", "recipe": "llamacpp", "suggested_name": "Qwen3-8B-GGUF", "suggested_labels": [], "mmproj_files": [], "variants": [{"name": "Q4_K_M", "primary_file": "Qwen3-8B-Q4_K_M.gguf", "files": ["Qwen3-8B-Q4_K_M.gguf"], "sharded": false, "size_bytes": 4920000000}]}`,
+  },
+});
+
+export const routingValidate = endpoint({
+  id: "lemonade.routing_validate",
+  method: "POST",
+  path: "/routing/validate",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "api",
+  summary: "Check a routing policy",
+  availability: "partially_available",
+  description:
+    "Checks a `collection.router` policy document (`version` \"1\", `routing`) as a registration would, against the models registered now, without registering anything. Candidates, `default_model`, every `route_to`, classifier references and labels, regexes (no nested unbounded quantifiers) and metadata comparators are checked; the answer is the policy as the engine runs it, the `router` sugar desugared into an `llm` classifier and identity rules. Classifier types other than `llm` (`semantic_similarity`, `classifier`, ...) are refused: this server does not evaluate them yet.",
+  body: T.Object({ version: T.Optional(T.String()), routing: T.Unknown({ description: "The routing block: candidates, default_model, rules (and classifiers), or router" }) }, { additionalProperties: true }),
+  response: T.Object({
+    valid: T.Literal(true),
+    routing: T.Unknown({ description: "The normalised policy: candidates, default_model, classifiers, rules" }),
+  }),
+  errors: [{ status: 400, code: "invalid_argument", when: "The policy is not valid; the message names the key and why" }],
+  example: {
+    body: { version: "1", routing: { candidates: ["Qwen3-0.6B-GGUF"], default_model: "Qwen3-0.6B-GGUF", rules: [] } },
+    response: '{"valid": true, "routing": {"candidates": ["Qwen3-0.6B-GGUF"], "default_model": "Qwen3-0.6B-GGUF", "classifiers": [], "rules": []}}',
   },
 });
 

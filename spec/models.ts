@@ -58,6 +58,8 @@ export const ModelObject = T.Object({
   max_completion_tokens: T.Optional(T.Number({ description: "Cloud models only: `max_output_tokens` under its OpenAI name" })),
   cost_input_per_million: T.Optional(T.Number({ description: "Cloud models only: USD per million input tokens, when the provider reports it" })),
   cost_output_per_million: T.Optional(T.Number({ description: "Cloud models only: USD per million output tokens, when the provider reports it" })),
+  version: T.Optional(T.String({ description: "Router collections only: the policy document's version" })),
+  routing: T.Optional(T.Unknown({ description: "Router collections only: the routing policy, as registered" })),
 });
 
 const exampleModel = `{

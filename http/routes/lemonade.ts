@@ -86,6 +86,8 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
 
   bind.http(spec.pullVariants, ({ query }) => ctx.library.variants(query.checkpoint, query.source));
 
+  bind.http(spec.routingValidate, ({ body }) => ({ valid: true as const, routing: ctx.library.validateRouting(body as Record<string, unknown>) }));
+
   bind.http(spec.checkUpdates, async () => {
     const models = await ctx.library.checkUpdates();
     return { status: "success", updates_available: models.length, models };

@@ -16,19 +16,28 @@ import {
 } from "../../protocols/openai.ts";
 import { checkResponsesBody, responsesCheck, responsesStream } from "../../protocols/responses.ts";
 import { speak, transcribe } from "../../protocols/audio.ts";
+import { route as routeRequest, ROUTE_HEADER } from "../../protocols/routing.ts";
 import type { Binder } from "../bind.ts";
 
 type Json = Record<string, any>;
 
 export function openaiRoutes(bind: Binder, ctx: ServerContext): void {
-  const forward = (def: Parameters<Binder["http"]>[0], path: string, build: (body: Json, engineBody: Json) => Partial<ProxyRequest>) => {
+  /** Binds an inference route; `routable` ones let a collection.router pick the model first. */
+  const forward = (def: Parameters<Binder["http"]>[0], path: string, build: (body: Json, engineBody: Json) => Partial<ProxyRequest>, routable = false) => {
     const label = metricsLabel(def);
-    bind.http(def, ({ body, request }) => {
+    bind.http(def, async ({ body, request }) => {
       const json = body as Json;
+      const routed = routable ? await routeRequest(ctx, json, request.signal) : null;
       const { engineBody, loadOptions } = toEngineBody(json);
+      delete engineBody.route_trace;
       const route = build(json, engineBody);
-      return ctx.proxy.toModel({
-        model: json.model,
+      if (routed) {
+        const reshape = route.reshape;
+        if (routed.reshape) route.reshape = (a) => routed.reshape!(reshape ? reshape(a) : a);
+        if (routed.stream && route.stream === routed.plain) route.stream = routed.stream;
+      }
+      const res = await ctx.proxy.toModel({
+        model: routed?.decision.route_to ?? json.model,
         path,
         body: engineBody,
         check: needsLlm(),
@@ -39,10 +48,12 @@ export function openaiRoutes(bind: Binder, ctx: ServerContext): void {
         ...route,
         stream: json.stream === true ? route.stream : undefined,
       });
+      if (routed) res.headers.set(ROUTE_HEADER, routed.decision.matched_rule || "default");
+      return res;
     });
   };
 
-  forward(spec.chatCompletions, "/v1/chat/completions", (body) => ({ stream: chatStream, check: visionCheck(needsLlm(), body) }));
+  forward(spec.chatCompletions, "/v1/chat/completions", (body) => ({ stream: chatStream, check: visionCheck(needsLlm(), body) }), true);
   forward(spec.completions, "/v1/completions", (_, engineBody) => {
     const { body, logprobs } = toCompletionBody(engineBody);
     if (!logprobs) return { body, stream: chatStream };
@@ -59,7 +70,7 @@ export function openaiRoutes(bind: Binder, ctx: ServerContext): void {
       };
     });
     return { body, reshape: fix, stream: streamed };
-  });
+  }, true);
   forward(spec.responses, "/v1/responses", (body) => {
     checkResponsesBody(body);
     return { stream: responsesStream(body.model), check: responsesCheck(body) };

@@ -1,0 +1,85 @@
+// collection.router on the OpenAI routes: the policy picks a candidate for a chat or completions
+// request (runtime/router-engine.ts), the request goes to it as it would directly, and the answer
+// says what was decided: the `x-lemonade-route` header (the rule, or `default`) and, with
+// `route_trace: true`, an `x_lemonade_route` object on the body or the first stream event.
+import { ApiError } from "../lib/api-error.ts";
+import type { Classifier } from "../models/routing-policy.ts";
+import type { ServerContext } from "../runtime/context.ts";
+import type { StreamRule } from "../runtime/proxy.ts";
+import { decide, routeInput, type Decision } from "../runtime/router-engine.ts";
+import { chatStream, mappedStream, needsLlm } from "./openai.ts";
+
+type Json = Record<string, any>;
+
+export const ROUTE_HEADER = "x-lemonade-route";
+
+/** An `llm` classifier: the model is asked to answer one of the labels; that label scores 1. */
+async function llmClassify(ctx: ServerContext, c: Classifier, text: string, signal: AbortSignal) {
+  const res = await ctx.proxy.toModel({
+    model: c.model,
+    path: "/v1/chat/completions",
+    body: {
+      messages: [
+        { role: "system", content: `${c.prompt}\nAnswer with exactly one of: ${c.labels.join(", ")}.` },
+        { role: "user", content: text },
+      ],
+      max_tokens: 32,
+      temperature: 0,
+      stream: false,
+    },
+    check: needsLlm(),
+    signal,
+    endpoint: "routing",
+    generation: false,
+  });
+  const answer = String((await res.json()).choices?.[0]?.message?.content ?? "").trim();
+  // The longest label first, so that `big` does not win over `big-coder` in "big-coder".
+  const label = [...c.labels].sort((a, b) => b.length - a.length).find((l) => answer.toLowerCase().includes(l.toLowerCase()));
+  if (!label) throw new Error(`the router model answered ${JSON.stringify(answer.slice(0, 80))}, not a label`);
+  return { scores: Object.fromEntries(c.labels.map((l) => [l, l === label ? 1 : 0])), rationale: answer.slice(0, 200) };
+}
+
+/** A conversation's identity for counting route switches: its system prompt and first user message. */
+function conversationKey(body: Json): string {
+  const messages: any[] = Array.isArray(body.messages) ? body.messages : [];
+  const first = (role: string) => JSON.stringify(messages.find((m) => m?.role === role)?.content ?? "");
+  return new Bun.CryptoHasher("sha256").update(`${first("system")}\n${first("user")}`).digest("hex");
+}
+
+export interface Routed {
+  decision: Decision;
+  /** Adds the decision to a whole answer when the client asked for the trace. */
+  reshape?: (answer: Json) => Json;
+  /** The stream rule that adds it to the first event, when the client asked; it replaces the plain
+   * chat stream only (a translated stream keeps its own, and the header). */
+  stream?: StreamRule;
+  plain: StreamRule;
+}
+
+/** The decision for a request naming a router; null for any other model. */
+export async function route(ctx: ServerContext, body: Json, signal: AbortSignal): Promise<Routed | null> {
+  const model = ctx.catalog.find(String(body.model ?? ""));
+  if (!model?.router) return null;
+  const policy = model.router.policy;
+  for (const candidate of policy.candidates) {
+    if (!ctx.catalog.find(candidate)) throw new ApiError(404, "model_not_found", `Router ${model.id} routes to ${candidate}, which is no longer registered`);
+  }
+  const decision = await decide(policy, routeInput(body), (c, text) => llmClassify(ctx, c, text, signal));
+  ctx.stats.recordRoute(conversationKey(body), decision.route_to);
+  ctx.logger.info("Router", `${model.id} routed to ${decision.route_to} (${decision.matched_rule || "default"})`);
+  if (body.route_trace !== true) return { decision, plain: chatStream };
+  const trace = { route_to: decision.route_to, matched_rule: decision.matched_rule, default_used: decision.default_used, outputs: decision.outputs, trace: decision.trace };
+  return {
+    decision,
+    plain: chatStream,
+    reshape: (answer) => ({ ...answer, x_lemonade_route: trace }),
+    stream: mappedStream(() => {
+      let first = true;
+      return (ev) => {
+        if (!first) return ev;
+        first = false;
+        return { ...ev, x_lemonade_route: trace };
+      };
+    }),
+  };
+}

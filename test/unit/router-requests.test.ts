@@ -1,0 +1,104 @@
+// collection.router end to end over HTTP, on the FAKE engine: registration, a chat routed by a
+// keyword rule and by the `router` sugar (an LLM answering a label: the fake's `reply`), the
+// header, the trace on a body and on the first stream event, completions, stats, validation.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { startFakeServer } from "../helpers/fake-engine.ts";
+import type { TestServer } from "../helpers/server.ts";
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startFakeServer(["a", "b", "judge"], { LEMONADE_MAX_LOADED_MODELS: "-1" });
+});
+afterAll(() => server.close());
+
+const post = (path: string, body: unknown) => fetch(`${server.url}${path}`, { method: "POST", body: JSON.stringify(body) });
+const routing = {
+  candidates: ["extra.a", "extra.b"],
+  default_model: "extra.a",
+  rules: [{ id: "code", match: { any: [{ keywords_any: ["python"] }, { metadata: { key: "task", equals: "code" } }] }, route_to: "extra.b", outputs: { tier: "code" } }],
+};
+
+test("a router registers, lists with its candidates, and refuses a bad policy with nothing stored", async () => {
+  const bad = await post("/v1/pull", { model_name: "user.Bad", recipe: "collection.router", version: "1", routing: { ...routing, default_model: "extra.judge" } });
+  expect(bad.status).toBe(400);
+  expect((await bad.json()).message).toContain("default_model must be one of the candidates");
+  expect(existsSync(join(server.cacheDir, "user_models.json"))).toBe(false);
+
+  const res = await post("/v1/pull", { model_name: "user.Auto", recipe: "collection.router", version: "1", routing });
+  expect(res.status).toBe(200);
+  const listed = (await (await fetch(`${server.url}/v1/models`)).json()).data.find((m: any) => m.id === "Auto");
+  expect(listed).toMatchObject({ recipe: "collection.router", components: ["extra.a", "extra.b"], version: "1", routing, labels: ["chat"] });
+  // Stored as written (the normalised form is worked out at each start).
+  const stored = JSON.parse(readFileSync(join(server.cacheDir, "user_models.json"), "utf8"));
+  expect((stored.Auto ?? stored["user.Auto"]).routing).toEqual(routing);
+});
+
+test("chat is routed by the first matching rule, else the default; the header and model say where", async () => {
+  const plain = await post("/v1/chat/completions", { model: "Auto", messages: [{ role: "user", content: "hello" }], max_tokens: 2 });
+  expect(plain.headers.get("x-lemonade-route")).toBe("default");
+  expect((await plain.json()).model).toBe("extra.a");
+  const code = await post("/v1/chat/completions", { model: "Auto", messages: [{ role: "user", content: "some Python please" }], max_tokens: 2 });
+  expect(code.headers.get("x-lemonade-route")).toBe("code");
+  const body = await code.json();
+  expect(body.model).toBe("extra.b");
+  expect(body.x_lemonade_route).toBeUndefined();
+  const byMetadata = await post("/v1/chat/completions", { model: "Auto", messages: [{ role: "user", content: "hi" }], metadata: { task: "code" }, max_tokens: 2 });
+  expect(byMetadata.headers.get("x-lemonade-route")).toBe("code");
+});
+
+test("route_trace adds x_lemonade_route to the body, and to the first event of a stream", async () => {
+  const res = await post("/v1/chat/completions", { model: "Auto", messages: [{ role: "user", content: "python" }], max_tokens: 2, route_trace: true });
+  const trace = (await res.json()).x_lemonade_route;
+  expect(trace).toEqual({ route_to: "extra.b", matched_rule: "code", default_used: false, outputs: { tier: "code" }, trace: [{ condition: "keywords_any", result: true }] });
+
+  const stream = await post("/v1/chat/completions", { model: "Auto", messages: [{ role: "user", content: "hello" }], max_tokens: 3, stream: true, route_trace: true });
+  expect(stream.headers.get("x-lemonade-route")).toBe("default");
+  const events = (await stream.text()).split("\n\n").filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice(6)));
+  expect(events[0].x_lemonade_route).toMatchObject({ route_to: "extra.a", default_used: true, matched_rule: "" });
+  expect(events.slice(1).some((e) => e.x_lemonade_route)).toBe(false);
+});
+
+test("completions route too; /v1/stats counts decisions and a conversation's switches", async () => {
+  const before = (await (await fetch(`${server.url}/v1/stats`)).json()) as { routing_decisions_total: number; routing_switches_total: number };
+  const done = await post("/v1/completions", { model: "Auto", prompt: "python code", max_tokens: 2 });
+  expect(done.headers.get("x-lemonade-route")).toBe("code");
+  // One conversation (same system prompt and first message), routed to a then b: one switch.
+  const turn1 = [{ role: "system", content: "s" }, { role: "user", content: "hello there" }];
+  await post("/v1/chat/completions", { model: "Auto", messages: turn1, max_tokens: 1 });
+  await post("/v1/chat/completions", { model: "Auto", messages: [...turn1, { role: "assistant", content: "hi" }, { role: "user", content: "now python" }], max_tokens: 1 });
+  const after = await (await fetch(`${server.url}/v1/stats`)).json();
+  expect(after.routing_decisions_total - before.routing_decisions_total).toBe(3);
+  expect(after.routing_switches_total - before.routing_switches_total).toBe(1);
+});
+
+test("the router sugar asks an LLM to pick a candidate by name", async () => {
+  const res = await post("/v1/pull", {
+    model_name: "user.Picker",
+    recipe: "collection.router",
+    version: "1",
+    routing: { candidates: ["extra.a", "extra.b"], default_model: "extra.a", router: { type: "llm", model: "extra.judge", prompt: "Pick the model for this." } },
+  });
+  expect(res.status).toBe(200);
+  // The FAKE judge answers with the label given in the message (its `reply`).
+  const picked = await post("/v1/chat/completions", { model: "Picker", messages: [{ role: "user", content: '[[fake {"reply": "I pick extra.b"}]] route me' }], max_tokens: 2, route_trace: true });
+  expect(picked.headers.get("x-lemonade-route")).toBe("router.extra.b");
+  const body = await picked.json();
+  expect(body.model).toBe("extra.b");
+  expect(body.x_lemonade_route.trace).toContainEqual({ condition: "classifier:router", label: "extra.b", score: 1, result: true, rationale: "I pick extra.b" });
+  // An answer that names no candidate: fail-open to the default.
+  const unsure = await post("/v1/chat/completions", { model: "Picker", messages: [{ role: "user", content: '[[fake {"reply": "no idea"}]] route me' }], max_tokens: 2 });
+  expect(unsure.headers.get("x-lemonade-route")).toBe("default");
+});
+
+test("POST /v1/routing/validate checks without registering and answers the normalised policy", async () => {
+  const ok = await post("/v1/routing/validate", { version: "1", routing: { candidates: ["extra.a"], default_model: "extra.a", router: { type: "llm", model: "extra.judge", prompt: "p" } } });
+  expect(ok.status).toBe(200);
+  const body = await ok.json();
+  expect(body.valid).toBe(true);
+  expect(body.routing.rules).toEqual([{ id: "router.extra.a", match: { classifier: "router", label: "extra.a" }, route_to: "extra.a" }]);
+  const bad = await post("/v1/routing/validate", { version: "1", routing: { candidates: ["extra.a"], default_model: "extra.a", rules: [{ id: "r", match: { regex: "(a+)+" }, route_to: "extra.a" }] } });
+  expect(bad.status).toBe(400);
+  expect((await bad.json()).message).toContain("nested unbounded quantifier");
+});
