@@ -39,10 +39,14 @@ export interface Rule {
 
 export interface Classifier {
   id: string;
-  type: "llm";
+  /** `llm`: a model asked to answer one label; `semantic_similarity`: cosine against exemplar phrases on an embedding model. */
+  type: "llm" | "semantic_similarity";
   model: string;
+  /** llm only. */
   prompt: string;
   labels: string[];
+  /** semantic_similarity only: concept label -> exemplar phrases. */
+  reference_phrases?: Record<string, string[]>;
   default_label?: string;
   on_error: "match_true" | "match_false";
 }
@@ -55,7 +59,7 @@ export interface Routing {
 }
 
 /** Classifier types of the schema this server evaluates; the others are refused by name. */
-const SUPPORTED_CLASSIFIERS = new Set(["llm"]);
+const SUPPORTED_CLASSIFIERS = new Set(["llm", "semantic_similarity"]);
 const ALL_CLASSIFIERS = new Set(["semantic_similarity", "classifier", "llm", "pii_detection", "prompt_safety", "language_detection", "domain_classification", "complexity", "sentiment"]);
 const EXPR_KEYS = new Set(["any", "all", "not", "classifier", "label", "min_score", "max_score", "keywords_any", "keywords_all", "regex", "min_chars", "max_chars", "has_tools", "has_images", "metadata"]);
 
@@ -159,13 +163,32 @@ export function checkRouting(doc: { version?: unknown; routing?: unknown }, know
       if (!isObject(c) || typeof c.id !== "string" || !c.id) throw invalid(path, "needs an id");
       if (classifiers.has(c.id)) throw invalid(`${path}.id`, `'${c.id}' is used twice`);
       if (!ALL_CLASSIFIERS.has(String(c.type))) throw invalid(`${path}.type`, `'${String(c.type)}' is not a classifier type`);
-      if (!SUPPORTED_CLASSIFIERS.has(String(c.type))) throw invalid(`${path}.type`, `'${String(c.type)}' classifiers are not evaluated by this server yet (use llm, or deterministic conditions)`);
+      if (!SUPPORTED_CLASSIFIERS.has(String(c.type))) throw invalid(`${path}.type`, `'${String(c.type)}' classifiers are not evaluated by this server yet (use llm or semantic_similarity, or deterministic conditions)`);
       if (typeof c.model !== "string" || !known(c.model)) throw invalid(`${path}.model`, "must name a registered model");
-      if (typeof c.prompt !== "string" || !c.prompt) throw invalid(`${path}.prompt`, "must be a non-empty prompt");
-      const labels = strings(c.labels, `${path}.labels`, 1);
+      let labels: string[];
+      let phrases: Record<string, string[]> | undefined;
+      if (c.type === "semantic_similarity") {
+        if (c.labels !== undefined) throw invalid(`${path}.labels`, "is not used by semantic_similarity: its labels are the reference_phrases' concepts");
+        if (!isObject(c.reference_phrases) || !Object.keys(c.reference_phrases).length) throw invalid(`${path}.reference_phrases`, "must map at least one concept to its phrases");
+        phrases = {};
+        for (const [concept, list] of Object.entries(c.reference_phrases)) phrases[concept] = strings(list, `${path}.reference_phrases.${concept}`, 1);
+        labels = Object.keys(phrases);
+      } else {
+        if (typeof c.prompt !== "string" || !c.prompt) throw invalid(`${path}.prompt`, "must be a non-empty prompt");
+        labels = strings(c.labels, `${path}.labels`, 1);
+      }
       if (c.default_label !== undefined && !labels.includes(String(c.default_label))) throw invalid(`${path}.default_label`, "must be one of its labels");
       if (c.on_error !== undefined && c.on_error !== "match_true" && c.on_error !== "match_false") throw invalid(`${path}.on_error`, "must be match_true or match_false");
-      classifiers.set(c.id, { id: c.id, type: "llm", model: c.model, prompt: c.prompt, labels, default_label: c.default_label as string | undefined, on_error: (c.on_error as Classifier["on_error"]) ?? "match_false" });
+      classifiers.set(c.id, {
+        id: c.id,
+        type: c.type as Classifier["type"],
+        model: c.model,
+        prompt: typeof c.prompt === "string" ? c.prompt : "",
+        labels,
+        ...(phrases ? { reference_phrases: phrases } : {}),
+        ...(c.default_label !== undefined ? { default_label: String(c.default_label) } : {}),
+        on_error: (c.on_error as Classifier["on_error"]) ?? "match_false",
+      });
     });
   }
   if (!Array.isArray(r.rules)) throw invalid("routing.rules", "must be a list");

@@ -7,7 +7,7 @@ import type { Classifier } from "../models/routing-policy.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import type { StreamRule } from "../runtime/proxy.ts";
 import { decide, routeInput, type Decision } from "../runtime/router-engine.ts";
-import { chatStream, mappedStream, needsLlm } from "./openai.ts";
+import { chatStream, mappedStream, needsEmbedder, needsLlm } from "./openai.ts";
 
 type Json = Record<string, any>;
 
@@ -39,6 +39,49 @@ async function llmClassify(ctx: ServerContext, c: Classifier, text: string, sign
   return { scores: Object.fromEntries(c.labels.map((l) => [l, l === label ? 1 : 0])), rationale: answer.slice(0, 200) };
 }
 
+/** Reference phrases' embeddings, computed once per classifier and model. */
+const phraseVectors = new Map<string, Promise<Record<string, number[][]>>>();
+
+async function embed(ctx: ServerContext, model: string, input: string[], signal: AbortSignal): Promise<number[][]> {
+  const res = await ctx.proxy.toModel({ model, path: "/v1/embeddings", body: { input, encoding_format: "float" }, check: needsEmbedder, signal, endpoint: "routing", generation: false });
+  const data = ((await res.json()).data ?? []) as { index: number; embedding: number[] }[];
+  return data.sort((a, b) => a.index - b.index).map((d) => d.embedding);
+}
+
+const cosine = (a: number[], b: number[]) => {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i]! * (b[i] ?? 0);
+    na += a[i]! * a[i]!;
+    nb += (b[i] ?? 0) ** 2;
+  }
+  return na && nb ? dot / Math.sqrt(na * nb) : 0;
+};
+
+/** A `semantic_similarity` classifier: each concept scores the best cosine of the input against its
+ * phrases (negative similarity counts as 0). */
+async function semanticClassify(ctx: ServerContext, c: Classifier, text: string, signal: AbortSignal) {
+  const key = `${c.id}\u0000${c.model}\u0000${JSON.stringify(c.reference_phrases)}`;
+  let vectors = phraseVectors.get(key);
+  if (!vectors) {
+    const concepts = Object.entries(c.reference_phrases ?? {});
+    vectors = embed(ctx, c.model, concepts.flatMap(([, p]) => p), signal).then((flat) => {
+      const out: Record<string, number[][]> = {};
+      let i = 0;
+      for (const [concept, phrases] of concepts) out[concept] = phrases.map(() => flat[i++]!);
+      return out;
+    });
+    phraseVectors.set(key, vectors);
+    vectors.catch(() => phraseVectors.delete(key));
+  }
+  const [input] = await embed(ctx, c.model, [text], signal);
+  const scores: Record<string, number> = {};
+  for (const [concept, list] of Object.entries(await vectors)) scores[concept] = Math.max(0, ...list.map((v) => cosine(input!, v)));
+  return { scores };
+}
+
 /** A conversation's identity for counting route switches: its system prompt and first user message. */
 function conversationKey(body: Json): string {
   const messages: any[] = Array.isArray(body.messages) ? body.messages : [];
@@ -64,7 +107,7 @@ export async function route(ctx: ServerContext, body: Json, signal: AbortSignal)
   for (const candidate of policy.candidates) {
     if (!ctx.catalog.find(candidate)) throw new ApiError(404, "model_not_found", `Router ${model.id} routes to ${candidate}, which is no longer registered`);
   }
-  const decision = await decide(policy, routeInput(body), (c, text) => llmClassify(ctx, c, text, signal));
+  const decision = await decide(policy, routeInput(body), (c, text) => (c.type === "semantic_similarity" ? semanticClassify(ctx, c, text, signal) : llmClassify(ctx, c, text, signal)));
   ctx.stats.recordRoute(conversationKey(body), decision.route_to);
   ctx.logger.info("Router", `${model.id} routed to ${decision.route_to} (${decision.matched_rule || "default"})`);
   if (body.route_trace !== true) return { decision, plain: chatStream };

@@ -840,7 +840,7 @@ export const routingValidate = endpoint({
   summary: "Check a routing policy",
   availability: "partially_available",
   description:
-    "Checks a `collection.router` policy document (`version` \"1\", `routing`) as a registration would, against the models registered now, without registering anything. Candidates, `default_model`, every `route_to`, classifier references and labels, regexes (no nested unbounded quantifiers) and metadata comparators are checked; the answer is the policy as the engine runs it, the `router` sugar desugared into an `llm` classifier and identity rules. Classifier types other than `llm` (`semantic_similarity`, `classifier`, ...) are refused: this server does not evaluate them yet.",
+    "Checks a `collection.router` policy document (`version` \"1\", `routing`) as a registration would, against the models registered now, without registering anything. Candidates, `default_model`, every `route_to`, classifier references and labels, regexes (no nested unbounded quantifiers) and metadata comparators are checked; the answer is the policy as the engine runs it, the `router` sugar desugared into an `llm` classifier and identity rules. `llm` and `semantic_similarity` classifiers are evaluated; the other types (`classifier`, ...) are refused: this server does not evaluate them yet.",
   body: T.Object({ version: T.Optional(T.String()), routing: T.Unknown({ description: "The routing block: candidates, default_model, rules (and classifiers), or router" }) }, { additionalProperties: true }),
   response: T.Object({
     valid: T.Literal(true),

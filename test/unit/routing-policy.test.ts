@@ -30,7 +30,14 @@ describe("policy checks", () => {
       /'math' is not one of classifier 'c''s labels/,
     ],
     ["a score out of range", { routing: { ...base, classifiers: [{ id: "c", type: "llm", model: "judge", prompt: "p", labels: ["x"] }], rules: [{ id: "r", match: { classifier: "c", label: "x", min_score: 2 }, route_to: "big" }] } }, /min_score must be a number from 0 to 1/],
-    ["a classifier type not evaluated here", { routing: { ...base, classifiers: [{ id: "c", type: "semantic_similarity", model: "judge" }], rules: [] } }, /'semantic_similarity' classifiers are not evaluated by this server yet/],
+    ["a classifier type not evaluated here", { routing: { ...base, classifiers: [{ id: "c", type: "classifier", model: "judge" }], rules: [] } }, /'classifier' classifiers are not evaluated by this server yet/],
+    ["semantic_similarity without phrases", { routing: { ...base, classifiers: [{ id: "c", type: "semantic_similarity", model: "judge" }], rules: [] } }, /reference_phrases must map at least one concept/],
+    ["semantic_similarity with labels", { routing: { ...base, classifiers: [{ id: "c", type: "semantic_similarity", model: "judge", labels: ["x"], reference_phrases: { x: ["a"] } }], rules: [] } }, /labels is not used by semantic_similarity/],
+    [
+      "a label that is not a concept",
+      { routing: { ...base, classifiers: [{ id: "c", type: "semantic_similarity", model: "judge", reference_phrases: { billing: ["refund"] } }], rules: [{ id: "r", match: { classifier: "c", label: "jokes" }, route_to: "big" }] } },
+      /'jokes' is not one of classifier 'c''s labels \(billing\)/,
+    ],
   ];
   for (const [what, doc, message] of refused) {
     test(`refused: ${what}`, () => {
