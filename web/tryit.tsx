@@ -1,7 +1,7 @@
 // Try-it panels for the other model types: speech, transcription (a file or the microphone),
 // embeddings (similarity of two texts), reranking, and images when an image model exists.
 import { useRef, useState } from "preact/hooks";
-import { getJson, postJson, request, type Model } from "./api.ts";
+import { getJson, postJson, request, socket, type Model } from "./api.ts";
 import { usePoll } from "./hooks.ts";
 
 const VOICES = ["alloy", "ash", "ballad", "coral", "echo", "fable", "onyx", "nova", "sage", "shimmer", "verse"];
@@ -60,11 +60,73 @@ function Speech({ models }: { models: Model[] }) {
   );
 }
 
+/** Live transcription over /realtime: the microphone at 16 kHz, sent as base64 PCM16 as it is heard. */
+function useLive(model: string, onText: (t: string) => void, onError: (e: string) => void) {
+  const [live, setLive] = useState<{ stop: () => void } | null>(null);
+  const [status, setStatus] = useState("");
+  const start = async () => {
+    let stream: MediaStream;
+    try {
+      stream = await navigator.mediaDevices.getUserMedia({ audio: true });
+    } catch (err) {
+      return onError(`The microphone is not available: ${(err as Error).message}`);
+    }
+    const ws = socket(`/realtime?model=${encodeURIComponent(model)}`);
+    const audio = new AudioContext({ sampleRate: 16000 });
+    const source = audio.createMediaStreamSource(stream);
+    // ScriptProcessor: an AudioWorklet would need a module URL the page's CSP does not allow.
+    const node = audio.createScriptProcessor(4096, 1, 1);
+    let segments = 0;
+    node.onaudioprocess = (e) => {
+      if (ws.readyState !== WebSocket.OPEN) return;
+      const input = e.inputBuffer.getChannelData(0);
+      const pcm = new Int16Array(input.length);
+      for (let i = 0; i < input.length; i++) pcm[i] = Math.max(-32768, Math.min(32767, Math.round(input[i]! * 32767)));
+      let binary = "";
+      const bytes = new Uint8Array(pcm.buffer);
+      for (let i = 0; i < bytes.length; i++) binary += String.fromCharCode(bytes[i]!);
+      ws.send(JSON.stringify({ type: "input_audio_buffer.append", audio: btoa(binary) }));
+    };
+    ws.onopen = () => {
+      ws.send(JSON.stringify({ type: "session.update", session: { model } }));
+      source.connect(node);
+      node.connect(audio.destination);
+      setStatus("Listening…");
+    };
+    ws.onmessage = (ev) => {
+      const msg = JSON.parse(String(ev.data));
+      if (msg.type === "conversation.item.input_audio_transcription.delta") setStatus(`Hearing: ${msg.delta}`);
+      if (msg.type === "conversation.item.input_audio_transcription.completed") {
+        segments++;
+        setStatus(`Live: ${segments} segment(s) transcribed`);
+        if (msg.transcript) onText(msg.transcript);
+      }
+      // A commit after the last turn was already transcribed finds the buffer empty: nothing to say.
+      if (msg.type === "error" && msg.error?.code !== "input_audio_buffer_commit_empty") onError(msg.error?.message ?? "the live session failed");
+    };
+    ws.onclose = () => setLive(null);
+    setLive({
+      stop: () => {
+        if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "input_audio_buffer.commit" }));
+        source.disconnect();
+        node.disconnect();
+        stream.getTracks().forEach((t) => t.stop());
+        void audio.close();
+        // The last segment's transcript arrives after the commit.
+        setTimeout(() => ws.close(), 5000);
+        setLive(null);
+      },
+    });
+  };
+  return { live, status, toggle: () => (live ? live.stop() : void start()) };
+}
+
 function Transcription({ models }: { models: Model[] }) {
   const [model, setModel] = useState(models[0]!.id);
   const [text, setText] = useState("");
   const [error, setError] = useState("");
   const [recording, setRecording] = useState<MediaRecorder | null>(null);
+  const live = useLive(model, (t) => setText((prev) => (prev && prev !== "Transcribing…" ? `${prev} ${t}` : t)), setError);
   const send = async (file: Blob, name: string) => {
     setError("");
     setText("Transcribing…");
@@ -103,7 +165,9 @@ function Transcription({ models }: { models: Model[] }) {
       <label>
         Audio file <input type="file" accept="audio/*" onChange={(e) => (e.target as HTMLInputElement).files?.[0] && send((e.target as HTMLInputElement).files![0]!, (e.target as HTMLInputElement).files![0]!.name)} />
       </label>
-      <button onClick={record}>{recording ? "Stop recording" : "Record"}</button>
+      <button onClick={record}>{recording ? "Stop recording" : "Record"}</button>{" "}
+      <button onClick={live.toggle}>{live.live ? "Stop live" : "Live"}</button>
+      {live.status && <p class="hint" role="status">{live.status}</p>}
       {text && <p class="transcript">{text}</p>}
       {error && <p class="error">{error}</p>}
     </fieldset>

@@ -146,6 +146,29 @@ describe("the web app", () => {
     await page.close();
   });
 
+  test("try it: live transcription streams the microphone over /realtime (Chromium's fake microphone)", async () => {
+    const withMic = await chromium.launch({ executablePath: CHROMIUM, args: [...FLAGS, "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"] });
+    try {
+      const page = await withMic.newPage();
+      const host = new URL(server.url).host;
+      page.on("request", (r) => new URL(r.url()).host !== host && !r.url().startsWith("data:") && !r.url().startsWith("blob:") && foreign.push(r.url()));
+      const sockets: string[] = [];
+      page.on("websocket", (ws) => sockets.push(ws.url()));
+      await page.goto(`${server.url}/#try`);
+      const panel = page.locator("fieldset", { hasText: "Transcription" });
+      await panel.getByRole("button", { name: "Live" }).click();
+      await panel.getByText("Listening…").waitFor({ timeout: 15_000 });
+      // The fake microphone beeps; a few seconds of it, then the end of the turn.
+      await page.waitForTimeout(2500);
+      await panel.getByRole("button", { name: "Stop live" }).click();
+      await panel.getByText(/Live: [1-9]\d* segment\(s\) transcribed/).waitFor({ timeout: 30_000 });
+      expect(sockets.some((u) => u.includes("/realtime?model=Whisper-Tiny"))).toBe(true);
+      expect(await panel.locator(".error").count()).toBe(0);
+    } finally {
+      await withMic.close();
+    }
+  });
+
   test("try it: the embeddings panel compares two texts", async () => {
     const page = await open("/#try");
     const panel = page.locator("fieldset", { hasText: "Embeddings" });
