@@ -362,6 +362,21 @@ describe("Lemonade's CLI syntax", () => {
     const codex = await lemonade(["launch", "codex", "--model", "extra.tiny-chat"]);
     expect(codex.code).toBe(1);
     expect(codex.err).toContain("npm install -g @openai/codex");
+    // The OpenAI-speaking agents get the /v1 base URL, a key and the model in their own flags.
+    const expected: Record<string, [string, string]> = {
+      codex: ["OPENAI_BASE_URL", "ARGV -m extra.tiny-chat"],
+      opencode: ["OPENAI_BASE_URL", "ARGV --model openai/extra.tiny-chat"],
+      aider: ["OPENAI_API_BASE", "ARGV --model openai/extra.tiny-chat"],
+    };
+    for (const [agent, [baseVar, argv]] of Object.entries(expected)) {
+      writeFileSync(join(bin, agent), `#!/bin/sh\n{ env; echo "ARGV $*"; } > "${record}"\n`, { mode: 0o755 });
+      const r = await lemonade(["launch", agent, "--model", "extra.tiny-chat"], undefined, { PATH: `${bin}:/usr/bin:/bin` });
+      expect(r.code, `${agent}: ${r.err}`).toBe(0);
+      const env = readFileSync(record, "utf8");
+      expect(env, agent).toContain(`${baseVar}=http://127.0.0.1:${port}/v1\n`);
+      expect(env, agent).toContain("OPENAI_API_KEY=lemonade\n");
+      expect(env, agent).toContain(argv);
+    }
     expect((await lemonade(["launch", "notepad"])).code).toBe(2);
   });
 
