@@ -1,7 +1,7 @@
 // The model catalog: built-in models (server_models.json), the user's registered models
 // (user_models.json, ids `user.*`), and every GGUF in the extra models folder (ids `extra.*`).
 // It answers which models exist, what they are (recipe, labels, type), and which files they need.
-import { existsSync, readdirSync, statSync, watch } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync, watch } from "node:fs";
 import { join } from "node:path";
 import builtIn from "./server_models.json" with { type: "json" };
 import { checkpointProblem, findCachedFile, parseCheckpoint } from "./hf-cache.ts";
@@ -14,6 +14,7 @@ import { E } from "../spec/errors.ts";
 import { RECIPE_SPECS, type ModelType } from "../spec/recipes.ts";
 import type { AliasStore } from "./aliases.ts";
 import { checkRouting, type Routing } from "./routing-policy.ts";
+import { MAX_MANIFEST_BYTES, manifestCheckpoint, parseOmniManifest, type OmniSpec } from "./omni-manifest.ts";
 
 /** Deployment labels and the model type each makes. */
 const DEPLOYMENT: Record<string, ModelType> = {
@@ -63,6 +64,9 @@ export interface CatalogModel {
   registry?: "modelscope";
   /** collection.router: the policy, normalised (models/routing-policy.ts), and as registered. */
   router?: { policy: Routing; version: string; routing: unknown };
+  /** A collection.omni, which a chat naming runs the tool loop on (protocols/omni.ts): its
+   * components as registered, or null when they are its repository's manifest (Catalog.omniSpec). */
+  omni?: { spec: OmniSpec | null };
 }
 
 export interface ResolvedFile {
@@ -95,6 +99,9 @@ export interface RegistryRow {
   /** collection.router: the policy document's version and its routing block, as registered. */
   version?: string;
   routing?: unknown;
+  /** collection.omni: its models, in order, and an optional system prompt of its own. */
+  components?: string[];
+  system_prompt?: string;
 }
 
 /** The prefix that reaches a built-in model a user model of the same name shadows. */
@@ -147,6 +154,9 @@ function fromRow(id: string, row: RegistryRow, source: ModelSource): CatalogMode
   const checkpoints: Record<string, string> = { ...(row.checkpoints ?? {}) };
   for (const role of NPU_ONLY_ROLES) delete checkpoints[role];
   if (row.checkpoint) checkpoints.main = row.checkpoint;
+  // A published collection is its repository's manifest file (models/omni-manifest.ts).
+  const fromManifest = row.recipe === OMNI_RECIPE && !Array.isArray(row.components) && checkpoints.main !== undefined;
+  if (fromManifest) checkpoints.main = manifestCheckpoint(checkpoints.main!);
   if (row.mmproj && checkpoints.main && !checkpoints.mmproj) {
     checkpoints.mmproj = `${parseCheckpoint(checkpoints.main).repo}:${row.mmproj}`;
   }
@@ -154,7 +164,7 @@ function fromRow(id: string, row: RegistryRow, source: ModelSource): CatalogMode
   // kept as Lemonade wrote them (they may name modes no recipe here serves).
   const { type, labels } = RECIPE_SPECS[row.recipe]
     ? classify(id, row.recipe, row.labels ?? [])
-    : row.recipe === ROUTER_RECIPE
+    : row.recipe === ROUTER_RECIPE || row.recipe === OMNI_RECIPE
       ? { type: "llm" as ModelType, labels: ["chat", ...(row.labels ?? []).filter((l) => l !== "chat")] }
       : { type: "llm" as ModelType, labels: row.labels ?? [] };
   const defaults = Object.entries(row.image_defaults ?? {});
@@ -173,11 +183,15 @@ function fromRow(id: string, row: RegistryRow, source: ModelSource): CatalogMode
     ...(defaults.length ? { imageExtras } : {}),
     ...(row.source === "modelscope" ? { registry: "modelscope" as const } : {}),
     ...(row.recipe === ROUTER_RECIPE ? { router: { policy: checkRouting(row, () => true), version: row.version ?? "1", routing: row.routing } } : {}),
+    ...(row.recipe === OMNI_RECIPE && Array.isArray(row.components) ? { omni: { spec: { components: row.components, models: [], ...(row.system_prompt ? { systemPrompt: row.system_prompt } : {}) } } } : {}),
+    ...(fromManifest ? { omni: { spec: null } } : {}),
   };
 }
 
 /** A registered routing policy: a model that picks, per request, one of its candidates. */
 export const ROUTER_RECIPE = "collection.router";
+/** A bundle of models one chat drives with server-side tools. */
+export const OMNI_RECIPE = "collection.omni";
 
 interface MetaCacheEntry {
   mtimeMs: number;
@@ -203,6 +217,7 @@ export class Catalog {
   private user: CatalogModel[];
   private userRows: Record<string, RegistryRow>;
   private readonly metaCache = new Map<string, MetaCacheEntry>();
+  private readonly manifestCache = new Map<string, { mtimeMs: number; spec: OmniSpec }>();
 
   constructor(
     private readonly opts: CatalogOptions,
@@ -240,7 +255,7 @@ export class Catalog {
       throw new CatalogError("invalid_labels", `Model '${clip(id)}': a name may use letters, digits and . _ + - only`);
     }
     const model = fromRow(id, row, "huggingface");
-    if (!model.checkpoints.main && !model.router) throw new CatalogError("invalid_labels", `Model '${id}': a main checkpoint is required (checkpoint or checkpoints.main)`);
+    if (!model.checkpoints.main && !model.router && !model.omni) throw new CatalogError("invalid_labels", `Model '${id}': a main checkpoint is required (checkpoint or checkpoints.main)`);
     for (const [role, checkpoint] of Object.entries(model.checkpoints)) {
       const problem = checkpointProblem(checkpoint);
       if (problem) throw new CatalogError("invalid_labels", `Model '${clip(id)}': checkpoint ${role} is refused: ${problem}`);
@@ -365,7 +380,8 @@ export class Catalog {
   }
 
   isSupported(model: CatalogModel): boolean {
-    return this.opts.isRecipeSupported(model.recipe);
+    // Collections run on their components.
+    return this.opts.isRecipeSupported(model.recipe) || model.router !== undefined || model.omni !== undefined;
   }
 
   /** Looks a name up through aliases and Ollama's `:latest` tag; undefined when unknown. */
@@ -423,7 +439,29 @@ export class Catalog {
 
   isDownloaded(model: CatalogModel): boolean {
     if (RECIPE_SPECS[model.recipe]?.servesWithoutFiles) return true;
+    if (model.omni) {
+      return (this.omniSpec(model)?.components ?? [undefined]).every((c) => {
+        const part = c === undefined ? undefined : this.find(c);
+        return part !== undefined && part.omni === undefined && this.isDownloaded(part);
+      });
+    }
     return this.files(model).every((f) => f.exists);
+  }
+
+  /** A collection's components: as registered, or as its downloaded manifest says (null before
+   * the manifest is downloaded). A manifest that is not one is an error. */
+  omniSpec(model: CatalogModel): OmniSpec | null {
+    if (!model.omni) return null;
+    if (model.omni.spec) return model.omni.spec;
+    const file = this.files(model).find((f) => f.role === "main");
+    if (!file?.path) return null;
+    if (file.sizeBytes > MAX_MANIFEST_BYTES) throw new CatalogError("invalid_labels", `${model.id}'s collection manifest is too large to be one`);
+    const hit = this.manifestCache.get(file.path);
+    const mtimeMs = statSync(file.path).mtimeMs;
+    if (hit?.mtimeMs === mtimeMs) return hit.spec;
+    const spec = parseOmniManifest(readFileSync(file.path, "utf8"), model.checkpoints.main!);
+    this.manifestCache.set(file.path, { mtimeMs, spec });
+    return spec;
   }
 
   /** The largest context the model's GGUF says it supports, when its main file is present. */

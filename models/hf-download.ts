@@ -100,6 +100,16 @@ export async function repoManifest(hub: HubOptions, repo: string, revision = "ma
   });
 }
 
+/** One small file of a repository, as text (read, not cached: a collection's manifest to inspect). */
+export async function readRepoFile(hub: HubOptions, manifest: RepoManifest, path: string, signal?: AbortSignal): Promise<string> {
+  const res = await fetch(fileUrl(hub, manifest, path), { headers: headers(hub), signal }).catch((err) => {
+    if (signal?.aborted) throw err;
+    throw new HubError(`${manifest.repo}: cannot reach the hub at ${hub.endpoint} (${networkReason(err)})`);
+  });
+  if (!res.ok) throw new HubError(`Failed to read '${path}' from repository ${manifest.repo} (HTTP ${res.status})`, res.status);
+  return res.text();
+}
+
 /** Every name the hub sent becomes a path in the cache (the commit a folder, a sha a blob, a
  * file name a link): each is checked before anything touches the disk, and a hub that sends one
  * that would leave the cache is refused. */

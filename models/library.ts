@@ -6,11 +6,12 @@ import { changed } from "../lib/generation.ts";
 import { scrubPaths } from "../lib/scrub.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
-import { ROUTER_RECIPE, type Catalog, type CatalogModel, type RegistryRow } from "./catalog.ts";
+import { OMNI_RECIPE, ROUTER_RECIPE, type Catalog, type CatalogModel, type RegistryRow } from "./catalog.ts";
 import { checkRouting, type Routing } from "./routing-policy.ts";
+import { MAX_MANIFEST_BYTES, parseOmniManifest, type OmniSpec } from "./omni-manifest.ts";
 import { normalizeCheckpoint, parseCheckpoint, repoCacheDir } from "./hf-cache.ts";
 import type { DownloadManager, Progress } from "./downloads.ts";
-import { cachedRevision, ggufVariants, HubError, registryOf, repoManifest, searchRepos, type HubOptions, type Registry } from "./hf-download.ts";
+import { cachedRevision, ggufVariants, HubError, registryOf, readRepoFile, repoManifest, searchRepos, type HubOptions, type Registry } from "./hf-download.ts";
 
 type Json = Record<string, any>;
 
@@ -84,9 +85,7 @@ export class ModelLibrary {
     const defines = body.checkpoint !== undefined || body.checkpoints !== undefined || body.recipe !== undefined;
     if (!defines) return catalog.get(body.model_name);
     if (!body.recipe) throw new ApiError(400, "missing_argument", "Missing required argument 'recipe' to register a model", "recipe");
-    if (body.recipe === "collection.omni") {
-      throw new ApiError(400, "invalid_argument", "collection.omni models are not supported by this server", "recipe");
-    }
+    if (body.recipe === OMNI_RECIPE) return this.registerOmni(body);
     // A routing policy is checked against what is registered before it is stored.
     if (body.recipe === ROUTER_RECIPE) checkRouting(body, (name) => catalog.find(name) !== undefined);
     const model = catalog.registerUser(body.model_name, rowFrom(body));
@@ -94,9 +93,64 @@ export class ModelLibrary {
     return model;
   }
 
-  /** Downloads a model's files (skipping what is already there); local models need nothing. */
+  /** A collection.omni: its components must be registered models (or be defined in `models`,
+   * registered first), none of them a collection. */
+  private registerOmni(body: Json): CatalogModel {
+    const { catalog } = this.opts;
+    const components = body.components;
+    if (components === undefined && (body.checkpoint !== undefined || body.checkpoints !== undefined)) {
+      // A published collection: its components are what its manifest says, read when it is pulled.
+      const model = catalog.registerUser(body.model_name, rowFrom(body));
+      this.opts.log(`Registered ${model.id} (collection published in ${model.checkpoints.main})`);
+      return model;
+    }
+    if (!Array.isArray(components) || !components.length || !components.every((c) => typeof c === "string" && c)) {
+      throw new ApiError(400, "invalid_argument", "A collection.omni registration needs 'components': a non-empty list of model names", "components");
+    }
+    this.registerComponents({ components, models: Array.isArray(body.models) ? body.models : [] });
+    const row: RegistryRow = { recipe: OMNI_RECIPE, labels: body.labels ?? [], components, ...(typeof body.system_prompt === "string" ? { system_prompt: body.system_prompt } : {}) };
+    const model = catalog.registerUser(body.model_name, row);
+    this.opts.log(`Registered ${model.id} (collection of ${components.join(", ")})`);
+    return model;
+  }
+
+  /** Registers the components a collection defines and this server lacks (names that exist keep
+   * their local definition), then checks every component is a regular registered model. */
+  private registerComponents(spec: OmniSpec): void {
+    const { catalog } = this.opts;
+    for (const def of spec.models) {
+      const given = typeof def?.model_name === "string" ? def.model_name : typeof def?.id === "string" ? def.id : undefined;
+      const name = spec.components.find((c) => c === given || c === `user.${given}`);
+      if (!name || catalog.find(name)) continue;
+      const { id: _id, ...fields } = def;
+      this.modelFor({ ...fields, model_name: name.startsWith("user.") ? name : `user.${name}` });
+    }
+    for (const c of spec.components) {
+      const part = catalog.find(c);
+      if (!part) throw new ApiError(400, "invalid_argument", `Component '${c}' is not a registered model (register it first, or define it in 'models')`, "components");
+      if (part.omni || part.router) throw new ApiError(400, "invalid_argument", `Component '${c}' is a collection; components must be regular models`, "components");
+    }
+  }
+
+  /** Downloads a model's files (skipping what is already there); local models need nothing. A
+   * collection pulls each of its components. */
   async install(model: CatalogModel, onProgress?: (p: Progress) => void): Promise<void> {
+    const { catalog } = this.opts;
+    if (model.omni) {
+      if (!model.omni.spec && !catalog.files(model).every((f) => f.exists)) await this.download(model, onProgress);
+      const spec = catalog.omniSpec(model)!;
+      if (!model.omni.spec) this.registerComponents(spec);
+      for (const c of spec.components) {
+        const part = catalog.get(c);
+        if (!catalog.isDownloaded(part)) await this.install(part, onProgress);
+      }
+      return;
+    }
     if (model.source !== "huggingface") return;
+    await this.download(model, onProgress);
+  }
+
+  private async download(model: CatalogModel, onProgress?: (p: Progress) => void): Promise<void> {
     this.refuseOffline();
     this.opts.log(`Downloading ${model.id}`);
     await this.opts.downloads.pull(model, onProgress).catch(hubError);
@@ -128,6 +182,13 @@ export class ModelLibrary {
     if (model.cloud) {
       throw new ApiError(400, "delete_failed", `${model.id} is served by the ${model.cloud.provider} cloud provider; remove the provider with /v1/uninstall (backend "cloud") instead`);
     }
+    // Deleting a collection removes its entry; its components stay (lemonade.md). A published
+    // collection's entry is its manifest, deleted below like any model's files.
+    if (model.omni?.spec || model.router) {
+      catalog.unregisterUser(model.id);
+      this.opts.log(`Deleted ${model.id}`);
+      return model;
+    }
     await this.opts.unload(model.id);
     const files = catalog.files(model);
     if (!files.some((f) => f.exists) && !model.id.startsWith("user.")) {
@@ -156,6 +217,16 @@ export class ModelLibrary {
     }
     this.refuseOffline();
     const manifest = await repoManifest(hub, repo).catch(hubError);
+    const name = repo.split("/")[1]!;
+    const published = `${name}.json`;
+    if (!manifest.files.some((f) => f.path.toLowerCase().endsWith(".gguf")) && manifest.files.some((f) => f.path === published)) {
+      // A collection `lemonade export` published: pulled whole, by its repository.
+      if ((manifest.files.find((f) => f.path === published)?.size ?? 0) > MAX_MANIFEST_BYTES) {
+        throw new ApiError(400, "invalid_argument", `Repository ${repo} contains '${published}' but it is too large to be a Lemonade Omni collection manifest`, "checkpoint");
+      }
+      const spec = parseOmniManifest(await readRepoFile(hub, manifest, published).catch(hubError), `${repo}:${published}`);
+      return { checkpoint, recipe: OMNI_RECIPE, repo_kind: "collection", suggested_name: name, suggested_labels: [], mmproj_files: [], variants: [], component_count: spec.components.length };
+    }
     const mmproj = manifest.files.map((f) => f.path).filter((p) => /(^|\/)mmproj[^/]*\.gguf$/i.test(p));
     const labels = [
       ...(mmproj.length ? ["vision"] : []),

@@ -3,6 +3,7 @@
 // scheduler (what runs) and the saved options.
 import { basename, relative, sep } from "node:path";
 import type { CatalogModel } from "../models/catalog.ts";
+import type { OmniSpec } from "../models/omni-manifest.ts";
 import { mergeSavedOptions, optionsToSave } from "../models/recipe-options.ts";
 import type { Slot } from "../runtime/scheduler.ts";
 import type { ServerContext } from "../runtime/context.ts";
@@ -55,6 +56,23 @@ export function modelObject(ctx: ServerContext, model: CatalogModel, includePath
     recipe_options: { ...model.registryOptions, ...saved },
     ...(model.cloud ? cloudFields(model.cloud) : {}),
     ...(model.router ? { components: model.router.policy.candidates, version: model.router.version, routing: model.router.routing } : {}),
+    ...(model.omni ? omniFields(ctx, model, includePaths) : {}),
+  };
+}
+
+/** A collection's components, and each one's full model object (so an export can be imported elsewhere). */
+function omniFields(ctx: ServerContext, collection: CatalogModel, includePaths: boolean): { components: string[]; models: Record<string, unknown>[]; system_prompt?: string } {
+  // A published collection lists its components once its manifest is downloaded (a broken one, none).
+  let omni: OmniSpec | null = null;
+  try {
+    omni = ctx.catalog.omniSpec(collection);
+  } catch {}
+  if (!omni) return { components: [], models: [] };
+  const models = omni.components.map((c) => ctx.catalog.find(c)).filter((m): m is CatalogModel => m !== undefined);
+  return {
+    components: omni.components,
+    models: models.map((m): Record<string, unknown> => modelObject(ctx, m, includePaths, ctx.catalog.publicId(m))),
+    ...(omni.systemPrompt ? { system_prompt: omni.systemPrompt } : {}),
   };
 }
 

@@ -36,7 +36,9 @@ export const ModelObject = T.Object({
   update_available: T.Boolean({ description: "Whether the model's registry has a newer commit" }),
   suggested: T.Boolean({ description: "Whether the model is recommended for general use" }),
   labels: T.Array(T.String(), { description: "The model's capabilities and characteristics; see Model Labels" }),
-  components: T.Array(T.String(), { description: "A collection's component models; empty for other models" }),
+  components: T.Array(T.String(), { description: "A collection's component models (a published collection's once its manifest is downloaded); empty for other models" }),
+  models: T.Optional(T.Array(T.Record(T.String(), T.Unknown()), { description: "collection.omni: each component's model object, in order (what an export carries)" })),
+  system_prompt: T.Optional(T.String({ description: "collection.omni: its own system prompt, when it has one" })),
   checkpoints: T.Record(T.String(), T.String(), { description: "Every checkpoint by role, such as `main` or `mmproj`" }),
   checkpoint_status: T.Array(
     T.Object({
