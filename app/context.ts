@@ -8,7 +8,7 @@ import { Metrics, type LoadedModelInfo } from "../observability/metrics.ts";
 import { GenerationStats } from "../observability/stats.ts";
 import { HostStats } from "../observability/system.ts";
 import { AliasStore } from "../models/aliases.ts";
-import { Catalog, ROUTER_RECIPE, type CatalogModel } from "../models/catalog.ts";
+import { Catalog, type CatalogModel } from "../models/catalog.ts";
 import { CloudProviders } from "../models/cloud.ts";
 import { DownloadManager } from "../models/downloads.ts";
 import { ModelLibrary } from "../models/library.ts";
@@ -60,7 +60,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
       msCacheDir: config.msCacheDir,
       extraModelsDir: config.extraModelsDir,
       // config.json's disable_model_filtering lists (and tries) every catalog model, as Lemonade does.
-      isRecipeSupported: (recipe) => config.disableModelFiltering || supported.has(recipe) || recipe === ROUTER_RECIPE,
+      isRecipeSupported: (recipe) => config.disableModelFiltering || supported.has(recipe),
       onWarning: (message) => logger.warn("Catalog", message),
       remote: () => cloud.catalogModels(),
     },

@@ -33,6 +33,18 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
 
   bind.http(spec.load, async ({ body }) => {
     const model = ctx.catalog.get(body.model_name);
+    // A collection loads each of its components in turn (their own options, not the request's).
+    if (model.omni) {
+      await ctx.library.ensureDownloaded(model);
+      const { components } = ctx.catalog.omniSpec(model)!;
+      for (const c of components) {
+        const part = ctx.catalog.get(c);
+        // Speech that espeak-ng serves in-process has no engine to start.
+        if (part.type === "tts" && !ctx.neuralSpeech(part)) continue;
+        await ctx.scheduler.load(part, {});
+      }
+      return { status: "success", message: `Loaded ${model.id}: ${components.join(", ")}`, model_name: model.id, checkpoint: "", recipe: model.recipe };
+    }
     // A cloud model is served by its provider: there is nothing to start here.
     if (model.cloud) return { status: "success", message: `${model.id} is served by the ${model.cloud.provider} cloud provider; nothing to load`, model_name: model.id, checkpoint: model.cloud.upstreamId, recipe: model.recipe };
     const options = requestOptions(body);

@@ -17,6 +17,7 @@ import {
 import { checkResponsesBody, responsesCheck, responsesStream } from "../../protocols/responses.ts";
 import { speak, transcribe } from "../../protocols/audio.ts";
 import { route as routeRequest, ROUTE_HEADER } from "../../protocols/routing.ts";
+import { omniChat } from "../../protocols/omni.ts";
 import type { Binder } from "../bind.ts";
 
 type Json = Record<string, any>;
@@ -27,6 +28,9 @@ export function openaiRoutes(bind: Binder, ctx: ServerContext): void {
     const label = metricsLabel(def);
     bind.http(def, async ({ body, request }) => {
       const json = body as Json;
+      // A chat naming an omni collection runs its server-side tool loop.
+      const collection = def === spec.chatCompletions ? ctx.catalog.find(String(json.model ?? "")) : undefined;
+      if (collection?.omni) return omniChat(ctx, collection, json, request.signal);
       const routed = routable ? await routeRequest(ctx, json, request.signal) : null;
       const { engineBody, loadOptions } = toEngineBody(json);
       delete engineBody.route_trace;

@@ -1,0 +1,201 @@
+// collection.omni on chat completions (openai.md § Server-Side Tools): the collection's chat
+// component plans with the built-in tools (generate_image, edit_image, text_to_speech — those its
+// components can serve) merged with the client's; the server runs the built-in calls against the
+// components and feeds the results back, returns a client tool call to the client
+// (`finish_reason: "tool_calls"`), and embeds the media it made in the assistant's `content`.
+import { ApiError } from "../lib/api-error.ts";
+import type { CatalogModel } from "../models/catalog.ts";
+import type { ServerContext } from "../runtime/context.ts";
+import { speak } from "./audio.ts";
+import { generateImages } from "./images.ts";
+import { needsLlm } from "./openai.ts";
+
+type Json = Record<string, any>;
+
+/** Rounds of tool calls one request may take before it ends with what it has. */
+export const MAX_TOOL_ROUNDS = 6;
+/** Media goes out in stream deltas of at most this many characters. */
+const DELTA_CHARS = 16_000;
+
+const SYSTEM_PROMPT =
+  "You are a multimodal assistant. You can draw pictures with generate_image, change a picture with edit_image and speak text aloud with text_to_speech. Call a tool when the user asks for an image or for speech; otherwise answer in text. After a tool has run, tell the user briefly what you made.";
+
+interface Roles {
+  chat: CatalogModel;
+  image?: CatalogModel;
+  edit?: CatalogModel;
+  tts?: CatalogModel;
+}
+
+/** Which component plays which part: the first chat model plans, the first image model draws, an
+ * image model labelled `edit` edits, the first speech model speaks. */
+export function omniRoles(ctx: ServerContext, collection: CatalogModel): Roles {
+  const parts = (ctx.catalog.omniSpec(collection)?.components ?? []).map((name) => ctx.catalog.find(name)).filter((m): m is CatalogModel => m !== undefined);
+  const chat = parts.find((m) => m.type === "llm");
+  if (!chat) throw new ApiError(400, "invalid_argument", `Collection ${collection.id} has no chat model among its components`, "model");
+  return {
+    chat,
+    image: parts.find((m) => m.type === "image" && !m.labels.includes("edit")) ?? parts.find((m) => m.type === "image"),
+    edit: parts.find((m) => m.type === "image" && m.labels.includes("edit")),
+    tts: parts.find((m) => m.type === "tts"),
+  };
+}
+
+const fn = (name: string, description: string, properties: Json, required: string[]) => ({ type: "function", function: { name, description, parameters: { type: "object", properties, required } } });
+
+function builtinTools(roles: Roles): Json[] {
+  const tools: Json[] = [];
+  if (roles.image) tools.push(fn("generate_image", "Draw an image from a text description.", { prompt: { type: "string" }, size: { type: "string", description: "WIDTHxHEIGHT" } }, ["prompt"]));
+  if (roles.edit) tools.push(fn("edit_image", "Change the last image of the conversation as described.", { prompt: { type: "string" } }, ["prompt"]));
+  if (roles.tts) tools.push(fn("text_to_speech", "Speak text aloud.", { text: { type: "string" }, voice: { type: "string" } }, ["text"]));
+  return tools;
+}
+
+const BUILTIN = new Set(["generate_image", "edit_image", "text_to_speech"]);
+
+/** A file a built-in tool made: base64 bytes and their type. */
+export interface Artifact {
+  type: "image" | "audio";
+  data: string;
+  mimeType: "image/png" | "audio/mpeg";
+}
+
+interface ToolOutput {
+  artifact: Artifact;
+  /** The artifact as the assistant's content embeds it. */
+  media: string;
+  /** What the planner is told. */
+  result: string;
+}
+
+/** Runs one built-in call. */
+async function runTool(ctx: ServerContext, roles: Roles, name: string, args: Json, signal: AbortSignal): Promise<ToolOutput> {
+  if (name === "generate_image" || name === "edit_image") {
+    const model = name === "edit_image" ? (roles.edit ?? roles.image) : roles.image;
+    if (!model) throw new Error(`${name} has no image model in this collection`);
+    const answer = await generateImages(ctx, { model: model.id, prompt: String(args.prompt ?? ""), ...(args.size ? { size: String(args.size) } : {}), response_format: "b64_json" }, signal, "omni");
+    const b64 = answer.data?.[0]?.b64_json;
+    if (!b64) throw new Error(`${model.id} returned no image`);
+    return { artifact: { type: "image", data: b64, mimeType: "image/png" }, media: `![generated image](data:image/png;base64,${b64})`, result: "The image was generated and shown to the user." };
+  }
+  if (!roles.tts) throw new Error("text_to_speech has no speech model in this collection");
+  const res = await speak(ctx, { model: roles.tts.id, input: String(args.text ?? ""), ...(args.voice ? { voice: String(args.voice) } : {}), response_format: "mp3" }, signal);
+  const audio = Buffer.from(await res.arrayBuffer()).toString("base64");
+  return { artifact: { type: "audio", data: audio, mimeType: "audio/mpeg" }, media: `<audio>data:audio/mpeg;base64,${audio}</audio>`, result: "The speech was generated and played to the user." };
+}
+
+async function complete(ctx: ServerContext, roles: Roles, messages: Json[], tools: Json[], body: Json, signal: AbortSignal): Promise<Json> {
+  const { model: _m, messages: _x, tools: _t, stream: _s, stream_options: _o, ...rest } = body;
+  const res = await ctx.proxy.toModel({
+    model: roles.chat.id,
+    path: "/v1/chat/completions",
+    body: { ...rest, messages, ...(tools.length ? { tools } : {}), stream: false },
+    check: needsLlm(),
+    signal,
+    endpoint: "chat_completions",
+    generation: true,
+  });
+  return res.json();
+}
+
+/** What one turn made: the chat completion (media embedded in its content), the planner's own
+ * text, and the artifacts in the order they were made. */
+export interface OmniTurn {
+  answer: Json;
+  text: string;
+  artifacts: Artifact[];
+}
+
+/** The loop; `emit` receives content as it is made (media the moment its tool finishes). */
+async function run(ctx: ServerContext, collection: CatalogModel, body: Json, signal: AbortSignal, emit: (content: string) => void): Promise<OmniTurn> {
+  // A collection is downloaded on first use, components and all.
+  await ctx.library.ensureDownloaded(collection);
+  const roles = omniRoles(ctx, collection);
+  const clientTools: Json[] = Array.isArray(body.tools) ? body.tools : [];
+  const tools = [...builtinTools(roles), ...clientTools];
+  const prompt = ctx.catalog.omniSpec(collection)?.systemPrompt ?? SYSTEM_PROMPT;
+  const messages: Json[] = [{ role: "system", content: prompt }, ...(Array.isArray(body.messages) ? body.messages : [])];
+  let content = "";
+  const texts: string[] = [];
+  const artifacts: Artifact[] = [];
+  const add = (text: string) => {
+    content += text;
+    emit(text);
+  };
+  for (let round = 0; round < MAX_TOOL_ROUNDS; round++) {
+    const answer = await complete(ctx, roles, messages, tools, body, signal);
+    const message = answer.choices?.[0]?.message ?? {};
+    const calls: Json[] = Array.isArray(message.tool_calls) ? message.tool_calls : [];
+    const ours = calls.filter((c) => BUILTIN.has(c.function?.name));
+    const theirs = calls.filter((c) => !BUILTIN.has(c.function?.name));
+    if (!ours.length) {
+      if (message.content) {
+        texts.push(String(message.content));
+        add(`${content ? "\n\n" : ""}${message.content}`);
+      }
+      const final = { ...answer, choices: [{ ...answer.choices[0], message: { ...message, content, ...(theirs.length ? { tool_calls: theirs } : {}) } }] };
+      return { answer: final, text: texts.join("\n\n"), artifacts };
+    }
+    if (message.content) texts.push(String(message.content));
+    messages.push({ role: "assistant", content: message.content ?? null, tool_calls: ours });
+    for (const call of ours) {
+      let args: Json = {};
+      try {
+        args = JSON.parse(call.function.arguments ?? "{}");
+      } catch {
+        // The planner's arguments are not JSON: the tool runs with none, and says what went wrong.
+      }
+      try {
+        const { artifact, media, result } = await runTool(ctx, roles, call.function.name, args, signal);
+        artifacts.push(artifact);
+        add(content ? `\n\n${media}` : media);
+        messages.push({ role: "tool", tool_call_id: call.id, content: result });
+      } catch (err) {
+        messages.push({ role: "tool", tool_call_id: call.id, content: `The tool failed: ${(err as Error).message}` });
+      }
+    }
+  }
+  const stopped = `(Stopped after ${MAX_TOOL_ROUNDS} rounds of tool calls.)`;
+  texts.push(stopped);
+  add(`${content ? "\n\n" : ""}${stopped}`);
+  return { answer: { object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "length" }] }, text: texts.join("\n\n"), artifacts };
+}
+
+/** One whole turn, for callers that take the artifacts apart (MCP's lemonade_omni). */
+export function omniTurn(ctx: ServerContext, collection: CatalogModel, body: Json, signal: AbortSignal): Promise<OmniTurn> {
+  return run(ctx, collection, body, signal, () => {});
+}
+
+const chunk = (model: string, delta: Json, finish: string | null = null) =>
+  `data: ${JSON.stringify({ object: "chat.completion.chunk", model, created: Math.floor(Date.now() / 1000), choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+
+/** A chat completions request naming an omni collection: one answer, or a stream of its content. */
+export async function omniChat(ctx: ServerContext, collection: CatalogModel, body: Json, signal: AbortSignal): Promise<Response> {
+  const name = String(body.model);
+  if (body.stream !== true) {
+    const { answer } = await run(ctx, collection, body, signal, () => {});
+    return Response.json({ ...answer, model: body.model });
+  }
+  const encoder = new TextEncoder();
+  const stream = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      const send = (s: string) => controller.enqueue(encoder.encode(s));
+      send(chunk(name, { role: "assistant", content: "" }));
+      try {
+        const { answer } = await run(ctx, collection, body, signal, (text) => {
+          for (let i = 0; i < text.length; i += DELTA_CHARS) send(chunk(name, { content: text.slice(i, i + DELTA_CHARS) }));
+        });
+        const choice = answer.choices?.[0] ?? {};
+        if (choice.message?.tool_calls) send(chunk(name, { tool_calls: choice.message.tool_calls.map((c: Json, index: number) => ({ index, ...c })) }, "tool_calls"));
+        else send(chunk(name, {}, choice.finish_reason === "length" ? "length" : "stop"));
+      } catch (err) {
+        // The documented error in a stream: `Error: <message>` as content, then a stop.
+        send(chunk(name, { content: `Error: ${(err as Error).message}` }));
+        send(chunk(name, {}, "stop"));
+      }
+      send("data: [DONE]\n\n");
+      controller.close();
+    },
+  });
+  return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
+}
