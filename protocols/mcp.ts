@@ -9,6 +9,7 @@ import type { ServerContext } from "../runtime/context.ts";
 import { PROTOCOL_VERSIONS, RPC } from "../spec/mcp.ts";
 import { toWav16k } from "./audio.ts";
 import { generateImages } from "./images.ts";
+import { omniTurn } from "./omni.ts";
 import { listModels } from "./models.ts";
 import { TRANSCRIPTION_FORMATS, transcriptText, whisperInference, type TranscriptionFormat } from "./whisper.ts";
 
@@ -252,13 +253,33 @@ async function imageTool(ctx: ServerContext, args: Json, signal: AbortSignal): P
   return toolResult(images.map((bytes) => ({ type: "image", data: bytes.toString("base64"), mimeType: "image/png" })));
 }
 
-async function omniTool(ctx: ServerContext, args: Json): Promise<Json> {
-  requireMessages(args);
-  if (args.output_dir !== undefined) sandboxPath(ctx.config.mcpImageDir, String(args.output_dir));
+async function omniTool(ctx: ServerContext, args: Json, signal: AbortSignal): Promise<Json> {
+  const messages = requireMessages(args);
+  // The folder is checked first: a refused path is refused whatever the model.
+  const dir = args.output_dir !== undefined ? sandboxPath(ctx.config.mcpImageDir, String(args.output_dir)) : undefined;
   const name = typeof args.model === "string" && args.model ? args.model : "LMX-Omni-5.5B-Lite";
   const model = ctx.catalog.find(name);
   if (!model) throw new ToolError(`Model ${name} is not in the registry; lemonade_list_models lists what is`);
-  throw new ToolError(`Model ${model.id} is not a collection.omni model; use lemonade_chat for plain text`);
+  if (!model.omni) throw new ToolError(`Model ${model.id} is not a collection.omni model; use lemonade_chat for plain text`);
+  const body: Json = { model: model.id, messages };
+  for (const k of ["tools", "tool_choice", "max_tokens", "temperature"]) if (args[k] !== undefined) body[k] = args[k];
+  const { answer, text: said, artifacts } = await omniTurn(ctx, ctx.catalog.get(model.id), body, signal);
+  const content: Json[] = [text(said)];
+  if (dir !== undefined) {
+    mkdirSync(dir, { recursive: true });
+    const stamp = Date.now();
+    const paths = artifacts.map((a, i) => {
+      const path = join(dir, `omni_${stamp}_${crypto.randomUUID().slice(0, 8)}_${i}.${a.type === "image" ? "png" : "mp3"}`);
+      writeFileSync(path, Buffer.from(a.data, "base64"));
+      return path;
+    });
+    content.push(...paths.map((p) => text(p)), text(JSON.stringify({ paths })));
+  } else {
+    content.push(...artifacts.map((a) => ({ type: a.type, data: a.data, mimeType: a.mimeType })));
+  }
+  const calls = answer.choices?.[0]?.message?.tool_calls;
+  if (calls?.length) content.push(text(`tool_calls: ${JSON.stringify(calls)}`));
+  return toolResult(content);
 }
 
 async function callTool(ctx: ServerContext, params: Json, signal: AbortSignal): Promise<Json> {
@@ -271,7 +292,7 @@ async function callTool(ctx: ServerContext, params: Json, signal: AbortSignal): 
     lemonade_chat: () => chatTool(ctx, args, signal),
     lemonade_transcribe_audio: () => transcribeTool(ctx, args, signal),
     lemonade_generate_image: () => imageTool(ctx, args, signal),
-    lemonade_omni: () => omniTool(ctx, args),
+    lemonade_omni: () => omniTool(ctx, args, signal),
   };
   const tool = tools[name];
   // An unknown tool is the calling model's mistake to see and correct, like any tool failure.
