@@ -616,6 +616,9 @@ const PullDefinition = {
   reranking: T.Optional(T.Boolean({ description: "Registration: adds the `reranking` label." })),
   version: T.Optional(T.String({ description: "collection.router: the policy document's version, \"1\"." })),
   routing: T.Optional(T.Unknown({ description: "collection.router: the routing block (candidates, default_model, rules and classifiers, or router)." })),
+  components: T.Optional(T.Array(T.String(), { description: "collection.omni: the ordered, non-empty list of its models (none of them a collection)." })),
+  models: T.Optional(T.Array(T.Record(T.String(), T.Unknown()), { description: "collection.omni: a definition per component (the registration fields, keyed by `model_name`); components not registered here are registered from them, the others keep their local definition." })),
+  system_prompt: T.Optional(T.String({ description: "collection.omni: a system prompt of its own in place of the built-in one." })),
   source: T.Optional(
     T.String({ description: "Registration: the registry the checkpoints come from, `huggingface` (default, alias `hf`) or `modelscope` (alias `ms`; `MODELSCOPE_ENDPOINT`, files under `<cache>/modelscope/hub`)." }),
   ),
@@ -667,7 +670,7 @@ export const pull = endpoint({
   description:
     "Downloads a registered model's files into the Hugging Face cache, or registers a `user.*` model (`checkpoint` or `checkpoints`, `recipe`, labels) in `user_models.json` and then downloads it. Files already complete are kept; a partial file resumes where it stopped. Each file's size and, where the hub gives it, sha256 are checked before it counts as downloaded. A pull of a model already downloading joins that download.",
   notes:
-    'With `stream: true` the answer is Server-Sent Events: `event: progress` with `{"file", "file_index", "total_files", "bytes_downloaded", "bytes_total", "percent"}`, then `event: complete` or `event: error` with `{"error"}`. With `stream: true, subscribe: false` the server starts a download job it owns and answers with its snapshot at once; follow it with `GET /v1/downloads` and steer it with `POST /v1/downloads/control`. Pulling a paused job again resumes it. A `collection.router` registration (`recipe`, `version` \"1\", `routing`) is checked as `POST /v1/routing/validate` checks it and stored as written; naming it in a chat or completions request routes the request (the `x-lemonade-route` header, and `x_lemonade_route` with `route_trace: true`). `collection.omni` registrations are not supported.',
+    'With `stream: true` the answer is Server-Sent Events: `event: progress` with `{"file", "file_index", "total_files", "bytes_downloaded", "bytes_total", "percent"}`, then `event: complete` or `event: error` with `{"error"}`. With `stream: true, subscribe: false` the server starts a download job it owns and answers with its snapshot at once; follow it with `GET /v1/downloads` and steer it with `POST /v1/downloads/control`. Pulling a paused job again resumes it. A `collection.router` registration (`recipe`, `version` \"1\", `routing`) is checked as `POST /v1/routing/validate` checks it and stored as written; naming it in a chat or completions request routes the request (the `x-lemonade-route` header, and `x_lemonade_route` with `route_trace: true`). A `collection.omni` registration names its `components` (each a registered regular model, or one defined in `models`, registered first) or, for a published collection, the `checkpoint` of the repository holding `<RepoName>.json`; the pull downloads every component not yet downloaded. Naming it in a chat runs the server-side tool loop.',
   bodyAliases: { model: "model_name" },
   body: T.Object(
     {
@@ -795,14 +798,16 @@ export const pullVariants = endpoint({
   summary: "List a GGUF repository's quantizations",
   availability: "fully_available",
   description:
-    "Reads a Hugging Face GGUF repository's file list and groups it into variants (one file per quantization, or a folder of shards), top five first (`Q4_K_M`, `UD-Q4_K_XL`, `Q8_0`, `Q4_0`, then by name), with the `mmproj` files and suggestions for registering it.",
+    "Reads a Hugging Face GGUF repository's file list and groups it into variants (one file per quantization, or a folder of shards), top five first (`Q4_K_M`, `UD-Q4_K_XL`, `Q8_0`, `Q4_0`, then by name), with the `mmproj` files and suggestions for registering it. A repository with no GGUF that holds `<RepoName>.json`, a collection `lemonade export` wrote, is reported as `recipe: \"collection.omni\"`, `repo_kind: \"collection\"`, no variants and its `component_count`; pull it by registering `{recipe: \"collection.omni\", checkpoint: <repo>}`.",
   query: T.Object({
     checkpoint: T.String({ description: "Hugging Face repo id, e.g. `unsloth/Qwen3-8B-GGUF`, or its URL (`https://huggingface.co/unsloth/Qwen3-8B-GGUF`)." }),
     source: T.Optional(T.String({ description: "`huggingface` (default, alias `hf`) or `modelscope` (alias `ms`)." })),
   }),
   response: T.Object({
     checkpoint: T.String({ description: "Echoed input" }),
-    recipe: T.String({ description: "Suggested recipe (always `llamacpp`)" }),
+    recipe: T.String({ description: "Suggested recipe: `llamacpp`, or `collection.omni` for a published collection" }),
+    repo_kind: T.Optional(T.Literal("collection", { description: "Present for a published collection" })),
+    component_count: T.Optional(T.Integer({ description: "A published collection's number of components" })),
     suggested_name: T.String({ description: "Repo id without the owner, for a `user.` name" }),
     suggested_labels: T.Array(T.String(), { description: "`vision` when mmproj files exist, `embeddings`/`reranking` when the repo id says so" }),
     mmproj_files: T.Array(T.String(), { description: "The repo's `mmproj-*.gguf` files" }),
@@ -820,6 +825,7 @@ export const pullVariants = endpoint({
   errors: [
     { status: 400, code: "invalid_argument", when: "`checkpoint` is malformed (it must contain `/`)" },
     { status: 400, code: "lemond_offline", when: "`offline` is set to `true`" },
+    { status: 400, code: "invalid_argument", when: "The repository's `<RepoName>.json` is not a collection manifest (or is over 5 MiB)" },
     { status: 404, code: "download_failed", when: "The hub has no such repository" },
     { status: 500, code: "download_failed", when: "The hub cannot be reached or answers an error" },
   ],

@@ -101,8 +101,7 @@ function nameForCheckpoint(checkpoint: string): string {
 }
 
 /** Picks a variant of a repository: a numbered choice on a terminal, the recommended one when piped. */
-async function chooseVariant(client: Client, checkpoint: string): Promise<string> {
-  const info = await client.json("GET", `/v1/pull/variants?checkpoint=${encodeURIComponent(checkpoint)}`);
+async function chooseVariant(info: any, checkpoint: string): Promise<string> {
   const variants = ((info.variants ?? []) as { name: string; size_bytes?: number }[]).sort((a, b) => a.name.localeCompare(b.name));
   if (!variants.length) throw new CliError(`${checkpoint} has no GGUF variants to pull. Name one with ${checkpoint}:VARIANT`);
   // Lemonade's usual pick: Q4_K_M, else another 4-bit quantization, else the first.
@@ -187,8 +186,13 @@ ${SERVER_FLAGS_HELP}`,
     else if (Object.keys(checkpoints).length) Object.assign(body, { checkpoints, recipe: v.recipe ?? "llamacpp" });
     else if (isCheckpoint(target)) {
       let checkpoint = target;
-      if (!/:[\w.-]+$/.test(checkpoint.replace(/^https?:\/\//, ""))) checkpoint = `${checkpoint}:${await chooseVariant(client, checkpoint)}`;
-      Object.assign(body, { model_name: nameForCheckpoint(checkpoint), checkpoint, recipe: v.recipe ?? "llamacpp" });
+      if (!/:[\w.-]+$/.test(checkpoint.replace(/^https?:\/\//, ""))) {
+        const info = await client.json("GET", `/v1/pull/variants?checkpoint=${encodeURIComponent(checkpoint)}`);
+        // A published collection is pulled whole, by its repository.
+        if (info.recipe === "collection.omni") Object.assign(body, { model_name: `user.${info.suggested_name}`, checkpoint, recipe: info.recipe });
+        else checkpoint = `${checkpoint}:${await chooseVariant(info, checkpoint)}`;
+      }
+      if (!body.recipe) Object.assign(body, { model_name: nameForCheckpoint(checkpoint), checkpoint, recipe: v.recipe ?? "llamacpp" });
     }
     if (v.mmproj) body.mmproj = v.mmproj;
     if (v.label) body.labels = v.label;
@@ -262,8 +266,13 @@ const pinCommand = (pinned: boolean): Command => ({
 export const pin = pinCommand(true);
 export const unpin = pinCommand(false);
 
-/** The /v1/pull body that re-creates a model elsewhere. */
+/** The /v1/pull body that re-creates a model elsewhere; a collection carries each component's. */
 function exportBody(m: any): Record<string, unknown> {
+  if (m.recipe === "collection.omni" && m.components?.length) {
+    // Each definition under the name the collection lists it by, so an import matches them up.
+    const models = (m.models ?? []).map((d: any, i: number) => ({ ...exportBody(d), model_name: m.components[i] ?? d.id }));
+    return { model_name: m.id, recipe: m.recipe, components: m.components, models, ...(m.system_prompt ? { system_prompt: m.system_prompt } : {}) };
+  }
   const body: Record<string, unknown> = { model_name: m.id, recipe: m.recipe, checkpoints: m.checkpoints, labels: m.labels };
   if (m.size !== undefined) body.size = m.size;
   if (m.recipe_options && Object.keys(m.recipe_options).length) body.recipe_options = m.recipe_options;

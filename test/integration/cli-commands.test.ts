@@ -37,7 +37,12 @@ beforeAll(async () => {
   exe = out;
 
   const chat = new Uint8Array(readFileSync(join(testModelsDir(), MODELS.chat)));
-  hub = startFakeHub({ "test-org/tiny-GGUF": { sha: "c".repeat(40), files: { "tiny-Q4_0.gguf": chat, "tiny-Q8_0.gguf": chat } } });
+  // A collection as `lemonade export` publishes it: its manifest, defining its chat component.
+  const omni = { recipe: "collection.omni", components: ["user.omni-chat", "kokoro-v1"], models: [{ model_name: "user.omni-chat", recipe: "llamacpp", checkpoint: "test-org/tiny-GGUF:Q4_0" }] };
+  hub = startFakeHub({
+    "test-org/tiny-GGUF": { sha: "c".repeat(40), files: { "tiny-Q4_0.gguf": chat, "tiny-Q8_0.gguf": chat } },
+    "test-org/Tiny-Omni": { sha: "e".repeat(40), files: { "Tiny-Omni.json": new TextEncoder().encode(JSON.stringify(omni)) } },
+  });
   cacheDir = tempDir();
   symlinkSync(join(defaultCacheDir(), "bin"), join(cacheDir, "bin"));
   const extra = join(cacheDir, "extra");
@@ -168,6 +173,29 @@ describe("the single-file build", () => {
     expect(imported.code).toBe(0);
     // Listed by its public (bare) name.
     expect(JSON.parse((await lemonade(["list", "--json"])).out).some((m: any) => m.id === "Imported" && m.downloaded)).toBe(true);
+  });
+
+  test("collections: pull a published one by its repository, make one with --components, export and import it", async () => {
+    const published = await lemonade(["pull", "test-org/Tiny-Omni"]);
+    expect(published.code, published.err).toBe(0);
+    expect(published.out).toContain("Installed user.Tiny-Omni");
+    const list = () => lemonade(["list", "--json"]).then((r) => JSON.parse(r.out) as any[]);
+    expect((await list()).find((m) => m.id === "Tiny-Omni")).toMatchObject({ recipe: "collection.omni", components: ["user.omni-chat", "kokoro-v1"], downloaded: true });
+
+    const made = await lemonade(["pull", "user.CliKit", "--components", "user.omni-chat", "kokoro-v1"]);
+    expect(made.code, made.err).toBe(0);
+    const file = join(cacheDir, "kit.json");
+    expect((await lemonade(["export", "user.CliKit", "-o", file])).code).toBe(0);
+    const body = JSON.parse(readFileSync(file, "utf8"));
+    expect(body).toMatchObject({ recipe: "collection.omni", components: ["user.omni-chat", "kokoro-v1"] });
+    expect(body.models.map((d: any) => [d.model_name, d.recipe])).toEqual([["user.omni-chat", "llamacpp"], ["kokoro-v1", "kokoro"]]);
+    expect(body.models[0].checkpoints.main).toBe("test-org/tiny-GGUF:Q4_0");
+
+    expect((await lemonade(["delete", "user.CliKit"])).code).toBe(0);
+    expect((await list()).some((m) => m.id === "CliKit")).toBe(false);
+    const imported = await lemonade(["import", file]);
+    expect(imported.code, imported.err).toBe(0);
+    expect((await list()).find((m) => m.id === "CliKit")).toMatchObject({ components: ["user.omni-chat", "kokoro-v1"], downloaded: true });
   });
 
   test("cloud: the server as its own provider (another Lemonade), listed, keyed, cleared and removed", async () => {
