@@ -3,6 +3,7 @@
 //   chat:   llama architecture, Qwen2 tokenizer, Qwen3 chat template (tools and thinking)
 //   embed:  BERT with mean pooling, BGE tokenizer
 //   rerank: BERT with rank pooling and a classifier head, BGE tokenizer
+//   classifiers/: ONNX encoder classifiers for onnxruntime, written by test-models/classifier.py
 // Usage: bun scripts/make-test-models.ts [out-dir]
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -224,7 +225,39 @@ export function makeTestModels(outDir: string, llamaSource = sourceDir(defaultCa
   return outDir;
 }
 
+/** The ONNX classifiers, by folder name, and the generator's flags for each. */
+export const CLASSIFIERS = {
+  sentiment: ["--seed", "7"],
+  multiLabel: ["--multi-label", "--seed", "8"],
+  names: ["--token", "--seed", "9"],
+  distilbert: ["--arch", "distilbert", "--seed", "10"],
+  xlnet: ["--arch", "xlnet", "--seed", "11"],
+  manifest: ["--manifest", "--seed", "12"],
+} as const;
+
+/** Bumped whenever test-models/classifier.py's output changes. */
+const CLASSIFIER_VERSION = "1";
+
+/** Writes the ONNX classifiers into `<outDir>/<name>/` (Debian's python3-onnx and python3-numpy
+ * write them) and returns `outDir`. */
+export function makeClassifierModels(outDir: string): string {
+  const stamp = join(outDir, ".generator-version");
+  if (existsSync(stamp) && readFileSync(stamp, "utf8") === CLASSIFIER_VERSION && Object.keys(CLASSIFIERS).every((n) => existsSync(join(outDir, n, "model.onnx")))) {
+    return outDir;
+  }
+  mkdirSync(outDir, { recursive: true });
+  for (const [name, flags] of Object.entries(CLASSIFIERS)) {
+    const run = Bun.spawnSync(["/usr/bin/python3", join(import.meta.dir, "test-models", "classifier.py"), join(outDir, name), ...flags], { stdout: "ignore", stderr: "pipe" });
+    if (run.exitCode !== 0) {
+      throw new Error(`writing the ${name} classifier failed (needs Debian's python3-onnx and python3-numpy): ${run.stderr.toString().trim().split("\n").pop()}`);
+    }
+  }
+  writeFileSync(stamp, CLASSIFIER_VERSION);
+  return outDir;
+}
+
 if (import.meta.main) {
   const out = process.argv[2] ?? join(import.meta.dir, "..", ".cache", "test-models");
   console.log(`test models in ${makeTestModels(out)}`);
+  console.log(`classifiers in ${makeClassifierModels(join(out, "classifiers"))}`);
 }

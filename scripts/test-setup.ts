@@ -1,9 +1,9 @@
 // What the tests need beyond npm packages, made ready before `npm test` (its pretest step):
-// Debian's build tools, espeak-ng, ffmpeg and Chromium; llama.cpp and whisper.cpp built into the cache;
-// the tiny test models. Each step is skipped when its result is already there.
+// Debian's build tools, espeak-ng, ffmpeg, Chromium and the Python onnx package; llama.cpp and
+// whisper.cpp built into the cache; the tiny test models. Each step is skipped when its result is already there.
 import { join } from "node:path";
 import { buildEngines } from "./build-engines.ts";
-import { makeTestModels } from "./make-test-models.ts";
+import { makeClassifierModels, makeTestModels } from "./make-test-models.ts";
 
 const TOOLS: Record<string, string> = {
   git: "git",
@@ -17,10 +17,23 @@ const TOOLS: Record<string, string> = {
   chromium: "chromium",
 };
 
+/** Python modules the classifier test models are written with, and their Debian packages. */
+const PYTHON_MODULES: Record<string, string> = { onnx: "python3-onnx", numpy: "python3-numpy" };
+
+function hasPythonModule(module: string): boolean {
+  try {
+    return Bun.spawnSync(["/usr/bin/python3", "-c", `import ${module}`], { stdout: "ignore", stderr: "ignore" }).exitCode === 0;
+  } catch {
+    return false; // no /usr/bin/python3 at all
+  }
+}
+
 function ensureTools(): void {
   const missing = Object.keys(TOOLS).filter((t) => !Bun.which(t));
-  if (!missing.length) return;
-  const packages = [...new Set(missing.map((t) => TOOLS[t]!))];
+  const missingModules = Object.keys(PYTHON_MODULES).filter((m) => !hasPythonModule(m));
+  if (!missing.length && !missingModules.length) return;
+  const packages = [...new Set([...missing.map((t) => TOOLS[t]!), ...missingModules.map((m) => PYTHON_MODULES[m]!)])];
+  missing.push(...missingModules.map((m) => `python3 ${m}`));
   const canInstall = process.getuid?.() === 0 && Bun.which("apt-get");
   if (!canInstall) {
     console.error(`Missing ${missing.join(", ")}. Install them first: sudo apt-get install -y ${packages.join(" ")}`);
@@ -37,4 +50,5 @@ function ensureTools(): void {
 ensureTools();
 await buildEngines(["llamacpp", "whispercpp"]);
 makeTestModels(join(import.meta.dir, "..", ".cache", "test-models"));
+makeClassifierModels(join(import.meta.dir, "..", ".cache", "test-models", "classifiers"));
 console.log("Test prerequisites are ready.");

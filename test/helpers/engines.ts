@@ -7,7 +7,7 @@ import { LLAMACPP } from "../../engines/llamacpp.ts";
 import { WHISPERCPP } from "../../engines/whispercpp.ts";
 import { cachedBinary } from "../../engines/source-build.ts";
 import { sourceDir } from "../../engines/source-build.ts";
-import { makeTestModels, TEST_MODELS } from "../../scripts/make-test-models.ts";
+import { CLASSIFIERS, makeClassifierModels, makeTestModels, TEST_MODELS } from "../../scripts/make-test-models.ts";
 
 const sharedCache = defaultCacheDir();
 
@@ -24,6 +24,11 @@ export function testModelsDir(): string {
 }
 
 export const MODELS = TEST_MODELS;
+
+/** The folder of one generated ONNX classifier (all written on first use). */
+export function classifierDir(name: keyof typeof CLASSIFIERS): string {
+  return join(makeClassifierModels(join(import.meta.dir, "..", "..", ".cache", "test-models", "classifiers")), name);
+}
 
 /** Makes a fresh cache dir see the shared engine builds, as an installed server would. */
 export function linkEngines(cacheDir: string): void {
