@@ -100,7 +100,10 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   const scheduler: Scheduler<CatalogModel> = new Scheduler<CatalogModel>({
     check: (model, request) => launcher.check(model, request ?? {}),
     resolve: (model, request) => options.spec(model, request),
-    prepare: (model) => library.ensureDownloaded(model),
+    prepare: async (model) => {
+      await library.ensureDownloaded(model);
+      launcher.checkFiles(model);
+    },
     launch: launcher.launch,
     maxLoaded: () => config.maxLoadedModels,
     memory: (model, spec) => planner.memory(model, spec),

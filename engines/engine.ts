@@ -152,6 +152,9 @@ export interface Recipe {
   locate?(backend: string, env: EngineEnv): string;
   /** The launch plan for a model on that binary. */
   plan?(binary: string, input: LaunchInput): LaunchPlan;
+  /** Refuses a downloaded model whose files this engine cannot serve (EngineConfigError), before
+   * room is made for it. Files are by role, as in LaunchInput. */
+  checkFiles?(files: Record<string, string>): void;
 }
 
 /** Refuses user flags the server sets itself (`option` names the setting they came from). */

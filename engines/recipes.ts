@@ -5,9 +5,10 @@ import { llamacpp } from "./llamacpp.ts";
 import { whispercpp } from "./whispercpp.ts";
 import { kokoro } from "./kokoro.ts";
 import { sdCpp } from "./sd-cpp.ts";
+import { onnxruntime } from "./onnxruntime.ts";
 import { cloud } from "./cloud.ts";
 
-export const RECIPES: readonly Recipe[] = [llamacpp, whispercpp, kokoro, sdCpp, cloud];
+export const RECIPES: readonly Recipe[] = [llamacpp, whispercpp, kokoro, sdCpp, onnxruntime, cloud];
 
 export function findRecipe(recipes: readonly Recipe[], name: string): Recipe | undefined {
   return recipes.find((r) => r.name === name);

@@ -25,6 +25,8 @@ const DEPLOYMENT: Record<string, ModelType> = {
   transcription: "transcription",
   image: "image",
   tts: "tts",
+  classification: "classification",
+  classifier: "classification",
 };
 
 export type ModelSource = "huggingface" | "extra_models_dir" | "local_path" | "cloud";
@@ -118,14 +120,18 @@ const LABEL_OF: Record<ModelType, string> = {
   transcription: "transcription",
   image: "image",
   tts: "tts",
+  classification: "classification",
 };
 
 /** Labels that name a deployment mode no recipe here serves. */
-const OTHER_MODES = ["classification", "classifier", "audio-generation", "3d"];
+const OTHER_MODES = ["audio-generation", "3d"];
+
+/** The spelling a label is kept under (the docs accept `embedding` and `classifier` as aliases). */
+const canonicalLabel = (l: string) => (l === "embedding" ? "embeddings" : l === "classifier" ? "classification" : l);
 
 /** Normalizes labels and derives the model type; refuses label sets that describe no real model. */
 export function classify(id: string, recipe: string, labels: string[]): { type: ModelType; labels: string[] } {
-  const named = [...new Set(labels.filter((l) => l in DEPLOYMENT || OTHER_MODES.includes(l)).map((l) => (l === "embedding" ? "embeddings" : l)))];
+  const named = [...new Set(labels.filter((l) => l in DEPLOYMENT || OTHER_MODES.includes(l)).map(canonicalLabel))];
   if (named.length > 1) {
     throw new CatalogError(
       "invalid_labels",
@@ -142,9 +148,19 @@ export function classify(id: string, recipe: string, labels: string[]): { type: 
     );
   }
   const type = named.length ? DEPLOYMENT[named[0]!]! : defaultLabel ? DEPLOYMENT[defaultLabel]! : "llm";
-  const out = labels.map((l) => (l === "embedding" ? "embeddings" : l));
+  const out = labels.map(canonicalLabel);
   if (!named.length && defaultLabel) out.unshift(defaultLabel);
   return { type, labels: [...new Set(out)] };
+}
+
+/** A local checkpoint's file; a folder stands for a whole-repository model by its index file. */
+function localFile(checkpoint: string, index: string | undefined): string {
+  if (!index) return checkpoint;
+  try {
+    return statSync(checkpoint).isDirectory() ? join(checkpoint, index) : checkpoint;
+  } catch {
+    return checkpoint;
+  }
 }
 
 /** Checkpoint roles only an NPU engine reads; no engine here does, so they are not files to fetch. */
@@ -423,7 +439,7 @@ export class Catalog {
     const index = RECIPE_SPECS[model.recipe]?.repositoryIndex;
     return Object.entries(model.checkpoints).map(([role, checkpoint]) => {
       const hubDir = model.registry === "modelscope" ? (this.opts.msCacheDir ?? this.opts.hfCacheDir) : this.opts.hfCacheDir;
-      const path = model.source === "huggingface" ? findCachedFile(hubDir, checkpoint, index) : checkpoint;
+      const path = model.source === "huggingface" ? findCachedFile(hubDir, checkpoint, index) : localFile(checkpoint, index);
       let sizeBytes = 0;
       let exists = false;
       if (path) {

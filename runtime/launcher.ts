@@ -41,6 +41,21 @@ export class Launcher {
     }
   }
 
+  /** Refuses a downloaded model its engine cannot serve, as its load would fail, before the
+   * scheduler makes room for it. */
+  checkFiles(model: CatalogModel): void {
+    const recipe = this.recipeOf(model);
+    const files = this.deps.files(model);
+    if (!recipe?.checkFiles || files.some((f) => !f.exists)) return;
+    try {
+      recipe.checkFiles(Object.fromEntries(files.map((f) => [f.role, f.path!])));
+    } catch (err) {
+      if (!(err instanceof EngineConfigError)) throw err;
+      this.deps.log.error("Router", `Failed to load ${model.id}: ${err.message}`);
+      throw ApiError.of(E.modelLoadError, `Failed to load ${model.id}: ${scrubPaths(err.message)}`);
+    }
+  }
+
   /** The folder a model's saved slot files live in (created on demand). */
   private workDir(modelId: string): string {
     const dir = join(this.deps.env.cacheDir, "slots", modelId.replace(/[^A-Za-z0-9._-]/g, "_"));

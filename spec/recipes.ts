@@ -3,10 +3,10 @@
 // `/v1/models/{id}/options` accept for it. The engines implement these recipes (engines/); the
 // catalog and option resolution read these facts (models/). This module imports nothing of ours.
 
-export type ModelType = "llm" | "embedding" | "reranking" | "transcription" | "image" | "tts";
+export type ModelType = "llm" | "embedding" | "reranking" | "transcription" | "image" | "tts" | "classification";
 
 /** Every model type, in the order `/v1/health` lists per-type figures. */
-export const MODEL_TYPES: ModelType[] = ["llm", "embedding", "reranking", "transcription", "image", "tts"];
+export const MODEL_TYPES: ModelType[] = ["llm", "embedding", "reranking", "transcription", "image", "tts", "classification"];
 
 export type OptionValue = string | number | boolean | null;
 export type Options = Record<string, OptionValue>;
@@ -83,6 +83,8 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
     },
   },
   kokoro: { serves: ["tts"], defaultLabel: "tts", options: { ...COMMON }, servesWithoutFiles: true, repositoryIndex: "index.json" },
+  /** An encoder classifier: a repository (or folder) of model.onnx, tokenizer.json and config.json. */
+  onnxruntime: { serves: ["classification"], defaultLabel: "classification", options: { ...COMMON }, repositoryIndex: "config.json" },
   /** A provider's model: nothing is loaded here, so no load options apply. */
   cloud: { serves: ["llm", "embedding", "reranking"], defaultLabel: "chat", options: {} },
 };
