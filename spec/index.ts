@@ -56,6 +56,7 @@ export const endpoints: EndpointDef[] = [
   lemonade.pullVariants,
   lemonade.checkUpdates,
   lemonade.routingValidate,
+  lemonade.classify,
   lemonade.registrySearch,
   lemonade.downloads,
   lemonade.downloadsControl,

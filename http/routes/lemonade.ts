@@ -1,5 +1,5 @@
 // Lemonade's lifecycle and operational routes: load/unload, pull and downloads, backends,
-// liveness, health, system info/stats, metrics and aliases.
+// liveness, health, system info/stats, metrics, aliases and text classification.
 import { E, lemonade as spec } from "../../spec/index.ts";
 import { MODEL_TYPES } from "../../spec/recipes.ts";
 import { clip } from "../../lib/scrub.ts";
@@ -11,6 +11,7 @@ import type { ServerContext } from "../../runtime/context.ts";
 import { healthEntry, saveLoadOptions, shownCheckpoints } from "../../protocols/models.ts";
 import { effectiveSettings } from "../../config/settings.ts";
 import { pin, setSettings, shutdown } from "../../protocols/settings.ts";
+import { classify } from "../../protocols/classify.ts";
 import type { Binder } from "../bind.ts";
 import { installCloud, uninstallCloud } from "./cloud.ts";
 
@@ -99,6 +100,7 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
   bind.http(spec.pullVariants, ({ query }) => ctx.library.variants(query.checkpoint, query.source));
 
   bind.http(spec.routingValidate, ({ body }) => ({ valid: true as const, routing: ctx.library.validateRouting(body as Record<string, unknown>) }));
+  bind.http(spec.classify, ({ body, request }) => classify(ctx, body, request.signal));
 
   bind.http(spec.checkUpdates, async () => {
     const models = await ctx.library.checkUpdates();

@@ -1,0 +1,78 @@
+// /v1/classify (lemonade.md § classify): the request checked before any load, the model the
+// client names (or the classifier already loaded), and the onnxruntime engine's label scores
+// answered as `{object: "classification", model, labels}`. The router's `classifier`
+// conditions (protocols/routing.ts) call classifyText.
+import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
+import { engineError, engineUnavailable } from "../runtime/engine-error.ts";
+import { engineFetch, type ModelCheck } from "../runtime/proxy.ts";
+import type { CatalogModel } from "../models/catalog.ts";
+import type { ServerContext } from "../runtime/context.ts";
+
+export const needsClassifier: ModelCheck = (model: CatalogModel) =>
+  model.type === "classification" && model.recipe === "onnxruntime"
+    ? null
+    : new ApiError(400, "invalid_argument", `Model ${model.id} is not a text classifier: /v1/classify serves onnxruntime models labelled 'classification'`, "model");
+
+export interface ClassifyRequest {
+  model?: string;
+  input: string;
+  topK?: number;
+}
+
+/** The request's fields, or the 400 that names what is wrong. */
+export function parseClassifyBody(body: unknown): ClassifyRequest {
+  if (!body || typeof body !== "object" || Array.isArray(body)) throw ApiError.of(E.invalidJson, "The body must be a JSON object");
+  const b = body as Record<string, unknown>;
+  if (b.model !== undefined && typeof b.model !== "string") throw ApiError.of(E.invalidArgument, "'model' must be a string", "model");
+  const field = b.input !== undefined ? "input" : "text";
+  const input = b[field];
+  if (input === undefined) throw ApiError.of(E.missingArgument, "'input' (or its alias 'text') is required: the text to classify", "input");
+  if (typeof input !== "string") throw ApiError.of(E.invalidArgument, `'${field}' must be a string`, field);
+  const topK = b.top_k;
+  if (topK !== undefined && (typeof topK !== "number" || !Number.isInteger(topK) || topK < 1)) {
+    throw ApiError.of(E.invalidArgument, "'top_k' must be a positive integer", "top_k");
+  }
+  return { model: b.model as string | undefined, input, topK: topK as number | undefined };
+}
+
+/** The model named, else the classifier loaded (the most recently used one when several are). */
+function modelName(ctx: ServerContext, named: string | undefined): string {
+  if (named) return named;
+  const loaded = ctx.scheduler
+    .list()
+    .filter((s) => s.model.type === "classification")
+    .sort((a, b) => b.lastUse - a.lastUse);
+  if (!loaded.length) throw ApiError.of(E.missingArgument, "'model' is required when no classification model is loaded", "model");
+  return loaded[0]!.model.id;
+}
+
+/** Label scores, highest first, from the classifier (loaded when it is not). */
+export async function classifyText(ctx: ServerContext, req: ClassifyRequest, signal?: AbortSignal): Promise<{ model: string; labels: Record<string, number> }> {
+  const lease = await ctx.proxy.acquire(modelName(ctx, req.model), needsClassifier, { signal });
+  try {
+    let res: Response;
+    try {
+      res = await engineFetch(`${lease.url}/classify`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ input: req.input, ...(req.topK ? { top_k: req.topK } : {}) }),
+        signal,
+      });
+    } catch {
+      if (signal?.aborted) throw new ApiError(499, "client_closed", "The client closed the request");
+      throw engineUnavailable(lease.slot.model.id, "did not answer");
+    }
+    const text = await res.text();
+    if (!res.ok) throw engineError(res.status, text, lease.slot.model.id);
+    return { model: ctx.catalog.publicId(lease.slot.model), labels: JSON.parse(text).labels };
+  } finally {
+    lease.release();
+  }
+}
+
+export async function classify(ctx: ServerContext, body: unknown, signal: AbortSignal): Promise<Response> {
+  const req = parseClassifyBody(body);
+  const { model, labels } = await classifyText(ctx, req, signal);
+  return Response.json({ object: "classification", model: req.model ?? model, labels });
+}

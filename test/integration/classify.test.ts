@@ -1,0 +1,170 @@
+// /v1/classify on the real onnxruntime engine, with the tiny random-weight classifiers the project
+// writes (scripts/test-models/classifier.py), pulled from a loopback hub. Each classifier's
+// folder carries the scores an independent numpy forward pass and WordPiece give for a few
+// texts (expected-scores.json); the server's answers are checked against them.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { classify as classifySpec } from "../../spec/lemonade.ts";
+import { classifierDir } from "../helpers/engines.ts";
+import { startFakeHub, type FakeHub } from "../helpers/fake-hub.ts";
+import { expectMatches, startTestServer, type TestServer } from "../helpers/server.ts";
+
+type Scores = Record<string, Record<string, number>>;
+type Name = Parameters<typeof classifierDir>[0];
+
+let server: TestServer;
+let hub: FakeHub;
+const REPOS: Record<string, Name> = {
+  // The catalog's Phishing-Email-Detection-ONNX, stood in for by the DistilBERT classifier.
+  "lemonade-sdk/phishing-email-detection-distilbert-ONNX": "distilbert",
+  "test-org/sentiment-ONNX": "sentiment",
+  "test-org/multi-label-ONNX": "multiLabel",
+  "test-org/names-ONNX": "names",
+  "test-org/manifest-ONNX": "manifest",
+  "test-org/xlnet-ONNX": "xlnet",
+};
+const expected = (name: Name): Scores => JSON.parse(readFileSync(join(classifierDir(name), "expected-scores.json"), "utf8"));
+const post = (path: string, body: unknown) => fetch(`${server.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: typeof body === "string" ? body : JSON.stringify(body) });
+const loaded = async () => (await (await fetch(`${server.url}/v1/health`)).json()).all_models_loaded.map((m: any) => m.model_name);
+
+function expectScores(labels: Record<string, number>, want: Record<string, number>): void {
+  expect(Object.keys(labels).sort()).toEqual(Object.keys(want).sort());
+  for (const [label, score] of Object.entries(want)) expect(labels[label]!).toBeCloseTo(score, 4);
+  const values = Object.values(labels);
+  expect(values).toEqual([...values].sort((a, b) => b - a));
+}
+
+beforeAll(async () => {
+  hub = startFakeHub(
+    Object.fromEntries(
+      Object.entries(REPOS).map(([repo, name], i) => {
+        const dir = classifierDir(name);
+        const files = Object.fromEntries(readdirSync(dir).map((f) => [f, new Uint8Array(readFileSync(join(dir, f)))]));
+        return [repo, { sha: String(i + 1).repeat(40), files }];
+      }),
+    ),
+  );
+  server = await startTestServer({ HF_ENDPOINT: hub.url }, undefined, { engines: false });
+});
+afterAll(async () => {
+  await server?.close();
+  hub?.stop();
+});
+
+test("malformed requests are 400s before anything loads", async () => {
+  const cases: [unknown, number, string][] = [
+    ["{not json", 400, ""],
+    [{ model: "Phishing-Email-Detection-ONNX" }, 400, "missing_argument"],
+    [{ model: "Phishing-Email-Detection-ONNX", input: 42 }, 400, ""],
+    [{ model: "Phishing-Email-Detection-ONNX", text: ["a"] }, 400, ""],
+    [{ model: 7, input: "x" }, 400, ""],
+    [{ model: "Phishing-Email-Detection-ONNX", input: "x", top_k: 0 }, 400, ""],
+    [{ model: "Phishing-Email-Detection-ONNX", input: "x", top_k: 1.5 }, 400, ""],
+    [{ model: "Phishing-Email-Detection-ONNX", input: "x", top_k: "2" }, 400, ""],
+    // No model named and none loaded.
+    [{ input: "x" }, 400, "missing_argument"],
+    // A chat model is refused by its type before its load.
+    [{ model: "Qwen3-0.6B-GGUF", input: "x" }, 400, "invalid_argument"],
+    [{ model: "No-Such-Classifier", input: "x" }, 404, "model_not_found"],
+  ];
+  for (const [body, status, code] of cases) {
+    const res = await post("/v1/classify", body);
+    expect(res.status, JSON.stringify(body)).toBe(status);
+    const err = (await res.json()).error;
+    expect(typeof err.message, JSON.stringify(body)).toBe("string");
+    if (code) expect(err.code, JSON.stringify(body)).toBe(code);
+  }
+  expect(await loaded()).toEqual([]);
+});
+
+test("the catalog's classifier downloads, loads and scores as the reference does, on every path", async () => {
+  const entry = (await (await fetch(`${server.url}/v1/models?show_all=true`)).json()).data.find((m: any) => m.id === "Phishing-Email-Detection-ONNX");
+  expect(entry).toMatchObject({ recipe: "onnxruntime", labels: ["classification"], downloaded: false });
+  expect((await post("/v1/pull", { model_name: "Phishing-Email-Detection-ONNX" })).status).toBe(200);
+  const want = expected("distilbert");
+  for (const [i, path] of ["/v1/classify", "/api/v1/classify", "/v0/classify", "/api/v0/classify"].entries()) {
+    const text = Object.keys(want)[i]!;
+    const res = await post(path, { model: "Phishing-Email-Detection-ONNX", input: text });
+    expect(res.status).toBe(200);
+    const body = await res.json();
+    expectMatches(classifySpec.response, body);
+    expect(body).toMatchObject({ object: "classification", model: "Phishing-Email-Detection-ONNX" });
+    expectScores(body.labels, want[text]!);
+    expect(Object.values(body.labels as Record<string, number>).reduce((a, b) => a + b, 0)).toBeCloseTo(1, 6);
+  }
+  expect(await loaded()).toEqual(["Phishing-Email-Detection-ONNX"]);
+  // With a classifier loaded, `model` may be left out: the loaded one answers and is named.
+  const implicit = await (await post("/v1/classify", { text: "hello world" })).json();
+  expect(implicit.model).toBe("Phishing-Email-Detection-ONNX");
+  expectScores(implicit.labels, want["hello world"]!);
+});
+
+test("a registered classifier: `text` as the alias, top_k keeps the best k in order", async () => {
+  const pulled = await post("/v1/pull", { model_name: "user.Sentiment", checkpoint: "test-org/sentiment-ONNX", recipe: "onnxruntime", labels: ["classifier"] });
+  expect(pulled.status).toBe(200);
+  const listed = (await (await fetch(`${server.url}/v1/models/Sentiment`)).json()).labels;
+  expect(listed).toEqual(["classification"]);
+  const want = expected("sentiment");
+  for (const [text, scores] of Object.entries(want)) {
+    const body = await (await post("/v1/classify", { model: "Sentiment", text })).json();
+    expect(body.model).toBe("Sentiment");
+    expectScores(body.labels, scores);
+  }
+  const text = "I love this movie, it is great!";
+  const ranked = Object.entries(want[text]!).sort((a, b) => b[1] - a[1]).map(([l]) => l);
+  for (const k of [1, 2, 5]) {
+    const body = await (await post("/v1/classify", { model: "Sentiment", input: text, top_k: k })).json();
+    expect(Object.keys(body.labels)).toEqual(ranked.slice(0, k));
+  }
+});
+
+test("a multi-label model (problem_type) scores each label by sigmoid", async () => {
+  await post("/v1/pull", { model_name: "user.Multi", checkpoint: "test-org/multi-label-ONNX", recipe: "onnxruntime" });
+  const want = expected("multiLabel");
+  const text = "John Smith works in Paris and he was very unhappy";
+  const body = await (await post("/v1/classify", { model: "Multi", input: text })).json();
+  expectScores(body.labels, want[text]!);
+  // Independent sigmoids: these do not sum to 1.
+  expect(Math.abs(Object.values(body.labels as Record<string, number>).reduce((a, b) => a + b, 0) - 1)).toBeGreaterThan(0.05);
+});
+
+test("a token classifier answers entity types scored by their best span", async () => {
+  await post("/v1/pull", { model_name: "user.Names", checkpoint: "test-org/names-ONNX", recipe: "onnxruntime" });
+  for (const [text, scores] of Object.entries(expected("names"))) {
+    const body = await (await post("/v1/classify", { model: "Names", input: text })).json();
+    expectScores(body.labels, scores);
+  }
+});
+
+test("manifest.json overrides config.json's labels, normalisation and token budget", async () => {
+  await post("/v1/pull", { model_name: "user.Manifest", checkpoint: "test-org/manifest-ONNX", recipe: "onnxruntime" });
+  // The reference truncates to the manifest's 8 tokens; this text is longer.
+  const text = "John Smith works in Paris and he was very unhappy";
+  const body = await (await post("/v1/classify", { model: "Manifest", input: text })).json();
+  expect(Object.keys(body.labels).sort()).toEqual(["PHISHING", "SAFE", "SPAM"]);
+  expectScores(body.labels, expected("manifest")[text]!);
+});
+
+test("an unsupported architecture (XLNet) is refused at load, and nothing stays loaded", async () => {
+  await post("/v1/pull", { model_name: "user.XLNet", checkpoint: "test-org/xlnet-ONNX", recipe: "onnxruntime" });
+  const before = await loaded();
+  for (const res of [await post("/v1/classify", { model: "XLNet", input: "hello" }), await post("/v1/load", { model_name: "XLNet" })]) {
+    expect(res.status).toBe(500);
+    // /v1/classify answers OpenAI's error object, /v1/load Lemonade's flat one.
+    const json = await res.json();
+    const err = typeof json.error === "string" ? json : json.error;
+    expect(err.code).toBe("model_load_error");
+    expect(err.message).toContain('model_type "xlnet"');
+    expect(err.message).toContain("not a supported encoder family");
+  }
+  expect(await loaded()).toEqual(before);
+});
+
+test("labels: a llama.cpp model cannot be a classifier", async () => {
+  const res = await post("/v1/pull", { model_name: "user.Clf", recipe: "llamacpp", checkpoint: "example/model:Q4_K_M", labels: ["classification"] });
+  expect(res.status).toBe(400);
+  expect((await res.json()).message).toBe(
+    "Model 'user.Clf': recipe 'llamacpp' cannot serve 'classification'. It serves 'chat', 'embeddings', 'reranking'. Omit the label to deploy as 'chat'.",
+  );
+});
