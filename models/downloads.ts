@@ -132,7 +132,7 @@ export class DownloadManager {
   }
 
   /** Starts (or resumes) a server-owned job and returns its first snapshot. */
-  startJob(model: CatalogModel): JobSnapshot {
+  startJob(model: CatalogModel, run: (onProgress: (p: Progress) => void) => Promise<void> = (p) => this.pull(model, p)): JobSnapshot {
     const id = `model:${model.id}`;
     const existing = this.jobs.get(id);
     if (existing?.running) return existing;
@@ -179,15 +179,16 @@ export class DownloadManager {
         overall_bytes_downloaded: before + p.bytes_downloaded,
       });
     };
-    const done = this.pull(model, onProgress);
-    const worker = this.workers.get(model.id)!;
+    const done = run(onProgress);
+    // A collection's job has no worker of its own: its components' downloads have theirs.
+    const worker = this.workers.get(model.id);
     done.then(
       () => {
         Object.assign(job, { status: "completed", running: false, complete: true, percent: 100 });
       },
       (err: Error) => {
         job.running = false;
-        if (worker.stopReason) job.status = worker.stopReason;
+        if (worker?.stopReason) job.status = worker.stopReason;
         else Object.assign(job, { status: "error", error: err.message });
       },
     );

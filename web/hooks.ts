@@ -34,7 +34,11 @@ export function useStored<T>(key: string, initial: T): [T, (v: T) => void] {
   });
   const set = (v: T) => {
     setValue(v);
-    localStorage.setItem(key, JSON.stringify(v));
+    try {
+      localStorage.setItem(key, JSON.stringify(v));
+    } catch {
+      // Storage full (a chat with large generated media): the page keeps the value; a reload loses it.
+    }
   };
   return [value, set];
 }

@@ -16,6 +16,12 @@ const marked = new Marked({
   },
 });
 
+// Speech an Omni collection made arrives as `<audio>data:audio/…;base64,…</audio>` (protocols/omni.ts).
+// Matched in marked's output, where a code block's `<` is already escaped, so only real tags become players.
+const AUDIO = /<audio>\s*(data:audio\/[\w.+-]+;base64,[A-Za-z0-9+/=]+)\s*<\/audio>/g;
+
 export function renderMarkdown(text: string): string {
-  return DOMPurify.sanitize(marked.parse(text, { async: false }) as string, { USE_PROFILES: { html: true } });
+  const html = (marked.parse(text, { async: false }) as string).replace(AUDIO, '<audio controls src="$1"></audio>');
+  // DOMPurify allows data: URIs on <audio> and <img> src by default, so generated media survive.
+  return DOMPurify.sanitize(html, { USE_PROFILES: { html: true } });
 }

@@ -1,9 +1,14 @@
 // Model manager: the catalog with filters; downloads as server-owned jobs (they survive a reload)
 // with pause, resume and cancel; load, unload, pin, delete; a per-model options editor; and
-// registering a Hugging Face checkpoint as a user model.
+// registering a Hugging Face checkpoint (or a published Omni collection) as a user model.
 import { useState } from "preact/hooks";
 import { getJson, postJson, type Loaded, type Model } from "./api.ts";
 import { usePoll } from "./hooks.ts";
+
+const COLLECTION = "collection.omni";
+
+/** A listed model; a collection adds the names of its components (none until a published one is downloaded). */
+type Listed = Model & { components?: string[] };
 
 interface Job {
   id: string;
@@ -94,6 +99,17 @@ function Register({ onDone }: { onDone: () => void }) {
       setMessage((err as Error).message);
     }
   };
+  const pullOmni = async () => {
+    const name = `user.${variants.suggested_name}`;
+    try {
+      // The job installs the whole collection: its manifest, then each component.
+      await postJson("/v1/pull", { model_name: name, checkpoint: variants.checkpoint, recipe: COLLECTION, stream: true, subscribe: false });
+      setMessage(`Downloading ${name}`);
+      onDone();
+    } catch (err) {
+      setMessage((err as Error).message);
+    }
+  };
   const pull = async (variant: string) => {
     try {
       await postJson("/v1/pull", {
@@ -131,7 +147,11 @@ function Register({ onDone }: { onDone: () => void }) {
           {r.repository_id}
         </button>
       ))}
-      {variants && (
+      {variants?.repo_kind === "collection" ? (
+        <p>
+          Omni collection with {variants.component_count} components <button onClick={pullOmni}>Download</button>
+        </p>
+      ) : variants && (
         <ul>
           {variants.variants.map((v: any) => (
             <li key={v.name}>
@@ -145,6 +165,12 @@ function Register({ onDone }: { onDone: () => void }) {
   );
 }
 
+/** Deleting a collection removes only its entry: its components are models of their own. */
+const deletePrompt = (m: Listed) =>
+  m.recipe === COLLECTION
+    ? `Delete the collection ${m.id}? Only the collection entry is removed; its components (${m.components?.join(", ")}) stay downloaded.`
+    : `Delete ${m.id} and its files?`;
+
 export function Models() {
   const models = usePoll(() => getJson("/v1/models?show_all=true"), 2000);
   const health = usePoll(() => getJson("/v1/health"), 2000);
@@ -152,7 +178,7 @@ export function Models() {
   const [filter, setFilter] = useState({ search: "", recipe: "", label: "", downloaded: false });
   const [options, setOptions] = useState<string | null>(null);
   const [message, setMessage] = useState("");
-  const all: Model[] = models.data?.data ?? [];
+  const all: Listed[] = models.data?.data ?? [];
   const loaded = new Map<string, Loaded>(((health.data?.all_models_loaded ?? []) as Loaded[]).map((m) => [m.model_name, m]));
   // Jobs name a user model by its canonical `user.` id; the listing by its bare one.
   const jobOf = (id: string) => jobs.data?.find((j) => (j.model_name === id || j.model_name === `user.${id}`) && j.status !== "completed");
@@ -230,7 +256,12 @@ export function Models() {
             const slot = loaded.get(m.id);
             return (
               <tr key={m.id} data-model={m.id}>
-                <td>{m.id}</td>
+                <td>
+                  {m.id}
+                  {m.recipe === COLLECTION && (
+                    <div class="hint">{m.components?.length ? `collection of ${m.components.join(", ")}` : "collection; its components are listed once it is downloaded"}</div>
+                  )}
+                </td>
                 <td>{m.recipe}</td>
                 <td>{m.size !== undefined ? `${m.size} GB` : ""}</td>
                 <td>{m.labels.join(", ")}</td>
@@ -264,7 +295,7 @@ export function Models() {
                   {m.downloaded && m.recipe !== "cloud" && (
                     <button
                       class="danger"
-                      onClick={() => confirm(`Delete ${m.id} and its files?`) && act(`Delete ${m.id}`, () => postJson("/v1/delete", { model_name: m.id }))}
+                      onClick={() => confirm(deletePrompt(m)) && act(`Delete ${m.id}`, () => postJson("/v1/delete", { model_name: m.id }))}
                     >
                       Delete
                     </button>

@@ -70,6 +70,8 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
     if (body.stream === true && body.subscribe === false) {
       ctx.library.refuseOffline();
       const model = ctx.library.modelFor(body);
+      // A collection's job installs it as a whole: its manifest, then each component.
+      if (model.omni) return ctx.downloads.startJob(model, (p) => ctx.library.install(model, p));
       if (model.source !== "huggingface") return { status: "success", message: `${model.id} is local; nothing to download` };
       return ctx.downloads.startJob(model);
     }

@@ -3,9 +3,10 @@
 // test hub. Every request the page makes is recorded; one to another host fails the test.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { jfkSample, MODELS, testModelsDir } from "../helpers/engines.ts";
+import { startFakeServer } from "../helpers/fake-engine.ts";
 import { startFakeHub, type FakeHub } from "../helpers/fake-hub.ts";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
 
@@ -216,6 +217,69 @@ describe("a first start", () => {
       await fresh.close();
     }
   });
+});
+
+// On the FAKE engines, as test/unit/omni.test.ts: the planner is the fake llama-server scripted to
+// call a tool, images come from the fake sd-server, speech from espeak-ng.
+describe("an Omni collection", () => {
+  test("registered from its repository, its row lists its components; in chat its speech plays and its image shows", async () => {
+    const manifest = { model_name: "WebOmni", recipe: "collection.omni", components: ["extra.planner", "SD-Turbo", "kokoro-v1"], models: [] };
+    const omniHub = startFakeHub({ "test-org/WebOmni": { sha: "e".repeat(40), files: { "WebOmni.json": new TextEncoder().encode(JSON.stringify(manifest)) } } });
+    const fake = await startFakeServer(["planner"], { HF_ENDPOINT: omniHub.url, LEMONADE_MAX_LOADED_MODELS: "-1" });
+    try {
+      // SD-Turbo's file, as a download would leave it (the fake sd-server reads no weights).
+      const sha = "c".repeat(40);
+      const base = join(fake.cacheDir, "hf", "models--stabilityai--sd-turbo");
+      mkdirSync(join(base, "refs"), { recursive: true });
+      writeFileSync(join(base, "refs", "main"), sha);
+      const file = join(base, "snapshots", sha, "sd_turbo.safetensors");
+      mkdirSync(dirname(file), { recursive: true });
+      writeFileSync(file, "FAKE");
+
+      const page = await open("/#models", fake);
+      await page.getByText("Add a model from Hugging Face").click();
+      await page.getByPlaceholder("org/name-GGUF").fill("test-org/WebOmni");
+      await page.getByRole("button", { name: "Show variants" }).click();
+      const offer = page.locator("p", { hasText: "Omni collection with 3 components" });
+      await offer.getByRole("button", { name: "Download" }).click();
+      const row = page.locator('tr[data-model="WebOmni"]');
+      await row.getByText("collection of extra.planner, SD-Turbo, kokoro-v1").waitFor({ timeout: 15_000 });
+      expect(await row.locator("td").nth(1).textContent()).toBe("collection.omni");
+      await row.locator('td[data-state="downloaded"]').waitFor();
+      let asked = "";
+      page.once("dialog", (d) => {
+        asked = d.message();
+        void d.dismiss();
+      });
+      await row.getByRole("button", { name: "Delete" }).click();
+      expect(asked).toContain("Only the collection entry is removed; its components (extra.planner, SD-Turbo, kokoro-v1) stay");
+
+      await page.close();
+      const chat = await open("/?model=WebOmni#chat", fake);
+      await expect(chat.getByLabel("Model").inputValue()).resolves.toBe("WebOmni");
+      const say = (tool: string, args: Record<string, unknown>) => `[[fake ${JSON.stringify({ call: { name: tool, arguments: args } })}]] go`;
+      await chat.getByLabel("Message").fill(say("text_to_speech", { text: "hello from the collection" }));
+      await chat.getByRole("button", { name: "Send" }).click();
+      const audio = chat.locator(".bubble.assistant .markdown audio[controls]");
+      await audio.waitFor({ timeout: 30_000 });
+      expect(await audio.getAttribute("src")).toMatch(/^data:audio\/mpeg;base64,/);
+      const duration = await audio.evaluate(
+        (el: HTMLAudioElement) => new Promise<number>((resolve) => (el.readyState >= 1 ? resolve(el.duration) : el.addEventListener("loadedmetadata", () => resolve(el.duration)))),
+      );
+      expect(duration).toBeGreaterThan(0.3);
+      // The fake planner reads the first directive of the conversation: a new one for the image.
+      await chat.getByRole("button", { name: "New chat" }).click();
+      await chat.getByLabel("Message").fill(say("generate_image", { prompt: "a lemon", size: "64x64" }));
+      await chat.getByRole("button", { name: "Send" }).click();
+      const image = chat.locator('.bubble.assistant .markdown img[alt="generated image"]');
+      await image.waitFor({ timeout: 30_000 });
+      expect(await image.evaluate((el: HTMLImageElement) => el.decode().then(() => el.naturalWidth))).toBe(64);
+      await chat.close();
+    } finally {
+      await fake.close();
+      omniHub.stop();
+    }
+  }, 60_000);
 });
 
 test("no page made a request to any host but the server", () => {

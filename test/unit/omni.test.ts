@@ -152,6 +152,19 @@ test("a published collection (the catalog's LMX-Omni-5.5B-Lite) pulls its manife
   expect((await post("/v1/delete", { model_name: "LMX-Omni-5.5B-Lite" })).status).toBe(200);
   expect(await listed()).toMatchObject({ downloaded: false, components: [] });
   expect((await (await fetch(`${server.url}/v1/models/user.lite-planner`)).json()).downloaded).toBe(true);
+
+  // As a server-owned job (stream, subscribe: false), the whole collection installs too.
+  await post("/v1/delete", { model_name: "user.lite-planner" });
+  const job = await (await post("/v1/pull", { model_name: "LMX-Omni-5.5B-Lite", stream: true, subscribe: false })).json();
+  expect(job).toMatchObject({ id: "model:LMX-Omni-5.5B-Lite", status: "downloading" });
+  let status = job.status;
+  for (let i = 0; i < 100 && status === "downloading"; i++) {
+    await Bun.sleep(50);
+    status = (await (await fetch(`${server.url}/v1/downloads`)).json()).find((j: any) => j.id === job.id)?.status;
+  }
+  expect(status).toBe("completed");
+  expect(await listed()).toMatchObject({ downloaded: true, components: ["user.lite-planner", "kokoro-v1"] });
+  expect((await (await fetch(`${server.url}/v1/models/user.lite-planner`)).json()).downloaded).toBe(true);
 });
 
 test("a repository whose manifest is not a collection is a clear error", async () => {
