@@ -52,6 +52,9 @@ function hubError(err: unknown): never {
   throw err;
 }
 
+/** A fixed-label text classifier, as a router's `classifier` condition needs. */
+const isClassifier = (model: CatalogModel | undefined) => model?.type === "classification" && !model.labels.includes("zero-shot");
+
 export class ModelLibrary {
   /** Models the last update check found a newer commit for. */
   readonly updatesAvailable = new Set<string>();
@@ -60,7 +63,7 @@ export class ModelLibrary {
 
   /** A routing policy checked against the registered models, normalised (POST /v1/routing/validate). */
   validateRouting(doc: Record<string, unknown>): Routing {
-    return checkRouting(doc, (name) => this.opts.catalog.find(name) !== undefined);
+    return checkRouting(doc, (name) => this.opts.catalog.find(name) !== undefined, (name) => isClassifier(this.opts.catalog.find(name)));
   }
 
   /** A client's `source` as the registry it names (a 400 for one this server does not know). */
@@ -87,7 +90,7 @@ export class ModelLibrary {
     if (!body.recipe) throw new ApiError(400, "missing_argument", "Missing required argument 'recipe' to register a model", "recipe");
     if (body.recipe === OMNI_RECIPE) return this.registerOmni(body);
     // A routing policy is checked against what is registered before it is stored.
-    if (body.recipe === ROUTER_RECIPE) checkRouting(body, (name) => catalog.find(name) !== undefined);
+    if (body.recipe === ROUTER_RECIPE) checkRouting(body, (name) => catalog.find(name) !== undefined, (name) => isClassifier(catalog.find(name)));
     const model = catalog.registerUser(body.model_name, rowFrom(body));
     this.opts.log(`Registered ${model.id} (${model.checkpoints.main})`);
     return model;

@@ -39,8 +39,9 @@ export interface Rule {
 
 export interface Classifier {
   id: string;
-  /** `llm`: a model asked to answer one label; `semantic_similarity`: cosine against exemplar phrases on an embedding model. */
-  type: "llm" | "semantic_similarity";
+  /** `llm`: a model asked to answer one label; `semantic_similarity`: cosine against exemplar
+   * phrases on an embedding model; `classifier`: an onnxruntime text classifier's label scores. */
+  type: "llm" | "semantic_similarity" | "classifier";
   model: string;
   /** llm only. */
   prompt: string;
@@ -59,7 +60,7 @@ export interface Routing {
 }
 
 /** Classifier types of the schema this server evaluates; the others are refused by name. */
-const SUPPORTED_CLASSIFIERS = new Set(["llm", "semantic_similarity"]);
+const SUPPORTED_CLASSIFIERS = new Set(["llm", "semantic_similarity", "classifier"]);
 const ALL_CLASSIFIERS = new Set(["semantic_similarity", "classifier", "llm", "pii_detection", "prompt_safety", "language_detection", "domain_classification", "complexity", "sentiment"]);
 const EXPR_KEYS = new Set(["any", "all", "not", "classifier", "label", "min_score", "max_score", "keywords_any", "keywords_all", "regex", "min_chars", "max_chars", "has_tools", "has_images", "metadata"]);
 
@@ -127,8 +128,9 @@ function checkExpr(e: unknown, path: string, classifiers: Map<string, Classifier
   return e as MatchExpr;
 }
 
-/** Checks a `routing` block (and its document's `version`); `known(name)` says whether a model is registered. */
-export function checkRouting(doc: { version?: unknown; routing?: unknown }, known: (name: string) => boolean): Routing {
+/** Checks a `routing` block (and its document's `version`); `known(name)` says whether a model is
+ * registered, `classifierModel(name)` (when given) whether it is a fixed-label classifier. */
+export function checkRouting(doc: { version?: unknown; routing?: unknown }, known: (name: string) => boolean, classifierModel?: (name: string) => boolean): Routing {
   if (doc.version !== undefined && doc.version !== "1") {
     throw new ApiError(400, "invalid_argument", `Routing policy version ${JSON.stringify(doc.version)} is not supported: this server reads version "1"`, "version");
   }
@@ -163,8 +165,11 @@ export function checkRouting(doc: { version?: unknown; routing?: unknown }, know
       if (!isObject(c) || typeof c.id !== "string" || !c.id) throw invalid(path, "needs an id");
       if (classifiers.has(c.id)) throw invalid(`${path}.id`, `'${c.id}' is used twice`);
       if (!ALL_CLASSIFIERS.has(String(c.type))) throw invalid(`${path}.type`, `'${String(c.type)}' is not a classifier type`);
-      if (!SUPPORTED_CLASSIFIERS.has(String(c.type))) throw invalid(`${path}.type`, `'${String(c.type)}' classifiers are not evaluated by this server yet (use llm or semantic_similarity, or deterministic conditions)`);
+      if (!SUPPORTED_CLASSIFIERS.has(String(c.type))) throw invalid(`${path}.type`, `'${String(c.type)}' classifiers are not evaluated by this server yet (use llm, semantic_similarity or classifier, or deterministic conditions)`);
       if (typeof c.model !== "string" || !known(c.model)) throw invalid(`${path}.model`, "must name a registered model");
+      if (c.type === "classifier" && classifierModel && !classifierModel(c.model)) {
+        throw invalid(`${path}.model`, `'${c.model}' is not a fixed-label classification model (an onnxruntime model labelled 'classification')`);
+      }
       let labels: string[];
       let phrases: Record<string, string[]> | undefined;
       if (c.type === "semantic_similarity") {
@@ -173,6 +178,10 @@ export function checkRouting(doc: { version?: unknown; routing?: unknown }, know
         phrases = {};
         for (const [concept, list] of Object.entries(c.reference_phrases)) phrases[concept] = strings(list, `${path}.reference_phrases.${concept}`, 1);
         labels = Object.keys(phrases);
+      } else if (c.type === "classifier") {
+        // The model's own labels are in its files, which may not be downloaded yet: the policy
+        // names those its rules use, so that a dangling one is refused here.
+        labels = strings(c.labels, `${path}.labels`, 1);
       } else {
         if (typeof c.prompt !== "string" || !c.prompt) throw invalid(`${path}.prompt`, "must be a non-empty prompt");
         labels = strings(c.labels, `${path}.labels`, 1);

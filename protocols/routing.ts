@@ -8,6 +8,7 @@ import type { ServerContext } from "../runtime/context.ts";
 import type { StreamRule } from "../runtime/proxy.ts";
 import { decide, routeInput, type Decision } from "../runtime/router-engine.ts";
 import { chatStream, mappedStream, needsEmbedder, needsLlm } from "./openai.ts";
+import { classifyText } from "./classify.ts";
 
 type Json = Record<string, any>;
 
@@ -82,6 +83,13 @@ async function semanticClassify(ctx: ServerContext, c: Classifier, text: string,
   return { scores };
 }
 
+/** A `classifier` classifier: the model's label scores (/v1/classify); a label the policy names
+ * that the model does not output scores 0. */
+async function onnxClassify(ctx: ServerContext, c: Classifier, text: string, signal: AbortSignal) {
+  const { labels } = await classifyText(ctx, { model: c.model, input: text }, signal);
+  return { scores: Object.fromEntries(c.labels.map((l) => [l, labels[l] ?? 0])) };
+}
+
 /** A conversation's identity for counting route switches: its system prompt and first user message. */
 function conversationKey(body: Json): string {
   const messages: any[] = Array.isArray(body.messages) ? body.messages : [];
@@ -107,7 +115,9 @@ export async function route(ctx: ServerContext, body: Json, signal: AbortSignal)
   for (const candidate of policy.candidates) {
     if (!ctx.catalog.find(candidate)) throw new ApiError(404, "model_not_found", `Router ${model.id} routes to ${candidate}, which is no longer registered`);
   }
-  const decision = await decide(policy, routeInput(body), (c, text) => (c.type === "semantic_similarity" ? semanticClassify(ctx, c, text, signal) : llmClassify(ctx, c, text, signal)));
+  const decision = await decide(policy, routeInput(body), (c, text) =>
+    c.type === "semantic_similarity" ? semanticClassify(ctx, c, text, signal) : c.type === "classifier" ? onnxClassify(ctx, c, text, signal) : llmClassify(ctx, c, text, signal),
+  );
   ctx.stats.recordRoute(conversationKey(body), decision.route_to);
   ctx.logger.info("Router", `${model.id} routed to ${decision.route_to} (${decision.matched_rule || "default"})`);
   if (body.route_trace !== true) return { decision, plain: chatStream };

@@ -1,14 +1,16 @@
 // /v1/classify on the real onnxruntime engine, with the tiny random-weight classifiers the project
 // writes (scripts/test-models/classifier.py), pulled from a loopback hub. Each classifier's
 // folder carries the scores an independent numpy forward pass and WordPiece give for a few
-// texts (expected-scores.json); the server's answers are checked against them.
+// texts (expected-scores.json); the server's answers are checked against them. A router's
+// `classifier` condition routes on those scores between two FAKE chat models.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { classify as classifySpec } from "../../spec/lemonade.ts";
 import { classifierDir } from "../helpers/engines.ts";
+import { startFakeServer } from "../helpers/fake-engine.ts";
 import { startFakeHub, type FakeHub } from "../helpers/fake-hub.ts";
-import { expectMatches, startTestServer, type TestServer } from "../helpers/server.ts";
+import { expectMatches, type TestServer } from "../helpers/server.ts";
 
 type Scores = Record<string, Record<string, number>>;
 type Name = Parameters<typeof classifierDir>[0];
@@ -45,7 +47,8 @@ beforeAll(async () => {
       }),
     ),
   );
-  server = await startTestServer({ HF_ENDPOINT: hub.url }, undefined, { engines: false });
+  // Two FAKE chat models (extra.alpha, extra.beta) for the router to route between.
+  server = await startFakeServer(["alpha", "beta"], { HF_ENDPOINT: hub.url });
 });
 afterAll(async () => {
   await server?.close();
@@ -117,6 +120,35 @@ test("a registered classifier: `text` as the alias, top_k keeps the best k in or
     const body = await (await post("/v1/classify", { model: "Sentiment", input: text, top_k: k })).json();
     expect(Object.keys(body.labels)).toEqual(ranked.slice(0, k));
   }
+});
+
+test("a router's classifier condition routes on the classifier's label scores", async () => {
+  const mood = { id: "mood", type: "classifier", model: "Sentiment", labels: ["NEUTRAL", "POSITIVE"] };
+  const register = (name: string, match: Record<string, unknown>, classifier: Record<string, unknown> = mood) =>
+    post("/v1/pull", {
+      model_name: name,
+      recipe: "collection.router",
+      version: "1",
+      routing: { candidates: ["extra.alpha", "extra.beta"], default_model: "extra.alpha", classifiers: [classifier], rules: [{ id: "calm", match, route_to: "extra.beta" }] },
+    });
+  const text = "I love this movie, it is great!";
+  const neutral = expected("sentiment")[text]!.NEUTRAL!;
+  expect((await register("user.Calm", { classifier: "mood", label: "NEUTRAL", min_score: neutral - 0.01 })).status).toBe(200);
+  expect((await register("user.Picky", { classifier: "mood", label: "NEUTRAL", min_score: Math.min(1, neutral + 0.001) })).status).toBe(200);
+  const chat = (model: string) => post("/v1/chat/completions", { model, route_trace: true, messages: [{ role: "user", content: text }] });
+  const calm = await chat("Calm");
+  expect(calm.headers.get("x-lemonade-route")).toBe("calm");
+  const trace = (await calm.json()).x_lemonade_route;
+  expect(trace.route_to).toBe("extra.beta");
+  const picky = await chat("Picky");
+  expect(picky.headers.get("x-lemonade-route")).toBe("default");
+  expect((await picky.json()).x_lemonade_route.route_to).toBe("extra.alpha");
+  // A classifier condition needs a classification model, and labels the policy lists.
+  const notClassifier = await register("user.Wrong", { classifier: "mood", label: "NEUTRAL" }, { ...mood, model: "extra.alpha" });
+  expect(notClassifier.status).toBe(400);
+  expect((await notClassifier.json()).message).toContain("'extra.alpha' is not a fixed-label classification model");
+  const dangling = await register("user.Dangling", { classifier: "mood", label: "ANGRY" });
+  expect((await dangling.json()).message).toContain("'ANGRY' is not one of classifier 'mood''s labels");
 });
 
 test("a multi-label model (problem_type) scores each label by sigmoid", async () => {

@@ -30,7 +30,8 @@ describe("policy checks", () => {
       /'math' is not one of classifier 'c''s labels/,
     ],
     ["a score out of range", { routing: { ...base, classifiers: [{ id: "c", type: "llm", model: "judge", prompt: "p", labels: ["x"] }], rules: [{ id: "r", match: { classifier: "c", label: "x", min_score: 2 }, route_to: "big" }] } }, /min_score must be a number from 0 to 1/],
-    ["a classifier type not evaluated here", { routing: { ...base, classifiers: [{ id: "c", type: "classifier", model: "judge" }], rules: [] } }, /'classifier' classifiers are not evaluated by this server yet/],
+    ["a classifier type not evaluated here", { routing: { ...base, classifiers: [{ id: "c", type: "pii_detection", model: "judge" }], rules: [] } }, /'pii_detection' classifiers are not evaluated by this server yet/],
+    ["a classifier that lists no labels", { routing: { ...base, classifiers: [{ id: "c", type: "classifier", model: "judge" }], rules: [] } }, /classifiers\[0\]\.labels must be a list of at least 1/],
     ["semantic_similarity without phrases", { routing: { ...base, classifiers: [{ id: "c", type: "semantic_similarity", model: "judge" }], rules: [] } }, /reference_phrases must map at least one concept/],
     ["semantic_similarity with labels", { routing: { ...base, classifiers: [{ id: "c", type: "semantic_similarity", model: "judge", labels: ["x"], reference_phrases: { x: ["a"] } }], rules: [] } }, /labels is not used by semantic_similarity/],
     [
@@ -44,6 +45,12 @@ describe("policy checks", () => {
       expect(() => checkRouting(doc as never, known)).toThrow(message);
     });
   }
+
+  test("a classifier condition needs a fixed-label classification model", () => {
+    const doc = { routing: { ...base, classifiers: [{ id: "c", type: "classifier", model: "judge", labels: ["SAFE"] }], rules: [{ id: "r", match: { classifier: "c", label: "SAFE", min_score: 0.5 }, route_to: "big" }] } };
+    expect(() => checkRouting(doc, known, (n) => n === "guard")).toThrow(/classifiers\[0\]\.model 'judge' is not a fixed-label classification model/);
+    expect(checkRouting(doc, known, (n) => n === "judge").classifiers[0]).toMatchObject({ type: "classifier", model: "judge", labels: ["SAFE"] });
+  });
 
   test("the router sugar desugars into one llm classifier over the candidates and identity rules", () => {
     const policy = checkRouting({ version: "1", routing: { ...base, router: { type: "llm", model: "judge", prompt: "Pick a model." } } }, known);
