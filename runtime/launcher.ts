@@ -77,7 +77,7 @@ export class Launcher {
       const backend = recipe.resolveBackend?.(asked, this.deps.env) ?? asked;
       const binary = await this.binary(recipe, backend);
       const ctx = "ctx_size" in spec.options ? `, ctx ${spec.ctxSize}` : "";
-      const which = asked === backend ? backend : `${asked}: ${backend}`;
+      const which = !asked || asked === backend ? backend : `${asked}: ${backend}`;
       this.deps.log.info("Router", `Loading ${model.id} on ${recipe.displayName} (${which}${ctx})`);
       const plan = recipe.plan(binary, {
         modelId: model.id,

@@ -7,8 +7,10 @@
 //   memory       server RSS idle, after 10,000 requests, after 20 loads and unloads
 //   swap         alternating two models in one slot, per swap vs the engine's cold start
 //   cloud        one stream through a cloud provider (the server's own engine) vs that engine directly
+//   classify     /v1/classify through the server vs the onnxruntime engine's own /classify
 //   all          every one of them
 import { benchCatalog } from "./catalog.ts";
+import { benchClassify } from "./classify.ts";
 import { benchCloud } from "./cloud.ts";
 import { benchConcurrency } from "./concurrency.ts";
 import { benchLoad } from "./load.ts";
@@ -24,6 +26,7 @@ const BENCHES: Record<string, (runs?: number) => Promise<void>> = {
   memory: () => benchMemory(),
   swap: (n) => benchSwap(n ?? 9),
   cloud: (n) => benchCloud(n ?? 20),
+  classify: (n) => benchClassify(n ?? 200),
 };
 
 const [what, arg] = process.argv.slice(2);
