@@ -5,6 +5,7 @@
 // unsupported family is refused before anything starts) and by the engine process itself.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { RECIPE_SPECS } from "../spec/recipes.ts";
 
 /** Single-sequence encoder families: `[CLS] text [SEP]` (or `<s> text </s>`), segment ids all 0. */
 export const SUPPORTED_MODEL_TYPES = ["bert", "distilbert", "roberta", "xlm-roberta", "deberta", "deberta-v2", "electra", "albert", "camembert"] as const;
@@ -13,7 +14,7 @@ export const SUPPORTED_MODEL_TYPES = ["bert", "distilbert", "roberta", "xlm-robe
 const PADDING_OFFSET_TYPES = ["roberta", "xlm-roberta", "camembert"];
 
 /** The files a servable directory must hold. */
-export const REQUIRED_FILES = ["model.onnx", "tokenizer.json", "config.json"] as const;
+const REQUIRED_FILES = RECIPE_SPECS.onnxruntime!.repositoryFiles!;
 
 export type Task = "sequence" | "token";
 export type Normalization = "softmax" | "sigmoid";
@@ -48,15 +49,14 @@ function labelList(source: unknown, name: string): string[] {
     ? source.map((l, i) => [i, l])
     : Object.entries(source as Record<string, unknown>).map(([k, l]) => [Number(k), l]);
   if (!entries.length) throw new ContractError(`${name} declares no labels`);
-  const labels: string[] = [];
+  const labels = new Map<number, string>();
   for (const [i, l] of entries) {
-    if (!Number.isInteger(i) || i < 0 || i >= entries.length || typeof l !== "string" || !l) {
-      throw new ContractError(`${name} labels must be non-empty names indexed 0..${entries.length - 1}`);
+    if (!Number.isInteger(i) || i < 0 || i >= entries.length || labels.has(i) || typeof l !== "string" || !l) {
+      throw new ContractError(`${name} labels must be non-empty names indexed 0..${entries.length - 1}, each once`);
     }
-    labels[i] = l;
+    labels.set(i, l);
   }
-  if (labels.some((l) => l === undefined)) throw new ContractError(`${name} labels must be indexed 0..${entries.length - 1}`);
-  return labels;
+  return entries.map((_, i) => labels.get(i)!);
 }
 
 function normalizationOf(problemType: unknown, name: string): Normalization | undefined {
@@ -95,16 +95,18 @@ export function readContract(dir: string): ClassifierContract {
   return { modelType, architecture, task: declared, labels, normalization, maxLength: tokenBudget(dir, config, manifest, modelType) };
 }
 
+/** The manifest's max_length, else the tokenizer's, else the positions; never more positions
+ * than the model has (past them its position table has no row). */
 function tokenBudget(dir: string, config: Record<string, any>, manifest: Record<string, any>, modelType: string): number {
+  const raw = config.max_position_embeddings;
+  const positions = Number.isInteger(raw) && raw >= 4 ? (PADDING_OFFSET_TYPES.includes(modelType) ? raw - 2 : raw) : 512;
   if (manifest.max_length !== undefined) {
     if (!Number.isInteger(manifest.max_length) || manifest.max_length < 2) throw new ContractError("manifest.json max_length must be an integer of at least 2");
-    return manifest.max_length;
+    return Math.min(manifest.max_length, positions);
   }
   const tokenizerConfig = join(dir, "tokenizer_config.json");
   // Tokenizers with no limit of their own write a huge sentinel (1e30) here.
   const fromTokenizer = existsSync(tokenizerConfig) ? readJson(tokenizerConfig, "tokenizer_config.json").model_max_length : undefined;
-  if (Number.isInteger(fromTokenizer) && fromTokenizer >= 2 && fromTokenizer <= 100_000) return fromTokenizer;
-  const positions = config.max_position_embeddings;
-  if (Number.isInteger(positions) && positions >= 4) return PADDING_OFFSET_TYPES.includes(modelType) ? positions - 2 : positions;
-  return 512;
+  if (Number.isInteger(fromTokenizer) && fromTokenizer >= 2) return Math.min(fromTokenizer, positions);
+  return positions;
 }

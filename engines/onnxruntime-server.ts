@@ -19,7 +19,7 @@ const INPUTS = ["input_ids", "attention_mask", "token_type_ids"];
 interface Encoded {
   ids: number[];
   types: number[];
-  /** Whether each position is a special token ([CLS], [SEP], <s>, ...). */
+  /** Whether each position is the template's ([CLS], [SEP], <s>, ...), not the text's. */
   special: boolean[];
 }
 
@@ -36,28 +36,32 @@ const softmax = (xs: number[]) => {
 };
 const sigmoid = (xs: number[]) => xs.map((x) => 1 / (1 + Math.exp(-x)));
 
+/** Characters per token the text is cut to before tokenizing: WordPiece reads at most 100 per
+ * word, so a longer prefix never changes the tokens kept, and a huge input costs no more. */
+const CHARS_PER_TOKEN = 100;
+
 class Classifier {
-  private readonly specialIds: Set<number>;
+  /** The single-sequence template's tokens around the text ([CLS] ... [SEP], <s> ... </s>). */
+  private readonly prefix: number[];
+  private readonly suffix: number[];
 
   constructor(
     readonly contract: ClassifierContract,
     private readonly tokenizer: Tokenizer,
     private readonly session: ort.InferenceSession,
   ) {
-    this.specialIds = new Set([...tokenizer.get_added_tokens_decoder()].filter(([, t]) => t.special).map(([id]) => id));
+    const template = tokenizer.encode("").ids;
+    this.prefix = template.slice(0, 1);
+    this.suffix = template.slice(1);
   }
 
-  /** Encodes one text within the token budget; a truncated one keeps its closing special token. */
+  /** Encodes one text within the token budget. The template's tokens are added by position, so
+   * text that reads like a special token (an [UNK], a literal "[SEP]") stays text. */
   private encode(text: string): Encoded {
-    const e = this.tokenizer.encode(text, { return_token_type_ids: true });
-    let ids = e.ids;
-    let types = e.token_type_ids ?? ids.map(() => 0);
-    const max = this.contract.maxLength;
-    if (ids.length > max) {
-      ids = [...ids.slice(0, max - 1), ids[ids.length - 1]!];
-      types = [...types.slice(0, max - 1), types[types.length - 1]!];
-    }
-    return { ids, types, special: ids.map((id) => this.specialIds.has(id)) };
+    const room = this.contract.maxLength - this.prefix.length - this.suffix.length;
+    const content = this.tokenizer.encode(text.slice(0, Math.max(1, room) * CHARS_PER_TOKEN), { add_special_tokens: false }).ids.slice(0, Math.max(0, room));
+    const ids = [...this.prefix, ...content, ...this.suffix];
+    return { ids, types: ids.map(() => 0), special: ids.map((_, i) => i < this.prefix.length || i >= this.prefix.length + content.length) };
   }
 
   private async logits(enc: Encoded): Promise<{ data: Float32Array; dims: readonly number[] }> {
@@ -69,16 +73,22 @@ class Classifier {
     }
     const out = await this.session.run(feeds);
     const logits = out.logits ?? out[this.session.outputNames[0]!]!;
-    return { data: logits.data as Float32Array, dims: logits.dims };
+    const { labels, task } = this.contract;
+    const dims = logits.dims;
+    const shape = task === "token" ? `[1, ${n}, ${labels.length}]` : `[1, ${labels.length}]`;
+    const fits = task === "token" ? dims.length === 3 && dims[1] === n : dims.length === 2;
+    if (logits.type !== "float32" || !fits || dims[0] !== 1 || dims[dims.length - 1] !== labels.length) {
+      throw new Error(`model.onnx answers ${logits.type} [${dims.join(", ")}], but a ${task} classifier with ${labels.length} labels answers float32 ${shape}`);
+    }
+    return { data: logits.data as Float32Array, dims };
   }
 
   /** Every label's score, highest first. */
   async classify(text: string): Promise<[string, number][]> {
     const enc = this.encode(text);
-    const { data, dims } = await this.logits(enc);
+    const { data } = await this.logits(enc);
     const { labels, normalization, task } = this.contract;
-    const width = Number(dims[dims.length - 1]);
-    if (width !== labels.length) throw new Error(`model.onnx gives ${width} scores per ${task === "token" ? "token" : "input"}, but ${labels.length} labels are declared`);
+    const width = labels.length;
     const normalize = normalization === "sigmoid" ? sigmoid : softmax;
     const scores: [string, number][] =
       task === "sequence"
@@ -88,11 +98,14 @@ class Classifier {
   }
 }
 
-/** The entity type a BIO tag names (`B-PER`, `I-PER` -> `PER`), null for outside (`O`). */
-function entityOf(tag: string): { type: string; begins: boolean } | null {
+/** The entity type a tag names (`B-PER`, `I-PER` -> `PER`; BIOES and BILOU prefixes), and whether it
+ * opens or closes a span; null for outside (`O`). */
+function entityOf(tag: string): { type: string; begins: boolean; ends: boolean } | null {
   if (tag === "O") return null;
-  const m = /^([BIES])-(.+)$/.exec(tag);
-  return m ? { type: m[2]!, begins: m[1] === "B" || m[1] === "S" } : { type: tag, begins: false };
+  const m = /^([BIESLU])-(.+)$/.exec(tag);
+  if (!m) return { type: tag, begins: false, ends: false };
+  const p = m[1]!;
+  return { type: m[2]!, begins: p === "B" || p === "S" || p === "U", ends: p === "E" || p === "S" || p === "L" || p === "U" };
 }
 
 /** Token tags grouped into spans; each entity type scores as its best span (0 when none). */
@@ -119,6 +132,7 @@ function spanScores(labels: string[], enc: Encoded, probsAt: (i: number) => numb
     }
     span.sum += probs[top]!;
     span.count++;
+    if (e.ends) close();
   });
   close();
   return [...best];
@@ -139,7 +153,7 @@ async function open(dir: string): Promise<Classifier> {
   }
   const classifier = new Classifier(contract, tokenizer, session);
   // One run now, so a graph whose output does not fit the labels fails the load, not a request.
-  await classifier.classify("");
+  await classifier.classify("a");
   return classifier;
 }
 

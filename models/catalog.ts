@@ -2,7 +2,7 @@
 // (user_models.json, ids `user.*`), and every GGUF in the extra models folder (ids `extra.*`).
 // It answers which models exist, what they are (recipe, labels, type), and which files they need.
 import { existsSync, readdirSync, readFileSync, statSync, watch } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import builtIn from "./server_models.json" with { type: "json" };
 import { checkpointProblem, findCachedFile, parseCheckpoint } from "./hf-cache.ts";
 import { ggufScalar, readGgufMetadata, type GgufMetadata } from "./gguf.ts";
@@ -461,7 +461,11 @@ export class Catalog {
         return part !== undefined && part.omni === undefined && this.isDownloaded(part);
       });
     }
-    return this.files(model).every((f) => f.exists);
+    const files = this.files(model);
+    if (!files.every((f) => f.exists)) return false;
+    const main = files.find((f) => f.role === "main")?.path;
+    const beside = RECIPE_SPECS[model.recipe]?.repositoryFiles ?? [];
+    return !main || beside.every((f) => existsSync(join(dirname(main), f)));
   }
 
   /** A collection's components: as registered, or as its downloaded manifest says (null before

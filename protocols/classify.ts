@@ -4,15 +4,19 @@
 // conditions (protocols/routing.ts) call classifyText.
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
-import { engineError, engineUnavailable } from "../runtime/engine-error.ts";
-import { engineFetch, type ModelCheck } from "../runtime/proxy.ts";
+import type { ModelCheck } from "../runtime/proxy.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
 
-export const needsClassifier: ModelCheck = (model: CatalogModel) =>
-  model.type === "classification" && model.recipe === "onnxruntime"
-    ? null
-    : new ApiError(400, "invalid_argument", `Model ${model.id} is not a text classifier: /v1/classify serves onnxruntime models labelled 'classification'`, "model");
+export const needsClassifier: ModelCheck = (model: CatalogModel) => {
+  if (model.type !== "classification" || model.recipe !== "onnxruntime") {
+    return new ApiError(400, "invalid_argument", `Model ${model.id} is not a text classifier: /v1/classify serves onnxruntime models labelled 'classification'`, "model");
+  }
+  if (model.labels.includes("zero-shot")) {
+    return new ApiError(400, "invalid_argument", `Model ${model.id} is a zero-shot classifier, whose labels come with each request; this server serves fixed-label classifiers only`, "model");
+  }
+  return null;
+};
 
 export interface ClassifyRequest {
   model?: string;
@@ -24,7 +28,7 @@ export interface ClassifyRequest {
 export function parseClassifyBody(body: unknown): ClassifyRequest {
   if (!body || typeof body !== "object" || Array.isArray(body)) throw ApiError.of(E.invalidJson, "The body must be a JSON object");
   const b = body as Record<string, unknown>;
-  if (b.model !== undefined && typeof b.model !== "string") throw ApiError.of(E.invalidArgument, "'model' must be a string", "model");
+  if (b.model !== undefined && (typeof b.model !== "string" || !b.model)) throw ApiError.of(E.invalidArgument, "'model' must be a non-empty string", "model");
   const field = b.input !== undefined ? "input" : "text";
   const input = b[field];
   if (input === undefined) throw ApiError.of(E.missingArgument, "'input' (or its alias 'text') is required: the text to classify", "input");
@@ -47,28 +51,21 @@ function modelName(ctx: ServerContext, named: string | undefined): string {
   return loaded[0]!.model.id;
 }
 
-/** Label scores, highest first, from the classifier (loaded when it is not). */
-export async function classifyText(ctx: ServerContext, req: ClassifyRequest, signal?: AbortSignal): Promise<{ model: string; labels: Record<string, number> }> {
-  const lease = await ctx.proxy.acquire(modelName(ctx, req.model), needsClassifier, { signal });
-  try {
-    let res: Response;
-    try {
-      res = await engineFetch(`${lease.url}/classify`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ input: req.input, ...(req.topK ? { top_k: req.topK } : {}) }),
-        signal,
-      });
-    } catch {
-      if (signal?.aborted) throw new ApiError(499, "client_closed", "The client closed the request");
-      throw engineUnavailable(lease.slot.model.id, "did not answer");
-    }
-    const text = await res.text();
-    if (!res.ok) throw engineError(res.status, text, lease.slot.model.id);
-    return { model: ctx.catalog.publicId(lease.slot.model), labels: JSON.parse(text).labels };
-  } finally {
-    lease.release();
-  }
+/** Label scores, highest first, from the classifier (loaded when it is not), through the proxy:
+ * its queue, its watch for a hung engine and its one replay after a crash. */
+export async function classifyText(ctx: ServerContext, req: ClassifyRequest, signal: AbortSignal): Promise<{ model: string; labels: Record<string, number> }> {
+  const name = modelName(ctx, req.model);
+  const res = await ctx.proxy.toModel({
+    model: name,
+    path: "/classify",
+    body: { input: req.input, ...(req.topK ? { top_k: req.topK } : {}) },
+    check: needsClassifier,
+    signal,
+    endpoint: "classify",
+    generation: false,
+  });
+  const model = ctx.catalog.find(name);
+  return { model: model ? ctx.catalog.publicId(model) : name, labels: (await res.json()).labels };
 }
 
 export async function classify(ctx: ServerContext, body: unknown, signal: AbortSignal): Promise<Response> {

@@ -30,6 +30,9 @@ export interface RecipeSpec {
   servesWithoutFiles?: boolean;
   /** The checkpoint names a whole repository, and this file inside it stands for the model. */
   repositoryIndex?: string;
+  /** Files that must be beside the index for the model to count as downloaded (an interrupted
+   * download that left the index alone is fetched again). */
+  repositoryFiles?: string[];
 }
 
 /** Every recipe's residency options (lemonade.md): idle eviction is off unless `auto_evict` is
@@ -84,7 +87,13 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
   },
   kokoro: { serves: ["tts"], defaultLabel: "tts", options: { ...COMMON }, servesWithoutFiles: true, repositoryIndex: "index.json" },
   /** An encoder classifier: a repository (or folder) of model.onnx, tokenizer.json and config.json. */
-  onnxruntime: { serves: ["classification"], defaultLabel: "classification", options: { ...COMMON }, repositoryIndex: "config.json" },
+  onnxruntime: {
+    serves: ["classification"],
+    defaultLabel: "classification",
+    options: { ...COMMON },
+    repositoryIndex: "config.json",
+    repositoryFiles: ["model.onnx", "tokenizer.json", "config.json"],
+  },
   /** A provider's model: nothing is loaded here, so no load options apply. */
   cloud: { serves: ["llm", "embedding", "reranking"], defaultLabel: "chat", options: {} },
 };

@@ -6,7 +6,7 @@ id2label. Run by scripts/make-test-models.ts.
 
 Usage: /usr/bin/python3 classifier.py OUTDIR [--token] [--multi-label] [--manifest]
                                              [--arch bert|distilbert|xlnet] [--seed N]
-  --token        a token-classification head (O, B-PER, I-PER), logits [batch, seq, 3]
+  --token        a token-classification head (O, B-PER, I-PER, B-LOC, I-LOC), logits [batch, seq, 5]
   --multi-label  config.json declares problem_type multi_label_classification
   --manifest     also writes a manifest.json whose labels and normalisation override config.json's
   --arch         distilbert has no token_type_ids input; xlnet is a family the server refuses
@@ -245,6 +245,7 @@ REFERENCE_TEXTS = [
     "hello world",
     "I love this movie, it is great!",
     "John Smith works in Paris and he was very unhappy",
+    "we like paris and john smith, he was happy. they play in paris",
     "",
 ]
 
@@ -346,7 +347,7 @@ def main():
     ap.add_argument("--arch", choices=["bert", "distilbert", "xlnet"], default="bert")
     ap.add_argument("--seed", type=int, default=42)
     a = ap.parse_args()
-    labels = ["O", "B-PER", "I-PER"] if a.token else ["NEGATIVE", "NEUTRAL", "POSITIVE"]
+    labels = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"] if a.token else ["NEGATIVE", "NEUTRAL", "POSITIVE"]
     os.makedirs(a.outdir, exist_ok=True)
     model = build_model(a.token, len(labels), a.seed, token_types=a.arch != "distilbert")
     onnx.save(model, os.path.join(a.outdir, "model.onnx"))

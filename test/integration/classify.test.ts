@@ -4,7 +4,7 @@
 // texts (expected-scores.json); the server's answers are checked against them. A router's
 // `classifier` condition routes on those scores between two FAKE chat models.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { classify as classifySpec } from "../../spec/lemonade.ts";
 import { classifierDir } from "../helpers/engines.ts";
@@ -37,16 +37,14 @@ function expectScores(labels: Record<string, number>, want: Record<string, numbe
   expect(values).toEqual([...values].sort((a, b) => b - a));
 }
 
+const folderFiles = (dir: string) => Object.fromEntries(readdirSync(dir).map((f) => [f, new Uint8Array(readFileSync(join(dir, f)))]));
+const hubRepos = () => Object.fromEntries(Object.entries(REPOS).map(([repo, name], i) => [repo, { sha: String(i + 1).repeat(40), files: folderFiles(classifierDir(name)) }]));
+
 beforeAll(async () => {
-  hub = startFakeHub(
-    Object.fromEntries(
-      Object.entries(REPOS).map(([repo, name], i) => {
-        const dir = classifierDir(name);
-        const files = Object.fromEntries(readdirSync(dir).map((f) => [f, new Uint8Array(readFileSync(join(dir, f)))]));
-        return [repo, { sha: String(i + 1).repeat(40), files }];
-      }),
-    ),
-  );
+  // The sentiment model with a manifest that declares two labels for its three outputs.
+  const files = folderFiles(classifierDir("sentiment"));
+  files["manifest.json"] = new TextEncoder().encode(JSON.stringify({ id2label: { "0": "BAD", "1": "GOOD" } }));
+  hub = startFakeHub({ ...hubRepos(), "test-org/mislabelled-ONNX": { sha: "f".repeat(40), files } });
   // Two FAKE chat models (extra.alpha, extra.beta) for the router to route between.
   server = await startFakeServer(["alpha", "beta"], { HF_ENDPOINT: hub.url });
 });
@@ -57,14 +55,16 @@ afterAll(async () => {
 
 test("malformed requests are 400s before anything loads", async () => {
   const cases: [unknown, number, string][] = [
-    ["{not json", 400, ""],
+    ["{not json", 400, "invalid_json"],
+    [[1, 2], 400, ""],
     [{ model: "Phishing-Email-Detection-ONNX" }, 400, "missing_argument"],
-    [{ model: "Phishing-Email-Detection-ONNX", input: 42 }, 400, ""],
-    [{ model: "Phishing-Email-Detection-ONNX", text: ["a"] }, 400, ""],
-    [{ model: 7, input: "x" }, 400, ""],
-    [{ model: "Phishing-Email-Detection-ONNX", input: "x", top_k: 0 }, 400, ""],
-    [{ model: "Phishing-Email-Detection-ONNX", input: "x", top_k: 1.5 }, 400, ""],
-    [{ model: "Phishing-Email-Detection-ONNX", input: "x", top_k: "2" }, 400, ""],
+    [{ model: "Phishing-Email-Detection-ONNX", input: 42 }, 400, "invalid_argument"],
+    [{ model: "Phishing-Email-Detection-ONNX", text: ["a"] }, 400, "invalid_argument"],
+    [{ model: 7, input: "x" }, 400, "invalid_argument"],
+    [{ model: "", input: "x" }, 400, "invalid_argument"],
+    [{ model: "Phishing-Email-Detection-ONNX", input: "x", top_k: 0 }, 400, "invalid_argument"],
+    [{ model: "Phishing-Email-Detection-ONNX", input: "x", top_k: 1.5 }, 400, "invalid_argument"],
+    [{ model: "Phishing-Email-Detection-ONNX", input: "x", top_k: "2" }, 400, "invalid_argument"],
     // No model named and none loaded.
     [{ input: "x" }, 400, "missing_argument"],
     // A chat model is refused by its type before its load.
@@ -151,6 +151,18 @@ test("a router's classifier condition routes on the classifier's label scores", 
   expect((await dangling.json()).message).toContain("'ANGRY' is not one of classifier 'mood''s labels");
 });
 
+test("a huge input is cut to the token budget: it scores as its first tokens do", async () => {
+  // The sentiment model's budget is 64 tokens: 62 of text between [CLS] and [SEP].
+  const huge = "hello world ".repeat(200_000);
+  const started = performance.now();
+  const long = await (await post("/v1/classify", { model: "Sentiment", input: huge })).json();
+  expect(performance.now() - started).toBeLessThan(5_000);
+  const prefix = await (await post("/v1/classify", { model: "Sentiment", input: "hello world ".repeat(31) })).json();
+  const shorter = await (await post("/v1/classify", { model: "Sentiment", input: "hello world ".repeat(30) })).json();
+  for (const [label, score] of Object.entries(prefix.labels as Record<string, number>)) expect(long.labels[label]).toBeCloseTo(score, 6);
+  expect(Object.entries(shorter.labels as Record<string, number>).some(([l, v]) => Math.abs(v - long.labels[l]) > 1e-6)).toBe(true);
+});
+
 test("a multi-label model (problem_type) scores each label by sigmoid", async () => {
   await post("/v1/pull", { model_name: "user.Multi", checkpoint: "test-org/multi-label-ONNX", recipe: "onnxruntime" });
   const want = expected("multiLabel");
@@ -191,6 +203,30 @@ test("an unsupported architecture (XLNet) is refused at load, and nothing stays 
     expect(err.message).toContain("not a supported encoder family");
   }
   expect(await loaded()).toEqual(before);
+});
+
+test("a graph whose output does not fit the declared labels fails its load, not a request", async () => {
+  await post("/v1/pull", { model_name: "user.Mislabelled", checkpoint: "test-org/mislabelled-ONNX", recipe: "onnxruntime" });
+  const res = await post("/v1/classify", { model: "Mislabelled", input: "hello" });
+  expect(res.status).toBe(500);
+  const err = (await res.json()).error;
+  expect(err.code).toBe("model_load_error");
+  expect(err.message).toContain("model.onnx answers float32 [1, 3], but a sequence classifier with 2 labels answers float32 [1, 2]");
+  expect(await loaded()).not.toContain("user.Mislabelled");
+});
+
+test("a download that stopped after config.json does not count as downloaded", async () => {
+  const sha = "9".repeat(40);
+  const base = join(server.cacheDir, "hf", "models--test-org--partial-ONNX");
+  mkdirSync(join(base, "snapshots", sha), { recursive: true });
+  mkdirSync(join(base, "refs"));
+  writeFileSync(join(base, "refs", "main"), sha);
+  writeFileSync(join(base, "snapshots", sha, "config.json"), readFileSync(join(classifierDir("sentiment"), "config.json")));
+  await post("/v1/models/register", { model_name: "user.Partial", checkpoint: "test-org/partial-ONNX", recipe: "onnxruntime" });
+  expect((await (await fetch(`${server.url}/v1/models/Partial`)).json()).downloaded).toBe(false);
+  writeFileSync(join(base, "snapshots", sha, "model.onnx"), readFileSync(join(classifierDir("sentiment"), "model.onnx")));
+  writeFileSync(join(base, "snapshots", sha, "tokenizer.json"), readFileSync(join(classifierDir("sentiment"), "tokenizer.json")));
+  expect((await (await fetch(`${server.url}/v1/models/Partial`)).json()).downloaded).toBe(true);
 });
 
 test("labels: a llama.cpp model cannot be a classifier", async () => {
