@@ -231,12 +231,13 @@ export const CLASSIFIERS = {
   multiLabel: ["--multi-label", "--seed", "8"],
   names: ["--token", "--seed", "9"],
   distilbert: ["--arch", "distilbert", "--seed", "10"],
+  roberta: ["--arch", "roberta", "--seed", "13"],
   xlnet: ["--arch", "xlnet", "--seed", "11"],
   manifest: ["--manifest", "--seed", "12"],
 } as const;
 
 /** Bumped whenever test-models/classifier.py's output changes. */
-const CLASSIFIER_VERSION = "2";
+const CLASSIFIER_VERSION = "3";
 
 /** Writes the ONNX classifiers into `<outDir>/<name>/` (Debian's python3-onnx and python3-numpy
  * write them) and returns `outDir`. */

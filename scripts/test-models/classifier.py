@@ -1,15 +1,16 @@
 #!/usr/bin/python3
 """A tiny random-weight encoder classifier for the onnxruntime tests, laid out as
 `optimum-cli export onnx` lays one out: model.onnx (a one-layer BERT written with the onnx
-package's helper), a real WordPiece tokenizer.json, tokenizer_config.json and config.json with
-id2label. Run by scripts/make-test-models.ts.
+package's helper), a real tokenizer.json (BERT's WordPiece, or RoBERTa's byte-level BPE),
+tokenizer_config.json and config.json with id2label. Run by scripts/make-test-models.ts.
 
 Usage: /usr/bin/python3 classifier.py OUTDIR [--token] [--multi-label] [--manifest]
-                                             [--arch bert|distilbert|xlnet] [--seed N]
+                                             [--arch bert|distilbert|roberta|xlnet] [--seed N]
   --token        a token-classification head (O, B-PER, I-PER, B-LOC, I-LOC), logits [batch, seq, 5]
   --multi-label  config.json declares problem_type multi_label_classification
   --manifest     also writes a manifest.json whose labels and normalisation override config.json's
-  --arch         distilbert has no token_type_ids input; xlnet is a family the server refuses
+  --arch         distilbert has no token_type_ids input; roberta neither, with <s> </s>, a
+                 byte-level BPE and two positions past its budget; xlnet is a family the server refuses
 
 Needs Debian's python3-onnx and python3-numpy.
 """
@@ -92,23 +93,24 @@ def tokenizer_config_json():
     }
 
 
-def config_json(token, multi_label, arch, labels):
+def config_json(token, multi_label, arch, labels, vocab_size):
     mt = arch
-    prefix = {"bert": "Bert", "distilbert": "DistilBert", "xlnet": "XLNet"}[arch]
+    prefix = {"bert": "Bert", "distilbert": "DistilBert", "roberta": "Roberta", "xlnet": "XLNet"}[arch]
     head = "ForTokenClassification" if token else "ForSequenceClassification"
     cfg = {
         "architectures": [prefix + head],
         "model_type": mt,
-        "vocab_size": len(VOCAB),
+        "vocab_size": vocab_size,
         "hidden_size": HIDDEN,
         "num_hidden_layers": 1,
         "num_attention_heads": HEADS,
         "intermediate_size": INTERMEDIATE,
         "hidden_act": "gelu",
-        "max_position_embeddings": MAX_POS,
-        "type_vocab_size": TYPE_VOCAB,
+        # RoBERTa's positions start after its padding index: two more than its budget.
+        "max_position_embeddings": MAX_POS + 2 if arch == "roberta" else MAX_POS,
+        "type_vocab_size": 1 if arch == "roberta" else TYPE_VOCAB,
         "layer_norm_eps": LN_EPS,
-        "pad_token_id": 0,
+        "pad_token_id": 1 if arch == "roberta" else 0,
         "id2label": {str(i): l for i, l in enumerate(labels)},
         "label2id": {l: i for i, l in enumerate(labels)},
     }
@@ -119,7 +121,7 @@ def config_json(token, multi_label, arch, labels):
     return cfg
 
 
-def build_model(token, num_labels, seed, token_types=True):
+def build_model(token, num_labels, seed, token_types=True, vocab_size=len(VOCAB)):
     rng = np.random.RandomState(seed)
     inits = []
     nodes = []
@@ -147,7 +149,7 @@ def build_model(token, num_labels, seed, token_types=True):
         mm = node("MatMul", [x, wt], [prefix + ".mm"])
         return node("Add", [mm, bs], [prefix + ".out"])
 
-    V = len(VOCAB)
+    V = vocab_size
     # ---- embeddings
     we = w("embeddings.word_embeddings.weight", (V, HIDDEN), 0.5)
     pe = w("embeddings.position_embeddings.weight", (MAX_POS, HIDDEN), 0.5)
@@ -247,6 +249,8 @@ REFERENCE_TEXTS = [
     "John Smith works in Paris and he was very unhappy",
     "we like paris and john smith, he was happy. they play in paris",
     "",
+    # Longer than every model's budget: the reference truncates as the server must.
+    " ".join(["the movie was very good and we like it"] * 12),
 ]
 
 
@@ -327,15 +331,104 @@ def spans(labels, probs):
     return best
 
 
-def reference(model, token, token_types, labels, sigmoid, max_length):
+def reference(model, token, token_types, labels, sigmoid, max_length, encode=wordpiece):
     out = {}
     for text in REFERENCE_TEXTS:
-        logits = forward(model, wordpiece(text, max_length), token, token_types)
+        logits = forward(model, encode(text, max_length), token, token_types)
         if token:
             out[text] = spans(labels, [normalise(row, sigmoid) for row in logits])
         else:
             out[text] = {l: float(s) for l, s in zip(labels, normalise(logits, sigmoid))}
     return out
+
+
+# ---- RoBERTa's tokenizer: GPT-2's byte-level BPE with a handful of merges learnt from the
+# reference texts, and its own implementation below for the reference.
+BPE_SPECIAL = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+# GPT-2's pre-tokenizer pattern, for ASCII text.
+BPE_SPLIT = re.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?[A-Za-z]+| ?[0-9]+| ?[^\sA-Za-z0-9]+|\s+(?!\S)|\s+""")
+
+
+def bytes_to_unicode():
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\xa1"), ord("\xac") + 1)) + list(range(ord("\xae"), ord("\xff") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, [chr(c) for c in cs]))
+
+
+BYTE_CHARS = bytes_to_unicode()
+
+
+def bpe_words(text):
+    return ["".join(BYTE_CHARS[b] for b in w.encode("utf-8")) for w in BPE_SPLIT.findall(text)]
+
+
+def bpe_apply(word, ranks):
+    parts = list(word)
+    while len(parts) > 1:
+        pairs = [(ranks.get((parts[i], parts[i + 1]), 1 << 30), i) for i in range(len(parts) - 1)]
+        rank, i = min(pairs)
+        if rank == 1 << 30:
+            break
+        parts = parts[:i] + [parts[i] + parts[i + 1]] + parts[i + 2:]
+    return parts
+
+
+def bpe_vocab(merge_count=60):
+    """Byte symbols plus merges learnt (most frequent pair first) from the reference texts."""
+    words = [list(w) for t in REFERENCE_TEXTS for w in bpe_words(t)]
+    merges = []
+    for _ in range(merge_count):
+        counts = {}
+        for w in words:
+            for pair in zip(w, w[1:]):
+                counts[pair] = counts.get(pair, 0) + 1
+        if not counts:
+            break
+        best = max(sorted(counts), key=lambda p: counts[p])
+        merges.append(best)
+        for w in words:
+            i = 0
+            while i < len(w) - 1:
+                if (w[i], w[i + 1]) == best:
+                    w[i:i + 2] = [w[i] + w[i + 1]]
+                i += 1
+    vocab = BPE_SPECIAL + [BYTE_CHARS[b] for b in range(256)] + ["".join(m) for m in merges]
+    return vocab, merges
+
+
+def bpe_tokenizer_json(vocab, merges):
+    ids = {tok: i for i, tok in enumerate(vocab)}
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [
+            {"id": i, "content": t, "single_word": False, "lstrip": t == "<mask>", "rstrip": False,
+             "normalized": False, "special": True}
+            for i, t in enumerate(BPE_SPECIAL)
+        ],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+        "post_processor": {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0],
+                           "trim_offsets": True, "add_prefix_space": False},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
+                  "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False,
+                  "vocab": ids, "merges": [" ".join(m) for m in merges]},
+    }
+
+
+def bpe_encode(text, vocab, merges, max_length):
+    ids = {tok: i for i, tok in enumerate(vocab)}
+    ranks = {m: i for i, m in enumerate(merges)}
+    content = [ids[p] for w in bpe_words(text) for p in bpe_apply(w, ranks)][: max_length - 2]
+    return [ids["<s>"]] + content + [ids["</s>"]]
 
 
 def main():
@@ -344,17 +437,27 @@ def main():
     ap.add_argument("--token", action="store_true", help="token classification head")
     ap.add_argument("--multi-label", action="store_true")
     ap.add_argument("--manifest", action="store_true")
-    ap.add_argument("--arch", choices=["bert", "distilbert", "xlnet"], default="bert")
+    ap.add_argument("--arch", choices=["bert", "distilbert", "roberta", "xlnet"], default="bert")
     ap.add_argument("--seed", type=int, default=42)
     a = ap.parse_args()
     labels = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"] if a.token else ["NEGATIVE", "NEUTRAL", "POSITIVE"]
     os.makedirs(a.outdir, exist_ok=True)
-    model = build_model(a.token, len(labels), a.seed, token_types=a.arch != "distilbert")
+    roberta = a.arch == "roberta"
+    token_types = a.arch not in ("distilbert", "roberta")
+    if roberta:
+        vocab, merges = bpe_vocab()
+        tokenizer, encode = bpe_tokenizer_json(vocab, merges), lambda t, n: bpe_encode(t, vocab, merges, n)
+        # No model_max_length: the budget is the positions less RoBERTa's offset of two.
+        tokenizer_config = {"tokenizer_class": "RobertaTokenizer", "bos_token": "<s>", "eos_token": "</s>",
+                            "pad_token": "<pad>", "unk_token": "<unk>", "mask_token": "<mask>"}
+    else:
+        vocab, tokenizer, encode, tokenizer_config = VOCAB, tokenizer_json(), wordpiece, tokenizer_config_json()
+    model = build_model(a.token, len(labels), a.seed, token_types=token_types, vocab_size=len(vocab))
     onnx.save(model, os.path.join(a.outdir, "model.onnx"))
     files = {
-        "tokenizer.json": tokenizer_json(),
-        "tokenizer_config.json": tokenizer_config_json(),
-        "config.json": config_json(a.token, a.multi_label, a.arch, labels),
+        "tokenizer.json": tokenizer,
+        "tokenizer_config.json": tokenizer_config,
+        "config.json": config_json(a.token, a.multi_label, a.arch, labels, len(vocab)),
     }
     sigmoid, max_length = a.multi_label, MAX_POS
     if a.manifest:
@@ -362,12 +465,12 @@ def main():
                                   "problem_type": "multi_label_classification", "max_length": 8}
         labels, sigmoid, max_length = ["SAFE", "SPAM", "PHISHING"], True, 8
     if a.arch != "xlnet":
-        files["expected-scores.json"] = reference(model, a.token, a.arch != "distilbert", labels, sigmoid, max_length)
+        files["expected-scores.json"] = reference(model, a.token, token_types, labels, sigmoid, max_length, encode)
     for fn, obj in files.items():
         with open(os.path.join(a.outdir, fn), "w") as f:
             json.dump(obj, f, indent=2, ensure_ascii=False)
             f.write("\n")
-    print("wrote", a.outdir, "vocab", len(VOCAB), "nodes", len(model.graph.node))
+    print("wrote", a.outdir, "vocab", len(vocab), "nodes", len(model.graph.node))
 
 
 if __name__ == "__main__":

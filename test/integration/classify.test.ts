@@ -23,6 +23,7 @@ const REPOS: Record<string, Name> = {
   "test-org/sentiment-ONNX": "sentiment",
   "test-org/multi-label-ONNX": "multiLabel",
   "test-org/names-ONNX": "names",
+  "test-org/roberta-ONNX": "roberta",
   "test-org/manifest-ONNX": "manifest",
   "test-org/xlnet-ONNX": "xlnet",
 };
@@ -161,6 +162,15 @@ test("a huge input is cut to the token budget: it scores as its first tokens do"
   const shorter = await (await post("/v1/classify", { model: "Sentiment", input: "hello world ".repeat(30) })).json();
   for (const [label, score] of Object.entries(prefix.labels as Record<string, number>)) expect(long.labels[label]).toBeCloseTo(score, 6);
   expect(Object.entries(shorter.labels as Record<string, number>).some(([l, v]) => Math.abs(v - long.labels[l]) > 1e-6)).toBe(true);
+});
+
+test("a RoBERTa classifier: byte-level BPE between <s> and </s>, its budget two short of its positions", async () => {
+  await post("/v1/pull", { model_name: "user.Roberta", checkpoint: "test-org/roberta-ONNX", recipe: "onnxruntime" });
+  // The last reference text is longer than the 64-token budget (66 positions less RoBERTa's 2).
+  for (const [text, scores] of Object.entries(expected("roberta"))) {
+    const body = await (await post("/v1/classify", { model: "Roberta", input: text })).json();
+    expectScores(body.labels, scores);
+  }
 });
 
 test("a multi-label model (problem_type) scores each label by sigmoid", async () => {
