@@ -1,5 +1,6 @@
 // Try-it panels for the other model types: speech, transcription (a file or the microphone),
-// embeddings (similarity of two texts), reranking, and images when an image model exists.
+// embeddings (similarity of two texts), reranking, text classification, and images when an
+// image model exists.
 import { useRef, useState } from "preact/hooks";
 import { getJson, postJson, request, socket, type Model } from "./api.ts";
 import { usePoll } from "./hooks.ts";
@@ -244,6 +245,39 @@ function Rerank({ models }: { models: Model[] }) {
   );
 }
 
+function Classify({ models }: { models: Model[] }) {
+  const [model, setModel] = useState(models[0]!.id);
+  const [input, setInput] = useState("Please verify your account at http://secure-login.example now.");
+  const [labels, setLabels] = useState<[string, number][]>([]);
+  const [error, setError] = useState("");
+  const classify = async () => {
+    setError("");
+    try {
+      setLabels(Object.entries((await postJson("/v1/classify", { model, input })).labels as Record<string, number>));
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  return (
+    <fieldset>
+      <legend>Classification</legend>
+      <Picker models={models} value={model} onChange={setModel} label="Model" />
+      <label>
+        Text <textarea value={input} onInput={(e) => setInput((e.target as HTMLTextAreaElement).value)} />
+      </label>
+      <button onClick={classify}>Classify</button>
+      <ol aria-label="Label scores">
+        {labels.map(([label, score]) => (
+          <li key={label}>
+            <meter min={0} max={1} value={score} /> {score.toFixed(3)} — {label}
+          </li>
+        ))}
+      </ol>
+      {error && <p class="error">{error}</p>}
+    </fieldset>
+  );
+}
+
 function Images({ models }: { models: Model[] }) {
   const [model, setModel] = useState(models[0]!.id);
   const [prompt, setPrompt] = useState("A lemon on a table");
@@ -282,15 +316,16 @@ export function TryIt() {
   if (!data) return <p>Loading models…</p>;
   const all = data.data as Model[];
   const having = (label: string) => all.filter((m) => m.labels.includes(label));
-  const [tts, asr, emb, rr, img] = ["tts", "transcription", "embeddings", "reranking", "image"].map(having);
-  const none = ![tts, asr, emb, rr, img].some((l) => l!.length);
+  const [tts, asr, emb, rr, clf, img] = ["tts", "transcription", "embeddings", "reranking", "classification", "image"].map(having);
+  const none = ![tts, asr, emb, rr, clf, img].some((l) => l!.length);
   return (
     <section class="tryit">
-      {none && <p>Download a speech, transcription, embedding, reranking or image model in the Model manager to try it here.</p>}
+      {none && <p>Download a speech, transcription, embedding, reranking, classification or image model in the Model manager to try it here.</p>}
       {tts!.length > 0 && <Speech models={tts!} />}
       {asr!.length > 0 && <Transcription models={asr!} />}
       {emb!.length > 0 && <Embeddings models={emb!} />}
       {rr!.length > 0 && <Rerank models={rr!} />}
+      {clf!.length > 0 && <Classify models={clf!} />}
       {img!.length > 0 && <Images models={img!} />}
     </section>
   );

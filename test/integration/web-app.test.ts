@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
-import { jfkSample, MODELS, testModelsDir } from "../helpers/engines.ts";
+import { classifierDir, jfkSample, MODELS, testModelsDir } from "../helpers/engines.ts";
 import { startFakeServer } from "../helpers/fake-engine.ts";
 import { startFakeHub, type FakeHub } from "../helpers/fake-hub.ts";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
@@ -38,6 +38,12 @@ beforeAll(async () => {
   mkdirSync(join(hf, "models--ggerganov--whisper.cpp", "refs"));
   writeFileSync(join(hf, "models--ggerganov--whisper.cpp", "refs", "main"), "abc");
   copyFileSync(join(models, MODELS.whisper), join(snap, "ggml-tiny.bin"));
+  // The catalog's Phishing-Email-Detection-ONNX, stood in for by the tiny sentiment classifier.
+  const clf = join(hf, "models--lemonade-sdk--phishing-email-detection-distilbert-ONNX");
+  mkdirSync(join(clf, "snapshots", "abc"), { recursive: true });
+  mkdirSync(join(clf, "refs"));
+  writeFileSync(join(clf, "refs", "main"), "abc");
+  for (const f of ["model.onnx", "tokenizer.json", "tokenizer_config.json", "config.json"]) copyFileSync(join(classifierDir("sentiment"), f), join(clf, "snapshots", "abc", f));
   const extra = tempDir("lemonade-extra-");
   copyFileSync(join(models, MODELS.chat), join(extra, MODELS.chat));
   copyFileSync(join(models, MODELS.embed), join(extra, MODELS.embed));
@@ -175,6 +181,20 @@ describe("the web app", () => {
     const panel = page.locator("fieldset", { hasText: "Embeddings" });
     await panel.getByRole("button", { name: "Compare" }).click();
     await panel.getByText(/Cosine similarity: -?[01]\.\d{4}/).waitFor({ timeout: 30_000 });
+    await page.close();
+  });
+
+  test("try it: the classification panel shows each label's score, highest first", async () => {
+    const page = await open("/#try");
+    const panel = page.locator("fieldset", { hasText: "Classification" });
+    await panel.getByRole("button", { name: "Classify" }).click();
+    const rows = panel.getByRole("list", { name: "Label scores" }).getByRole("listitem");
+    await rows.first().waitFor({ timeout: 30_000 });
+    const texts = await rows.allTextContents();
+    expect(texts.map((t) => t.split(" — ")[1]).sort()).toEqual(["NEGATIVE", "NEUTRAL", "POSITIVE"]);
+    const scores = texts.map((t) => Number(t.split(" — ")[0]));
+    expect(scores).toEqual([...scores].sort((a, b) => b - a));
+    expect(scores.reduce((a, b) => a + b, 0)).toBeCloseTo(1, 2);
     await page.close();
   });
 
