@@ -7,8 +7,8 @@ import { ApiError } from "../lib/api-error.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { speak } from "./audio.ts";
-import { generateImages } from "./images.ts";
-import { needsLlm } from "./openai.ts";
+import { edit, generateImages } from "./images.ts";
+import { needsLlm, toEngineBody } from "./openai.ts";
 
 type Json = Record<string, any>;
 
@@ -68,12 +68,41 @@ interface ToolOutput {
   result: string;
 }
 
+const DATA_IMAGE = /data:image\/[\w.+-]+;base64,[A-Za-z0-9+/=]+/g;
+
+/** The conversation's last image: one made this turn, else the last a message carries (an
+ * `image_url` part, or media an earlier answer embedded). */
+function lastImage(messages: Json[], artifacts: Artifact[]): Blob | null {
+  const made = artifacts.filter((a) => a.type === "image").pop();
+  const urls: string[] = made ? [`data:${made.mimeType};base64,${made.data}`] : [];
+  for (const m of made ? [] : messages) {
+    const parts = typeof m?.content === "string" ? [m.content] : Array.isArray(m?.content) ? m.content.map((p: Json) => (typeof p?.text === "string" ? p.text : String(p?.image_url?.url ?? p?.image_url ?? ""))) : [];
+    for (const part of parts) urls.push(...(part.match(DATA_IMAGE) ?? []));
+  }
+  const url = urls.pop();
+  if (!url) return null;
+  const [head, data] = url.split(",") as [string, string];
+  return new Blob([Buffer.from(data, "base64")], { type: head.slice("data:".length, head.indexOf(";")) });
+}
+
 /** Runs one built-in call. */
-async function runTool(ctx: ServerContext, roles: Roles, name: string, args: Json, signal: AbortSignal): Promise<ToolOutput> {
+async function runTool(ctx: ServerContext, roles: Roles, name: string, args: Json, context: { messages: Json[]; artifacts: Artifact[] }, signal: AbortSignal): Promise<ToolOutput> {
   if (name === "generate_image" || name === "edit_image") {
     const model = name === "edit_image" ? (roles.edit ?? roles.image) : roles.image;
     if (!model) throw new Error(`${name} has no image model in this collection`);
-    const answer = await generateImages(ctx, { model: model.id, prompt: String(args.prompt ?? ""), ...(args.size ? { size: String(args.size) } : {}), response_format: "b64_json" }, signal, "omni");
+    let answer: Json;
+    if (name === "edit_image") {
+      const image = lastImage(context.messages, context.artifacts);
+      if (!image) throw new Error("there is no image in the conversation to edit");
+      const form = new FormData();
+      form.set("model", model.id);
+      form.set("prompt", String(args.prompt ?? ""));
+      form.set("response_format", "b64_json");
+      form.set("image", image, "image.png");
+      answer = await (await edit(ctx, new Request("http://omni.local/v1/images/edits", { method: "POST", body: form, signal }), "edit", "omni")).json();
+    } else {
+      answer = await generateImages(ctx, { model: model.id, prompt: String(args.prompt ?? ""), ...(args.size ? { size: String(args.size) } : {}), response_format: "b64_json" }, signal, "omni");
+    }
     const b64 = answer.data?.[0]?.b64_json;
     if (!b64) throw new Error(`${model.id} returned no image`);
     return { artifact: { type: "image", data: b64, mimeType: "image/png" }, media: `![generated image](data:image/png;base64,${b64})`, result: "The image was generated and shown to the user." };
@@ -85,11 +114,14 @@ async function runTool(ctx: ServerContext, roles: Roles, name: string, args: Jso
 }
 
 async function complete(ctx: ServerContext, roles: Roles, messages: Json[], tools: Json[], body: Json, signal: AbortSignal): Promise<Json> {
-  const { model: _m, messages: _x, tools: _t, stream: _s, stream_options: _o, ...rest } = body;
+  // The Lemonade extensions (thinking, max_completion_tokens, ctx_size, ...) as a plain chat has them.
+  const { engineBody, loadOptions } = toEngineBody(body);
+  const { model: _m, messages: _x, tools: _t, stream: _s, stream_options: _o, route_trace: _r, ...rest } = engineBody;
   const res = await ctx.proxy.toModel({
     model: roles.chat.id,
     path: "/v1/chat/completions",
     body: { ...rest, messages, ...(tools.length ? { tools } : {}), stream: false },
+    loadOptions,
     check: needsLlm(),
     signal,
     endpoint: "chat_completions",
@@ -106,6 +138,14 @@ export interface OmniTurn {
   artifacts: Artifact[];
 }
 
+/** The built-in system prompt, before the client's: in the client's own system message when it
+ * opens with one (some chat templates take a single system message), else a message of its own. */
+function withSystemPrompt(prompt: string, messages: Json[]): Json[] {
+  const [first, ...rest] = messages;
+  if (first?.role === "system" && typeof first.content === "string") return [{ ...first, content: `${prompt}\n\n${first.content}` }, ...rest];
+  return [{ role: "system", content: prompt }, ...messages];
+}
+
 /** The loop; `emit` receives content as it is made (media the moment its tool finishes). */
 async function run(ctx: ServerContext, collection: CatalogModel, body: Json, signal: AbortSignal, emit: (content: string) => void): Promise<OmniTurn> {
   // A collection is downloaded on first use, components and all.
@@ -114,7 +154,7 @@ async function run(ctx: ServerContext, collection: CatalogModel, body: Json, sig
   const clientTools: Json[] = Array.isArray(body.tools) ? body.tools : [];
   const tools = [...builtinTools(roles), ...clientTools];
   const prompt = ctx.catalog.omniSpec(collection)?.systemPrompt ?? SYSTEM_PROMPT;
-  const messages: Json[] = [{ role: "system", content: prompt }, ...(Array.isArray(body.messages) ? body.messages : [])];
+  const messages = withSystemPrompt(prompt, Array.isArray(body.messages) ? body.messages : []);
   let content = "";
   const texts: string[] = [];
   const artifacts: Artifact[] = [];
@@ -122,21 +162,25 @@ async function run(ctx: ServerContext, collection: CatalogModel, body: Json, sig
     content += text;
     emit(text);
   };
+  /** The answer to send: the last upstream one, with the turn's content and the finish it had. */
+  const finish = (answer: Json, message: Json, reason: string, toolCalls: Json[] = []): OmniTurn => {
+    const choice = { ...(answer.choices?.[0] ?? { index: 0 }), message: { ...message, role: "assistant", content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) }, finish_reason: reason };
+    if (!toolCalls.length) delete choice.message.tool_calls;
+    return { answer: { ...answer, choices: [choice] }, text: texts.join("\n\n"), artifacts };
+  };
+  let last: Json = { object: "chat.completion", created: Math.floor(Date.now() / 1000) };
   for (let round = 0; round < MAX_TOOL_ROUNDS; round++) {
     const answer = await complete(ctx, roles, messages, tools, body, signal);
+    last = answer;
     const message = answer.choices?.[0]?.message ?? {};
     const calls: Json[] = Array.isArray(message.tool_calls) ? message.tool_calls : [];
     const ours = calls.filter((c) => BUILTIN.has(c.function?.name));
     const theirs = calls.filter((c) => !BUILTIN.has(c.function?.name));
-    if (!ours.length) {
-      if (message.content) {
-        texts.push(String(message.content));
-        add(`${content ? "\n\n" : ""}${message.content}`);
-      }
-      const final = { ...answer, choices: [{ ...answer.choices[0], message: { ...message, content, ...(theirs.length ? { tool_calls: theirs } : {}) } }] };
-      return { answer: final, text: texts.join("\n\n"), artifacts };
+    if (message.content) {
+      texts.push(String(message.content));
+      if (!ours.length) add(`${content ? "\n\n" : ""}${message.content}`);
     }
-    if (message.content) texts.push(String(message.content));
+    if (!ours.length) return finish(answer, message, theirs.length ? "tool_calls" : (answer.choices?.[0]?.finish_reason ?? "stop"), theirs);
     messages.push({ role: "assistant", content: message.content ?? null, tool_calls: ours });
     for (const call of ours) {
       let args: Json = {};
@@ -146,7 +190,7 @@ async function run(ctx: ServerContext, collection: CatalogModel, body: Json, sig
         // The planner's arguments are not JSON: the tool runs with none, and says what went wrong.
       }
       try {
-        const { artifact, media, result } = await runTool(ctx, roles, call.function.name, args, signal);
+        const { artifact, media, result } = await runTool(ctx, roles, call.function.name, args, { messages, artifacts }, signal);
         artifacts.push(artifact);
         add(content ? `\n\n${media}` : media);
         messages.push({ role: "tool", tool_call_id: call.id, content: result });
@@ -154,11 +198,13 @@ async function run(ctx: ServerContext, collection: CatalogModel, body: Json, sig
         messages.push({ role: "tool", tool_call_id: call.id, content: `The tool failed: ${(err as Error).message}` });
       }
     }
+    // The client's own calls in the same round go back to it, with the media made so far.
+    if (theirs.length) return finish(answer, message, "tool_calls", theirs);
   }
   const stopped = `(Stopped after ${MAX_TOOL_ROUNDS} rounds of tool calls.)`;
   texts.push(stopped);
   add(`${content ? "\n\n" : ""}${stopped}`);
-  return { answer: { object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "length" }] }, text: texts.join("\n\n"), artifacts };
+  return finish(last, {}, "length");
 }
 
 /** One whole turn, for callers that take the artifacts apart (MCP's lemonade_omni). */
@@ -166,8 +212,9 @@ export function omniTurn(ctx: ServerContext, collection: CatalogModel, body: Jso
   return run(ctx, collection, body, signal, () => {});
 }
 
-const chunk = (model: string, delta: Json, finish: string | null = null) =>
-  `data: ${JSON.stringify({ object: "chat.completion.chunk", model, created: Math.floor(Date.now() / 1000), choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+/** A chat completion chunk of one stream (every chunk carries the stream's id). */
+const chunk = (id: string, model: string, delta: Json, finish: string | null = null) =>
+  `data: ${JSON.stringify({ id, object: "chat.completion.chunk", model, created: Math.floor(Date.now() / 1000), choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
 
 /** A chat completions request naming an omni collection: one answer, or a stream of its content. */
 export async function omniChat(ctx: ServerContext, collection: CatalogModel, body: Json, signal: AbortSignal): Promise<Response> {
@@ -176,22 +223,26 @@ export async function omniChat(ctx: ServerContext, collection: CatalogModel, bod
     const { answer } = await run(ctx, collection, body, signal, () => {});
     return Response.json({ ...answer, model: body.model });
   }
+  const id = `chatcmpl-${crypto.randomUUID().replaceAll("-", "")}`;
+  const usage = body.stream_options?.include_usage === true;
   const encoder = new TextEncoder();
   const stream = new ReadableStream<Uint8Array>({
     async start(controller) {
       const send = (s: string) => controller.enqueue(encoder.encode(s));
-      send(chunk(name, { role: "assistant", content: "" }));
+      send(chunk(id, name, { role: "assistant", content: "" }));
       try {
         const { answer } = await run(ctx, collection, body, signal, (text) => {
-          for (let i = 0; i < text.length; i += DELTA_CHARS) send(chunk(name, { content: text.slice(i, i + DELTA_CHARS) }));
+          for (let i = 0; i < text.length; i += DELTA_CHARS) send(chunk(id, name, { content: text.slice(i, i + DELTA_CHARS) }));
         });
         const choice = answer.choices?.[0] ?? {};
-        if (choice.message?.tool_calls) send(chunk(name, { tool_calls: choice.message.tool_calls.map((c: Json, index: number) => ({ index, ...c })) }, "tool_calls"));
-        else send(chunk(name, {}, choice.finish_reason === "length" ? "length" : "stop"));
+        if (choice.message?.tool_calls) send(chunk(id, name, { tool_calls: choice.message.tool_calls.map((c: Json, index: number) => ({ index, ...c })) }, "tool_calls"));
+        else send(chunk(id, name, {}, choice.finish_reason === "length" ? "length" : "stop"));
+        // OpenAI's usage chunk: no choices, the last round's counts.
+        if (usage && answer.usage) send(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", model: name, created: Math.floor(Date.now() / 1000), choices: [], usage: answer.usage })}\n\n`);
       } catch (err) {
         // The documented error in a stream: `Error: <message>` as content, then a stop.
-        send(chunk(name, { content: `Error: ${(err as Error).message}` }));
-        send(chunk(name, {}, "stop"));
+        send(chunk(id, name, { content: `Error: ${(err as Error).message}` }));
+        send(chunk(id, name, {}, "stop"));
       }
       send("data: [DONE]\n\n");
       controller.close();
