@@ -81,14 +81,16 @@ export class ModelLibrary {
     }
   }
 
-  /** The model a pull or register body names, registering a `user.*` definition when it has one. */
-  modelFor(body: Json): CatalogModel {
+  /** The model a pull or register body names, registering a `user.*` definition when it has one.
+   * A collection's embedded `models` definitions are registered only by a pull (an import):
+   * /v1/models/register takes one definition, so its components must be registered already. */
+  modelFor(body: Json, opts: { definitions?: boolean } = {}): CatalogModel {
     const { catalog } = this.opts;
     registryOf(body.source);
     const defines = body.checkpoint !== undefined || body.checkpoints !== undefined || body.recipe !== undefined;
     if (!defines) return catalog.get(body.model_name);
     if (!body.recipe) throw new ApiError(400, "missing_argument", "Missing required argument 'recipe' to register a model", "recipe");
-    if (body.recipe === OMNI_RECIPE) return this.registerOmni(body);
+    if (body.recipe === OMNI_RECIPE) return this.registerOmni(body, opts.definitions ?? true);
     // A routing policy is checked against what is registered before it is stored.
     if (body.recipe === ROUTER_RECIPE) checkRouting(body, (name) => catalog.find(name) !== undefined, (name) => isClassifier(catalog.find(name)));
     const model = catalog.registerUser(body.model_name, rowFrom(body));
@@ -98,7 +100,7 @@ export class ModelLibrary {
 
   /** A collection.omni: its components must be registered models (or be defined in `models`,
    * registered first), none of them a collection. */
-  private registerOmni(body: Json): CatalogModel {
+  private registerOmni(body: Json, definitions: boolean): CatalogModel {
     const { catalog } = this.opts;
     const components = body.components;
     if (components === undefined && (body.checkpoint !== undefined || body.checkpoints !== undefined)) {
@@ -110,7 +112,7 @@ export class ModelLibrary {
     if (!Array.isArray(components) || !components.length || !components.every((c) => typeof c === "string" && c)) {
       throw new ApiError(400, "invalid_argument", "A collection.omni registration needs 'components': a non-empty list of model names", "components");
     }
-    this.registerComponents({ components, models: Array.isArray(body.models) ? body.models : [] });
+    this.registerComponents({ components, models: definitions && Array.isArray(body.models) ? body.models : [] });
     const row: RegistryRow = { recipe: OMNI_RECIPE, labels: body.labels ?? [], components, ...(typeof body.system_prompt === "string" ? { system_prompt: body.system_prompt } : {}) };
     const model = catalog.registerUser(body.model_name, row);
     this.opts.log(`Registered ${model.id} (collection of ${components.join(", ")})`);
@@ -118,21 +120,27 @@ export class ModelLibrary {
   }
 
   /** Registers the components a collection defines and this server lacks (names that exist keep
-   * their local definition), then checks every component is a regular registered model. */
+   * their local definition), once every component is known to be a regular model: a refused
+   * collection registers nothing. */
   private registerComponents(spec: OmniSpec): void {
     const { catalog } = this.opts;
+    const defined = new Map<string, Json>();
     for (const def of spec.models) {
       const given = typeof def?.model_name === "string" ? def.model_name : typeof def?.id === "string" ? def.id : undefined;
       const name = spec.components.find((c) => c === given || c === `user.${given}`);
       if (!name || catalog.find(name)) continue;
       const { id: _id, ...fields } = def;
-      this.modelFor({ ...fields, model_name: name.startsWith("user.") ? name : `user.${name}` });
+      defined.set(name, fields);
     }
     for (const c of spec.components) {
       const part = catalog.find(c);
-      if (!part) throw new ApiError(400, "invalid_argument", `Component '${c}' is not a registered model (register it first, or define it in 'models')`, "components");
-      if (part.omni || part.router) throw new ApiError(400, "invalid_argument", `Component '${c}' is a collection; components must be regular models`, "components");
+      const def = defined.get(c);
+      if (!part && !def) throw new ApiError(400, "invalid_argument", `Component '${c}' is not a registered model (register it first, or define it in 'models')`, "components");
+      if (part?.omni || part?.router || def?.recipe === OMNI_RECIPE || def?.recipe === ROUTER_RECIPE) {
+        throw new ApiError(400, "invalid_argument", `Component '${c}' is a collection; components must be regular models`, "components");
+      }
     }
+    for (const [name, fields] of defined) this.modelFor({ ...fields, model_name: name.startsWith("user.") ? name : `user.${name}` });
   }
 
   /** Downloads a model's files (skipping what is already there); local models need nothing. A

@@ -88,7 +88,7 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
   });
 
   bind.http(spec.register, ({ body }) => {
-    const model = ctx.library.modelFor(body);
+    const model = ctx.library.modelFor(body, { definitions: false });
     // model_name is the name /v1/models lists it by; canonical_model_name its `user.` id.
     return {
       status: "success",
