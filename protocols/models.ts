@@ -2,6 +2,7 @@
 // options-by-layer view, and a `/v1/health` entry. Each combines the catalog (what exists), the
 // scheduler (what runs) and the saved options.
 import { basename, relative, sep } from "node:path";
+import { parseCheckpoint } from "../models/hf-cache.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { OmniSpec } from "../models/omni-manifest.ts";
 import { mergeSavedOptions, optionsToSave } from "../models/recipe-options.ts";
@@ -12,6 +13,9 @@ import { optionSpecs, type Options } from "../spec/recipes.ts";
 /** A model's checkpoints as a client sees them: a local model's files are named relative to the
  * extra-models folder (or by file name) unless the client asked for paths. */
 export function shownCheckpoints(ctx: ServerContext, model: CatalogModel, includePaths: boolean): Record<string, string> {
+  // A published collection is its repository, as the registry names it (its manifest file is how
+  // the server fetches it).
+  if (model.omni && !model.omni.spec && model.checkpoints.main) return { ...model.checkpoints, main: parseCheckpoint(model.checkpoints.main).repo };
   if (includePaths || model.source === "huggingface") return model.checkpoints;
   const dir = ctx.config.extraModelsDir;
   const shown = (path: string) => (dir && path.startsWith(dir + sep) ? relative(dir, path) : basename(path));
@@ -61,17 +65,18 @@ export function modelObject(ctx: ServerContext, model: CatalogModel, includePath
 }
 
 /** A collection's components, and each one's full model object (so an export can be imported elsewhere). */
-function omniFields(ctx: ServerContext, collection: CatalogModel, includePaths: boolean): { components: string[]; models: Record<string, unknown>[]; system_prompt?: string } {
+function omniFields(ctx: ServerContext, collection: CatalogModel, includePaths: boolean): { components: string[]; models: (Record<string, unknown> | null)[]; system_prompt?: string } {
   // A published collection lists its components once its manifest is downloaded (a broken one, none).
   let omni: OmniSpec | null = null;
   try {
     omni = ctx.catalog.omniSpec(collection);
   } catch {}
   if (!omni) return { components: [], models: [] };
-  const models = omni.components.map((c) => ctx.catalog.find(c)).filter((m): m is CatalogModel => m !== undefined);
+  // One entry per component, in the same order; one no longer registered is null.
+  const models = omni.components.map((c) => ctx.catalog.find(c));
   return {
     components: omni.components,
-    models: models.map((m): Record<string, unknown> => modelObject(ctx, m, includePaths, ctx.catalog.publicId(m))),
+    models: models.map((m): Record<string, unknown> | null => (m ? modelObject(ctx, m, includePaths, ctx.catalog.publicId(m)) : null)),
     ...(omni.systemPrompt ? { system_prompt: omni.systemPrompt } : {}),
   };
 }

@@ -37,7 +37,11 @@ export const ModelObject = T.Object({
   suggested: T.Boolean({ description: "Whether the model is recommended for general use" }),
   labels: T.Array(T.String(), { description: "The model's capabilities and characteristics; see Model Labels" }),
   components: T.Array(T.String(), { description: "A collection's component models (a published collection's once its manifest is downloaded); empty for other models" }),
-  models: T.Optional(T.Array(T.Record(T.String(), T.Unknown()), { description: "collection.omni: each component's model object, in order (what an export carries)" })),
+  models: T.Optional(
+    T.Array(T.Union([T.Record(T.String(), T.Unknown()), T.Null()]), {
+      description: "collection.omni: each component's model object, in the order of `components` (what an export carries); `null` for one no longer registered",
+    }),
+  ),
   system_prompt: T.Optional(T.String({ description: "collection.omni: its own system prompt, when it has one" })),
   checkpoints: T.Record(T.String(), T.String(), { description: "Every checkpoint by role, such as `main` or `mmproj`" }),
   checkpoint_status: T.Array(
