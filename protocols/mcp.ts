@@ -4,6 +4,7 @@
 import { accessSync, constants, lstatSync, mkdirSync, realpathSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { ApiError } from "../lib/api-error.ts";
+import { scrubPaths } from "../lib/scrub.ts";
 import { VERSION } from "../lib/version.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { PROTOCOL_VERSIONS, RPC } from "../spec/mcp.ts";
@@ -300,11 +301,9 @@ async function callTool(ctx: ServerContext, params: Json, signal: AbortSignal): 
   try {
     return await tool();
   } catch (err) {
-    // Tool failures are results, so the calling model sees them and can correct itself.
-    if (err instanceof ToolError || err instanceof ApiError) {
-      return { content: [text((err as Error).message)], isError: true };
-    }
-    throw err;
+    // Tool failures, whatever their kind, are results (mcp.md), so the calling model sees them
+    // and can correct itself.
+    return { content: [text(err instanceof ToolError || err instanceof ApiError ? err.message : `The tool failed: ${scrubPaths((err as Error).message)}`)], isError: true };
   }
 }
 
