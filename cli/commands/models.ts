@@ -266,14 +266,18 @@ const pinCommand = (pinned: boolean): Command => ({
 export const pin = pinCommand(true);
 export const unpin = pinCommand(false);
 
-/** The /v1/pull body that re-creates a model elsewhere; a collection carries each component's. */
+/** The name an exported model registers under: `/v1/pull` registers user models only. */
+const userName = (id: string) => (id.startsWith("user.") ? id : `user.${id.replace(/^extra\./, "")}`);
+
+/** The /v1/pull body that re-creates a model elsewhere (POST-able as it is); a collection
+ * carries each component's definition. */
 function exportBody(m: any): Record<string, unknown> {
   if (m.recipe === "collection.omni" && m.components?.length) {
     // Each definition under the name the collection lists it by, so an import matches them up.
-    const models = (m.models ?? []).map((d: any, i: number) => ({ ...exportBody(d), model_name: m.components[i] ?? d.id }));
-    return { model_name: m.id, recipe: m.recipe, components: m.components, models, ...(m.system_prompt ? { system_prompt: m.system_prompt } : {}) };
+    const models = (m.models ?? []).flatMap((d: any, i: number) => (d ? [{ ...exportBody(d), model_name: m.components[i] }] : []));
+    return { model_name: userName(m.id), recipe: m.recipe, components: m.components, models, ...(m.system_prompt ? { system_prompt: m.system_prompt } : {}) };
   }
-  const body: Record<string, unknown> = { model_name: m.id, recipe: m.recipe, checkpoints: m.checkpoints, labels: m.labels };
+  const body: Record<string, unknown> = { model_name: userName(m.id), recipe: m.recipe, checkpoints: m.checkpoints, labels: m.labels };
   if (m.size !== undefined) body.size = m.size;
   if (m.recipe_options && Object.keys(m.recipe_options).length) body.recipe_options = m.recipe_options;
   return body;

@@ -187,7 +187,7 @@ describe("the single-file build", () => {
     const file = join(cacheDir, "kit.json");
     expect((await lemonade(["export", "user.CliKit", "-o", file])).code).toBe(0);
     const body = JSON.parse(readFileSync(file, "utf8"));
-    expect(body).toMatchObject({ recipe: "collection.omni", components: ["user.omni-chat", "kokoro-v1"] });
+    expect(body).toMatchObject({ model_name: "user.CliKit", recipe: "collection.omni", components: ["user.omni-chat", "kokoro-v1"] });
     expect(body.models.map((d: any) => [d.model_name, d.recipe])).toEqual([["user.omni-chat", "llamacpp"], ["kokoro-v1", "kokoro"]]);
     expect(body.models[0].checkpoints.main).toBe("test-org/tiny-GGUF:Q4_0");
 
@@ -196,6 +196,11 @@ describe("the single-file build", () => {
     const imported = await lemonade(["import", file]);
     expect(imported.code, imported.err).toBe(0);
     expect((await list()).find((m) => m.id === "CliKit")).toMatchObject({ components: ["user.omni-chat", "kokoro-v1"], downloaded: true });
+    // The file is an import-ready /v1/pull body, POSTed as it is.
+    expect((await lemonade(["delete", "user.CliKit"])).code).toBe(0);
+    const verbatim = await fetch(`http://127.0.0.1:${port}/v1/pull`, { method: "POST", body: readFileSync(file) });
+    expect(verbatim.status).toBe(200);
+    expect((await list()).find((m) => m.id === "CliKit")).toMatchObject({ components: ["user.omni-chat", "kokoro-v1"] });
   });
 
   test("cloud: the server as its own provider (another Lemonade), listed, keyed, cleared and removed", async () => {

@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { png, pngParameters, pngSize } from "../../scripts/fake-engine/png.ts";
 import { startFakeServer } from "../helpers/fake-engine.ts";
 import { startFakeHub, type FakeHub } from "../helpers/fake-hub.ts";
 import { tempDir, type TestServer } from "../helpers/server.ts";
@@ -77,9 +78,10 @@ test("the built-in system prompt goes before the client's, and the built-in tool
   const tools = [{ type: "function", function: { name: "get_weather", parameters: { type: "object", properties: {} } } }];
   const messages = [{ role: "system", content: "Be terse." }, { role: "user", content: "[[fake {\"echo\": true}]] hi" }];
   const seen = JSON.parse((await (await post("/v1/chat/completions", { model: "Kit", tools, messages })).json()).choices[0].message.content);
-  expect(seen.messages.map((m: string[]) => m[0])).toEqual(["system", "system", "user"]);
+  // One system message (some chat templates take no second one): the built-in prompt, then the client's.
+  expect(seen.messages.map((m: string[]) => m[0])).toEqual(["system", "user"]);
   expect(seen.messages[0][1]).toContain("text_to_speech");
-  expect(seen.messages[1][1]).toBe("Be terse.");
+  expect(seen.messages[0][1]).toEndWith("\n\nBe terse.");
   // Kit's components: SD-Turbo draws (no edit model), kokoro-v1 speaks.
   expect(seen.tools).toEqual(["generate_image", "text_to_speech", "get_weather"]);
   // Naming the component itself is a plain completion, no loop around it.
@@ -93,10 +95,63 @@ test("a client's own tool call comes back to the client; a model stuck calling t
   const choice = (await res.json()).choices[0];
   expect(choice.finish_reason).toBe("tool_calls");
   expect(choice.message.tool_calls.map((c: any) => c.function.name)).toEqual(["get_weather"]);
+  // A round that calls a built-in tool and the client's: the speech is made, the client's call returned.
+  const both = await post("/v1/chat/completions", {
+    model: "Kit",
+    tools,
+    messages: [{ role: "user", content: `[[fake ${JSON.stringify({ call: [{ name: "text_to_speech", arguments: { text: "hi" } }, { name: "get_weather", arguments: {} }] })}]] both` }],
+  });
+  const mixed = (await both.json()).choices[0];
+  expect(mixed.finish_reason).toBe("tool_calls");
+  expect(mixed.message.tool_calls.map((c: any) => c.function.name)).toEqual(["get_weather"]);
+  expect(mixed.message.content).toMatch(/^<audio>data:audio\/mpeg;base64,[A-Za-z0-9+/=]+<\/audio>$/);
   const stuck = await post("/v1/chat/completions", { model: "Kit", messages: [{ role: "user", content: `${call("text_to_speech", { text: "a" }, { always: true })} loop` }] });
   const end = (await stuck.json()).choices[0];
   expect(end.finish_reason).toBe("length");
   expect(end.message.content).toEndWith("(Stopped after 6 rounds of tool calls.)");
+});
+
+test("edit_image edits the conversation's last image", async () => {
+  const source = `data:image/png;base64,${png(24, 16, [250, 220, 0], {}).toString("base64")}`;
+  const res = await post("/v1/chat/completions", {
+    model: "Kit",
+    messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: source } }, { type: "text", text: `${call("edit_image", { prompt: "make it green" })} edit` }] }],
+  });
+  const content: string = (await res.json()).choices[0].message.content;
+  const b64 = /^!\[generated image\]\(data:image\/png;base64,([A-Za-z0-9+/=]+)\)/.exec(content)?.[1];
+  // The FAKE sd-server's edit keeps the input's size, and records what it was sent.
+  const edited = new Uint8Array(Buffer.from(b64!, "base64"));
+  expect(pngSize(edited)).toEqual({ width: 24, height: 16 });
+  expect(pngParameters(edited)).toMatchObject({ endpoint: "edits", images: [{ width: 24, height: 16 }] });
+  // With no image in the conversation the tool says so to the planner, and nothing is drawn.
+  const none = await post("/v1/chat/completions", { model: "Kit", messages: [{ role: "user", content: `${call("edit_image", { prompt: "greener" })} edit` }] });
+  expect((await none.json()).choices[0].message.content).toBe("done");
+});
+
+test("a stream with include_usage ends with OpenAI's usage chunk", async () => {
+  const res = await post("/v1/chat/completions", { model: "Kit", stream: true, stream_options: { include_usage: true }, messages: [{ role: "user", content: "hello" }] });
+  const chunks = (await res.text()).split("\n\n").filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice(6)));
+  expect(chunks.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number) } });
+});
+
+test("/v1/models/register takes one definition: a collection's embedded models are an import's (a pull's)", async () => {
+  const body = {
+    model_name: "user.Imported",
+    recipe: "collection.omni",
+    components: ["user.imported-planner", "kokoro-v1"],
+    models: [{ model_name: "user.imported-planner", recipe: "llamacpp", checkpoint: "test-org/planner-GGUF:Q4_0" }],
+  };
+  const registered = await post("/v1/models/register", body);
+  expect(registered.status).toBe(400);
+  expect((await registered.json()).message).toContain("'user.imported-planner' is not a registered model");
+  expect((await fetch(`${server.url}/v1/models/user.imported-planner`)).status).toBe(404);
+  const pulled = await post("/v1/pull", body);
+  expect(pulled.status).toBe(200);
+  expect((await (await fetch(`${server.url}/v1/models/Imported`)).json()).components).toEqual(["user.imported-planner", "kokoro-v1"]);
+  // A refused collection registers none of its definitions.
+  const nested = await post("/v1/pull", { ...body, model_name: "user.Refused", components: ["user.refused-planner", "Kit"], models: [{ ...body.models[0], model_name: "user.refused-planner" }] });
+  expect(nested.status).toBe(400);
+  expect((await fetch(`${server.url}/v1/models/user.refused-planner`)).status).toBe(404);
 });
 
 test("streaming: media in content deltas of at most 16,000 characters, then [DONE]", async () => {
@@ -108,6 +163,9 @@ test("streaming: media in content deltas of at most 16,000 characters, then [DON
   expect(Math.max(...deltas.map((d) => d.length))).toBeLessThanOrEqual(16_000);
   expect(deltas.join("")).toMatch(/^<audio>data:audio\/mpeg;base64,[^<]+<\/audio>\n\ndone$/);
   expect(chunks.at(-1).choices[0].finish_reason).toBe("stop");
+  // One id on every chunk, as OpenAI streams have.
+  expect(new Set(chunks.map((c) => c.id)).size).toBe(1);
+  expect(chunks[0].id).toMatch(/^chatcmpl-/);
 });
 
 test("lemonade_omni over MCP: inline image and audio blocks, or files in a folder inside the sandbox", async () => {
@@ -139,7 +197,8 @@ test("lemonade_omni over MCP: inline image and audio blocks, or files in a folde
 
 test("a published collection (the catalog's LMX-Omni-5.5B-Lite) pulls its manifest, then its components", async () => {
   const listed = async () => (await (await fetch(`${server.url}/v1/models?show_all=true`)).json()).data.find((m: any) => m.id === "LMX-Omni-5.5B-Lite");
-  expect(await listed()).toMatchObject({ recipe: "collection.omni", downloaded: false, components: [] });
+  // Listed by its repository, as the registry names it.
+  expect(await listed()).toMatchObject({ recipe: "collection.omni", downloaded: false, components: [], checkpoint: "lemonade-sdk/LMX-Omni-5.5B-Lite" });
   const pulled = await post("/v1/pull", { model_name: "LMX-Omni-5.5B-Lite" });
   expect(pulled.status).toBe(200);
   expect(await listed()).toMatchObject({ downloaded: true, components: ["user.lite-planner", "kokoro-v1"] });
