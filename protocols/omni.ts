@@ -8,7 +8,7 @@ import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { speak } from "./audio.ts";
 import { edit, generateImages } from "./images.ts";
-import { needsLlm, toEngineBody } from "./openai.ts";
+import { hasVision, needsLlm, toEngineBody } from "./openai.ts";
 
 type Json = Record<string, any>;
 
@@ -146,6 +146,19 @@ function withSystemPrompt(prompt: string, messages: Json[]): Json[] {
   return [{ role: "system", content: prompt }, ...messages];
 }
 
+const EMBEDDED_MEDIA = /!\[[^\]]*\]\(data:image\/[^)]+\)|<audio>\s*data:audio\/[^<]+<\/audio>/g;
+
+/** The conversation as the planner reads it: media earlier answers embedded become a short note
+ * (their base64 would fill its context), and attached images a note when it cannot see. The
+ * tools still find the images in the client's own messages. */
+function forPlanner(messages: Json[], sees: boolean): Json[] {
+  return messages.map((m) => {
+    if (typeof m?.content === "string") return m.content.includes("data:") ? { ...m, content: m.content.replace(EMBEDDED_MEDIA, (x) => (x.startsWith("!") ? "(an image was shown)" : "(speech was played)")) } : m;
+    if (sees || !Array.isArray(m?.content)) return m;
+    return { ...m, content: m.content.map((p: Json) => (p?.type === "image_url" ? { type: "text", text: "(an image is attached)" } : p)) };
+  });
+}
+
 /** The loop; `emit` receives content as it is made (media the moment its tool finishes). */
 async function run(ctx: ServerContext, collection: CatalogModel, body: Json, signal: AbortSignal, emit: (content: string) => void): Promise<OmniTurn> {
   // A collection is downloaded on first use, components and all.
@@ -154,7 +167,8 @@ async function run(ctx: ServerContext, collection: CatalogModel, body: Json, sig
   const clientTools: Json[] = Array.isArray(body.tools) ? body.tools : [];
   const tools = [...builtinTools(roles), ...clientTools];
   const prompt = ctx.catalog.omniSpec(collection)?.systemPrompt ?? SYSTEM_PROMPT;
-  const messages = withSystemPrompt(prompt, Array.isArray(body.messages) ? body.messages : []);
+  const conversation: Json[] = Array.isArray(body.messages) ? body.messages : [];
+  const messages = withSystemPrompt(prompt, forPlanner(conversation, hasVision(roles.chat)));
   let content = "";
   const texts: string[] = [];
   const artifacts: Artifact[] = [];
@@ -190,7 +204,7 @@ async function run(ctx: ServerContext, collection: CatalogModel, body: Json, sig
         // The planner's arguments are not JSON: the tool runs with none, and says what went wrong.
       }
       try {
-        const { artifact, media, result } = await runTool(ctx, roles, call.function.name, args, { messages, artifacts }, signal);
+        const { artifact, media, result } = await runTool(ctx, roles, call.function.name, args, { messages: conversation, artifacts }, signal);
         artifacts.push(artifact);
         add(content ? `\n\n${media}` : media);
         messages.push({ role: "tool", tool_call_id: call.id, content: result });

@@ -128,6 +128,19 @@ test("edit_image edits the conversation's last image", async () => {
   expect((await none.json()).choices[0].message.content).toBe("done");
 });
 
+test("the planner reads earlier media as a note, and attached images as one when it cannot see", async () => {
+  const image = `data:image/png;base64,${png(8, 8, [0, 0, 0], {}).toString("base64")}`;
+  const messages = [
+    { role: "user", content: [{ type: "image_url", image_url: { url: image } }, { type: "text", text: "look" }] },
+    { role: "assistant", content: `<audio>data:audio/mpeg;base64,${"A".repeat(5000)}</audio>\n\n![generated image](${image})\n\ndone` },
+    { role: "user", content: '[[fake {"echo": true}]] again' },
+  ];
+  const seen = JSON.parse((await (await post("/v1/chat/completions", { model: "Kit", messages })).json()).choices[0].message.content);
+  expect(JSON.stringify(seen)).not.toContain("base64");
+  expect(seen.messages[1][1]).toEqual([{ type: "text", text: "(an image is attached)" }, { type: "text", text: "look" }]);
+  expect(seen.messages[2][1]).toBe("(speech was played)\n\n(an image was shown)\n\ndone");
+});
+
 test("a stream with include_usage ends with OpenAI's usage chunk", async () => {
   const res = await post("/v1/chat/completions", { model: "Kit", stream: true, stream_options: { include_usage: true }, messages: [{ role: "user", content: "hello" }] });
   const chunks = (await res.text()).split("\n\n").filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice(6)));
