@@ -166,8 +166,8 @@ describe("the single-file build", () => {
     const exportedRun = await lemonade(["export", "user.Piped", "-o", exported]);
     expect(exportedRun.code, exportedRun.err).toBe(0);
     const body = JSON.parse(readFileSync(exported, "utf8"));
-    // The public (bare) name, which import turns back into the user. registration.
-    expect(body).toMatchObject({ model_name: "Piped", recipe: "llamacpp", checkpoints: { main: "test-org/tiny-GGUF:Q4_0" } });
+    // Its user. registration, so the file is a /v1/pull body as it is (lemonade.md).
+    expect(body).toMatchObject({ model_name: "user.Piped", recipe: "llamacpp", checkpoints: { main: "test-org/tiny-GGUF:Q4_0" } });
     writeFileSync(exported, JSON.stringify({ ...body, model_name: "user.Imported" }));
     const imported = await lemonade(["import", exported]);
     expect(imported.code).toBe(0);
