@@ -173,6 +173,18 @@ test("a RoBERTa classifier: byte-level BPE between <s> and </s>, its budget two 
   }
 });
 
+test("a crashed classifier engine is started again for the next request; the server stays up", async () => {
+  const before = await (await post("/v1/classify", { model: "Sentiment", input: "hello world" })).json();
+  const pid = (await (await fetch(`${server.url}/v1/health`)).json()).all_models_loaded.find((m: any) => m.model_name === "user.Sentiment").pid;
+  process.kill(pid, "SIGKILL");
+  await Bun.sleep(100);
+  const after = await post("/v1/classify", { model: "Sentiment", input: "hello world" });
+  expect(after.status).toBe(200);
+  expect((await after.json()).labels).toEqual(before.labels);
+  const now = (await (await fetch(`${server.url}/v1/health`)).json()).all_models_loaded.find((m: any) => m.model_name === "user.Sentiment").pid;
+  expect(now).not.toBe(pid);
+});
+
 test("a multi-label model (problem_type) scores each label by sigmoid", async () => {
   await post("/v1/pull", { model_name: "user.Multi", checkpoint: "test-org/multi-label-ONNX", recipe: "onnxruntime" });
   const want = expected("multiLabel");
