@@ -23,6 +23,9 @@ export interface LauncherDeps {
   log: { info(tag: string, message: string): void; error(tag: string, message: string): void; debug(tag: string, message: string): void };
 }
 
+/** Downloaded files by role (`main`, `mmproj`, ...), as an engine takes them. */
+const byRole = (files: ResolvedFile[]) => Object.fromEntries(files.map((f) => [f.role, f.path!]));
+
 export class Launcher {
   constructor(private readonly deps: LauncherDeps) {}
 
@@ -48,12 +51,17 @@ export class Launcher {
     const files = this.deps.files(model);
     if (!recipe?.checkFiles || files.some((f) => !f.exists)) return;
     try {
-      recipe.checkFiles(Object.fromEntries(files.map((f) => [f.role, f.path!])));
+      recipe.checkFiles(byRole(files));
     } catch (err) {
       if (!(err instanceof EngineConfigError)) throw err;
-      this.deps.log.error("Router", `Failed to load ${model.id}: ${err.message}`);
-      throw ApiError.of(E.modelLoadError, `Failed to load ${model.id}: ${scrubPaths(err.message)}`);
+      this.loadFailed(model, err);
     }
+  }
+
+  /** A load the engine refused: logged in full, answered with the paths scrubbed. */
+  private loadFailed(model: CatalogModel, err: Error): never {
+    this.deps.log.error("Router", `Failed to load ${model.id}: ${err.message}`);
+    throw ApiError.of(E.modelLoadError, `Failed to load ${model.id}: ${scrubPaths(err.message)}`);
   }
 
   /** The folder a model's saved slot files live in (created on demand). */
@@ -82,7 +90,7 @@ export class Launcher {
       const plan = recipe.plan(binary, {
         modelId: model.id,
         type: model.type,
-        files: Object.fromEntries(files.map((f) => [f.role, f.path!])),
+        files: byRole(files),
         options: recipe.backendOption ? { ...spec.options, [recipe.backendOption]: backend } : spec.options,
         ctxSize: spec.ctxSize,
         workDir: this.workDir(model.id),
@@ -92,10 +100,7 @@ export class Launcher {
       this.deps.log.info("Router", `Loaded ${model.id} in ${Math.round(performance.now() - started)} ms (pid ${engine.pid}, ${engine.url})`);
       return engine;
     } catch (err) {
-      if (err instanceof EngineConfigError || err instanceof EngineStartError) {
-        this.deps.log.error("Router", `Failed to load ${model.id}: ${err.message}`);
-        throw ApiError.of(E.modelLoadError, `Failed to load ${model.id}: ${scrubPaths(err.message)}`);
-      }
+      if (err instanceof EngineConfigError || err instanceof EngineStartError) this.loadFailed(model, err);
       throw err;
     }
   };
