@@ -5,8 +5,8 @@
 //   GET  /health                       200 once the session is ready
 //   POST /classify {input, top_k?}     {labels: {name: score}}, highest first
 // Scores are softmax (or sigmoid for multi-label) over the logits; a token classifier's tags
-// are grouped into spans (B-X starts one, I-X continues it) and each entity type scores as its
-// best span's mean token score.
+// are grouped into spans (BIO, BIOES or BILOU tags) and each entity type scores as its best
+// span's mean token score.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";

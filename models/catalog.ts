@@ -456,8 +456,10 @@ export class Catalog {
   isDownloaded(model: CatalogModel): boolean {
     if (RECIPE_SPECS[model.recipe]?.servesWithoutFiles) return true;
     if (model.omni) {
-      return (this.omniSpec(model)?.components ?? [undefined]).every((c) => {
-        const part = c === undefined ? undefined : this.find(c);
+      // Not before its manifest is: until then its components are unknown.
+      const spec = this.omniSpec(model);
+      return spec !== null && spec.components.every((c) => {
+        const part = this.find(c);
         return part !== undefined && part.omni === undefined && this.isDownloaded(part);
       });
     }

@@ -1,7 +1,7 @@
-// collection.router policies (the shape of ../shared/reference/lemonade-route_policy.schema.json,
-// version "1"): checked with precise errors before anything is registered, and normalised — the
-// `router` sugar desugared into one `llm` classifier whose labels are the candidates plus identity
-// rules (label X → route_to X), so the engine (runtime/router-engine.ts) sees one form.
+// collection.router policies (the shape of Lemonade's route_policy JSON Schema, version "1"):
+// checked with precise errors before anything is registered, and normalised — the `router` sugar
+// desugared into one `llm` classifier whose labels are the candidates plus identity rules
+// (label X → route_to X), so the engine (runtime/router-engine.ts) sees one form.
 import { ApiError } from "../lib/api-error.ts";
 
 export interface MetadataMatch {
