@@ -1,12 +1,12 @@
 // Starts a real server in-process on a free loopback port with its own temp cache directory.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "bun:test";
 import { Value } from "@sinclair/typebox/value";
 import type { TSchema } from "@sinclair/typebox";
 import { startServer, type RunningServer } from "../../app/server.ts";
 import { linkEngines } from "./engines.ts";
+import { tempDir } from "./temp.ts";
 
 export interface TestServer extends RunningServer {
   cacheDir: string;
@@ -14,9 +14,7 @@ export interface TestServer extends RunningServer {
   close(keepCache?: boolean): Promise<void>;
 }
 
-export function tempDir(prefix = "lemonade-test-"): string {
-  return mkdtempSync(join(tmpdir(), prefix));
-}
+export { tempDir };
 
 export async function startTestServer(
   env: Record<string, string> = {},
