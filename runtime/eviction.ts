@@ -1,11 +1,15 @@
-// Where eviction is decided: pure functions over the models resident in one type, so every rule
-// is unit-tested without an engine. The scheduler acts on what they return.
+// Where eviction is decided: pure functions over the models resident (or starting), so every rule
+// is unit-tested without an engine. `decideAdmission` is the one answer to "may this model load
+// now?": the per-type count limit and the memory admission, with one victim rule (`pickVictim`).
+// The scheduler acts on what it returns.
 
-export type ResidentState = "ready" | "draining" | "stopping";
+export type ResidentState = "loading" | "ready" | "draining" | "stopping";
 
-/** What eviction needs to know of one resident model. */
+/** What eviction needs to know of one model in memory, or on its way in ("loading"). */
 export interface Resident {
   id: string;
+  /** Its model type (`llm`, `embedding`, ...): `max_loaded_models` counts per type. */
+  type: string;
   state: ResidentState;
   pinned: boolean;
   /** ms since the epoch of the last request's start or end. */
@@ -19,13 +23,33 @@ export interface Resident {
   weight: number;
 }
 
-export type RoomDecision =
+/** The model asking to load. */
+export interface Incoming {
+  id: string;
+  type: string;
+  /** Its `auto_evict`: whether a load that does not fit in memory may evict a model to make room. */
+  autoEvict: boolean;
+  /** What its load needs and what memory is free for it (itself aside), in bytes; undefined when
+   * it cannot be worked out, and then memory does not limit it. */
+  memory?: { need: number; free: number };
+}
+
+export interface Limits {
+  /** `max_loaded_models`: models of one type at once; -1 is unlimited. */
+  maxLoaded: number;
+}
+
+export type Admission =
   | { kind: "load" }
-  | { kind: "evict"; victim: string }
-  /** A model is already leaving; the load waits for it to go. */
+  /** Make room first: the victim drains and stops, then the load is decided again. */
+  | { kind: "evict"; victim: string; reason: "count" | "memory" }
+  /** A model is already leaving, or one of the type is starting: decide again once it has. */
   | { kind: "wait" }
-  /** Every resident model is pinned: nothing can make room. */
-  | { kind: "refuse"; pinned: string[] };
+  /** Every model of the type is pinned, so none can go (409 `slots_pinned_error`). */
+  | { kind: "refuse"; status: 409; pinned: string[] }
+  /** The load does not fit and nothing may be evicted for it (507 `model_load_error`, naming
+   * what it needs and what is free); `evictable` says whether `auto_evict` would have helped. */
+  | { kind: "refuse"; status: 507; need: number; free: number; evictable: boolean };
 
 /** How readily a model is evicted (lemonade.md): its idle time over its load time times its
  * `evict_weight_factor`. With equal load times and weights this is least recently used. */
@@ -33,19 +57,33 @@ export function evictionScore(r: Resident, now: number): number {
   return (now - r.lastUse) / (Math.max(1, r.loadMs) * (r.weight > 0 ? r.weight : 1));
 }
 
-/** The model to evict: ready, not pinned, with the highest eviction score. */
+/** The one victim rule: ready, not pinned, with the highest eviction score. */
 export function pickVictim(residents: readonly Resident[], now: number): Resident | undefined {
   return residents.filter((r) => r.state === "ready" && !r.pinned).sort((a, b) => evictionScore(b, now) - evictionScore(a, now) || a.lastUse - b.lastUse)[0];
 }
 
-/** What one more load of a type needs, given its residents, the loads already starting and the
- * limit (`max_loaded_models`, -1 unlimited). */
-export function decideRoom(residents: readonly Resident[], loading: number, max: number, now: number): RoomDecision {
-  if (max < 0 || residents.length + loading < max) return { kind: "load" };
+const leaving = (r: Resident) => r.state === "draining" || r.state === "stopping";
+
+/** Whether `incoming` may load now beside `residents` (every type's, starting loads included). The
+ * count limit is its type's; memory is shared, so a memory victim may be of any type. One step at
+ * a time: after an eviction or a wait the scheduler asks again, so no second model is evicted for
+ * room the first one's leaving will make. */
+export function decideAdmission(residents: readonly Resident[], incoming: Incoming, limits: Limits, now: number): Admission {
+  const ofType = residents.filter((r) => r.type === incoming.type);
+  // One load at a time per type, so a type never holds more engines than its limit.
+  if (ofType.some((r) => r.state === "loading")) return { kind: "wait" };
+  if (limits.maxLoaded >= 0 && ofType.length >= limits.maxLoaded) {
+    if (ofType.some(leaving)) return { kind: "wait" };
+    const victim = pickVictim(ofType, now);
+    if (victim) return { kind: "evict", victim: victim.id, reason: "count" };
+    return { kind: "refuse", status: 409, pinned: ofType.map((r) => r.id) };
+  }
+  const mem = incoming.memory;
+  if (!mem || mem.need <= mem.free) return { kind: "load" };
+  if (residents.some(leaving)) return { kind: "wait" };
   const victim = pickVictim(residents, now);
-  if (victim) return { kind: "evict", victim: victim.id };
-  if (loading > 0 || residents.some((r) => r.state !== "ready")) return { kind: "wait" };
-  return { kind: "refuse", pinned: residents.map((r) => r.id) };
+  if (victim && incoming.autoEvict) return { kind: "evict", victim: victim.id, reason: "memory" };
+  return { kind: "refuse", status: 507, need: mem.need, free: mem.free, evictable: victim !== undefined };
 }
 
 /** Models idle past their `evict_idle_timeout`: ready, unpinned, nothing in flight. */

@@ -1,9 +1,14 @@
-// The eviction choices, as pure functions.
+// The eviction choices, as pure functions: decideAdmission's table (count limits per type, memory
+// admission, one victim rule), the victim rule itself and the idle timeout.
 import { describe, expect, test } from "bun:test";
-import { decideRoom, idleExpired, pickVictim, type Resident, type RoomDecision } from "../../runtime/eviction.ts";
+import { decideAdmission, idleExpired, pickVictim, type Admission, type Incoming, type Resident } from "../../runtime/eviction.ts";
+
+const GB = 1024 ** 3;
+const NOW = 100_000;
 
 const r = (id: string, over: Partial<Resident> = {}): Resident => ({
   id,
+  type: "llm",
   state: "ready",
   pinned: false,
   lastUse: 0,
@@ -14,25 +19,49 @@ const r = (id: string, over: Partial<Resident> = {}): Resident => ({
   ...over,
 });
 
-describe("decideRoom", () => {
+const llm = (over: Partial<Incoming> = {}): Incoming => ({ id: "new", type: "llm", autoEvict: false, ...over });
+const fits = { need: 2 * GB, free: 8 * GB };
+const tooBig = { need: 6 * GB, free: 4 * GB };
+
+describe("decideAdmission", () => {
   test.each([
-    ["room below the limit", [r("a")], 0, 2, { kind: "load" }],
-    ["unlimited", [r("a"), r("b")], 0, -1, { kind: "load" }],
-    ["a starting load takes room", [r("a")], 1, 2, { kind: "evict", victim: "a" }],
-    ["full: the least recently used goes", [r("a", { lastUse: 5 }), r("b", { lastUse: 1 })], 0, 2, { kind: "evict", victim: "b" }],
-    ["a busy model may be chosen: it drains first", [r("a", { inflight: 3 })], 0, 1, { kind: "evict", victim: "a" }],
-    ["pinned models are passed over", [r("a", { pinned: true, lastUse: 0 }), r("b", { lastUse: 9 })], 0, 2, { kind: "evict", victim: "b" }],
-    ["one already leaving: wait for it", [r("a", { state: "draining" })], 0, 1, { kind: "wait" }],
-    ["one stopping: wait for it", [r("a", { pinned: true }), r("b", { state: "stopping" })], 0, 2, { kind: "wait" }],
-    ["every one pinned: refuse", [r("a", { pinned: true }), r("b", { pinned: true })], 0, 2, { kind: "refuse", pinned: ["a", "b"] }],
-  ] as [string, Resident[], number, number, RoomDecision][])("%s", (_name, residents, loading, max, expected) => {
-    expect(decideRoom(residents, loading, max, 10)).toEqual(expected);
+    // The count limit, per type.
+    ["room below the limit", [r("a")], llm(), 2, { kind: "load" }],
+    ["nothing loaded", [], llm(), 1, { kind: "load" }],
+    ["unlimited (-1)", [r("a"), r("b"), r("c")], llm(), -1, { kind: "load" }],
+    ["full: the least recently used goes", [r("a", { lastUse: 5 }), r("b", { lastUse: 1 })], llm(), 2, { kind: "evict", victim: "b", reason: "count" }],
+    ["full: a busy model may be chosen, it drains first", [r("a", { inflight: 3 })], llm(), 1, { kind: "evict", victim: "a", reason: "count" }],
+    ["pinned models are passed over", [r("a", { pinned: true, lastUse: 0 }), r("b", { lastUse: 9 })], llm(), 2, { kind: "evict", victim: "b", reason: "count" }],
+    ["every one of the type pinned: 409", [r("a", { pinned: true }), r("b", { pinned: true })], llm(), 2, { kind: "refuse", status: 409, pinned: ["a", "b"] }],
+    ["one of the type draining: wait for it", [r("a", { state: "draining" })], llm(), 1, { kind: "wait" }],
+    ["one stopping beside a pinned one: wait", [r("a", { pinned: true }), r("b", { state: "stopping" })], llm(), 2, { kind: "wait" }],
+    ["one draining, another evictable: wait, evict no second one", [r("a", { state: "draining" }), r("b")], llm(), 2, { kind: "wait" }],
+    ["one of the type starting: wait (one load per type)", [r("a", { state: "loading" })], llm(), 4, { kind: "wait" }],
+    ["another type starting does not hold this one", [r("e", { type: "embedding", state: "loading" })], llm(), 1, { kind: "load" }],
+    ["other types do not count against the limit", [r("e", { type: "embedding" }), r("t", { type: "tts" })], llm(), 1, { kind: "load" }],
+    ["the count victim is of the incoming type", [r("e", { type: "embedding", lastUse: 0 }), r("a", { lastUse: 50 })], llm(), 1, { kind: "evict", victim: "a", reason: "count" }],
+    ["an embedding type full of pinned models: 409 names them", [r("e", { type: "embedding", pinned: true })], llm({ type: "embedding" }), 1, { kind: "refuse", status: 409, pinned: ["e"] }],
+    // Memory admission, shared by every type.
+    ["memory unknown: loads", [r("a")], llm({ memory: undefined }), -1, { kind: "load" }],
+    ["memory fits: loads", [r("a")], llm({ memory: fits }), -1, { kind: "load" }],
+    ["exactly fits: loads", [], llm({ memory: { need: GB, free: GB } }), -1, { kind: "load" }],
+    ["does not fit, auto_evict off: 507", [r("a")], llm({ memory: tooBig }), -1, { kind: "refuse", status: 507, need: 6 * GB, free: 4 * GB, evictable: true }],
+    ["does not fit, auto_evict on: evict", [r("a")], llm({ memory: tooBig, autoEvict: true }), -1, { kind: "evict", victim: "a", reason: "memory" }],
+    ["memory victim of any type, by the same rule", [r("a", { lastUse: 90_000 }), r("e", { type: "embedding", lastUse: 10_000 })], llm({ memory: tooBig, autoEvict: true }), -1, { kind: "evict", victim: "e", reason: "memory" }],
+    ["does not fit, only pinned models: 507, nothing evictable", [r("a", { pinned: true })], llm({ memory: tooBig, autoEvict: true }), -1, { kind: "refuse", status: 507, need: 6 * GB, free: 4 * GB, evictable: false }],
+    ["does not fit, nothing loaded: 507", [], llm({ memory: tooBig, autoEvict: true }), -1, { kind: "refuse", status: 507, need: 6 * GB, free: 4 * GB, evictable: false }],
+    ["does not fit while a model of another type leaves: wait for the memory", [r("e", { type: "embedding", state: "stopping" }), r("a")], llm({ memory: tooBig, autoEvict: true }), -1, { kind: "wait" }],
+    ["does not fit, auto_evict off, one leaving: wait, then decide", [r("a", { state: "draining" })], llm({ memory: tooBig }), -1, { kind: "wait" }],
+    ["count first: a full type evicts by count even when memory does not fit", [r("a")], llm({ memory: tooBig }), 1, { kind: "evict", victim: "a", reason: "count" }],
+    ["count room, memory fits: loads beside the others", [r("a"), r("e", { type: "embedding" })], llm({ memory: fits }), 2, { kind: "load" }],
+  ] as [string, Resident[], Incoming, number, Admission][])("%s", (_name, residents, incoming, maxLoaded, expected) => {
+    expect(decideAdmission(residents, incoming, { maxLoaded }, NOW)).toEqual(expected);
   });
 });
 
 test("pickVictim: ready and unpinned only, oldest use first when load times and weights are equal", () => {
   expect(pickVictim([r("a", { state: "draining", lastUse: 0 }), r("b", { lastUse: 4 }), r("c", { lastUse: 2 })], 10)?.id).toBe("c");
-  expect(pickVictim([r("a", { pinned: true })], 10)).toBeUndefined();
+  expect(pickVictim([r("a", { pinned: true }), r("b", { state: "loading" })], 10)).toBeUndefined();
 });
 
 test("pickVictim: idle time over load time x evict_weight_factor", () => {
@@ -52,6 +81,7 @@ test("idleExpired: ready, unpinned, idle and past a positive timeout", () => {
     r("pinned", { lastUse: now - 900_000, pinned: true }),
     r("never", { lastUse: 0, idleTimeoutS: 0 }),
     r("draining", { lastUse: 0, state: "draining" }),
+    r("loading", { lastUse: 0, state: "loading" }),
   ];
   expect(idleExpired(residents, now).map((x) => x.id)).toEqual(["expired"]);
 });
