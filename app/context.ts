@@ -31,7 +31,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   const engineEnv = { cacheDir: config.cacheDir, path: config.searchPath, binaries: config.binaries };
   const record = new EngineRegistry(config.cacheDir);
   const reaped = record.reapOrphans();
-  if (reaped.length) logger.warn("Router", `Stopped ${reaped.length} engine(s) left running by a server that was killed (pids ${reaped.join(", ")})`);
+  if (reaped.length) logger.warn("Scheduler", `Stopped ${reaped.length} engine(s) left running by a server that was killed (pids ${reaped.join(", ")})`);
   const stale = removeStaleTemps(config.cacheDir);
   if (stale.length) logger.info("Server", `Removed ${stale.length} temp file(s) a killed server left: ${stale.join(", ")}`);
 
@@ -98,16 +98,12 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     log: logger,
   });
   const scheduler: Scheduler<CatalogModel> = new Scheduler<CatalogModel>({
+    effects: launcher.effects((model) => library.ensureDownloaded(model)),
     check: (model, request) => launcher.check(model, request ?? {}),
     resolve: (model, request) => options.spec(model, request),
-    prepare: async (model) => {
-      await library.ensureDownloaded(model);
-      launcher.checkFiles(model);
-    },
-    launch: launcher.launch,
     maxLoaded: () => config.maxLoadedModels,
     memory: (model, spec) => planner.memory(model, spec),
-    log: { info: (m) => logger.info("Router", m), warn: (m) => logger.warn("Router", m), error: (m) => logger.error("Router", m) },
+    log: { info: (m) => logger.info("Scheduler", m), warn: (m) => logger.warn("Scheduler", m), error: (m) => logger.error("Scheduler", m) },
   });
   const backends = new Backends(recipes, installer, scheduler, engineEnv, (m) => logger.info("Server", m));
   const metrics: Metrics = new Metrics(VERSION, (): LoadedModelInfo[] =>

@@ -1,9 +1,11 @@
 // Turns a catalog model and its resolved options into a running engine, through the recipe
 // interface alone: check the options, find the files, locate (or install) the backend's binary,
-// ask the recipe for its launch plan, spawn it. This is the `launch` the scheduler is handed.
+// ask the recipe for its launch plan, spawn it. `effects` is how the scheduler acts on the world
+// in production: these engine processes and the system clock.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { ApiError } from "../lib/api-error.ts";
+import { systemClock } from "../lib/clock.ts";
 import { scrubPaths } from "../lib/scrub.ts";
 import { E } from "../spec/errors.ts";
 import type { CatalogModel, ResolvedFile } from "../models/catalog.ts";
@@ -11,6 +13,7 @@ import { validateRequestOptions, type LoadSpec } from "../models/recipe-options.
 import { EngineConfigError, EngineStartError, NotInstalledError, type EngineEnv, type Recipe, type RunningEngine } from "../engines/engine.ts";
 import { findRecipe } from "../engines/recipes.ts";
 import { startEngine, type SpawnRecord } from "../engines/process.ts";
+import type { SchedulerEffects } from "./scheduler.ts";
 
 export interface LauncherDeps {
   recipes: readonly Recipe[];
@@ -60,7 +63,7 @@ export class Launcher {
 
   /** A load the engine refused: logged in full, answered with the paths scrubbed. */
   private loadFailed(model: CatalogModel, err: Error): never {
-    this.deps.log.error("Router", `Failed to load ${model.id}: ${err.message}`);
+    this.deps.log.error("Scheduler", `Failed to load ${model.id}: ${err.message}`);
     throw ApiError.of(E.modelLoadError, `Failed to load ${model.id}: ${scrubPaths(err.message)}`);
   }
 
@@ -69,6 +72,19 @@ export class Launcher {
     const dir = join(this.deps.env.cacheDir, "slots", modelId.replace(/[^A-Za-z0-9._-]/g, "_"));
     mkdirSync(dir, { recursive: true });
     return dir;
+  }
+
+  /** The scheduler's effects: `download` fetches a model's files, which are then checked before
+   * the scheduler makes room; engines are processes; time is the system's. */
+  effects(download: (model: CatalogModel) => Promise<unknown>): SchedulerEffects<CatalogModel> {
+    return {
+      prepare: async (model) => {
+        await download(model);
+        this.checkFiles(model);
+      },
+      start: this.launch,
+      clock: systemClock,
+    };
   }
 
   launch = async (model: CatalogModel, spec: LoadSpec): Promise<RunningEngine> => {
@@ -86,7 +102,7 @@ export class Launcher {
       const binary = await this.binary(recipe, backend);
       const ctx = "ctx_size" in spec.options ? `, ctx ${spec.ctxSize}` : "";
       const which = !asked || asked === backend ? backend : `${asked}: ${backend}`;
-      this.deps.log.info("Router", `Loading ${model.id} on ${recipe.displayName} (${which}${ctx})`);
+      this.deps.log.info("Scheduler", `Loading ${model.id} on ${recipe.displayName} (${which}${ctx})`);
       const plan = recipe.plan(binary, {
         modelId: model.id,
         type: model.type,
@@ -97,7 +113,7 @@ export class Launcher {
       });
       const tag = `${model.recipe}:${model.id}`;
       const engine = await startEngine({ ...plan, backend }, (line) => this.deps.log.debug(tag, line), this.deps.record);
-      this.deps.log.info("Router", `Loaded ${model.id} in ${Math.round(performance.now() - started)} ms (pid ${engine.pid}, ${engine.url})`);
+      this.deps.log.info("Scheduler", `Loaded ${model.id} in ${Math.round(performance.now() - started)} ms (pid ${engine.pid}, ${engine.url})`);
       return engine;
     } catch (err) {
       if (err instanceof EngineConfigError || err instanceof EngineStartError) this.loadFailed(model, err);
@@ -112,7 +128,7 @@ export class Launcher {
       return locate();
     } catch (err) {
       if (!(err instanceof NotInstalledError)) throw err;
-      this.deps.log.info("Router", `${recipe.name}:${backend} is not installed yet; building it now (a few minutes)`);
+      this.deps.log.info("Scheduler", `${recipe.name}:${backend} is not installed yet; building it now (a few minutes)`);
       try {
         await this.deps.install(recipe.name, backend);
       } catch (buildErr) {

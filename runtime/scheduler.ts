@@ -1,7 +1,9 @@
 // The scheduler: which models are resident, who may use them, and in what order models load.
-// It never names a recipe: engines come from the `launch` function it is handed (as Ollama's
-// scheduler is handed newServerFn), downloads from `prepare`, time from `now`. Eviction choices
-// are runtime/eviction.ts's.
+// It never names a recipe, and acts on the world only through the effects it is handed (as
+// Ollama's scheduler is handed newServerFn): downloads (`prepare`), engines (`start`, and the
+// engine it returns to stop, check and watch) and time (`clock`). So its unit tests run it on an
+// in-memory engine and a fake clock. Whether a model may load now is runtime/eviction.ts's
+// `decideAdmission`.
 //
 // Rules it keeps:
 // - one process per model: every request for a model that is loading waits for that one load;
@@ -12,14 +14,16 @@
 // - eviction never aborts a request: the victim stops taking new requests ("draining") and is
 //   stopped once its in-flight requests finish;
 // - pinned models are never evicted; when only pinned models fill a type, a load fails with 409;
+//   a load that does not fit in memory evicts (its auto_evict on) or fails with 507;
 // - a request whose client has gone leaves the queue, and no load starts for it;
 // - an engine that exits on its own is logged, forgotten, and started again by the next request.
 import { ApiError } from "../lib/api-error.ts";
+import type { Clock } from "../lib/clock.ts";
 import { changed } from "../lib/generation.ts";
 import { E } from "../spec/errors.ts";
 import type { LoadSpec } from "../models/recipe-options.ts";
 import type { RunningEngine } from "../engines/engine.ts";
-import { decideRoom, idleExpired, type Resident } from "./eviction.ts";
+import { decideAdmission, idleExpired, type Admission, type Incoming, type Resident } from "./eviction.ts";
 
 /** What the scheduler needs of a model. */
 export interface SchedulableModel {
@@ -27,7 +31,7 @@ export interface SchedulableModel {
   type: string;
 }
 
-type SlotState = "ready" | "draining" | "stopping";
+type SlotState = Exclude<Resident["state"], "loading">;
 
 export interface Slot<M extends SchedulableModel = SchedulableModel> {
   model: M;
@@ -37,7 +41,8 @@ export interface Slot<M extends SchedulableModel = SchedulableModel> {
   lastUse: number;
   inflight: number;
   streaming: number;
-  /** When the engine last sent output for any request (the proxy's hang check reads it). */
+  /** When the engine last sent output for any request, on the proxy's clock (`performance.now`):
+   * the proxy writes it and its hang check reads it. */
   lastOutput: number;
   /** How long the engine took to start (ms), for the eviction score. */
   loadMs: number;
@@ -65,22 +70,30 @@ export interface Logger {
   error(message: string): void;
 }
 
+/** Everything the scheduler does to the world. Production: runtime/launcher.ts's
+ * `Launcher.effects`; unit tests: test/helpers/memory-engine.ts's in-memory engine and fake clock. */
+export interface SchedulerEffects<M extends SchedulableModel> {
+  /** Fetches a model's missing files before it may load. */
+  prepare(model: M): Promise<void>;
+  /** Starts an engine for the model, settling once it answers its health check. The scheduler
+   * stops the engine, checks its health and learns of its exit through what this returns. */
+  start(model: M, spec: LoadSpec): Promise<RunningEngine>;
+  /** Last use, load times and the idle check are on this clock. */
+  clock: Clock;
+}
+
 export interface SchedulerDeps<M extends SchedulableModel> {
+  effects: SchedulerEffects<M>;
   /** Refuses request options that would fail the load (a 400), before anything is fetched. */
   check(model: M, request?: Record<string, unknown>): void;
   /** What the load uses; read after the download, since a model's files shape its context size. */
   resolve(model: M, request?: Record<string, unknown>): LoadSpec;
-  /** Fetches a model's missing files before it may load. */
-  prepare(model: M): Promise<void>;
-  /** Starts an engine for the model. */
-  launch(model: M, spec: LoadSpec): Promise<RunningEngine>;
   /** What a load needs and what memory is free for it (loaded models aside), in bytes; undefined
    * when it cannot be worked out. A load that does not fit evicts (auto_evict) or is refused. */
   memory?(model: M, spec: LoadSpec): { need: number; free: number } | undefined;
   /** Models of one type resident at once; -1 is unlimited. Read at each decision. */
   maxLoaded(): number;
   log: Logger;
-  now?: () => number;
   /** How often idle models are checked for `evict_idle_timeout` (ms). */
   idleCheckMs?: number;
 }
@@ -121,8 +134,8 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   /** Models whose engine is starting, by id. */
   private readonly loading = new Map<string, M>();
   private waiters: Waiter<M>[] = [];
-  private readonly idleTimer: ReturnType<typeof setInterval>;
-  private readonly now: () => number;
+  private readonly stopIdleCheck: () => void;
+  private readonly clock: Clock;
   private closed = false;
   /** Engines started since this scheduler was made (for tests and benchmarks). */
   starts = 0;
@@ -130,9 +143,8 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   mostRecent: string | null = null;
 
   constructor(private readonly deps: SchedulerDeps<M>) {
-    this.now = deps.now ?? Date.now;
-    this.idleTimer = setInterval(() => this.evictIdle(), deps.idleCheckMs ?? 1000);
-    this.idleTimer.unref();
+    this.clock = deps.effects.clock;
+    this.stopIdleCheck = this.clock.every(deps.idleCheckMs ?? 1000, () => this.evictIdle());
   }
 
   /** Models resident now (ready or finishing their requests), oldest load first. */
@@ -155,7 +167,6 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     return this.waiters.length;
   }
 
-  /** Claims a model for one request, loading it first when needed. */
   /** Pins or unpins a loaded model; false when it is not loaded. */
   setPinned(id: string, pinned: boolean): boolean {
     const slot = this.slots.get(id);
@@ -172,6 +183,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     this.deps.check(model, options);
   }
 
+  /** Claims a model for one request, loading it first when needed. */
   async acquire(model: M, opts: AcquireOptions = {}): Promise<Lease<M>> {
     if (opts.signal?.aborted) throw clientGone();
     const ready = this.slots.get(model.id);
@@ -187,7 +199,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
         if (req.pinned) this.pinnedIds.add(model.id);
         else this.pinnedIds.delete(model.id);
       }
-      slot.lastUse = this.now();
+      slot.lastUse = this.clock.now();
       this.mostRecent = model.id;
       return slot;
     });
@@ -203,7 +215,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     take: (slot: Slot<M>) => T,
   ): Promise<T> {
     this.deps.check(model, options);
-    await this.deps.prepare(model);
+    await this.deps.effects.prepare(model);
     const spec = this.deps.resolve(model, options);
     return new Promise<T>((resolve, reject) =>
       this.enqueue({ model, spec, explicit, signal, grant: (slot) => resolve(take(slot)), fail: reject }),
@@ -229,7 +241,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
 
   async shutdown(): Promise<void> {
     this.closed = true;
-    clearInterval(this.idleTimer);
+    this.stopIdleCheck();
     const waiting = this.waiters;
     this.waiters = [];
     for (const w of waiting) w.fail(shuttingDown());
@@ -270,7 +282,6 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
       const type = w.model.type;
       if (decided.has(type)) continue;
       decided.add(type);
-      if (this.loading.has(w.model.id)) continue;
       const slot = this.slots.get(w.model.id);
       if (slot?.state === "ready") {
         // An explicit load with other options: the running engine goes first.
@@ -279,19 +290,38 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
         continue;
       }
       if (slot) continue;
-      if ([...this.loading.values()].some((m) => m.type === type)) continue;
-      const residents = [...this.slots.values()].filter((s) => s.model.type === type).map((s) => this.resident(s));
-      const room = decideRoom(residents, 0, this.deps.maxLoaded(), this.now());
-      if (room.kind === "load") this.admit(w);
-      else if (room.kind === "evict") {
-        const victim = this.slots.get(room.victim)!;
-        this.deps.log.info(`Evicting ${victim.model.id} (the ${type} idle longest for its load time) to make room for ${w.model.id}`);
+      const incoming = { id: w.model.id, type, autoEvict: w.spec.options.auto_evict === true, memory: this.deps.memory?.(w.model, w.spec) };
+      this.act(w, incoming.memory, decideAdmission(this.residents(), incoming, { maxLoaded: this.deps.maxLoaded() }, this.clock.now()));
+    }
+  }
+
+  /** Carries out the admission decided for the first request of a model that needs a load. */
+  private act(w: Waiter<M>, mem: Incoming["memory"], admission: Admission): void {
+    const gb = (b: number) => `${(b / 1024 ** 3).toFixed(2)} GB`;
+    switch (admission.kind) {
+      case "load":
+        return this.startLoad(w);
+      case "wait":
+        return;
+      case "evict": {
+        const victim = this.slots.get(admission.victim)!;
+        const why = admission.reason === "memory" && mem ? `to free memory for ${w.model.id} (needs ${gb(mem.need)}, ${gb(mem.free)} free)` : `(the ${victim.model.type} idle longest for its load time) to make room for ${w.model.id}`;
+        this.deps.log.info(`Evicting ${victim.model.id} ${why}`);
         void this.evict(victim);
-      } else if (room.kind === "refuse") {
-        const err = ApiError.of(
-          E.slotsPinned,
-          `Every loaded ${type} model is pinned (${room.pinned.join(", ")}), so none can be unloaded to make room; unload one or raise max_loaded_models`,
-        );
+        return;
+      }
+      case "refuse": {
+        const err =
+          admission.status === 409
+            ? ApiError.of(
+                E.slotsPinned,
+                `Every loaded ${w.model.type} model is pinned (${admission.pinned.join(", ")}), so none can be unloaded to make room; unload one or raise max_loaded_models`,
+              )
+            : new ApiError(
+                507,
+                E.modelLoadError.code,
+                `${w.model.id} needs ${gb(admission.need)} of memory and ${gb(admission.free)} is free${admission.evictable ? "; unload a model, or load with auto_evict on to let one be evicted" : ""}`,
+              );
         for (const other of this.waiters.filter((x) => x.model.id === w.model.id)) {
           this.remove(other);
           other.fail(err);
@@ -304,10 +334,20 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     this.waiters = this.waiters.filter((x) => x !== w);
   }
 
+  /** Every model in memory or starting, as eviction sees it. */
+  private residents(): Resident[] {
+    const now = this.clock.now();
+    const starting = [...this.loading.values()].map(
+      (m): Resident => ({ id: m.id, type: m.type, state: "loading", pinned: false, lastUse: now, inflight: 0, idleTimeoutS: 0, loadMs: 0, weight: 1 }),
+    );
+    return [...[...this.slots.values()].map((s) => this.resident(s)), ...starting];
+  }
+
   private resident(s: Slot<M>): Resident {
     const { evict_idle_timeout: timeout, auto_evict: autoEvict, evict_weight_factor: weight } = s.spec.options;
     return {
       id: s.model.id,
+      type: s.model.type,
       state: s.state,
       pinned: s.pinned,
       lastUse: s.lastUse,
@@ -323,11 +363,11 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     const { model, spec } = w;
     this.loading.set(model.id, model);
     this.starts++;
-    const startedAt = performance.now();
-    void this.deps.launch(model, spec).then(
+    const startedAt = this.clock.now();
+    void this.deps.effects.start(model, spec).then(
       (engine) => {
         this.loading.delete(model.id);
-        const now = this.now();
+        const now = this.clock.now();
         const slot: Slot<M> = {
           model,
           engine,
@@ -335,7 +375,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
           pinned: spec.pinned === true || this.pinnedIds.has(model.id),
           lastUse: now,
           lastOutput: performance.now(),
-          loadMs: performance.now() - startedAt,
+          loadMs: now - startedAt,
           inflight: 0,
           streaming: 0,
           state: "ready",
@@ -361,7 +401,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
 
   private leaseOf(slot: Slot<M>): Lease<M> {
     slot.inflight++;
-    slot.lastUse = this.now();
+    slot.lastUse = this.clock.now();
     this.mostRecent = slot.model.id;
     let released = false;
     let streaming = false;
@@ -379,7 +419,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
         released = true;
         if (streaming) slot.streaming--;
         slot.inflight--;
-        slot.lastUse = this.now();
+        slot.lastUse = this.clock.now();
         if (slot.inflight === 0 && slot.state === "draining") void this.stopSlot(slot, EVICT_GRACE_MS);
       },
       fail: async () => {
@@ -395,27 +435,6 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   }
 
   /** Stops taking requests for the slot, waits for those in flight, then stops its engine. */
-  /** Load admission by memory: a load that fits starts; one that does not makes room by
-   * evicting the least recently used unpinned model when its `auto_evict` is on, else every
-   * request for it gets a 507 naming what it needs and what is free. */
-  private admit(w: Waiter<M>): void {
-    const mem = this.deps.memory?.(w.model, w.spec);
-    if (!mem || mem.need <= mem.free) return this.startLoad(w);
-    const gb = (b: number) => `${(b / 1024 ** 3).toFixed(2)} GB`;
-    const victim = [...this.slots.values()].filter((s) => s.state === "ready" && !s.pinned).sort((a, b) => a.lastUse - b.lastUse)[0];
-    if (w.spec.options.auto_evict === true && victim) {
-      this.deps.log.info(`Evicting ${victim.model.id} to free memory for ${w.model.id} (needs ${gb(mem.need)}, ${gb(mem.free)} free)`);
-      void this.evict(victim);
-      return;
-    }
-    const why = victim ? "; unload a model, or load with auto_evict on to evict the least recently used one" : "";
-    const err = new ApiError(507, E.modelLoadError.code, `${w.model.id} needs ${gb(mem.need)} of memory and ${gb(mem.free)} is free${why}`);
-    for (const other of this.waiters.filter((x) => x.model.id === w.model.id)) {
-      this.remove(other);
-      other.fail(err);
-    }
-  }
-
   private async evict(slot: Slot<M>): Promise<void> {
     if (slot.state === "ready") {
       slot.state = "draining";
@@ -444,8 +463,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   }
 
   private evictIdle(): void {
-    const residents = [...this.slots.values()].map((s) => this.resident(s));
-    for (const r of idleExpired(residents, this.now())) {
+    for (const r of idleExpired(this.residents(), this.clock.now())) {
       const slot = this.slots.get(r.id)!;
       this.deps.log.info(`Unloading ${r.id}: idle for ${r.idleTimeoutS} s (evict_idle_timeout)`);
       void this.evict(slot);
@@ -453,7 +471,8 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   }
 
   private onExit(slot: Slot<M>, code: number): void {
-    if (slot.engine.isStopping || this.slots.get(slot.model.id) !== slot) return;
+    // A stop the scheduler asked for (stopSlot marks the slot first) is no crash.
+    if (slot.state === "stopping" || this.slots.get(slot.model.id) !== slot) return;
     this.deps.log.error(
       `The engine for ${slot.model.id} (pid ${slot.engine.pid}) exited unexpectedly with code ${code}; it will be started again on the next request. Last output:\n${slot.engine.lastLines}`,
     );

@@ -1,11 +1,12 @@
-// The FAKE llama-server (scripts/fake-engine/llama-server) for the unit tier: a Scheduler whose
-// engines are fake processes, and a server whose llama.cpp models run on the fake.
+// The FAKE llama-server (scripts/fake-engine/llama-server): a Scheduler whose engines are fake
+// processes (the integration tier's scheduler tests), and a server whose llama.cpp models run on it.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RunningEngine } from "../../engines/engine.ts";
+import { systemClock } from "../../lib/clock.ts";
 import { startEngine } from "../../engines/process.ts";
 import type { LoadSpec } from "../../models/recipe-options.ts";
-import { Scheduler, type SchedulableModel, type SchedulerDeps } from "../../runtime/scheduler.ts";
+import { Scheduler, type SchedulableModel, type SchedulerDeps, type SchedulerEffects } from "../../runtime/scheduler.ts";
 import { startTestServer, tempDir, type TestServer } from "./server.ts";
 
 export const FAKE_DIR = join(import.meta.dir, "..", "..", "scripts", "fake-engine");
@@ -31,13 +32,17 @@ export function launchFake(model: FakeModel, readyTimeoutMs = 5000): Promise<Run
 
 const SPEC: LoadSpec = { options: { evict_idle_timeout: 0 }, ctxSize: 4096 };
 
-/** A scheduler over fake engines; `overrides` replace any of its dependencies. */
-export function fakeScheduler(max = 1, overrides: Partial<SchedulerDeps<FakeModel>> = {}): Scheduler<FakeModel> {
+/** A scheduler over fake engine processes on the system clock; `overrides` replace any of its
+ * dependencies, `effects` any of its effects. */
+export function fakeScheduler(
+  max = 1,
+  overrides: Partial<SchedulerDeps<FakeModel>> = {},
+  effects: Partial<SchedulerEffects<FakeModel>> = {},
+): Scheduler<FakeModel> {
   return new Scheduler<FakeModel>({
+    effects: { prepare: async () => {}, start: (model) => launchFake(model), clock: systemClock, ...effects },
     check: () => {},
     resolve: () => SPEC,
-    prepare: async () => {},
-    launch: (model) => launchFake(model),
     maxLoaded: () => max,
     log: { info() {}, warn() {}, error() {} },
     ...overrides,

@@ -1,7 +1,9 @@
 // The scheduler on FAKE engines (real processes of scripts/fake-engine/llama-server): ordering and
 // batching under contention, draining, pinning, clients that leave, crashes, slow and failing starts.
+// The same rules on an in-memory engine and a fake clock are test/unit/scheduler.test.ts.
 import { afterEach, expect, test } from "bun:test";
 import { ApiError } from "../../lib/api-error.ts";
+import { systemClock } from "../../lib/clock.ts";
 import type { Scheduler } from "../../runtime/scheduler.ts";
 import { fakeScheduler, launchFake, type FakeModel } from "../helpers/fake-engine.ts";
 
@@ -129,7 +131,7 @@ test("requests for a model that starts slowly wait for its one load", async () =
 });
 
 test("an engine that never passes its health check fails every waiting request, and the scheduler goes on", async () => {
-  scheduler = fakeScheduler(1, { launch: (m) => launchFake(m, 600) });
+  scheduler = fakeScheduler(1, {}, { start: (m) => launchFake(m, 600) });
   const sick = model("sick", "llm", ["--fake-health-fail"]);
   const results = await Promise.allSettled([scheduler.acquire(sick), scheduler.acquire(sick)]);
   expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"]);
@@ -154,9 +156,8 @@ test("with auto_evict off (the default) an idle model stays loaded past evict_id
   let now = 1_000_000;
   scheduler = fakeScheduler(1, {
     resolve: () => ({ options: { evict_idle_timeout: 60, auto_evict: null }, ctxSize: 4096 }),
-    now: () => now,
     idleCheckMs: 10,
-  });
+  }, { clock: { now: () => now, every: systemClock.every } });
   await scheduler.load(model("a"));
   now += 61_000;
   await Bun.sleep(60);
@@ -167,9 +168,8 @@ test("with auto_evict on, a model idle past evict_idle_timeout is unloaded on th
   let now = 1_000_000;
   scheduler = fakeScheduler(1, {
     resolve: () => ({ options: { evict_idle_timeout: 60, auto_evict: true }, ctxSize: 4096 }),
-    now: () => now,
     idleCheckMs: 10,
-  });
+  }, { clock: { now: () => now, every: systemClock.every } });
   const slot = await scheduler.load(model("a"));
   await Bun.sleep(50);
   expect(scheduler.list()).toHaveLength(1);
