@@ -1,7 +1,7 @@
 // Real engines and tiny models for the tests. The llama.cpp build is CI's job (.ci/run runs
 // scripts/build-engines.ts); a missing build fails the tests with the command that fixes it.
 import { join } from "node:path";
-import { existsSync, mkdirSync, symlinkSync } from "node:fs";
+import { lstatSync, mkdirSync, symlinkSync } from "node:fs";
 import { defaultCacheDir } from "../../config/config.ts";
 import { LLAMACPP } from "../../engines/llamacpp.ts";
 import { WHISPERCPP } from "../../engines/whispercpp.ts";
@@ -30,11 +30,13 @@ export function classifierDir(name: keyof typeof CLASSIFIERS): string {
   return join(makeClassifierModels(join(import.meta.dir, "..", "..", ".cache", "test-models", "classifiers")), name);
 }
 
-/** Makes a fresh cache dir see the shared engine builds, as an installed server would. */
+/** Makes a fresh cache dir see the shared engine builds, as an installed server would. The link
+ * itself is checked (lstat), not its target: before any engine is built it points at nothing,
+ * and linking again would fail with EEXIST. */
 export function linkEngines(cacheDir: string): void {
   mkdirSync(cacheDir, { recursive: true });
   const link = join(cacheDir, "bin");
-  if (!existsSync(link)) symlinkSync(join(sharedCache, "bin"), link);
+  if (!lstatSync(link, { throwIfNoEntry: false })) symlinkSync(join(sharedCache, "bin"), link);
 }
 
 /** whisper.cpp's sample recording (JFK's "ask not" line), from the source its build keeps. */

@@ -1,11 +1,21 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import SwaggerParser from "@apidevtools/swagger-parser";
+import { LLAMACPP } from "../../engines/llamacpp.ts";
+import { engineDir } from "../../engines/source-build.ts";
 import { endpoints, lemonade, mountedPaths, VERSION_PREFIXES } from "../../spec/index.ts";
-import { expectMatches, startTestServer, type TestServer } from "../helpers/server.ts";
+import { expectMatches, startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
 
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer();
+  // A stand-in for the llama.cpp build where a source build leaves it: system-info reports a
+  // backend installed by the binary being there, and no test here starts an engine.
+  const cacheDir = tempDir();
+  const dir = engineDir(cacheDir, LLAMACPP);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, LLAMACPP.binary), "");
+  server = await startTestServer({}, cacheDir, { engines: false });
 });
 afterAll(() => server.close());
 
@@ -95,7 +105,7 @@ describe("operational endpoints", () => {
     // Nothing is built into this fresh cache dir, so the source-built backend can only be installable.
     expect(info.recipes.llamacpp.backends.cpu.state).toBe("installable");
     expect(info.recipes.llamacpp.backends.cpu.action).toBe("lemonade backends install llamacpp:cpu");
-    // The same request against a cache holding the build reports it installed, with its version.
+    // The same request against a cache holding a build reports it installed, with its version.
     const built = (await (await fetch(`${server.url}/v1/system-info`)).json()).recipes.llamacpp;
     expect(built.backends.cpu).toMatchObject({ state: "installed", version: "node-llama-cpp-3.21.1" });
     expect(built.default_backend).toBe("cpu");
