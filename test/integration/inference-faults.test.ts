@@ -1,6 +1,7 @@
 // The inference path's timing and failure rules, on the FAKE llama-server: stream headers at once
 // and keep-alives while the engine is silent, one error event for a stream that fails, replay
 // after an engine dies (crashed, killed or hung), and normalised engine errors on every dialect.
+// Integration tier: it waits out the proxy's real one-second pings and hang checks.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { join } from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
