@@ -82,12 +82,12 @@ export class Launcher {
         await download(model);
         this.checkFiles(model);
       },
-      start: this.launch,
+      start: (model, spec) => this.launch(model, spec),
       clock: systemClock,
     };
   }
 
-  launch = async (model: CatalogModel, spec: LoadSpec): Promise<RunningEngine> => {
+  private async launch(model: CatalogModel, spec: LoadSpec): Promise<RunningEngine> {
     const recipe = this.recipeOf(model);
     if (!recipe?.locate || !recipe.plan) {
       throw ApiError.of(E.modelLoadError, `${model.id} needs the ${model.recipe} engine, which this server does not run`);
@@ -119,7 +119,7 @@ export class Launcher {
       if (err instanceof EngineConfigError || err instanceof EngineStartError) this.loadFailed(model, err);
       throw err;
     }
-  };
+  }
 
   /** The engine binary, built on demand when the backend is installable but not installed yet. */
   private async binary(recipe: Recipe, backend: string): Promise<string> {

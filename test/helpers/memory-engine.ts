@@ -3,7 +3,6 @@
 // process, no port, no timer: each ordering is the one the test chooses.
 import type { RunningEngine } from "../../engines/engine.ts";
 import type { Clock } from "../../lib/clock.ts";
-import type { LoadSpec } from "../../models/recipe-options.ts";
 import { Scheduler, type SchedulableModel, type SchedulerDeps } from "../../runtime/scheduler.ts";
 
 /** Time that moves by `advance`, running each timer that falls due on the way. */
@@ -37,13 +36,12 @@ export class FakeClock implements Clock {
   }
 }
 
-/** One engine of the in-memory engine: it answers whatever health the test sets, stops when asked
- * (at once, unless the test holds its stops), and exits on its own when the test crashes it. */
+/** One engine of the in-memory engine: healthy while it runs, it stops when asked (at once, unless
+ * the test holds its stops), and exits on its own when the test crashes it. */
 export class MemoryEngine implements RunningEngine {
   readonly url: string;
   readonly argv: string[];
   readonly slots = 4;
-  healthy = true;
   isStopping = false;
   lastLines = "";
   private readonly exit = Promise.withResolvers<number>();
@@ -52,7 +50,6 @@ export class MemoryEngine implements RunningEngine {
   constructor(
     readonly model: string,
     readonly pid: number,
-    readonly spec: LoadSpec,
     private readonly engines: MemoryEngines,
   ) {
     this.url = `http://memory.invalid/${model}/${pid}`;
@@ -60,7 +57,7 @@ export class MemoryEngine implements RunningEngine {
   }
 
   async health(): Promise<boolean> {
-    return this.healthy;
+    return !this.isStopping;
   }
 
   stop(): Promise<void> {
@@ -88,7 +85,6 @@ export class MemoryEngine implements RunningEngine {
 /** A start the scheduler asked for, waiting for the test to let it finish. */
 export interface PendingStart {
   model: string;
-  spec: LoadSpec;
   /** The engine comes up healthy. */
   ready(): MemoryEngine;
   /** The start fails (the engine did not pass its health check) with this error. */
@@ -111,15 +107,14 @@ export class MemoryEngines {
   autoStart = false;
   private pid = 1000;
 
-  start = (model: SchedulableModel, spec: LoadSpec): Promise<RunningEngine> => {
+  start = (model: SchedulableModel): Promise<RunningEngine> => {
     this.startsAsked.push(model.id);
     const { promise, resolve, reject } = Promise.withResolvers<RunningEngine>();
     const pending: PendingStart = {
       model: model.id,
-      spec,
       ready: () => {
         this.settle(pending);
-        const engine = new MemoryEngine(model.id, ++this.pid, spec, this);
+        const engine = new MemoryEngine(model.id, ++this.pid, this);
         this.running.set(model.id, engine);
         void engine.exited.then(() => {
           if (this.running.get(model.id) === engine) this.running.delete(model.id);
