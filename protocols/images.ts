@@ -195,11 +195,13 @@ export async function edit(ctx: ServerContext, request: Request, kind: "edit" | 
   });
 }
 
-/** POST /v1/images/upscale: sd-cli with the ESRGAN model, downloaded first when needed. */
+/** POST /v1/images/upscale: the one-shot recipe standing in for the model's (sd-cli), with the
+ * ESRGAN model downloaded first when needed. */
 export async function upscale(ctx: ServerContext, body: Json, signal: AbortSignal): Promise<Json> {
   const model = ctx.catalog.get(body.model);
   if (!model.labels.includes("upscaling")) throw new ApiError(400, "", `Model ${model.id} is not an upscaling model (it has no 'upscaling' label)`, "model");
-  if (model.recipe !== "sd-cpp") throw new ApiError(400, "", `Model ${model.id}'s recipe (${model.recipe}) cannot upscale`, "model");
+  const upscaler = ctx.standIns.of(model, "upscale");
+  if (upscaler?.kind !== "one-shot") throw new ApiError(400, "", `Model ${model.id}'s recipe (${model.recipe}) cannot upscale`, "model");
   let image: Uint8Array;
   try {
     image = Uint8Array.from(Buffer.from(body.image, "base64"));
@@ -214,10 +216,9 @@ export async function upscale(ctx: ServerContext, body: Json, signal: AbortSigna
   }
   const path = ctx.catalog.files(model).find((f) => f.role === "main")?.path;
   if (!path) throw new ApiError(404, "", `Model ${model.id}'s file is not downloaded`, "model");
-  const backend = String(ctx.options.resolve(model).sdcpp_backend ?? "auto");
   let out: Uint8Array;
   try {
-    out = await ctx.upscaler.upscale(path, backend, image, signal);
+    out = await ctx.standIns.run(upscaler, { modelPath: path, options: ctx.options.resolve(model), input: image }, signal);
   } catch (err) {
     throw new ApiError(500, "", `Upscale failed: ${scrubPaths((err as Error).message)}`);
   }

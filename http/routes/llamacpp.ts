@@ -4,7 +4,7 @@ import { llamacpp as spec, metricsLabel } from "../../spec/index.ts";
 import { E } from "../../spec/errors.ts";
 import { ApiError } from "../../lib/api-error.ts";
 import type { ServerContext } from "../../runtime/context.ts";
-import { needsLlamacpp, needsReranker, toEngineBody } from "../../protocols/openai.ts";
+import { needs, needsReranker, toEngineBody } from "../../protocols/openai.ts";
 import type { Binder } from "../bind.ts";
 
 /** Slot files are plain names inside the model's slot folder: no separators, no dot-files. */
@@ -26,7 +26,7 @@ export function llamacppRoutes(bind: Binder, ctx: ServerContext): void {
   });
 
   bind.http(spec.slots, ({ request }) =>
-    ctx.proxy.toRecent({ method: "GET", path: "/slots", signal: request.signal, endpoint: metricsLabel(spec.slots), check: needsLlamacpp }),
+    ctx.proxy.toRecent({ method: "GET", path: "/slots", signal: request.signal, endpoint: metricsLabel(spec.slots), check: needs("slots") }),
   );
 
   bind.http(spec.slotAction, ({ params, query, body, request }) => {
@@ -46,7 +46,7 @@ export function llamacppRoutes(bind: Binder, ctx: ServerContext): void {
       body: query.action === "erase" ? {} : { filename },
       signal: request.signal,
       endpoint: metricsLabel(spec.slotAction),
-      check: needsLlamacpp,
+      check: needs("slots"),
     });
   });
 
@@ -57,7 +57,7 @@ export function llamacppRoutes(bind: Binder, ctx: ServerContext): void {
       body: body as Record<string, unknown>,
       signal: request.signal,
       endpoint: metricsLabel(spec.tokenize),
-      check: needsLlamacpp,
+      check: needs("tokenize"),
     }),
   );
 }
