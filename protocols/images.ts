@@ -8,6 +8,7 @@
 import { ApiError } from "../lib/api-error.ts";
 import { scrubPaths } from "../lib/scrub.ts";
 import { E } from "../spec/errors.ts";
+import { enginePath, serves } from "../spec/recipes.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import type { ModelCheck } from "../runtime/proxy.ts";
@@ -18,7 +19,7 @@ type Json = Record<string, any>;
 const VARIATION_PROMPT = "variation";
 
 export const needsImageModel: ModelCheck = (model: CatalogModel) =>
-  model.type === "image" && !model.labels.includes("upscaling")
+  model.type === "image" && !model.labels.includes("upscaling") && serves(model.recipe, "image.generate")
     ? null
     : new ApiError(500, "", `Model ${model.id} cannot generate images (its type is ${model.type})`, "model", "unsupported_operation");
 
@@ -107,7 +108,7 @@ export function generate(ctx: ServerContext, body: Json, signal: AbortSignal, en
   const s = imageSettings(ctx, model, body);
   return ctx.proxy.toModel({
     model: body.model,
-    path: "/v1/images/generations",
+    path: enginePath(model.recipe, "image.generate"),
     body: { prompt: withExtraArgs(body.prompt, s), n: body.n ?? 1, size: `${s.width}x${s.height}`, output_format: "png" },
     reshape: reshape(s),
     check: needsImageModel,
@@ -184,7 +185,7 @@ export async function edit(ctx: ServerContext, request: Request, kind: "edit" | 
   if (kind === "edit" && mask instanceof Blob) out.set("mask", mask, "mask.png");
   return ctx.proxy.toModel({
     model: name,
-    path: "/v1/images/edits",
+    path: enginePath(model.recipe, "image.edit"),
     body: {},
     form: out,
     reshape: reshape(s),
