@@ -9,8 +9,9 @@ import { espeak } from "./espeak.ts";
 import { sdCli, sdCpp } from "./sd-cpp.ts";
 import { onnxruntime } from "./onnxruntime.ts";
 import { cloud } from "./cloud.ts";
+import { vllm } from "./vllm.ts";
 
-export const RECIPES: readonly AnyRecipe[] = [llamacpp, whispercpp, kokoro, espeak, sdCpp, sdCli, onnxruntime, cloud];
+export const RECIPES: readonly AnyRecipe[] = [llamacpp, whispercpp, kokoro, espeak, sdCpp, sdCli, onnxruntime, vllm, cloud];
 
 /** The recipes whose engines are server processes: what the launcher starts and `/v1/system-info`
  * lists (an in-process or one-shot recipe reports through the recipe it stands in for). */

@@ -210,6 +210,24 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
     repositoryIndex: "config.json",
     repositoryFiles: ["model.onnx", "tokenizer.json", "config.json"],
   },
+  /** vLLM serving a safetensors checkpoint: a whole repository, config.json at its root. */
+  vllm: {
+    serves: ["llm", "embedding"],
+    capabilities: { ...OPENAI_TEXT, embeddings: "/v1/embeddings" },
+    defaultLabel: "chat",
+    options: {
+      vllm_backend: { kind: "string", default: "auto", doc: "vllm: `auto` or `system` (`vllm` on PATH, or the binary config.json `vllm.system_bin` names)." },
+      vllm_args: { kind: "string", default: "", doc: "vllm: extra `vllm serve` arguments. Not allowed: `--host`, `--port`, `--model`, `--served-model-name`." },
+      ...ARGS_MERGE,
+      ...COMMON,
+    },
+    backendOption: "vllm_backend",
+    cliFlag: "vllm",
+    cliHelp: "vLLM backend (auto, system); --vllm-args ARGS",
+    config: { section: "vllm", options: { backend: "vllm_backend", args: "vllm_args" } },
+    metrics: { path: "/metrics", prefix: "vllm" },
+    repositoryIndex: "config.json",
+  },
   /** espeak-ng in the server process, speaking (ffmpeg encoding) for kokoro models. */
   "espeak-ng": { kind: "in-process", serves: ["tts"], capabilities: { speech: true }, defaultLabel: "tts", options: {} },
   /** sd-cli, one run per image, upscaling with an ESRGAN model for sd-cpp models. */

@@ -9,10 +9,11 @@ import { whispercpp } from "../../engines/whispercpp.ts";
 import { RECIPES, findRecipe, recipeStatuses, serverRecipes, standInOf, standInServes } from "../../engines/recipes.ts";
 import { espeak } from "../../engines/espeak.ts";
 import { sdCli } from "../../engines/sd-cpp.ts";
+import { vllm } from "../../engines/vllm.ts";
 import { LOAD_FLAGS, LOAD_FLAGS_HELP, loadOptionsFrom } from "../../cli/load-flags.ts";
 import { mergeSavedOptions, optionsToSave, resolvedCtxSize, resolveOptions, OptionError } from "../../models/recipe-options.ts";
 import { CONFIG_SECTIONS, enginePath, OPTION_DOCS, RECIPE_DEFAULT_KEYS, RECIPE_SPECS, serves } from "../../spec/recipes.ts";
-import { tempDir } from "../helpers/server.ts";
+import { startTestServer, tempDir } from "../helpers/server.ts";
 
 const input = (over: Partial<LaunchInput> = {}): LaunchInput => ({
   modelId: "m",
@@ -153,6 +154,36 @@ test("config keys, CLI flags and option docs come from the recipe list", () => {
       expect(loadOptionsFrom({ [spec.cliFlag!]: "cpu" })).toEqual({ [spec.backendOption]: "cpu" });
     }
   }
+});
+
+describe("vllm", () => {
+  test("argv: `vllm serve` on the repository's folder, loopback port, served under the model's id, then the user's flags", () => {
+    const plan = vllm.plan!("/usr/bin/vllm", input({ modelId: "Qwen3.5-0.8B-FP16-vLLM", files: { main: "/hf/snapshots/abc/config.json" }, options: { vllm_args: "--max-model-len 4096" } }));
+    expect(plan.argv(4321)).toEqual([
+      "/usr/bin/vllm", "serve", "/hf/snapshots/abc", "--host", "127.0.0.1", "--port", "4321", "--served-model-name", "Qwen3.5-0.8B-FP16-vLLM", "--max-model-len", "4096",
+    ]);
+    expect(plan.healthPath).toBe("/health");
+    expect(() => vllm.checkOptions({ vllm_args: "--port 5" })).toThrow(EngineConfigError);
+    expect(() => vllm.checkOptions({ vllm_backend: "rocm" })).toThrow(EngineConfigError);
+    expect(() => vllm.locate!("system", { cacheDir: tempDir(), path: "" })).toThrow(EngineConfigError);
+  });
+
+  test("registered by its one line: /v1/system-info lists it, its catalog models are offered, its config and flags exist", async () => {
+    const bin = tempDir("lemonade-vllm-bin-");
+    writeFileSync(join(bin, "vllm"), "#!/bin/sh\n", { mode: 0o755 });
+    expect(findRecipe(RECIPES, "vllm")).toBe(vllm);
+    expect(RECIPE_DEFAULT_KEYS["vllm.args"]).toBe("vllm_args");
+    expect(loadOptionsFrom({ vllm: "system" })).toEqual({ vllm_backend: "system" });
+    const server = await startTestServer({ PATH: `${bin}:${process.env.PATH}` }, tempDir(), { engines: false });
+    try {
+      const info = await (await fetch(`${server.url}/v1/system-info`)).json();
+      expect(info.recipes.vllm).toMatchObject({ default_backend: "system", backends: { system: { state: "installed", version: `system (${join(bin, "vllm")})` } } });
+      const models = await (await fetch(`${server.url}/v1/models?show_all=true`)).json();
+      expect(models.data.find((m: { id: string }) => m.id === "Qwen3.5-0.8B-FP16-vLLM")).toMatchObject({ recipe: "vllm" });
+    } finally {
+      await server.close();
+    }
+  });
 });
 
 test("splitArgs splits like a shell for words and quotes, without one", () => {
