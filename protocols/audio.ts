@@ -31,10 +31,13 @@ export async function toWav16k(audio: Blob): Promise<ArrayBuffer> {
   return wav;
 }
 
-/** The whisper.cpp options a transcription request may load its model with. */
+/** The options a transcription request may load its model with: the backend and args of the
+ * recipes that transcribe (`whispercpp_backend`, `whispercpp_args`). */
+const TRANSCRIBER_LOAD_OPTIONS = Object.values(RECIPE_SPECS).flatMap((r) => (r.capabilities.transcribe ? Object.values(r.config?.options ?? {}) : []));
+
 function loadOptionsOf(form: FormData): Record<string, unknown> | undefined {
   const options: Record<string, unknown> = {};
-  for (const key of ["whispercpp_backend", "whispercpp_args"]) {
+  for (const key of TRANSCRIBER_LOAD_OPTIONS) {
     const value = field(form, key);
     if (value !== undefined) options[key] = value;
   }
