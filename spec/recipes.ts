@@ -254,6 +254,15 @@ export function enginePath(recipe: string, capability: Capability): string {
   return path;
 }
 
+/** The engine path every recipe that serves `capability` on its engine declares, for routes that
+ * forward before the model is resolved (to the most recently used one, or a name the proxy
+ * resolves). Throws when recipes disagree: such a recipe needs the path taken per model. */
+export function sharedEnginePath(capability: Capability): string {
+  const paths = new Set(Object.values(RECIPE_SPECS).flatMap((r) => (typeof r.capabilities[capability] === "string" ? [r.capabilities[capability]] : [])));
+  if (paths.size !== 1) throw new Error(`Recipes serve ${capability} at ${paths.size ? [...paths].join(" and ") : "no engine path"}; a shared path needs exactly one`);
+  return [...paths][0]!;
+}
+
 /** The recipes with a config.json section. */
 const configured = () => Object.values(RECIPE_SPECS).flatMap((r) => (r.config ? [r.config] : []));
 

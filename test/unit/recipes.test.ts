@@ -12,7 +12,7 @@ import { sdCli } from "../../engines/sd-cpp.ts";
 import { vllm } from "../../engines/vllm.ts";
 import { LOAD_FLAGS, LOAD_FLAGS_HELP, loadOptionsFrom } from "../../cli/load-flags.ts";
 import { mergeSavedOptions, optionsToSave, resolvedCtxSize, resolveOptions, OptionError } from "../../models/recipe-options.ts";
-import { CONFIG_SECTIONS, enginePath, OPTION_DOCS, RECIPE_DEFAULT_KEYS, RECIPE_SPECS, serves } from "../../spec/recipes.ts";
+import { CONFIG_SECTIONS, enginePath, OPTION_DOCS, RECIPE_DEFAULT_KEYS, RECIPE_SPECS, serves, sharedEnginePath, type Capability } from "../../spec/recipes.ts";
 import { startTestServer, tempDir } from "../helpers/server.ts";
 
 const input = (over: Partial<LaunchInput> = {}): LaunchInput => ({
@@ -109,6 +109,13 @@ describe("capabilities", () => {
       }
       if ((spec.kind ?? "server") !== "server") expect(Object.values(spec.capabilities).every((p) => p === true), name).toBe(true);
     }
+  });
+
+  test("recipes that serve a capability on their engines share its path (routes that forward before the model is known use it)", () => {
+    const onEngines = new Set(Object.values(RECIPE_SPECS).flatMap((r) => Object.entries(r.capabilities).flatMap(([c, p]) => (typeof p === "string" ? [c as Capability] : []))));
+    for (const capability of onEngines) expect(sharedEnginePath(capability)).toStartWith("/");
+    expect(sharedEnginePath("rerank")).toBe("/v1/rerank");
+    expect(() => sharedEnginePath("upscale")).toThrow(/no engine path/);
   });
 
   test("espeak-ng speaks for kokoro until Kokoros is installed and the files are there; sd-cli always upscales for sd-cpp", () => {
