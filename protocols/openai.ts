@@ -154,7 +154,7 @@ export const needsEmbedder: ModelCheck = (model) => {
 export const needsReranker: ModelCheck = (model) =>
   model.recipe === "cloud" || (serves(model.recipe, "rerank") && model.type === "reranking")
     ? null
-    : new ApiError(400, "", `Model ${model.id} is not a reranking model of a recipe that reranks`, "model");
+    : new ApiError(400, "", `Model ${model.id} is not a reranking model (its type is ${model.type}, its recipe ${model.recipe})`, "model");
 
 /** Slots and tokenize reach the most recently used model, whose recipe must serve them. */
 export const needs =
