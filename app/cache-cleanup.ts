@@ -4,7 +4,7 @@
 // what it planned.
 import { existsSync, lstatSync, readdirSync, readlinkSync, rmSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { RECIPES } from "../engines/recipes.ts";
+import { RECIPES, serverRecipes } from "../engines/recipes.ts";
 
 export interface CleanupItem {
   kind: "partial download" | "stale engine build" | "build leftovers" | "orphaned blob";
@@ -53,7 +53,7 @@ export function planCleanup(cacheDir: string, hfCacheDir: string, now = Date.now
   const add = (kind: CleanupItem["kind"], path: string) => items.push({ kind, path, bytes: sizeOf(path) });
 
   const current = new Map<string, Set<string>>();
-  for (const recipe of RECIPES) {
+  for (const recipe of serverRecipes(RECIPES)) {
     for (const build of Object.values(recipe.builds ?? {})) {
       const versions = current.get(build.engine.recipe) ?? new Set<string>();
       versions.add(build.engine.version);

@@ -14,10 +14,8 @@ import { DownloadManager } from "../models/downloads.ts";
 import { ModelLibrary } from "../models/library.ts";
 import { OptionResolver, RecipeOptionsStore } from "../models/recipe-options.ts";
 import { EngineInstaller } from "../engines/installer.ts";
-import { espeakSpeech, kokorosBinary } from "../engines/kokoro.ts";
-import { sdUpscaler } from "../engines/sd-cpp.ts";
 import { EngineRegistry } from "../engines/orphans.ts";
-import { RECIPES, recipeStatuses } from "../engines/recipes.ts";
+import { RECIPES, recipeStatuses, serverRecipes, standInOf, standInServes } from "../engines/recipes.ts";
 import { Backends } from "../runtime/backends.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { Launcher } from "../runtime/launcher.ts";
@@ -27,7 +25,7 @@ import { webAssets } from "./web-assets.ts";
 import { memoryPlanner } from "./memory.ts";
 
 export function createServerContext(config: Config, logger = new Logger(config.logLevel)): ServerContext {
-  const recipes = RECIPES;
+  const recipes = serverRecipes(RECIPES);
   const engineEnv = { cacheDir: config.cacheDir, path: config.searchPath, binaries: config.binaries };
   const record = new EngineRegistry(config.cacheDir);
   const reaped = record.reapOrphans();
@@ -129,9 +127,11 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     backends,
     scheduler,
     proxy,
-    speech: espeakSpeech,
-    neuralSpeech: (m) => m.recipe === "kokoro" && kokorosBinary(engineEnv) !== null && catalog.files(m).every((f) => f.exists),
-    upscaler: sdUpscaler(engineEnv),
+    standIns: {
+      of: (m, capability) => standInOf(RECIPES, m.recipe, capability),
+      serving: (m, capability) => standInServes(RECIPES, engineEnv, m.recipe, capability, catalog.files(m).every((f) => f.exists)),
+      run: (recipe, job, signal) => recipe.run(job, engineEnv, signal),
+    },
     websocketPort: null,
     activity: { requests: 0 },
     webAssets,

@@ -7,11 +7,13 @@ import type { Catalog, CatalogModel } from "../models/catalog.ts";
 import { autoCtxSize, footprintBytes, shapeFromGguf, type ModelShape } from "../models/memory-fit.ts";
 import type { LoadSpec } from "../models/recipe-options.ts";
 import type { Slot } from "../runtime/scheduler.ts";
+import { RECIPE_SPECS } from "../spec/recipes.ts";
 
 export function memoryPlanner(config: Config, catalog: Catalog, loaded: () => Slot<CatalogModel>[]) {
-  /** A llama.cpp model's shape from its GGUF, once its file is there. */
+  /** The shape of a model whose recipe declares a `gguf` memory estimate, from its GGUF once its
+   * file is there; other recipes' loads are admitted by count alone. */
   const shapeOf = (model: CatalogModel): ModelShape | undefined => {
-    if (model.recipe !== "llamacpp") return undefined;
+    if (RECIPE_SPECS[model.recipe]?.memory !== "gguf") return undefined;
     const main = catalog.files(model).find((f) => f.role === "main");
     if (!main?.path || !main.path.toLowerCase().endsWith(".gguf")) return undefined;
     const meta = catalog.metadata(main.path);

@@ -1,11 +1,12 @@
 // Every recipe option as a `load`/`run` flag, derived from spec/recipes.ts: `ctx_size` is
-// `--ctx-size`, a backend option is the recipe's name (`--llamacpp vulkan`, `--whispercpp cpu`,
-// `--sdcpp cpu`), a switch has its `--no-` form (`--no-merge-args`).
+// `--ctx-size`, a backend option is the recipe's `cliFlag` (`--sdcpp cpu`), a switch has its
+// `--no-` form (`--no-merge-args`).
 import { RECIPE_SPECS, type OptionSpec } from "../spec/recipes.ts";
 import { CliError } from "./client.ts";
 import type { Options } from "./command.ts";
 
-const BACKEND_FLAGS: Record<string, string> = { llamacpp_backend: "llamacpp", whispercpp_backend: "whispercpp", sdcpp_backend: "sdcpp" };
+const WITH_FLAG = Object.values(RECIPE_SPECS).filter((r) => r.backendOption && r.cliFlag);
+const BACKEND_FLAGS: Record<string, string> = Object.fromEntries(WITH_FLAG.map((r) => [r.backendOption!, r.cliFlag!]));
 
 const flagOf = (option: string) => BACKEND_FLAGS[option] ?? option.replace(/_/g, "-");
 
@@ -27,9 +28,7 @@ export const LOAD_FLAGS: Options = {
 };
 
 export const LOAD_FLAGS_HELP = `  --ctx-size N             Context size (-1: the model's own window)
-  --llamacpp BACKEND       llama.cpp backend (auto, cpu, system, ...); --llamacpp-args ARGS, --llamacpp-device DEV
-  --whispercpp BACKEND     whisper.cpp backend; --whispercpp-args ARGS
-  --sdcpp BACKEND          sd.cpp backend; --sdcpp-args ARGS, --steps N, --cfg-scale X, --width N, --height N
+${WITH_FLAG.map((r) => `  ${`--${r.cliFlag} BACKEND`.padEnd(25)}${r.cliHelp ?? ""}`).join("\n")}
   --[no-]merge-args        Add the args to the server-wide ones (default) or replace them
   --auto-evict, --evict-idle-timeout S, --evict-weight-factor X, --downsize-idle-timeout S
   --pinned                 Pin the model against eviction

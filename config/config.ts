@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import { readJsonFile } from "../lib/json-file.ts";
 import { parseHostSpec } from "../lib/host-spec.ts";
 import { parseLogLevel, type Severity } from "../lib/log-level.ts";
+import { CONFIG_SECTIONS, RECIPE_DEFAULT_KEYS } from "../spec/recipes.ts";
 import { fileProblem } from "./settings.ts";
 
 export interface Config {
@@ -79,29 +80,14 @@ interface ConfigFile {
   global_timeout?: number;
   no_fetch_executables?: boolean;
   disable_model_filtering?: boolean;
-  llamacpp?: Record<string, unknown>;
-  whispercpp?: Record<string, unknown>;
-  sdcpp?: Record<string, unknown>;
+  /** The recipes' sections (spec/recipes.ts `config`). */
+  [section: string]: unknown;
 }
-
-/** config.json section keys that are recipe options server-wide. */
-export const RECIPE_DEFAULT_KEYS: Record<string, string> = {
-  "llamacpp.backend": "llamacpp_backend",
-  "llamacpp.args": "llamacpp_args",
-  "whispercpp.backend": "whispercpp_backend",
-  "whispercpp.args": "whispercpp_args",
-  "sdcpp.backend": "sdcpp_backend",
-  "sdcpp.args": "sdcpp_args",
-  "sdcpp.steps": "steps",
-  "sdcpp.cfg_scale": "cfg_scale",
-  "sdcpp.width": "width",
-  "sdcpp.height": "height",
-};
 
 function recipeDefaultsFrom(file: ConfigFile): Record<string, string | number | boolean> {
   const out: Record<string, string | number | boolean> = {};
   for (const [key, option] of Object.entries(RECIPE_DEFAULT_KEYS)) {
-    const [section, name] = key.split(".") as [keyof ConfigFile, string];
+    const [section, name] = key.split(".") as [string, string];
     const value = (file[section] as Record<string, unknown> | undefined)?.[name];
     // Empty args add nothing; the others are values as Lemonade's defaults spell them.
     if ((typeof value === "string" && value !== "") || typeof value === "number" || typeof value === "boolean") out[option] = value;
@@ -109,12 +95,9 @@ function recipeDefaultsFrom(file: ConfigFile): Record<string, string | number | 
   return out;
 }
 
-/** The config sections whose `<backend>_bin` keys name a backend's binary. */
-const BINARY_SECTIONS = ["llamacpp", "whispercpp", "sdcpp"] as const;
-
 function binariesFrom(path: string, file: ConfigFile): Record<string, Record<string, string>> {
   const out: Record<string, Record<string, string>> = {};
-  for (const section of BINARY_SECTIONS) {
+  for (const section of CONFIG_SECTIONS) {
     const value = file[section];
     if (value === undefined) continue;
     if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error(`${path}: "${section}" must be an object`);

@@ -4,6 +4,7 @@
 // Engines know nothing of HTTP or of the catalog: a model reaches them as a LaunchInput.
 import { accessSync, constants } from "node:fs";
 import type { ModelType, Options } from "../spec/recipes.ts";
+import type { SpeechFormat } from "../spec/openai.ts";
 import type { Devices } from "../lib/devices.ts";
 
 /** A request an engine cannot be configured for (bad backend, reserved flag, cannot run here). */
@@ -132,7 +133,9 @@ export interface RunningEngine {
   stop(graceMs?: number): Promise<void>;
 }
 
+/** A recipe whose engine is a server process per model (the launcher starts it). */
 export interface Recipe {
+  readonly kind?: "server";
   /** The recipe's name in the catalog, e.g. `llamacpp`. */
   readonly name: string;
   /** The engine's name in log lines, e.g. `llama.cpp`. */
@@ -156,6 +159,37 @@ export interface Recipe {
    * room is made for it. Files are by role, as in LaunchInput. */
   checkFiles?(files: Record<string, string>): void;
 }
+
+/** A recipe that runs in the server process, per request: speech (espeak-ng). */
+export interface InProcessRecipe {
+  readonly kind: "in-process";
+  readonly name: string;
+  readonly displayName: string;
+  knows(voice: string): boolean;
+  /** The encoded audio as it is produced; throws when the engine cannot run here. */
+  synthesize(text: string, voice: string, speed: number, format: SpeechFormat): ReadableStream<Uint8Array>;
+}
+
+/** What a one-shot recipe works on: the model's file, its resolved options and the input. */
+export interface OneShotInput {
+  modelPath: string;
+  options: Options;
+  input: Uint8Array;
+}
+
+/** A recipe that runs one command per request: ESRGAN upscaling (sd-cli). */
+export interface OneShotRecipe {
+  readonly kind: "one-shot";
+  readonly name: string;
+  readonly displayName: string;
+  /** The command's output; throws with its last lines when it fails. */
+  run(job: OneShotInput, env: EngineEnv, signal?: AbortSignal): Promise<Uint8Array>;
+}
+
+/** Every recipe the server registers, of whichever kind. */
+export type AnyRecipe = Recipe | InProcessRecipe | OneShotRecipe;
+
+export const isServer = (r: AnyRecipe): r is Recipe => r.kind === undefined || r.kind === "server";
 
 /** Refuses user flags the server sets itself (`option` names the setting they came from). */
 export function checkReservedArgs(option: string, reserved: readonly string[], args: string[], why = "the server sets it"): void {

@@ -1,20 +1,53 @@
 // The recipes this server runs: register a new recipe by adding it to this list (its spec
 // entries go in spec/recipes.ts).
-import type { EngineEnv, Recipe, RecipeStatus } from "./engine.ts";
+import { RECIPE_SPECS, type Capability } from "../spec/recipes.ts";
+import { isServer, type AnyRecipe, type EngineEnv, type InProcessRecipe, type OneShotRecipe, type Recipe, type RecipeStatus } from "./engine.ts";
 import { llamacpp } from "./llamacpp.ts";
 import { whispercpp } from "./whispercpp.ts";
 import { kokoro } from "./kokoro.ts";
-import { sdCpp } from "./sd-cpp.ts";
+import { espeak } from "./espeak.ts";
+import { sdCli, sdCpp } from "./sd-cpp.ts";
 import { onnxruntime } from "./onnxruntime.ts";
 import { cloud } from "./cloud.ts";
+import { vllm } from "./vllm.ts";
 
-export const RECIPES: readonly Recipe[] = [llamacpp, whispercpp, kokoro, sdCpp, onnxruntime, cloud];
+export const RECIPES: readonly AnyRecipe[] = [llamacpp, whispercpp, kokoro, espeak, sdCpp, sdCli, onnxruntime, vllm, cloud];
 
-export function findRecipe(recipes: readonly Recipe[], name: string): Recipe | undefined {
-  return recipes.find((r) => r.name === name);
+/** The recipes whose engines are server processes: what the launcher starts and `/v1/system-info`
+ * lists (an in-process or one-shot recipe reports through the recipe it stands in for). */
+export const serverRecipes = (recipes: readonly AnyRecipe[]): Recipe[] => recipes.filter(isServer);
+
+export function findRecipe(recipes: readonly AnyRecipe[], name: string): Recipe | undefined {
+  return serverRecipes(recipes).find((r) => r.name === name);
 }
 
-/** Every recipe's backends as `/v1/system-info` reports them, read fresh from disk and PATH. */
-export function recipeStatuses(recipes: readonly Recipe[], env: EngineEnv): Record<string, RecipeStatus> {
-  return Object.fromEntries(recipes.map((r) => [r.name, r.status(env)]));
+/** Every server recipe's backends as `/v1/system-info` reports them, read fresh from disk and PATH. */
+export function recipeStatuses(recipes: readonly AnyRecipe[], env: EngineEnv): Record<string, RecipeStatus> {
+  return Object.fromEntries(serverRecipes(recipes).map((r) => [r.name, r.status(env)]));
+}
+
+/** Whether a server recipe's engine can start here: its binary for the default backend is found. */
+function installed(recipe: Recipe, env: EngineEnv): boolean {
+  try {
+    recipe.locate?.(recipe.resolveBackend?.("auto", env) ?? "auto", env);
+    return recipe.locate !== undefined;
+  } catch {
+    return false;
+  }
+}
+
+/** The recipe of another kind that stands in for the engine of `recipe`'s models for
+ * `capability` (spec/recipes.ts `standIns`), whether or not it serves now. */
+export function standInOf(recipes: readonly AnyRecipe[], recipe: string, capability: Capability): InProcessRecipe | OneShotRecipe | null {
+  const by = RECIPE_SPECS[recipe]?.standIns?.[capability];
+  const found = by === undefined ? undefined : recipes.find((r) => r.name === by);
+  return found && !isServer(found) ? found : null;
+}
+
+/** Whether the stand-in serves now: the model's own engine lacks the capability, is not
+ * installed here, or the model's files are not there yet. */
+export function standInServes(recipes: readonly AnyRecipe[], env: EngineEnv, recipe: string, capability: Capability, filesThere: boolean): boolean {
+  if (!standInOf(recipes, recipe, capability)) return false;
+  const own = findRecipe(recipes, recipe);
+  return RECIPE_SPECS[recipe]!.capabilities[capability] === undefined || !own || !filesThere || !installed(own, env);
 }

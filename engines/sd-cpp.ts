@@ -4,12 +4,13 @@
 // single-file checkpoint, or `--diffusion-model` + `--llm` + `--vae` for the multi-component
 // entries (Flux, Qwen-Image, Z-Image), `--vae-tiling --diffusion-fa` on Vulkan, and the user's
 // `sdcpp_args` with the flags the server owns refused. Neither sd.cpp's source nor a release can
-// be fetched on these machines, so `cpu` says so; `system` runs the binaries found on PATH.
+// be fetched on these machines, so `cpu` says so; `system` runs the binaries found on PATH. The
+// sd-cli upscaler is a recipe of its own (one-shot), beside the server recipe.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { splitArgs } from "../lib/args.ts";
-import { checkReservedArgs, configuredBinary, configuredBinaryStatus, EngineConfigError, onPath, recipeStatus, systemBinaryStatus, unsupportedBackend, type EngineEnv, type LaunchPlan, type Recipe } from "./engine.ts";
+import { checkReservedArgs, configuredBinary, configuredBinaryStatus, EngineConfigError, onPath, recipeStatus, systemBinaryStatus, unsupportedBackend, type EngineEnv, type LaunchPlan, type OneShotRecipe, type Recipe } from "./engine.ts";
 
 export const SD_SERVER = "sd-server";
 export const SD_CLI = "sd-cli";
@@ -92,30 +93,28 @@ export const sdCpp: Recipe = {
   },
 };
 
-/** ESRGAN upscaling with sd-cli, one process per image (sd-server has no upscale route). */
-export interface Upscaler {
-  upscale(modelPath: string, backend: string, image: Uint8Array, signal?: AbortSignal): Promise<Uint8Array>;
-}
-
 /** The real server gives sd-cli five minutes per image. */
 const UPSCALE_TIMEOUT_MS = 300_000;
 
-export function sdUpscaler(env: EngineEnv): Upscaler {
-  return {
-    async upscale(modelPath, backend, image, signal) {
-      const binary = locateSdCli(backend, env);
-      const dir = mkdtempSync(join(tmpdir(), "lemonade-upscale-"));
-      try {
-        const input = join(dir, "input.png");
-        const output = join(dir, "output.png");
-        writeFileSync(input, image);
-        const child = Bun.spawn(upscaleArgv(binary, modelPath, input, output), { stdout: "pipe", stderr: "pipe", timeout: UPSCALE_TIMEOUT_MS, signal });
-        const [err, code] = await Promise.all([new Response(child.stderr).text(), child.exited, new Response(child.stdout).arrayBuffer()]);
-        if (code !== 0) throw new Error(`sd-cli exited with ${code}: ${err.trim().split("\n").slice(-3).join(" ")}`);
-        return new Uint8Array(readFileSync(output));
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
-    },
-  };
-}
+/** The sd-cli recipe, of the one-shot kind: ESRGAN upscaling for sd-cpp models, one process per
+ * image (sd-server has no upscale route), on the backend the model's `sdcpp_backend` picks. */
+export const sdCli: OneShotRecipe = {
+  kind: "one-shot",
+  name: SD_CLI,
+  displayName: "stable-diffusion.cpp sd-cli",
+  async run({ modelPath, options, input: image }, env, signal) {
+    const binary = locateSdCli(String(options.sdcpp_backend ?? "auto"), env);
+    const dir = mkdtempSync(join(tmpdir(), "lemonade-upscale-"));
+    try {
+      const input = join(dir, "input.png");
+      const output = join(dir, "output.png");
+      writeFileSync(input, image);
+      const child = Bun.spawn(upscaleArgv(binary, modelPath, input, output), { stdout: "pipe", stderr: "pipe", timeout: UPSCALE_TIMEOUT_MS, signal });
+      const [err, code] = await Promise.all([new Response(child.stderr).text(), child.exited, new Response(child.stdout).arrayBuffer()]);
+      if (code !== 0) throw new Error(`sd-cli exited with ${code}: ${err.trim().split("\n").slice(-3).join(" ")}`);
+      return new Uint8Array(readFileSync(output));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+};

@@ -11,7 +11,7 @@ import { clip } from "../lib/scrub.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
 import { E } from "../spec/errors.ts";
-import { RECIPE_SPECS, type ModelType } from "../spec/recipes.ts";
+import { GGUF_RECIPE, RECIPE_SPECS, type ModelType } from "../spec/recipes.ts";
 import type { AliasStore } from "./aliases.ts";
 import { checkRouting, type Routing } from "./routing-policy.ts";
 import { MAX_MANIFEST_BYTES, manifestCheckpoint, parseOmniManifest, type OmniSpec } from "./omni-manifest.ts";
@@ -374,10 +374,10 @@ export class Catalog {
         name = entry.name;
       } else continue;
       const id = `extra.${name}`;
-      const { type, labels } = classify(id, "llamacpp", this.localLabels(main, !!mmproj));
+      const { type, labels } = classify(id, GGUF_RECIPE, this.localLabels(main, !!mmproj));
       models.push({
         id,
-        recipe: "llamacpp",
+        recipe: GGUF_RECIPE,
         type,
         labels,
         checkpoints: mmproj ? { main, mmproj } : { main },

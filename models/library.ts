@@ -5,6 +5,7 @@ import { rmSync } from "node:fs";
 import { changed } from "../lib/generation.ts";
 import { scrubPaths } from "../lib/scrub.ts";
 import { ApiError } from "../lib/api-error.ts";
+import { GGUF_RECIPE } from "../spec/recipes.ts";
 import { E } from "../spec/errors.ts";
 import { OMNI_RECIPE, ROUTER_RECIPE, type Catalog, type CatalogModel, type RegistryRow } from "./catalog.ts";
 import { checkRouting, type Routing } from "./routing-policy.ts";
@@ -246,7 +247,7 @@ export class ModelLibrary {
     ];
     return {
       checkpoint,
-      recipe: "llamacpp",
+      recipe: GGUF_RECIPE,
       suggested_name: repo.split("/")[1]!,
       suggested_labels: labels,
       mmproj_files: mmproj.map((p) => p.split("/").pop()!),

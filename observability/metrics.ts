@@ -6,6 +6,7 @@ import Counter from "prom-client/lib/counter.js";
 import Gauge from "prom-client/lib/gauge.js";
 import Histogram from "prom-client/lib/histogram.js";
 import Registry from "prom-client/lib/registry.js";
+import { RECIPE_SPECS } from "../spec/recipes.ts";
 
 export interface LoadedModelInfo {
   model: string;
@@ -173,14 +174,17 @@ export class Metrics {
     return this.registry.contentType;
   }
 
-  /** The server's metrics, then each llama.cpp engine's own, renamed `lemonade_llamacpp_*` and
-   * labelled with the model. A scrape that fails or is slow is left out, never fatal. */
+  /** The server's metrics, then the own of each engine whose recipe declares a scrape
+   * (spec/recipes.ts `metrics`), renamed `lemonade_<prefix>_*` and labelled with the model. A
+   * scrape that fails or is slow is left out, never fatal. */
   async render(): Promise<string> {
     const own = await this.registry.metrics();
     const scrapes = await Promise.all(
       this.loaded()
-        .filter((m) => m.recipe === "llamacpp")
-        .map((m) => scrapeEngine(m)),
+        .flatMap((m) => {
+          const scrape = RECIPE_SPECS[m.recipe]?.metrics;
+          return scrape ? [scrapeEngine(m, scrape)] : [];
+        }),
     );
     // One HELP/TYPE per family, with every engine's samples grouped under it.
     const families = new Map<string, { meta: string[]; samples: string[] }>();
@@ -200,11 +204,11 @@ const escapeLabel = (v: string) => v.replace(/\\/g, "\\\\").replace(/"/g, '\\"')
 
 type Families = Map<string, { meta: string[]; samples: string[] }>;
 
-async function scrapeEngine(m: LoadedModelInfo): Promise<Families> {
+async function scrapeEngine(m: LoadedModelInfo, scrape: { path: string; prefix: string }): Promise<Families> {
   const families: Families = new Map();
   let text: string;
   try {
-    const res = await fetch(`${m.url}/metrics`, { signal: AbortSignal.timeout(500) });
+    const res = await fetch(`${m.url}${scrape.path}`, { signal: AbortSignal.timeout(500) });
     if (!res.ok) return families;
     text = await res.text();
   } catch {
@@ -216,8 +220,9 @@ async function scrapeEngine(m: LoadedModelInfo): Promise<Families> {
     if (!f) families.set(name, (f = { meta: [], samples: [] }));
     return f;
   };
+  const prefix = `${scrape.prefix}:`;
   for (const line of text.split("\n")) {
-    const renamed = line.replace(/llamacpp:/g, "lemonade_llamacpp_");
+    const renamed = line.replaceAll(prefix, `lemonade_${scrape.prefix}_`);
     const meta = /^# (HELP|TYPE) (\S+)/.exec(renamed);
     if (meta) {
       family(meta[2]!).meta.push(renamed);

@@ -1,10 +1,12 @@
 // OpenAI's audio routes. Transcription: multipart in, whisper-server behind (protocols/whisper.ts);
 // audio in any format ffmpeg reads is converted to the 16 kHz mono WAV whisper.cpp takes.
-// Speech: the model and voice are checked, then the server's speech engine speaks.
+// Speech: the model and voice are checked, then the model's engine speaks, or the in-process
+// recipe that stands in for it (spec/recipes.ts `standIns`).
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { SPEECH_CONTENT_TYPES, type SpeechFormat } from "../spec/openai.ts";
+import { enginePath, RECIPE_SPECS, serves } from "../spec/recipes.ts";
 import { needsTranscriber, TRANSCRIPTION_FORMATS, whisperInference, type TranscriptionFormat as Format } from "./whisper.ts";
 
 const CONTENT_TYPE: Record<Format, string> = {
@@ -29,10 +31,13 @@ export async function toWav16k(audio: Blob): Promise<ArrayBuffer> {
   return wav;
 }
 
-/** The whisper.cpp options a transcription request may load its model with. */
+/** The options a transcription request may load its model with: the backend and args of the
+ * recipes that transcribe (`whispercpp_backend`, `whispercpp_args`). */
+const TRANSCRIBER_LOAD_OPTIONS = Object.values(RECIPE_SPECS).flatMap((r) => (r.capabilities.transcribe ? Object.values(r.config?.options ?? {}) : []));
+
 function loadOptionsOf(form: FormData): Record<string, unknown> | undefined {
   const options: Record<string, unknown> = {};
-  for (const key of ["whispercpp_backend", "whispercpp_args"]) {
+  for (const key of TRANSCRIBER_LOAD_OPTIONS) {
     const value = field(form, key);
     if (value !== undefined) options[key] = value;
   }
@@ -96,11 +101,14 @@ export interface SpeechRequest {
 
 export async function speak(ctx: ServerContext, body: SpeechRequest, signal: AbortSignal = new AbortController().signal): Promise<Response> {
   const model = ctx.catalog.get(body.model);
-  if (model.type !== "tts") {
+  if (model.type !== "tts" || !serves(model.recipe, "speech")) {
     throw new ApiError(400, "model_not_applicable", `Model ${model.id} is not a text-to-speech model (its type is ${model.type})`, "model");
   }
   const voice = body.voice ?? "shimmer";
-  if (!ctx.speech.knows(voice)) {
+  const standIn = ctx.standIns.of(model, "speech");
+  const inProcess = standIn?.kind === "in-process" ? standIn : null;
+  // The stand-in's voices are the ones a client may name, whichever engine speaks.
+  if (inProcess && !inProcess.knows(voice)) {
     throw new ApiError(400, "invalid_argument", `Unknown voice '${voice}': use an OpenAI voice (alloy, ash, ...) or a Kokoro one (af_sky, am_echo, ...)`, "voice");
   }
   const streaming = body.stream === true || body.stream_format === "audio";
@@ -108,30 +116,31 @@ export async function speak(ctx: ServerContext, body: SpeechRequest, signal: Abo
     throw new ApiError(400, "invalid_argument", `Streaming produces \`pcm\` only: drop 'response_format' or set it to "pcm" (got "${body.response_format}")`, "response_format");
   }
   const format: SpeechFormat = body.response_format ?? (streaming ? "pcm" : "mp3");
-  if (ctx.neuralSpeech(model)) {
-    // Kokoros speaks: the request goes to its engine (`model` is "kokoro" there), whole.
+  if (!inProcess || !ctx.standIns.serving(model, "speech")) {
+    // The model's engine speaks (an OpenAI speech route, with the model name it expects), whole.
+    const engine = RECIPE_SPECS[model.recipe]!.speech!;
     const res = await ctx.proxy.toModel({
       model: body.model,
-      path: "/v1/audio/speech",
-      body: { model: "kokoro", input: body.input, voice, speed: body.speed ?? 1, response_format: format, stream: false },
+      path: enginePath(model.recipe, "speech"),
+      body: { model: engine.model, input: body.input, voice, speed: body.speed ?? 1, response_format: format, stream: false },
       raw: true,
       check: (m) => (m.type === "tts" ? null : new ApiError(400, "model_not_applicable", `Model ${m.id} is not a text-to-speech model`, "model")),
       signal,
       endpoint: "audio_speech",
       generation: false,
     });
-    res.headers.set("x-lemonade-speech-engine", "kokoros");
+    res.headers.set("x-lemonade-speech-engine", engine.engine);
     res.headers.set("content-type", SPEECH_CONTENT_TYPES[format]);
-    ctx.logger.info("TTS", `Spoke ${body.input.length} characters with ${model.id} on Kokoros (${voice}, ${format})`);
+    ctx.logger.info("TTS", `Spoke ${body.input.length} characters with ${model.id} on ${engine.engine} (${voice}, ${format})`);
     return res;
   }
   let audio: ReadableStream<Uint8Array>;
   try {
-    audio = ctx.speech.synthesize(body.input, voice, body.speed ?? 1, format);
+    audio = inProcess.synthesize(body.input, voice, body.speed ?? 1, format);
   } catch (err) {
     throw new ApiError(500, "model_load_error", `Cannot speak with ${model.id}: ${(err as Error).message}`);
   }
-  const headers = { "content-type": SPEECH_CONTENT_TYPES[format], "x-lemonade-speech-engine": ctx.speech.engine };
+  const headers = { "content-type": SPEECH_CONTENT_TYPES[format], "x-lemonade-speech-engine": inProcess.name };
   if (streaming) return new Response(audio, { headers });
   const bytes = new Uint8Array(await new Response(audio).arrayBuffer());
   if (bytes.length === 0) throw new ApiError(502, "", `${model.id} produced no audio`);

@@ -4,12 +4,13 @@
 // conditions (protocols/routing.ts) call classifyText.
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
+import { serves, sharedEnginePath } from "../spec/recipes.ts";
 import type { ModelCheck } from "../runtime/proxy.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
 
 export const needsClassifier: ModelCheck = (model: CatalogModel) => {
-  if (model.type !== "classification" || model.recipe !== "onnxruntime") {
+  if (model.type !== "classification" || !serves(model.recipe, "classify")) {
     return new ApiError(400, "invalid_argument", `Model ${model.id} is not a text classifier: /v1/classify serves onnxruntime models labelled 'classification'`, "model");
   }
   if (model.labels.includes("zero-shot")) {
@@ -57,7 +58,7 @@ export async function classifyText(ctx: ServerContext, req: ClassifyRequest, sig
   const name = modelName(ctx, req.model);
   const res = await ctx.proxy.toModel({
     model: name,
-    path: "/classify",
+    path: sharedEnginePath("classify"),
     body: { input: req.input, ...(req.topK ? { top_k: req.topK } : {}) },
     check: needsClassifier,
     signal,

@@ -8,6 +8,7 @@
 import { ApiError } from "../lib/api-error.ts";
 import { scrubPaths } from "../lib/scrub.ts";
 import { E } from "../spec/errors.ts";
+import { enginePath, serves } from "../spec/recipes.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import type { ModelCheck } from "../runtime/proxy.ts";
@@ -18,7 +19,7 @@ type Json = Record<string, any>;
 const VARIATION_PROMPT = "variation";
 
 export const needsImageModel: ModelCheck = (model: CatalogModel) =>
-  model.type === "image" && !model.labels.includes("upscaling")
+  model.type === "image" && !model.labels.includes("upscaling") && serves(model.recipe, "image.generate")
     ? null
     : new ApiError(500, "", `Model ${model.id} cannot generate images (its type is ${model.type})`, "model", "unsupported_operation");
 
@@ -107,7 +108,7 @@ export function generate(ctx: ServerContext, body: Json, signal: AbortSignal, en
   const s = imageSettings(ctx, model, body);
   return ctx.proxy.toModel({
     model: body.model,
-    path: "/v1/images/generations",
+    path: enginePath(model.recipe, "image.generate"),
     body: { prompt: withExtraArgs(body.prompt, s), n: body.n ?? 1, size: `${s.width}x${s.height}`, output_format: "png" },
     reshape: reshape(s),
     check: needsImageModel,
@@ -184,7 +185,7 @@ export async function edit(ctx: ServerContext, request: Request, kind: "edit" | 
   if (kind === "edit" && mask instanceof Blob) out.set("mask", mask, "mask.png");
   return ctx.proxy.toModel({
     model: name,
-    path: "/v1/images/edits",
+    path: enginePath(model.recipe, "image.edit"),
     body: {},
     form: out,
     reshape: reshape(s),
@@ -195,11 +196,13 @@ export async function edit(ctx: ServerContext, request: Request, kind: "edit" | 
   });
 }
 
-/** POST /v1/images/upscale: sd-cli with the ESRGAN model, downloaded first when needed. */
+/** POST /v1/images/upscale: the one-shot recipe standing in for the model's (sd-cli), with the
+ * ESRGAN model downloaded first when needed. */
 export async function upscale(ctx: ServerContext, body: Json, signal: AbortSignal): Promise<Json> {
   const model = ctx.catalog.get(body.model);
   if (!model.labels.includes("upscaling")) throw new ApiError(400, "", `Model ${model.id} is not an upscaling model (it has no 'upscaling' label)`, "model");
-  if (model.recipe !== "sd-cpp") throw new ApiError(400, "", `Model ${model.id}'s recipe (${model.recipe}) cannot upscale`, "model");
+  const upscaler = ctx.standIns.of(model, "upscale");
+  if (upscaler?.kind !== "one-shot") throw new ApiError(400, "", `Model ${model.id}'s recipe (${model.recipe}) cannot upscale`, "model");
   let image: Uint8Array;
   try {
     image = Uint8Array.from(Buffer.from(body.image, "base64"));
@@ -214,10 +217,9 @@ export async function upscale(ctx: ServerContext, body: Json, signal: AbortSigna
   }
   const path = ctx.catalog.files(model).find((f) => f.role === "main")?.path;
   if (!path) throw new ApiError(404, "", `Model ${model.id}'s file is not downloaded`, "model");
-  const backend = String(ctx.options.resolve(model).sdcpp_backend ?? "auto");
   let out: Uint8Array;
   try {
-    out = await ctx.upscaler.upscale(path, backend, image, signal);
+    out = await ctx.standIns.run(upscaler, { modelPath: path, options: ctx.options.resolve(model), input: image }, signal);
   } catch (err) {
     throw new ApiError(500, "", `Upscale failed: ${scrubPaths((err as Error).message)}`);
   }

@@ -3,6 +3,7 @@
 import { ApiError } from "../lib/api-error.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ModelCheck, StreamRule } from "../runtime/proxy.ts";
+import { serves, type Capability } from "../spec/recipes.ts";
 
 const DONE = "data: [DONE]\n\n";
 
@@ -143,18 +144,20 @@ export const needsLlm =
  * listing names no capabilities). */
 export const needsEmbedder: ModelCheck = (model) => {
   if (model.recipe === "cloud") return null;
-  if (model.recipe !== "llamacpp") return new ApiError(400, "", `Model ${model.id}'s backend (${model.recipe}) cannot embed`, "model");
+  if (!serves(model.recipe, "embeddings")) return new ApiError(400, "", `Model ${model.id}'s backend (${model.recipe}) cannot embed`, "model");
   if (model.type !== "embedding") {
-    return new ApiError(501, "", `Model ${model.id} is a llama.cpp ${model.type} model, not an embedding model`, "model");
+    return new ApiError(501, "", `Model ${model.id} is a ${model.recipe} ${model.type} model, not an embedding model`, "model");
   }
   return null;
 };
 
 export const needsReranker: ModelCheck = (model) =>
-  model.recipe === "cloud" || (model.recipe === "llamacpp" && model.type === "reranking")
+  model.recipe === "cloud" || (serves(model.recipe, "rerank") && model.type === "reranking")
     ? null
-    : new ApiError(400, "", `Model ${model.id} is not a llama.cpp reranking model`, "model");
+    : new ApiError(400, "", `Model ${model.id} is not a reranking model (its type is ${model.type}, its recipe ${model.recipe})`, "model");
 
-/** Slots and tokenize reach the most recently used model, which must be a llama.cpp one. */
-export const needsLlamacpp: ModelCheck = (model) =>
-  model.recipe === "llamacpp" ? null : new ApiError(400, "", `The most recently used model, ${model.id}, is not a llama.cpp model`);
+/** Slots and tokenize reach the most recently used model, whose recipe must serve them. */
+export const needs =
+  (capability: Capability): ModelCheck =>
+  (model) =>
+    serves(model.recipe, capability) ? null : new ApiError(400, "", `The most recently used model, ${model.id}, has no ${capability} (its recipe is ${model.recipe})`);

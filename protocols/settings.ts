@@ -1,7 +1,7 @@
 // Live configuration (POST /internal/set, /internal/pin, /internal/shutdown): settings checked
 // against Lemonade's defaults, saved in config.json, and applied at once where the server can.
 import { resolve } from "node:path";
-import { RECIPE_DEFAULT_KEYS } from "../config/config.ts";
+import { RECIPE_DEFAULT_KEYS } from "../spec/recipes.ts";
 import { changesOf, saveSettings, settingProblem } from "../config/settings.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { parseLogLevel } from "../lib/log-level.ts";

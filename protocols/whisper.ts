@@ -5,12 +5,13 @@ import { engineError, engineUnavailable } from "../runtime/engine-error.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { engineFetch, type ModelCheck } from "../runtime/proxy.ts";
+import { enginePath, serves } from "../spec/recipes.ts";
 
 export const TRANSCRIPTION_FORMATS = ["json", "verbose_json", "text", "srt", "vtt"] as const;
 export type TranscriptionFormat = (typeof TRANSCRIPTION_FORMATS)[number];
 
 export const needsTranscriber: ModelCheck = (model: CatalogModel) =>
-  model.type === "transcription"
+  model.type === "transcription" && serves(model.recipe, "transcribe")
     ? null
     : new ApiError(400, "", `Model ${model.id} cannot transcribe audio (its type is ${model.type})`, "model", "unsupported_operation");
 
@@ -38,7 +39,7 @@ export async function whisperInference(ctx: ServerContext, name: string, req: In
     if (req.prompt) form.set("prompt", req.prompt);
     let res: Response;
     try {
-      res = await engineFetch(`${lease.url}/inference`, { method: "POST", body: form, signal: req.signal });
+      res = await engineFetch(`${lease.url}${enginePath(lease.slot.model.recipe, "transcribe")}`, { method: "POST", body: form, signal: req.signal });
     } catch {
       if (req.signal?.aborted) throw new ApiError(499, "client_closed", "The client closed the request");
       throw engineUnavailable(lease.slot.model.id, "did not answer");

@@ -1,7 +1,7 @@
 // Everything a running server holds, as the protocol adapters and HTTP routes use it. The
 // composition root (app/context.ts) builds it once from the configuration.
 import type { Config } from "../config/config.ts";
-import type { SpeechFormat } from "../spec/openai.ts";
+import type { Capability } from "../spec/recipes.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import type { GenerationStats } from "../observability/stats.ts";
@@ -12,18 +12,21 @@ import type { CloudProviders } from "../models/cloud.ts";
 import type { DownloadManager } from "../models/downloads.ts";
 import type { ModelLibrary } from "../models/library.ts";
 import type { OptionResolver, RecipeOptionsStore } from "../models/recipe-options.ts";
-import type { Upscaler } from "../engines/sd-cpp.ts";
+import type { InProcessRecipe, OneShotInput, OneShotRecipe } from "../engines/engine.ts";
 import type { Backends } from "./backends.ts";
 import type { EngineProxy } from "./proxy.ts";
 import type { Scheduler } from "./scheduler.ts";
 
-/** Text-to-speech that runs in the server process (engines/kokoro.ts's espeak-ng). */
-export interface Speech {
-  /** The engine's name, sent as the X-Lemonade-Speech-Engine header of each answer. */
-  engine: string;
-  knows(voice: string): boolean;
-  /** The encoded audio as it is produced; throws when the engine cannot run here. */
-  synthesize(text: string, voice: string, speed: number, format: SpeechFormat): ReadableStream<Uint8Array>;
+/** The registered recipes of the in-process and one-shot kinds, as protocols reach them. */
+export interface StandIns {
+  /** The recipe that stands in for the model's engine for `capability` (espeak-ng speaking for
+   * a kokoro model, sd-cli upscaling for sd-cpp), whether or not it serves now; null when none. */
+  of(model: CatalogModel, capability: Capability): InProcessRecipe | OneShotRecipe | null;
+  /** Whether it serves now: the model's own engine lacks the capability, is not installed, or the
+   * model's files are not downloaded (Kokoros speaks once it is installed and they are). */
+  serving(model: CatalogModel, capability: Capability): boolean;
+  /** Runs a one-shot recipe on this machine's engines. */
+  run(recipe: OneShotRecipe, job: OneShotInput, signal?: AbortSignal): Promise<Uint8Array>;
 }
 
 export interface ServerContext {
@@ -43,12 +46,7 @@ export interface ServerContext {
   backends: Backends;
   scheduler: Scheduler<CatalogModel>;
   proxy: EngineProxy;
-  speech: Speech;
-  /** Whether a text-to-speech model speaks on its neural engine (Kokoros installed, the model's
-   * files downloaded) rather than the embedded espeak-ng. */
-  neuralSpeech(model: CatalogModel): boolean;
-  /** ESRGAN upscaling (engines/sd-cpp.ts's sd-cli). */
-  upscaler: Upscaler;
+  standIns: StandIns;
   /** The port the WebSocket APIs answer on, once listening. */
   websocketPort: number | null;
   /** What the server around this context does when asked (app/server.ts sets them). */

@@ -4,6 +4,7 @@
 // module imports nothing of ours.
 import type { TSchema } from "@sinclair/typebox";
 import { E, type ErrorRow } from "./errors.ts";
+import type { LLAMACPP } from "./recipes.ts";
 
 export type HttpMethod = "GET" | "POST" | "DELETE" | "HEAD" | "WS";
 
@@ -17,7 +18,8 @@ export type ErrorStyle = "openai" | "ollama" | "anthropic" | "lemonade";
  * `metrics`: either key, required only when LEMONADE_API_KEY is set; `open`: nobody is refused. */
 export type Access = "api" | "admin" | "metrics" | "open";
 
-export type DocPage = "openai" | "ollama" | "lemonade" | "anthropic" | "mcp" | "llamacpp";
+/** llama.cpp's page is named after its recipe. */
+export type DocPage = "openai" | "ollama" | "lemonade" | "anthropic" | "mcp" | typeof LLAMACPP;
 
 export type Availability = "fully_available" | "partially_available" | "not_available";
 

@@ -4,7 +4,7 @@ import { Type as T, type TSchema } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { E, LOADING_ERRORS } from "./errors.ts";
 import { ModelType, Nullable, PerModelType } from "./schemas.ts";
-import { RECIPE_SPECS } from "./recipes.ts";
+import { LLAMACPP, OPTION_DOCS, RECIPE_SPECS } from "./recipes.ts";
 
 export const live = endpoint({
   id: "lemonade.live",
@@ -379,27 +379,6 @@ const StatusMessage = T.Object({
   message: T.String({ description: "What was done" }),
 });
 
-/** What each recipe option does, for the load body's fields (every recipe's options are accepted). */
-const OPTION_DOCS: Record<string, string> = {
-  ctx_size: "llamacpp: context size. `-1` sizes it automatically from the model; omit it to use the saved value.",
-  llamacpp_backend: "llamacpp: `auto` (default), `cpu` (built from source into the cache), `system` (`llama-server` on PATH), or a backend config.json points at a binary.",
-  llamacpp_args: "llamacpp: extra llama-server arguments. Not allowed: the flags the server sets (`-m`, `--port`, `--host`, `--ctx-size`, `-ngl`, `--jinja`, `--mmproj`, `--embeddings`, `--reranking`, ...) and those that write or read outside the model's folders.",
-  llamacpp_device: "llamacpp: llama-server's `--device` list, such as `Vulkan0`; empty leaves its default.",
-  whispercpp_backend: "whispercpp: `auto`, `cpu` or `system`.",
-  whispercpp_args: "whispercpp: extra whisper-server arguments. Not allowed: `-m`, `--model`, `--port`, `--host`.",
-  steps: "sd-cpp: inference steps. Default `20`.",
-  cfg_scale: "sd-cpp: classifier-free guidance scale. Default `7.0`.",
-  width: "sd-cpp: image width in pixels. Default `512`.",
-  height: "sd-cpp: image height in pixels. Default `512`.",
-  sdcpp_backend: "sd-cpp: `auto` (default), `system` (`sd-server` on PATH), or a backend config.json points at a binary.",
-  sdcpp_args: "sd-cpp: extra sd-server arguments. Not allowed: `-m`, `--model`, `--diffusion-model`, `--llm`, `--vae`, `-v`, `--listen-port`, `--listen-ip`.",
-  merge_args: "`true` (default) appends the model's `*_args` to the server-wide ones; `false` uses the model's alone.",
-  auto_evict: "`true` unloads the model after `evict_idle_timeout` seconds idle; unset or `false` keeps it (the default).",
-  evict_idle_timeout: "Seconds idle before an `auto_evict` model is unloaded; `0` never. Default `300`.",
-  downsize_idle_timeout: "Accepted and saved for Lemonade compatibility; no effect in this server. Default `60`.",
-  evict_weight_factor: "Weighs the model's load time in the eviction score (idle time over load time times this); above 1 keeps it longer. Default `1.0`.",
-};
-
 /** Every recipe's options as optional, nullable load fields, so an `effective` object posts back as it is. */
 function loadOptionFields() {
   const fields: Record<string, TSchema> = {};
@@ -540,7 +519,7 @@ export const install = endpoint({
     { status: 400, code: "missing_argument", when: "`recipe` is missing for a backend install, or `provider`/`base_url` for a cloud one" },
     { status: 500, code: "install_failed", when: "The build fails; the message carries the end of the build's output" },
   ],
-  example: { body: { recipe: "llamacpp", backend: "cpu", stream: false }, response: '{"status": "success", "recipe": "llamacpp", "backend": "cpu"}' },
+  example: { body: { recipe: LLAMACPP, backend: "cpu", stream: false }, response: '{"status": "success", "recipe": "llamacpp", "backend": "cpu"}' },
 });
 
 export const uninstall = endpoint({
@@ -565,7 +544,7 @@ export const uninstall = endpoint({
     { status: 404, code: "provider_not_found", when: "`backend` is `cloud` and the provider is not installed" },
 
   ],
-  example: { body: { recipe: "llamacpp", backend: "cpu" }, response: '{"status": "success", "recipe": "llamacpp", "backend": "cpu"}' },
+  example: { body: { recipe: LLAMACPP, backend: "cpu" }, response: '{"status": "success", "recipe": "llamacpp", "backend": "cpu"}' },
 });
 
 export const stats = endpoint({
@@ -713,7 +692,7 @@ export const register = endpoint({
   }),
   errors: pullErrors.slice(0, 1),
   example: {
-    body: { model_name: "user.Phi-4-Mini-GGUF", checkpoint: "unsloth/Phi-4-mini-instruct-GGUF:Q4_K_M", recipe: "llamacpp" },
+    body: { model_name: "user.Phi-4-Mini-GGUF", checkpoint: "unsloth/Phi-4-mini-instruct-GGUF:Q4_K_M", recipe: LLAMACPP },
     response: '{"status": "success", "message": "Registered model: user.Phi-4-Mini-GGUF", "model_name": "Phi-4-Mini-GGUF", "canonical_model_name": "user.Phi-4-Mini-GGUF", "model": {"id": "Phi-4-Mini-GGUF", "recipe": "llamacpp", "downloaded": false}}',
   },
 });

@@ -4,6 +4,7 @@ import { Type as T } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { E, LOADING_ERRORS } from "./errors.ts";
 import { ModelName } from "./schemas.ts";
+import { LLAMACPP } from "./recipes.ts";
 
 const noModelErrors = [
   { status: 400, code: "no_model_loaded", when: "No model is loaded" },
@@ -17,7 +18,7 @@ export const rerank = endpoint({
   path: "/rerank",
   aliasPaths: ["/reranking", "/reranker"],
   mount: "versioned",
-  page: "llamacpp",
+  page: LLAMACPP,
   errorStyle: "openai",
   access: "api",
   summary: "Score documents against a query",
@@ -74,7 +75,7 @@ export const slots = endpoint({
   method: "GET",
   path: "/slots",
   mount: "versioned",
-  page: "llamacpp",
+  page: LLAMACPP,
   errorStyle: "openai",
   access: "api",
   summary: "Read each slot's processing state",
@@ -106,7 +107,7 @@ export const slotAction = endpoint({
   method: "POST",
   path: "/slots/:id",
   mount: "versioned",
-  page: "llamacpp",
+  page: LLAMACPP,
   errorStyle: "openai",
   access: "api",
   summary: "Save, restore or erase a slot's prompt cache",
@@ -150,7 +151,7 @@ export const tokenize = endpoint({
   method: "POST",
   path: "/tokenize",
   mount: "versioned",
-  page: "llamacpp",
+  page: LLAMACPP,
   errorStyle: "openai",
   access: "api",
   summary: "Tokenize text",

@@ -1,7 +1,8 @@
-// The recipes (engine families) of the contract: which model types each serves, the deployment
-// label a model gets when it names none, and the recipe options `/v1/load` and
-// `/v1/models/{id}/options` accept for it. The engines implement these recipes (engines/); the
-// catalog and option resolution read these facts (models/). This module imports nothing of ours.
+// The recipes (engine families) of the contract: which model types each serves, what it can do
+// and at which engine path, the deployment label a model gets when it names none, and the recipe
+// options `/v1/load` and `/v1/models/{id}/options` accept for it, with their config.json section,
+// CLI flag and docs. The engines implement these recipes (engines/); the catalog, the protocols,
+// config, the CLI, metrics and memory admission read these facts. This module imports nothing of ours.
 
 export type ModelType = "llm" | "embedding" | "reranking" | "transcription" | "image" | "tts" | "classification";
 
@@ -16,15 +17,64 @@ export interface OptionSpec {
   default: OptionValue;
   /** `ctx_size`: a positive integer or -1 (automatic). */
   ctx?: boolean;
+  /** What the option does, for the load body's docs. */
+  doc?: string;
 }
 
+/** What a recipe can be asked to do. */
+export type Capability =
+  | "chat"
+  | "completions"
+  | "embeddings"
+  | "rerank"
+  | "tokenize"
+  | "slots"
+  | "transcribe"
+  | "speech"
+  | "image.generate"
+  | "image.edit"
+  | "upscale"
+  | "classify";
+
+/** `server`: an engine process per model, reached over HTTP; `in-process`: runs in the server per
+ * request (espeak-ng speech); `one-shot`: one command per request (sd-cli upscaling). */
+export type RecipeKind = "server" | "in-process" | "one-shot";
+
+/** How a recipe's models' memory is estimated before a load is admitted: `gguf` reads the
+ * weights and KV-cache shape from the GGUF header (models/memory-fit.ts). */
+export type MemoryEstimate = "gguf";
+
 export interface RecipeSpec {
+  /** Absent means `server`. */
+  kind?: RecipeKind;
   /** The model types this recipe's engine serves. */
   serves: ModelType[];
+  /** Each capability the recipe serves, at its path on its engine (`true` for an in-process or
+   * one-shot recipe, which has no engine to reach). */
+  capabilities: Partial<Record<Capability, string | true>>;
+  /** Recipes of another kind that serve a capability for this recipe's models: always when the
+   * recipe's engine lacks it (sd-cli upscales for sd-cpp), else until that engine is installed and
+   * the model's files are there (espeak-ng speaks for kokoro). */
+  standIns?: Partial<Record<Capability, string>>;
   /** The deployment label of a model that names none. */
   defaultLabel: string;
   /** The recipe options a load accepts, with their built-in defaults. */
   options: Record<string, OptionSpec>;
+  /** The option that picks the backend; the CLI spells it `--<cliFlag> BACKEND`. */
+  backendOption?: string;
+  cliFlag?: string;
+  /** The `lemonade load --help` line for the backend flag and the recipe's other flags. */
+  cliHelp?: string;
+  /** The config.json section (`<section>.backend`, `.args`, `.<backend>_bin`), and which of its
+   * keys are recipe options server-wide (key -> option). */
+  config?: { section: string; options: Record<string, string> };
+  /** Where the engine exposes Prometheus metrics and the prefix of its metric names; `/metrics`
+   * renames `<prefix>:x` to `lemonade_<prefix>_x`. */
+  metrics?: { path: string; prefix: string };
+  memory?: MemoryEstimate;
+  /** The engine's OpenAI speech route: the `model` it expects in the body and the engine name the
+   * X-Lemonade-Speech-Engine header gives it. */
+  speech?: { model: string; engine: string };
   /** The recipe serves its models before their files are downloaded (kokoro: espeak-ng speaks
    * until Kokoros and the model's files are there), so they count as downloaded. */
   servesWithoutFiles?: boolean;
@@ -35,70 +85,196 @@ export interface RecipeSpec {
   repositoryFiles?: string[];
 }
 
+/** llama.cpp's recipe name, for what is named after it: its doc page (llamacpp.md) and the examples. */
+export const LLAMACPP = "llamacpp";
+
+/** The recipe a bare GGUF checkpoint loads with: a GGUF in the extra models folder, a pull
+ * registration or a CLI `pull` naming no recipe. */
+export const GGUF_RECIPE = LLAMACPP;
+
 /** Every recipe's residency options (lemonade.md): idle eviction is off unless `auto_evict` is
  * on; `evict_weight_factor` weighs a model's load time in the eviction score;
  * `downsize_idle_timeout` is accepted and saved, with no effect in this server. */
 const COMMON: Record<string, OptionSpec> = {
-  auto_evict: { kind: "bool", default: null },
-  evict_idle_timeout: { kind: "int", default: 300 },
-  downsize_idle_timeout: { kind: "int", default: 60 },
-  evict_weight_factor: { kind: "number", default: 1.0 },
+  auto_evict: { kind: "bool", default: null, doc: "`true` unloads the model after `evict_idle_timeout` seconds idle; unset or `false` keeps it (the default)." },
+  evict_idle_timeout: { kind: "int", default: 300, doc: "Seconds idle before an `auto_evict` model is unloaded; `0` never. Default `300`." },
+  downsize_idle_timeout: { kind: "int", default: 60, doc: "Accepted and saved for Lemonade compatibility; no effect in this server. Default `60`." },
+  evict_weight_factor: {
+    kind: "number",
+    default: 1.0,
+    doc: "Weighs the model's load time in the eviction score (idle time over load time times this); above 1 keeps it longer. Default `1.0`.",
+  },
 };
 
-const ARGS_MERGE: Record<string, OptionSpec> = { merge_args: { kind: "bool", default: true } };
+const ARGS_MERGE: Record<string, OptionSpec> = {
+  merge_args: { kind: "bool", default: true, doc: "`true` (default) appends the model's `*_args` to the server-wide ones; `false` uses the model's alone." },
+};
+
+/** The OpenAI-compatible text routes, as llama-server (and servers like it) serve them. */
+const OPENAI_TEXT = { chat: "/v1/chat/completions", completions: "/v1/completions" } as const;
 
 export const RECIPE_SPECS: Record<string, RecipeSpec> = {
   llamacpp: {
     serves: ["llm", "embedding", "reranking"],
+    capabilities: { ...OPENAI_TEXT, embeddings: "/v1/embeddings", rerank: "/v1/rerank", tokenize: "/tokenize", slots: "/slots" },
     defaultLabel: "chat",
     options: {
-      ctx_size: { kind: "int", default: -1, ctx: true },
-      llamacpp_backend: { kind: "string", default: "auto" },
-      llamacpp_args: { kind: "string", default: "" },
-      llamacpp_device: { kind: "string", default: "" },
+      ctx_size: { kind: "int", default: -1, ctx: true, doc: "llamacpp: context size. `-1` sizes it automatically from the model; omit it to use the saved value." },
+      llamacpp_backend: {
+        kind: "string",
+        default: "auto",
+        doc: "llamacpp: `auto` (default), `cpu` (built from source into the cache), `system` (`llama-server` on PATH), or a backend config.json points at a binary.",
+      },
+      llamacpp_args: {
+        kind: "string",
+        default: "",
+        doc: "llamacpp: extra llama-server arguments. Not allowed: the flags the server sets (`-m`, `--port`, `--host`, `--ctx-size`, `-ngl`, `--jinja`, `--mmproj`, `--embeddings`, `--reranking`, ...) and those that write or read outside the model's folders.",
+      },
+      llamacpp_device: { kind: "string", default: "", doc: "llamacpp: llama-server's `--device` list, such as `Vulkan0`; empty leaves its default." },
       ...ARGS_MERGE,
       ...COMMON,
     },
+    backendOption: "llamacpp_backend",
+    cliFlag: "llamacpp",
+    cliHelp: "llama.cpp backend (auto, cpu, system, ...); --llamacpp-args ARGS, --llamacpp-device DEV",
+    config: { section: "llamacpp", options: { backend: "llamacpp_backend", args: "llamacpp_args" } },
+    metrics: { path: "/metrics", prefix: "llamacpp" },
+    memory: "gguf",
   },
   whispercpp: {
     serves: ["transcription"],
+    capabilities: { transcribe: "/inference" },
     defaultLabel: "transcription",
     options: {
-      whispercpp_backend: { kind: "string", default: "cpu" },
-      whispercpp_args: { kind: "string", default: "" },
+      whispercpp_backend: { kind: "string", default: "cpu", doc: "whispercpp: `auto`, `cpu` or `system`." },
+      whispercpp_args: { kind: "string", default: "", doc: "whispercpp: extra whisper-server arguments. Not allowed: `-m`, `--model`, `--port`, `--host`." },
       ...ARGS_MERGE,
       ...COMMON,
     },
+    backendOption: "whispercpp_backend",
+    cliFlag: "whispercpp",
+    cliHelp: "whisper.cpp backend; --whispercpp-args ARGS",
+    config: { section: "whispercpp", options: { backend: "whispercpp_backend", args: "whispercpp_args" } },
   },
   "sd-cpp": {
     serves: ["image"],
+    capabilities: { "image.generate": "/v1/images/generations", "image.edit": "/v1/images/edits" },
+    // sd-server has no upscale route in the release Lemonade pins: sd-cli upscales, one image a run.
+    standIns: { upscale: "sd-cli" },
     defaultLabel: "image",
     // Defaults from lemonade.md's load table; a catalog entry's image_defaults come before them.
     options: {
-      steps: { kind: "int", default: 20 },
-      cfg_scale: { kind: "number", default: 7.0 },
-      width: { kind: "int", default: 512 },
-      height: { kind: "int", default: 512 },
-      sdcpp_backend: { kind: "string", default: "auto" },
-      sdcpp_args: { kind: "string", default: "" },
+      steps: { kind: "int", default: 20, doc: "sd-cpp: inference steps. Default `20`." },
+      cfg_scale: { kind: "number", default: 7.0, doc: "sd-cpp: classifier-free guidance scale. Default `7.0`." },
+      width: { kind: "int", default: 512, doc: "sd-cpp: image width in pixels. Default `512`." },
+      height: { kind: "int", default: 512, doc: "sd-cpp: image height in pixels. Default `512`." },
+      sdcpp_backend: {
+        kind: "string",
+        default: "auto",
+        doc: "sd-cpp: `auto` (default), `system` (`sd-server` on PATH), or a backend config.json points at a binary.",
+      },
+      sdcpp_args: {
+        kind: "string",
+        default: "",
+        doc: "sd-cpp: extra sd-server arguments. Not allowed: `-m`, `--model`, `--diffusion-model`, `--llm`, `--vae`, `-v`, `--listen-port`, `--listen-ip`.",
+      },
       ...ARGS_MERGE,
       ...COMMON,
     },
+    backendOption: "sdcpp_backend",
+    cliFlag: "sdcpp",
+    cliHelp: "sd.cpp backend; --sdcpp-args ARGS, --steps N, --cfg-scale X, --width N, --height N",
+    config: {
+      section: "sdcpp",
+      options: { backend: "sdcpp_backend", args: "sdcpp_args", steps: "steps", cfg_scale: "cfg_scale", width: "width", height: "height" },
+    },
   },
-  kokoro: { serves: ["tts"], defaultLabel: "tts", options: { ...COMMON }, servesWithoutFiles: true, repositoryIndex: "index.json" },
+  kokoro: {
+    serves: ["tts"],
+    capabilities: { speech: "/v1/audio/speech" },
+    standIns: { speech: "espeak-ng" },
+    speech: { model: "kokoro", engine: "kokoros" },
+    // `kokoro.cpu_bin` points at the user's own Kokoros.
+    config: { section: "kokoro", options: {} },
+    defaultLabel: "tts",
+    options: { ...COMMON },
+    servesWithoutFiles: true,
+    repositoryIndex: "index.json",
+  },
   /** An encoder classifier: a repository (or folder) of model.onnx, tokenizer.json and config.json. */
   onnxruntime: {
     serves: ["classification"],
+    capabilities: { classify: "/classify" },
     defaultLabel: "classification",
     options: { ...COMMON },
     repositoryIndex: "config.json",
     repositoryFiles: ["model.onnx", "tokenizer.json", "config.json"],
   },
+  /** vLLM serving a safetensors checkpoint: a whole repository, config.json at its root. */
+  vllm: {
+    serves: ["llm", "embedding"],
+    capabilities: { ...OPENAI_TEXT, embeddings: "/v1/embeddings" },
+    defaultLabel: "chat",
+    options: {
+      vllm_backend: { kind: "string", default: "auto", doc: "vllm: `auto` or `system` (`vllm` on PATH, or the binary config.json `vllm.system_bin` names)." },
+      vllm_args: { kind: "string", default: "", doc: "vllm: extra `vllm serve` arguments. Not allowed: `--host`, `--port`, `--model`, `--served-model-name`." },
+      ...ARGS_MERGE,
+      ...COMMON,
+    },
+    backendOption: "vllm_backend",
+    cliFlag: "vllm",
+    cliHelp: "vLLM backend (auto, system); --vllm-args ARGS",
+    config: { section: "vllm", options: { backend: "vllm_backend", args: "vllm_args" } },
+    metrics: { path: "/metrics", prefix: "vllm" },
+    repositoryIndex: "config.json",
+  },
+  /** espeak-ng in the server process, speaking (ffmpeg encoding) for kokoro models. */
+  "espeak-ng": { kind: "in-process", serves: ["tts"], capabilities: { speech: true }, defaultLabel: "tts", options: {} },
+  /** sd-cli, one run per image, upscaling with an ESRGAN model for sd-cpp models. */
+  "sd-cli": { kind: "one-shot", serves: ["image"], capabilities: { upscale: true }, defaultLabel: "image", options: {} },
   /** A provider's model: nothing is loaded here, so no load options apply. */
-  cloud: { serves: ["llm", "embedding", "reranking"], defaultLabel: "chat", options: {} },
+  cloud: { serves: ["llm", "embedding", "reranking"], capabilities: { ...OPENAI_TEXT, embeddings: "/v1/embeddings", rerank: "/v1/rerank" }, defaultLabel: "chat", options: {} },
 };
 
 /** The options a recipe accepts; an unknown recipe takes only the common ones. */
 export function optionSpecs(recipe: string): Record<string, OptionSpec> {
   return RECIPE_SPECS[recipe]?.options ?? COMMON;
 }
+
+/** Whether a recipe serves a capability, on its own engine or through a stand-in. */
+export function serves(recipe: string, capability: Capability): boolean {
+  const spec = RECIPE_SPECS[recipe];
+  return spec?.capabilities[capability] !== undefined || spec?.standIns?.[capability] !== undefined;
+}
+
+/** The path a capability has on the recipe's engine; throws for one it does not serve there. */
+export function enginePath(recipe: string, capability: Capability): string {
+  const path = RECIPE_SPECS[recipe]?.capabilities[capability];
+  if (typeof path !== "string") throw new Error(`Recipe ${recipe} serves no ${capability} on its engine`);
+  return path;
+}
+
+/** The engine path every recipe that serves `capability` on its engine declares, for routes that
+ * forward before the model is resolved (to the most recently used one, or a name the proxy
+ * resolves). Throws when recipes disagree: such a recipe needs the path taken per model. */
+export function sharedEnginePath(capability: Capability): string {
+  const paths = new Set(Object.values(RECIPE_SPECS).flatMap((r) => (typeof r.capabilities[capability] === "string" ? [r.capabilities[capability]] : [])));
+  if (paths.size !== 1) throw new Error(`Recipes serve ${capability} at ${paths.size ? [...paths].join(" and ") : "no engine path"}; a shared path needs exactly one`);
+  return [...paths][0]!;
+}
+
+/** The recipes with a config.json section. */
+const configured = () => Object.values(RECIPE_SPECS).flatMap((r) => (r.config ? [r.config] : []));
+
+/** The config.json sections whose `<backend>_bin` keys name a backend's binary. */
+export const CONFIG_SECTIONS: string[] = configured().map((c) => c.section);
+
+/** config.json section keys that are recipe options server-wide (`llamacpp.args` -> `llamacpp_args`). */
+export const RECIPE_DEFAULT_KEYS: Record<string, string> = Object.fromEntries(
+  configured().flatMap((c) => Object.entries(c.options).map(([key, option]) => [`${c.section}.${key}`, option])),
+);
+
+/** What each recipe option does, for the load body's fields (every recipe's options are accepted). */
+export const OPTION_DOCS: Record<string, string> = Object.fromEntries(
+  Object.values(RECIPE_SPECS).flatMap((r) => Object.entries(r.options).flatMap(([name, o]) => (o.doc ? [[name, o.doc]] : []))),
+);

@@ -5,6 +5,7 @@ import { Client, CliError, ensureServer, errorMessage, target } from "../client.
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
 import { ProgressReporter, bold, dim, green, sseEvents, table } from "../format.ts";
 import { LOAD_FLAGS, LOAD_FLAGS_HELP, loadOptionsFrom } from "../load-flags.ts";
+import { GGUF_RECIPE } from "../../spec/recipes.ts";
 
 const connect = async (input: CommandInput) => {
   const client = new Client(target(input.values as { host?: string; port?: string }));
@@ -183,7 +184,7 @@ ${SERVER_FLAGS_HELP}`,
       else checkpoints.main = c;
     }
     if (v.components) Object.assign(body, { recipe: "collection.omni", components: v.components });
-    else if (Object.keys(checkpoints).length) Object.assign(body, { checkpoints, recipe: v.recipe ?? "llamacpp" });
+    else if (Object.keys(checkpoints).length) Object.assign(body, { checkpoints, recipe: v.recipe ?? GGUF_RECIPE });
     else if (isCheckpoint(target)) {
       let checkpoint = target;
       if (!/:[\w.-]+$/.test(checkpoint.replace(/^https?:\/\//, ""))) {
@@ -192,7 +193,7 @@ ${SERVER_FLAGS_HELP}`,
         if (info.recipe === "collection.omni") Object.assign(body, { model_name: `user.${info.suggested_name}`, checkpoint, recipe: info.recipe });
         else checkpoint = `${checkpoint}:${await chooseVariant(info, checkpoint)}`;
       }
-      if (!body.recipe) Object.assign(body, { model_name: nameForCheckpoint(checkpoint), checkpoint, recipe: v.recipe ?? "llamacpp" });
+      if (!body.recipe) Object.assign(body, { model_name: nameForCheckpoint(checkpoint), checkpoint, recipe: v.recipe ?? GGUF_RECIPE });
     }
     if (v.mmproj) body.mmproj = v.mmproj;
     if (v.label) body.labels = v.label;

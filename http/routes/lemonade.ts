@@ -40,8 +40,8 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
       const { components } = ctx.catalog.omniSpec(model)!;
       for (const c of components) {
         const part = ctx.catalog.get(c);
-        // Speech that espeak-ng serves in-process has no engine to start.
-        if (part.type === "tts" && !ctx.neuralSpeech(part)) continue;
+        // Speech an in-process recipe (espeak-ng) serves has no engine to start.
+        if (part.type === "tts" && ctx.standIns.serving(part, "speech")) continue;
         await ctx.scheduler.load(part, {});
       }
       return { status: "success", message: `Loaded ${model.id}: ${components.join(", ")}`, model_name: model.id, checkpoint: "", recipe: model.recipe };

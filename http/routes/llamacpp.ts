@@ -2,9 +2,10 @@
 // recently used llama.cpp model).
 import { llamacpp as spec, metricsLabel } from "../../spec/index.ts";
 import { E } from "../../spec/errors.ts";
+import { sharedEnginePath } from "../../spec/recipes.ts";
 import { ApiError } from "../../lib/api-error.ts";
 import type { ServerContext } from "../../runtime/context.ts";
-import { needsLlamacpp, needsReranker, toEngineBody } from "../../protocols/openai.ts";
+import { needs, needsReranker, toEngineBody } from "../../protocols/openai.ts";
 import type { Binder } from "../bind.ts";
 
 /** Slot files are plain names inside the model's slot folder: no separators, no dot-files. */
@@ -15,7 +16,7 @@ export function llamacppRoutes(bind: Binder, ctx: ServerContext): void {
     const { engineBody, loadOptions } = toEngineBody(body as Record<string, unknown>);
     return ctx.proxy.toModel({
       model: body.model,
-      path: "/v1/rerank",
+      path: sharedEnginePath("rerank"),
       body: engineBody,
       check: needsReranker,
       loadOptions,
@@ -26,7 +27,7 @@ export function llamacppRoutes(bind: Binder, ctx: ServerContext): void {
   });
 
   bind.http(spec.slots, ({ request }) =>
-    ctx.proxy.toRecent({ method: "GET", path: "/slots", signal: request.signal, endpoint: metricsLabel(spec.slots), check: needsLlamacpp }),
+    ctx.proxy.toRecent({ method: "GET", path: sharedEnginePath("slots"), signal: request.signal, endpoint: metricsLabel(spec.slots), check: needs("slots") }),
   );
 
   bind.http(spec.slotAction, ({ params, query, body, request }) => {
@@ -42,22 +43,22 @@ export function llamacppRoutes(bind: Binder, ctx: ServerContext): void {
     }
     return ctx.proxy.toRecent({
       method: "POST",
-      path: `/slots/${params.id}?action=${query.action}`,
+      path: `${sharedEnginePath("slots")}/${params.id}?action=${query.action}`,
       body: query.action === "erase" ? {} : { filename },
       signal: request.signal,
       endpoint: metricsLabel(spec.slotAction),
-      check: needsLlamacpp,
+      check: needs("slots"),
     });
   });
 
   bind.http(spec.tokenize, ({ body, request }) =>
     ctx.proxy.toRecent({
       method: "POST",
-      path: "/tokenize",
+      path: sharedEnginePath("tokenize"),
       body: body as Record<string, unknown>,
       signal: request.signal,
       endpoint: metricsLabel(spec.tokenize),
-      check: needsLlamacpp,
+      check: needs("tokenize"),
     }),
   );
 }

@@ -2,8 +2,12 @@
 // down the layers README.md's Layout table describes:
 //   cli -> app -> http -> protocols -> runtime -> engines, models -> observability, config -> lib, spec
 import { expect, test } from "bun:test";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
+import ts from "typescript";
+import { RECIPES } from "../../engines/recipes.ts";
+import { RECIPE_SPECS } from "../../spec/recipes.ts";
 
 const root = join(import.meta.dir, "..", "..");
 const SOURCE_DIRS = ["spec", "lib", "config", "observability", "engines", "models", "runtime", "protocols", "http", "app", "cli", "web", "scripts"];
@@ -12,7 +16,7 @@ const SOURCE_DIRS = ["spec", "lib", "config", "observability", "engines", "model
 const ALLOWED: Record<string, string[]> = {
   spec: [],
   lib: [],
-  config: ["lib"],
+  config: ["lib", "spec"],
   observability: ["lib", "spec"],
   engines: ["lib", "spec"],
   models: ["lib", "spec"],
@@ -90,11 +94,43 @@ test("every import points down the layers", () => {
   expect(wrong).toEqual([]);
 });
 
-test("the scheduler and the launcher name no recipe; only engines/ and the catalog's facts do", () => {
-  const recipeNames = /["'](llamacpp|whispercpp|kokoro|sd-cpp)["']/;
-  for (const file of ["runtime/scheduler.ts", "runtime/eviction.ts", "runtime/launcher.ts", "runtime/backends.ts"]) {
-    expect(recipeNames.test(readFileSync(join(root, file), "utf8")), file).toBe(false);
-  }
+/** Recipe names as quoted literals: every registered recipe but the virtual kinds (`cloud` and
+ * the collections are models with no engine, resolved as targets of their own). */
+const VIRTUAL = new Set(["cloud"]);
+const recipeNames = [...new Set([...RECIPES.map((r) => r.name), ...Object.keys(RECIPE_SPECS)])].filter((n) => !VIRTUAL.has(n));
+
+/** The string literals (and plain template literals) of a file whose whole text is a recipe name:
+ * a branch, a key or an argument naming a recipe. Names inside prose or JSON examples are text. */
+function recipeLiterals(file: string): string[] {
+  const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, false, file.endsWith(".tsx") ? ts.ScriptKind.TSX : ts.ScriptKind.TS);
+  const found: string[] = [];
+  const visit = (node: ts.Node) => {
+    if ((ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) && recipeNames.includes(node.text)) {
+      const { line } = source.getLineAndCharacterOfPosition(node.getStart(source));
+      found.push(`${relative(root, file)}:${line + 1} "${node.text}"`);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+test("no recipe is named outside engines/ and spec/recipes.ts: other layers ask what a recipe declares", () => {
+  // web/ is a client of the HTTP API and shows the recipe names the server sends; scripts/ and
+  // test/ may name anything.
+  const checked = SOURCE_DIRS.filter((d) => !["engines", "web", "scripts"].includes(d));
+  const files = checked.flatMap((d) => sources(join(root, d))).filter((f) => relative(root, f) !== "spec/recipes.ts");
+  expect(recipeNames).toContain("llamacpp");
+  expect(recipeNames).toContain("espeak-ng");
+  expect(files.flatMap(recipeLiterals)).toEqual([]);
+});
+
+test("the literal check finds a recipe named in code and passes its name in prose", () => {
+  const dir = mkdtempSync(join(tmpdir(), "arch-"));
+  const file = join(dir, "probe.ts");
+  writeFileSync(file, 'const a = m.recipe === "whispercpp";\nconst b = "served by whispercpp, or sd-cpp";\nconst c = `sd-cli`;\n');
+  expect(recipeLiterals(file).map((l) => l.split(" ").pop())).toEqual(['"whispercpp"', '"sd-cli"']);
+  rmSync(dir, { recursive: true, force: true });
 });
 
 test("README's Layout table lists exactly the source folders of the tree", () => {

@@ -1,13 +1,19 @@
 // The recipes' pure parts: launch plans (argv), reserved flags, and option resolution.
 import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { splitArgs } from "../../lib/args.ts";
 import { EngineConfigError, NotInstalledError, type LaunchInput } from "../../engines/engine.ts";
 import { llamacpp } from "../../engines/llamacpp.ts";
 import { whispercpp } from "../../engines/whispercpp.ts";
-import { RECIPES, findRecipe } from "../../engines/recipes.ts";
+import { RECIPES, findRecipe, recipeStatuses, serverRecipes, standInOf, standInServes } from "../../engines/recipes.ts";
+import { espeak } from "../../engines/espeak.ts";
+import { sdCli } from "../../engines/sd-cpp.ts";
+import { vllm } from "../../engines/vllm.ts";
+import { LOAD_FLAGS, LOAD_FLAGS_HELP, loadOptionsFrom } from "../../cli/load-flags.ts";
 import { mergeSavedOptions, optionsToSave, resolvedCtxSize, resolveOptions, OptionError } from "../../models/recipe-options.ts";
-import { RECIPE_SPECS } from "../../spec/recipes.ts";
-import { tempDir } from "../helpers/server.ts";
+import { CONFIG_SECTIONS, enginePath, OPTION_DOCS, RECIPE_DEFAULT_KEYS, RECIPE_SPECS, serves, sharedEnginePath, type Capability } from "../../spec/recipes.ts";
+import { startTestServer, tempDir } from "../helpers/server.ts";
 
 const input = (over: Partial<LaunchInput> = {}): LaunchInput => ({
   modelId: "m",
@@ -78,7 +84,113 @@ test("whispercpp: argv with the user's flags; reserved ones refused", () => {
 test("every registered recipe has its spec entry, and the spec names no recipe that is not registered", () => {
   expect(RECIPES.map((r) => r.name).sort()).toEqual(Object.keys(RECIPE_SPECS).sort());
   expect(findRecipe(RECIPES, "llamacpp")).toBe(llamacpp);
-  for (const r of RECIPES) if (r.backendOption) expect(RECIPE_SPECS[r.name]!.options).toHaveProperty(r.backendOption);
+  for (const r of serverRecipes(RECIPES)) {
+    expect(r.backendOption, r.name).toBe(RECIPE_SPECS[r.name]!.backendOption);
+    if (r.backendOption) expect(RECIPE_SPECS[r.name]!.options).toHaveProperty(r.backendOption);
+  }
+  for (const r of RECIPES) expect(r.kind ?? "server", r.name).toBe(RECIPE_SPECS[r.name]!.kind ?? "server");
+});
+
+describe("capabilities", () => {
+  const env = { cacheDir: tempDir(), path: "" };
+
+  test("a recipe serves what it declares, at its engine path; a stand-in names a registered recipe of another kind", () => {
+    expect(serves("llamacpp", "embeddings")).toBe(true);
+    expect(enginePath("llamacpp", "slots")).toBe("/slots");
+    expect(enginePath("whispercpp", "transcribe")).toBe("/inference");
+    expect(serves("whispercpp", "embeddings")).toBe(false);
+    expect(serves("sd-cpp", "upscale")).toBe(true);
+    expect(() => enginePath("sd-cpp", "upscale")).toThrow();
+    expect(serves("no-such-recipe", "chat")).toBe(false);
+    for (const [name, spec] of Object.entries(RECIPE_SPECS)) {
+      for (const by of Object.values(spec.standIns ?? {})) {
+        const recipe = RECIPES.find((r) => r.name === by);
+        expect(recipe?.kind, `${name} -> ${by}`).toMatch(/^(in-process|one-shot)$/);
+      }
+      if ((spec.kind ?? "server") !== "server") expect(Object.values(spec.capabilities).every((p) => p === true), name).toBe(true);
+    }
+  });
+
+  test("recipes that serve a capability on their engines share its path (routes that forward before the model is known use it)", () => {
+    const onEngines = new Set(Object.values(RECIPE_SPECS).flatMap((r) => Object.entries(r.capabilities).flatMap(([c, p]) => (typeof p === "string" ? [c as Capability] : []))));
+    for (const capability of onEngines) expect(sharedEnginePath(capability)).toStartWith("/");
+    expect(sharedEnginePath("rerank")).toBe("/v1/rerank");
+    expect(() => sharedEnginePath("upscale")).toThrow(/no engine path/);
+  });
+
+  test("espeak-ng speaks for kokoro until Kokoros is installed and the files are there; sd-cli always upscales for sd-cpp", () => {
+    expect(standInOf(RECIPES, "kokoro", "speech")).toBe(espeak);
+    expect(standInServes(RECIPES, env, "kokoro", "speech", true)).toBe(true);
+    expect(standInOf(RECIPES, "sd-cpp", "upscale")).toBe(sdCli);
+    expect(standInServes(RECIPES, env, "sd-cpp", "upscale", true)).toBe(true);
+    expect(standInOf(RECIPES, "llamacpp", "embeddings")).toBeNull();
+    expect(standInServes(RECIPES, env, "llamacpp", "embeddings", true)).toBe(false);
+  });
+
+  test("Kokoros installed and the model's files there: its own engine speaks", () => {
+    const bin = join(env.cacheDir, "koko");
+    writeFileSync(bin, "#!/bin/sh\n", { mode: 0o755 });
+    const configured = { ...env, binaries: { kokoro: { cpu: bin } } };
+    expect(standInServes(RECIPES, configured, "kokoro", "speech", true)).toBe(false);
+    expect(standInServes(RECIPES, configured, "kokoro", "speech", false)).toBe(true);
+  });
+
+  test("in-process and one-shot recipes are neither launched nor listed in /v1/system-info", () => {
+    expect(findRecipe(RECIPES, "espeak-ng")).toBeUndefined();
+    expect(Object.keys(recipeStatuses(RECIPES, env))).not.toContain("sd-cli");
+    expect(Object.keys(recipeStatuses(RECIPES, env))).toContain("kokoro");
+  });
+});
+
+test("config keys, CLI flags and option docs come from the recipe list", () => {
+  expect(CONFIG_SECTIONS).toEqual(expect.arrayContaining(["llamacpp", "whispercpp", "sdcpp"]));
+  expect(RECIPE_DEFAULT_KEYS).toMatchObject({
+    "llamacpp.backend": "llamacpp_backend",
+    "llamacpp.args": "llamacpp_args",
+    "whispercpp.backend": "whispercpp_backend",
+    "sdcpp.args": "sdcpp_args",
+    "sdcpp.steps": "steps",
+    "sdcpp.height": "height",
+  });
+  for (const spec of Object.values(RECIPE_SPECS)) {
+    for (const [name, option] of Object.entries(spec.config?.options ?? {})) expect(spec.options, `${spec.config!.section}.${name}`).toHaveProperty(option);
+    for (const name of Object.keys(spec.options)) expect(OPTION_DOCS[name], name).toBeString();
+    if (spec.backendOption) {
+      expect(LOAD_FLAGS[spec.cliFlag!]).toEqual({ type: "string" });
+      expect(LOAD_FLAGS_HELP).toContain(`--${spec.cliFlag} BACKEND`);
+      expect(loadOptionsFrom({ [spec.cliFlag!]: "cpu" })).toEqual({ [spec.backendOption]: "cpu" });
+    }
+  }
+});
+
+describe("vllm", () => {
+  test("argv: `vllm serve` on the repository's folder, loopback port, served under the model's id, then the user's flags", () => {
+    const plan = vllm.plan!("/usr/bin/vllm", input({ modelId: "Qwen3.5-0.8B-FP16-vLLM", files: { main: "/hf/snapshots/abc/config.json" }, options: { vllm_args: "--max-model-len 4096" } }));
+    expect(plan.argv(4321)).toEqual([
+      "/usr/bin/vllm", "serve", "/hf/snapshots/abc", "--host", "127.0.0.1", "--port", "4321", "--served-model-name", "Qwen3.5-0.8B-FP16-vLLM", "--max-model-len", "4096",
+    ]);
+    expect(plan.healthPath).toBe("/health");
+    expect(() => vllm.checkOptions({ vllm_args: "--port 5" })).toThrow(EngineConfigError);
+    expect(() => vllm.checkOptions({ vllm_backend: "rocm" })).toThrow(EngineConfigError);
+    expect(() => vllm.locate!("system", { cacheDir: tempDir(), path: "" })).toThrow(EngineConfigError);
+  });
+
+  test("registered by its one line: /v1/system-info lists it, its catalog models are offered, its config and flags exist", async () => {
+    const bin = tempDir("lemonade-vllm-bin-");
+    writeFileSync(join(bin, "vllm"), "#!/bin/sh\n", { mode: 0o755 });
+    expect(findRecipe(RECIPES, "vllm")).toBe(vllm);
+    expect(RECIPE_DEFAULT_KEYS["vllm.args"]).toBe("vllm_args");
+    expect(loadOptionsFrom({ vllm: "system" })).toEqual({ vllm_backend: "system" });
+    const server = await startTestServer({ PATH: `${bin}:${process.env.PATH}` }, tempDir(), { engines: false });
+    try {
+      const info = await (await fetch(`${server.url}/v1/system-info`)).json();
+      expect(info.recipes.vllm).toMatchObject({ default_backend: "system", backends: { system: { state: "installed", version: `system (${join(bin, "vllm")})` } } });
+      const models = await (await fetch(`${server.url}/v1/models?show_all=true`)).json();
+      expect(models.data.find((m: { id: string }) => m.id === "Qwen3.5-0.8B-FP16-vLLM")).toMatchObject({ recipe: "vllm" });
+    } finally {
+      await server.close();
+    }
+  });
 });
 
 test("splitArgs splits like a shell for words and quotes, without one", () => {
