@@ -19,18 +19,18 @@ const required = (value: string | undefined, field: string): string => {
   return value;
 };
 
-export async function installCloud(ctx: ServerContext, body: CloudBody) {
+export async function installCloud(ctx: Pick<ServerContext, "cloud">, body: CloudBody) {
   const provider = required(body.provider, "provider");
   const result = await ctx.cloud.install(provider, required(body.base_url, "base_url"), body.api_key, body.wire);
   return { status: "success", backend: "cloud", provider, ...result };
 }
 
-export async function uninstallCloud(ctx: ServerContext, body: CloudBody) {
+export async function uninstallCloud(ctx: Pick<ServerContext, "cloud">, body: CloudBody) {
   const provider = required(body.provider, "provider");
   return { status: "success", backend: "cloud", provider, models_evicted: ctx.cloud.uninstall(provider) };
 }
 
-export function cloudRoutes(bind: Binder, ctx: ServerContext): void {
+export function cloudRoutes(bind: Binder, ctx: Pick<ServerContext, "cloud">): void {
   bind.http(spec.cloudAuth, ({ body }) => ctx.cloud.setKey(body.provider, body.api_key));
   bind.http(spec.cloudAuthClear, ({ params }) => ctx.cloud.clearKey(params.provider));
 }

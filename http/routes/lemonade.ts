@@ -29,7 +29,7 @@ function requestOptions(body: Record<string, unknown>): Record<string, unknown> 
   return options;
 }
 
-export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
+export function lemonadeRoutes(bind: Binder, ctx: Pick<ServerContext, "aliases" | "backends" | "catalog" | "cloud" | "config" | "downloads" | "hostStats" | "library" | "lifecycle" | "logger" | "metrics" | "neuralSpeech" | "proxy" | "recipeOptions" | "scheduler" | "stats" | "version" | "websocketPort">): void {
   bind.http(spec.live, () => ({ status: "ok" }));
 
   bind.http(spec.load, async ({ body }) => {

@@ -4,7 +4,7 @@ import { lemonade as spec } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import type { Binder } from "../bind.ts";
 
-export function logStreamRoute(bind: Binder, ctx: ServerContext): void {
+export function logStreamRoute(bind: Binder, ctx: Pick<ServerContext, "logger">): void {
   const subscriptions = new Map<string, () => void>();
   const drop = (id: string) => {
     subscriptions.get(id)?.();

@@ -6,7 +6,7 @@ import { handleMcp, mcpBodyError } from "../../protocols/mcp.ts";
 import { DEFAULT_MAX_DEPTH, readJsonText } from "../body.ts";
 import type { Binder } from "../bind.ts";
 
-export function mcpRoutes(bind: Binder, ctx: ServerContext): void {
+export function mcpRoutes(bind: Binder, ctx: Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "logger" | "neuralSpeech" | "options" | "proxy" | "recipeOptions" | "scheduler" | "speech">): void {
   const limits = { maxBytes: ctx.config.maxBodyBytes, maxDepth: DEFAULT_MAX_DEPTH };
   bind.http(spec.mcpPost, async ({ request }) => {
     let text: string;
