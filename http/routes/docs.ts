@@ -1,5 +1,5 @@
 // GET /openapi.json and GET /docs: the API reference, rendered from spec/ once per process.
-import { lemonade as spec } from "../../spec/index.ts";
+import { operations as spec } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import type { Binder } from "../bind.ts";
 import { docsPage, openApiDocument } from "../openapi.ts";

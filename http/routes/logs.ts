@@ -1,6 +1,6 @@
 // WS /logs/stream: a snapshot of retained log entries, then each new entry as it is logged.
 import { Value } from "@sinclair/typebox/value";
-import { lemonade as spec } from "../../spec/index.ts";
+import { operations as spec } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import type { Binder } from "../bind.ts";
 
