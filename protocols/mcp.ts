@@ -283,7 +283,10 @@ async function omniTool(ctx: Pick<ServerContext, "catalog" | "config" | "library
   return toolResult(content);
 }
 
-async function callTool(ctx: Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "logger" | "neuralSpeech" | "options" | "proxy" | "recipeOptions" | "scheduler" | "speech">, params: Json, signal: AbortSignal): Promise<Json> {
+/** What the MCP tools use of the server. */
+export type McpContext = Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "logger" | "neuralSpeech" | "options" | "proxy" | "recipeOptions" | "scheduler" | "speech">;
+
+async function callTool(ctx: McpContext, params: Json, signal: AbortSignal): Promise<Json> {
   const name = params?.name;
   const args: Json = params?.arguments ?? {};
   if (typeof name !== "string") throw new RpcError(RPC.invalidParams, "tools/call needs params.name");
@@ -307,7 +310,7 @@ async function callTool(ctx: Pick<ServerContext, "aliases" | "catalog" | "config
   }
 }
 
-async function dispatch(ctx: Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "logger" | "neuralSpeech" | "options" | "proxy" | "recipeOptions" | "scheduler" | "speech">, msg: Json, signal: AbortSignal): Promise<Json> {
+async function dispatch(ctx: McpContext, msg: Json, signal: AbortSignal): Promise<Json> {
   switch (msg.method) {
     case "initialize": {
       const asked = msg.params?.protocolVersion;
@@ -332,7 +335,7 @@ async function dispatch(ctx: Pick<ServerContext, "aliases" | "catalog" | "config
 const rpcError = (id: unknown, code: number, message: string) => ({ jsonrpc: "2.0", id: id ?? null, error: { code, message } });
 
 /** Answers one message; null for a notification (no id), which gets no answer. */
-async function handleOne(ctx: Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "logger" | "neuralSpeech" | "options" | "proxy" | "recipeOptions" | "scheduler" | "speech">, msg: unknown, signal: AbortSignal): Promise<Json | null> {
+async function handleOne(ctx: McpContext, msg: unknown, signal: AbortSignal): Promise<Json | null> {
   if (!msg || typeof msg !== "object" || Array.isArray(msg) || (msg as Json).jsonrpc !== "2.0" || typeof (msg as Json).method !== "string") {
     return rpcError((msg as Json)?.id, RPC.invalidRequest, "Not a JSON-RPC 2.0 request: expected {jsonrpc: \"2.0\", method, id?, params?}");
   }
@@ -356,7 +359,7 @@ export function mcpBodyError(status: number, message: string): Response {
 }
 
 /** One POST /mcp: a message or a batch in, the answers out (202 when nothing needs one). */
-export async function handleMcp(ctx: Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "logger" | "neuralSpeech" | "options" | "proxy" | "recipeOptions" | "scheduler" | "speech">, raw: string, signal: AbortSignal): Promise<Response> {
+export async function handleMcp(ctx: McpContext, raw: string, signal: AbortSignal): Promise<Response> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);

@@ -159,8 +159,11 @@ function forPlanner(messages: Json[], sees: boolean): Json[] {
   });
 }
 
+/** What a collection.omni turn uses of the server. */
+type OmniContext = Pick<ServerContext, "catalog" | "library" | "logger" | "neuralSpeech" | "options" | "proxy" | "speech">;
+
 /** The loop; `emit` receives content as it is made (media the moment its tool finishes). */
-async function run(ctx: Pick<ServerContext, "catalog" | "library" | "logger" | "neuralSpeech" | "options" | "proxy" | "speech">, collection: CatalogModel, body: Json, signal: AbortSignal, emit: (content: string) => void): Promise<OmniTurn> {
+async function run(ctx: OmniContext, collection: CatalogModel, body: Json, signal: AbortSignal, emit: (content: string) => void): Promise<OmniTurn> {
   // A collection is downloaded on first use, components and all.
   await ctx.library.ensureDownloaded(collection);
   const roles = omniRoles(ctx, collection);
@@ -222,7 +225,7 @@ async function run(ctx: Pick<ServerContext, "catalog" | "library" | "logger" | "
 }
 
 /** One whole turn, for callers that take the artifacts apart (MCP's lemonade_omni). */
-export function omniTurn(ctx: Pick<ServerContext, "catalog" | "library" | "logger" | "neuralSpeech" | "options" | "proxy" | "speech">, collection: CatalogModel, body: Json, signal: AbortSignal): Promise<OmniTurn> {
+export function omniTurn(ctx: OmniContext, collection: CatalogModel, body: Json, signal: AbortSignal): Promise<OmniTurn> {
   return run(ctx, collection, body, signal, () => {});
 }
 
@@ -231,7 +234,7 @@ const chunk = (id: string, model: string, delta: Json, finish: string | null = n
   `data: ${JSON.stringify({ id, object: "chat.completion.chunk", model, created: Math.floor(Date.now() / 1000), choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
 
 /** A chat completions request naming an omni collection: one answer, or a stream of its content. */
-export async function omniChat(ctx: Pick<ServerContext, "catalog" | "library" | "logger" | "neuralSpeech" | "options" | "proxy" | "speech">, collection: CatalogModel, body: Json, signal: AbortSignal): Promise<Response> {
+export async function omniChat(ctx: OmniContext, collection: CatalogModel, body: Json, signal: AbortSignal): Promise<Response> {
   const name = String(body.model);
   if (body.stream !== true) {
     const { answer } = await run(ctx, collection, body, signal, () => {});
