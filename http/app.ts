@@ -11,9 +11,13 @@ import { Binder } from "./bind.ts";
 import { DEFAULT_MAX_DEPTH } from "./body.ts";
 import { errorResponse, toApiError, unmatchedErrorStyle } from "./errors.ts";
 import { anthropicRoutes } from "./routes/anthropic.ts";
+import { backendRoutes } from "./routes/backends.ts";
+import { classifyRoutes } from "./routes/classify.ts";
 import { docsRoutes } from "./routes/docs.ts";
+import { downloadRoutes } from "./routes/downloads.ts";
 import { imageRoutes } from "./routes/images.ts";
-import { lemonadeRoutes } from "./routes/lemonade.ts";
+import { internalRoutes } from "./routes/internal.ts";
+import { lifecycleRoutes } from "./routes/lifecycle.ts";
 import { cloudRoutes } from "./routes/cloud.ts";
 import { webRoutes } from "./routes/web.ts";
 import { llamacppRoutes } from "./routes/llamacpp.ts";
@@ -22,6 +26,7 @@ import { mcpRoutes } from "./routes/mcp.ts";
 import { modelRoutes } from "./routes/models.ts";
 import { ollamaRoutes } from "./routes/ollama.ts";
 import { openaiRoutes } from "./routes/openai.ts";
+import { operationsRoutes } from "./routes/operations.ts";
 import { realtimeRoutes } from "./routes/realtime.ts";
 
 /** The definitions a request path belongs to, from what was bound (exact paths first): one per method. */
@@ -133,7 +138,12 @@ export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
   if (!websocketsOnly) {
     docsRoutes(binder, ctx);
     webRoutes(binder, ctx);
-    lemonadeRoutes(binder, ctx);
+    lifecycleRoutes(binder, ctx);
+    downloadRoutes(binder, ctx);
+    classifyRoutes(binder, ctx);
+    backendRoutes(binder, ctx);
+    operationsRoutes(binder, ctx);
+    internalRoutes(binder, ctx);
     cloudRoutes(binder, ctx);
     openaiRoutes(binder, ctx);
     imageRoutes(binder, ctx);

@@ -3,7 +3,6 @@
 // extra-models folder). A short lifetime bounds what a change behind the server's back (files
 // removed from the Hugging Face cache by hand) can leave stale.
 import { generation } from "../lib/generation.ts";
-import type { ServerContext } from "../runtime/context.ts";
 
 const LIFETIME_MS = 2000;
 
@@ -13,10 +12,11 @@ interface Entry {
   body: string;
 }
 
-const views = new WeakMap<ServerContext, Map<string, Entry>>();
+/** Per server context (tests run several in one process). */
+const views = new WeakMap<object, Map<string, Entry>>();
 
 /** The JSON response for `key`, rebuilt by `build` when stale. */
-export function cachedJson(ctx: ServerContext, key: string, build: () => unknown): Response {
+export function cachedJson(ctx: object, key: string, build: () => unknown): Response {
   let entries = views.get(ctx);
   if (!entries) views.set(ctx, (entries = new Map()));
   const now = performance.now();

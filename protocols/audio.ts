@@ -49,7 +49,7 @@ function field(form: FormData, name: string): string | undefined {
   return typeof v === "string" && v !== "" ? v : undefined;
 }
 
-export async function transcribe(ctx: ServerContext, request: Request): Promise<Response> {
+export async function transcribe(ctx: Pick<ServerContext, "config" | "logger" | "proxy">, request: Request): Promise<Response> {
   if (!request.headers.get("content-type")?.toLowerCase().startsWith("multipart/form-data")) {
     throw new ApiError(400, "", "The request must be multipart/form-data with a 'file' and a 'model'");
   }
@@ -99,7 +99,7 @@ export interface SpeechRequest {
   stream_format?: "audio";
 }
 
-export async function speak(ctx: ServerContext, body: SpeechRequest, signal: AbortSignal = new AbortController().signal): Promise<Response> {
+export async function speak(ctx: Pick<ServerContext, "catalog" | "logger" | "proxy" | "standIns">, body: SpeechRequest, signal: AbortSignal = new AbortController().signal): Promise<Response> {
   const model = ctx.catalog.get(body.model);
   if (model.type !== "tts" || !serves(model.recipe, "speech")) {
     throw new ApiError(400, "model_not_applicable", `Model ${model.id} is not a text-to-speech model (its type is ${model.type})`, "model");

@@ -42,7 +42,7 @@ export function parseClassifyBody(body: unknown): ClassifyRequest {
 }
 
 /** The model named, else the classifier loaded (the most recently used one when several are). */
-function modelName(ctx: ServerContext, named: string | undefined): string {
+function modelName(ctx: Pick<ServerContext, "scheduler">, named: string | undefined): string {
   if (named) return named;
   const loaded = ctx.scheduler
     .list()
@@ -54,7 +54,7 @@ function modelName(ctx: ServerContext, named: string | undefined): string {
 
 /** Label scores, highest first, from the classifier (loaded when it is not), through the proxy:
  * its queue, its watch for a hung engine and its one replay after a crash. */
-export async function classifyText(ctx: ServerContext, req: ClassifyRequest, signal: AbortSignal): Promise<{ model: string; labels: Record<string, number> }> {
+export async function classifyText(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, req: ClassifyRequest, signal: AbortSignal): Promise<{ model: string; labels: Record<string, number> }> {
   const name = modelName(ctx, req.model);
   const res = await ctx.proxy.toModel({
     model: name,
@@ -69,7 +69,7 @@ export async function classifyText(ctx: ServerContext, req: ClassifyRequest, sig
   return { model: model ? ctx.catalog.publicId(model) : name, labels: (await res.json()).labels };
 }
 
-export async function classify(ctx: ServerContext, body: unknown, signal: AbortSignal): Promise<Response> {
+export async function classify(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, body: unknown, signal: AbortSignal): Promise<Response> {
   const req = parseClassifyBody(body);
   const { model, labels } = await classifyText(ctx, req, signal);
   return Response.json({ object: "classification", model: req.model ?? model, labels });

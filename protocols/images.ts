@@ -46,7 +46,7 @@ function parseSize(size: unknown, param = "size"): [number, number] | undefined 
 }
 
 /** Settings for `model`: the request's values, else the saved options, else image_defaults, else the recipe's. */
-export function imageSettings(ctx: ServerContext, model: CatalogModel, request: Json): ImageSettings {
+export function imageSettings(ctx: Pick<ServerContext, "options">, model: CatalogModel, request: Json): ImageSettings {
   const options = ctx.options.resolve(model);
   const extras = model.imageExtras ?? {};
   const size = parseSize(request.size);
@@ -97,12 +97,12 @@ function checkResponseFormat(format: unknown): void {
 }
 
 /** A generation's answer as JSON, for the routes that wrap it (Ollama, MCP). */
-export async function generateImages(ctx: ServerContext, body: Json, signal: AbortSignal, endpoint: string): Promise<Json> {
+export async function generateImages(ctx: Pick<ServerContext, "options" | "proxy">, body: Json, signal: AbortSignal, endpoint: string): Promise<Json> {
   return (await generate(ctx, body, signal, endpoint)).json();
 }
 
 /** POST /v1/images/generations */
-export function generate(ctx: ServerContext, body: Json, signal: AbortSignal, endpoint: string): Promise<Response> {
+export function generate(ctx: Pick<ServerContext, "options" | "proxy">, body: Json, signal: AbortSignal, endpoint: string): Promise<Response> {
   checkResponseFormat(body.response_format);
   const model = ctx.proxy.model(body.model, needsImageModel);
   const s = imageSettings(ctx, model, body);
@@ -151,7 +151,7 @@ async function readForm(request: Request): Promise<FormData> {
 }
 
 /** POST /v1/images/edits and /v1/images/variations: multipart in, sd-server's edits route behind. */
-export async function edit(ctx: ServerContext, request: Request, kind: "edit" | "variation", endpoint: string): Promise<Response> {
+export async function edit(ctx: Pick<ServerContext, "options" | "proxy">, request: Request, kind: "edit" | "variation", endpoint: string): Promise<Response> {
   const form = await readForm(request);
   const name = field(form, "model");
   if (!name) throw ApiError.of(E.missingArgument, "Missing required argument 'model'", "model");
@@ -198,7 +198,7 @@ export async function edit(ctx: ServerContext, request: Request, kind: "edit" | 
 
 /** POST /v1/images/upscale: the one-shot recipe standing in for the model's (sd-cli), with the
  * ESRGAN model downloaded first when needed. */
-export async function upscale(ctx: ServerContext, body: Json, signal: AbortSignal): Promise<Json> {
+export async function upscale(ctx: Pick<ServerContext, "catalog" | "library" | "options" | "standIns">, body: Json, signal: AbortSignal): Promise<Json> {
   const model = ctx.catalog.get(body.model);
   if (!model.labels.includes("upscaling")) throw new ApiError(400, "", `Model ${model.id} is not an upscaling model (it has no 'upscaling' label)`, "model");
   const upscaler = ctx.standIns.of(model, "upscale");

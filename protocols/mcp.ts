@@ -149,7 +149,7 @@ function requireMessages(args: Json): Json[] {
   return args.messages;
 }
 
-async function listModelsTool(ctx: ServerContext, args: Json) {
+async function listModelsTool(ctx: Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">, args: Json) {
   const loaded = ctx.scheduler.list().map((s) => s.model.id);
   const downloaded = listModels(ctx, false, false).map((m) => m.id);
   const available = args.include_available === false ? [] : downloaded.filter((id) => !loaded.includes(id));
@@ -171,7 +171,7 @@ async function listModelsTool(ctx: ServerContext, args: Json) {
   return toolResult([text(line), text(JSON.stringify(summary))]);
 }
 
-async function chatTool(ctx: ServerContext, args: Json, signal: AbortSignal) {
+async function chatTool(ctx: Pick<ServerContext, "proxy">, args: Json, signal: AbortSignal) {
   const model = requireString(args, "model");
   const messages = requireMessages(args);
   const body: Json = {
@@ -196,13 +196,13 @@ async function chatTool(ctx: ServerContext, args: Json, signal: AbortSignal) {
 }
 
 /** Checks a model exists and is of the kind a tool needs, before any file is touched. */
-function modelOfType(ctx: ServerContext, name: string, type: string, hint: string) {
+function modelOfType(ctx: Pick<ServerContext, "catalog">, name: string, type: string, hint: string) {
   const model = ctx.catalog.get(name);
   if (model.type !== type) throw new ToolError(`Model ${model.id} is not a ${type} model. ${hint}`);
   return model;
 }
 
-async function transcribeTool(ctx: ServerContext, args: Json, signal: AbortSignal): Promise<Json> {
+async function transcribeTool(ctx: Pick<ServerContext, "catalog" | "proxy">, args: Json, signal: AbortSignal): Promise<Json> {
   const name = requireString(args, "model");
   if (!args.audio_path && !args.audio_base64) throw new ToolError("Pass 'audio_path' (preferred) or 'audio_base64'");
   if (args.audio_path) {
@@ -222,7 +222,7 @@ async function transcribeTool(ctx: ServerContext, args: Json, signal: AbortSigna
   return toolResult([text(transcript)]);
 }
 
-async function imageTool(ctx: ServerContext, args: Json, signal: AbortSignal): Promise<Json> {
+async function imageTool(ctx: Pick<ServerContext, "catalog" | "config" | "options" | "proxy">, args: Json, signal: AbortSignal): Promise<Json> {
   const name = requireString(args, "model");
   requireString(args, "prompt");
   // Paths are checked first: a refused path is refused whatever the model.
@@ -254,7 +254,7 @@ async function imageTool(ctx: ServerContext, args: Json, signal: AbortSignal): P
   return toolResult(images.map((bytes) => ({ type: "image", data: bytes.toString("base64"), mimeType: "image/png" })));
 }
 
-async function omniTool(ctx: ServerContext, args: Json, signal: AbortSignal): Promise<Json> {
+async function omniTool(ctx: Pick<ServerContext, "catalog" | "config" | "library" | "logger" | "options" | "proxy" | "standIns">, args: Json, signal: AbortSignal): Promise<Json> {
   const messages = requireMessages(args);
   // The folder is checked first: a refused path is refused whatever the model.
   const dir = args.output_dir !== undefined ? sandboxPath(ctx.config.mcpImageDir, String(args.output_dir)) : undefined;
@@ -283,7 +283,10 @@ async function omniTool(ctx: ServerContext, args: Json, signal: AbortSignal): Pr
   return toolResult(content);
 }
 
-async function callTool(ctx: ServerContext, params: Json, signal: AbortSignal): Promise<Json> {
+/** What the MCP tools use of the server. */
+export type McpContext = Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "logger" | "options" | "proxy" | "recipeOptions" | "scheduler" | "standIns">;
+
+async function callTool(ctx: McpContext, params: Json, signal: AbortSignal): Promise<Json> {
   const name = params?.name;
   const args: Json = params?.arguments ?? {};
   if (typeof name !== "string") throw new RpcError(RPC.invalidParams, "tools/call needs params.name");
@@ -307,7 +310,7 @@ async function callTool(ctx: ServerContext, params: Json, signal: AbortSignal): 
   }
 }
 
-async function dispatch(ctx: ServerContext, msg: Json, signal: AbortSignal): Promise<Json> {
+async function dispatch(ctx: McpContext, msg: Json, signal: AbortSignal): Promise<Json> {
   switch (msg.method) {
     case "initialize": {
       const asked = msg.params?.protocolVersion;
@@ -332,7 +335,7 @@ async function dispatch(ctx: ServerContext, msg: Json, signal: AbortSignal): Pro
 const rpcError = (id: unknown, code: number, message: string) => ({ jsonrpc: "2.0", id: id ?? null, error: { code, message } });
 
 /** Answers one message; null for a notification (no id), which gets no answer. */
-async function handleOne(ctx: ServerContext, msg: unknown, signal: AbortSignal): Promise<Json | null> {
+async function handleOne(ctx: McpContext, msg: unknown, signal: AbortSignal): Promise<Json | null> {
   if (!msg || typeof msg !== "object" || Array.isArray(msg) || (msg as Json).jsonrpc !== "2.0" || typeof (msg as Json).method !== "string") {
     return rpcError((msg as Json)?.id, RPC.invalidRequest, "Not a JSON-RPC 2.0 request: expected {jsonrpc: \"2.0\", method, id?, params?}");
   }
@@ -356,7 +359,7 @@ export function mcpBodyError(status: number, message: string): Response {
 }
 
 /** One POST /mcp: a message or a batch in, the answers out (202 when nothing needs one). */
-export async function handleMcp(ctx: ServerContext, raw: string, signal: AbortSignal): Promise<Response> {
+export async function handleMcp(ctx: McpContext, raw: string, signal: AbortSignal): Promise<Response> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);

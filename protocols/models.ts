@@ -12,7 +12,7 @@ import { optionSpecs, type Options } from "../spec/recipes.ts";
 
 /** A model's checkpoints as a client sees them: a local model's files are named relative to the
  * extra-models folder (or by file name) unless the client asked for paths. */
-export function shownCheckpoints(ctx: ServerContext, model: CatalogModel, includePaths: boolean): Record<string, string> {
+export function shownCheckpoints(ctx: Pick<ServerContext, "config">, model: CatalogModel, includePaths: boolean): Record<string, string> {
   // A published collection is its repository, as the registry names it (its manifest file is how
   // the server fetches it).
   if (model.omni && !model.omni.spec && model.checkpoints.main) return { ...model.checkpoints, main: parseCheckpoint(model.checkpoints.main).repo };
@@ -22,7 +22,7 @@ export function shownCheckpoints(ctx: ServerContext, model: CatalogModel, includ
   return Object.fromEntries(Object.entries(model.checkpoints).map(([role, path]) => [role, shown(path)]));
 }
 
-export function modelObject(ctx: ServerContext, model: CatalogModel, includePaths = false, id = model.id) {
+export function modelObject(ctx: Pick<ServerContext, "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">, model: CatalogModel, includePaths = false, id = model.id) {
   const files = ctx.catalog.files(model);
   const slot = ctx.scheduler.list().find((s) => s.model.id === model.id);
   const saved = ctx.recipeOptions.saved(model.id);
@@ -65,7 +65,7 @@ export function modelObject(ctx: ServerContext, model: CatalogModel, includePath
 }
 
 /** A collection's components, and each one's full model object (so an export can be imported elsewhere). */
-function omniFields(ctx: ServerContext, collection: CatalogModel, includePaths: boolean): { components: string[]; models: (Record<string, unknown> | null)[]; system_prompt?: string } {
+function omniFields(ctx: Pick<ServerContext, "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">, collection: CatalogModel, includePaths: boolean): { components: string[]; models: (Record<string, unknown> | null)[]; system_prompt?: string } {
   // A published collection lists its components once its manifest is downloaded (a broken one, none).
   let omni: OmniSpec | null = null;
   try {
@@ -94,7 +94,7 @@ function cloudFields(c: NonNullable<CatalogModel["cloud"]>) {
 }
 
 /** Every model to list: downloaded ones (or all with `showAll`), plus aliases of listed models. */
-export function listModels(ctx: ServerContext, showAll: boolean, includePaths: boolean) {
+export function listModels(ctx: Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">, showAll: boolean, includePaths: boolean) {
   const listed = ctx.catalog
     .all()
     .filter((m) => ctx.catalog.isSupported(m) && (showAll || ctx.catalog.isDownloaded(m)))
@@ -108,7 +108,7 @@ export function listModels(ctx: ServerContext, showAll: boolean, includePaths: b
   return listed;
 }
 
-export function optionsView(ctx: ServerContext, model: CatalogModel, saved: Options = ctx.recipeOptions.saved(model.id)) {
+export function optionsView(ctx: Pick<ServerContext, "options" | "recipeOptions">, model: CatalogModel, saved: Options = ctx.recipeOptions.saved(model.id)) {
   const effective = ctx.options.resolve(model, undefined, saved);
   const defaults = ctx.options.resolve(model, undefined, {});
   const takesCtx = "ctx_size" in optionSpecs(model.recipe);
@@ -126,7 +126,7 @@ export function optionsView(ctx: ServerContext, model: CatalogModel, saved: Opti
 
 /** POST /v1/models/{id}/options: merges the body into the saved entry (or, with `dry_run`,
  * only shows what that would give). */
-export function saveOptions(ctx: ServerContext, model: CatalogModel, body: Record<string, unknown>) {
+export function saveOptions(ctx: Pick<ServerContext, "options" | "recipeOptions" | "scheduler">, model: CatalogModel, body: Record<string, unknown>) {
   const next = mergeSavedOptions(model.recipe, ctx.recipeOptions.saved(model.id), body);
   // A value the next load would fail on (a reserved flag, an unknown backend) is refused now, not then.
   ctx.scheduler.checkOptions(model, next);
@@ -136,7 +136,7 @@ export function saveOptions(ctx: ServerContext, model: CatalogModel, body: Recor
 }
 
 /** `save_options` on a load: the request's concrete values replace the saved entry. */
-export function saveLoadOptions(ctx: ServerContext, model: CatalogModel, request: Record<string, unknown>): void {
+export function saveLoadOptions(ctx: Pick<ServerContext, "recipeOptions">, model: CatalogModel, request: Record<string, unknown>): void {
   ctx.recipeOptions.replace(model.id, optionsToSave(model.recipe, ctx.recipeOptions.saved(model.id), request));
 }
 

@@ -171,7 +171,7 @@ function ndjson(lines: AsyncIterable<Json>): Response {
 }
 
 /** `keep_alive: 0` with nothing to say: unload the model (Ollama's way of freeing memory). */
-async function maybeUnload(ctx: ServerContext, body: Json, empty: boolean, reply: Json): Promise<Json | null> {
+async function maybeUnload(ctx: Pick<ServerContext, "catalog" | "scheduler">, body: Json, empty: boolean, reply: Json): Promise<Json | null> {
   if (!(empty && (body.keep_alive === 0 || body.keep_alive === "0" || body.keep_alive === "0s"))) return null;
   const model = registered(ctx, body);
   await ctx.scheduler.unload(model.id);
@@ -188,7 +188,7 @@ interface Translation {
   ctxSize?: number;
 }
 
-function call(ctx: ServerContext, t: Translation, stream: boolean) {
+function call(ctx: Pick<ServerContext, "proxy">, t: Translation, stream: boolean) {
   return ctx.proxy
     .toModel({
       model: t.model,
@@ -206,7 +206,7 @@ function call(ctx: ServerContext, t: Translation, stream: boolean) {
 }
 
 /** /api/chat */
-async function ollamaChat(ctx: ServerContext, t: Translation, stream: boolean): Promise<Response> {
+async function ollamaChat(ctx: Pick<ServerContext, "proxy">, t: Translation, stream: boolean): Promise<Response> {
   const base = { model: t.model, created_at: CREATED_AT };
   // Tool calls need the whole answer to parse, so a streamed tool request runs non-streaming.
   const hasTools = Array.isArray(t.body.tools) && t.body.tools.length > 0;
@@ -255,7 +255,7 @@ async function ollamaChat(ctx: ServerContext, t: Translation, stream: boolean): 
 }
 
 /** /api/generate */
-async function ollamaGenerate(ctx: ServerContext, t: Translation, stream: boolean): Promise<Response> {
+async function ollamaGenerate(ctx: Pick<ServerContext, "proxy">, t: Translation, stream: boolean): Promise<Response> {
   const base = { model: t.model, created_at: CREATED_AT };
   if (!stream) {
     const json = await engineJson(await call(ctx, t, false));
@@ -288,7 +288,7 @@ async function ollamaGenerate(ctx: ServerContext, t: Translation, stream: boolea
 }
 
 /** /api/embed and /api/embeddings: OpenAI embeddings, as float arrays in input order. */
-async function ollamaEmbed(ctx: ServerContext, t: Omit<Translation, "path" | "check">): Promise<number[][]> {
+async function ollamaEmbed(ctx: Pick<ServerContext, "proxy">, t: Omit<Translation, "path" | "check">): Promise<number[][]> {
   const json = await engineJson(
     await ctx.proxy
       .toModel({
@@ -310,7 +310,7 @@ const needsOllamaEmbedder: ModelCheck = (m) =>
   m.type === "embedding" ? null : new ApiError(400, "", `Model ${m.id} is not an embedding model`);
 
 /** A registered model by its Ollama name (with or without `:latest`); anything else is Ollama's 404. */
-export function registered(ctx: ServerContext, body: { model?: string; name?: string }): CatalogModel {
+export function registered(ctx: Pick<ServerContext, "catalog">, body: { model?: string; name?: string }): CatalogModel {
   const name = body.model ?? body.name;
   if (!name) throw new ApiError(400, "missing_argument", "Missing required argument 'model'");
   const model = ctx.catalog.find(name);
@@ -328,7 +328,7 @@ function responseFormat(format: unknown): Record<string, unknown> | undefined {
 const tagged = (id: string) => `${id}:latest`;
 
 /** POST /api/chat */
-export async function chat(ctx: ServerContext, body: Json, signal: AbortSignal, label: string): Promise<Response | Json> {
+export async function chat(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, body: Json, signal: AbortSignal, label: string): Promise<Response | Json> {
   const messages: Json[] = body.messages ?? [];
   const unloaded = await maybeUnload(ctx, body, messages.length === 0, { message: { role: "assistant", content: "" } });
   if (unloaded) return unloaded;
@@ -348,7 +348,7 @@ export async function chat(ctx: ServerContext, body: Json, signal: AbortSignal, 
 }
 
 /** POST /api/generate; an empty prompt preloads the model, as Ollama clients use it. */
-export async function generate(ctx: ServerContext, body: Json, signal: AbortSignal, label: string): Promise<Response | Json> {
+export async function generate(ctx: Pick<ServerContext, "catalog" | "options" | "proxy" | "scheduler">, body: Json, signal: AbortSignal, label: string): Promise<Response | Json> {
   const prompt: string = body.prompt ?? "";
   const unloaded = await maybeUnload(ctx, body, prompt === "", { response: "" });
   if (unloaded) return unloaded;
@@ -370,7 +370,7 @@ export async function generate(ctx: ServerContext, body: Json, signal: AbortSign
 }
 
 /** /api/generate naming an image model: one image, never streamed (ollama.md); an empty prompt loads it. */
-async function ollamaImage(ctx: ServerContext, body: Json, prompt: string, signal: AbortSignal, label: string): Promise<Json> {
+async function ollamaImage(ctx: Pick<ServerContext, "options" | "proxy">, body: Json, prompt: string, signal: AbortSignal, label: string): Promise<Json> {
   const base = { model: body.model, created_at: CREATED_AT, response: "" };
   if (prompt === "") {
     const lease = await ctx.proxy.acquire(body.model, needsImageModel, { signal }).catch(rethrow("serve"));
@@ -387,13 +387,13 @@ async function ollamaImage(ctx: ServerContext, body: Json, prompt: string, signa
 }
 
 /** POST /api/embed */
-export async function embed(ctx: ServerContext, body: Json, signal: AbortSignal, label: string): Promise<Json> {
+export async function embed(ctx: Pick<ServerContext, "proxy">, body: Json, signal: AbortSignal, label: string): Promise<Json> {
   const embeddings = await ollamaEmbed(ctx, { model: body.model, body: { input: body.input }, endpoint: label, signal, ctxSize: loadCtx(body) });
   return { model: body.model, embeddings, total_duration: 0, load_duration: 0, prompt_eval_count: 0 };
 }
 
 /** POST /api/embeddings (Ollama's older, single-prompt form) */
-export async function embeddings(ctx: ServerContext, body: Json, signal: AbortSignal, label: string): Promise<Json> {
+export async function embeddings(ctx: Pick<ServerContext, "proxy">, body: Json, signal: AbortSignal, label: string): Promise<Json> {
   const [embedding] = await ollamaEmbed(ctx, { model: body.model, body: { input: body.prompt }, endpoint: label, signal, ctxSize: loadCtx(body) });
   return { embedding };
 }
@@ -415,7 +415,7 @@ export function details(model: CatalogModel) {
 }
 
 /** POST /api/show */
-export function show(ctx: ServerContext, body: Json) {
+export function show(ctx: Pick<ServerContext, "catalog" | "options">, body: Json) {
   const model = registered(ctx, body);
   const ctxSize = ctx.options.resolve(model).ctx_size;
   const capabilities = [
@@ -441,7 +441,7 @@ export function show(ctx: ServerContext, body: Json) {
 }
 
 /** GET /api/tags: downloaded models */
-export function tags(ctx: ServerContext) {
+export function tags(ctx: Pick<ServerContext, "catalog">) {
   return {
     models: ctx.catalog
       .all()
@@ -461,7 +461,7 @@ export function tags(ctx: ServerContext) {
 }
 
 /** GET /api/ps: loaded models */
-export function ps(ctx: ServerContext) {
+export function ps(ctx: Pick<ServerContext, "scheduler">) {
   return {
     models: ctx.scheduler.list().map((s) => ({
       name: tagged(s.model.id),
@@ -476,7 +476,7 @@ export function ps(ctx: ServerContext) {
 }
 
 /** POST /api/pull: NDJSON progress lines, or one status when `stream` is false. */
-export async function pull(ctx: ServerContext, body: Json): Promise<Response | Json> {
+export async function pull(ctx: Pick<ServerContext, "catalog" | "library">, body: Json): Promise<Response | Json> {
   const model = registered(ctx, body);
   ctx.library.refuseOffline();
   if (body.stream === false) {
@@ -504,7 +504,7 @@ export async function pull(ctx: ServerContext, body: Json): Promise<Response | J
 }
 
 /** DELETE /api/delete */
-export async function remove(ctx: ServerContext, body: Json): Promise<Response> {
+export async function remove(ctx: Pick<ServerContext, "catalog" | "library">, body: Json): Promise<Response> {
   const model = registered(ctx, body);
   await ctx.library.delete(model.id).catch(rethrow("delete"));
   return new Response(null, { status: 200 });

@@ -29,7 +29,7 @@ interface Roles {
 
 /** Which component plays which part: the first chat model plans, the first image model draws, an
  * image model labelled `edit` edits, the first speech model speaks. */
-export function omniRoles(ctx: ServerContext, collection: CatalogModel): Roles {
+export function omniRoles(ctx: Pick<ServerContext, "catalog">, collection: CatalogModel): Roles {
   const parts = (ctx.catalog.omniSpec(collection)?.components ?? []).map((name) => ctx.catalog.find(name)).filter((m): m is CatalogModel => m !== undefined);
   const chat = parts.find((m) => m.type === "llm");
   if (!chat) throw new ApiError(400, "invalid_argument", `Collection ${collection.id} has no chat model among its components`, "model");
@@ -86,7 +86,7 @@ function lastImage(messages: Json[], artifacts: Artifact[]): Blob | null {
 }
 
 /** Runs one built-in call. */
-async function runTool(ctx: ServerContext, roles: Roles, name: string, args: Json, context: { messages: Json[]; artifacts: Artifact[] }, signal: AbortSignal): Promise<ToolOutput> {
+async function runTool(ctx: Pick<ServerContext, "catalog" | "logger" | "options" | "proxy" | "standIns">, roles: Roles, name: string, args: Json, context: { messages: Json[]; artifacts: Artifact[] }, signal: AbortSignal): Promise<ToolOutput> {
   if (name === "generate_image" || name === "edit_image") {
     const model = name === "edit_image" ? (roles.edit ?? roles.image) : roles.image;
     if (!model) throw new Error(`${name} has no image model in this collection`);
@@ -113,7 +113,7 @@ async function runTool(ctx: ServerContext, roles: Roles, name: string, args: Jso
   return { artifact: { type: "audio", data: audio, mimeType: "audio/mpeg" }, media: `<audio>data:audio/mpeg;base64,${audio}</audio>`, result: "The speech was generated and played to the user." };
 }
 
-async function complete(ctx: ServerContext, roles: Roles, messages: Json[], tools: Json[], body: Json, signal: AbortSignal): Promise<Json> {
+async function complete(ctx: Pick<ServerContext, "proxy">, roles: Roles, messages: Json[], tools: Json[], body: Json, signal: AbortSignal): Promise<Json> {
   // The Lemonade extensions (thinking, max_completion_tokens, ctx_size, ...) as a plain chat has them.
   const { engineBody, loadOptions } = toEngineBody(body);
   const { model: _m, messages: _x, tools: _t, stream: _s, stream_options: _o, route_trace: _r, ...rest } = engineBody;
@@ -159,8 +159,11 @@ function forPlanner(messages: Json[], sees: boolean): Json[] {
   });
 }
 
+/** What a collection.omni turn uses of the server. */
+type OmniContext = Pick<ServerContext, "catalog" | "library" | "logger" | "options" | "proxy" | "standIns">;
+
 /** The loop; `emit` receives content as it is made (media the moment its tool finishes). */
-async function run(ctx: ServerContext, collection: CatalogModel, body: Json, signal: AbortSignal, emit: (content: string) => void): Promise<OmniTurn> {
+async function run(ctx: OmniContext, collection: CatalogModel, body: Json, signal: AbortSignal, emit: (content: string) => void): Promise<OmniTurn> {
   // A collection is downloaded on first use, components and all.
   await ctx.library.ensureDownloaded(collection);
   const roles = omniRoles(ctx, collection);
@@ -222,7 +225,7 @@ async function run(ctx: ServerContext, collection: CatalogModel, body: Json, sig
 }
 
 /** One whole turn, for callers that take the artifacts apart (MCP's lemonade_omni). */
-export function omniTurn(ctx: ServerContext, collection: CatalogModel, body: Json, signal: AbortSignal): Promise<OmniTurn> {
+export function omniTurn(ctx: OmniContext, collection: CatalogModel, body: Json, signal: AbortSignal): Promise<OmniTurn> {
   return run(ctx, collection, body, signal, () => {});
 }
 
@@ -231,7 +234,7 @@ const chunk = (id: string, model: string, delta: Json, finish: string | null = n
   `data: ${JSON.stringify({ id, object: "chat.completion.chunk", model, created: Math.floor(Date.now() / 1000), choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
 
 /** A chat completions request naming an omni collection: one answer, or a stream of its content. */
-export async function omniChat(ctx: ServerContext, collection: CatalogModel, body: Json, signal: AbortSignal): Promise<Response> {
+export async function omniChat(ctx: OmniContext, collection: CatalogModel, body: Json, signal: AbortSignal): Promise<Response> {
   const name = String(body.model);
   if (body.stream !== true) {
     const { answer } = await run(ctx, collection, body, signal, () => {});

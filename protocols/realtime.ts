@@ -70,7 +70,7 @@ export class RealtimeSession {
   private queue: Promise<void> = Promise.resolve();
 
   constructor(
-    private readonly ctx: ServerContext,
+    private readonly ctx: Pick<ServerContext, "proxy">,
     model: string | null,
     private readonly send: Send,
   ) {

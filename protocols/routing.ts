@@ -15,7 +15,7 @@ type Json = Record<string, any>;
 export const ROUTE_HEADER = "x-lemonade-route";
 
 /** An `llm` classifier: the model is asked to answer one of the labels; that label scores 1. */
-async function llmClassify(ctx: ServerContext, c: Classifier, text: string, signal: AbortSignal) {
+async function llmClassify(ctx: Pick<ServerContext, "proxy">, c: Classifier, text: string, signal: AbortSignal) {
   const res = await ctx.proxy.toModel({
     model: c.model,
     path: "/v1/chat/completions",
@@ -43,7 +43,7 @@ async function llmClassify(ctx: ServerContext, c: Classifier, text: string, sign
 /** Reference phrases' embeddings, computed once per classifier and model. */
 const phraseVectors = new Map<string, Promise<Record<string, number[][]>>>();
 
-async function embed(ctx: ServerContext, model: string, input: string[], signal: AbortSignal): Promise<number[][]> {
+async function embed(ctx: Pick<ServerContext, "proxy">, model: string, input: string[], signal: AbortSignal): Promise<number[][]> {
   const res = await ctx.proxy.toModel({ model, path: "/v1/embeddings", body: { input, encoding_format: "float" }, check: needsEmbedder, signal, endpoint: "routing", generation: false });
   const data = ((await res.json()).data ?? []) as { index: number; embedding: number[] }[];
   return data.sort((a, b) => a.index - b.index).map((d) => d.embedding);
@@ -63,7 +63,7 @@ const cosine = (a: number[], b: number[]) => {
 
 /** A `semantic_similarity` classifier: each concept scores the best cosine of the input against its
  * phrases (negative similarity counts as 0). */
-async function semanticClassify(ctx: ServerContext, c: Classifier, text: string, signal: AbortSignal) {
+async function semanticClassify(ctx: Pick<ServerContext, "proxy">, c: Classifier, text: string, signal: AbortSignal) {
   const key = `${c.id}\u0000${c.model}\u0000${JSON.stringify(c.reference_phrases)}`;
   let vectors = phraseVectors.get(key);
   if (!vectors) {
@@ -85,7 +85,7 @@ async function semanticClassify(ctx: ServerContext, c: Classifier, text: string,
 
 /** A `classifier` classifier: the model's label scores (/v1/classify); a label the policy names
  * that the model does not output scores 0. */
-async function onnxClassify(ctx: ServerContext, c: Classifier, text: string, signal: AbortSignal) {
+async function onnxClassify(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, c: Classifier, text: string, signal: AbortSignal) {
   const { labels } = await classifyText(ctx, { model: c.model, input: text }, signal);
   return { scores: Object.fromEntries(c.labels.map((l) => [l, labels[l] ?? 0])) };
 }
@@ -108,7 +108,7 @@ export interface Routed {
 }
 
 /** The decision for a request naming a router; null for any other model. */
-export async function route(ctx: ServerContext, body: Json, signal: AbortSignal): Promise<Routed | null> {
+export async function route(ctx: Pick<ServerContext, "catalog" | "logger" | "proxy" | "scheduler" | "stats">, body: Json, signal: AbortSignal): Promise<Routed | null> {
   const model = ctx.catalog.find(String(body.model ?? ""));
   if (!model?.router) return null;
   const policy = model.router.policy;

@@ -11,7 +11,7 @@ import type { ServerContext } from "../runtime/context.ts";
 /** Settings this server applies while it runs; the rest take effect at the next start. */
 const LIVE = new Set(["max_loaded_models", "log_level", "ctx_size", "offline", "extra_models_dir", "host", "port", ...Object.keys(RECIPE_DEFAULT_KEYS)]);
 
-export function setSettings(ctx: ServerContext, body: Record<string, unknown>) {
+export function setSettings(ctx: Pick<ServerContext, "catalog" | "config" | "lifecycle" | "logger">, body: Record<string, unknown>) {
   const changes = changesOf(body);
   const keys = Object.keys(changes);
   if (!keys.length) throw ApiError.of(E.missingArgument, "Send at least one setting, such as {\"max_loaded_models\": 2}");
@@ -60,13 +60,13 @@ export function setSettings(ctx: ServerContext, body: Record<string, unknown>) {
   return { status: "success" as const, applied: keys.filter((k) => LIVE.has(k)), saved: keys.filter((k) => !LIVE.has(k)) };
 }
 
-export function pin(ctx: ServerContext, name: string, pinned: boolean) {
+export function pin(ctx: Pick<ServerContext, "catalog" | "scheduler">, name: string, pinned: boolean) {
   const model = ctx.catalog.find(name);
   if (!model || !ctx.scheduler.setPinned(model.id, pinned)) throw new ApiError(404, "model_not_loaded", `Model not loaded: ${name}`, "model_name");
   return { status: "success" as const, model_name: model.id, pinned };
 }
 
-export function shutdown(ctx: ServerContext) {
+export function shutdown(ctx: Pick<ServerContext, "lifecycle">) {
   setTimeout(() => ctx.lifecycle.shutdown(), 50);
   return { status: "success" as const, message: "The server is shutting down" };
 }

@@ -28,7 +28,7 @@ export interface Inference {
 }
 
 /** Transcribes with a Whisper model (loading it when needed); the engine's answer as text. */
-export async function whisperInference(ctx: ServerContext, name: string, req: Inference): Promise<string> {
+export async function whisperInference(ctx: Pick<ServerContext, "proxy">, name: string, req: Inference): Promise<string> {
   const lease = await ctx.proxy.acquire(name, needsTranscriber, { signal: req.signal, options: req.loadOptions });
   try {
     const form = new FormData();
@@ -53,7 +53,7 @@ export async function whisperInference(ctx: ServerContext, name: string, req: In
 }
 
 /** The transcript's text alone. */
-export async function transcriptText(ctx: ServerContext, name: string, req: Omit<Inference, "format">): Promise<string> {
+export async function transcriptText(ctx: Pick<ServerContext, "proxy">, name: string, req: Omit<Inference, "format">): Promise<string> {
   const body = JSON.parse(await whisperInference(ctx, name, { ...req, format: "json" }));
   return String(body.text ?? "").trim();
 }

@@ -1,8 +1,8 @@
 // Cloud providers' keys (lemonade.md § cloud/auth): set in memory, or cleared. Installing and
-// removing a provider is /v1/install and /v1/uninstall with `backend: "cloud"` (spec/lemonade.ts).
+// removing a provider is /v1/install and /v1/uninstall with `backend: "cloud"` (spec/backends.ts).
 import { Type as T } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
-import { AuthState } from "./lemonade.ts";
+import { AuthState } from "./backends.ts";
 
 const providerNotFound = { status: 404, code: "provider_not_found", when: "The provider is not installed: `POST /v1/install` with `backend: \"cloud\"` first" };
 

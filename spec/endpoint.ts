@@ -81,8 +81,19 @@ export interface EndpointDef {
   bodyAliases?: Record<string, string>;
 }
 
+/** Every definition made, numbered in the order its module declares it. */
+const declared = new Map<EndpointDef, number>();
+
 export function endpoint<const D extends EndpointDef>(def: D): D {
+  declared.set(def, declared.size);
   return def;
+}
+
+/** The definitions a spec module exports, in the order it declares them: spec/index.ts builds
+ * its list from these, so a definition cannot be exported yet missing from it. */
+export function definitionsOf(module: Record<string, unknown>): EndpointDef[] {
+  const defs = new Set(Object.values(module).filter((value): value is EndpointDef => declared.has(value as EndpointDef)));
+  return [...defs].sort((a, b) => declared.get(a)! - declared.get(b)!);
 }
 
 /** The `endpoint` label a route's model requests are counted under: `chat_completions` for

@@ -8,7 +8,7 @@ import type { Binder } from "../bind.ts";
 
 type Json = Record<string, any>;
 
-export function anthropicRoutes(bind: Binder, ctx: ServerContext): void {
+export function anthropicRoutes(bind: Binder, ctx: Pick<ServerContext, "logger" | "proxy">): void {
   const messagesLabel = metricsLabel(spec.messages);
   bind.http(spec.messages, async ({ body, request }) => {
     // A provider that speaks Anthropic's API gets the request as the client sent it.

@@ -1,11 +1,11 @@
 // GET /openapi.json and GET /docs: the API reference, rendered from spec/ once per process.
-import { lemonade as spec } from "../../spec/index.ts";
+import { operations as spec } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import type { Binder } from "../bind.ts";
 import { docsPage, openApiDocument } from "../openapi.ts";
 import { CSP } from "./web.ts";
 
-export function docsRoutes(bind: Binder, ctx: ServerContext): void {
+export function docsRoutes(bind: Binder, ctx: Pick<ServerContext, "version">): void {
   const openapiJson = JSON.stringify(openApiDocument(ctx.version));
   bind.http(spec.openapi, () => new Response(openapiJson, { headers: { "content-type": "application/json" } }));
   bind.http(spec.docs, () => new Response(docsPage(), { headers: { "content-type": "text/html; charset=utf-8", "content-security-policy": CSP } }));

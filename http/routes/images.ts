@@ -5,7 +5,7 @@ import type { ServerContext } from "../../runtime/context.ts";
 import * as images from "../../protocols/images.ts";
 import type { Binder } from "../bind.ts";
 
-export function imageRoutes(bind: Binder, ctx: ServerContext): void {
+export function imageRoutes(bind: Binder, ctx: Pick<ServerContext, "catalog" | "library" | "options" | "proxy" | "standIns">): void {
   bind.http(spec.generations, ({ body, request }) => images.generate(ctx, body, request.signal, metricsLabel(spec.generations)));
   bind.http(spec.edits, ({ request }) => images.edit(ctx, request, "edit", metricsLabel(spec.edits)));
   bind.http(spec.variations, ({ request }) => images.edit(ctx, request, "variation", metricsLabel(spec.variations)));

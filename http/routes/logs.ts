@@ -1,10 +1,10 @@
 // WS /logs/stream: a snapshot of retained log entries, then each new entry as it is logged.
 import { Value } from "@sinclair/typebox/value";
-import { lemonade as spec } from "../../spec/index.ts";
+import { operations as spec } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import type { Binder } from "../bind.ts";
 
-export function logStreamRoute(bind: Binder, ctx: ServerContext): void {
+export function logStreamRoute(bind: Binder, ctx: Pick<ServerContext, "logger">): void {
   const subscriptions = new Map<string, () => void>();
   const drop = (id: string) => {
     subscriptions.get(id)?.();

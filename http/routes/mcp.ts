@@ -1,12 +1,11 @@
 // POST /mcp (JSON-RPC, answered by protocols/mcp) and GET /mcp (405: no server-initiated stream).
 import { mcp as spec } from "../../spec/index.ts";
 import { ApiError } from "../../lib/api-error.ts";
-import type { ServerContext } from "../../runtime/context.ts";
-import { handleMcp, mcpBodyError } from "../../protocols/mcp.ts";
+import { handleMcp, mcpBodyError, type McpContext } from "../../protocols/mcp.ts";
 import { DEFAULT_MAX_DEPTH, readJsonText } from "../body.ts";
 import type { Binder } from "../bind.ts";
 
-export function mcpRoutes(bind: Binder, ctx: ServerContext): void {
+export function mcpRoutes(bind: Binder, ctx: McpContext): void {
   const limits = { maxBytes: ctx.config.maxBodyBytes, maxDepth: DEFAULT_MAX_DEPTH };
   bind.http(spec.mcpPost, async ({ request }) => {
     let text: string;

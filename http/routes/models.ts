@@ -6,7 +6,7 @@ import { listModels, modelObject, optionsView, saveOptions } from "../../protoco
 import type { Binder } from "../bind.ts";
 import { cachedJson } from "../view-cache.ts";
 
-export function modelRoutes(bind: Binder, ctx: ServerContext): void {
+export function modelRoutes(bind: Binder, ctx: Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">): void {
   bind.http(spec.list, ({ query }) => {
     const showAll = query.show_all === true;
     const paths = query.include_paths === true;

@@ -7,7 +7,7 @@ import * as ollama from "../../protocols/ollama.ts";
 import type { Binder } from "../bind.ts";
 import { cachedJson } from "../view-cache.ts";
 
-export function ollamaRoutes(bind: Binder, ctx: ServerContext): void {
+export function ollamaRoutes(bind: Binder, ctx: Pick<ServerContext, "catalog" | "library" | "options" | "proxy" | "scheduler">): void {
   bind.http(spec.chat, ({ body, request }) => ollama.chat(ctx, body, request.signal, metricsLabel(spec.chat)));
   bind.http(spec.generate, ({ body, request }) => ollama.generate(ctx, body, request.signal, metricsLabel(spec.generate)));
   bind.http(spec.show, ({ body }) => ollama.show(ctx, body));

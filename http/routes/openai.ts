@@ -22,7 +22,7 @@ import type { Binder } from "../bind.ts";
 
 type Json = Record<string, any>;
 
-export function openaiRoutes(bind: Binder, ctx: ServerContext): void {
+export function openaiRoutes(bind: Binder, ctx: Pick<ServerContext, "catalog" | "config" | "library" | "logger" | "options" | "proxy" | "scheduler" | "standIns" | "stats">): void {
   /** Binds an inference route; `routable` ones let a collection.router pick the model first. */
   const forward = (def: Parameters<Binder["http"]>[0], path: string, build: (body: Json, engineBody: Json) => Partial<ProxyRequest>, routable = false) => {
     const label = metricsLabel(def);

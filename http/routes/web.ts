@@ -39,7 +39,7 @@ const DOCS_FILES: Record<string, () => Promise<string> | string> = {
   "init.js": () => SWAGGER_INIT,
 };
 
-export function webRoutes(bind: Binder, ctx: ServerContext): void {
+export function webRoutes(bind: Binder, ctx: Pick<ServerContext, "webAssets">): void {
   bind.http(spec.webApp, () => new Response(SHELL, { headers: { "content-type": "text/html; charset=utf-8", "content-security-policy": CSP, "x-content-type-options": "nosniff" } }));
   bind.http(spec.webAsset, async ({ params }) => {
     const body = (await ctx.webAssets())[params.file];

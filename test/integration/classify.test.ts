@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { classify as classifySpec } from "../../spec/lemonade.ts";
+import { classify as classifySpec } from "../../spec/classify.ts";
 import { classifierDir } from "../helpers/engines.ts";
 import { startFakeServer } from "../helpers/fake-engine.ts";
 import { startFakeHub, type FakeHub } from "../helpers/fake-hub.ts";

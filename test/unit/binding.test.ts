@@ -1,8 +1,9 @@
 // spec/ and the app agree: every definition is bound, and every route the app answers comes from
 // a definition (with its HEAD twin where the definition asks for one).
 import { expect, test } from "bun:test";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { endpoints, mountedPaths } from "../../spec/index.ts";
+import { definitionsOf, endpoints, mountedPaths } from "../../spec/index.ts";
 import { loadConfig } from "../../config/config.ts";
 import { createServerContext } from "../../app/context.ts";
 import { createApp } from "../../http/app.ts";
@@ -15,6 +16,16 @@ const ctx = createServerContext(
   new Logger("Error", () => {}),
 );
 const { app, bound } = createApp(ctx);
+
+test("every definition a spec/ module exports is in the endpoints list", async () => {
+  const dir = join(import.meta.dir, "..", "..", "spec");
+  const listed = new Set(endpoints);
+  const modules = readdirSync(dir).filter((f) => f.endsWith(".ts"));
+  const missing: string[] = [];
+  for (const file of modules) missing.push(...definitionsOf(await import(join(dir, file))).filter((d) => !listed.has(d)).map((d) => `${file}: ${d.id}`));
+  expect(missing).toEqual([]);
+  expect(endpoints.length).toBeGreaterThan(70);
+});
 
 test("every definition in spec/ is bound, once", () => {
   const ids = (defs: { id: string }[]) => defs.map((d) => d.id).sort();

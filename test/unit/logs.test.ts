@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Value } from "@sinclair/typebox/value";
-import { lemonade } from "../../spec/index.ts";
+import { operations } from "../../spec/index.ts";
 import { LOG_RETENTION, Logger } from "../../observability/logger.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 
@@ -17,7 +17,7 @@ async function connect() {
   const waiters: ((m: any) => void)[] = [];
   ws.onmessage = (ev) => {
     const msg = JSON.parse(String(ev.data));
-    expect(Value.Check(lemonade.LogsServerMessage, msg)).toBe(true);
+    expect(Value.Check(operations.LogsServerMessage, msg)).toBe(true);
     const w = waiters.shift();
     w ? w(msg) : queue.push(msg);
   };

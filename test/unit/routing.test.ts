@@ -4,7 +4,7 @@ import { join } from "node:path";
 import SwaggerParser from "@apidevtools/swagger-parser";
 import { LLAMACPP } from "../../engines/llamacpp.ts";
 import { engineDir } from "../../engines/source-build.ts";
-import { endpoints, lemonade, mountedPaths, VERSION_PREFIXES } from "../../spec/index.ts";
+import { endpoints, mountedPaths, operations, VERSION_PREFIXES } from "../../spec/index.ts";
 import { expectMatches, startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
 
 let server: TestServer;
@@ -27,7 +27,7 @@ describe("mounting", () => {
       expect(res.headers.get("content-type")).toContain("application/json");
     }
     const health = await (await fetch(`${server.url}${prefix}/health`)).json();
-    expectMatches(lemonade.health.response, health);
+    expectMatches(operations.health.response, health);
   });
 
   test("root-level routes answer only at the root", async () => {
@@ -98,7 +98,7 @@ describe("operational endpoints", () => {
     const bare = await startTestServer({}, undefined, { engines: false });
     const info = await (await fetch(`${bare.url}/v1/system-info`)).json();
     await bare.close();
-    expectMatches(lemonade.systemInfo.response, info);
+    expectMatches(operations.systemInfo.response, info);
     expect(info.devices.cpu.threads).toBeGreaterThan(0);
     expect(info.model_storage.total_bytes).toBeGreaterThan(info.model_storage.free_bytes);
     expect(Object.keys(info.recipes)).toEqual(expect.arrayContaining(["llamacpp", "whispercpp"]));
@@ -113,7 +113,7 @@ describe("operational endpoints", () => {
 
   test("system-stats reports memory in use within the machine's total", async () => {
     const stats = await (await fetch(`${server.url}/v1/system-stats`)).json();
-    expectMatches(lemonade.systemStats.response, stats);
+    expectMatches(operations.systemStats.response, stats);
     const info = await (await fetch(`${server.url}/v1/system-info`)).json();
     expect(stats.memory_gb).toBeGreaterThan(0);
     expect(stats.memory_gb).toBeLessThanOrEqual(parseFloat(info["Physical Memory"]) + 0.1);

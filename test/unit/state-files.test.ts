@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync, readdirSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { lemonade } from "../../spec/index.ts";
+import { internal } from "../../spec/index.ts";
 import { loadConfig } from "../../config/config.ts";
 import { CorruptStateFileError, writeJsonFileAtomic } from "../../lib/json-file.ts";
 import { expectMatches, startTestServer, tempDir } from "../helpers/server.ts";
@@ -19,7 +19,7 @@ describe("aliases", () => {
 
     server = await startTestServer({}, cacheDir);
     const list = await (await fetch(`${server.url}/internal/aliases`)).json();
-    expectMatches(lemonade.aliasesList.response, list);
+    expectMatches(internal.aliasesList.response, list);
     expect(list.aliases.map((a: any) => [a.alias, a.target, a.recipe, a.downloaded])).toEqual([
       ["embed", "nomic-embed-text-v1-GGUF", "llamacpp", false],
       ["prod", "Llama-3.2-1B-Instruct-GGUF", "llamacpp", false],

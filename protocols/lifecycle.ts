@@ -1,0 +1,134 @@
+// A model's lifecycle as Lemonade's routes ask for it: found in a registry, registered, pulled
+// (at once, as an event stream, or as a server-owned job), loaded, unloaded and deleted. Each
+// route of http/routes/lifecycle.ts and http/routes/downloads.ts is one call of a function here.
+import type { Static } from "@sinclair/typebox";
+import type * as downloadsSpec from "../spec/downloads.ts";
+import type * as lifecycleSpec from "../spec/lifecycle.ts";
+import { ApiError } from "../lib/api-error.ts";
+import { clip } from "../lib/scrub.ts";
+import { sseResponse } from "../lib/sse.ts";
+import type { CatalogModel } from "../models/catalog.ts";
+import type { ServerContext } from "../runtime/context.ts";
+import { saveLoadOptions, shownCheckpoints } from "./models.ts";
+
+type LoadBody = Static<typeof lifecycleSpec.load.body>;
+type PullBody = Static<typeof downloadsSpec.pull.body>;
+type RegisterBody = Static<typeof downloadsSpec.register.body>;
+type SearchQuery = Static<typeof downloadsSpec.registrySearch.query>;
+type ControlBody = Static<typeof downloadsSpec.downloadsControl.body>;
+
+type LoadContext = Pick<ServerContext, "catalog" | "config" | "library" | "recipeOptions" | "scheduler" | "standIns">;
+
+
+/** Recipe option keys the load request carries (everything but the load's own fields). */
+function requestOptions(body: LoadBody): Record<string, unknown> {
+  const { model_name: _name, pinned: _pinned, save_options: _save, ...options } = body;
+  return options;
+}
+
+/** POST /v1/load. */
+export function load(ctx: LoadContext, body: LoadBody) {
+  return loadModel(ctx, ctx.catalog.get(body.model_name), body);
+}
+
+/** Starts what serves `model`: each kind of model loads its own way. */
+async function loadModel(ctx: LoadContext, model: CatalogModel, body: LoadBody) {
+  // A collection loads each of its components in turn (their own options, not the request's).
+  if (model.omni) {
+    await ctx.library.ensureDownloaded(model);
+    const { components } = ctx.catalog.omniSpec(model)!;
+    for (const c of components) {
+      const part = ctx.catalog.get(c);
+      // Speech an in-process recipe (espeak-ng) serves has no engine to start.
+      if (part.type === "tts" && ctx.standIns.serving(part, "speech")) continue;
+      await ctx.scheduler.load(part, {});
+    }
+    return { status: "success", message: `Loaded ${model.id}: ${components.join(", ")}`, model_name: model.id, checkpoint: "", recipe: model.recipe };
+  }
+  // A cloud model is served by its provider: there is nothing to start here.
+  if (model.cloud) return { status: "success", message: `${model.id} is served by the ${model.cloud.provider} cloud provider; nothing to load`, model_name: model.id, checkpoint: model.cloud.upstreamId, recipe: model.recipe };
+  const options = requestOptions(body);
+  const slot = await ctx.scheduler.load(model, { options, pinned: body.pinned });
+  // Saved once the load took them, so a refused option is never saved.
+  if (body.save_options === true) saveLoadOptions(ctx, model, { ...options, ...(body.pinned !== undefined ? { pinned: body.pinned } : {}) });
+  return { status: "success", message: `Loaded model: ${slot.model.id}`, model_name: slot.model.id, checkpoint: shownCheckpoints(ctx, slot.model, false).main ?? "", recipe: slot.model.recipe };
+}
+
+/** POST /v1/unload: the model named, or every model when none is. */
+export async function unload(ctx: Pick<ServerContext, "catalog" | "scheduler">, name: string | undefined) {
+  if (name === undefined) {
+    await ctx.scheduler.unloadWhere();
+    return { status: "success", message: "All models unloaded successfully" };
+  }
+  const model = ctx.catalog.find(name);
+  if (!model || !(await ctx.scheduler.unload(model.id))) throw new ApiError(404, "model_not_loaded", `Model not loaded: ${clip(name)}`);
+  return { status: "success", message: `Model unloaded successfully: ${name}` };
+}
+
+/** POST /v1/pull: installed before the answer, as Server-Sent Events, or (`subscribe: false`)
+ * as a server-owned job answered with its first snapshot. */
+export async function pull(ctx: Pick<ServerContext, "downloads" | "library">, body: PullBody) {
+  if (body.stream === true && body.subscribe === false) {
+    ctx.library.refuseOffline();
+    const model = ctx.library.modelFor(body);
+    // A collection's job installs it as a whole: its manifest, then each component.
+    if (model.omni) return ctx.downloads.startJob(model, (p) => ctx.library.install(model, p));
+    if (model.source !== "huggingface") return { status: "success", message: `${model.id} is local; nothing to download` };
+    return ctx.downloads.startJob(model);
+  }
+  const model = ctx.library.modelFor(body);
+  if (body.stream !== true) {
+    await ctx.library.install(model);
+    return { status: "success", message: `Installed model: ${model.id}` };
+  }
+  ctx.library.refuseOffline();
+  return sseResponse(async (send) => {
+    await ctx.library.install(model, (p) => send("progress", p));
+    send("complete", { model_name: model.id, percent: 100 });
+  });
+}
+
+/** POST /v1/models/register: the definition stored, nothing downloaded. */
+export function register(ctx: Pick<ServerContext, "catalog" | "library">, body: RegisterBody) {
+  const model = ctx.library.modelFor(body, { definitions: false });
+  // model_name is the name /v1/models lists it by; canonical_model_name its `user.` id.
+  return {
+    status: "success",
+    message: `Registered model: ${model.id}`,
+    model_name: ctx.catalog.publicId(model),
+    canonical_model_name: model.id,
+    model: { id: ctx.catalog.publicId(model), recipe: model.recipe, downloaded: ctx.catalog.isDownloaded(model) },
+  };
+}
+
+/** POST /v1/delete. */
+export async function deleteModel(ctx: Pick<ServerContext, "catalog" | "library">, name: string) {
+  // A name the registry does not know cannot be deleted: 422, as the real server answers.
+  if (!ctx.catalog.find(name)) throw new ApiError(422, "model_not_found", `Model not found: ${clip(name)}`, "model_name");
+  const model = await ctx.library.delete(name);
+  return { status: "success", message: `Deleted model: ${model.id}` };
+}
+
+/** POST /v1/downloads/control: steers a job that a `subscribe: false` pull started. */
+export async function controlDownload(ctx: Pick<ServerContext, "downloads">, body: ControlBody) {
+  const known = ctx.downloads.get(body.id) !== undefined;
+  const snapshot = await ctx.downloads.control(body.id, body.action);
+  if (body.action === "remove") return known ? { status: "ok" } : { status: "ok", missing: true };
+  if (!snapshot) throw new ApiError(404, "download_not_found", `No download job ${body.id}`);
+  return snapshot;
+}
+
+/** GET /v1/registry/search: candidate repositories for a pull. */
+export async function searchRegistry(ctx: Pick<ServerContext, "library">, query: SearchQuery) {
+  const text = String(query.query ?? query.q ?? "").trim();
+  if (text.length < 3) throw new ApiError(400, "invalid_argument", "'query' must be at least 3 characters", "query");
+  const source = ctx.library.registryOf(query.source);
+  const found = await ctx.library.search(text, query.limit ?? 12, query.format === "gguf", source);
+  return { query: text, source, ...(query.format === "gguf" ? { format: "gguf" } : {}), ...found };
+}
+
+/** POST /v1/models/check-updates. */
+export async function checkUpdates(ctx: Pick<ServerContext, "library">) {
+  const models = await ctx.library.checkUpdates();
+  return { status: "success", updates_available: models.length, models };
+}

@@ -1,0 +1,30 @@
+// How the running server reports itself: /v1/health (the loaded models, the limits) and
+// /v1/system-info (the host, its devices, each recipe's backends, the cloud providers).
+import { MODEL_TYPES } from "../spec/recipes.ts";
+import { devices } from "../lib/devices.ts";
+import { hostInfo } from "../observability/system.ts";
+import type { ServerContext } from "../runtime/context.ts";
+import { healthEntry } from "./models.ts";
+
+const perType = (value: (type: string) => number) => Object.fromEntries(MODEL_TYPES.map((t) => [t, value(t)]));
+
+/** GET /v1/health. */
+export function health(ctx: Pick<ServerContext, "config" | "proxy" | "scheduler" | "version" | "websocketPort">) {
+  return {
+    status: "ok",
+    version: ctx.version,
+    model_loaded: ctx.scheduler.mostRecent,
+    all_models_loaded: ctx.scheduler.list().map((s) => healthEntry(s, ctx.scheduler.isLoading(s.model.id), ctx.proxy.queued(s))),
+    max_models: perType(() => ctx.config.maxLoadedModels),
+    pinned_models: perType((t) => ctx.scheduler.list().filter((s) => s.model.type === t && s.pinned).length),
+    ...(ctx.websocketPort !== null ? { websocket_port: ctx.websocketPort } : {}),
+    telemetry: { enabled: false },
+    update_check_done: true,
+  };
+}
+
+/** GET /v1/system-info. */
+export function systemInfo(ctx: Pick<ServerContext, "backends" | "cloud" | "config">) {
+  const providers = ctx.cloud.systemInfo();
+  return { ...hostInfo(ctx.config.hfCacheDir, devices()), recipes: ctx.backends.statuses(), ...(providers.length ? { cloud: { providers } } : {}) };
+}

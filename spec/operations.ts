@@ -1,0 +1,333 @@
+// Running the server (lemonade.md): liveness, health, the last request's stats, system info and
+// stats, metrics, the log stream and the API reference.
+import { Type as T } from "@sinclair/typebox";
+import { endpoint } from "./endpoint.ts";
+import { ModelType, Nullable, PerModelType } from "./schemas.ts";
+
+export const LoadedModel = T.Object({
+  model_name: T.String({ description: "Name of the loaded model" }),
+  checkpoint: T.String({ description: "Full checkpoint identifier" }),
+  last_use: T.Number({ description: "Unix timestamp of last access (load or inference)" }),
+  type: ModelType,
+  device: T.String({ description: 'Space-separated device list: `"cpu"`, `"gpu"`, `"npu"`' }),
+  pinned: T.Boolean({ description: "Whether the model is pinned against automatic eviction" }),
+  is_busy: T.Boolean({ description: "Whether the model has requests in flight or a load in progress" }),
+  is_streaming: T.Boolean({ description: "Whether the model is streaming output tokens right now" }),
+  queue_depth: T.Integer({ description: "Lemonade extension: requests waiting for one of the engine's slots (beyond `max_queue`, LEMONADE_MAX_QUEUE, 512 by default, a request is refused with 503 `server_busy` and `Retry-After`)" }),
+  recipe: T.String({ description: "Recipe used to load the model, e.g. `llamacpp`" }),
+  pid: T.Integer({ description: "Process ID of the backend engine serving this model" }),
+  recipe_options: T.Record(T.String(), T.Unknown(), { description: "The options the model was loaded with that differ from the recipe's defaults, and its context size" }),
+  launch_command: T.String({ description: "The engine's command line, as a shell would take it" }),
+  backend: T.Optional(T.String({ description: "Lemonade extension: the backend the engine runs on, `auto` resolved (such as `cpu`)" })),
+  backend_url: T.String({ description: "URL of the backend process serving this model" }),
+});
+
+export const health = endpoint({
+  id: "lemonade.health",
+  method: "GET",
+  path: "/health",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "api",
+  summary: "Server health and loaded models",
+  availability: "fully_available",
+  description: "Checks the health of the server and reports the models loaded in memory.",
+  response: T.Object({
+    status: T.Literal("ok", { description: 'Server health status, always `"ok"`' }),
+    version: T.String({ description: "Version of Lemonade Server" }),
+    model_loaded: Nullable(T.String(), { description: "Model name of the most recently accessed model" }),
+    all_models_loaded: T.Array(LoadedModel, { description: "All models currently loaded" }),
+    max_models: PerModelType("Most models of the type loaded at once (`max_loaded_models`; `-1` is unlimited)"),
+    pinned_models: PerModelType("Pinned models of the type loaded now"),
+    websocket_port: T.Optional(
+      T.Integer({
+        description:
+          "OS-assigned port of the dedicated WebSocket server (log stream, realtime transcription); the main port serves the same protocols",
+      }),
+    ),
+    telemetry: T.Object({ enabled: T.Boolean({ description: "Whether telemetry collection is active" }) }),
+    update_check_done: T.Boolean({
+      description: "Whether the start-up check for newer model revisions has finished",
+    }),
+  }),
+  example: {
+    response: `{
+  "status": "ok",
+  "version": "0.1.0",
+  "model_loaded": null,
+  "all_models_loaded": [],
+  "max_models": {"llm": 1, "embedding": 1, "reranking": 1, "transcription": 1, "image": 1, "tts": 1},
+  "pinned_models": {"llm": 0, "embedding": 0, "reranking": 0, "transcription": 0, "image": 0, "tts": 0},
+  "websocket_port": 41235,
+  "telemetry": {"enabled": false},
+  "update_check_done": true
+}`,
+  },
+});
+
+export const stats = endpoint({
+  id: "lemonade.stats",
+  method: "GET",
+  path: "/stats",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "api",
+  summary: "Performance of the last request",
+  availability: "fully_available",
+  description:
+    "Performance statistics of the last completed generation request (chat, completions, responses), from the engine's own timings, plus counters since the server started.",
+  response: T.Object({
+    time_to_first_token: Nullable(T.Number(), { description: "Seconds until the first token was generated (prompt processing)" }),
+    tokens_per_second: Nullable(T.Number(), { description: "Generation speed in tokens per second" }),
+    input_tokens: Nullable(T.Integer(), { description: "Prompt tokens processed (not served from the cache)" }),
+    output_tokens: Nullable(T.Integer(), { description: "Tokens generated" }),
+    prompt_tokens: Nullable(T.Integer(), { description: "Total prompt tokens including cached tokens" }),
+    cache_tokens: Nullable(T.Integer(), { description: "Prompt tokens served from the engine's prefix cache; `null` when not reported" }),
+    request_count_total: T.Integer({ description: "Generation requests completed since the server started" }),
+    input_tokens_total: T.Integer({ description: "Cumulative `input_tokens`" }),
+    output_tokens_total: T.Integer({ description: "Cumulative `output_tokens`" }),
+    prompt_tokens_total: T.Integer({ description: "Cumulative `prompt_tokens`" }),
+    cache_tokens_total: T.Integer({ description: "Cumulative `cache_tokens`" }),
+    routing_decisions_total: T.Integer({ description: "Routing decisions made by `collection.router` dispatch" }),
+    routing_switches_total: T.Integer({ description: "Routing decisions that changed a conversation's routed model (conversations are identified by a hash of the system prompt and first user message)" }),
+  }),
+  example: {
+    response: `{"time_to_first_token": 0.02, "tokens_per_second": 33.33, "input_tokens": 32, "output_tokens": 5, "prompt_tokens": 128, "cache_tokens": 96, "request_count_total": 12, "input_tokens_total": 1536, "output_tokens_total": 60, "prompt_tokens_total": 1700, "cache_tokens_total": 1152, "routing_decisions_total": 0, "routing_switches_total": 0}`,
+  },
+});
+
+const Backend = T.Object({
+  devices: T.Array(T.String(), { description: "Devices on this system that the backend can use" }),
+  state: T.Union(["unsupported", "installable", "update_required", "installed"].map((s) => T.Literal(s)), {
+    description: "Backend lifecycle state: `unsupported`, `installable`, `update_required` or `installed`",
+  }),
+  message: T.String({ description: "Human-readable status text; empty when installed" }),
+  action: T.String({ description: "What to do next, typically the exact CLI command" }),
+  version: T.Optional(T.String({ description: "Installed or configured backend version" })),
+  release_url: T.Optional(T.String({ description: "The GitHub release page of the pinned prebuilt build, for a backend installed from (or offered as) a release" })),
+});
+
+export const systemInfo = endpoint({
+  id: "lemonade.system_info",
+  method: "GET",
+  path: "/system-info",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "api",
+  summary: "Hardware details, devices and backend states",
+  availability: "partially_available",
+  description:
+    "Reports the host's hardware, the devices found on it, the model storage drive, and for each recipe the state of each of its backends.",
+  response: T.Object({
+    "OS Version": T.String({ description: "Operating system name and version" }),
+    Processor: T.String({ description: "CPU model name" }),
+    "Physical Memory": T.String({ description: "Total RAM" }),
+    model_storage: T.Object(
+      {
+        path: T.String({ description: "Active model storage path" }),
+        used_bytes: T.Number({ description: "Used bytes on the model-storage drive" }),
+        total_bytes: T.Number({ description: "Total capacity of the model-storage drive" }),
+        free_bytes: T.Number({ description: "Bytes available to the server process on that drive" }),
+      },
+      { description: "The drive holding model storage" },
+    ),
+    devices: T.Object(
+      {
+        cpu: T.Object(
+          {
+            name: T.String({ description: "CPU model name" }),
+            cores: T.Integer({ description: "Physical cores" }),
+            threads: T.Integer({ description: "Hardware threads" }),
+            available: T.Boolean({ description: "Always `true`" }),
+          },
+          { description: "CPU information" },
+        ),
+        amd_gpu: T.Array(T.Unknown(), { description: "AMD GPUs, integrated and discrete" }),
+        nvidia_gpu: T.Array(T.Unknown(), { description: "NVIDIA GPUs" }),
+        amd_npu: T.Object(
+          { name: T.String({ description: "Its name; empty when absent" }), available: T.Boolean({ description: "Whether there is one" }) },
+          { description: "AMD NPU: `available: false` when the system has none" },
+        ),
+      },
+      { description: "Hardware devices detected on the system: the CPU (with `avx2`, `avx512`), NVIDIA GPUs from `nvidia-smi` (`vram_gb`, `vram_free_gb`, `driver_version`, `compute_capability`), AMD GPUs from sysfs (`vram_gb`, `vram_free_gb`, `gfx`)" },
+    ),
+    cloud: T.Optional(
+      T.Object(
+        {
+          providers: T.Array(
+            T.Object({
+              name: T.String({ description: "The provider, its models' id prefix" }),
+              base_url: T.String({ description: "Its base URL, as saved in `config.json`" }),
+              env_var: T.String({ description: "The environment variable its key is read from (the name, never the value)" }),
+              env_var_set: T.Boolean({ description: "Whether that variable is set" }),
+              runtime_key_set: T.Boolean({ description: "Whether a key was set with `POST /v1/cloud/auth`" }),
+              models_discovered: T.Integer({ description: "Its models in the catalog" }),
+            }),
+          ),
+        },
+        { description: "Cloud providers; absent when none is installed" },
+      ),
+    ),
+    recipes: T.Record(
+      T.String(),
+      T.Object({
+        default_backend: T.Optional(T.String({ description: "Preferred backend on this system" })),
+        backends: T.Record(T.String(), Backend, { description: "Backends of the recipe by name" }),
+      }),
+      { description: "Each recipe (`llamacpp`, `whispercpp`, ...) and its backends" },
+    ),
+  }),
+  example: {
+    response: `{
+  "OS Version": "Linux 6.1.0 (x64)",
+  "Processor": "AMD EPYC 7B13",
+  "Physical Memory": "23.5 GB",
+  "model_storage": {"path": "/home/me/.cache/huggingface/hub", "used_bytes": 22000000000, "total_bytes": 252000000000, "free_bytes": 80000000000},
+  "devices": {"cpu": {"name": "AMD EPYC 7B13", "cores": 2, "threads": 2, "available": true}, "amd_gpu": [], "nvidia_gpu": [], "amd_npu": {"name": "", "available": false}},
+  "recipes": {
+    "llamacpp": {"default_backend": "cpu", "backends": {"cpu": {"devices": ["cpu"], "state": "installable", "message": "llama.cpp is not built yet", "action": "lemonade backends install llamacpp:cpu"}}}
+  }
+}`,
+  },
+});
+
+export const systemStats = endpoint({
+  id: "lemonade.system_stats",
+  method: "GET",
+  path: "/system-stats",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "api",
+  summary: "Current host resource usage",
+  availability: "partially_available",
+  description:
+    "Current host resource usage as measured by the server process, for dashboards that want lightweight telemetry without scraping Prometheus. Values the host cannot report are `null`.",
+  response: T.Object({
+    cpu_percent: Nullable(T.Number(), { description: "System CPU utilization percentage, or `null` when unavailable" }),
+    memory_gb: T.Number({ description: "System RAM currently in use, in GiB" }),
+    gpu_percent: Nullable(T.Number(), { description: "GPU utilization percentage, or `null` when unavailable" }),
+    vram_gb: Nullable(T.Number(), { description: "GPU memory in use, in GiB, or `null` when unavailable" }),
+    npu_percent: Nullable(T.Number(), { description: "NPU utilization percentage, or `null` when unavailable" }),
+  }),
+  example: { response: '{"cpu_percent": 12.3, "memory_gb": 8.4, "gpu_percent": null, "vram_gb": null, "npu_percent": null}' },
+});
+
+export const metrics = endpoint({
+  id: "lemonade.metrics",
+  method: "GET",
+  path: "/metrics",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "metrics",
+  summary: "Prometheus scrape endpoint",
+  availability: "fully_available",
+  description:
+    "Prometheus text exposition of the server's state at the moment of the scrape. Root-level only. When `LEMONADE_API_KEY` is set it requires bearer authentication with either the API key or `LEMONADE_ADMIN_API_KEY`; otherwise it is open.",
+  head: true,
+  contentType: "text/plain; version=0.0.4; charset=utf-8",
+  example: {
+    responseLang: "text",
+    response: `# HELP lemonade_server_up Whether the Lemonade server is running.
+# TYPE lemonade_server_up gauge
+lemonade_server_up 1
+# HELP lemonade_server_info Lemonade server build information.
+# TYPE lemonade_server_info gauge
+lemonade_server_info{version="0.1.0"} 1`,
+  },
+});
+
+const LogEntry = T.Object({
+  seq: T.Integer({ description: "Monotonically increasing sequence number, for dedup and resume" }),
+  timestamp: T.String({ description: "Formatted timestamp" }),
+  severity: T.String({ description: "`Trace`, `Debug`, `Info`, `Warning`, `Error` or `Fatal`" }),
+  tag: T.String({ description: "Log source tag, such as `Server` or `Router`" }),
+  line: T.String({ description: "The full formatted log line" }),
+});
+
+/** Messages a log-stream client sends. */
+export const LogsSubscribe = T.Object({
+  type: T.Literal("logs.subscribe", { description: "Subscribe to the log stream" }),
+  after_seq: T.Optional(
+    Nullable(T.Integer(), {
+      description: "Send only entries after this sequence number; `null` or absent sends the whole backlog",
+    }),
+  ),
+});
+
+/** Messages the server sends on the log stream. */
+export const LogsServerMessage = T.Union([
+  T.Object({ type: T.Literal("logs.snapshot"), entries: T.Array(LogEntry) }),
+  T.Object({ type: T.Literal("logs.entry"), entry: LogEntry }),
+  T.Object({ type: T.Literal("error"), error: T.Object({ message: T.String() }) }),
+]);
+
+export const logsStream = endpoint({
+  id: "lemonade.logs_stream",
+  method: "WS",
+  path: "/logs/stream",
+  aliasPaths: ["/v1/logs/stream", "/api/v1/logs/stream", "/v0/logs/stream", "/api/v0/logs/stream"],
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "api",
+  summary: "Stream server logs over WebSocket",
+  availability: "fully_available",
+  description:
+    'Clients connect, send `{"type": "logs.subscribe", "after_seq": null}`, receive one `logs.snapshot` message with up to 5000 retained entries (those after `after_seq` when it is a number), then a `logs.entry` message per new log line. An invalid message is answered with an `error` message. Browsers cannot set headers on a WebSocket, so the API key is also accepted as `?api_key=`.',
+  body: LogsSubscribe,
+  response: LogsServerMessage,
+  example: {
+    body: { type: "logs.subscribe", after_seq: null },
+    response: `{"type": "logs.snapshot", "entries": [{"seq": 1, "timestamp": "2026-11-30 14:22:01.123", "severity": "Info", "tag": "Server", "line": "2026-11-30 14:22:01.123 [Info] (Server) Lemonade Server listening on http://127.0.0.1:13305"}]}`,
+  },
+});
+
+export const live = endpoint({
+  id: "lemonade.live",
+  method: "GET",
+  path: "/live",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "open",
+  summary: "Liveness probe",
+  availability: "fully_available",
+  description:
+    "Lightweight liveness probe for load balancers and orchestrators. Unlike [`/v1/health`](#get-v1health), it does no work beyond confirming the process is up, so it is safe to poll at high frequency. It is never behind an API key and is not mounted under the versioned prefixes.",
+  head: true,
+  response: T.Object({ status: T.Literal("ok", { description: 'Always `"ok"`.' }) }),
+  example: { response: '{"status": "ok"}' },
+});
+
+export const openapi = endpoint({
+  id: "lemonade.openapi",
+  method: "GET",
+  path: "/openapi.json",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "open",
+  summary: "The OpenAPI document",
+  availability: "fully_available",
+  description: "The OpenAPI 3.1 document of every endpoint on this page and the others, rendered from the same definitions that validate requests.",
+  response: T.Object({}, { additionalProperties: true, description: "An OpenAPI 3.1 document" }),
+});
+
+export const docs = endpoint({
+  id: "lemonade.docs",
+  method: "GET",
+  path: "/docs",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "open",
+  summary: "Interactive API reference",
+  availability: "fully_available",
+  description: "An HTML page that renders `/openapi.json` as an interactive reference.",
+  contentType: "text/html; charset=utf-8",
+});
