@@ -4,6 +4,7 @@
 import { accessSync, constants, lstatSync, mkdirSync, realpathSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
 import { scrubPaths } from "../lib/scrub.ts";
 import { VERSION } from "../lib/version.ts";
 import type { ServerContext } from "../runtime/context.ts";
@@ -183,7 +184,7 @@ async function chatTool(ctx: ServerContext, args: Json, signal: AbortSignal) {
     model,
     path: "/v1/chat/completions",
     body,
-    check: (m) => (m.type === "llm" ? null : new ApiError(400, "", `Model ${m.id} is not a chat model; use lemonade_list_models to find one`)),
+    check: (m) => (m.type === "llm" ? null : ApiError.of(E.notAnLlm, `Model ${m.id} is not a chat model; use lemonade_list_models to find one`)),
     signal,
     endpoint: "mcp_chat",
     generation: true,

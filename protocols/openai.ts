@@ -1,6 +1,7 @@
 // The OpenAI dialect: request bodies as llama.cpp takes them, which models each route serves,
 // how its event streams end, and its error body.
 import { ApiError } from "../lib/api-error.ts";
+import { E, type ErrorRow } from "../spec/errors.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ModelCheck, StreamRule } from "../runtime/proxy.ts";
 
@@ -130,22 +131,22 @@ export function visionCheck(check: ModelCheck, body: Record<string, any>): Model
   if (!hasImage(body)) return check;
   return (model) =>
     check(model) ??
-    (hasVision(model) ? null : new ApiError(400, "", `Model ${model.id} does not accept images: it has no vision projector (mmproj)`, "messages"));
+    (hasVision(model) ? null : ApiError.of(E.noVision, `Model ${model.id} does not accept images: it has no vision projector (mmproj)`, "messages"));
 }
 
 /** Routes that generate text take LLMs only. */
 export const needsLlm =
-  (code = ""): ModelCheck =>
+  (row: ErrorRow = E.notAnLlm): ModelCheck =>
   (model: CatalogModel) =>
-    model.type === "llm" ? null : new ApiError(400, code, `Model ${model.id} is not an LLM (its type is ${model.type})`, "model");
+    model.type === "llm" ? null : ApiError.of(row, `Model ${model.id} is not an LLM (its type is ${model.type})`, "model");
 
 /** A cloud model's provider says for itself whether it embeds or reranks (a plain OpenAI-style
  * listing names no capabilities). */
 export const needsEmbedder: ModelCheck = (model) => {
   if (model.recipe === "cloud") return null;
-  if (model.recipe !== "llamacpp") return new ApiError(400, "", `Model ${model.id}'s backend (${model.recipe}) cannot embed`, "model");
+  if (model.recipe !== "llamacpp") return ApiError.of(E.cannotEmbed, `Model ${model.id}'s backend (${model.recipe}) cannot embed`, "model");
   if (model.type !== "embedding") {
-    return new ApiError(501, "", `Model ${model.id} is a llama.cpp ${model.type} model, not an embedding model`, "model");
+    return ApiError.of(E.notEmbeddingModel, `Model ${model.id} is a llama.cpp ${model.type} model, not an embedding model`, "model");
   }
   return null;
 };
@@ -153,8 +154,8 @@ export const needsEmbedder: ModelCheck = (model) => {
 export const needsReranker: ModelCheck = (model) =>
   model.recipe === "cloud" || (model.recipe === "llamacpp" && model.type === "reranking")
     ? null
-    : new ApiError(400, "", `Model ${model.id} is not a llama.cpp reranking model`, "model");
+    : ApiError.of(E.notReranker, `Model ${model.id} is not a llama.cpp reranking model`, "model");
 
 /** Slots and tokenize reach the most recently used model, which must be a llama.cpp one. */
 export const needsLlamacpp: ModelCheck = (model) =>
-  model.recipe === "llamacpp" ? null : new ApiError(400, "", `The most recently used model, ${model.id}, is not a llama.cpp model`);
+  model.recipe === "llamacpp" ? null : ApiError.of(E.recentNotLlamacpp, `The most recently used model, ${model.id}, is not a llama.cpp model`);

@@ -409,7 +409,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
       return;
     }
     const why = victim ? "; unload a model, or load with auto_evict on to evict the least recently used one" : "";
-    const err = new ApiError(507, E.modelLoadError.code, `${w.model.id} needs ${gb(mem.need)} of memory and ${gb(mem.free)} is free${why}`);
+    const err = ApiError.of(E.insufficientMemory, `${w.model.id} needs ${gb(mem.need)} of memory and ${gb(mem.free)} is free${why}`);
     for (const other of this.waiters.filter((x) => x.model.id === w.model.id)) {
       this.remove(other);
       other.fail(err);
@@ -462,9 +462,9 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
 }
 
 function shuttingDown(): ApiError {
-  return new ApiError(503, "server_shutting_down", "The server is shutting down");
+  return ApiError.of(E.shuttingDown, "The server is shutting down");
 }
 
 function clientGone(): ApiError {
-  return new ApiError(499, "client_closed", "The client closed the request while it waited for the model");
+  return ApiError.of(E.clientClosed, "The client closed the request while it waited for the model");
 }

@@ -62,7 +62,7 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
       return { status: "success", message: "All models unloaded successfully" };
     }
     const model = ctx.catalog.find(name);
-    if (!model || !(await ctx.scheduler.unload(model.id))) throw new ApiError(404, "model_not_loaded", `Model not loaded: ${clip(name)}`);
+    if (!model || !(await ctx.scheduler.unload(model.id))) throw ApiError.of(E.modelNotLoaded, `Model not loaded: ${clip(name)}`);
     return { status: "success", message: `Model unloaded successfully: ${name}` };
   });
 
@@ -111,7 +111,7 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
 
   bind.http(spec.registrySearch, async ({ query }) => {
     const text = String(query.query ?? query.q ?? "").trim();
-    if (text.length < 3) throw new ApiError(400, "invalid_argument", "'query' must be at least 3 characters", "query");
+    if (text.length < 3) throw ApiError.of(E.invalidArgument, "'query' must be at least 3 characters", "query");
     const source = ctx.library.registryOf(query.source);
     const found = await ctx.library.search(text, query.limit ?? 12, query.format === "gguf", source);
     return { query: text, source, ...(query.format === "gguf" ? { format: "gguf" } : {}), ...found };
@@ -123,13 +123,13 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
     const known = ctx.downloads.get(body.id) !== undefined;
     const snapshot = await ctx.downloads.control(body.id, body.action);
     if (body.action === "remove") return known ? { status: "ok" } : { status: "ok", missing: true };
-    if (!snapshot) throw new ApiError(404, "download_not_found", `No download job ${body.id}`);
+    if (!snapshot) throw ApiError.of(E.downloadNotFound, `No download job ${body.id}`);
     return snapshot;
   });
 
   bind.http(spec.deleteModel, async ({ body }) => {
     // A name the registry does not know cannot be deleted: 422, as the real server answers.
-    if (!ctx.catalog.find(body.model_name)) throw new ApiError(422, "model_not_found", `Model not found: ${clip(body.model_name)}`, "model_name");
+    if (!ctx.catalog.find(body.model_name)) throw ApiError.of(E.deleteUnknownModel, `Model not found: ${clip(body.model_name)}`, "model_name");
     const model = await ctx.library.delete(body.model_name);
     return { status: "success", message: `Deleted model: ${model.id}` };
   });
