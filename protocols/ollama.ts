@@ -125,7 +125,7 @@ export function ollamaError(err: unknown, step: OllamaStep = "serve"): ApiError 
   if (!(err instanceof ApiError)) return ApiError.of(E.internal, (err as Error)?.message ?? String(err));
   if (step === "pull") return ApiError.of(E.ollamaPullFailed, err.message);
   if (step === "delete") return ApiError.of(err.status === 404 ? E.ollamaModelNotFound : E.ollamaDeleteFailed, err.message);
-  if (err.extras.fromEngine) return ApiError.of(err.code === E.contextLengthExceeded.code ? E.contextLengthExceeded : E.ollamaBackendError, err.message);
+  if (err.extras.fromEngine) return ApiError.of(err.code === E.contextLengthExceeded.code ? E.ollamaContextOverflow : E.ollamaBackendError, err.message);
   if (err.code === E.routerResidencyConflict.code) return err;
   if (err.status === 400 || err.status === 499) return err;
   return ApiError.of(E.ollamaLoadFailed, err.message);

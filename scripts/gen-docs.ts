@@ -12,6 +12,7 @@ import {
   type EndpointDef,
   type ParamStatus,
 } from "../spec/index.ts";
+import { ANY_ROUTE_ERRORS } from "../spec/errors.ts";
 
 const DEFAULT_DOCS_DIR = join(import.meta.dir, "..", "generated-docs");
 const BASE_URL = "http://localhost:13305";
@@ -185,6 +186,20 @@ export function renderEndpoint(def: EndpointDef): string {
   return out.join("\n").replace(/\n{3,}/g, "\n\n").trimEnd();
 }
 
+/** The errors every route can answer, outside the tables of the routes themselves. */
+export function renderAnyRouteErrors(page: DocPage): string {
+  const shape = page === "ollama" ? "The `/api/*` routes answer them as `{\"error\": \"<message>\"}`, with no code." : "Each answers in its route's error shape.";
+  return [
+    "## Errors any route can answer",
+    "",
+    `Beside each route's own table, any route can answer these. ${shape}`,
+    "",
+    "| Status | Code | When |",
+    "|--------|------|------|",
+    ...ANY_ROUTE_ERRORS.map((e) => `| \`${e.status}\` | ${e.code ? `\`${e.code}\`` : ""} | ${escapeCell(e.when)} |`),
+  ].join("\n");
+}
+
 export function renderSummary(page: DocPage, defs: EndpointDef[]): string {
   const link = (d: EndpointDef) => `[\`${docPath(d)}\`](${anchor(d)})`;
   if (page === "ollama") {
@@ -217,7 +232,10 @@ function wrap(id: string, content: string): string {
 /** The page's text with every block rewritten and missing blocks appended; `problems` lists drift. */
 export function renderPage(page: DocPage, current: string | null, problems: string[]): string {
   const defs = endpoints.filter((d) => d.page === page);
-  const blocks = new Map<string, string>([[`${page}.summary`, renderSummary(page, defs)]]);
+  const blocks = new Map<string, string>([
+    [`${page}.summary`, renderSummary(page, defs)],
+    [`${page}.errors`, renderAnyRouteErrors(page)],
+  ]);
   for (const d of defs) {
     if (blocks.has(d.id)) throw new Error(`duplicate block id ${d.id}`);
     blocks.set(d.id, renderEndpoint(d));

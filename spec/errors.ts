@@ -92,7 +92,7 @@ export const E = {
   cannotGenerateImages: row(
     500,
     "",
-    "`model` cannot serve this route, an error whose `type` is `unsupported_operation`",
+    "The backend reports an error, for example when `model` cannot serve this route, an error whose `type` is `unsupported_operation`",
     "unsupported_operation",
   ),
   notMultipart: row(400, "", "The request is not `multipart/form-data`"),
@@ -133,6 +133,7 @@ export const E = {
   // Ollama's routes answer a string, so their rows carry no code (ollama.md).
   ollamaLoadFailed: row(404, "", "`model` fails to load for any reason other than a residency conflict, such as naming no model or a failed download"),
   ollamaBackendError: row(500, "", "The backend reports an error, whatever its own status"),
+  ollamaContextOverflow: row(400, "", "The request does not fit in the model's context"),
   ollamaModelNotFound: row(404, "", "`model` names no model in the registry, or one filtered out on this system"),
   ollamaPullFailed: row(500, "", "A non-streaming download fails"),
   ollamaDeleteFailed: row(500, "", "Deleting fails, for example for an `extra.` model"),
@@ -153,7 +154,7 @@ export const E = {
   insufficientStorage: row(507, "insufficient_storage", "The disk has too little free space for the download"),
   unsupportedBackend: row(400, "unsupported_backend", "The recipe/backend pair cannot be installed on this system"),
   installFailed: row(500, "install_failed", "The build fails; the message carries the end of the build's output"),
-  providerNotFound: row(404, "provider_not_found", "The cloud provider is not installed: `POST /v1/install` with `backend: \"cloud\"` first"),
+  providerNotFound: row(404, "provider_not_found", "The provider is not installed: `POST /v1/install` with `backend: \"cloud\"` first"),
   authConflict: row(
     409,
     "auth_conflict",
@@ -185,13 +186,13 @@ export const ENGINE_ERRORS: ErrorRow[] = [
 
 /** What any route can answer, before or outside its handler. */
 export const ANY_ROUTE_ERRORS: ErrorRow[] = [
-  E.payloadTooLarge,
   E.unauthorized,
   E.adminUnauthorized,
   E.hostNotAllowed,
   E.originNotAllowed,
   E.routeNotFound,
   E.methodNotAllowed,
+  E.payloadTooLarge,
   E.unexpected,
 ];
 
