@@ -184,6 +184,20 @@ export const ENGINE_ERRORS: ErrorRow[] = [
   E.backendTimeout,
 ];
 
+/** The backend's own errors: what `backendError` stands for in a route's table, each with the
+ * backend's status. */
+export const BACKEND_ERRORS: ErrorRow[] = [
+  E.engineInvalidRequest,
+  E.engineRefused,
+  E.engineAuthentication,
+  E.enginePermission,
+  E.engineNotFound,
+  E.engineServer,
+  E.engineFailed,
+  E.engineNotSupported,
+  E.engineUnavailable,
+];
+
 /** What any route can answer, before or outside its handler. */
 export const ANY_ROUTE_ERRORS: ErrorRow[] = [
   E.unauthorized,
