@@ -12,8 +12,7 @@ import { MAX_MANIFEST_BYTES, parseOmniManifest, type OmniSpec } from "./omni-man
 import { normalizeCheckpoint, parseCheckpoint, repoCacheDir } from "./hf-cache.ts";
 import type { DownloadManager, Progress } from "./downloads.ts";
 import { cachedRevision, ggufVariants, HubError, registryOf, readRepoFile, repoManifest, searchRepos, type HubOptions, type Registry } from "./hf-download.ts";
-
-type Json = Record<string, any>;
+import type { UncheckedJson as Json } from "../lib/json.ts";
 
 export interface LibraryOptions {
   catalog: Catalog;

@@ -5,8 +5,7 @@
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
 import { parseCheckpoint } from "./hf-cache.ts";
-
-type Json = Record<string, any>;
+import type { Json } from "../lib/json.ts";
 
 export interface OmniSpec {
   components: string[];
@@ -41,5 +40,5 @@ export function parseOmniManifest(text: string, checkpoint: string): OmniSpec {
       `${parseCheckpoint(checkpoint).variant} in ${parseCheckpoint(checkpoint).repo} is not a Lemonade Omni collection manifest (expected an exported collection JSON with recipe "collection.omni", a non-empty 'components' array and a 'models' array)`,
     );
   }
-  return { components, models: doc!.models, ...(typeof doc!.system_prompt === "string" ? { systemPrompt: doc!.system_prompt } : {}) };
+  return { components, models: doc!.models as Json[], ...(typeof doc!.system_prompt === "string" ? { systemPrompt: doc!.system_prompt } : {}) };
 }

@@ -11,8 +11,7 @@ import { E } from "../spec/errors.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import type { ModelCheck } from "../runtime/proxy.ts";
-
-type Json = Record<string, any>;
+import type { UncheckedJson as Json } from "../lib/json.ts";
 
 /** The prompt the real server sends for a variation (the docs: the prompt is ignored). */
 const VARIATION_PROMPT = "variation";

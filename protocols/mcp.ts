@@ -14,8 +14,7 @@ import { generateImages } from "./images.ts";
 import { omniTurn } from "./omni.ts";
 import { listModels } from "./models.ts";
 import { TRANSCRIPTION_FORMATS, transcriptText, whisperInference, type TranscriptionFormat } from "./whisper.ts";
-
-type Json = Record<string, any>;
+import type { UncheckedJson as Json } from "../lib/json.ts";
 
 export class RpcError extends Error {
   constructor(

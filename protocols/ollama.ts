@@ -12,10 +12,9 @@ import type { ModelCheck } from "../runtime/proxy.ts";
 import { ollama as spec } from "../spec/index.ts";
 import { generateImages, needsImageModel } from "./images.ts";
 import { chatStream, needsLlm, toEngineBody, visionCheck } from "./openai.ts";
+import type { UncheckedJson as Json } from "../lib/json.ts";
 
 const CREATED_AT = "2024-01-01T00:00:00Z";
-
-type Json = Record<string, any>;
 
 const OPTION_KEYS = ["temperature", "top_p", "seed", "stop", "num_predict", "repeat_penalty"] as const;
 

@@ -10,8 +10,7 @@ import type { ServerContext } from "../runtime/context.ts";
 import { speak } from "./audio.ts";
 import { edit, generateImages } from "./images.ts";
 import { hasVision, needsLlm, toEngineBody } from "./openai.ts";
-
-type Json = Record<string, any>;
+import type { UncheckedJson as Json } from "../lib/json.ts";
 
 /** Rounds of tool calls one request may take before it ends with what it has. */
 export const MAX_TOOL_ROUNDS = 6;

@@ -2,6 +2,7 @@
 // how its event streams end, and its error body.
 import { ApiError } from "../lib/api-error.ts";
 import { E, type ErrorRow } from "../spec/errors.ts";
+import type { Json } from "../lib/json.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ModelCheck, StreamRule } from "../runtime/proxy.ts";
 
@@ -115,7 +116,7 @@ export function legacyLogprobs(): (choice: Record<string, any>) => void {
 }
 
 /** Whether an OpenAI chat body (or a Responses `input`) carries an image. */
-export function hasImage(body: Record<string, any>): boolean {
+export function hasImage(body: Json): boolean {
   const items = Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : [];
   return items.some(
     (m: any) => Array.isArray(m?.content) && m.content.some((p: any) => p?.type === "image_url" || p?.type === "input_image" || p?.type === "image"),
@@ -127,7 +128,7 @@ export function hasImage(body: Record<string, any>): boolean {
 export const hasVision = (model: CatalogModel) => model.recipe === "cloud" || model.labels.includes("vision") || model.checkpoints.mmproj !== undefined;
 
 /** Adds the image check to a route's check, when the request carries an image. */
-export function visionCheck(check: ModelCheck, body: Record<string, any>): ModelCheck {
+export function visionCheck(check: ModelCheck, body: Json): ModelCheck {
   if (!hasImage(body)) return check;
   return (model) =>
     check(model) ??

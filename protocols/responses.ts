@@ -7,8 +7,7 @@ import { E } from "../spec/errors.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ModelCheck, StreamRule } from "../runtime/proxy.ts";
 import { chatStream, needsLlm, visionCheck } from "./openai.ts";
-
-type Json = Record<string, any>;
+import type { UncheckedJson as Json } from "../lib/json.ts";
 
 /** Refuses what llama.cpp cannot do: it keeps no responses to continue from. */
 export function checkResponsesBody(body: Json): void {
@@ -81,7 +80,7 @@ export function responsesStream(model: string): StreamRule {
 
 /** Which models a Responses request may name: LLMs (with vision when it carries images); a cloud
  * model only when streaming, as Lemonade passes only streams on to a provider's Responses API. */
-export function responsesCheck(body: Record<string, any>): ModelCheck {
+export function responsesCheck(body: Json): ModelCheck {
   const llm = visionCheck(needsLlm(E.modelNotApplicable), body);
   return (model: CatalogModel) =>
     llm(model) ??

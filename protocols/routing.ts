@@ -10,8 +10,7 @@ import type { StreamRule } from "../runtime/proxy.ts";
 import { decide, routeInput, type Decision } from "../runtime/router-engine.ts";
 import { chatStream, mappedStream, needsEmbedder, needsLlm } from "./openai.ts";
 import { classifyText } from "./classify.ts";
-
-type Json = Record<string, any>;
+import type { Json } from "../lib/json.ts";
 
 export const ROUTE_HEADER = "x-lemonade-route";
 
