@@ -5,6 +5,7 @@
 import { join } from "node:path";
 import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
 import defaultsFile from "./defaults.json" with { type: "json" };
+import type { Json } from "../lib/json.ts";
 
 /** The running server's settings these views read (config/config.ts's Config is one). */
 export interface LiveSettings {
@@ -17,8 +18,6 @@ export interface LiveSettings {
   extraModelsDir: string | null;
   offline: boolean;
 }
-
-type Json = Record<string, unknown>;
 
 const { _source, ...DEFAULTS } = defaultsFile as Json;
 

@@ -79,14 +79,14 @@ export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
       const host = request.headers.get("host");
       if (!isHostAllowed(host, ctx.config.host, ctx.config.allowedHosts)) {
         return errorResponse(
-          new ApiError(403, "host_not_allowed", `Host ${String(host).slice(0, 100)} is not allowed on a loopback server; add it to LEMONADE_ALLOWED_HOSTS`),
+          ApiError.of(E.hostNotAllowed, `Host ${String(host).slice(0, 100)} is not allowed on a loopback server; add it to LEMONADE_ALLOWED_HOSTS`),
           styleOf(url.pathname),
         );
       }
       const origin = request.headers.get("origin");
       if (!isOriginAllowed(origin, ctx.config.allowedOrigins)) {
         return errorResponse(
-          new ApiError(403, "origin_not_allowed", `Origin ${origin} is not allowed; add it to LEMONADE_ALLOWED_ORIGINS`),
+          ApiError.of(E.originNotAllowed, `Origin ${origin} is not allowed; add it to LEMONADE_ALLOWED_ORIGINS`),
           styleOf(url.pathname),
         );
       }
@@ -116,7 +116,7 @@ export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
         set.headers.allow = allow.join(", ");
         set.status = 405;
         return errorResponse(
-          new ApiError(405, "method_not_allowed", `${request.method} is not allowed on ${pathname}; use ${allow.join(" or ")}`),
+          ApiError.of(E.methodNotAllowed, `${request.method} is not allowed on ${pathname}; use ${allow.join(" or ")}`),
           known[0]!.errorStyle,
           set.headers as Record<string, string>,
         );

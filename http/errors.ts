@@ -65,9 +65,9 @@ export function toApiError({ code, error }: FrameworkError, pathname: string): A
       return schemaIssueToError(v.type ?? "body", v.all ?? [], v.value);
     }
     case "NOT_FOUND":
-      return new ApiError(404, "not_found", `No route for ${pathname}`);
+      return ApiError.of(E.routeNotFound, `No route for ${pathname}`);
     default:
-      return new ApiError(500, "internal_error", `Internal server error: ${(error as Error)?.message ?? String(error)}`);
+      return ApiError.of(E.unexpected, `Internal server error: ${(error as Error)?.message ?? String(error)}`);
   }
 }
 

@@ -4,8 +4,7 @@
 import { OptionalKind, type TSchema } from "@sinclair/typebox";
 import { LemonadeError, OllamaError, OpenAIError } from "../spec/schemas.ts";
 import { documentedErrors, endpoints, mountedPaths, type EndpointDef } from "../spec/index.ts";
-
-type Json = Record<string, unknown>;
+import type { Json } from "../lib/json.ts";
 
 function parameters(schema: TSchema | undefined, where: "query" | "path"): Json[] {
   const props = (schema as Json | undefined)?.properties as Record<string, TSchema & Json> | undefined;

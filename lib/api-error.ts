@@ -1,10 +1,13 @@
 // The one error type handlers and services throw. Each protocol adapter renders it in its own
 // body shape (protocols/*/errors); the HTTP layer picks the adapter from the route's spec.
 
-/** The parts of a documented error row (spec/errors.ts) an error is made from. */
+/** The parts of a documented error row (spec/errors.ts) an error is made from. `when` is
+ * required so that only a documented row, not an ad-hoc `{status, code}`, fits. */
 export interface ErrorRowLike {
   status: number;
   code: string;
+  when: string;
+  type?: string;
 }
 
 const TYPE_BY_STATUS: Record<number, string> = {
@@ -33,21 +36,31 @@ export interface ErrorExtras {
 export class ApiError extends Error {
   extras: ErrorExtras = {};
 
-  constructor(
-    readonly status: number,
-    readonly code: string,
+  readonly status: number;
+  readonly code: string;
+
+  // Protected: an error is made from a row (`ApiError.of`, or a subclass passing its row), so tsc
+  // refuses an ad-hoc code.
+  protected constructor(
+    private readonly row: ErrorRowLike,
     message: string,
     readonly param?: string,
-    /** The error's type, where the docs name one; else derived from the status. */
-    private readonly explicitType?: string,
+    status = row.status,
   ) {
     super(message);
     this.name = "ApiError";
+    this.status = status;
+    this.code = row.code;
   }
 
   /** An error of a documented row, with a message saying what exactly went wrong. */
   static of(row: ErrorRowLike, message: string, param?: string): ApiError {
-    return new ApiError(row.status, row.code, message, param);
+    return new ApiError(row, message, param);
+  }
+
+  /** The same error answered with another status: an engine's own status replaces its row's. */
+  withStatus(status: number): ApiError {
+    return new ApiError(this.row, this.message, this.param, status).with(this.extras);
   }
 
   with(extras: ErrorExtras): this {
@@ -56,7 +69,7 @@ export class ApiError extends Error {
   }
 
   get type(): string {
-    if (this.explicitType) return this.explicitType;
+    if (this.row.type) return this.row.type;
     return TYPE_BY_STATUS[this.status] ?? (this.status >= 500 ? "server_error" : "invalid_request_error");
   }
 }

@@ -3,11 +3,12 @@
 import { join } from "node:path";
 import { ApiError } from "../lib/api-error.ts";
 import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
+import { E } from "../spec/errors.ts";
 
 /** An alias whose target leads back to it: a 400 naming the target. */
 export class AliasCycleError extends ApiError {
   constructor(alias: string, target: string) {
-    super(400, "invalid_argument", `Alias '${alias}' cannot point at '${target}': that leads back to '${alias}'`, "target");
+    super(E.invalidArgument, `Alias '${alias}' cannot point at '${target}': that leads back to '${alias}'`, "target");
   }
 }
 

@@ -82,7 +82,7 @@ export interface ResolvedFile {
 export class CatalogError extends ApiError {
   constructor(kind: "model_not_found" | "model_not_supported" | "invalid_labels", message: string) {
     const row = kind === "model_not_found" ? E.modelNotFound : kind === "model_not_supported" ? E.modelNotSupported : E.invalidArgument;
-    super(row.status, row.code, message);
+    super(row, message);
   }
 }
 

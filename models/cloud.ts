@@ -4,6 +4,7 @@
 // in the server's environment (`LEMONADE_<PROVIDER>_API_KEY`, which wins). A key is never written,
 // logged or answered back: only provider names and states leave this module.
 import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
 import { changed } from "../lib/generation.ts";
 import { clip } from "../lib/scrub.ts";
 import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
@@ -67,7 +68,7 @@ const DISCOVERY_TIMEOUT_MS = 10_000;
 export const envKeyName = (provider: string) => `LEMONADE_${provider.toUpperCase().replace(/[^A-Z0-9]/g, "_")}_API_KEY`;
 
 const notInstalled = (provider: string) =>
-  new ApiError(404, "provider_not_found", `Cloud provider '${clip(provider)}' is not installed: POST /v1/install with backend "cloud" first`);
+  ApiError.of(E.providerNotFound, `Cloud provider '${clip(provider)}' is not installed: POST /v1/install with backend "cloud" first`);
 
 const positive = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v > 0 ? v : undefined);
 
@@ -173,19 +174,19 @@ export class CloudProviders {
   /** Adds or updates a provider, then reads its models. */
   async install(provider: string, baseUrl: string, apiKey?: string, wire?: string) {
     if (!NAME.test(provider) || RESERVED.has(provider)) {
-      throw ApiError.of({ status: 400, code: "invalid_argument" }, `Invalid provider '${clip(provider)}': use lower-case letters, digits, '-' and '_' (not user, extra, builtin or admin)`, "provider");
+      throw ApiError.of(E.invalidArgument, `Invalid provider '${clip(provider)}': use lower-case letters, digits, '-' and '_' (not user, extra, builtin or admin)`, "provider");
     }
     let url: URL;
     try {
       url = new URL(baseUrl);
     } catch {
-      throw ApiError.of({ status: 400, code: "invalid_argument" }, `Invalid base_url '${clip(baseUrl)}': give an http(s) URL such as https://api.example.com/v1`, "base_url");
+      throw ApiError.of(E.invalidArgument, `Invalid base_url '${clip(baseUrl)}': give an http(s) URL such as https://api.example.com/v1`, "base_url");
     }
     if ((url.protocol !== "http:" && url.protocol !== "https:") || url.username || url.password) {
-      throw ApiError.of({ status: 400, code: "invalid_argument" }, "Invalid base_url: it must be http(s) and carry no credentials (send the key as api_key)", "base_url");
+      throw ApiError.of(E.invalidArgument, "Invalid base_url: it must be http(s) and carry no credentials (send the key as api_key)", "base_url");
     }
     if (wire !== undefined && wire !== "openai" && wire !== "anthropic") {
-      throw ApiError.of({ status: 400, code: "invalid_argument" }, `Invalid wire '${clip(wire)}': use openai or anthropic`, "wire");
+      throw ApiError.of(E.invalidArgument, `Invalid wire '${clip(wire)}': use openai or anthropic`, "wire");
     }
     // Anthropic itself speaks its own API unless told otherwise.
     const anthropic = (wire ?? (provider === "anthropic" ? "anthropic" : "openai")) === "anthropic";
@@ -220,7 +221,7 @@ export class CloudProviders {
     if (!this.providers.has(provider)) throw notInstalled(provider);
     const env = envKeyName(provider);
     if (this.opts.env[env]) {
-      throw new ApiError(409, "auth_conflict", `${env} is set in the lemond process; the env var takes precedence and the supplied API key was not stored.`, undefined, "auth_conflict").with({ fields: { env_var: env } });
+      throw ApiError.of(E.authConflict, `${env} is set in the lemond process; the env var takes precedence and the supplied API key was not stored.`).with({ fields: { env_var: env } });
     }
     this.runtimeKeys.set(provider, apiKey);
     const models_discovered = await this.refresh(provider);

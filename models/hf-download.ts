@@ -6,6 +6,7 @@
 import { createReadStream, readFileSync, existsSync, mkdirSync, openSync, closeSync, writeSync, fsyncSync, renameSync, rmSync, statSync, statfsSync, symlinkSync, readlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
 import { changed } from "../lib/generation.ts";
 import { isRelativeInside, parseCheckpoint, pickVariantFile, repoCacheDir } from "./hf-cache.ts";
 
@@ -25,7 +26,7 @@ export interface HubOptions {
 export function registryOf(source: unknown): Registry {
   if (source === undefined || source === null || source === "huggingface" || source === "hf") return "huggingface";
   if (source === "modelscope" || source === "ms") return "modelscope";
-  throw new ApiError(400, "invalid_argument", `Unsupported model source '${String(source).slice(0, 100)}' (use huggingface or modelscope)`, "source");
+  throw ApiError.of(E.invalidArgument, `Unsupported model source '${String(source).slice(0, 100)}' (use huggingface or modelscope)`, "source");
 }
 
 export interface RepoFile {
@@ -295,7 +296,7 @@ export function freeBytes(path: string): number {
 
 /** 507: the disk cannot hold what a download needs. */
 export function noSpace(what: string, needed: number, free: number): ApiError {
-  return new ApiError(507, "insufficient_storage", `Not enough disk space for ${what}: it needs ${needed} more bytes and ${free} are free`);
+  return ApiError.of(E.insufficientStorage, `Not enough disk space for ${what}: it needs ${needed} more bytes and ${free} are free`);
 }
 
 export function removePartials(hubDir: string, manifest: RepoManifest, files: RepoFile[]): void {

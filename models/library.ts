@@ -13,8 +13,7 @@ import { MAX_MANIFEST_BYTES, parseOmniManifest, type OmniSpec } from "./omni-man
 import { normalizeCheckpoint, parseCheckpoint, repoCacheDir } from "./hf-cache.ts";
 import type { DownloadManager, Progress } from "./downloads.ts";
 import { cachedRevision, ggufVariants, HubError, registryOf, readRepoFile, repoManifest, searchRepos, type HubOptions, type Registry } from "./hf-download.ts";
-
-type Json = Record<string, any>;
+import type { UncheckedJson as Json } from "../lib/json.ts";
 
 export interface LibraryOptions {
   catalog: Catalog;
@@ -49,7 +48,7 @@ function rowFrom(body: Json): RegistryRow {
 }
 
 function hubError(err: unknown): never {
-  if (err instanceof HubError) throw new ApiError(err.status === 404 ? 404 : 500, "download_failed", err.message);
+  if (err instanceof HubError) throw ApiError.of(err.status === 404 ? E.hubNotFound : E.downloadFailed, err.message);
   throw err;
 }
 
@@ -78,7 +77,7 @@ export class ModelLibrary {
 
   refuseOffline(): void {
     if (this.opts.offline()) {
-      throw new ApiError(400, "lemond_offline", "The server is in offline mode (`offline` is true): downloads are disabled");
+      throw ApiError.of(E.offline, "The server is in offline mode (`offline` is true): downloads are disabled");
     }
   }
 
@@ -90,7 +89,7 @@ export class ModelLibrary {
     registryOf(body.source);
     const defines = body.checkpoint !== undefined || body.checkpoints !== undefined || body.recipe !== undefined;
     if (!defines) return catalog.get(body.model_name);
-    if (!body.recipe) throw new ApiError(400, "missing_argument", "Missing required argument 'recipe' to register a model", "recipe");
+    if (!body.recipe) throw ApiError.of(E.missingArgument, "Missing required argument 'recipe' to register a model", "recipe");
     if (body.recipe === OMNI_RECIPE) return this.registerOmni(body, opts.definitions ?? true);
     // A routing policy is checked against what is registered before it is stored.
     if (body.recipe === ROUTER_RECIPE) checkRouting(body, (name) => catalog.find(name) !== undefined, (name) => isClassifier(catalog.find(name)));
@@ -111,7 +110,7 @@ export class ModelLibrary {
       return model;
     }
     if (!Array.isArray(components) || !components.length || !components.every((c) => typeof c === "string" && c)) {
-      throw new ApiError(400, "invalid_argument", "A collection.omni registration needs 'components': a non-empty list of model names", "components");
+      throw ApiError.of(E.invalidArgument, "A collection.omni registration needs 'components': a non-empty list of model names", "components");
     }
     this.registerComponents({ components, models: definitions && Array.isArray(body.models) ? body.models : [] });
     const row: RegistryRow = { recipe: OMNI_RECIPE, labels: body.labels ?? [], components, ...(typeof body.system_prompt === "string" ? { system_prompt: body.system_prompt } : {}) };
@@ -136,9 +135,9 @@ export class ModelLibrary {
     for (const c of spec.components) {
       const part = catalog.find(c);
       const def = defined.get(c);
-      if (!part && !def) throw new ApiError(400, "invalid_argument", `Component '${c}' is not a registered model (register it first, or define it in 'models')`, "components");
+      if (!part && !def) throw ApiError.of(E.invalidArgument, `Component '${c}' is not a registered model (register it first, or define it in 'models')`, "components");
       if (part?.omni || part?.router || def?.recipe === OMNI_RECIPE || def?.recipe === ROUTER_RECIPE) {
-        throw new ApiError(400, "invalid_argument", `Component '${c}' is a collection; components must be regular models`, "components");
+        throw ApiError.of(E.invalidArgument, `Component '${c}' is a collection; components must be regular models`, "components");
       }
     }
     for (const [name, fields] of defined) this.modelFor({ ...fields, model_name: name.startsWith("user.") ? name : `user.${name}` });
@@ -189,10 +188,10 @@ export class ModelLibrary {
     const { catalog } = this.opts;
     const model = catalog.get(name);
     if (model.source === "extra_models_dir") {
-      throw new ApiError(500, "delete_failed", `${model.id} lives in the extra models folder; remove the file there instead`);
+      throw ApiError.of(E.deleteExtraModel, `${model.id} lives in the extra models folder; remove the file there instead`);
     }
     if (model.cloud) {
-      throw new ApiError(400, "delete_failed", `${model.id} is served by the ${model.cloud.provider} cloud provider; remove the provider with /v1/uninstall (backend "cloud") instead`);
+      throw ApiError.of(E.deleteCloudModel, `${model.id} is served by the ${model.cloud.provider} cloud provider; remove the provider with /v1/uninstall (backend "cloud") instead`);
     }
     // Deleting a collection removes its entry; its components stay (lemonade.md). A published
     // collection's entry is its manifest, deleted below like any model's files.
@@ -204,7 +203,7 @@ export class ModelLibrary {
     await this.opts.unload(model.id);
     const files = catalog.files(model);
     if (!files.some((f) => f.exists) && !model.id.startsWith("user.")) {
-      throw new ApiError(404, "model_not_downloaded", `${model.id} is not downloaded`);
+      throw ApiError.of(E.modelNotDownloaded, `${model.id} is not downloaded`);
     }
     // Whole repo folders go: blobs, snapshots and refs together, so no half model is left.
     for (const repo of new Set(Object.values(model.checkpoints).map((c) => parseCheckpoint(c).repo))) {
@@ -225,7 +224,7 @@ export class ModelLibrary {
     const checkpoint = normalizeCheckpoint(given);
     const repo = parseCheckpoint(checkpoint).repo;
     if (!/^[^/\s]+\/[^/\s]+$/.test(repo)) {
-      throw new ApiError(400, "invalid_argument", `'checkpoint' must be a Hugging Face repo id like org/name, got ${JSON.stringify(checkpoint)}`, "checkpoint");
+      throw ApiError.of(E.invalidArgument, `'checkpoint' must be a Hugging Face repo id like org/name, got ${JSON.stringify(checkpoint)}`, "checkpoint");
     }
     this.refuseOffline();
     const manifest = await repoManifest(hub, repo).catch(hubError);
@@ -234,7 +233,7 @@ export class ModelLibrary {
     if (!manifest.files.some((f) => f.path.toLowerCase().endsWith(".gguf")) && manifest.files.some((f) => f.path === published)) {
       // A collection `lemonade export` published: pulled whole, by its repository.
       if ((manifest.files.find((f) => f.path === published)?.size ?? 0) > MAX_MANIFEST_BYTES) {
-        throw new ApiError(400, "invalid_argument", `Repository ${repo} contains '${published}' but it is too large to be a Lemonade Omni collection manifest`, "checkpoint");
+        throw ApiError.of(E.invalidArgument, `Repository ${repo} contains '${published}' but it is too large to be a Lemonade Omni collection manifest`, "checkpoint");
       }
       const spec = parseOmniManifest(await readRepoFile(hub, manifest, published).catch(hubError), `${repo}:${published}`);
       return { checkpoint, recipe: OMNI_RECIPE, repo_kind: "collection", suggested_name: name, suggested_labels: [], mmproj_files: [], variants: [], component_count: spec.components.length };
@@ -258,7 +257,7 @@ export class ModelLibrary {
   /** POST /v1/models/check-updates: downloaded hub models whose repository moved on. */
   async checkUpdates(): Promise<string[]> {
     const { catalog } = this.opts;
-    if (this.opts.offline()) throw new ApiError(409, "lemond_offline", "The server is in offline mode (`offline` is true): no update check is made");
+    if (this.opts.offline()) throw ApiError.of(E.offlineUpdateCheck, "The server is in offline mode (`offline` is true): no update check is made");
     const found: string[] = [];
     for (const model of catalog.all()) {
       if (model.source !== "huggingface" || !catalog.isDownloaded(model)) continue;
@@ -281,7 +280,7 @@ export class ModelLibrary {
   async search(query: string, limit: number, gguf: boolean, registry: Registry = "huggingface") {
     this.refuseOffline();
     return searchRepos(this.opts.hubs[registry], query, limit, gguf).catch((err) => {
-      throw new ApiError(err instanceof HubError && err.status === 429 ? 429 : 502, "download_failed", (err as Error).message);
+      throw ApiError.of(err instanceof HubError && err.status === 429 ? E.hubRateLimited : E.hubFailed, (err as Error).message);
     });
   }
 }

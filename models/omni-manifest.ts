@@ -3,9 +3,9 @@
 // names and each component's definition. The catalog names only the repository; the components are
 // what that file says once it is downloaded.
 import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
 import { parseCheckpoint } from "./hf-cache.ts";
-
-type Json = Record<string, any>;
+import type { Json } from "../lib/json.ts";
 
 export interface OmniSpec {
   components: string[];
@@ -35,11 +35,10 @@ export function parseOmniManifest(text: string, checkpoint: string): OmniSpec {
     Array.isArray(components) && components.length > 0 && components.every((c) => typeof c === "string" && c) &&
     Array.isArray(doc.models);
   if (!valid) {
-    throw new ApiError(
-      400,
-      "invalid_argument",
+    throw ApiError.of(
+      E.invalidArgument,
       `${parseCheckpoint(checkpoint).variant} in ${parseCheckpoint(checkpoint).repo} is not a Lemonade Omni collection manifest (expected an exported collection JSON with recipe "collection.omni", a non-empty 'components' array and a 'models' array)`,
     );
   }
-  return { components, models: doc!.models, ...(typeof doc!.system_prompt === "string" ? { systemPrompt: doc!.system_prompt } : {}) };
+  return { components, models: doc!.models as Json[], ...(typeof doc!.system_prompt === "string" ? { systemPrompt: doc!.system_prompt } : {}) };
 }

@@ -10,7 +10,7 @@ import { optionSpecs, type Options, type OptionValue } from "../spec/recipes.ts"
 /** An option value a recipe does not take: the documented 400 invalid_argument. */
 export class OptionError extends ApiError {
   constructor(message: string) {
-    super(E.invalidArgument.status, E.invalidArgument.code, message);
+    super(E.invalidArgument, message);
   }
 }
 

@@ -3,6 +3,7 @@
 // desugared into one `llm` classifier whose labels are the candidates plus identity rules
 // (label X → route_to X), so the engine (runtime/router-engine.ts) sees one form.
 import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
 
 export interface MetadataMatch {
   key: string;
@@ -64,7 +65,7 @@ const SUPPORTED_CLASSIFIERS = new Set(["llm", "semantic_similarity", "classifier
 const ALL_CLASSIFIERS = new Set(["semantic_similarity", "classifier", "llm", "pii_detection", "prompt_safety", "language_detection", "domain_classification", "complexity", "sentiment"]);
 const EXPR_KEYS = new Set(["any", "all", "not", "classifier", "label", "min_score", "max_score", "keywords_any", "keywords_all", "regex", "min_chars", "max_chars", "has_tools", "has_images", "metadata"]);
 
-const invalid = (path: string, why: string) => new ApiError(400, "invalid_argument", `Invalid routing policy: ${path} ${why}`, "routing");
+const invalid = (path: string, why: string) => ApiError.of(E.invalidArgument, `Invalid routing policy: ${path} ${why}`, "routing");
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const strings = (v: unknown, path: string, min = 0): string[] => {
@@ -132,7 +133,7 @@ function checkExpr(e: unknown, path: string, classifiers: Map<string, Classifier
  * registered, `classifierModel(name)` (when given) whether it is a fixed-label classifier. */
 export function checkRouting(doc: { version?: unknown; routing?: unknown }, known: (name: string) => boolean, classifierModel?: (name: string) => boolean): Routing {
   if (doc.version !== undefined && doc.version !== "1") {
-    throw new ApiError(400, "invalid_argument", `Routing policy version ${JSON.stringify(doc.version)} is not supported: this server reads version "1"`, "version");
+    throw ApiError.of(E.invalidArgument, `Routing policy version ${JSON.stringify(doc.version)} is not supported: this server reads version "1"`, "version");
   }
   const r = doc.routing;
   if (!isObject(r)) throw invalid("routing", "must be an object with candidates, default_model and rules (or router)");

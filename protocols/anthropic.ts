@@ -7,8 +7,7 @@
 import type { ApiError } from "../lib/api-error.ts";
 import type { StreamRule } from "../runtime/proxy.ts";
 import { anthropic as spec } from "../spec/index.ts";
-
-type Json = Record<string, any>;
+import type { UncheckedJson as Json } from "../lib/json.ts";
 
 /** `{"type": "error", "error": {type, message}}`: its SDKs read error.type and error.message. */
 export function anthropicErrorBody(err: ApiError): unknown {

@@ -27,7 +27,7 @@ export async function toWav16k(audio: Blob): Promise<ArrayBuffer> {
     stderr: "pipe",
   });
   const [wav, err, code] = await Promise.all([new Response(ff.stdout).arrayBuffer(), new Response(ff.stderr).text(), ff.exited]);
-  if (code !== 0) throw new ApiError(400, "invalid_argument", `The audio file could not be decoded: ${err.trim().split("\n").pop()}`, "file");
+  if (code !== 0) throw ApiError.of(E.invalidArgument, `The audio file could not be decoded: ${err.trim().split("\n").pop()}`, "file");
   return wav;
 }
 
@@ -51,7 +51,7 @@ function field(form: FormData, name: string): string | undefined {
 
 export async function transcribe(ctx: Pick<ServerContext, "config" | "logger" | "proxy">, request: Request): Promise<Response> {
   if (!request.headers.get("content-type")?.toLowerCase().startsWith("multipart/form-data")) {
-    throw new ApiError(400, "", "The request must be multipart/form-data with a 'file' and a 'model'");
+    throw ApiError.of(E.notMultipart, "The request must be multipart/form-data with a 'file' and a 'model'");
   }
   if (Number(request.headers.get("content-length") ?? 0) > ctx.config.maxBodyBytes) {
     throw ApiError.of(E.payloadTooLarge, `The upload is larger than ${ctx.config.maxBodyBytes} bytes (LEMONADE_MAX_BODY_MB)`);
@@ -60,19 +60,19 @@ export async function transcribe(ctx: Pick<ServerContext, "config" | "logger" | 
   try {
     form = await request.formData();
   } catch (err) {
-    throw new ApiError(400, "", `The multipart body could not be read: ${(err as Error).message}`);
+    throw ApiError.of(E.unreadableMultipart, `The multipart body could not be read: ${(err as Error).message}`);
   }
   const file = form.get("file");
-  if (!(file instanceof Blob)) throw new ApiError(400, "missing_argument", "Missing required argument 'file'", "file");
+  if (!(file instanceof Blob)) throw ApiError.of(E.missingArgument, "Missing required argument 'file'", "file");
   const name = field(form, "model");
-  if (!name) throw new ApiError(400, "missing_argument", "Missing required argument 'model'", "model");
+  if (!name) throw ApiError.of(E.missingArgument, "Missing required argument 'model'", "model");
   const format = (field(form, "response_format") ?? "json") as Format;
   if (!TRANSCRIPTION_FORMATS.includes(format)) {
-    throw new ApiError(400, "invalid_argument", `'response_format' must be one of ${TRANSCRIPTION_FORMATS.join(", ")}`, "response_format");
+    throw ApiError.of(E.invalidArgument, `'response_format' must be one of ${TRANSCRIPTION_FORMATS.join(", ")}`, "response_format");
   }
   const temperature = field(form, "temperature");
   if (temperature !== undefined && !Number.isFinite(Number(temperature))) {
-    throw new ApiError(400, "invalid_argument", "'temperature' must be a number", "temperature");
+    throw ApiError.of(E.invalidArgument, "'temperature' must be a number", "temperature");
   }
   const model = ctx.proxy.model(name, needsTranscriber);
   const wav = await toWav16k(file);
@@ -102,18 +102,18 @@ export interface SpeechRequest {
 export async function speak(ctx: Pick<ServerContext, "catalog" | "logger" | "proxy" | "standIns">, body: SpeechRequest, signal: AbortSignal = new AbortController().signal): Promise<Response> {
   const model = ctx.catalog.get(body.model);
   if (model.type !== "tts" || !serves(model.recipe, "speech")) {
-    throw new ApiError(400, "model_not_applicable", `Model ${model.id} is not a text-to-speech model (its type is ${model.type})`, "model");
+    throw ApiError.of(E.modelNotApplicable, `Model ${model.id} is not a text-to-speech model (its type is ${model.type})`, "model");
   }
   const voice = body.voice ?? "shimmer";
   const standIn = ctx.standIns.of(model, "speech");
   const inProcess = standIn?.kind === "in-process" ? standIn : null;
   // The stand-in's voices are the ones a client may name, whichever engine speaks.
   if (inProcess && !inProcess.knows(voice)) {
-    throw new ApiError(400, "invalid_argument", `Unknown voice '${voice}': use an OpenAI voice (alloy, ash, ...) or a Kokoro one (af_sky, am_echo, ...)`, "voice");
+    throw ApiError.of(E.invalidArgument, `Unknown voice '${voice}': use an OpenAI voice (alloy, ash, ...) or a Kokoro one (af_sky, am_echo, ...)`, "voice");
   }
   const streaming = body.stream === true || body.stream_format === "audio";
   if (streaming && body.response_format !== undefined && body.response_format !== "pcm") {
-    throw new ApiError(400, "invalid_argument", `Streaming produces \`pcm\` only: drop 'response_format' or set it to "pcm" (got "${body.response_format}")`, "response_format");
+    throw ApiError.of(E.invalidArgument, `Streaming produces \`pcm\` only: drop 'response_format' or set it to "pcm" (got "${body.response_format}")`, "response_format");
   }
   const format: SpeechFormat = body.response_format ?? (streaming ? "pcm" : "mp3");
   if (!inProcess || !ctx.standIns.serving(model, "speech")) {
@@ -124,7 +124,7 @@ export async function speak(ctx: Pick<ServerContext, "catalog" | "logger" | "pro
       path: enginePath(model.recipe, "speech"),
       body: { model: engine.model, input: body.input, voice, speed: body.speed ?? 1, response_format: format, stream: false },
       raw: true,
-      check: (m) => (m.type === "tts" ? null : new ApiError(400, "model_not_applicable", `Model ${m.id} is not a text-to-speech model`, "model")),
+      check: (m) => (m.type === "tts" ? null : ApiError.of(E.modelNotApplicable, `Model ${m.id} is not a text-to-speech model`, "model")),
       signal,
       endpoint: "audio_speech",
       generation: false,
@@ -138,12 +138,12 @@ export async function speak(ctx: Pick<ServerContext, "catalog" | "logger" | "pro
   try {
     audio = inProcess.synthesize(body.input, voice, body.speed ?? 1, format);
   } catch (err) {
-    throw new ApiError(500, "model_load_error", `Cannot speak with ${model.id}: ${(err as Error).message}`);
+    throw ApiError.of(E.modelLoadError, `Cannot speak with ${model.id}: ${(err as Error).message}`);
   }
   const headers = { "content-type": SPEECH_CONTENT_TYPES[format], "x-lemonade-speech-engine": inProcess.name };
   if (streaming) return new Response(audio, { headers });
   const bytes = new Uint8Array(await new Response(audio).arrayBuffer());
-  if (bytes.length === 0) throw new ApiError(502, "", `${model.id} produced no audio`);
+  if (bytes.length === 0) throw ApiError.of(E.noAudio, `${model.id} produced no audio`);
   ctx.logger.info("TTS", `Spoke ${body.input.length} characters with ${model.id} (${voice}, ${format}, ${bytes.length} bytes)`);
   return new Response(bytes, { headers });
 }

@@ -11,10 +11,10 @@ import type { ServerContext } from "../runtime/context.ts";
 
 export const needsClassifier: ModelCheck = (model: CatalogModel) => {
   if (model.type !== "classification" || !serves(model.recipe, "classify")) {
-    return new ApiError(400, "invalid_argument", `Model ${model.id} is not a text classifier: /v1/classify serves onnxruntime models labelled 'classification'`, "model");
+    return ApiError.of(E.invalidArgument, `Model ${model.id} is not a text classifier: /v1/classify serves onnxruntime models labelled 'classification'`, "model");
   }
   if (model.labels.includes("zero-shot")) {
-    return new ApiError(400, "invalid_argument", `Model ${model.id} is a zero-shot classifier, whose labels come with each request; this server serves fixed-label classifiers only`, "model");
+    return ApiError.of(E.invalidArgument, `Model ${model.id} is a zero-shot classifier, whose labels come with each request; this server serves fixed-label classifiers only`, "model");
   }
   return null;
 };

@@ -12,8 +12,7 @@ import { enginePath, serves } from "../spec/recipes.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import type { ModelCheck } from "../runtime/proxy.ts";
-
-type Json = Record<string, any>;
+import type { UncheckedJson as Json } from "../lib/json.ts";
 
 /** The prompt the real server sends for a variation (the docs: the prompt is ignored). */
 const VARIATION_PROMPT = "variation";
@@ -21,7 +20,7 @@ const VARIATION_PROMPT = "variation";
 export const needsImageModel: ModelCheck = (model: CatalogModel) =>
   model.type === "image" && !model.labels.includes("upscaling") && serves(model.recipe, "image.generate")
     ? null
-    : new ApiError(500, "", `Model ${model.id} cannot generate images (its type is ${model.type})`, "model", "unsupported_operation");
+    : ApiError.of(E.cannotGenerateImages, `Model ${model.id} cannot generate images (its type is ${model.type})`, "model");
 
 /** What a generation runs with, each from the first layer that sets it. */
 export interface ImageSettings {
@@ -141,12 +140,12 @@ function numberField(form: FormData, name: string): number | undefined {
 
 async function readForm(request: Request): Promise<FormData> {
   if (!request.headers.get("content-type")?.toLowerCase().startsWith("multipart/form-data")) {
-    throw new ApiError(400, "", "The request must be multipart/form-data with a 'model' and an 'image'");
+    throw ApiError.of(E.notMultipart, "The request must be multipart/form-data with a 'model' and an 'image'");
   }
   try {
     return await request.formData();
   } catch (err) {
-    throw new ApiError(400, "", `The multipart body could not be read: ${(err as Error).message}`);
+    throw ApiError.of(E.unreadableMultipart, `The multipart body could not be read: ${(err as Error).message}`);
   }
 }
 
@@ -157,7 +156,7 @@ export async function edit(ctx: Pick<ServerContext, "options" | "proxy">, reques
   if (!name) throw ApiError.of(E.missingArgument, "Missing required argument 'model'", "model");
   const plain = form.getAll("image").filter((f) => f instanceof Blob);
   const listed = form.getAll("image[]").filter((f) => f instanceof Blob);
-  if (plain.length && listed.length) throw new ApiError(400, "", "Send the images under 'image' or under 'image[]', not both", "image");
+  if (plain.length && listed.length) throw ApiError.of(E.imageFieldsBoth, "Send the images under 'image' or under 'image[]', not both", "image");
   const images = listed.length ? listed : plain;
   if (!images.length) throw ApiError.of(E.missingArgument, "Missing required argument 'image'", "image");
   const prompt = kind === "edit" ? field(form, "prompt") : VARIATION_PROMPT;
@@ -200,9 +199,9 @@ export async function edit(ctx: Pick<ServerContext, "options" | "proxy">, reques
  * ESRGAN model downloaded first when needed. */
 export async function upscale(ctx: Pick<ServerContext, "catalog" | "library" | "options" | "standIns">, body: Json, signal: AbortSignal): Promise<Json> {
   const model = ctx.catalog.get(body.model);
-  if (!model.labels.includes("upscaling")) throw new ApiError(400, "", `Model ${model.id} is not an upscaling model (it has no 'upscaling' label)`, "model");
+  if (!model.labels.includes("upscaling")) throw ApiError.of(E.notUpscaler, `Model ${model.id} is not an upscaling model (it has no 'upscaling' label)`, "model");
   const upscaler = ctx.standIns.of(model, "upscale");
-  if (upscaler?.kind !== "one-shot") throw new ApiError(400, "", `Model ${model.id}'s recipe (${model.recipe}) cannot upscale`, "model");
+  if (upscaler?.kind !== "one-shot") throw ApiError.of(E.cannotUpscale, `Model ${model.id}'s recipe (${model.recipe}) cannot upscale`, "model");
   let image: Uint8Array;
   try {
     image = Uint8Array.from(Buffer.from(body.image, "base64"));
@@ -213,15 +212,15 @@ export async function upscale(ctx: Pick<ServerContext, "catalog" | "library" | "
   try {
     await ctx.library.ensureDownloaded(model);
   } catch (err) {
-    throw new ApiError(404, "", (err as Error).message, "model");
+    throw ApiError.of(E.upscalerNotFound, (err as Error).message, "model");
   }
   const path = ctx.catalog.files(model).find((f) => f.role === "main")?.path;
-  if (!path) throw new ApiError(404, "", `Model ${model.id}'s file is not downloaded`, "model");
+  if (!path) throw ApiError.of(E.upscalerNotFound, `Model ${model.id}'s file is not downloaded`, "model");
   let out: Uint8Array;
   try {
     out = await ctx.standIns.run(upscaler, { modelPath: path, options: ctx.options.resolve(model), input: image }, signal);
   } catch (err) {
-    throw new ApiError(500, "", `Upscale failed: ${scrubPaths((err as Error).message)}`);
+    throw ApiError.of(E.upscaleFailed, `Upscale failed: ${scrubPaths((err as Error).message)}`);
   }
   return { created: Math.floor(Date.now() / 1000), data: [{ b64_json: Buffer.from(out).toString("base64") }], output_format: "png" };
 }

@@ -4,6 +4,7 @@
 import type { Static } from "@sinclair/typebox";
 import type * as downloadsSpec from "../spec/downloads.ts";
 import type * as lifecycleSpec from "../spec/lifecycle.ts";
+import { E } from "../spec/errors.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { clip } from "../lib/scrub.ts";
 import { sseResponse } from "../lib/sse.ts";
@@ -61,7 +62,7 @@ export async function unload(ctx: Pick<ServerContext, "catalog" | "scheduler">, 
     return { status: "success", message: "All models unloaded successfully" };
   }
   const model = ctx.catalog.find(name);
-  if (!model || !(await ctx.scheduler.unload(model.id))) throw new ApiError(404, "model_not_loaded", `Model not loaded: ${clip(name)}`);
+  if (!model || !(await ctx.scheduler.unload(model.id))) throw ApiError.of(E.modelNotLoaded, `Model not loaded: ${clip(name)}`);
   return { status: "success", message: `Model unloaded successfully: ${name}` };
 }
 
@@ -104,7 +105,7 @@ export function register(ctx: Pick<ServerContext, "catalog" | "library">, body: 
 /** POST /v1/delete. */
 export async function deleteModel(ctx: Pick<ServerContext, "catalog" | "library">, name: string) {
   // A name the registry does not know cannot be deleted: 422, as the real server answers.
-  if (!ctx.catalog.find(name)) throw new ApiError(422, "model_not_found", `Model not found: ${clip(name)}`, "model_name");
+  if (!ctx.catalog.find(name)) throw ApiError.of(E.deleteUnknownModel, `Model not found: ${clip(name)}`, "model_name");
   const model = await ctx.library.delete(name);
   return { status: "success", message: `Deleted model: ${model.id}` };
 }
@@ -114,14 +115,14 @@ export async function controlDownload(ctx: Pick<ServerContext, "downloads">, bod
   const known = ctx.downloads.get(body.id) !== undefined;
   const snapshot = await ctx.downloads.control(body.id, body.action);
   if (body.action === "remove") return known ? { status: "ok" } : { status: "ok", missing: true };
-  if (!snapshot) throw new ApiError(404, "download_not_found", `No download job ${body.id}`);
+  if (!snapshot) throw ApiError.of(E.downloadNotFound, `No download job ${body.id}`);
   return snapshot;
 }
 
 /** GET /v1/registry/search: candidate repositories for a pull. */
 export async function searchRegistry(ctx: Pick<ServerContext, "library">, query: SearchQuery) {
   const text = String(query.query ?? query.q ?? "").trim();
-  if (text.length < 3) throw new ApiError(400, "invalid_argument", "'query' must be at least 3 characters", "query");
+  if (text.length < 3) throw ApiError.of(E.invalidArgument, "'query' must be at least 3 characters", "query");
   const source = ctx.library.registryOf(query.source);
   const found = await ctx.library.search(text, query.limit ?? 12, query.format === "gguf", source);
   return { query: text, source, ...(query.format === "gguf" ? { format: "gguf" } : {}), ...found };

@@ -4,6 +4,7 @@
 import { accessSync, constants, lstatSync, mkdirSync, realpathSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
 import { scrubPaths } from "../lib/scrub.ts";
 import { VERSION } from "../lib/version.ts";
 import type { ServerContext } from "../runtime/context.ts";
@@ -13,8 +14,7 @@ import { generateImages } from "./images.ts";
 import { omniTurn } from "./omni.ts";
 import { listModels } from "./models.ts";
 import { TRANSCRIPTION_FORMATS, transcriptText, whisperInference, type TranscriptionFormat } from "./whisper.ts";
-
-type Json = Record<string, any>;
+import type { UncheckedJson as Json } from "../lib/json.ts";
 
 export class RpcError extends Error {
   constructor(
@@ -183,7 +183,7 @@ async function chatTool(ctx: Pick<ServerContext, "proxy">, args: Json, signal: A
     model,
     path: "/v1/chat/completions",
     body,
-    check: (m) => (m.type === "llm" ? null : new ApiError(400, "", `Model ${m.id} is not a chat model; use lemonade_list_models to find one`)),
+    check: (m) => (m.type === "llm" ? null : ApiError.of(E.notAnLlm, `Model ${m.id} is not a chat model; use lemonade_list_models to find one`)),
     signal,
     endpoint: "mcp_chat",
     generation: true,

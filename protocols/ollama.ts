@@ -3,6 +3,7 @@
 // views become Ollama's, and every failure becomes Ollama's status and `{"error": "..."}` here.
 import { basename } from "node:path";
 import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
 import { readSse } from "../lib/sse.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import { parseCheckpoint } from "../models/hf-cache.ts";
@@ -11,10 +12,9 @@ import type { ModelCheck } from "../runtime/proxy.ts";
 import { ollama as spec } from "../spec/index.ts";
 import { generateImages, needsImageModel } from "./images.ts";
 import { chatStream, needsLlm, toEngineBody, visionCheck } from "./openai.ts";
+import type { UncheckedJson as Json } from "../lib/json.ts";
 
 const CREATED_AT = "2024-01-01T00:00:00Z";
-
-type Json = Record<string, any>;
 
 const OPTION_KEYS = ["temperature", "top_p", "seed", "stop", "num_predict", "repeat_penalty"] as const;
 
@@ -121,13 +121,13 @@ export type OllamaStep = "serve" | "pull" | "delete";
  * request mistake keeps its 400; what the engine answers is 500, a context overflow 400. A failed
  * pull is 500; a failed delete is 404 when the model is not there, else 500. */
 export function ollamaError(err: unknown, step: OllamaStep = "serve"): ApiError {
-  if (!(err instanceof ApiError)) return new ApiError(500, "", (err as Error)?.message ?? String(err));
-  if (step === "pull") return new ApiError(500, err.code, err.message);
-  if (step === "delete") return new ApiError(err.status === 404 ? 404 : 500, err.code, err.message);
-  if (err.extras.fromEngine) return new ApiError(err.code === "context_length_exceeded" ? 400 : 500, err.code, err.message);
-  if (err.code === "router_residency_conflict") return err;
+  if (!(err instanceof ApiError)) return ApiError.of(E.internal, (err as Error)?.message ?? String(err));
+  if (step === "pull") return ApiError.of(E.ollamaPullFailed, err.message);
+  if (step === "delete") return ApiError.of(err.status === 404 ? E.ollamaModelNotFound : E.ollamaDeleteFailed, err.message);
+  if (err.extras.fromEngine) return ApiError.of(err.code === E.contextLengthExceeded.code ? E.ollamaContextOverflow : E.ollamaBackendError, err.message);
+  if (err.code === E.routerResidencyConflict.code) return err;
   if (err.status === 400 || err.status === 499) return err;
-  return new ApiError(404, err.code, err.message);
+  return ApiError.of(E.ollamaLoadFailed, err.message);
 }
 
 const rethrow = (step: OllamaStep) => (err: unknown): never => {
@@ -307,14 +307,14 @@ async function ollamaEmbed(ctx: Pick<ServerContext, "proxy">, t: Omit<Translatio
 }
 
 const needsOllamaEmbedder: ModelCheck = (m) =>
-  m.type === "embedding" ? null : new ApiError(400, "", `Model ${m.id} is not an embedding model`);
+  m.type === "embedding" ? null : ApiError.of(E.notAnEmbedder, `Model ${m.id} is not an embedding model`);
 
 /** A registered model by its Ollama name (with or without `:latest`); anything else is Ollama's 404. */
 export function registered(ctx: Pick<ServerContext, "catalog">, body: { model?: string; name?: string }): CatalogModel {
   const name = body.model ?? body.name;
-  if (!name) throw new ApiError(400, "missing_argument", "Missing required argument 'model'");
+  if (!name) throw ApiError.of(E.missingArgument, "Missing required argument 'model'");
   const model = ctx.catalog.find(name);
-  if (!model || !ctx.catalog.isSupported(model)) throw new ApiError(404, "model_not_found", `model '${name}' not found`);
+  if (!model || !ctx.catalog.isSupported(model)) throw ApiError.of(E.modelNotFound, `model '${name}' not found`);
   return model;
 }
 

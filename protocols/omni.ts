@@ -4,13 +4,13 @@
 // components and feeds the results back, returns a client tool call to the client
 // (`finish_reason: "tool_calls"`), and embeds the media it made in the assistant's `content`.
 import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { speak } from "./audio.ts";
 import { edit, generateImages } from "./images.ts";
 import { hasVision, needsLlm, toEngineBody } from "./openai.ts";
-
-type Json = Record<string, any>;
+import type { UncheckedJson as Json } from "../lib/json.ts";
 
 /** Rounds of tool calls one request may take before it ends with what it has. */
 export const MAX_TOOL_ROUNDS = 6;
@@ -32,7 +32,7 @@ interface Roles {
 export function omniRoles(ctx: Pick<ServerContext, "catalog">, collection: CatalogModel): Roles {
   const parts = (ctx.catalog.omniSpec(collection)?.components ?? []).map((name) => ctx.catalog.find(name)).filter((m): m is CatalogModel => m !== undefined);
   const chat = parts.find((m) => m.type === "llm");
-  if (!chat) throw new ApiError(400, "invalid_argument", `Collection ${collection.id} has no chat model among its components`, "model");
+  if (!chat) throw ApiError.of(E.invalidArgument, `Collection ${collection.id} has no chat model among its components`, "model");
   return {
     chat,
     image: parts.find((m) => m.type === "image" && !m.labels.includes("edit")) ?? parts.find((m) => m.type === "image"),

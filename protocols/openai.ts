@@ -1,6 +1,8 @@
 // The OpenAI dialect: request bodies as llama.cpp takes them, which models each route serves,
 // how its event streams end, and its error body.
 import { ApiError } from "../lib/api-error.ts";
+import { E, type ErrorRow } from "../spec/errors.ts";
+import type { Json } from "../lib/json.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ModelCheck, StreamRule } from "../runtime/proxy.ts";
 import { serves, type Capability } from "../spec/recipes.ts";
@@ -115,7 +117,7 @@ export function legacyLogprobs(): (choice: Record<string, any>) => void {
 }
 
 /** Whether an OpenAI chat body (or a Responses `input`) carries an image. */
-export function hasImage(body: Record<string, any>): boolean {
+export function hasImage(body: Json): boolean {
   const items = Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : [];
   return items.some(
     (m: any) => Array.isArray(m?.content) && m.content.some((p: any) => p?.type === "image_url" || p?.type === "input_image" || p?.type === "image"),
@@ -127,26 +129,26 @@ export function hasImage(body: Record<string, any>): boolean {
 export const hasVision = (model: CatalogModel) => model.recipe === "cloud" || model.labels.includes("vision") || model.checkpoints.mmproj !== undefined;
 
 /** Adds the image check to a route's check, when the request carries an image. */
-export function visionCheck(check: ModelCheck, body: Record<string, any>): ModelCheck {
+export function visionCheck(check: ModelCheck, body: Json): ModelCheck {
   if (!hasImage(body)) return check;
   return (model) =>
     check(model) ??
-    (hasVision(model) ? null : new ApiError(400, "", `Model ${model.id} does not accept images: it has no vision projector (mmproj)`, "messages"));
+    (hasVision(model) ? null : ApiError.of(E.noVision, `Model ${model.id} does not accept images: it has no vision projector (mmproj)`, "messages"));
 }
 
 /** Routes that generate text take LLMs only. */
 export const needsLlm =
-  (code = ""): ModelCheck =>
+  (row: ErrorRow = E.notAnLlm): ModelCheck =>
   (model: CatalogModel) =>
-    model.type === "llm" ? null : new ApiError(400, code, `Model ${model.id} is not an LLM (its type is ${model.type})`, "model");
+    model.type === "llm" ? null : ApiError.of(row, `Model ${model.id} is not an LLM (its type is ${model.type})`, "model");
 
 /** A cloud model's provider says for itself whether it embeds or reranks (a plain OpenAI-style
  * listing names no capabilities). */
 export const needsEmbedder: ModelCheck = (model) => {
   if (model.recipe === "cloud") return null;
-  if (!serves(model.recipe, "embeddings")) return new ApiError(400, "", `Model ${model.id}'s backend (${model.recipe}) cannot embed`, "model");
+  if (!serves(model.recipe, "embeddings")) return ApiError.of(E.cannotEmbed, `Model ${model.id}'s backend (${model.recipe}) cannot embed`, "model");
   if (model.type !== "embedding") {
-    return new ApiError(501, "", `Model ${model.id} is a ${model.recipe} ${model.type} model, not an embedding model`, "model");
+    return ApiError.of(E.notEmbeddingModel, `Model ${model.id} is a ${model.recipe} ${model.type} model, not an embedding model`, "model");
   }
   return null;
 };
@@ -154,10 +156,10 @@ export const needsEmbedder: ModelCheck = (model) => {
 export const needsReranker: ModelCheck = (model) =>
   model.recipe === "cloud" || (serves(model.recipe, "rerank") && model.type === "reranking")
     ? null
-    : new ApiError(400, "", `Model ${model.id} is not a reranking model (its type is ${model.type}, its recipe ${model.recipe})`, "model");
+    : ApiError.of(E.notReranker, `Model ${model.id} is not a reranking model (its type is ${model.type}, its recipe ${model.recipe})`, "model");
 
 /** Slots and tokenize reach the most recently used model, whose recipe must serve them. */
 export const needs =
   (capability: Capability): ModelCheck =>
   (model) =>
-    serves(model.recipe, capability) ? null : new ApiError(400, "", `The most recently used model, ${model.id}, has no ${capability} (its recipe is ${model.recipe})`);
+    serves(model.recipe, capability) ? null : ApiError.of(E.recentLacksCapability, `The most recently used model, ${model.id}, has no ${capability} (its recipe is ${model.recipe})`);

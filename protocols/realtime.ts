@@ -3,6 +3,7 @@
 // starts and stops, and each finished turn, or an explicit commit, is transcribed by the
 // session's Whisper model through the same whisper client as /v1/audio/transcriptions.
 import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { transcriptText } from "./whisper.ts";
 
@@ -226,7 +227,7 @@ export class RealtimeSession {
   }
 
   private async transcribe(audio: Int16Array): Promise<string> {
-    if (!this.model) throw new ApiError(400, "missing_argument", "No model: connect with ?model=... or send session.update");
+    if (!this.model) throw ApiError.of(E.missingArgument, "No model: connect with ?model=... or send session.update");
     return transcriptText(this.ctx, this.model, { wav: wav(audio) });
   }
 }

@@ -3,18 +3,17 @@
 // response from, opens reasoning text without a content part, and never sends `[DONE]`; this
 // translator adds them, and names the model as the client did.
 import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ModelCheck, StreamRule } from "../runtime/proxy.ts";
 import { chatStream, needsLlm, visionCheck } from "./openai.ts";
-
-type Json = Record<string, any>;
+import type { UncheckedJson as Json } from "../lib/json.ts";
 
 /** Refuses what llama.cpp cannot do: it keeps no responses to continue from. */
 export function checkResponsesBody(body: Json): void {
   if (body.previous_response_id !== undefined && body.previous_response_id !== null) {
-    throw new ApiError(
-      400,
-      "invalid_argument",
+    throw ApiError.of(
+      E.invalidArgument,
       "previous_response_id is not supported: this server keeps no responses; send the whole conversation in `input`",
       "previous_response_id",
     );
@@ -81,11 +80,11 @@ export function responsesStream(model: string): StreamRule {
 
 /** Which models a Responses request may name: LLMs (with vision when it carries images); a cloud
  * model only when streaming, as Lemonade passes only streams on to a provider's Responses API. */
-export function responsesCheck(body: Record<string, any>): ModelCheck {
-  const llm = visionCheck(needsLlm("model_not_applicable"), body);
+export function responsesCheck(body: Json): ModelCheck {
+  const llm = visionCheck(needsLlm(E.modelNotApplicable), body);
   return (model: CatalogModel) =>
     llm(model) ??
     (model.cloud && body.stream !== true
-      ? new ApiError(400, "", `Model ${model.id} is a cloud model, which has no Responses API: use /v1/chat/completions, or stream`, "model")
+      ? ApiError.of(E.noResponsesApi, `Model ${model.id} is a cloud model, which has no Responses API: use /v1/chat/completions, or stream`, "model")
       : null);
 }

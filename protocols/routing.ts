@@ -3,14 +3,14 @@
 // says what was decided: the `x-lemonade-route` header (the rule, or `default`) and, with
 // `route_trace: true`, an `x_lemonade_route` object on the body or the first stream event.
 import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
 import type { Classifier } from "../models/routing-policy.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import type { StreamRule } from "../runtime/proxy.ts";
 import { decide, routeInput, type Decision } from "../runtime/router-engine.ts";
 import { chatStream, mappedStream, needsEmbedder, needsLlm } from "./openai.ts";
 import { classifyText } from "./classify.ts";
-
-type Json = Record<string, any>;
+import type { Json } from "../lib/json.ts";
 
 export const ROUTE_HEADER = "x-lemonade-route";
 
@@ -113,7 +113,7 @@ export async function route(ctx: Pick<ServerContext, "catalog" | "logger" | "pro
   if (!model?.router) return null;
   const policy = model.router.policy;
   for (const candidate of policy.candidates) {
-    if (!ctx.catalog.find(candidate)) throw new ApiError(404, "model_not_found", `Router ${model.id} routes to ${candidate}, which is no longer registered`);
+    if (!ctx.catalog.find(candidate)) throw ApiError.of(E.modelNotFound, `Router ${model.id} routes to ${candidate}, which is no longer registered`);
   }
   const decision = await decide(policy, routeInput(body), (c, text) =>
     c.type === "semantic_similarity" ? semanticClassify(ctx, c, text, signal) : c.type === "classifier" ? onnxClassify(ctx, c, text, signal) : llmClassify(ctx, c, text, signal),

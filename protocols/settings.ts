@@ -62,7 +62,7 @@ export function setSettings(ctx: Pick<ServerContext, "catalog" | "config" | "lif
 
 export function pin(ctx: Pick<ServerContext, "catalog" | "scheduler">, name: string, pinned: boolean) {
   const model = ctx.catalog.find(name);
-  if (!model || !ctx.scheduler.setPinned(model.id, pinned)) throw new ApiError(404, "model_not_loaded", `Model not loaded: ${name}`, "model_name");
+  if (!model || !ctx.scheduler.setPinned(model.id, pinned)) throw ApiError.of(E.modelNotLoaded, `Model not loaded: ${name}`, "model_name");
   return { status: "success" as const, model_name: model.id, pinned };
 }
 

@@ -1,6 +1,7 @@
 // The one client of whisper-server's `/inference` endpoint (multipart WAV in, the transcript in
 // the asked format out), shared by /v1/audio/transcriptions, realtime sessions and MCP.
 import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
 import { engineError, engineUnavailable } from "../runtime/engine-error.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
@@ -13,7 +14,7 @@ export type TranscriptionFormat = (typeof TRANSCRIPTION_FORMATS)[number];
 export const needsTranscriber: ModelCheck = (model: CatalogModel) =>
   model.type === "transcription" && serves(model.recipe, "transcribe")
     ? null
-    : new ApiError(400, "", `Model ${model.id} cannot transcribe audio (its type is ${model.type})`, "model", "unsupported_operation");
+    : ApiError.of(E.cannotTranscribe, `Model ${model.id} cannot transcribe audio (its type is ${model.type})`, "model");
 
 export interface Inference {
   /** 16 kHz mono 16-bit WAV. */
@@ -41,7 +42,7 @@ export async function whisperInference(ctx: Pick<ServerContext, "proxy">, name: 
     try {
       res = await engineFetch(`${lease.url}${enginePath(lease.slot.model.recipe, "transcribe")}`, { method: "POST", body: form, signal: req.signal });
     } catch {
-      if (req.signal?.aborted) throw new ApiError(499, "client_closed", "The client closed the request");
+      if (req.signal?.aborted) throw ApiError.of(E.clientClosed, "The client closed the request");
       throw engineUnavailable(lease.slot.model.id, "did not answer");
     }
     const body = await res.text();

@@ -1,6 +1,7 @@
 // Backends as the lifecycle API sees them: their states, install (shared builds) and uninstall
 // (which first unloads the models running on the backend).
 import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { EngineEnv, Recipe, RecipeStatus } from "../engines/engine.ts";
 import { InstallError, type EngineInstaller } from "../engines/installer.ts";
@@ -13,9 +14,9 @@ async function installing<T>(work: () => Promise<T> | T): Promise<T> {
   try {
     return await work();
   } catch (err) {
-    if (err instanceof InstallError) throw new ApiError(400, "unsupported_backend", err.message);
+    if (err instanceof InstallError) throw ApiError.of(E.unsupportedBackend, err.message);
     if (err instanceof ApiError) throw err;
-    throw new ApiError(500, "install_failed", `Install failed: ${(err as Error).message}`);
+    throw ApiError.of(E.installFailed, `Install failed: ${(err as Error).message}`);
   }
 }
 

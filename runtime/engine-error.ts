@@ -1,9 +1,21 @@
 // How an engine's failure reaches a client: its error answer (llama.cpp's and whisper.cpp's
-// `{"error": {code, message, type}}`, or a bare string) becomes one ApiError with Lemonade's type
-// and code, and an engine that cannot be reached becomes a retryable 503. Messages never carry
+// `{"error": {code, message, type}}`, or a bare string) becomes one ApiError of the row of its
+// error type, and an engine that cannot be reached becomes a retryable 503. Messages never carry
 // local file paths or the HTTP client's internals.
 import { ApiError } from "../lib/api-error.ts";
 import { scrubPaths } from "../lib/scrub.ts";
+import { E, type ErrorRow } from "../spec/errors.ts";
+
+/** llama-server's error types (whisper-server answers the same), each a row. */
+const ENGINE_ROWS: Record<string, ErrorRow> = {
+  [E.engineInvalidRequest.code]: E.engineInvalidRequest,
+  [E.engineAuthentication.code]: E.engineAuthentication,
+  [E.enginePermission.code]: E.enginePermission,
+  [E.engineNotFound.code]: E.engineNotFound,
+  [E.engineServer.code]: E.engineServer,
+  [E.engineNotSupported.code]: E.engineNotSupported,
+  [E.engineUnavailable.code]: E.engineUnavailable,
+};
 
 /** The engine's answer to a request that failed: normalised, with its own body in `details`. */
 export function engineError(status: number, text: string, modelId: string): ApiError {
@@ -18,17 +30,17 @@ export function engineError(status: number, text: string, modelId: string): ApiE
   const message = scrubPaths(String(error.message ?? "").trim()) || `The ${modelId} engine answered ${status}`;
   const details = typeof body === "object" && body !== null ? scrubDeep(body) : { message };
   if (error.type === "exceed_context_size_error") {
-    const err = new ApiError(400, "context_length_exceeded", message, undefined, "invalid_request_error");
-    return err.with({ details, fromEngine: true });
+    return ApiError.of(E.contextLengthExceeded, message).with({ details, fromEngine: true });
   }
-  const code = typeof error.type === "string" && error.type ? error.type : status >= 500 ? "backend_error" : "invalid_request";
-  const type = status >= 400 && status < 500 ? "invalid_request_error" : "backend_error";
-  return new ApiError(status >= 400 ? status : 500, code, message, undefined, type).with({ details, fromEngine: true });
+  const known = typeof error.type === "string" && Object.hasOwn(ENGINE_ROWS, error.type) ? ENGINE_ROWS[error.type] : undefined;
+  const row = known ?? (status >= 400 && status < 500 ? E.engineRefused : E.engineFailed);
+  // The engine's own status stands (the docs' "the backend's own status replaces this one").
+  return ApiError.of(row, message).withStatus(status >= 400 ? status : 500).with({ details, fromEngine: true });
 }
 
 /** An engine that could not be reached, even after the model was loaded again. */
 export function engineUnavailable(modelId: string, why: string): ApiError {
-  return new ApiError(503, "backend_unavailable", `The ${modelId} engine ${why}; try again`, undefined, "backend_error").with({ retryable: true, fromEngine: true });
+  return ApiError.of(E.backendUnavailable, `The ${modelId} engine ${why}; try again`).with({ retryable: true, fromEngine: true });
 }
 
 function scrubDeep(value: unknown): unknown {

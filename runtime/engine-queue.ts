@@ -4,6 +4,7 @@
 // (Ollama's OLLAMA_MAX_QUEUE, 512 by default). Joining is synchronous, so a full queue is
 // refused before a stream's headers go out; waiting happens after.
 import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
 
 export interface Ticket {
   /** Settles once the request may go to the engine (rejects if its client leaves first). */
@@ -32,13 +33,13 @@ export class EngineQueue {
   }
 
   join(modelId: string, signal?: AbortSignal): Ticket {
-    if (signal?.aborted) throw new ApiError(499, "client_closed", "The client closed the request");
+    if (signal?.aborted) throw ApiError.of(E.clientClosed, "The client closed the request");
     if (this.active < this.slots && this.waiting.length === 0) {
       this.active++;
       return this.ticket(Promise.resolve(), () => true);
     }
     if (this.waiting.length >= this.maxQueue()) {
-      throw new ApiError(503, "server_busy", `${modelId} has ${this.waiting.length} requests waiting already; try again shortly`, undefined, "server_error").with({
+      throw ApiError.of(E.serverBusy, `${modelId} has ${this.waiting.length} requests waiting already; try again shortly`).with({
         retryable: true,
         retryAfterS: 1,
       });
@@ -60,7 +61,7 @@ export class EngineQueue {
       "abort",
       () => {
         if (isGranted) return;
-        granted.reject(new ApiError(499, "client_closed", "The client closed the request while it waited for the engine"));
+        granted.reject(ApiError.of(E.clientClosed, "The client closed the request while it waited for the engine"));
         ticket.leave();
       },
       { once: true },

@@ -11,6 +11,7 @@
 //   event in the protocol's shape;
 // - streams pass through byte for byte unless the protocol translates them (StreamRule.translate).
 import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
 import { engineError, engineUnavailable } from "./engine-error.ts";
 import type { Catalog, CatalogModel } from "../models/catalog.ts";
 import type { Logger } from "../observability/logger.ts";
@@ -139,7 +140,7 @@ interface Route {
 /** No queue: for requests that take no slot (slots, tokenize). */
 const UNQUEUED: Ticket = { ready: Promise.resolve(), leave: () => {} };
 
-const clientClosed = () => new ApiError(499, "client_closed", "The client closed the request");
+const clientClosed = () => ApiError.of(E.clientClosed, "The client closed the request");
 
 export class EngineProxy {
   private readonly queues = new WeakMap<Slot<CatalogModel>, EngineQueue>();
@@ -187,11 +188,11 @@ export class EngineProxy {
   /** A cloud model's request goes to its provider, the model named by the provider's own id. */
   private toCloud(model: CatalogModel, req: ProxyRequest): Promise<Response> {
     const { cloud, cloudTimeoutS } = this.deps;
-    if (!cloud) throw new ApiError(404, "model_not_found", `Model not found: ${model.id}`);
+    if (!cloud) throw ApiError.of(E.modelNotFound, `Model not found: ${model.id}`);
     const { baseUrl, headers, wire } = cloud.target(model.cloud!.provider);
     const messages = req.path.startsWith("/v1/messages");
     if ((wire === "anthropic") !== messages) {
-      throw new ApiError(400, "", wire === "anthropic"
+      throw ApiError.of(E.cloudWireMismatch, wire === "anthropic"
         ? `Model ${model.id} is served by an Anthropic-API provider: use POST /v1/messages`
         : `Model ${model.id}'s provider speaks the OpenAI API, which counts no tokens for /v1/messages`, "model");
     }
@@ -219,9 +220,9 @@ export class EngineProxy {
   async toRecent(req: RecentRequest): Promise<Response> {
     const { scheduler } = this.deps;
     const id = scheduler.mostRecent;
-    if (!id) throw new ApiError(400, "no_model_loaded", "No model is loaded: load a llama.cpp model first");
+    if (!id) throw ApiError.of(E.noModelLoaded, "No model is loaded: load a llama.cpp model first");
     const model = scheduler.list().find((s) => s.model.id === id)?.model;
-    if (!model) throw new ApiError(404, "", `Model ${id} was unloaded while the request waited for it`);
+    if (!model) throw ApiError.of(E.unloadedWhileWaiting, `Model ${id} was unloaded while the request waited for it`);
     const refusal = req.check(model);
     if (refusal) throw refusal;
     const opts = { signal: req.signal };
@@ -293,7 +294,7 @@ class Exchange {
   }
 
   private timeoutError(): ApiError {
-    return new ApiError(504, "timeout", `${this.modelId} did not answer within ${Math.round(this.route.timeoutMs! / 1000)} s (global_timeout)`, undefined, "backend_error");
+    return ApiError.of(E.backendTimeout, `${this.modelId} did not answer within ${Math.round(this.route.timeoutMs! / 1000)} s (global_timeout)`);
   }
 
   /** The client is gone: its request aborted, or its stream cancelled. */
@@ -481,7 +482,7 @@ class Exchange {
             if (out.sent || !out.broken) {
               tail = out.tail;
               if (out.broken && ex.timedOut) throw ex.timeoutError();
-              if (out.broken) throw new ApiError(502, "backend_error", `The ${ex.modelId} engine closed the stream early`, undefined, "backend_error");
+              if (out.broken) throw ApiError.of(E.backendStopped, `The ${ex.modelId} engine closed the stream early`);
               break;
             }
             // Broke off before its first byte: the engine is gone, so the request may go again.
@@ -490,7 +491,7 @@ class Exchange {
           }
         } catch (err) {
           if (!ex.clientGone) {
-            const apiErr = err instanceof ApiError ? err : new ApiError(502, "backend_error", `The ${ex.modelId} engine stopped answering`, undefined, "backend_error");
+            const apiErr = err instanceof ApiError ? err : ApiError.of(E.backendStopped, `The ${ex.modelId} engine stopped answering`);
             ex.status = apiErr.status;
             ex.deps.logger.warn("Proxy", `Stream from ${ex.modelId} failed: ${apiErr.message}`);
             try {
@@ -578,7 +579,7 @@ class Exchange {
       // and its request ends here.
       abandon();
       if (this.clientGone) throw clientClosed();
-      throw new ApiError(500, "internal_error", `The ${this.modelId} stream could not be passed on: ${(err as Error).message}`);
+      throw ApiError.of(E.unexpected, `The ${this.modelId} stream could not be passed on: ${(err as Error).message}`);
     } finally {
       stopWatch();
     }

@@ -317,9 +317,8 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
                 E.slotsPinned,
                 `Every loaded ${w.model.type} model is pinned (${admission.pinned.join(", ")}), so none can be unloaded to make room; unload one or raise max_loaded_models`,
               )
-            : new ApiError(
-                507,
-                E.modelLoadError.code,
+            : ApiError.of(
+                E.insufficientMemory,
                 `${w.model.id} needs ${gb(admission.need)} of memory and ${gb(admission.free)} is free${admission.evictable ? "; unload a model, or load with auto_evict on to let one be evicted" : ""}`,
               );
         for (const other of this.waiters.filter((x) => x.model.id === w.model.id)) {
@@ -481,9 +480,9 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
 }
 
 function shuttingDown(): ApiError {
-  return new ApiError(503, "server_shutting_down", "The server is shutting down");
+  return ApiError.of(E.shuttingDown, "The server is shutting down");
 }
 
 function clientGone(): ApiError {
-  return new ApiError(499, "client_closed", "The client closed the request while it waited for the model");
+  return ApiError.of(E.clientClosed, "The client closed the request while it waited for the model");
 }

@@ -12,6 +12,7 @@ import {
   type EndpointDef,
   type ParamStatus,
 } from "../spec/index.ts";
+import { ANY_ROUTE_ERRORS, BACKEND_ERRORS, E, type ErrorRow } from "../spec/errors.ts";
 
 const DEFAULT_DOCS_DIR = join(import.meta.dir, "..", "generated-docs");
 const BASE_URL = "http://localhost:13305";
@@ -185,6 +186,28 @@ export function renderEndpoint(def: EndpointDef): string {
   return out.join("\n").replace(/\n{3,}/g, "\n\n").trimEnd();
 }
 
+const errorTable = (rows: ErrorRow[]) => [
+  "| Status | Code | When |",
+  "|--------|------|------|",
+  ...rows.map((e) => `| \`${e.status}\` | ${e.code ? `\`${e.code}\`` : ""} | ${escapeCell(e.when)} |`),
+];
+
+/** The errors every route can answer, outside the tables of the routes themselves, and on a page
+ * whose routes pass the backend's errors on, what those are. */
+export function renderAnyRouteErrors(page: DocPage, defs: EndpointDef[]): string {
+  const shape = page === "ollama" ? "The `/api/*` routes answer them as `{\"error\": \"<message>\"}`, with no code." : "Each answers in its route's error shape.";
+  const out = ["## Errors any route can answer", "", `Beside each route's own table, any route can answer these. ${shape}`, "", ...errorTable(ANY_ROUTE_ERRORS)];
+  if (defs.some((d) => documentedErrors(d).includes(E.backendError))) {
+    out.push(
+      "",
+      "Where a route's table lists the backend's own error, it is one of these, answered with the backend's status; `details` carries the backend's body.",
+      "",
+      ...errorTable(BACKEND_ERRORS),
+    );
+  }
+  return out.join("\n");
+}
+
 export function renderSummary(page: DocPage, defs: EndpointDef[]): string {
   const link = (d: EndpointDef) => `[\`${docPath(d)}\`](${anchor(d)})`;
   if (page === "ollama") {
@@ -217,7 +240,10 @@ function wrap(id: string, content: string): string {
 /** The page's text with every block rewritten and missing blocks appended; `problems` lists drift. */
 export function renderPage(page: DocPage, current: string | null, problems: string[]): string {
   const defs = endpoints.filter((d) => d.page === page);
-  const blocks = new Map<string, string>([[`${page}.summary`, renderSummary(page, defs)]]);
+  const blocks = new Map<string, string>([
+    [`${page}.summary`, renderSummary(page, defs)],
+    [`${page}.errors`, renderAnyRouteErrors(page, defs)],
+  ]);
   for (const d of defs) {
     if (blocks.has(d.id)) throw new Error(`duplicate block id ${d.id}`);
     blocks.set(d.id, renderEndpoint(d));

@@ -1,7 +1,7 @@
 // Anthropic-compatible Messages API (anthropic.md), answered by llama.cpp's own Anthropic layer.
 import { Type as T } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
-import { E, LOADING_ERRORS } from "./errors.ts";
+import { E, ENGINE_ERRORS, LOADING_ERRORS } from "./errors.ts";
 import { ModelName } from "./schemas.ts";
 
 /** Request fields passed on to the engine; any other field is dropped and named in a warning. */
@@ -69,8 +69,11 @@ export const messages = endpoint({
     ),
   }),
   errors: [
-    { status: 400, code: "", when: "`model` is not an LLM" },
+    E.notAnLlm,
+    E.noVision,
+    E.cloudWireMismatch,
     ...LOADING_ERRORS,
+    ...ENGINE_ERRORS,
   ],
   example: {
     body: { model: "Qwen3-0.6B-GGUF", max_tokens: 256, messages: [{ role: "user", content: "Hello" }] },
@@ -91,6 +94,6 @@ export const countTokens = endpoint({
   description: "Counts the input tokens a Messages request would use, with the model's own tokenizer and chat template, loading the model on first use.",
   body: messagesBody,
   response: T.Object({ input_tokens: T.Integer({ description: "Tokens the request's prompt takes" }) }),
-  errors: [E.modelNotSupported, E.modelNotFound, E.modelLoadError],
+  errors: [E.modelNotSupported, E.modelNotFound, E.cloudWireMismatch, E.modelLoadError],
   example: { body: { model: "Qwen3-0.6B-GGUF", messages: [{ role: "user", content: "Hello" }] }, response: `{"input_tokens": 9}` },
 });

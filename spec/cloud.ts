@@ -2,9 +2,8 @@
 // removing a provider is /v1/install and /v1/uninstall with `backend: "cloud"` (spec/backends.ts).
 import { Type as T } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
+import { E } from "./errors.ts";
 import { AuthState } from "./backends.ts";
-
-const providerNotFound = { status: 404, code: "provider_not_found", when: "The provider is not installed: `POST /v1/install` with `backend: \"cloud\"` first" };
 
 export const cloudAuth = endpoint({
   id: "lemonade.cloud_auth",
@@ -29,8 +28,8 @@ export const cloudAuth = endpoint({
     models_discovered: T.Integer({ description: "Models the provider lists with the key" }),
   }),
   errors: [
-    { status: 409, code: "auth_conflict", when: "`LEMONADE_<PROVIDER>_API_KEY` is set in the server's environment; `error.env_var` names it and the key was not stored" },
-    providerNotFound,
+    E.authConflict,
+    E.providerNotFound,
   ],
   example: {
     body: { provider: "fireworks", api_key: "fw-XXXXX" },
@@ -56,7 +55,7 @@ export const cloudAuthClear = endpoint({
     cleared_runtime_key: T.Boolean({ description: "`false` when no in-memory key was held" }),
     auth_state: AuthState,
   }),
-  errors: [providerNotFound],
+  errors: [E.providerNotFound],
   example: {
     path: "/v1/cloud/auth/fireworks",
     response: '{"provider": "fireworks", "cleared_runtime_key": true, "auth_state": {"env_var_set": false, "runtime_key_set": false}}',

@@ -60,6 +60,7 @@ const pullErrors = [
   E.modelNotFound,
   { status: 404, code: "download_failed", when: "The hub has no such repository or file" },
   { status: 500, code: "download_failed", when: "The download fails, or a file's size or sha256 does not match the hub's; nothing partial counts as downloaded" },
+  E.insufficientStorage,
 ];
 
 export const pull = endpoint({
@@ -248,6 +249,7 @@ export const registrySearch = endpoint({
   errors: [
     { status: 400, code: "invalid_argument", when: "`query` is shorter than 3 characters, or `source` is not `huggingface`" },
     { status: 400, code: "lemond_offline", when: "`offline` is set to `true`" },
+    E.hubRateLimited,
     { status: 502, code: "download_failed", when: "The hub cannot be reached or answers an error" },
   ],
   example: {
@@ -321,6 +323,7 @@ export const deleteModel = endpoint({
     { status: 404, code: "model_not_downloaded", when: "The model has no files to delete" },
     { status: 422, code: "model_not_found", when: "`model_name` names no model in the registry" },
     { status: 500, code: "delete_failed", when: "The model is an `extra.` model, whose file belongs to its folder" },
+    E.deleteCloudModel,
   ],
   example: { body: { model_name: "Qwen3-0.6B-GGUF" }, response: '{"status": "success", "message": "Deleted model: Qwen3-0.6B-GGUF"}' },
 });

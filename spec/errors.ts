@@ -1,5 +1,6 @@
 // The documented error rows. An endpoint lists the rows it can answer; the docs' Errors table is
-// rendered from them, and server code raises errors by these same names so code and table agree.
+// rendered from them, and server code raises errors only by these names (ApiError.of(E.x); a test
+// fails on any other), so code and table agree.
 
 export interface ErrorRow {
   status: number;
@@ -7,9 +8,11 @@ export interface ErrorRow {
   code: string;
   /** The docs' "When" column. */
   when: string;
+  /** The error's `type`, where the docs name one; else the status decides it (lib/api-error.ts). */
+  type?: string;
 }
 
-const row = (status: number, code: string, when: string): ErrorRow => ({ status, code, when });
+const row = (status: number, code: string, when: string, type?: string): ErrorRow => (type ? { status, code, when, type } : { status, code, when });
 
 export const E = {
   invalidJson: row(400, "invalid_json", "The body is not a JSON object"),
@@ -38,6 +41,11 @@ export const E = {
     "slots_pinned_error",
     "Every loaded model of the requested model's type is pinned, so none can be unloaded to make room",
   ),
+  routerResidencyConflict: row(
+    409,
+    "router_residency_conflict",
+    "Loading the requested model would evict a model that a `collection.router` model needs resident on the same NPU",
+  ),
   modelLoadError: row(
     500,
     "model_load_error",
@@ -47,9 +55,159 @@ export const E = {
   notSupportedOllama: row(501, "", "Lemonade does not support this Ollama operation"),
   internal: row(500, "", "The request fails unexpectedly"),
   backendError: row(500, "", "The backend reports an error; the backend's own status replaces this one when it sends one"),
+  unexpected: row(500, "internal_error", "The request fails unexpectedly"),
+
+  // Any route: the HTTP layer's own refusals.
+  routeNotFound: row(404, "not_found", "No route has that path"),
+  hostNotAllowed: row(403, "host_not_allowed", "A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`"),
+  originNotAllowed: row(403, "origin_not_allowed", "The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS`"),
+  methodNotAllowed: row(405, "method_not_allowed", "The path has no route for the method; `Allow` names those it has"),
+  fileNotFound: row(404, "not_found", "No such file"),
+
+  // Waiting for a model or its engine.
+  clientClosed: row(499, "client_closed", "The client closes the request before it is answered"),
+  shuttingDown: row(503, "server_shutting_down", "The server is shutting down"),
+  serverBusy: row(
+    503,
+    "server_busy",
+    "Too many requests wait for the model's engine already; `Retry-After` says when to try again",
+    "server_error",
+  ),
+  insufficientMemory: row(507, "model_load_error", "The model needs more memory than is free, even after unloading every model that can be"),
+  noModelLoaded: row(400, "no_model_loaded", "No model is loaded"),
+  unloadedWhileWaiting: row(404, "", "The model is unloaded while the request waits for it"),
+
+  // What the model can serve, checked before or after it loads.
+  notAnLlm: row(400, "", "`model` is not an LLM"),
+  modelNotApplicable: row(400, "model_not_applicable", "`model` is not of the type the route serves, such as a non-LLM on the Responses API"),
+  noVision: row(400, "", "The request carries images and `model` reads none: it has no vision projector (`mmproj`)"),
+  cannotEmbed: row(400, "", "`model`'s backend cannot embed, such as a text-to-speech model"),
+  notEmbeddingModel: row(501, "", "`model` can embed but is not an embedding model"),
+  notAnEmbedder: row(400, "", "`model` is not an embedding model"),
+  notReranker: row(400, "", "`model` is not a reranking model"),
+  recentLacksCapability: row(400, "", "The most recently used model's recipe does not serve the route (slots, tokenize)"),
+  noResponsesApi: row(400, "", "The request does not stream and `model` is a cloud model, which has no Responses API"),
+  cloudWireMismatch: row(400, "", "`model`'s cloud provider speaks the other API (OpenAI or Anthropic) than the route"),
+  cannotTranscribe: row(400, "", "`model` cannot transcribe; the error's `type` is `unsupported_operation`", "unsupported_operation"),
+  cannotGenerateImages: row(
+    500,
+    "",
+    "The backend reports an error, for example when `model` cannot serve this route, an error whose `type` is `unsupported_operation`",
+    "unsupported_operation",
+  ),
+  notMultipart: row(400, "", "The request is not `multipart/form-data`"),
+  unreadableMultipart: row(400, "", "The multipart body cannot be read"),
+  imageFieldsBoth: row(400, "", "The form has files under both `image` and `image[]`"),
+  notUpscaler: row(400, "", "`model` has no `upscaling` label"),
+  cannotUpscale: row(400, "", "`model`'s recipe cannot upscale"),
+  upscalerNotFound: row(404, "", "`model` names no model in the registry, or downloading it fails"),
+  upscaleFailed: row(500, "", "The backend produces no upscaled image"),
+  noAudio: row(502, "", "The engine produces no audio"),
+
+  // The engine's answer: llama-server's and whisper-server's error types keep their names as the
+  // code, and the engine's own status replaces the row's.
+  contextLengthExceeded: row(400, "context_length_exceeded", "The request does not fit in the model's context", "invalid_request_error"),
+  engineInvalidRequest: row(400, "invalid_request_error", "The backend refuses the request", "invalid_request_error"),
+  engineAuthentication: row(401, "authentication_error", "The backend refuses the request's credentials", "invalid_request_error"),
+  enginePermission: row(403, "permission_error", "The backend refuses the request as not permitted", "invalid_request_error"),
+  engineNotFound: row(404, "not_found_error", "The backend has no such resource", "invalid_request_error"),
+  engineServer: row(500, "server_error", "The backend fails while serving the request", "backend_error"),
+  engineNotSupported: row(501, "not_supported_error", "The backend does not support the request", "backend_error"),
+  engineUnavailable: row(503, "unavailable_error", "The backend is not ready, such as while it loads the model", "backend_error"),
+  engineRefused: row(400, "invalid_request", "The backend refuses the request with an error of no known type", "invalid_request_error"),
+  engineFailed: row(500, "backend_error", "The backend fails with an error of no known type", "backend_error"),
+  backendUnavailable: row(
+    503,
+    "backend_unavailable",
+    "The engine cannot be reached, even after the model is loaded again; sending the request again may succeed",
+    "backend_error",
+  ),
+  backendStopped: row(
+    502,
+    "backend_error",
+    "The backend stops answering before it responds, such as an engine that crashed",
+    "backend_error",
+  ),
+  backendTimeout: row(504, "timeout", "The backend does not answer within `global_timeout`", "backend_error"),
+
+  // Ollama's routes answer a string, so their rows carry no code (ollama.md).
+  ollamaLoadFailed: row(404, "", "`model` fails to load for any reason other than a residency conflict, such as naming no model or a failed download"),
+  ollamaBackendError: row(500, "", "The backend reports an error, whatever its own status"),
+  ollamaContextOverflow: row(400, "", "The request does not fit in the model's context"),
+  ollamaModelNotFound: row(404, "", "`model` names no model in the registry, or one filtered out on this system"),
+  ollamaPullFailed: row(500, "", "A non-streaming download fails"),
+  ollamaDeleteFailed: row(500, "", "Deleting fails, for example for an `extra.` model"),
+
+  // Lemonade's lifecycle, downloads and backends.
+  modelNotLoaded: row(404, "model_not_loaded", "`model_name` names a model that is not loaded"),
+  downloadNotFound: row(404, "download_not_found", "`pause` or `cancel` names no job"),
+  deleteUnknownModel: row(422, "model_not_found", "`model_name` names no model in the registry"),
+  modelNotDownloaded: row(404, "model_not_downloaded", "The model has no files to delete"),
+  deleteExtraModel: row(500, "delete_failed", "The model is an `extra.` model, whose file belongs to its folder"),
+  deleteCloudModel: row(400, "delete_failed", "The model is served by a cloud provider; `/v1/uninstall` removes the provider"),
+  offline: row(400, "lemond_offline", "`offline` is set to `true`"),
+  offlineUpdateCheck: row(409, "lemond_offline", "`offline` is set to `true`: no network request is made"),
+  hubNotFound: row(404, "download_failed", "The hub has no such repository or file"),
+  downloadFailed: row(500, "download_failed", "The download fails, or a file's size or sha256 does not match the hub's; nothing partial counts as downloaded"),
+  hubRateLimited: row(429, "download_failed", "The hub refuses more requests for now"),
+  hubFailed: row(502, "download_failed", "The hub cannot be reached or answers an error"),
+  insufficientStorage: row(507, "insufficient_storage", "The disk has too little free space for the download"),
+  unsupportedBackend: row(400, "unsupported_backend", "The recipe/backend pair cannot be installed on this system"),
+  installFailed: row(500, "install_failed", "The build fails; the message carries the end of the build's output"),
+  providerNotFound: row(404, "provider_not_found", "The provider is not installed: `POST /v1/install` with `backend: \"cloud\"` first"),
+  authConflict: row(
+    409,
+    "auth_conflict",
+    "`LEMONADE_<PROVIDER>_API_KEY` is set in the server's environment; `error.env_var` names it and the key was not stored",
+    "auth_conflict",
+  ),
 } as const;
 
 /** What any route that loads the model it names can answer. */
-export const LOADING_ERRORS: ErrorRow[] = [E.modelNotSupported, E.modelNotFound, E.slotsPinned, E.backendError, E.modelLoadError];
+export const LOADING_ERRORS: ErrorRow[] = [
+  E.modelNotSupported,
+  E.modelNotFound,
+  E.slotsPinned,
+  E.backendError,
+  E.modelLoadError,
+  E.clientClosed,
+  E.shuttingDown,
+  E.insufficientMemory,
+];
+
+/** What a request the proxy forwards to an engine can answer beside the loading errors. */
+export const ENGINE_ERRORS: ErrorRow[] = [
+  E.contextLengthExceeded,
+  E.backendStopped,
+  E.serverBusy,
+  E.backendUnavailable,
+  E.backendTimeout,
+];
+
+/** The backend's own errors: what `backendError` stands for in a route's table, each with the
+ * backend's status. */
+export const BACKEND_ERRORS: ErrorRow[] = [
+  E.engineInvalidRequest,
+  E.engineRefused,
+  E.engineAuthentication,
+  E.enginePermission,
+  E.engineNotFound,
+  E.engineServer,
+  E.engineFailed,
+  E.engineNotSupported,
+  E.engineUnavailable,
+];
+
+/** What any route can answer, before or outside its handler. */
+export const ANY_ROUTE_ERRORS: ErrorRow[] = [
+  E.unauthorized,
+  E.adminUnauthorized,
+  E.hostNotAllowed,
+  E.originNotAllowed,
+  E.routeNotFound,
+  E.methodNotAllowed,
+  E.payloadTooLarge,
+  E.unexpected,
+];
 
 export type ErrorName = keyof typeof E;

@@ -8,11 +8,12 @@ import { ModelName, status } from "./schemas.ts";
 const imageErrors = [
   { status: 400, code: "", when: "The backend's reply does not parse, or a request field not listed above has the wrong JSON type" },
   ...LOADING_ERRORS,
-  { status: 500, code: "", when: "The backend reports an error, for example when `model` cannot serve this route, an error whose `type` is `unsupported_operation`" },
+  E.cannotGenerateImages,
 ];
 
 const multipartErrors = [
-  { status: 400, code: "", when: "The request is not `multipart/form-data`" },
+  E.notMultipart,
+  E.unreadableMultipart,
   E.missingArgument,
   E.invalidArgument,
   ...imageErrors,
@@ -99,7 +100,7 @@ export const edits = endpoint({
     seed: T.Optional(T.Integer({ description: "Random seed for reproducible output." })),
   }),
   response: ImagesResponse,
-  errors: [...multipartErrors.slice(0, 3), { status: 400, code: "", when: "The form has files under both `image` and `image[]`" }, ...multipartErrors.slice(3)],
+  errors: [...multipartErrors.slice(0, 4), E.imageFieldsBoth, ...multipartErrors.slice(4)],
 });
 
 export const variations = endpoint({
@@ -142,8 +143,10 @@ export const upscale = endpoint({
   }),
   response: ImagesResponse,
   errors: [
-    { status: 400, code: "", when: "`model` has no `upscaling` label" },
-    { status: 400, code: "", when: "`model`'s recipe cannot upscale" },
+    E.notUpscaler,
+    E.cannotUpscale,
+    E.upscalerNotFound,
     ...imageErrors,
+    E.upscaleFailed,
   ],
 });

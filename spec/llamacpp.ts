@@ -2,13 +2,14 @@
 // llama-server: rerank to the model it names, slots and tokenize to the most recently used one.
 import { Type as T } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
-import { E, LOADING_ERRORS } from "./errors.ts";
+import { E, ENGINE_ERRORS, LOADING_ERRORS } from "./errors.ts";
 import { ModelName } from "./schemas.ts";
 import { LLAMACPP } from "./recipes.ts";
 
 const noModelErrors = [
-  { status: 400, code: "no_model_loaded", when: "No model is loaded" },
-  { status: 400, code: "", when: "The most recently used model is not a llama.cpp model" },
+  E.noModelLoaded,
+  E.recentLacksCapability,
+  E.unloadedWhileWaiting,
   E.backendError,
 ];
 
@@ -56,8 +57,9 @@ export const rerank = endpoint({
     ),
   }),
   errors: [
-    { status: 400, code: "", when: "`model` is not a llama.cpp reranking model" },
+    E.notReranker,
     ...LOADING_ERRORS,
+    ...ENGINE_ERRORS,
   ],
   example: {
     body: { model: "bge-reranker-v2-m3-GGUF", query: "What is the capital of France?", documents: ["Paris is the capital of France.", "Berlin is in Germany."] },

@@ -138,8 +138,9 @@ const Stream = T.Optional(
 );
 
 const loadErrors = [
-  { status: 404, code: "", when: "`model` fails to load for any reason, such as naming no model or a failed download" },
-  { status: 500, code: "", when: "The backend reports an error, whatever its own status" },
+  E.ollamaContextOverflow,
+  E.ollamaLoadFailed,
+  E.ollamaBackendError,
 ];
 
 const Counts = {
@@ -283,7 +284,7 @@ export const show = endpoint({
       description: "`general.architecture` (the recipe) and `<recipe>.context_length` (the context size in `parameters`)",
     }),
   }),
-  errors: [{ status: 404, code: "", when: "`model` names no model in the registry, or one filtered out on this system" }, E.internal],
+  errors: [E.ollamaModelNotFound, E.internal],
   example: {
     body: { model: "Qwen3-0.6B-GGUF" },
     response: `{"modelfile": "FROM unsloth/Qwen3-0.6B-GGUF:Q4_0", "parameters": "num_ctx 4096", "template": "", "details": {"parent_model": "", "format": "gguf", "family": "llamacpp", "families": ["llamacpp"], "parameter_size": "0.6B", "quantization_level": "Q4_0"}, "capabilities": ["completion", "tools", "thinking"], "model_info": {"general.architecture": "llamacpp", "llamacpp.context_length": 4096}}`,
@@ -363,9 +364,9 @@ export const pull = endpoint({
   body: T.Object({ ...ModelOrName, stream: Stream }),
   response: T.Object({ status: T.String({ description: "`success` (non-streaming)" }) }),
   errors: [
-    { status: 400, code: "lemond_offline", when: "`offline` is set to `true`" },
-    { status: 404, code: "", when: "`model` names no model in the registry, or one filtered out on this system" },
-    { status: 500, code: "", when: "A non-streaming download fails" },
+    E.offline,
+    E.ollamaModelNotFound,
+    E.ollamaPullFailed,
   ],
   example: { body: { model: "Qwen3-0.6B-GGUF", stream: false }, response: '{"status": "success"}' },
 });
@@ -383,8 +384,8 @@ export const remove = endpoint({
   description: "Deletes a downloaded model's files, unloading it first when it is loaded. Success answers `200` with an empty body, as Ollama does.",
   body: T.Object(ModelOrName),
   errors: [
-    { status: 404, code: "", when: "`model` names no model in the registry, or one filtered out on this system" },
-    { status: 500, code: "", when: "Deleting fails, for example for an `extra.` model" },
+    E.ollamaModelNotFound,
+    E.ollamaDeleteFailed,
   ],
   example: { body: { model: "Qwen3-0.6B-GGUF" } },
 });

@@ -1,7 +1,7 @@
 // OpenAI-compatible inference endpoints (openai.md), proxied to the model's llama-server.
 import { Type as T } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
-import { E, LOADING_ERRORS } from "./errors.ts";
+import { E, ENGINE_ERRORS, LOADING_ERRORS } from "./errors.ts";
 import { ModelName, SamplingParams, status } from "./schemas.ts";
 
 export type SpeechFormat = "mp3" | "wav" | "opus" | "pcm";
@@ -43,11 +43,10 @@ const common = {
   ),
 };
 
-const inferenceErrors = [
-  { status: 400, code: "", when: "`model` is not an LLM" },
-  ...LOADING_ERRORS,
-  { status: 502, code: "backend_error", when: "The backend stops answering before it responds, such as an engine that crashed" },
-];
+/** What a request forwarded to the model's engine can answer. */
+const forwardErrors = [...LOADING_ERRORS, ...ENGINE_ERRORS];
+
+const inferenceErrors = [E.notAnLlm, E.noVision, E.cloudWireMismatch, ...forwardErrors];
 
 const streamNotes =
   "Streaming passes the backend's server-sent events through as they arrive and ends with `data: [DONE]`. When the backend fails after the stream has started, an error event `{\"error\": {\"message\", \"type\": \"backend_error\", \"status_code\"}}` is sent in place of the rest of the stream, with no `[DONE]` after it. A client that disconnects cancels the backend request.";
@@ -181,7 +180,7 @@ export const responses = endpoint({
     },
     { additionalProperties: true },
   ),
-  errors: [{ status: 400, code: "model_not_applicable", when: "`model` is not an LLM" }, ...inferenceErrors.slice(1)],
+  errors: [{ status: 400, code: "model_not_applicable", when: "`model` is not an LLM" }, E.noVision, E.noResponsesApi, ...forwardErrors],
   example: {
     body: { model: "Llama-3.2-1B-Instruct-GGUF", input: "What is the population of Paris?" },
     response: `{
@@ -242,9 +241,9 @@ export const embeddings = endpoint({
     ),
   }),
   errors: [
-    { status: 400, code: "", when: "`model`'s backend cannot embed, such as a text-to-speech model" },
-    ...inferenceErrors.slice(1),
-    { status: 501, code: "", when: "`model` is a llama.cpp model that is not an embedding model" },
+    E.cannotEmbed,
+    ...forwardErrors,
+    E.notEmbeddingModel,
   ],
   example: {
     body: { model: "nomic-embed-text-v1-GGUF", input: ["Hello, world!", "Lemonade is refreshing"] },
@@ -306,7 +305,7 @@ export const audioSpeech = endpoint({
     E.modelNotSupported,
     E.modelNotFound,
     { status: 500, code: "model_load_error", when: "The speech engine is not installed (espeak-ng and ffmpeg from Debian)" },
-    { status: 502, code: "", when: "The engine produces no audio" },
+    E.noAudio,
   ],
   example: { body: { model: "kokoro-v1", input: "Lemonade can speak!", voice: "af_sky", response_format: "mp3" } },
 });
@@ -343,11 +342,12 @@ export const audioTranscriptions = endpoint({
     segments: T.Optional(T.Array(T.Unknown(), { description: "`verbose_json` only: timestamped segments" })),
   }),
   errors: [
-    { status: 400, code: "", when: "The request is not `multipart/form-data`" },
+    E.notMultipart,
+    E.unreadableMultipart,
     E.missingArgument,
     E.invalidArgument,
-    { status: 400, code: "", when: "`model` cannot transcribe; the error's `type` is `unsupported_operation`" },
-    ...LOADING_ERRORS,
+    E.cannotTranscribe,
+    ...forwardErrors,
   ],
   example: { response: `{"text": "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."}` },
 });

@@ -2,6 +2,7 @@
 // caller (the app then sends the API key the user gives it).
 import { Type as T } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
+import { E } from "./errors.ts";
 
 export const webApp = endpoint({
   id: "lemonade.web_app",
@@ -33,7 +34,7 @@ export const webAsset = endpoint({
   description: "The web app's script and stylesheet (`app.js`, `app.css`).",
   params: T.Object({ file: T.String({ description: "`app.js` or `app.css`." }) }),
   contentType: "text/javascript",
-  errors: [{ status: 404, code: "not_found", when: "No such file" }],
+  errors: [E.fileNotFound],
 });
 
 export const docsAsset = endpoint({
@@ -49,5 +50,5 @@ export const docsAsset = endpoint({
   description: "Swagger UI (from npm, part of the single executable), so that `/docs` works without internet.",
   params: T.Object({ file: T.String({ description: "`swagger-ui-bundle.js`, `swagger-ui.css` or `init.js`." }) }),
   contentType: "text/javascript",
-  errors: [{ status: 404, code: "not_found", when: "No such file" }],
+  errors: [E.fileNotFound],
 });

@@ -5,8 +5,7 @@ import type { ServerContext } from "../../runtime/context.ts";
 import { anthropicPassthrough, messagesStream, splitKnown, toChatBody, toMessage } from "../../protocols/anthropic.ts";
 import { needsLlm, visionCheck } from "../../protocols/openai.ts";
 import type { Binder } from "../bind.ts";
-
-type Json = Record<string, any>;
+import type { Json } from "../../lib/json.ts";
 
 export function anthropicRoutes(bind: Binder, ctx: Pick<ServerContext, "logger" | "proxy">): void {
   const messagesLabel = metricsLabel(spec.messages);

@@ -19,8 +19,7 @@ import { speak, transcribe } from "../../protocols/audio.ts";
 import { route as routeRequest, ROUTE_HEADER } from "../../protocols/routing.ts";
 import { omniChat } from "../../protocols/omni.ts";
 import type { Binder } from "../bind.ts";
-
-type Json = Record<string, any>;
+import type { UncheckedJson as Json } from "../../lib/json.ts";
 
 export function openaiRoutes(bind: Binder, ctx: Pick<ServerContext, "catalog" | "config" | "library" | "logger" | "options" | "proxy" | "scheduler" | "standIns" | "stats">): void {
   /** Binds an inference route; `routable` ones let a collection.router pick the model first. */

@@ -2,6 +2,7 @@
 // Content-Security-Policy lets the page reach this server alone.
 import { web as spec } from "../../spec/index.ts";
 import { ApiError } from "../../lib/api-error.ts";
+import { E } from "../../spec/errors.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import type { Binder } from "../bind.ts";
 import swaggerBundle from "swagger-ui-dist/swagger-ui-bundle.js" with { type: "file" };
@@ -31,7 +32,7 @@ const SWAGGER_INIT = `window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id
 
 const TYPES: Record<string, string> = { js: "text/javascript; charset=utf-8", css: "text/css; charset=utf-8" };
 const typeOf = (file: string) => TYPES[file.split(".").pop()!] ?? "application/octet-stream";
-const notFound = (file: string) => new ApiError(404, "not_found", `No such file: ${file.slice(0, 100)}`);
+const notFound = (file: string) => ApiError.of(E.fileNotFound, `No such file: ${file.slice(0, 100)}`);
 
 const DOCS_FILES: Record<string, () => Promise<string> | string> = {
   "swagger-ui-bundle.js": () => Bun.file(swaggerBundle).text(),

@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
 import { Value } from "@sinclair/typebox/value";
+import { ApiError } from "../../lib/api-error.ts";
+import { ANY_ROUTE_ERRORS, BACKEND_ERRORS, E, type ErrorRow } from "../../spec/errors.ts";
+import { documentedErrors, endpoints } from "../../spec/index.ts";
 import { LemonadeError, OllamaError, OpenAIError } from "../../spec/schemas.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 
@@ -98,5 +103,148 @@ describe("Ollama-style routes", () => {
     expect(body.version).toMatch(/^\d+\.\d+\.\d+$/);
     const [major, minor] = body.version.split(".").map(Number);
     expect(major * 1000 + minor).toBeGreaterThanOrEqual(5);
+  });
+});
+
+const root = join(import.meta.dir, "..", "..");
+const ROW_NAMES = new Set(Object.keys(E));
+const ROW_CODES = new Set(Object.values(E).map((r: ErrorRow) => r.code));
+const pair = (r: { status: number; code: string }) => `${r.status} ${r.code}`;
+/** Rows the contract documents that this server never raises: it runs no NPU `collection.router`
+ * residency (the Ollama adapter still keeps that row's status). */
+const NOT_RAISED = new Set<string>(["routerResidencyConflict"]);
+
+/** Server source that raises ApiErrors: every file importing lib/api-error.ts, tests aside. */
+function raisingSources(): { file: string; text: string }[] {
+  const walk = (dir: string): string[] =>
+    readdirSync(dir).flatMap((name) => {
+      const path = join(dir, name);
+      if (name === "node_modules" || name === "test" || name.startsWith(".")) return [];
+      return statSync(path).isDirectory() ? walk(path) : /\.tsx?$/.test(name) ? [path] : [];
+    });
+  return walk(root)
+    .map((path) => ({ file: relative(root, path), text: readFileSync(path, "utf8") }))
+    .filter(({ file, text }) => file !== "lib/api-error.ts" && /lib\/api-error\.ts"/.test(text));
+}
+
+/** The first argument of each call `callee(` in a text, up to its top-level comma. */
+function firstArguments(text: string, callee: RegExp): string[] {
+  const out: string[] = [];
+  for (const m of text.matchAll(callee)) {
+    let depth = 0;
+    let i = m.index! + m[0].length;
+    const start = i;
+    for (; i < text.length; i++) {
+      const c = text[i]!;
+      if ("([{".includes(c)) depth++;
+      else if (")]}".includes(c)) {
+        if (depth === 0) break;
+        depth--;
+      } else if (c === "," && depth === 0) break;
+    }
+    out.push(text.slice(start, i).trim());
+  }
+  return out;
+}
+
+/** Why a row argument is not plainly a row of E (null when it is): `E.x`, a choice among E rows,
+ * or a local name the same file binds to E rows. */
+function notARow(arg: string, text: string): string | null {
+  const refs = [...arg.matchAll(/\bE\.(\w+)/g)].map((m) => m[1]!);
+  if (refs.length) {
+    const unknown = refs.filter((name) => !ROW_NAMES.has(name));
+    return unknown.length ? `E.${unknown.join(", E.")} is not a row` : null;
+  }
+  if (/^\w+$/.test(arg)) {
+    const binding = new RegExp(`\\b${arg}\\b(?:: ErrorRow)?\\s*=[^;]*\\bE\\.\\w+`).test(text);
+    return binding ? null : `${arg} is not bound to a row of E`;
+  }
+  return `${arg} is not a row of E`;
+}
+
+describe("every error raised is a row of spec/errors.ts", () => {
+  const sources = raisingSources();
+
+  test("the scan sees the server's raising code", () => {
+    const files = sources.map((s) => s.file);
+    for (const file of ["http/errors.ts", "runtime/engine-error.ts", "protocols/openai.ts", "models/library.ts"]) expect(files).toContain(file);
+  });
+
+  test("no ApiError is built but from a row: ApiError.of(E.x) or a subclass passing its row", () => {
+    const problems: string[] = [];
+    for (const { file, text } of sources) {
+      if (/new ApiError\(/.test(text)) problems.push(`${file}: new ApiError(...)`);
+      for (const arg of firstArguments(text, /ApiError\.of\(/g)) {
+        const why = notARow(arg, text);
+        if (why) problems.push(`${file}: ApiError.of(${arg}, ...): ${why}`);
+      }
+      if (/extends ApiError\b/.test(text)) {
+        for (const arg of firstArguments(text, /\bsuper\(/g)) {
+          const why = notARow(arg, text);
+          if (why) problems.push(`${file}: super(${arg}, ...): ${why}`);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  test("a code literal in an error body (`code: \"...\"`) is a row's code", () => {
+    const problems: string[] = [];
+    for (const { file, text } of sources) {
+      for (const m of text.matchAll(/\bcode:\s*"([^"]*)"/g)) {
+        if (!ROW_CODES.has(m[1]!)) problems.push(`${file}: "${m[1]}"`);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  test("the checks above catch what they guard against", () => {
+    const text = "import x from \"../lib/api-error.ts\";\nconst row = cond ? E.modelNotFound : E.internal;";
+    expect(notARow("E.modelNotFound", text)).toBeNull();
+    expect(notARow("cond ? E.hubNotFound : E.downloadFailed", text)).toBeNull();
+    expect(notARow("row", text)).toBeNull();
+    expect(notARow("E.noSuchRow", text)).toContain("E.noSuchRow");
+    expect(notARow('{ status: 400, code: "x", when: "y" }', text)).not.toBeNull();
+    expect(notARow("other", text)).not.toBeNull();
+    expect(firstArguments("ApiError.of(E.a, `x, ${f(1, 2)}`); ApiError.of(pick(a, b), m)", /ApiError\.of\(/g)).toEqual(["E.a", "pick(a, b)"]);
+  });
+
+  test("tsc refuses an ApiError made from anything but a documented row", () => {
+    // Never called: these lines are for tsc, which fails if an ad-hoc error type-checks.
+    const adHoc = () => [
+      // @ts-expect-error the constructor is protected
+      new ApiError(400, "made_up", "message"),
+      // @ts-expect-error a row carries its documentation (`when`)
+      ApiError.of({ status: 400, code: "made_up" }, "message"),
+    ];
+    expect(typeof adHoc).toBe("function");
+    expect(ApiError.of(E.modelNotFound, "m")).toMatchObject({ status: 404, code: "model_not_found", type: "not_found_error" });
+    expect(ApiError.of(E.serverBusy, "m").type).toBe("server_error");
+    expect(ApiError.of(E.engineServer, "m").withStatus(502)).toMatchObject({ status: 502, code: "server_error", type: "backend_error" });
+  });
+
+  test("every endpoint's table names rows of spec/errors.ts, and every row is in some table", () => {
+    const rowPairs = new Set(Object.values(E).map(pair));
+    const listed = new Set<ErrorRow>([...ANY_ROUTE_ERRORS, ...BACKEND_ERRORS]);
+    const problems: string[] = [];
+    for (const def of endpoints) {
+      for (const r of documentedErrors(def)) {
+        listed.add(r);
+        if (!rowPairs.has(pair(r))) problems.push(`${def.id}: ${pair(r)} is no row of spec/errors.ts`);
+      }
+    }
+    const tabled = new Set([...listed].map(pair));
+    for (const [name, r] of Object.entries(E)) {
+      if (!tabled.has(pair(r)) && !NOT_RAISED.has(name)) problems.push(`E.${name} (${pair(r)}) is in no table`);
+    }
+    expect(problems).toEqual([]);
+  });
+
+  test("a row kept out of the tables is raised nowhere", () => {
+    for (const { file, text } of sources) {
+      for (const arg of firstArguments(text, /ApiError\.of\(/g)) {
+        for (const name of NOT_RAISED) expect(arg, file).not.toContain(`E.${name}`);
+      }
+    }
   });
 });

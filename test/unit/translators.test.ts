@@ -1,6 +1,7 @@
 // The protocol adapters' pure parts: request translation, stream-end rules, error mapping.
 import { describe, expect, test } from "bun:test";
 import { ApiError } from "../../lib/api-error.ts";
+import { E } from "../../spec/errors.ts";
 import { chatStream, legacyLogprobs, openaiErrorBody, toCompletionBody, toEngineBody, visionCheck } from "../../protocols/openai.ts";
 import { checkResponsesBody, responsesStream } from "../../protocols/responses.ts";
 import { anthropicErrorBody, messagesStream, splitKnown, toChatBody, toMessage } from "../../protocols/anthropic.ts";
@@ -31,7 +32,7 @@ describe("openai", () => {
   test("stream ends: chat needs [DONE]; a failed stream's one event carries message, type, code and status_code", () => {
     expect(chatStream.ending('data: {"x":1}\n\ndata: [DONE]\n\n')).toBe("");
     expect(chatStream.ending('data: {"x":1}\n\n')).toBeNull();
-    const err = new ApiError(400, "context_length_exceeded", "too long", undefined, "invalid_request_error");
+    const err = ApiError.of(E.contextLengthExceeded, "too long");
     const event = JSON.parse(chatStream.errorEvent(err).replace(/^data: /, ""));
     expect(event).toEqual({ error: { message: "too long", type: "invalid_request_error", code: "context_length_exceeded", status_code: 400 } });
     expect(chatStream.ping).toBe(": ping\n\n");
@@ -107,7 +108,7 @@ describe("responses", () => {
 describe("anthropic", () => {
   test("unknown fields are split off; errors in Anthropic's shape", () => {
     expect(splitKnown({ model: "m", foo: 1 }, new Set(["model"]))).toEqual({ known: { model: "m" }, ignored: ["foo"] });
-    expect(anthropicErrorBody(new ApiError(400, "x", "bad"))).toEqual({ type: "error", error: { type: "invalid_request_error", message: "bad" } });
+    expect(anthropicErrorBody(ApiError.of(E.invalidArgument, "bad"))).toEqual({ type: "error", error: { type: "invalid_request_error", message: "bad" } });
   });
 
   test("requests: thinking, output_config, tool_choice and tool results become the chat body's", () => {
@@ -237,17 +238,17 @@ describe("ollama", () => {
   });
 
   test.each([
-    ["a missing model is 404", new ApiError(404, "model_not_found", "x"), "serve", 404],
-    ["a failed load is 404", new ApiError(500, "model_load_error", "x"), "serve", 404],
-    ["a pinned-slots refusal is 404 too", new ApiError(409, "slots_pinned_error", "x"), "serve", 404],
-    ["a router residency conflict is 409", new ApiError(409, "router_residency_conflict", "x"), "serve", 409],
-    ["a context overflow the engine found is 400", new ApiError(400, "context_length_exceeded", "x").with({ fromEngine: true }), "serve", 400],
-    ["another engine error is 500 whatever its status", new ApiError(404, "not_found_error", "x").with({ fromEngine: true }), "serve", 500],
-    ["a request mistake keeps its 400", new ApiError(400, "invalid_argument", "x"), "serve", 400],
-    ["an engine failure is 500", new ApiError(503, "backend_unavailable", "x").with({ fromEngine: true }), "serve", 500],
-    ["a failed pull is 500", new ApiError(404, "download_failed", "x"), "pull", 500],
-    ["deleting what is not there is 404", new ApiError(404, "model_not_downloaded", "x"), "delete", 404],
-    ["another delete failure is 500", new ApiError(409, "x", "x"), "delete", 500],
+    ["a missing model is 404", ApiError.of(E.modelNotFound, "x"), "serve", 404],
+    ["a failed load is 404", ApiError.of(E.modelLoadError, "x"), "serve", 404],
+    ["a pinned-slots refusal is 404 too", ApiError.of(E.slotsPinned, "x"), "serve", 404],
+    ["a router residency conflict is 409", ApiError.of(E.routerResidencyConflict, "x"), "serve", 409],
+    ["a context overflow the engine found is 400", ApiError.of(E.contextLengthExceeded, "x").with({ fromEngine: true }), "serve", 400],
+    ["another engine error is 500 whatever its status", ApiError.of(E.engineNotFound, "x").with({ fromEngine: true }), "serve", 500],
+    ["a request mistake keeps its 400", ApiError.of(E.invalidArgument, "x"), "serve", 400],
+    ["an engine failure is 500", ApiError.of(E.backendUnavailable, "x").with({ fromEngine: true }), "serve", 500],
+    ["a failed pull is 500", ApiError.of(E.hubNotFound, "x"), "pull", 500],
+    ["deleting what is not there is 404", ApiError.of(E.modelNotDownloaded, "x"), "delete", 404],
+    ["another delete failure is 500", ApiError.of(E.authConflict, "x"), "delete", 500],
   ] as const)("%s", (_name, err, step, status) => {
     expect(ollamaError(err, step).status).toBe(status);
   });

@@ -1,0 +1,8 @@
+// The one name for a JSON object in transit (a request or engine body, a file's contents).
+
+/** A JSON object; its fields are checked where they are read. */
+export type Json = Record<string, unknown>;
+
+/** A JSON object whose fields are read without checks: the protocol bodies that do not yet take
+ * their definitions' `Static<>` types. New code uses `Json`. */
+export type UncheckedJson = Record<string, any>;
