@@ -2,7 +2,8 @@
 // how its event streams end, and its error body.
 import { ApiError } from "../lib/api-error.ts";
 import type { CatalogModel } from "../models/catalog.ts";
-import type { ModelCheck, StreamRule } from "../runtime/proxy.ts";
+import type { ModelCheck } from "../runtime/proxy.ts";
+import { sseFramer, type StreamRule } from "../runtime/stream-pump.ts";
 
 const DONE = "data: [DONE]\n\n";
 
@@ -25,20 +26,20 @@ export function openaiStreamError(err: ApiError): string {
   return `data: ${JSON.stringify({ error })}\n\n`;
 }
 
-const PING = ": ping\n\n";
+/** OpenAI's framing: SSE, an SSE comment for the keep-alive, its error event. */
+export const openaiFramer = sseFramer(openaiStreamError);
 
 /** Chat and completion streams end with `[DONE]`; anything else stopped short. */
 export const chatStream: StreamRule = {
+  framer: openaiFramer,
   ending: (tail) => (tail.includes("[DONE]") ? "" : null),
-  errorEvent: openaiStreamError,
-  ping: PING,
 };
 
 /** A stream whose every JSON event is rewritten by `map` (state lives in the closure `make`
  * returns, one per stream); `[DONE]` ends it. */
 export function mappedStream(make: () => (event: Record<string, any>) => Record<string, any>): StreamRule {
   return {
-    ...chatStream,
+    framer: openaiFramer,
     translate: () => {
       const map = make();
       let done = false;

@@ -4,8 +4,9 @@
 // translator adds them, and names the model as the client did.
 import { ApiError } from "../lib/api-error.ts";
 import type { CatalogModel } from "../models/catalog.ts";
-import type { ModelCheck, StreamRule } from "../runtime/proxy.ts";
-import { chatStream, needsLlm, visionCheck } from "./openai.ts";
+import type { ModelCheck } from "../runtime/proxy.ts";
+import type { StreamRule } from "../runtime/stream-pump.ts";
+import { needsLlm, openaiFramer, visionCheck } from "./openai.ts";
 
 type Json = Record<string, any>;
 
@@ -26,7 +27,7 @@ const frame = (ev: Json) => `event: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`
 /** The stream rule for one Responses request naming `model`. */
 export function responsesStream(model: string): StreamRule {
   return {
-    ...chatStream,
+    framer: openaiFramer,
     translate: () => {
       const positions = new Map<string, number>();
       let items = 0;

@@ -5,7 +5,7 @@
 import { ApiError } from "../lib/api-error.ts";
 import type { Classifier } from "../models/routing-policy.ts";
 import type { ServerContext } from "../runtime/context.ts";
-import type { StreamRule } from "../runtime/proxy.ts";
+import type { StreamRule } from "../runtime/stream-pump.ts";
 import { decide, routeInput, type Decision } from "../runtime/router-engine.ts";
 import { chatStream, mappedStream, needsEmbedder, needsLlm } from "./openai.ts";
 import { classifyText } from "./classify.ts";
