@@ -106,7 +106,13 @@ export function pump(rule: StreamRule, src: StreamSource, { clock, pingMs }: Pum
   const tick = () => {
     if (over) return;
     const now = clock.now();
-    if (now - lastWrite >= pingMs - 1 && atBoundary) {
+    // Inside an event the engine has half sent, look again an interval on: its rest is output too,
+    // which moves the next keep-alive past that check anyway.
+    if (!atBoundary) {
+      stopTicking = clock.after(pingMs, tick);
+      return;
+    }
+    if (now - lastWrite >= pingMs - 1) {
       lastWrite = now;
       try {
         write(framer.ping);
