@@ -23,6 +23,8 @@ import type { ServerContext } from "../runtime/context.ts";
 import { Launcher } from "../runtime/launcher.ts";
 import { EngineProxy } from "../runtime/proxy.ts";
 import { Scheduler } from "../runtime/scheduler.ts";
+import { omniKind } from "../protocols/omni.ts";
+import { routerKind } from "../protocols/routing.ts";
 import { webAssets } from "./web-assets.ts";
 import { memoryPlanner } from "./memory.ts";
 
@@ -116,7 +118,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   );
   const stats = new GenerationStats();
   const proxy: EngineProxy = new EngineProxy({ scheduler, catalog, metrics, stats, logger, hangCheckMs: config.hangCheckMs, maxQueue: () => config.maxQueue, cloud, cloudTimeoutS: () => config.globalTimeoutS });
-  return {
+  const ctx: ServerContext = {
     config,
     version: VERSION,
     logger,
@@ -141,4 +143,8 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     webAssets,
     lifecycle: { rebind: () => {}, shutdown: () => {} },
   };
+  // The collections' targets live with their logic, in protocols/.
+  proxy.targets.add(routerKind(ctx));
+  proxy.targets.add(omniKind(ctx));
+  return ctx;
 }

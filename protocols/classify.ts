@@ -4,7 +4,7 @@
 // conditions (protocols/routing.ts) call classifyText.
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
-import type { ModelCheck } from "../runtime/proxy.ts";
+import type { ModelCheck } from "../runtime/request.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
 

@@ -10,7 +10,7 @@ import { scrubPaths } from "../lib/scrub.ts";
 import { E } from "../spec/errors.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
-import type { ModelCheck } from "../runtime/proxy.ts";
+import type { ModelCheck } from "../runtime/request.ts";
 
 type Json = Record<string, any>;
 

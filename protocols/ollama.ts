@@ -6,7 +6,7 @@ import { ApiError } from "../lib/api-error.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import { parseCheckpoint } from "../models/hf-cache.ts";
 import type { ServerContext } from "../runtime/context.ts";
-import type { ModelCheck } from "../runtime/proxy.ts";
+import type { ModelCheck } from "../runtime/request.ts";
 import { ndjsonFramer, type StreamRule } from "../runtime/stream-pump.ts";
 import { E, ollama as spec } from "../spec/index.ts";
 import { generateImages, needsImageModel } from "./images.ts";

@@ -6,6 +6,7 @@
 import { ApiError } from "../lib/api-error.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
+import type { TargetKind } from "../runtime/targets.ts";
 import { speak } from "./audio.ts";
 import { edit, generateImages } from "./images.ts";
 import { hasVision, needsLlm, toEngineBody } from "./openai.ts";
@@ -263,4 +264,31 @@ export async function omniChat(ctx: ServerContext, collection: CatalogModel, bod
     },
   });
   return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
+}
+
+/** collection.omni models: loading one loads its components; a chat naming one runs the tool loop. */
+export function omniKind(ctx: ServerContext): TargetKind {
+  return {
+    claims: (model) => model.omni !== undefined,
+    target: (model) => ({
+      async load() {
+        await ctx.library.ensureDownloaded(model);
+        const { components } = ctx.catalog.omniSpec(model)!;
+        // Each component loads with its own options, not the request's.
+        for (const c of components) {
+          const part = ctx.catalog.get(c);
+          // Speech that espeak-ng serves in-process has no engine to start.
+          if (part.type === "tts" && !ctx.neuralSpeech(part)) continue;
+          await ctx.scheduler.load(part, {});
+        }
+        return { message: `Loaded ${model.id}: ${components.join(", ")}`, checkpoint: "", tookOptions: false };
+      },
+      forward(req) {
+        if (req.path !== "/v1/chat/completions" || !req.client) {
+          throw new ApiError(400, "", `Model ${model.id} is a collection.omni, which serves chat completions only`, "model");
+        }
+        return omniChat(ctx, model, req.client, req.signal);
+      },
+    }),
+  };
 }

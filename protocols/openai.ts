@@ -2,7 +2,7 @@
 // how its event streams end, and its error body.
 import { ApiError } from "../lib/api-error.ts";
 import type { CatalogModel } from "../models/catalog.ts";
-import type { ModelCheck } from "../runtime/proxy.ts";
+import type { ModelCheck } from "../runtime/request.ts";
 import { sseFramer, type StreamRule } from "../runtime/stream-pump.ts";
 
 const DONE = "data: [DONE]\n\n";

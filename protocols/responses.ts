@@ -4,7 +4,7 @@
 // translator adds them, and names the model as the client did.
 import { ApiError } from "../lib/api-error.ts";
 import type { CatalogModel } from "../models/catalog.ts";
-import type { ModelCheck } from "../runtime/proxy.ts";
+import type { ModelCheck } from "../runtime/request.ts";
 import type { StreamRule } from "../runtime/stream-pump.ts";
 import { needsLlm, openaiFramer, visionCheck } from "./openai.ts";
 

@@ -4,7 +4,7 @@ import { ApiError } from "../lib/api-error.ts";
 import { engineError, engineUnavailable } from "../runtime/engine-error.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
-import type { ModelCheck } from "../runtime/proxy.ts";
+import type { ModelCheck } from "../runtime/request.ts";
 import { engineFetch } from "../runtime/transport.ts";
 
 export const TRANSCRIPTION_FORMATS = ["json", "verbose_json", "text", "srt", "vtt"] as const;

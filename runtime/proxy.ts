@@ -1,6 +1,7 @@
 // Where chat (and every other engine request) is proxied: the model a request names is looked up
-// and claimed from the scheduler (a cloud model is forwarded to its provider instead), and the
-// request goes to its engine as one Exchange (runtime/exchange.ts): sent by the transport
+// and resolved to its target (runtime/targets.ts); a local engine's model is claimed from the
+// scheduler, a cloud model's provider reached instead, and the request goes as one Exchange
+// (runtime/exchange.ts): sent by the transport
 // (runtime/transport.ts: queue, replay, hang watchdog, deadline), streamed by the pump
 // (runtime/stream-pump.ts: translation, framing, keep-alives, the one error event), recorded at
 // its end (runtime/accounting.ts).
@@ -16,50 +17,10 @@ import type { CloudProviders } from "../models/cloud.ts";
 import { upstreamUrl } from "../engines/cloud.ts";
 import { CloudLeases } from "./cloud-lease.ts";
 import { Exchange, type ExchangeDeps, type ExchangeRequest } from "./exchange.ts";
+import type { ModelCheck, ProxyRequest, RecentRequest } from "./request.ts";
 import type { StreamRule } from "./stream-pump.ts";
+import { cloudKind, engineKind, Targets, type Forwarding } from "./targets.ts";
 import type { Route } from "./transport.ts";
-
-/** Refuses a model a route cannot serve (checked before anything loads). */
-export type ModelCheck = (model: CatalogModel) => ApiError | null;
-
-export interface ProxyRequest {
-  /** The model the client named. */
-  model: string;
-  /** Engine path, e.g. `/v1/chat/completions`. */
-  path: string;
-  /** Body to send on to the engine, as JSON. */
-  body: Record<string, unknown>;
-  /** A multipart body to send instead (image edits), as it is. */
-  form?: FormData;
-  /** The stream rule, when the answer is an event stream. */
-  stream?: StreamRule;
-  /** With a stream: wait for the engine's answer before sending headers, so that an engine error
-   * keeps its HTTP status (routes whose protocol has no stream error event, such as Ollama's). */
-  holdHeaders?: boolean;
-  check: ModelCheck;
-  /** The answer is bytes (audio) passed on as they are, not JSON to rewrite. */
-  raw?: boolean;
-  /** What to send for a whole (non-streamed) JSON answer, when not the engine's answer itself. */
-  reshape?: (answer: Record<string, any>) => Record<string, any>;
-  /** Options for the load, when this request triggers one (e.g. `ctx_size`). */
-  loadOptions?: Record<string, unknown>;
-  /** The client's request, whose abort cancels the engine request. */
-  signal: AbortSignal;
-  /** Metrics label: the route, e.g. `chat_completions`. */
-  endpoint: string;
-  /** Whether the answer carries generation timings for /v1/stats. */
-  generation: boolean;
-}
-
-export interface RecentRequest {
-  method: "GET" | "POST";
-  path: string;
-  body?: Record<string, unknown>;
-  signal: AbortSignal;
-  endpoint: string;
-  /** Which models the route can reach. */
-  check: ModelCheck;
-}
 
 export interface ProxyDeps {
   scheduler: Scheduler<CatalogModel>;
@@ -84,12 +45,15 @@ export interface ProxyDeps {
   cloudTimeoutS?: () => number;
 }
 
-export class EngineProxy {
+export class EngineProxy implements Forwarding {
   private readonly queues = new WeakMap<Slot<CatalogModel>, EngineQueue>();
   private readonly cloudLeases = new CloudLeases();
   private readonly exchangeDeps: ExchangeDeps;
+  /** Every kind of model a request may name; collections add theirs (app/context.ts). */
+  readonly targets: Targets;
 
   constructor(private readonly deps: ProxyDeps) {
+    this.targets = new Targets(engineKind(deps.scheduler, this), [cloudKind(this)]);
     this.exchangeDeps = {
       logger: deps.logger,
       metrics: deps.metrics,
@@ -119,10 +83,14 @@ export class EngineProxy {
   /** The model a request names: a loaded one by its id without a catalog scan (every request's
    * hot path), else the catalog's answer; refused when the route cannot serve it. */
   model(name: string, check: ModelCheck): CatalogModel {
-    const model = this.deps.scheduler.ready(name) ?? this.deps.catalog.get(name);
+    const model = this.lookup(name);
     const refusal = check(model);
     if (refusal) throw refusal;
     return model;
+  }
+
+  private lookup(name: string): CatalogModel {
+    return this.deps.scheduler.ready(name) ?? this.deps.catalog.get(name);
   }
 
   /** Claims the model a request names (loading it when needed). */
@@ -130,16 +98,24 @@ export class EngineProxy {
     return this.deps.scheduler.acquire(this.model(name, check), opts);
   }
 
-  async toModel(req: ProxyRequest): Promise<Response> {
-    const model = this.model(req.model, req.check);
-    if (model.cloud) return this.toCloud(model, req);
+  /** Sends a request to the model it names, through that model's target. */
+  toModel(req: ProxyRequest): Promise<Response> {
+    return this.targets.of(this.lookup(req.model)).forward(req);
+  }
+
+  /** To a local engine: the model claimed (loaded when needed), then one exchange with its engine. */
+  async toEngine(model: CatalogModel, req: ProxyRequest): Promise<Response> {
+    const refusal = req.check(model);
+    if (refusal) throw refusal;
     const opts = { options: req.loadOptions, signal: req.signal };
     const lease = await this.deps.scheduler.acquire(model, opts);
     return this.forward(lease, { ...req, method: "POST" }, this.localRoute(model, opts, true), req);
   }
 
   /** A cloud model's request goes to its provider, the model named by the provider's own id. */
-  private toCloud(model: CatalogModel, req: ProxyRequest): Promise<Response> {
+  async toCloud(model: CatalogModel, req: ProxyRequest): Promise<Response> {
+    const refusal = req.check(model);
+    if (refusal) throw refusal;
     const { cloud, cloudTimeoutS } = this.deps;
     if (!cloud) throw new ApiError(404, "model_not_found", `Model not found: ${model.id}`);
     const { baseUrl, headers, wire } = cloud.target(model.cloud!.provider);

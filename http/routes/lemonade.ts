@@ -34,25 +34,11 @@ export function lemonadeRoutes(bind: Binder, ctx: ServerContext): void {
 
   bind.http(spec.load, async ({ body }) => {
     const model = ctx.catalog.get(body.model_name);
-    // A collection loads each of its components in turn (their own options, not the request's).
-    if (model.omni) {
-      await ctx.library.ensureDownloaded(model);
-      const { components } = ctx.catalog.omniSpec(model)!;
-      for (const c of components) {
-        const part = ctx.catalog.get(c);
-        // Speech that espeak-ng serves in-process has no engine to start.
-        if (part.type === "tts" && !ctx.neuralSpeech(part)) continue;
-        await ctx.scheduler.load(part, {});
-      }
-      return { status: "success", message: `Loaded ${model.id}: ${components.join(", ")}`, model_name: model.id, checkpoint: "", recipe: model.recipe };
-    }
-    // A cloud model is served by its provider: there is nothing to start here.
-    if (model.cloud) return { status: "success", message: `${model.id} is served by the ${model.cloud.provider} cloud provider; nothing to load`, model_name: model.id, checkpoint: model.cloud.upstreamId, recipe: model.recipe };
     const options = requestOptions(body);
-    const slot = await ctx.scheduler.load(model, { options, pinned: body.pinned });
+    const loaded = await ctx.proxy.targets.of(model).load({ options, pinned: body.pinned });
     // Saved once the load took them, so a refused option is never saved.
-    if (body.save_options === true) saveLoadOptions(ctx, model, { ...options, ...(body.pinned !== undefined ? { pinned: body.pinned } : {}) });
-    return { status: "success", message: `Loaded model: ${slot.model.id}`, model_name: slot.model.id, checkpoint: shownCheckpoints(ctx, slot.model, false).main ?? "", recipe: slot.model.recipe };
+    if (loaded.tookOptions && body.save_options === true) saveLoadOptions(ctx, model, { ...options, ...(body.pinned !== undefined ? { pinned: body.pinned } : {}) });
+    return { status: "success", message: loaded.message, model_name: model.id, checkpoint: loaded.checkpoint ?? shownCheckpoints(ctx, model, false).main ?? "", recipe: model.recipe };
   });
 
   bind.http(spec.unload, async ({ body }) => {
