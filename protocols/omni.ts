@@ -271,6 +271,7 @@ export function omniKind(ctx: ServerContext): TargetKind {
   return {
     claims: (model) => model.omni !== undefined,
     target: (model) => ({
+      speaks: "openai",
       async load() {
         await ctx.library.ensureDownloaded(model);
         const { components } = ctx.catalog.omniSpec(model)!;

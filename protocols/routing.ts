@@ -105,6 +105,7 @@ export function routerKind(ctx: ServerContext): TargetKind {
   return {
     claims: (model) => model.router !== undefined,
     target: (model) => ({
+      speaks: "openai",
       load: async () => ({ message: `${model.id} is a router: its candidates load as requests are routed to them`, checkpoint: "", tookOptions: false }),
       async forward(req) {
         if (!req.client) throw new ApiError(400, "", `Model ${model.id} is a collection.router, which routes chat and text completions only`, "model");

@@ -19,7 +19,7 @@ import { CloudLeases } from "./cloud-lease.ts";
 import { Exchange, type ExchangeDeps, type ExchangeRequest } from "./exchange.ts";
 import type { ModelCheck, ProxyRequest, RecentRequest } from "./request.ts";
 import type { StreamRule } from "./stream-pump.ts";
-import { cloudKind, engineKind, Targets, type Forwarding } from "./targets.ts";
+import { cloudKind, engineKind, Targets, type Forwarding, type Target } from "./targets.ts";
 import type { Route } from "./transport.ts";
 
 export interface ProxyDeps {
@@ -98,9 +98,14 @@ export class EngineProxy implements Forwarding {
     return this.deps.scheduler.acquire(this.model(name, check), opts);
   }
 
+  /** The target a model name resolves to. */
+  target(name: string): Target {
+    return this.targets.of(this.lookup(name));
+  }
+
   /** Sends a request to the model it names, through that model's target. */
   toModel(req: ProxyRequest): Promise<Response> {
-    return this.targets.of(this.lookup(req.model)).forward(req);
+    return this.target(req.model).forward(req);
   }
 
   /** To a local engine: the model claimed (loaded when needed), then one exchange with its engine. */

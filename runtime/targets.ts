@@ -24,6 +24,9 @@ export interface Loaded {
 }
 
 export interface Target {
+  /** The API its requests are written in: an Anthropic-API provider takes Messages requests as
+   * clients send them; everything else takes OpenAI-shaped ones. */
+  readonly speaks: "openai" | "anthropic";
   /** Makes the model ready to serve. */
   load(req: LoadRequest): Promise<Loaded>;
   /** Sends one request to it; the request's check applies to whatever model finally serves it. */
@@ -67,6 +70,7 @@ export function engineKind(scheduler: Scheduler<CatalogModel>, forwarding: Forwa
   return {
     claims: () => true,
     target: (model) => ({
+      speaks: "openai",
       async load({ options, pinned }) {
         const slot = await scheduler.load(model, { options, pinned });
         return { message: `Loaded model: ${slot.model.id}`, tookOptions: true };
@@ -81,6 +85,7 @@ export function cloudKind(forwarding: Forwarding): TargetKind {
   return {
     claims: (model) => model.cloud !== undefined,
     target: (model) => ({
+      speaks: model.cloud!.wire,
       load: async () => ({
         message: `${model.id} is served by the ${model.cloud!.provider} cloud provider; nothing to load`,
         checkpoint: model.cloud!.upstreamId,
