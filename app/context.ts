@@ -117,7 +117,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     () => config.maxLoadedModels,
   );
   const stats = new GenerationStats();
-  const proxy: EngineProxy = new EngineProxy({ scheduler, catalog, metrics, stats, logger, hangCheckMs: config.hangCheckMs, maxQueue: () => config.maxQueue, cloud, cloudTimeoutS: () => config.globalTimeoutS });
+  const proxy: EngineProxy = new EngineProxy({ scheduler, catalog, metrics, stats, logger, hangCheckMs: config.hangCheckMs, pingMs: config.pingMs, maxQueue: () => config.maxQueue, cloud, cloudTimeoutS: () => config.globalTimeoutS });
   const ctx: ServerContext = {
     config,
     version: VERSION,
