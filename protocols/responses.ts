@@ -3,7 +3,6 @@
 // response from, opens reasoning text without a content part, and never sends `[DONE]`; this
 // translator adds them, and names the model as the client did.
 import { ApiError } from "../lib/api-error.ts";
-import type { CatalogModel } from "../models/catalog.ts";
 import type { ModelCheck } from "../runtime/request.ts";
 import type { StreamRule } from "../runtime/stream-pump.ts";
 import { needsLlm, openaiFramer, visionCheck } from "./openai.ts";
@@ -80,13 +79,7 @@ export function responsesStream(model: string): StreamRule {
   };
 }
 
-/** Which models a Responses request may name: LLMs (with vision when it carries images); a cloud
- * model only when streaming, as Lemonade passes only streams on to a provider's Responses API. */
+/** Which models a Responses request may name: LLMs (with vision when it carries images). */
 export function responsesCheck(body: Record<string, any>): ModelCheck {
-  const llm = visionCheck(needsLlm("model_not_applicable"), body);
-  return (model: CatalogModel) =>
-    llm(model) ??
-    (model.cloud && body.stream !== true
-      ? new ApiError(400, "", `Model ${model.id} is a cloud model, which has no Responses API: use /v1/chat/completions, or stream`, "model")
-      : null);
+  return visionCheck(needsLlm("model_not_applicable"), body);
 }

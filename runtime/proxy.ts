@@ -130,6 +130,10 @@ export class EngineProxy implements Forwarding {
         ? `Model ${model.id} is served by an Anthropic-API provider: use POST /v1/messages`
         : `Model ${model.id}'s provider speaks the OpenAI API, which counts no tokens for /v1/messages`, "model");
     }
+    // Lemonade passes only streams on to a provider's Responses API.
+    if (req.path === "/v1/responses" && !req.stream) {
+      throw new ApiError(400, "", `Model ${model.id} is a cloud model, which has no Responses API: use /v1/chat/completions, or stream`, "model");
+    }
     const lease = this.cloudLeases.lease(model, baseUrl);
     const route: Route = {
       url: (l, path) => upstreamUrl(l.url, path),

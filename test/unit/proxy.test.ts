@@ -93,7 +93,7 @@ test("a client that gives up while its model waits for room starts no engine", a
 
 // The proxy alone, on a fake clock and an in-process engine: keep-alives, the hang check and the
 // deadline are driven by moving the clock, never by waiting.
-describe("the proxy on a fake clock", () => {
+describe("the proxy alone, on a fake clock", () => {
   const MODEL = { id: "extra.a", recipe: "llamacpp", type: "llm", labels: [], checkpoints: {} } as unknown as CatalogModel;
 
   /** An engine stream the test writes to. */
@@ -257,6 +257,26 @@ describe("the proxy on a fake clock", () => {
     expect(await answer).toMatchObject({ status: 504, code: "timeout" });
     expect(bodies).toEqual([{ messages: [{ role: "user", content: "hi" }], model: "m-upstream" }]);
     expect(await t.requests()).toEqual(['lemonade_model_requests_total{model="box.m",endpoint="chat_completions",status="504"} 1']);
+  });
+
+  test("targets: a model resolves to the first kind that claims it, else its local engine; a cloud model loads nothing", async () => {
+    let sent = 0;
+    const cloud = { target: () => ({ baseUrl: "http://cloud.test/v1", headers: {}, wire: "anthropic" }) } as unknown as CloudProviders;
+    const t = setup({ cloud, fetch: async () => (sent++, Response.json({ choices: [] })) });
+    expect((await t.proxy.toModel(request())).status).toBe(200);
+    expect(sent).toBe(1);
+    const forwarded: string[] = [];
+    t.proxy.targets.add({
+      claims: (m) => m.id === "extra.a",
+      target: (m) => ({ speaks: "openai", load: async () => ({ message: "", tookOptions: false }), forward: async (req) => (forwarded.push(`${m.id} ${req.path}`), new Response("mine")) }),
+    });
+    expect(await (await t.proxy.toModel(request())).text()).toBe("mine");
+    expect({ sent, forwarded }).toEqual({ sent: 1, forwarded: ["extra.a /v1/chat/completions"] });
+    const remote = { ...MODEL, id: "box.m", cloud: { provider: "box", upstreamId: "m-up", wire: "anthropic" } } as unknown as CatalogModel;
+    const target = t.proxy.targets.of(remote);
+    expect(target.speaks).toBe("anthropic");
+    expect(await target.load({ options: { ctx_size: 1 } })).toEqual({ message: "box.m is served by the box cloud provider; nothing to load", checkpoint: "m-up", tookOptions: false });
+    expect(t.counts.acquired).toBe(1);
   });
 
   test("an Ollama stream goes through the pump: space keep-alives the ollama client reads past, then exactly one error line", async () => {
