@@ -21,6 +21,8 @@ import type { ServerContext } from "../runtime/context.ts";
 import { Launcher } from "../runtime/launcher.ts";
 import { EngineProxy } from "../runtime/proxy.ts";
 import { Scheduler } from "../runtime/scheduler.ts";
+import { omniKind } from "../protocols/omni.ts";
+import { routerKind } from "../protocols/routing.ts";
 import { webAssets } from "./web-assets.ts";
 import { memoryPlanner } from "./memory.ts";
 
@@ -109,8 +111,8 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     () => config.maxLoadedModels,
   );
   const stats = new GenerationStats();
-  const proxy: EngineProxy = new EngineProxy({ scheduler, catalog, metrics, stats, logger, hangCheckMs: config.hangCheckMs, maxQueue: () => config.maxQueue, cloud, cloudTimeoutS: () => config.globalTimeoutS });
-  return {
+  const proxy: EngineProxy = new EngineProxy({ scheduler, catalog, metrics, stats, logger, hangCheckMs: config.hangCheckMs, pingMs: config.pingMs, maxQueue: () => config.maxQueue, cloud, cloudTimeoutS: () => config.globalTimeoutS });
+  const ctx: ServerContext = {
     config,
     version: VERSION,
     logger,
@@ -137,4 +139,8 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     webAssets,
     lifecycle: { rebind: () => {}, shutdown: () => {} },
   };
+  // The collections' targets live with their logic, in protocols/.
+  proxy.targets.add(routerKind(ctx));
+  proxy.targets.add(omniKind(ctx));
+  return ctx;
 }

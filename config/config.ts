@@ -45,6 +45,8 @@ export interface Config {
   /** Silence (ms) after which a waiting request checks its engine's health
    * (LEMONADE_HANG_CHECK_MS; 0 turns the check off). */
   hangCheckMs: number;
+  /** Silence (ms) in a stream after which a keep-alive is written (LEMONADE_PING_MS). */
+  pingMs: number;
   /** Binaries config.json points backends at (`llamacpp.vulkan_bin`, `sdcpp.cpu_bin`, ...), by
    * section, then backend; `builtin` (the default) means none. */
   binaries: Record<string, Record<string, string>>;
@@ -225,6 +227,7 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
       Object.entries(env).filter((e): e is [string, string] => /^LEMONADE_[A-Z0-9_]+_API_KEY$/.test(e[0]) && e[0] !== "LEMONADE_ADMIN_API_KEY" && !!e[1]),
     ),
     hangCheckMs: intSetting("LEMONADE_HANG_CHECK_MS", env.LEMONADE_HANG_CHECK_MS, 10_000, 0, 3_600_000),
+    pingMs: intSetting("LEMONADE_PING_MS", env.LEMONADE_PING_MS, 1000, 50, 600_000),
     offline: env.LEMONADE_OFFLINE ? /^(1|true|yes)$/i.test(env.LEMONADE_OFFLINE) : file.offline === true,
     mcpImageDir: resolve(env.LEMONADE_MCP_IMAGE_DIR || join(cacheDir, "mcp-images")),
     maxBodyBytes: intSetting("LEMONADE_MAX_BODY_MB", env.LEMONADE_MAX_BODY_MB, 64, 1, 4096) * 1024 * 1024,

@@ -5,7 +5,7 @@
 // this adapter does each of those as Anthropic's API does. Unknown fields are dropped and named in
 // a warning, never refused.
 import type { ApiError } from "../lib/api-error.ts";
-import type { StreamRule } from "../runtime/proxy.ts";
+import { sseFramer, type StreamRule } from "../runtime/stream-pump.ts";
 import { anthropic as spec } from "../spec/index.ts";
 import type { UncheckedJson as Json } from "../lib/json.ts";
 
@@ -170,19 +170,19 @@ export function toMessage(chat: Json, model: string, warnings: string[]): Json {
 
 const sse = (type: string, data: Json) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
 
+/** Anthropic's framing: SSE, its `ping` event for the keep-alive, its error event. */
+const anthropicFramer = sseFramer(errorEvent, sse("ping", {}));
+
 /** A provider that speaks Anthropic's API itself: its events pass through as they are. */
 export const anthropicPassthrough: StreamRule = {
+  framer: anthropicFramer,
   ending: (tail) => (tail.includes("message_stop") ? "" : null),
-  errorEvent,
-  ping: sse("ping", {}),
 };
 
 /** The stream rule for one Messages request: chat chunks become Anthropic's events. */
 export function messagesStream(model: string, warnings: string[]): StreamRule {
   return {
-    ending: () => null,
-    errorEvent,
-    ping: sse("ping", {}),
+    framer: anthropicFramer,
     translate: () => {
       let started = false;
       let finished = false;

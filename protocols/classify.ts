@@ -5,7 +5,7 @@
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
 import { serves, sharedEnginePath } from "../spec/recipes.ts";
-import type { ModelCheck } from "../runtime/proxy.ts";
+import type { ModelCheck } from "../runtime/request.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
 

@@ -11,7 +11,7 @@ import { E } from "../spec/errors.ts";
 import { enginePath, serves } from "../spec/recipes.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
-import type { ModelCheck } from "../runtime/proxy.ts";
+import type { ModelCheck } from "../runtime/request.ts";
 import type { UncheckedJson as Json } from "../lib/json.ts";
 
 /** The prompt the real server sends for a variation (the docs: the prompt is ignored). */

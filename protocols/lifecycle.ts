@@ -8,7 +8,6 @@ import { E } from "../spec/errors.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { clip } from "../lib/scrub.ts";
 import { sseResponse } from "../lib/sse.ts";
-import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { saveLoadOptions, shownCheckpoints } from "./models.ts";
 
@@ -18,8 +17,7 @@ type RegisterBody = Static<typeof downloadsSpec.register.body>;
 type SearchQuery = Static<typeof downloadsSpec.registrySearch.query>;
 type ControlBody = Static<typeof downloadsSpec.downloadsControl.body>;
 
-type LoadContext = Pick<ServerContext, "catalog" | "config" | "library" | "recipeOptions" | "scheduler" | "standIns">;
-
+type LoadContext = Pick<ServerContext, "catalog" | "config" | "library" | "proxy" | "recipeOptions" | "scheduler">;
 
 /** Recipe option keys the load request carries (everything but the load's own fields). */
 function requestOptions(body: LoadBody): Record<string, unknown> {
@@ -27,32 +25,14 @@ function requestOptions(body: LoadBody): Record<string, unknown> {
   return options;
 }
 
-/** POST /v1/load. */
-export function load(ctx: LoadContext, body: LoadBody) {
-  return loadModel(ctx, ctx.catalog.get(body.model_name), body);
-}
-
-/** Starts what serves `model`: each kind of model loads its own way. */
-async function loadModel(ctx: LoadContext, model: CatalogModel, body: LoadBody) {
-  // A collection loads each of its components in turn (their own options, not the request's).
-  if (model.omni) {
-    await ctx.library.ensureDownloaded(model);
-    const { components } = ctx.catalog.omniSpec(model)!;
-    for (const c of components) {
-      const part = ctx.catalog.get(c);
-      // Speech an in-process recipe (espeak-ng) serves has no engine to start.
-      if (part.type === "tts" && ctx.standIns.serving(part, "speech")) continue;
-      await ctx.scheduler.load(part, {});
-    }
-    return { status: "success", message: `Loaded ${model.id}: ${components.join(", ")}`, model_name: model.id, checkpoint: "", recipe: model.recipe };
-  }
-  // A cloud model is served by its provider: there is nothing to start here.
-  if (model.cloud) return { status: "success", message: `${model.id} is served by the ${model.cloud.provider} cloud provider; nothing to load`, model_name: model.id, checkpoint: model.cloud.upstreamId, recipe: model.recipe };
+/** POST /v1/load: the model's target (its engine, a provider, a collection) loads it its own way. */
+export async function load(ctx: LoadContext, body: LoadBody) {
+  const model = ctx.catalog.get(body.model_name);
   const options = requestOptions(body);
-  const slot = await ctx.scheduler.load(model, { options, pinned: body.pinned });
+  const loaded = await ctx.proxy.targets.of(model).load({ options, pinned: body.pinned });
   // Saved once the load took them, so a refused option is never saved.
-  if (body.save_options === true) saveLoadOptions(ctx, model, { ...options, ...(body.pinned !== undefined ? { pinned: body.pinned } : {}) });
-  return { status: "success", message: `Loaded model: ${slot.model.id}`, model_name: slot.model.id, checkpoint: shownCheckpoints(ctx, slot.model, false).main ?? "", recipe: slot.model.recipe };
+  if (loaded.tookOptions && body.save_options === true) saveLoadOptions(ctx, model, { ...options, ...(body.pinned !== undefined ? { pinned: body.pinned } : {}) });
+  return { status: "success", message: loaded.message, model_name: model.id, checkpoint: loaded.checkpoint ?? shownCheckpoints(ctx, model, false).main ?? "", recipe: model.recipe };
 }
 
 /** POST /v1/unload: the model named, or every model when none is. */

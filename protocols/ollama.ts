@@ -3,15 +3,14 @@
 // views become Ollama's, and every failure becomes Ollama's status and `{"error": "..."}` here.
 import { basename } from "node:path";
 import { ApiError } from "../lib/api-error.ts";
-import { E } from "../spec/errors.ts";
-import { readSse } from "../lib/sse.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import { parseCheckpoint } from "../models/hf-cache.ts";
 import type { ServerContext } from "../runtime/context.ts";
-import type { ModelCheck } from "../runtime/proxy.ts";
-import { ollama as spec } from "../spec/index.ts";
+import type { ModelCheck } from "../runtime/request.ts";
+import { ndjsonFramer, type StreamRule } from "../runtime/stream-pump.ts";
+import { E, ollama as spec } from "../spec/index.ts";
 import { generateImages, needsImageModel } from "./images.ts";
-import { chatStream, needsLlm, toEngineBody, visionCheck } from "./openai.ts";
+import { needsLlm, toEngineBody, visionCheck } from "./openai.ts";
 import type { UncheckedJson as Json } from "../lib/json.ts";
 
 const CREATED_AT = "2024-01-01T00:00:00Z";
@@ -139,35 +138,44 @@ async function engineJson(res: Response): Promise<Json> {
   return JSON.parse(await res.text());
 }
 
-/** The engine's stream events, parsed, up to `[DONE]`; an error event ends it with a throw. */
-async function* engineEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<Json> {
-  for await (const { data } of readSse(body)) {
-    if (data === "[DONE]") return;
-    const ev = JSON.parse(data);
-    if (ev.error) throw new Error(ev.error.message ?? String(ev.error));
-    yield ev;
-  }
+const line = (value: unknown) => `${JSON.stringify(value)}\n`;
+
+/** NDJSON with `{"error": "..."}` as the one line a failed stream ends with. */
+const ollamaFramer = ndjsonFramer((err) => line(ollamaErrorBody(err)));
+
+/** A whole answer's lines, as one NDJSON body. */
+function ndjson(lines: Json[]): Response {
+  return new Response(lines.map(line).join(""), { headers: ollamaFramer.headers });
 }
 
-function ndjson(lines: AsyncIterable<Json>): Response {
-  const encoder = new TextEncoder();
-  const iterator = lines[Symbol.asyncIterator]();
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { done, value } = await iterator.next();
-        if (done) controller.close();
-        else controller.enqueue(encoder.encode(JSON.stringify(value) + "\n"));
-      } catch (err) {
-        controller.enqueue(encoder.encode(JSON.stringify({ error: (err as Error).message }) + "\n"));
-        controller.close();
-      }
+/** Turns the engine's chat chunks into Ollama lines: `event` for each chunk, `last` after `[DONE]`. */
+interface OllamaLines {
+  event(ev: Json): Json[];
+  last(): Json[];
+}
+
+/** The stream rule for an Ollama answer made from the engine's stream (one `make` per stream); an
+ * error event from the engine fails the stream with Ollama's error line. */
+function ollamaStream(make: () => OllamaLines): StreamRule {
+  return {
+    framer: ollamaFramer,
+    translate: () => {
+      const lines = make();
+      let done = false;
+      return {
+        event(data) {
+          if (data === "[DONE]") {
+            done = true;
+            return lines.last().map(line).join("");
+          }
+          const ev: Json = JSON.parse(data);
+          if (ev.error) throw ApiError.of(E.backendError, String(ev.error.message ?? ev.error));
+          return lines.event(ev).map(line).join("");
+        },
+        end: () => (done ? "" : null),
+      };
     },
-    async cancel() {
-      await iterator.return?.();
-    },
-  });
-  return new Response(body, { headers: { "content-type": "application/x-ndjson" } });
+  };
 }
 
 /** `keep_alive: 0` with nothing to say: unload the model (Ollama's way of freeing memory). */
@@ -188,13 +196,14 @@ interface Translation {
   ctxSize?: number;
 }
 
-function call(ctx: Pick<ServerContext, "proxy">, t: Translation, stream: boolean) {
+/** The engine request: a whole answer, or (with `stream`) the engine's stream as Ollama's lines. */
+function call(ctx: Pick<ServerContext, "proxy">, t: Translation, stream?: StreamRule) {
   return ctx.proxy
     .toModel({
       model: t.model,
       path: t.path,
-      body: { ...t.body, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) },
-      stream: stream ? chatStream : undefined,
+      body: { ...t.body, stream: stream !== undefined, ...(stream ? { stream_options: { include_usage: true } } : {}) },
+      stream,
       holdHeaders: true,
       check: t.check,
       loadOptions: t.ctxSize === undefined ? undefined : { ctx_size: t.ctxSize },
@@ -211,7 +220,7 @@ async function ollamaChat(ctx: Pick<ServerContext, "proxy">, t: Translation, str
   // Tool calls need the whole answer to parse, so a streamed tool request runs non-streaming.
   const hasTools = Array.isArray(t.body.tools) && t.body.tools.length > 0;
   if (!stream || hasTools) {
-    const json = await engineJson(await call(ctx, t, false));
+    const json = await engineJson(await call(ctx, t));
     const choice = json.choices?.[0] ?? {};
     const message: Json = { role: "assistant", content: choice.message?.content ?? "" };
     if (choice.message?.reasoning_content) message.thinking = choice.message.reasoning_content;
@@ -219,46 +228,45 @@ async function ollamaChat(ctx: Pick<ServerContext, "proxy">, t: Translation, str
     if (toolCalls) message.tool_calls = toolCalls;
     const final = { ...base, message, done: true, done_reason: choice.finish_reason ?? "stop", ...counts(json.usage, json.timings) };
     if (!stream) return Response.json(final);
-    return ndjson(
-      (async function* () {
-        yield { ...base, message, done: false };
-        yield { ...final, message: { role: "assistant", content: "" } };
-        yield { ...final, message: { role: "assistant", content: "" }, done_reason: "stop" };
-      })(),
-    );
+    return ndjson([
+      { ...base, message, done: false },
+      { ...final, message: { role: "assistant", content: "" } },
+      { ...final, message: { role: "assistant", content: "" }, done_reason: "stop" },
+    ]);
   }
-  const res = await call(ctx, t, true);
-  return ndjson(
-    (async function* () {
-      let usage: Json | undefined;
-      let timings: Json | undefined;
-      let reason = "stop";
-      for await (const ev of engineEvents(res.body!)) {
+  return call(ctx, t, ollamaStream(() => {
+    let usage: Json | undefined;
+    let timings: Json | undefined;
+    let reason = "stop";
+    const empty = { role: "assistant", content: "" };
+    return {
+      event(ev) {
         usage = ev.usage ?? usage;
         timings = ev.timings ?? timings;
         const choice = ev.choices?.[0];
-        if (!choice) continue;
-        const d = choice.delta ?? {};
-        if (d.content !== undefined || d.reasoning_content || d.role) {
-          const message: Json = { role: "assistant", content: d.content ?? "" };
-          if (d.reasoning_content) message.thinking = d.reasoning_content;
-          yield { ...base, message, done: false };
-        }
+        if (!choice) return [];
         if (choice.finish_reason) reason = choice.finish_reason;
-      }
+        const d = choice.delta ?? {};
+        if (d.content === undefined && !d.reasoning_content && !d.role) return [];
+        const message: Json = { role: "assistant", content: d.content ?? "" };
+        if (d.reasoning_content) message.thinking = d.reasoning_content;
+        return [{ ...base, message, done: false }];
+      },
       // Ollama's own clients stop reading at the first `done` line, so it carries the counts too;
       // the documented counts line follows it.
-      yield { ...base, message: { role: "assistant", content: "" }, done: true, done_reason: reason, ...counts(usage, timings) };
-      yield { ...base, message: { role: "assistant", content: "" }, done: true, done_reason: "stop", ...counts(usage, timings) };
-    })(),
-  );
+      last: () => [
+        { ...base, message: empty, done: true, done_reason: reason, ...counts(usage, timings) },
+        { ...base, message: empty, done: true, done_reason: "stop", ...counts(usage, timings) },
+      ],
+    };
+  }));
 }
 
 /** /api/generate */
 async function ollamaGenerate(ctx: Pick<ServerContext, "proxy">, t: Translation, stream: boolean): Promise<Response> {
   const base = { model: t.model, created_at: CREATED_AT };
   if (!stream) {
-    const json = await engineJson(await call(ctx, t, false));
+    const json = await engineJson(await call(ctx, t));
     const choice = json.choices?.[0] ?? {};
     return Response.json({
       ...base,
@@ -269,22 +277,23 @@ async function ollamaGenerate(ctx: Pick<ServerContext, "proxy">, t: Translation,
       ...counts(json.usage, undefined),
     });
   }
-  const res = await call(ctx, t, true);
-  return ndjson(
-    (async function* () {
-      let usage: Json | undefined;
-      let reason = "stop";
-      for await (const ev of engineEvents(res.body!)) {
+  return call(ctx, t, ollamaStream(() => {
+    let usage: Json | undefined;
+    let reason = "stop";
+    return {
+      event(ev) {
         usage = ev.usage ?? usage;
         const choice = ev.choices?.[0];
-        if (!choice) continue;
-        if (choice.text) yield { ...base, response: choice.text, done: false };
+        if (!choice) return [];
         if (choice.finish_reason) reason = choice.finish_reason;
-      }
-      yield { ...base, response: "", done: true, done_reason: reason, context: [], ...counts(usage, undefined) };
-      yield { ...base, response: "", done: true, done_reason: "stop", context: [], ...counts(usage, undefined) };
-    })(),
-  );
+        return choice.text ? [{ ...base, response: choice.text, done: false }] : [];
+      },
+      last: () => [
+        { ...base, response: "", done: true, done_reason: reason, context: [], ...counts(usage, undefined) },
+        { ...base, response: "", done: true, done_reason: "stop", context: [], ...counts(usage, undefined) },
+      ],
+    };
+  }));
 }
 
 /** /api/embed and /api/embeddings: OpenAI embeddings, as float arrays in input order. */

@@ -7,6 +7,7 @@ import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
+import type { TargetKind } from "../runtime/targets.ts";
 import { speak } from "./audio.ts";
 import { edit, generateImages } from "./images.ts";
 import { hasVision, needsLlm, toEngineBody } from "./openai.ts";
@@ -266,4 +267,32 @@ export async function omniChat(ctx: OmniContext, collection: CatalogModel, body:
     },
   });
   return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
+}
+
+/** collection.omni models: loading one loads its components; a chat naming one runs the tool loop. */
+export function omniKind(ctx: OmniContext & Pick<ServerContext, "scheduler">): TargetKind {
+  return {
+    claims: (model) => model.omni !== undefined,
+    target: (model) => ({
+      speaks: "openai",
+      async load() {
+        await ctx.library.ensureDownloaded(model);
+        const { components } = ctx.catalog.omniSpec(model)!;
+        // Each component loads with its own options, not the request's.
+        for (const c of components) {
+          const part = ctx.catalog.get(c);
+          // Speech an in-process recipe (espeak-ng) serves has no engine to start.
+          if (part.type === "tts" && ctx.standIns.serving(part, "speech")) continue;
+          await ctx.scheduler.load(part, {});
+        }
+        return { message: `Loaded ${model.id}: ${components.join(", ")}`, checkpoint: "", tookOptions: false };
+      },
+      forward(req) {
+        if (req.path !== "/v1/chat/completions" || !req.client) {
+          throw ApiError.of(E.omniChatOnly, `Model ${model.id} is a collection.omni, which serves chat completions only`, "model");
+        }
+        return omniChat(ctx, model, req.client, req.signal);
+      },
+    }),
+  };
 }

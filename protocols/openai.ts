@@ -4,7 +4,8 @@ import { ApiError } from "../lib/api-error.ts";
 import { E, type ErrorRow } from "../spec/errors.ts";
 import type { Json } from "../lib/json.ts";
 import type { CatalogModel } from "../models/catalog.ts";
-import type { ModelCheck, StreamRule } from "../runtime/proxy.ts";
+import type { ModelCheck } from "../runtime/request.ts";
+import { sseFramer, type StreamRule } from "../runtime/stream-pump.ts";
 import { serves, type Capability } from "../spec/recipes.ts";
 
 const DONE = "data: [DONE]\n\n";
@@ -28,20 +29,20 @@ export function openaiStreamError(err: ApiError): string {
   return `data: ${JSON.stringify({ error })}\n\n`;
 }
 
-const PING = ": ping\n\n";
+/** OpenAI's framing: SSE, an SSE comment for the keep-alive, its error event. */
+export const openaiFramer = sseFramer(openaiStreamError);
 
 /** Chat and completion streams end with `[DONE]`; anything else stopped short. */
 export const chatStream: StreamRule = {
+  framer: openaiFramer,
   ending: (tail) => (tail.includes("[DONE]") ? "" : null),
-  errorEvent: openaiStreamError,
-  ping: PING,
 };
 
 /** A stream whose every JSON event is rewritten by `map` (state lives in the closure `make`
  * returns, one per stream); `[DONE]` ends it. */
 export function mappedStream(make: () => (event: Record<string, any>) => Record<string, any>): StreamRule {
   return {
-    ...chatStream,
+    framer: openaiFramer,
     translate: () => {
       const map = make();
       let done = false;

@@ -4,9 +4,9 @@
 // translator adds them, and names the model as the client did.
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
-import type { CatalogModel } from "../models/catalog.ts";
-import type { ModelCheck, StreamRule } from "../runtime/proxy.ts";
-import { chatStream, needsLlm, visionCheck } from "./openai.ts";
+import type { ModelCheck } from "../runtime/request.ts";
+import type { StreamRule } from "../runtime/stream-pump.ts";
+import { needsLlm, openaiFramer, visionCheck } from "./openai.ts";
 import type { UncheckedJson as Json } from "../lib/json.ts";
 
 /** Refuses what llama.cpp cannot do: it keeps no responses to continue from. */
@@ -25,7 +25,7 @@ const frame = (ev: Json) => `event: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`
 /** The stream rule for one Responses request naming `model`. */
 export function responsesStream(model: string): StreamRule {
   return {
-    ...chatStream,
+    framer: openaiFramer,
     translate: () => {
       const positions = new Map<string, number>();
       let items = 0;
@@ -78,13 +78,7 @@ export function responsesStream(model: string): StreamRule {
   };
 }
 
-/** Which models a Responses request may name: LLMs (with vision when it carries images); a cloud
- * model only when streaming, as Lemonade passes only streams on to a provider's Responses API. */
+/** Which models a Responses request may name: LLMs (with vision when it carries images). */
 export function responsesCheck(body: Json): ModelCheck {
-  const llm = visionCheck(needsLlm(E.modelNotApplicable), body);
-  return (model: CatalogModel) =>
-    llm(model) ??
-    (model.cloud && body.stream !== true
-      ? ApiError.of(E.noResponsesApi, `Model ${model.id} is a cloud model, which has no Responses API: use /v1/chat/completions, or stream`, "model")
-      : null);
+  return visionCheck(needsLlm(E.modelNotApplicable), body);
 }

@@ -5,8 +5,10 @@
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
 import type { Classifier } from "../models/routing-policy.ts";
+import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
-import type { StreamRule } from "../runtime/proxy.ts";
+import type { StreamRule } from "../runtime/stream-pump.ts";
+import type { TargetKind } from "../runtime/targets.ts";
 import { decide, routeInput, type Decision } from "../runtime/router-engine.ts";
 import { chatStream, mappedStream, needsEmbedder, needsLlm } from "./openai.ts";
 import { classifyText } from "./classify.ts";
@@ -97,21 +99,52 @@ function conversationKey(body: Json): string {
   return new Bun.CryptoHasher("sha256").update(`${first("system")}\n${first("user")}`).digest("hex");
 }
 
-export interface Routed {
-  decision: Decision;
-  /** Adds the decision to a whole answer when the client asked for the trace. */
-  reshape?: (answer: Json) => Json;
-  /** The stream rule that adds it to the first event, when the client asked; it replaces the plain
-   * chat stream only (a translated stream keeps its own, and the header). */
-  stream?: StreamRule;
-  plain: StreamRule;
+/** collection.router models: each request is decided on, then sent to the chosen candidate's own
+ * target with the answer marked; a router has nothing of its own to load. */
+export function routerKind(ctx: Pick<ServerContext, "catalog" | "logger" | "proxy" | "scheduler" | "stats">): TargetKind {
+  return {
+    claims: (model) => model.router !== undefined,
+    target: (model) => ({
+      speaks: "openai",
+      load: async () => ({ message: `${model.id} is a router: its candidates load as requests are routed to them`, checkpoint: "", tookOptions: false }),
+      async forward(req) {
+        if (!req.client) throw ApiError.of(E.routerChatOnly, `Model ${model.id} is a collection.router, which routes chat and text completions only`, "model");
+        const { decision, trace } = await route(ctx, model, req.client, req.signal);
+        const { reshape, stream } = req;
+        const res = await ctx.proxy.toModel({
+          ...req,
+          model: decision.route_to,
+          client: undefined,
+          ...(trace
+            ? {
+                reshape: (answer) => ({ ...(reshape ? reshape(answer) : answer), x_lemonade_route: trace }),
+                // A translated stream keeps its own events (the header still says where it went).
+                stream: stream === chatStream ? tracedStream(trace) : stream,
+              }
+            : {}),
+        });
+        res.headers.set(ROUTE_HEADER, decision.matched_rule || "default");
+        return res;
+      },
+    }),
+  };
 }
 
-/** The decision for a request naming a router; null for any other model. */
-export async function route(ctx: Pick<ServerContext, "catalog" | "logger" | "proxy" | "scheduler" | "stats">, body: Json, signal: AbortSignal): Promise<Routed | null> {
-  const model = ctx.catalog.find(String(body.model ?? ""));
-  if (!model?.router) return null;
-  const policy = model.router.policy;
+/** A chat stream whose first event carries the route trace. */
+function tracedStream(trace: Json): StreamRule {
+  return mappedStream(() => {
+    let first = true;
+    return (ev) => {
+      if (!first) return ev;
+      first = false;
+      return { ...ev, x_lemonade_route: trace };
+    };
+  });
+}
+
+/** The decision for a request naming a router, and the trace to add when the client asked for it. */
+async function route(ctx: Pick<ServerContext, "catalog" | "logger" | "proxy" | "scheduler" | "stats">, model: CatalogModel, body: Json, signal: AbortSignal): Promise<{ decision: Decision; trace: Json | null }> {
+  const policy = model.router!.policy;
   for (const candidate of policy.candidates) {
     if (!ctx.catalog.find(candidate)) throw ApiError.of(E.modelNotFound, `Router ${model.id} routes to ${candidate}, which is no longer registered`);
   }
@@ -120,19 +153,6 @@ export async function route(ctx: Pick<ServerContext, "catalog" | "logger" | "pro
   );
   ctx.stats.recordRoute(conversationKey(body), decision.route_to);
   ctx.logger.info("Router", `${model.id} routed to ${decision.route_to} (${decision.matched_rule || "default"})`);
-  if (body.route_trace !== true) return { decision, plain: chatStream };
-  const trace = { route_to: decision.route_to, matched_rule: decision.matched_rule, default_used: decision.default_used, outputs: decision.outputs, trace: decision.trace };
-  return {
-    decision,
-    plain: chatStream,
-    reshape: (answer) => ({ ...answer, x_lemonade_route: trace }),
-    stream: mappedStream(() => {
-      let first = true;
-      return (ev) => {
-        if (!first) return ev;
-        first = false;
-        return { ...ev, x_lemonade_route: trace };
-      };
-    }),
-  };
+  if (body.route_trace !== true) return { decision, trace: null };
+  return { decision, trace: { route_to: decision.route_to, matched_rule: decision.matched_rule, default_used: decision.default_used, outputs: decision.outputs, trace: decision.trace } };
 }

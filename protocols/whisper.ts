@@ -5,7 +5,8 @@ import { E } from "../spec/errors.ts";
 import { engineError, engineUnavailable } from "../runtime/engine-error.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
-import { engineFetch, type ModelCheck } from "../runtime/proxy.ts";
+import type { ModelCheck } from "../runtime/request.ts";
+import { engineFetch } from "../runtime/transport.ts";
 import { enginePath, serves } from "../spec/recipes.ts";
 
 export const TRANSCRIPTION_FORMATS = ["json", "verbose_json", "text", "srt", "vtt"] as const;

@@ -40,7 +40,7 @@ export class CloudLeases {
         lastUse: Date.now(),
         inflight: 0,
         streaming: 0,
-        lastOutput: performance.now(),
+        lastOutput: Date.now(),
         loadMs: 0,
         state: "ready",
         gone: Promise.withResolvers<void>(),

@@ -373,7 +373,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
           spec,
           pinned: spec.pinned === true || this.pinnedIds.has(model.id),
           lastUse: now,
-          lastOutput: performance.now(),
+          lastOutput: now,
           loadMs: now - startedAt,
           inflight: 0,
           streaming: 0,

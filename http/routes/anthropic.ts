@@ -11,7 +11,7 @@ export function anthropicRoutes(bind: Binder, ctx: Pick<ServerContext, "logger" 
   const messagesLabel = metricsLabel(spec.messages);
   bind.http(spec.messages, async ({ body, request }) => {
     // A provider that speaks Anthropic's API gets the request as the client sent it.
-    if (ctx.proxy.model(body.model, needsLlm()).cloud?.wire === "anthropic") {
+    if (ctx.proxy.target(body.model).speaks === "anthropic") {
       return ctx.proxy.toModel({
         model: body.model,
         path: "/v1/messages",
@@ -45,7 +45,7 @@ export function anthropicRoutes(bind: Binder, ctx: Pick<ServerContext, "logger" 
   const countLabel = metricsLabel(spec.countTokens);
   bind.http(spec.countTokens, async ({ body, request }) => {
     const { known, ignored } = splitKnown(body as Json);
-    const passthrough = ctx.proxy.model(body.model, needsLlm()).cloud?.wire === "anthropic";
+    const passthrough = ctx.proxy.target(body.model).speaks === "anthropic";
     const res = await ctx.proxy.toModel({
       model: body.model,
       path: "/v1/messages/count_tokens",

@@ -3,7 +3,7 @@
 // protocols/audio.
 import { metricsLabel, openai as spec } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
-import type { ProxyRequest } from "../../runtime/proxy.ts";
+import type { ProxyRequest } from "../../runtime/request.ts";
 import {
   chatStream,
   legacyLogprobs,
@@ -16,31 +16,20 @@ import {
 } from "../../protocols/openai.ts";
 import { checkResponsesBody, responsesCheck, responsesStream } from "../../protocols/responses.ts";
 import { speak, transcribe } from "../../protocols/audio.ts";
-import { route as routeRequest, ROUTE_HEADER } from "../../protocols/routing.ts";
-import { omniChat } from "../../protocols/omni.ts";
 import type { Binder } from "../bind.ts";
 import type { UncheckedJson as Json } from "../../lib/json.ts";
 
 export function openaiRoutes(bind: Binder, ctx: Pick<ServerContext, "catalog" | "config" | "library" | "logger" | "options" | "proxy" | "scheduler" | "standIns" | "stats">): void {
-  /** Binds an inference route; `routable` ones let a collection.router pick the model first. */
-  const forward = (def: Parameters<Binder["http"]>[0], path: string, build: (body: Json, engineBody: Json) => Partial<ProxyRequest>, routable = false) => {
+  /** Binds an inference route; on `collections` ones a collection (a router, an omni) may serve the request. */
+  const forward = (def: Parameters<Binder["http"]>[0], path: string, build: (body: Json, engineBody: Json) => Partial<ProxyRequest>, collections = false) => {
     const label = metricsLabel(def);
-    bind.http(def, async ({ body, request }) => {
+    bind.http(def, ({ body, request }) => {
       const json = body as Json;
-      // A chat naming an omni collection runs its server-side tool loop.
-      const collection = def === spec.chatCompletions ? ctx.catalog.find(String(json.model ?? "")) : undefined;
-      if (collection?.omni) return omniChat(ctx, collection, json, request.signal);
-      const routed = routable ? await routeRequest(ctx, json, request.signal) : null;
       const { engineBody, loadOptions } = toEngineBody(json);
       delete engineBody.route_trace;
       const route = build(json, engineBody);
-      if (routed) {
-        const reshape = route.reshape;
-        if (routed.reshape) route.reshape = (a) => routed.reshape!(reshape ? reshape(a) : a);
-        if (routed.stream && route.stream === routed.plain) route.stream = routed.stream;
-      }
-      const res = await ctx.proxy.toModel({
-        model: routed?.decision.route_to ?? json.model,
+      return ctx.proxy.toModel({
+        model: json.model,
         path,
         body: engineBody,
         check: needsLlm(),
@@ -50,9 +39,8 @@ export function openaiRoutes(bind: Binder, ctx: Pick<ServerContext, "catalog" | 
         generation: true,
         ...route,
         stream: json.stream === true ? route.stream : undefined,
+        ...(collections ? { client: json } : {}),
       });
-      if (routed) res.headers.set(ROUTE_HEADER, routed.decision.matched_rule || "default");
-      return res;
     });
   };
 

@@ -8,7 +8,7 @@ import { defaultCacheDir } from "../../config/config.ts";
 import { LLAMACPP } from "../../engines/llamacpp.ts";
 import { cachedBinary } from "../../engines/source-build.ts";
 import { freePort } from "../../engines/process.ts";
-import { engineFetch } from "../../runtime/proxy.ts";
+import { engineFetch } from "../../runtime/transport.ts";
 import { makeTestModels, TEST_MODELS } from "../make-test-models.ts";
 
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;

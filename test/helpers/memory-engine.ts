@@ -2,39 +2,8 @@
 // health and exits the test drives by hand, and a clock that moves only when the test says. No
 // process, no port, no timer: each ordering is the one the test chooses.
 import type { RunningEngine } from "../../engines/engine.ts";
-import type { Clock } from "../../lib/clock.ts";
+import { FakeClock } from "./fake-clock.ts";
 import { Scheduler, type SchedulableModel, type SchedulerDeps } from "../../runtime/scheduler.ts";
-
-/** Time that moves by `advance`, running each timer that falls due on the way. */
-export class FakeClock implements Clock {
-  private timers: { every: number; next: number; fn: () => void }[] = [];
-
-  constructor(private time = 1_000_000) {}
-
-  now(): number {
-    return this.time;
-  }
-
-  every(ms: number, fn: () => void): () => void {
-    const timer = { every: ms, next: this.time + ms, fn };
-    this.timers.push(timer);
-    return () => {
-      this.timers = this.timers.filter((t) => t !== timer);
-    };
-  }
-
-  advance(ms: number): void {
-    const end = this.time + ms;
-    for (;;) {
-      const due = this.timers.filter((t) => t.next <= end).sort((a, b) => a.next - b.next)[0];
-      if (!due) break;
-      this.time = due.next;
-      due.next += due.every;
-      due.fn();
-    }
-    this.time = end;
-  }
-}
 
 /** One engine of the in-memory engine: healthy while it runs, it stops when asked (at once, unless
  * the test holds its stops), and exits on its own when the test crashes it. */
@@ -143,10 +112,6 @@ export class MemoryEngines {
     this.pending.splice(this.pending.indexOf(p), 1);
   }
 }
-
-/** Runs every promise continuation already queued, so the scheduler reaches a rest before the
- * test looks: a turn of the event loop, not a wait for time to pass. */
-export const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** A scheduler on the in-memory engine and a fake clock; `overrides` replace its dependencies. */
 export function memoryScheduler(max = 1, overrides: Partial<SchedulerDeps<SchedulableModel>> = {}) {

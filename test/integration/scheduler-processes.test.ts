@@ -157,7 +157,7 @@ test("with auto_evict off (the default) an idle model stays loaded past evict_id
   scheduler = fakeScheduler(1, {
     resolve: () => ({ options: { evict_idle_timeout: 60, auto_evict: null }, ctxSize: 4096 }),
     idleCheckMs: 10,
-  }, { clock: { now: () => now, every: systemClock.every } });
+  }, { clock: { ...systemClock, now: () => now } });
   await scheduler.load(model("a"));
   now += 61_000;
   await Bun.sleep(60);
@@ -169,7 +169,7 @@ test("with auto_evict on, a model idle past evict_idle_timeout is unloaded on th
   scheduler = fakeScheduler(1, {
     resolve: () => ({ options: { evict_idle_timeout: 60, auto_evict: true }, ctxSize: 4096 }),
     idleCheckMs: 10,
-  }, { clock: { now: () => now, every: systemClock.every } });
+  }, { clock: { ...systemClock, now: () => now } });
   const slot = await scheduler.load(model("a"));
   await Bun.sleep(50);
   expect(scheduler.list()).toHaveLength(1);

@@ -7,7 +7,8 @@ import { expect, test } from "bun:test";
 import { ApiError } from "../../lib/api-error.ts";
 import type { LoadSpec } from "../../models/recipe-options.ts";
 import type { Lease, SchedulableModel } from "../../runtime/scheduler.ts";
-import { memoryScheduler, settle } from "../helpers/memory-engine.ts";
+import { settle } from "../helpers/fake-clock.ts";
+import { memoryScheduler } from "../helpers/memory-engine.ts";
 
 const model = (id: string, type = "llm"): SchedulableModel => ({ id, type });
 const GB = 1024 ** 3;
@@ -220,7 +221,7 @@ test("with auto_evict off (the default) an idle model stays loaded past evict_id
   const { scheduler, engines, clock } = memoryScheduler(1, { resolve: idleSpec(null), idleCheckMs: 1000 });
   engines.autoStart = true;
   await scheduler.load(model("a"));
-  clock.advance(600_000);
+  await clock.advance(600_000);
   await settle();
   expect(scheduler.list()).toHaveLength(1);
   expect(engines.stopsAsked).toEqual([]);
@@ -230,16 +231,16 @@ test("with auto_evict on, a model idle past evict_idle_timeout is unloaded on th
   const { scheduler, engines, clock } = memoryScheduler(1, { resolve: idleSpec(true), idleCheckMs: 1000 });
   engines.autoStart = true;
   await scheduler.load(model("a"));
-  clock.advance(59_000);
+  await clock.advance(59_000);
   expect(engines.stopsAsked).toEqual([]);
   const lease = await scheduler.acquire(model("a"));
-  clock.advance(120_000);
+  await clock.advance(120_000);
   // A request in flight keeps it: idle time counts from the request's end.
   expect(engines.stopsAsked).toEqual([]);
   lease.release();
-  clock.advance(59_000);
+  await clock.advance(59_000);
   expect(engines.stopsAsked).toEqual([]);
-  clock.advance(2_000);
+  await clock.advance(2_000);
   expect(engines.stopsAsked).toEqual(["a"]);
   await settle();
   expect(scheduler.list()).toEqual([]);
@@ -250,15 +251,15 @@ test("eviction picks the model idle longest for its load time (evict_idle_timeou
   const loadIn = async (id: string, ms: number) => {
     const loading = scheduler.load(model(id));
     await settle();
-    clock.advance(ms);
+    await clock.advance(ms);
     engines.starting(id).ready();
     await loading;
   };
   // slow took 60 s to load, quick 1 s; slow has been idle longer, but loading it again costs more.
   await loadIn("slow", 60_000);
-  clock.advance(10_000);
+  await clock.advance(10_000);
   await loadIn("quick", 1_000);
-  clock.advance(5_000);
+  await clock.advance(5_000);
   const third = scheduler.load(model("third"));
   await settle();
   expect(engines.stopsAsked).toEqual(["quick"]);
@@ -295,7 +296,7 @@ test("a load that does not fit in memory is refused with 507 model_load_error na
 test("with auto_evict on, a load that does not fit evicts a model of any type, one at a time, until it fits", async () => {
   const { scheduler, engines, clock } = memoryBound({ a: 4, e: 4, b: 6 }, true);
   await scheduler.load(model("a"));
-  clock.advance(1000);
+  await clock.advance(1000);
   await scheduler.load(model("e", "embedding"));
   engines.holdStops = true;
   const forB = scheduler.load(model("b"));

@@ -7,7 +7,7 @@ import { checkResponsesBody, responsesStream } from "../../protocols/responses.t
 import { anthropicErrorBody, messagesStream, splitKnown, toChatBody, toMessage } from "../../protocols/anthropic.ts";
 import { engineError } from "../../runtime/engine-error.ts";
 import { scrubPaths } from "../../lib/scrub.ts";
-import type { StreamRule } from "../../runtime/proxy.ts";
+import type { StreamRule } from "../../runtime/stream-pump.ts";
 import { details, ollamaError, samplingFrom, toOpenAIMessages } from "../../protocols/ollama.ts";
 import type { CatalogModel } from "../../models/catalog.ts";
 
@@ -30,12 +30,12 @@ describe("openai", () => {
   });
 
   test("stream ends: chat needs [DONE]; a failed stream's one event carries message, type, code and status_code", () => {
-    expect(chatStream.ending('data: {"x":1}\n\ndata: [DONE]\n\n')).toBe("");
-    expect(chatStream.ending('data: {"x":1}\n\n')).toBeNull();
+    expect(chatStream.ending!('data: {"x":1}\n\ndata: [DONE]\n\n')).toBe("");
+    expect(chatStream.ending!('data: {"x":1}\n\n')).toBeNull();
     const err = ApiError.of(E.contextLengthExceeded, "too long");
-    const event = JSON.parse(chatStream.errorEvent(err).replace(/^data: /, ""));
+    const event = JSON.parse(chatStream.framer.error(err).replace(/^data: /, ""));
     expect(event).toEqual({ error: { message: "too long", type: "invalid_request_error", code: "context_length_exceeded", status_code: 400 } });
-    expect(chatStream.ping).toBe(": ping\n\n");
+    expect(chatStream.framer.ping).toBe(": ping\n\n");
   });
 
   test("completions: echo dropped, logprobs becomes n_probs, and answers come back in the legacy shape", () => {
