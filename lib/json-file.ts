@@ -34,7 +34,6 @@ export function readJsonFile<V>(path: string, fallback: V): V {
 
 let tempCounter = 0;
 
-/** Atomically replaces `path` with `value` as pretty-printed JSON. */
 /** Removes the temp files of atomic writes a killed process left in `dir` (`.<name>.<pid>.<n>.tmp`
  * whose pid no longer runs); returns their names. */
 export function removeStaleTemps(dir: string): string[] {
@@ -63,6 +62,7 @@ function running(pid: number): boolean {
   }
 }
 
+/** Atomically replaces `path` with `value` as pretty-printed JSON. */
 export function writeJsonFileAtomic(path: string, value: unknown): void {
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true });

@@ -272,7 +272,6 @@ export async function downloadFile(
   link(hubDir, manifest, file, blob);
 }
 
-/** Removes every partial download of the given files (a cancelled job leaves nothing behind). */
 /** Why a connection failed, in words of our own (the HTTP client's messages are about itself). */
 export function networkReason(err: unknown): string {
   const code = (err as { code?: string })?.code ?? "";
@@ -299,6 +298,7 @@ export function noSpace(what: string, needed: number, free: number): ApiError {
   return ApiError.of(E.insufficientStorage, `Not enough disk space for ${what}: it needs ${needed} more bytes and ${free} are free`);
 }
 
+/** Removes every partial download of the given files (a cancelled job leaves nothing behind). */
 export function removePartials(hubDir: string, manifest: RepoManifest, files: RepoFile[]): void {
   for (const f of files) rmSync(`${blobPath(hubDir, manifest, f)}.incomplete`, { force: true });
 }
