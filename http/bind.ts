@@ -20,7 +20,13 @@ export interface HandlerContext<D extends EndpointDef> {
   set: { status?: number | string; headers: Record<string, string | number> };
 }
 
-export type Handler<D extends EndpointDef> = (ctx: HandlerContext<D>) => unknown;
+/** What a handler answers: the `Static<>` type of its definition's JSON response schema (so tsc
+ * fails when an answer's shape drifts from the documented one), or a `Response` it built itself (a
+ * stream, a binary body, an error body in the route's style). A definition with no response schema,
+ * or one answered in another content type, leaves the answer unchecked. */
+export type Out<D extends EndpointDef> = D["response"] extends TSchema ? (D["contentType"] extends string ? unknown : Static<D["response"]> | Response) : unknown;
+
+export type Handler<D extends EndpointDef> = (ctx: HandlerContext<D>) => Promise<Out<D>> | Out<D>;
 
 /** The part of Elysia's socket wrapper the WebSocket routes use. */
 export interface Socket {
@@ -57,7 +63,9 @@ export class Binder {
     return mountedPaths(def);
   }
 
-  http<D extends EndpointDef>(def: D, handler: Handler<D>): void {
+  // The definition alone decides D: a handler inferred from too would widen its answer's literals
+  // (`status: "ok"` read as a string) before they are checked against the response schema.
+  http<D extends EndpointDef>(def: D, handler: NoInfer<Handler<D>>): void {
     if (def.method === "WS") throw new Error(`${def.id}: WebSocket routes are bound with ws()`);
     const hooks: Record<string, unknown> = {};
     if (def.rawBody) hooks.parse = "none";

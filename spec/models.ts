@@ -1,5 +1,5 @@
 // Model listing and per-model options (openai.md: /v1/models and /v1/models/{id}...).
-import { Type as T } from "@sinclair/typebox";
+import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { E } from "./errors.ts";
 
@@ -281,3 +281,9 @@ export const optionsDelete = endpoint({
   errors: [E.modelNotSupported, E.modelNotFound, E.optionsIoError],
   example: { path: "/v1/models/Qwen3-0.6B-GGUF/options", response: optionsExample("{}", 4096, 4096) },
 });
+
+export type ModelsListResponse = Static<typeof list.response>;
+export type ModelResponse = Static<typeof get.response>;
+export type ModelFilesResponse = Static<typeof files.response>;
+export type ModelOptionsRequest = Static<typeof optionsPost.body>;
+export type ModelOptionsResponse = Static<typeof optionsGet.response>;
