@@ -195,6 +195,7 @@ const OptionsBody = T.Object({
   resolved_ctx_size: T.Optional(
     T.Integer({ description: "The context size a load right now would use, for recipes that take one" }),
   ),
+  load_command: T.String({ description: "The curl command that reproduces the load: `effective` posted to `/v1/load`, with `$LEMONADE_BASE_URL` left for the caller to fill in" }),
 });
 
 const optionsExample = (saved: string, ctx: number, resolved: number) => `{
