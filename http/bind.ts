@@ -4,7 +4,6 @@
 // it uses, and a wrapper around it would make every route parse everything. The binder records every definition it bound: the app answers errors in the bound
 // definition's style and checks keys by its access class, and a test checks that spec/ and the
 // app agree.
-import type { Elysia } from "elysia";
 import type { Static, TSchema } from "@sinclair/typebox";
 import { bearerSubprotocol } from "./auth.ts";
 import { parseJsonBody, type BodyLimits } from "./body.ts";
@@ -41,8 +40,15 @@ export interface SocketHandlers {
   close?(ws: Socket): void;
 }
 
-// Elysia's app type carries every route's types; the binder only adds routes to it.
-type App = Elysia<any, any, any, any, any, any, any>;
+/** The part of Elysia's app the binder adds routes with: its full type carries every route's
+ * types, which the binder neither knows nor needs (the hooks it hands over are built at run time). */
+interface App {
+  get(path: string, handler: never, hooks: never): unknown;
+  post(path: string, handler: never, hooks: never): unknown;
+  delete(path: string, handler: never, hooks: never): unknown;
+  head(path: string, handler: () => Response): unknown;
+  ws(path: string, options: never): unknown;
+}
 
 export class Binder {
   /** Every definition bound, in binding order. */
