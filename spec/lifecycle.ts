@@ -85,5 +85,4 @@ export const unload = endpoint({
 
 export type LoadRequest = Static<typeof load.body>;
 export type LoadResponse = Static<typeof load.response>;
-export type UnloadRequest = Static<typeof unload.body>;
 export type UnloadResponse = Static<typeof unload.response>;

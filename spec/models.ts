@@ -283,8 +283,6 @@ export const optionsDelete = endpoint({
   example: { path: "/v1/models/Qwen3-0.6B-GGUF/options", response: optionsExample("{}", 4096, 4096) },
 });
 
-export type ModelsListResponse = Static<typeof list.response>;
 export type ModelResponse = Static<typeof get.response>;
-export type ModelFilesResponse = Static<typeof files.response>;
 export type ModelOptionsRequest = Static<typeof optionsPost.body>;
 export type ModelOptionsResponse = Static<typeof optionsGet.response>;

@@ -381,5 +381,3 @@ export const realtime = endpoint({
 });
 
 export type SpeechRequest = Static<typeof audioSpeech.body>;
-export type TranscriptionResponse = Static<typeof audioTranscriptions.response>;
-export type RealtimeClientEvent = Static<typeof realtime.body>;
