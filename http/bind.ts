@@ -1,5 +1,6 @@
 // Where an endpoint is bound: one spec/ definition becomes one Elysia route per mounted path,
-// with the definition's schemas as its validation and typed handler inputs (Static<>). The handler
+// with the definition's schemas as its validation, its typed handler inputs (Static<>) and the
+// type of the handler's answer (`Out`: the response schema's Static<>, or a Response). The handler
 // is handed to Elysia as it is: Elysia reads a handler's source to learn which parts of the request
 // it uses, and a wrapper around it would make every route parse everything. The binder records every definition it bound: the app answers errors in the bound
 // definition's style and checks keys by its access class, and a test checks that spec/ and the
