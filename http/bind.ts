@@ -1,10 +1,10 @@
 // Where an endpoint is bound: one spec/ definition becomes one Elysia route per mounted path,
-// with the definition's schemas as its validation and typed handler inputs (Static<>). The handler
+// with the definition's schemas as its validation, its typed handler inputs (Static<>) and the
+// type of the handler's answer (`Out`: the response schema's Static<>, or a Response). The handler
 // is handed to Elysia as it is: Elysia reads a handler's source to learn which parts of the request
 // it uses, and a wrapper around it would make every route parse everything. The binder records every definition it bound: the app answers errors in the bound
 // definition's style and checks keys by its access class, and a test checks that spec/ and the
 // app agree.
-import type { Elysia } from "elysia";
 import type { Static, TSchema } from "@sinclair/typebox";
 import { bearerSubprotocol } from "./auth.ts";
 import { parseJsonBody, type BodyLimits } from "./body.ts";
@@ -20,7 +20,13 @@ export interface HandlerContext<D extends EndpointDef> {
   set: { status?: number | string; headers: Record<string, string | number> };
 }
 
-export type Handler<D extends EndpointDef> = (ctx: HandlerContext<D>) => unknown;
+/** What a handler answers: the `Static<>` type of its definition's JSON response schema (so tsc
+ * fails when an answer's shape drifts from the documented one), or a `Response` it built itself (a
+ * stream, a binary body, an error body in the route's style). A definition with no response schema,
+ * or one answered in another content type, leaves the answer unchecked. */
+export type Out<D extends EndpointDef> = D["response"] extends TSchema ? (D["contentType"] extends string ? unknown : Static<D["response"]> | Response) : unknown;
+
+export type Handler<D extends EndpointDef> = (ctx: HandlerContext<D>) => Promise<Out<D>> | Out<D>;
 
 /** The part of Elysia's socket wrapper the WebSocket routes use. */
 export interface Socket {
@@ -35,8 +41,15 @@ export interface SocketHandlers {
   close?(ws: Socket): void;
 }
 
-// Elysia's app type carries every route's types; the binder only adds routes to it.
-type App = Elysia<any, any, any, any, any, any, any>;
+/** The part of Elysia's app the binder adds routes with: its full type carries every route's
+ * types, which the binder neither knows nor needs (the hooks it hands over are built at run time). */
+interface App {
+  get(path: string, handler: never, hooks: never): unknown;
+  post(path: string, handler: never, hooks: never): unknown;
+  delete(path: string, handler: never, hooks: never): unknown;
+  head(path: string, handler: () => Response): unknown;
+  ws(path: string, options: never): unknown;
+}
 
 export class Binder {
   /** Every definition bound, in binding order. */
@@ -57,7 +70,9 @@ export class Binder {
     return mountedPaths(def);
   }
 
-  http<D extends EndpointDef>(def: D, handler: Handler<D>): void {
+  // The definition alone decides D: a handler inferred from too would widen its answer's literals
+  // (`status: "ok"` read as a string) before they are checked against the response schema.
+  http<D extends EndpointDef>(def: D, handler: NoInfer<Handler<D>>): void {
     if (def.method === "WS") throw new Error(`${def.id}: WebSocket routes are bound with ws()`);
     const hooks: Record<string, unknown> = {};
     if (def.rawBody) hooks.parse = "none";

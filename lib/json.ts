@@ -3,6 +3,11 @@
 /** A JSON object; its fields are checked where they are read. */
 export type Json = Record<string, unknown>;
 
+/** Whether a parsed value is a JSON object (not an array, not null). */
+export function isJson(value: unknown): value is Json {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
 /** A JSON object whose fields are read without checks: the protocol bodies that do not yet take
  * their definitions' `Static<>` types. New code uses `Json`. */
 export type UncheckedJson = Record<string, any>;

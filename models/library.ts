@@ -7,6 +7,7 @@ import { scrubPaths } from "../lib/scrub.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { GGUF_RECIPE } from "../spec/recipes.ts";
 import { E } from "../spec/errors.ts";
+import type { PullVariantsResponse } from "../spec/downloads.ts";
 import { OMNI_RECIPE, ROUTER_RECIPE, type Catalog, type CatalogModel, type RegistryRow } from "./catalog.ts";
 import { checkRouting, type Routing } from "./routing-policy.ts";
 import { MAX_MANIFEST_BYTES, parseOmniManifest, type OmniSpec } from "./omni-manifest.ts";
@@ -219,7 +220,7 @@ export class ModelLibrary {
   }
 
   /** GET /v1/pull/variants: what a GGUF repository offers, grouped for the pull form. */
-  async variants(given: string, source?: string) {
+  async variants(given: string, source?: string): Promise<PullVariantsResponse> {
     const hub = this.opts.hubs[registryOf(source)];
     const checkpoint = normalizeCheckpoint(given);
     const repo = parseCheckpoint(checkpoint).repo;

@@ -1,10 +1,11 @@
 // Model aliases (/internal/aliases): each binds a name to a model, kept in aliases.json.
 import { E } from "../spec/errors.ts";
+import type { AliasDeleteResponse, AliasesListResponse, AliasSetRequest, AliasSetResponse } from "../spec/internal.ts";
 import { ApiError } from "../lib/api-error.ts";
 import type { ServerContext } from "../runtime/context.ts";
 
 /** GET /internal/aliases: each alias with what its target is now. */
-export function listAliases(ctx: Pick<ServerContext, "aliases" | "catalog">) {
+export function listAliases(ctx: Pick<ServerContext, "aliases" | "catalog">): AliasesListResponse {
   return {
     aliases: ctx.aliases.list().map(({ alias, target }) => {
       const model = ctx.catalog.find(target);
@@ -14,7 +15,7 @@ export function listAliases(ctx: Pick<ServerContext, "aliases" | "catalog">) {
 }
 
 /** POST /internal/aliases: `target` (or `model`) is the model the alias names. */
-export function setAlias(ctx: Pick<ServerContext, "aliases" | "logger">, body: { alias: string; target?: string; model?: string }) {
+export function setAlias(ctx: Pick<ServerContext, "aliases" | "logger">, body: AliasSetRequest): AliasSetResponse {
   const target: string | undefined = body.target ?? body.model;
   if (!target) throw ApiError.of(E.missingArgument, "Missing required argument 'target'", "target");
   ctx.aliases.set(body.alias, target);
@@ -23,7 +24,7 @@ export function setAlias(ctx: Pick<ServerContext, "aliases" | "logger">, body: {
 }
 
 /** DELETE /internal/aliases/:alias. */
-export function removeAlias(ctx: Pick<ServerContext, "aliases" | "logger">, alias: string) {
+export function removeAlias(ctx: Pick<ServerContext, "aliases" | "logger">, alias: string): AliasDeleteResponse {
   if (!ctx.aliases.remove(alias)) {
     throw ApiError.of(E.aliasNotFound, `Alias '${alias}' does not exist`, "alias");
   }

@@ -5,7 +5,7 @@
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
 import type { ServerContext } from "../runtime/context.ts";
-import { SPEECH_CONTENT_TYPES, type SpeechFormat } from "../spec/openai.ts";
+import { SPEECH_CONTENT_TYPES, type SpeechFormat, type SpeechRequest } from "../spec/openai.ts";
 import { enginePath, RECIPE_SPECS, serves } from "../spec/recipes.ts";
 import { needsTranscriber, TRANSCRIPTION_FORMATS, whisperInference, type TranscriptionFormat as Format } from "./whisper.ts";
 
@@ -89,16 +89,7 @@ export async function transcribe(ctx: Pick<ServerContext, "config" | "logger" | 
   return new Response(body, { headers: { "content-type": CONTENT_TYPE[format] } });
 }
 
-export interface SpeechRequest {
-  model: string;
-  input: string;
-  voice?: string;
-  speed?: number;
-  response_format?: SpeechFormat;
-  stream?: boolean;
-  stream_format?: "audio";
-}
-
+/** POST /v1/audio/speech (and omni's speech tool). */
 export async function speak(ctx: Pick<ServerContext, "catalog" | "logger" | "proxy" | "standIns">, body: SpeechRequest, signal: AbortSignal = new AbortController().signal): Promise<Response> {
   const model = ctx.catalog.get(body.model);
   if (model.type !== "tts" || !serves(model.recipe, "speech")) {

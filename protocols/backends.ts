@@ -1,35 +1,28 @@
 // Installing and removing backends as /v1/install and /v1/uninstall ask for it: a recipe's backend
 // (built or fetched by runtime/backends.ts, at once or as Server-Sent Events), or a cloud provider
 // with `backend: "cloud"` (models/cloud.ts).
-import type { Static } from "@sinclair/typebox";
 import { E } from "../spec/errors.ts";
-import type * as spec from "../spec/backends.ts";
+import type { InstallRequest, InstallResponse, UninstallRequest, UninstallResponse } from "../spec/backends.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { sseResponse } from "../lib/sse.ts";
 import type { ServerContext } from "../runtime/context.ts";
 
-type InstallBody = Static<typeof spec.install.body>;
-type UninstallBody = Static<typeof spec.uninstall.body>;
-
-interface CloudBody {
-  provider?: string;
-  base_url?: string;
-  api_key?: string;
-  wire?: string;
-}
+/** The answers for a cloud provider (`backend: "cloud"`). */
+type CloudInstalled = Extract<InstallResponse, { backend: "cloud" }>;
+type CloudUninstalled = Extract<UninstallResponse, { backend: "cloud" }>;
 
 const required = (value: string | undefined, field: string): string => {
   if (!value) throw ApiError.of(E.missingArgument, `Missing required argument '${field}' (backend "cloud")`, field);
   return value;
 };
 
-async function installCloud(ctx: Pick<ServerContext, "cloud">, body: CloudBody) {
+async function installCloud(ctx: Pick<ServerContext, "cloud">, body: InstallRequest): Promise<CloudInstalled> {
   const provider = required(body.provider, "provider");
   const result = await ctx.cloud.install(provider, required(body.base_url, "base_url"), body.api_key, body.wire);
   return { status: "success", backend: "cloud", provider, ...result };
 }
 
-function uninstallCloud(ctx: Pick<ServerContext, "cloud">, body: CloudBody) {
+function uninstallCloud(ctx: Pick<ServerContext, "cloud">, body: UninstallRequest): CloudUninstalled {
   const provider = required(body.provider, "provider");
   return { status: "success", backend: "cloud", provider, models_evicted: ctx.cloud.uninstall(provider) };
 }
@@ -41,11 +34,11 @@ function requiredRecipe(recipe: string | undefined): string {
 }
 
 /** POST /v1/install. */
-export async function install(ctx: Pick<ServerContext, "backends" | "cloud">, body: InstallBody) {
+export async function install(ctx: Pick<ServerContext, "backends" | "cloud">, body: InstallRequest): Promise<InstallResponse | Response> {
   if (body.backend === "cloud") return installCloud(ctx, body);
   const { backend } = body;
   const recipe = requiredRecipe(body.recipe);
-  const result = { status: "success", recipe, backend };
+  const result: InstallResponse = { status: "success", recipe, backend };
   const force = body.force === true;
   if (body.stream !== true) {
     await ctx.backends.install(recipe, backend, undefined, force);
@@ -60,7 +53,7 @@ export async function install(ctx: Pick<ServerContext, "backends" | "cloud">, bo
 }
 
 /** POST /v1/uninstall. */
-export async function uninstall(ctx: Pick<ServerContext, "backends" | "cloud">, body: UninstallBody) {
+export async function uninstall(ctx: Pick<ServerContext, "backends" | "cloud">, body: UninstallRequest): Promise<UninstallResponse> {
   if (body.backend === "cloud") return uninstallCloud(ctx, body);
   const recipe = requiredRecipe(body.recipe);
   // Uninstalling what is gone already succeeds: the state asked for is the state there is.

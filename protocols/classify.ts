@@ -5,6 +5,7 @@
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
 import { serves, sharedEnginePath } from "../spec/recipes.ts";
+import type { ClassifyRequest, ClassifyResponse } from "../spec/classify.ts";
 import type { ModelCheck } from "../runtime/request.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
@@ -19,26 +20,19 @@ export const needsClassifier: ModelCheck = (model: CatalogModel) => {
   return null;
 };
 
-export interface ClassifyRequest {
+/** What a classification runs on: the request's fields, checked, `text` read as `input`. */
+export interface Classification {
   model?: string;
   input: string;
   topK?: number;
 }
 
-/** The request's fields, or the 400 that names what is wrong. */
-export function parseClassifyBody(body: unknown): ClassifyRequest {
-  if (!body || typeof body !== "object" || Array.isArray(body)) throw ApiError.of(E.invalidJson, "The body must be a JSON object");
-  const b = body as Record<string, unknown>;
-  if (b.model !== undefined && (typeof b.model !== "string" || !b.model)) throw ApiError.of(E.invalidArgument, "'model' must be a non-empty string", "model");
-  const field = b.input !== undefined ? "input" : "text";
-  const input = b[field];
+/** The request's fields, or the 400 that names what the schema cannot say. */
+export function parseClassifyBody(body: ClassifyRequest): Classification {
+  if (body.model === "") throw ApiError.of(E.invalidArgument, "'model' must be a non-empty string", "model");
+  const input = body.input ?? body.text;
   if (input === undefined) throw ApiError.of(E.missingArgument, "'input' (or its alias 'text') is required: the text to classify", "input");
-  if (typeof input !== "string") throw ApiError.of(E.invalidArgument, `'${field}' must be a string`, field);
-  const topK = b.top_k;
-  if (topK !== undefined && (typeof topK !== "number" || !Number.isInteger(topK) || topK < 1)) {
-    throw ApiError.of(E.invalidArgument, "'top_k' must be a positive integer", "top_k");
-  }
-  return { model: b.model as string | undefined, input, topK: topK as number | undefined };
+  return { model: body.model, input, topK: body.top_k };
 }
 
 /** The model named, else the classifier loaded (the most recently used one when several are). */
@@ -54,7 +48,7 @@ function modelName(ctx: Pick<ServerContext, "scheduler">, named: string | undefi
 
 /** Label scores, highest first, from the classifier (loaded when it is not), through the proxy:
  * its queue, its watch for a hung engine and its one replay after a crash. */
-export async function classifyText(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, req: ClassifyRequest, signal: AbortSignal): Promise<{ model: string; labels: Record<string, number> }> {
+export async function classifyText(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, req: Classification, signal: AbortSignal): Promise<{ model: string; labels: Record<string, number> }> {
   const name = modelName(ctx, req.model);
   const res = await ctx.proxy.toModel({
     model: name,
@@ -69,8 +63,9 @@ export async function classifyText(ctx: Pick<ServerContext, "catalog" | "proxy" 
   return { model: model ? ctx.catalog.publicId(model) : name, labels: (await res.json()).labels };
 }
 
-export async function classify(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, body: unknown, signal: AbortSignal): Promise<Response> {
+/** POST /v1/classify. */
+export async function classify(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, body: ClassifyRequest, signal: AbortSignal): Promise<ClassifyResponse> {
   const req = parseClassifyBody(body);
   const { model, labels } = await classifyText(ctx, req, signal);
-  return Response.json({ object: "classification", model: req.model ?? model, labels });
+  return { object: "classification", model: req.model ?? model, labels };
 }

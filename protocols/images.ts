@@ -9,6 +9,7 @@ import { ApiError } from "../lib/api-error.ts";
 import { scrubPaths } from "../lib/scrub.ts";
 import { E } from "../spec/errors.ts";
 import { enginePath, serves } from "../spec/recipes.ts";
+import type { ImagesResponse } from "../spec/images.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import type { ModelCheck } from "../runtime/request.ts";
@@ -197,7 +198,7 @@ export async function edit(ctx: Pick<ServerContext, "options" | "proxy">, reques
 
 /** POST /v1/images/upscale: the one-shot recipe standing in for the model's (sd-cli), with the
  * ESRGAN model downloaded first when needed. */
-export async function upscale(ctx: Pick<ServerContext, "catalog" | "library" | "options" | "standIns">, body: Json, signal: AbortSignal): Promise<Json> {
+export async function upscale(ctx: Pick<ServerContext, "catalog" | "library" | "options" | "standIns">, body: Json, signal: AbortSignal): Promise<ImagesResponse> {
   const model = ctx.catalog.get(body.model);
   if (!model.labels.includes("upscaling")) throw ApiError.of(E.notUpscaler, `Model ${model.id} is not an upscaling model (it has no 'upscaling' label)`, "model");
   const upscaler = ctx.standIns.of(model, "upscale");

@@ -1,9 +1,19 @@
 // A model's lifecycle as Lemonade's routes ask for it: found in a registry, registered, pulled
 // (at once, as an event stream, or as a server-owned job), loaded, unloaded and deleted. Each
 // route of http/routes/lifecycle.ts and http/routes/downloads.ts is one call of a function here.
-import type { Static } from "@sinclair/typebox";
-import type * as downloadsSpec from "../spec/downloads.ts";
-import type * as lifecycleSpec from "../spec/lifecycle.ts";
+import type {
+  CheckUpdatesResponse,
+  DeleteModelResponse,
+  DownloadsControlRequest,
+  DownloadsControlResponse,
+  PullRequest,
+  PullResponse,
+  RegisterRequest,
+  RegisterResponse,
+  RegistrySearchQuery,
+  RegistrySearchResponse,
+} from "../spec/downloads.ts";
+import type { LoadRequest, LoadResponse, UnloadResponse } from "../spec/lifecycle.ts";
 import { E } from "../spec/errors.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { clip } from "../lib/scrub.ts";
@@ -11,22 +21,16 @@ import { sseResponse } from "../lib/sse.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { saveLoadOptions, shownCheckpoints } from "./models.ts";
 
-type LoadBody = Static<typeof lifecycleSpec.load.body>;
-type PullBody = Static<typeof downloadsSpec.pull.body>;
-type RegisterBody = Static<typeof downloadsSpec.register.body>;
-type SearchQuery = Static<typeof downloadsSpec.registrySearch.query>;
-type ControlBody = Static<typeof downloadsSpec.downloadsControl.body>;
-
 type LoadContext = Pick<ServerContext, "catalog" | "config" | "library" | "proxy" | "recipeOptions" | "scheduler">;
 
 /** Recipe option keys the load request carries (everything but the load's own fields). */
-function requestOptions(body: LoadBody): Record<string, unknown> {
+function requestOptions(body: LoadRequest): Record<string, unknown> {
   const { model_name: _name, pinned: _pinned, save_options: _save, ...options } = body;
   return options;
 }
 
 /** POST /v1/load: the model's target (its engine, a provider, a collection) loads it its own way. */
-export async function load(ctx: LoadContext, body: LoadBody) {
+export async function load(ctx: LoadContext, body: LoadRequest): Promise<LoadResponse> {
   const model = ctx.catalog.get(body.model_name);
   const options = requestOptions(body);
   const loaded = await ctx.proxy.targets.of(model).load({ options, pinned: body.pinned });
@@ -36,7 +40,7 @@ export async function load(ctx: LoadContext, body: LoadBody) {
 }
 
 /** POST /v1/unload: the model named, or every model when none is. */
-export async function unload(ctx: Pick<ServerContext, "catalog" | "scheduler">, name: string | undefined) {
+export async function unload(ctx: Pick<ServerContext, "catalog" | "scheduler">, name: string | undefined): Promise<UnloadResponse> {
   if (name === undefined) {
     await ctx.scheduler.unloadWhere();
     return { status: "success", message: "All models unloaded successfully" };
@@ -48,7 +52,7 @@ export async function unload(ctx: Pick<ServerContext, "catalog" | "scheduler">, 
 
 /** POST /v1/pull: installed before the answer, as Server-Sent Events, or (`subscribe: false`)
  * as a server-owned job answered with its first snapshot. */
-export async function pull(ctx: Pick<ServerContext, "downloads" | "library">, body: PullBody) {
+export async function pull(ctx: Pick<ServerContext, "downloads" | "library">, body: PullRequest): Promise<PullResponse | Response> {
   if (body.stream === true && body.subscribe === false) {
     ctx.library.refuseOffline();
     const model = ctx.library.modelFor(body);
@@ -70,7 +74,7 @@ export async function pull(ctx: Pick<ServerContext, "downloads" | "library">, bo
 }
 
 /** POST /v1/models/register: the definition stored, nothing downloaded. */
-export function register(ctx: Pick<ServerContext, "catalog" | "library">, body: RegisterBody) {
+export function register(ctx: Pick<ServerContext, "catalog" | "library">, body: RegisterRequest): RegisterResponse {
   const model = ctx.library.modelFor(body, { definitions: false });
   // model_name is the name /v1/models lists it by; canonical_model_name its `user.` id.
   return {
@@ -83,7 +87,7 @@ export function register(ctx: Pick<ServerContext, "catalog" | "library">, body: 
 }
 
 /** POST /v1/delete. */
-export async function deleteModel(ctx: Pick<ServerContext, "catalog" | "library">, name: string) {
+export async function deleteModel(ctx: Pick<ServerContext, "catalog" | "library">, name: string): Promise<DeleteModelResponse> {
   // A name the registry does not know cannot be deleted: 422, as the real server answers.
   if (!ctx.catalog.find(name)) throw ApiError.of(E.deleteUnknownModel, `Model not found: ${clip(name)}`, "model_name");
   const model = await ctx.library.delete(name);
@@ -91,7 +95,7 @@ export async function deleteModel(ctx: Pick<ServerContext, "catalog" | "library"
 }
 
 /** POST /v1/downloads/control: steers a job that a `subscribe: false` pull started. */
-export async function controlDownload(ctx: Pick<ServerContext, "downloads">, body: ControlBody) {
+export async function controlDownload(ctx: Pick<ServerContext, "downloads">, body: DownloadsControlRequest): Promise<DownloadsControlResponse> {
   const known = ctx.downloads.get(body.id) !== undefined;
   const snapshot = await ctx.downloads.control(body.id, body.action);
   if (body.action === "remove") return known ? { status: "ok" } : { status: "ok", missing: true };
@@ -100,7 +104,7 @@ export async function controlDownload(ctx: Pick<ServerContext, "downloads">, bod
 }
 
 /** GET /v1/registry/search: candidate repositories for a pull. */
-export async function searchRegistry(ctx: Pick<ServerContext, "library">, query: SearchQuery) {
+export async function searchRegistry(ctx: Pick<ServerContext, "library">, query: RegistrySearchQuery): Promise<RegistrySearchResponse> {
   const text = String(query.query ?? query.q ?? "").trim();
   if (text.length < 3) throw ApiError.of(E.invalidArgument, "'query' must be at least 3 characters", "query");
   const source = ctx.library.registryOf(query.source);
@@ -109,7 +113,7 @@ export async function searchRegistry(ctx: Pick<ServerContext, "library">, query:
 }
 
 /** POST /v1/models/check-updates. */
-export async function checkUpdates(ctx: Pick<ServerContext, "library">) {
+export async function checkUpdates(ctx: Pick<ServerContext, "library">): Promise<CheckUpdatesResponse> {
   const models = await ctx.library.checkUpdates();
   return { status: "success", updates_available: models.length, models };
 }

@@ -8,13 +8,13 @@ import { E } from "../spec/errors.ts";
 import { scrubPaths } from "../lib/scrub.ts";
 import { VERSION } from "../lib/version.ts";
 import type { ServerContext } from "../runtime/context.ts";
-import { PROTOCOL_VERSIONS, RPC } from "../spec/mcp.ts";
+import { PROTOCOL_VERSIONS, RPC, type McpRequest, type McpResponse } from "../spec/mcp.ts";
 import { toWav16k } from "./audio.ts";
 import { generateImages } from "./images.ts";
 import { omniTurn } from "./omni.ts";
 import { listModels } from "./models.ts";
-import { TRANSCRIPTION_FORMATS, transcriptText, whisperInference, type TranscriptionFormat } from "./whisper.ts";
-import type { UncheckedJson as Json } from "../lib/json.ts";
+import { TRANSCRIPTION_FORMATS, transcriptText, whisperInference } from "./whisper.ts";
+import { isJson, type Json } from "../lib/json.ts";
 
 export class RpcError extends Error {
   constructor(
@@ -28,8 +28,27 @@ export class RpcError extends Error {
 /** A tool failure: reported to the caller as an `isError` result. */
 class ToolError extends Error {}
 
-const text = (t: string) => ({ type: "text", text: t });
-const toolResult = (content: Json[]) => ({ content, isError: false });
+/** A `tools/call` result: content blocks (text, image, audio), and whether the tool failed. */
+interface ToolResult {
+  content: Json[];
+  isError: boolean;
+}
+
+const text = (t: string): Json => ({ type: "text", text: t });
+const toolResult = (content: Json[]): ToolResult => ({ content, isError: false });
+
+/** The first choice's message of a chat completion, or `{}`. */
+function firstMessage(answer: unknown): Json {
+  const choices = isJson(answer) && Array.isArray(answer.choices) ? answer.choices : [];
+  const choice: unknown = choices[0];
+  return isJson(choice) && isJson(choice.message) ? choice.message : {};
+}
+
+/** A message's tool calls as a text block, when it made any. */
+function toolCallsText(message: Json): Json[] {
+  const calls = message.tool_calls;
+  return Array.isArray(calls) && calls.length ? [text(`tool_calls: ${JSON.stringify(calls)}`)] : [];
+}
 
 const TOOLS = [
   {
@@ -142,14 +161,14 @@ function requireString(args: Json, key: string): string {
   return v;
 }
 
-function requireMessages(args: Json): Json[] {
+function requireMessages(args: Json): unknown[] {
   if (!Array.isArray(args.messages) || args.messages.length === 0) {
     throw new ToolError("Argument 'messages' is required: a non-empty array of {role, content}");
   }
   return args.messages;
 }
 
-async function listModelsTool(ctx: Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">, args: Json) {
+async function listModelsTool(ctx: Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">, args: Json): Promise<ToolResult> {
   const loaded = ctx.scheduler.list().map((s) => s.model.id);
   const downloaded = listModels(ctx, false, false).map((m) => m.id);
   const available = args.include_available === false ? [] : downloaded.filter((id) => !loaded.includes(id));
@@ -171,12 +190,12 @@ async function listModelsTool(ctx: Pick<ServerContext, "aliases" | "catalog" | "
   return toolResult([text(line), text(JSON.stringify(summary))]);
 }
 
-async function chatTool(ctx: Pick<ServerContext, "proxy">, args: Json, signal: AbortSignal) {
+async function chatTool(ctx: Pick<ServerContext, "proxy">, args: Json, signal: AbortSignal): Promise<ToolResult> {
   const model = requireString(args, "model");
   const messages = requireMessages(args);
   const body: Json = {
     messages,
-    chat_template_kwargs: { enable_thinking: false, ...(args.chat_template_kwargs ?? {}) },
+    chat_template_kwargs: { enable_thinking: false, ...(isJson(args.chat_template_kwargs) ? args.chat_template_kwargs : {}) },
   };
   for (const k of ["max_tokens", "temperature", "tools", "tool_choice"]) if (args[k] !== undefined) body[k] = args[k];
   const res = await ctx.proxy.toModel({
@@ -188,11 +207,8 @@ async function chatTool(ctx: Pick<ServerContext, "proxy">, args: Json, signal: A
     endpoint: "mcp_chat",
     generation: true,
   });
-  const json = await res.json();
-  const message = json.choices?.[0]?.message ?? {};
-  const content = [text(message.content ?? "")];
-  if (message.tool_calls?.length) content.push(text(`tool_calls: ${JSON.stringify(message.tool_calls)}`));
-  return toolResult(content);
+  const message = firstMessage(await res.json());
+  return toolResult([text(typeof message.content === "string" ? message.content : ""), ...toolCallsText(message)]);
 }
 
 /** Checks a model exists and is of the kind a tool needs, before any file is touched. */
@@ -202,18 +218,19 @@ function modelOfType(ctx: Pick<ServerContext, "catalog">, name: string, type: st
   return model;
 }
 
-async function transcribeTool(ctx: Pick<ServerContext, "catalog" | "proxy">, args: Json, signal: AbortSignal): Promise<Json> {
+async function transcribeTool(ctx: Pick<ServerContext, "catalog" | "proxy">, args: Json, signal: AbortSignal): Promise<ToolResult> {
   const name = requireString(args, "model");
   if (!args.audio_path && !args.audio_base64) throw new ToolError("Pass 'audio_path' (preferred) or 'audio_base64'");
   if (args.audio_path) {
     try {
-      accessSync(args.audio_path, constants.R_OK);
+      accessSync(String(args.audio_path), constants.R_OK);
     } catch (err) {
       throw new ToolError(`Cannot read audio_path: ${(err as Error).message}`);
     }
   }
-  const format = (args.response_format ?? "json") as TranscriptionFormat;
-  if (!TRANSCRIPTION_FORMATS.includes(format)) throw new ToolError(`'response_format' must be one of ${TRANSCRIPTION_FORMATS.join(", ")}`);
+  const asked = args.response_format ?? "json";
+  const format = TRANSCRIPTION_FORMATS.find((f) => f === asked);
+  if (!format) throw new ToolError(`'response_format' must be one of ${TRANSCRIPTION_FORMATS.join(", ")}`);
   const model = modelOfType(ctx, name, "transcription", "Use a Whisper model such as Whisper-Tiny.");
   const audio = args.audio_path ? Bun.file(String(args.audio_path)) : new Blob([Buffer.from(String(args.audio_base64), "base64")]);
   const wav = await toWav16k(audio);
@@ -222,7 +239,7 @@ async function transcribeTool(ctx: Pick<ServerContext, "catalog" | "proxy">, arg
   return toolResult([text(transcript)]);
 }
 
-async function imageTool(ctx: Pick<ServerContext, "catalog" | "config" | "options" | "proxy">, args: Json, signal: AbortSignal): Promise<Json> {
+async function imageTool(ctx: Pick<ServerContext, "catalog" | "config" | "options" | "proxy">, args: Json, signal: AbortSignal): Promise<ToolResult> {
   const name = requireString(args, "model");
   requireString(args, "prompt");
   // Paths are checked first: a refused path is refused whatever the model.
@@ -232,7 +249,8 @@ async function imageTool(ctx: Pick<ServerContext, "catalog" | "config" | "option
   const request: Json = { model: model.id, prompt: args.prompt, n: typeof args.n === "number" ? args.n : 1 };
   if (typeof args.size === "string") request.size = args.size;
   const out = await generateImages(ctx, request, signal, "mcp_generate_image");
-  const images: Buffer[] = (out.data ?? []).map((d: Json) => Buffer.from(String(d.b64_json), "base64"));
+  const data: unknown[] = Array.isArray(out.data) ? out.data : [];
+  const images = data.map((d) => Buffer.from(isJson(d) ? String(d.b64_json) : "", "base64"));
   if (args.output_path !== undefined) {
     // One named file: the first image, replacing what was there.
     const target = sandboxPath(ctx.config.mcpImageDir, String(args.output_path));
@@ -254,7 +272,7 @@ async function imageTool(ctx: Pick<ServerContext, "catalog" | "config" | "option
   return toolResult(images.map((bytes) => ({ type: "image", data: bytes.toString("base64"), mimeType: "image/png" })));
 }
 
-async function omniTool(ctx: Pick<ServerContext, "catalog" | "config" | "library" | "logger" | "options" | "proxy" | "standIns">, args: Json, signal: AbortSignal): Promise<Json> {
+async function omniTool(ctx: Pick<ServerContext, "catalog" | "config" | "library" | "logger" | "options" | "proxy" | "standIns">, args: Json, signal: AbortSignal): Promise<ToolResult> {
   const messages = requireMessages(args);
   // The folder is checked first: a refused path is refused whatever the model.
   const dir = args.output_dir !== undefined ? sandboxPath(ctx.config.mcpImageDir, String(args.output_dir)) : undefined;
@@ -278,20 +296,19 @@ async function omniTool(ctx: Pick<ServerContext, "catalog" | "config" | "library
   } else {
     content.push(...artifacts.map((a) => ({ type: a.type, data: a.data, mimeType: a.mimeType })));
   }
-  const calls = answer.choices?.[0]?.message?.tool_calls;
-  if (calls?.length) content.push(text(`tool_calls: ${JSON.stringify(calls)}`));
+  content.push(...toolCallsText(firstMessage(answer)));
   return toolResult(content);
 }
 
 /** What the MCP tools use of the server. */
 export type McpContext = Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "logger" | "options" | "proxy" | "recipeOptions" | "scheduler" | "standIns">;
 
-async function callTool(ctx: McpContext, params: Json, signal: AbortSignal): Promise<Json> {
-  const name = params?.name;
-  const args: Json = params?.arguments ?? {};
+async function callTool(ctx: McpContext, params: unknown, signal: AbortSignal): Promise<ToolResult> {
+  const name = isJson(params) ? params.name : undefined;
+  const args = (isJson(params) ? params.arguments : undefined) ?? {};
   if (typeof name !== "string") throw new RpcError(RPC.invalidParams, "tools/call needs params.name");
-  if (typeof args !== "object" || Array.isArray(args)) throw new RpcError(RPC.invalidParams, "tools/call params.arguments must be an object");
-  const tools: Record<string, () => Promise<Json>> = {
+  if (!isJson(args)) throw new RpcError(RPC.invalidParams, "tools/call params.arguments must be an object");
+  const tools: Record<string, () => Promise<ToolResult>> = {
     lemonade_list_models: () => listModelsTool(ctx, args),
     lemonade_chat: () => chatTool(ctx, args, signal),
     lemonade_transcribe_audio: () => transcribeTool(ctx, args, signal),
@@ -310,12 +327,12 @@ async function callTool(ctx: McpContext, params: Json, signal: AbortSignal): Pro
   }
 }
 
-async function dispatch(ctx: McpContext, msg: Json, signal: AbortSignal): Promise<Json> {
+async function dispatch(ctx: McpContext, msg: McpRequest, signal: AbortSignal): Promise<unknown> {
   switch (msg.method) {
     case "initialize": {
-      const asked = msg.params?.protocolVersion;
+      const asked = isJson(msg.params) ? msg.params.protocolVersion : undefined;
       return {
-        protocolVersion: PROTOCOL_VERSIONS.includes(asked) ? asked : PROTOCOL_VERSIONS[0],
+        protocolVersion: PROTOCOL_VERSIONS.find((v) => v === asked) ?? PROTOCOL_VERSIONS[0],
         capabilities: { tools: { listChanged: false } },
         serverInfo: { name: "lemonade-mcp", version: VERSION },
         instructions: "Call lemonade_list_models first to learn the model names, then lemonade_chat.",
@@ -332,18 +349,28 @@ async function dispatch(ctx: McpContext, msg: Json, signal: AbortSignal): Promis
   }
 }
 
-const rpcError = (id: unknown, code: number, message: string) => ({ jsonrpc: "2.0", id: id ?? null, error: { code, message } });
+type RpcId = McpResponse["id"];
+
+const rpcError = (id: RpcId | undefined, code: number, message: string): McpResponse => ({ jsonrpc: "2.0", id: id ?? null, error: { code, message } });
+
+const isId = (id: unknown): id is RpcId => id === null || typeof id === "string" || typeof id === "number";
+
+/** One message as JSON-RPC 2.0 defines a request (a notification when it has no id). */
+function isRequest(msg: unknown): msg is McpRequest {
+  return isJson(msg) && msg.jsonrpc === "2.0" && typeof msg.method === "string" && (msg.id === undefined || isId(msg.id));
+}
 
 /** Answers one message; null for a notification (no id), which gets no answer. */
-async function handleOne(ctx: McpContext, msg: unknown, signal: AbortSignal): Promise<Json | null> {
-  if (!msg || typeof msg !== "object" || Array.isArray(msg) || (msg as Json).jsonrpc !== "2.0" || typeof (msg as Json).method !== "string") {
-    return rpcError((msg as Json)?.id, RPC.invalidRequest, "Not a JSON-RPC 2.0 request: expected {jsonrpc: \"2.0\", method, id?, params?}");
+async function handleOne(ctx: McpContext, msg: unknown, signal: AbortSignal): Promise<McpResponse | null> {
+  if (!isRequest(msg)) {
+    const id = isJson(msg) && isId(msg.id) ? msg.id : null;
+    return rpcError(id, RPC.invalidRequest, "Not a JSON-RPC 2.0 request: expected {jsonrpc: \"2.0\", method, id?, params?}");
   }
-  const m = msg as Json;
+  const m = msg;
   const isNotification = !("id" in m);
   try {
     const result = await dispatch(ctx, m, signal);
-    return isNotification ? null : { jsonrpc: "2.0", id: m.id, result };
+    return isNotification ? null : { jsonrpc: "2.0", id: m.id ?? null, result };
   } catch (err) {
     if (isNotification) return null;
     if (err instanceof RpcError) return rpcError(m.id, err.code, err.message);

@@ -9,6 +9,8 @@ import { mergeSavedOptions, optionsToSave } from "../models/recipe-options.ts";
 import type { Slot } from "../runtime/scheduler.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { optionSpecs, type Options } from "../spec/recipes.ts";
+import type { ModelOptionsRequest, ModelOptionsResponse, ModelResponse } from "../spec/models.ts";
+import type { HealthResponse } from "../spec/operations.ts";
 
 /** A model's checkpoints as a client sees them: a local model's files are named relative to the
  * extra-models folder (or by file name) unless the client asked for paths. */
@@ -22,7 +24,7 @@ export function shownCheckpoints(ctx: Pick<ServerContext, "config">, model: Cata
   return Object.fromEntries(Object.entries(model.checkpoints).map(([role, path]) => [role, shown(path)]));
 }
 
-export function modelObject(ctx: Pick<ServerContext, "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">, model: CatalogModel, includePaths = false, id = model.id) {
+export function modelObject(ctx: Pick<ServerContext, "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">, model: CatalogModel, includePaths = false, id = model.id): ModelResponse {
   const files = ctx.catalog.files(model);
   const slot = ctx.scheduler.list().find((s) => s.model.id === model.id);
   const saved = ctx.recipeOptions.saved(model.id);
@@ -94,7 +96,7 @@ function cloudFields(c: NonNullable<CatalogModel["cloud"]>) {
 }
 
 /** Every model to list: downloaded ones (or all with `showAll`), plus aliases of listed models. */
-export function listModels(ctx: Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">, showAll: boolean, includePaths: boolean) {
+export function listModels(ctx: Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">, showAll: boolean, includePaths: boolean): ModelResponse[] {
   const listed = ctx.catalog
     .all()
     .filter((m) => ctx.catalog.isSupported(m) && (showAll || ctx.catalog.isDownloaded(m)))
@@ -108,7 +110,7 @@ export function listModels(ctx: Pick<ServerContext, "aliases" | "catalog" | "con
   return listed;
 }
 
-export function optionsView(ctx: Pick<ServerContext, "options" | "recipeOptions">, model: CatalogModel, saved: Options = ctx.recipeOptions.saved(model.id)) {
+export function optionsView(ctx: Pick<ServerContext, "options" | "recipeOptions">, model: CatalogModel, saved: Options = ctx.recipeOptions.saved(model.id)): ModelOptionsResponse {
   const effective = ctx.options.resolve(model, undefined, saved);
   const defaults = ctx.options.resolve(model, undefined, {});
   const takesCtx = "ctx_size" in optionSpecs(model.recipe);
@@ -126,7 +128,7 @@ export function optionsView(ctx: Pick<ServerContext, "options" | "recipeOptions"
 
 /** POST /v1/models/{id}/options: merges the body into the saved entry (or, with `dry_run`,
  * only shows what that would give). */
-export function saveOptions(ctx: Pick<ServerContext, "options" | "recipeOptions" | "scheduler">, model: CatalogModel, body: Record<string, unknown>) {
+export function saveOptions(ctx: Pick<ServerContext, "options" | "recipeOptions" | "scheduler">, model: CatalogModel, body: ModelOptionsRequest): ModelOptionsResponse {
   const next = mergeSavedOptions(model.recipe, ctx.recipeOptions.saved(model.id), body);
   // A value the next load would fail on (a reserved flag, an unknown backend) is refused now, not then.
   ctx.scheduler.checkOptions(model, next);
@@ -150,7 +152,7 @@ function setOptions(recipe: string, options: Options): Options {
 const shellWord = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`);
 
 /** One entry of `/v1/health`'s `all_models_loaded`. */
-export function healthEntry(slot: Slot<CatalogModel>, loading: boolean, queued: number) {
+export function healthEntry(slot: Slot<CatalogModel>, loading: boolean, queued: number): HealthResponse["all_models_loaded"][number] {
   return {
     model_name: slot.model.id,
     checkpoint: slot.model.checkpoints.main ?? "",

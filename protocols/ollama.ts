@@ -9,6 +9,7 @@ import type { ServerContext } from "../runtime/context.ts";
 import type { ModelCheck } from "../runtime/request.ts";
 import { ndjsonFramer, type StreamRule } from "../runtime/stream-pump.ts";
 import { E, ollama as spec } from "../spec/index.ts";
+import type { OllamaChatResponse, OllamaEmbeddingsResponse, OllamaEmbedResponse, OllamaGenerateResponse, OllamaPullResponse } from "../spec/ollama.ts";
 import { generateImages, needsImageModel } from "./images.ts";
 import { needsLlm, toEngineBody, visionCheck } from "./openai.ts";
 import type { UncheckedJson as Json } from "../lib/json.ts";
@@ -179,11 +180,11 @@ function ollamaStream(make: () => OllamaLines): StreamRule {
 }
 
 /** `keep_alive: 0` with nothing to say: unload the model (Ollama's way of freeing memory). */
-async function maybeUnload(ctx: Pick<ServerContext, "catalog" | "scheduler">, body: Json, empty: boolean, reply: Json): Promise<Json | null> {
+async function maybeUnload<R extends object>(ctx: Pick<ServerContext, "catalog" | "scheduler">, body: Json, empty: boolean, reply: R) {
   if (!(empty && (body.keep_alive === 0 || body.keep_alive === "0" || body.keep_alive === "0s"))) return null;
   const model = registered(ctx, body);
   await ctx.scheduler.unload(model.id);
-  return { model: body.model, created_at: CREATED_AT, ...reply, done: true, done_reason: "unload" };
+  return { model: String(body.model), created_at: CREATED_AT, ...reply, done: true, done_reason: "unload" };
 }
 
 interface Translation {
@@ -337,9 +338,9 @@ function responseFormat(format: unknown): Record<string, unknown> | undefined {
 const tagged = (id: string) => `${id}:latest`;
 
 /** POST /api/chat */
-export async function chat(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, body: Json, signal: AbortSignal, label: string): Promise<Response | Json> {
+export async function chat(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, body: Json, signal: AbortSignal, label: string): Promise<Response | OllamaChatResponse> {
   const messages: Json[] = body.messages ?? [];
-  const unloaded = await maybeUnload(ctx, body, messages.length === 0, { message: { role: "assistant", content: "" } });
+  const unloaded = await maybeUnload(ctx, body, messages.length === 0, { message: { role: "assistant" as const, content: "" } });
   if (unloaded) return unloaded;
   const format = responseFormat(body.format);
   const { engineBody } = toEngineBody({
@@ -357,7 +358,7 @@ export async function chat(ctx: Pick<ServerContext, "catalog" | "proxy" | "sched
 }
 
 /** POST /api/generate; an empty prompt preloads the model, as Ollama clients use it. */
-export async function generate(ctx: Pick<ServerContext, "catalog" | "options" | "proxy" | "scheduler">, body: Json, signal: AbortSignal, label: string): Promise<Response | Json> {
+export async function generate(ctx: Pick<ServerContext, "catalog" | "options" | "proxy" | "scheduler">, body: Json, signal: AbortSignal, label: string): Promise<Response | OllamaGenerateResponse> {
   const prompt: string = body.prompt ?? "";
   const unloaded = await maybeUnload(ctx, body, prompt === "", { response: "" });
   if (unloaded) return unloaded;
@@ -379,7 +380,7 @@ export async function generate(ctx: Pick<ServerContext, "catalog" | "options" | 
 }
 
 /** /api/generate naming an image model: one image, never streamed (ollama.md); an empty prompt loads it. */
-async function ollamaImage(ctx: Pick<ServerContext, "options" | "proxy">, body: Json, prompt: string, signal: AbortSignal, label: string): Promise<Json> {
+async function ollamaImage(ctx: Pick<ServerContext, "options" | "proxy">, body: Json, prompt: string, signal: AbortSignal, label: string): Promise<OllamaGenerateResponse> {
   const base = { model: body.model, created_at: CREATED_AT, response: "" };
   if (prompt === "") {
     const lease = await ctx.proxy.acquire(body.model, needsImageModel, { signal }).catch(rethrow("serve"));
@@ -396,13 +397,13 @@ async function ollamaImage(ctx: Pick<ServerContext, "options" | "proxy">, body: 
 }
 
 /** POST /api/embed */
-export async function embed(ctx: Pick<ServerContext, "proxy">, body: Json, signal: AbortSignal, label: string): Promise<Json> {
+export async function embed(ctx: Pick<ServerContext, "proxy">, body: Json, signal: AbortSignal, label: string): Promise<OllamaEmbedResponse> {
   const embeddings = await ollamaEmbed(ctx, { model: body.model, body: { input: body.input }, endpoint: label, signal, ctxSize: loadCtx(body) });
   return { model: body.model, embeddings, total_duration: 0, load_duration: 0, prompt_eval_count: 0 };
 }
 
 /** POST /api/embeddings (Ollama's older, single-prompt form) */
-export async function embeddings(ctx: Pick<ServerContext, "proxy">, body: Json, signal: AbortSignal, label: string): Promise<Json> {
+export async function embeddings(ctx: Pick<ServerContext, "proxy">, body: Json, signal: AbortSignal, label: string): Promise<OllamaEmbeddingsResponse> {
   const [embedding] = await ollamaEmbed(ctx, { model: body.model, body: { input: body.prompt }, endpoint: label, signal, ctxSize: loadCtx(body) });
   return { embedding };
 }
@@ -485,7 +486,7 @@ export function ps(ctx: Pick<ServerContext, "scheduler">) {
 }
 
 /** POST /api/pull: NDJSON progress lines, or one status when `stream` is false. */
-export async function pull(ctx: Pick<ServerContext, "catalog" | "library">, body: Json): Promise<Response | Json> {
+export async function pull(ctx: Pick<ServerContext, "catalog" | "library">, body: Json): Promise<Response | OllamaPullResponse> {
   const model = registered(ctx, body);
   ctx.library.refuseOffline();
   if (body.stream === false) {

@@ -1,15 +1,17 @@
 // How the running server reports itself: /v1/health (the loaded models, the limits) and
 // /v1/system-info (the host, its devices, each recipe's backends, the cloud providers).
-import { MODEL_TYPES } from "../spec/recipes.ts";
+import { MODEL_TYPES, type ModelType } from "../spec/recipes.ts";
+import type { HealthResponse, SystemInfoResponse } from "../spec/operations.ts";
 import { devices } from "../lib/devices.ts";
 import { hostInfo } from "../observability/system.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { healthEntry } from "./models.ts";
 
-const perType = (value: (type: string) => number) => Object.fromEntries(MODEL_TYPES.map((t) => [t, value(t)]));
+// fromEntries cannot know its keys; they are MODEL_TYPES, every one.
+const perType = (value: (type: ModelType) => number) => Object.fromEntries(MODEL_TYPES.map((t) => [t, value(t)])) as Record<ModelType, number>;
 
 /** GET /v1/health. */
-export function health(ctx: Pick<ServerContext, "config" | "proxy" | "scheduler" | "version" | "websocketPort">) {
+export function health(ctx: Pick<ServerContext, "config" | "proxy" | "scheduler" | "version" | "websocketPort">): HealthResponse {
   return {
     status: "ok",
     version: ctx.version,
@@ -24,7 +26,7 @@ export function health(ctx: Pick<ServerContext, "config" | "proxy" | "scheduler"
 }
 
 /** GET /v1/system-info. */
-export function systemInfo(ctx: Pick<ServerContext, "backends" | "cloud" | "config">) {
+export function systemInfo(ctx: Pick<ServerContext, "backends" | "cloud" | "config">): SystemInfoResponse {
   const providers = ctx.cloud.systemInfo();
   return { ...hostInfo(ctx.config.hfCacheDir, devices()), recipes: ctx.backends.statuses(), ...(providers.length ? { cloud: { providers } } : {}) };
 }

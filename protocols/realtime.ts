@@ -3,6 +3,7 @@
 // starts and stops, and each finished turn, or an explicit commit, is transcribed by the
 // session's Whisper model through the same whisper client as /v1/audio/transcriptions.
 import { ApiError } from "../lib/api-error.ts";
+import { isJson, type Json } from "../lib/json.ts";
 import { E } from "../spec/errors.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { transcriptText } from "./whisper.ts";
@@ -21,7 +22,7 @@ export interface TurnDetection {
 
 const DEFAULT_VAD: TurnDetection = { threshold: 0.01, silence_duration_ms: 800, prefix_padding_ms: 250 };
 
-type Send = (message: Record<string, unknown>) => void;
+type Send = (message: Json) => void;
 
 /** PCM16 samples -> a WAV file whisper.cpp reads. */
 function wav(samples: Int16Array): Uint8Array<ArrayBuffer> {
@@ -87,18 +88,21 @@ export class RealtimeSession {
     this.send({ type: "error", error: { type: "invalid_request_error", code, message } });
   }
 
+  /** One client message; a WebSocket message is not checked against the route's schema, so its
+   * fields are checked here. */
   handle(raw: unknown): void {
-    let msg: any = raw;
+    let parsed: unknown = raw;
     if (typeof raw === "string") {
       try {
-        msg = JSON.parse(raw);
+        parsed = JSON.parse(raw);
       } catch {
         return this.error("Messages must be JSON");
       }
     }
-    switch (msg?.type) {
+    const msg = isJson(parsed) ? parsed : {};
+    switch (msg.type) {
       case "session.update":
-        return this.update(msg.session ?? {});
+        return this.update(isJson(msg.session) ? msg.session : {});
       case "input_audio_buffer.append":
         return this.append(msg.audio);
       case "input_audio_buffer.commit":
@@ -107,22 +111,24 @@ export class RealtimeSession {
         this.reset();
         return this.send({ type: "input_audio_buffer.cleared" });
       default:
-        return this.error(`Unknown message type: ${msg?.type}`);
+        return this.error(`Unknown message type: ${msg.type}`);
     }
   }
 
-  private update(session: Record<string, any>): void {
+  private update(session: Json): void {
     // OpenAI's transcription sessions name the model in input_audio_transcription.
-    const model = session.model ?? session.input_audio_transcription?.model;
+    const transcription = session.input_audio_transcription;
+    const model = session.model ?? (isJson(transcription) ? transcription.model : undefined);
     if (typeof model === "string") this.model = model;
-    const td = "turn_detection" in session ? session.turn_detection : undefined;
+    const td = session.turn_detection;
     if (td === null) this.vad = null;
-    else if (td && typeof td === "object") {
+    else if (isJson(td)) {
       const next = { ...(this.vad ?? DEFAULT_VAD) };
       for (const k of Object.keys(DEFAULT_VAD) as (keyof TurnDetection)[]) {
-        if (td[k] !== undefined) {
-          if (typeof td[k] !== "number" || td[k] < 0) return this.error(`turn_detection.${k} must be a non-negative number`);
-          next[k] = td[k];
+        const value = td[k];
+        if (value !== undefined) {
+          if (typeof value !== "number" || value < 0) return this.error(`turn_detection.${k} must be a non-negative number`);
+          next[k] = value;
         }
       }
       this.vad = next;

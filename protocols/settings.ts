@@ -6,12 +6,13 @@ import { changesOf, saveSettings, settingProblem } from "../config/settings.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { parseLogLevel } from "../lib/log-level.ts";
 import { E } from "../spec/errors.ts";
+import type { PinResponse, SettingsRequest, SettingsResponse, ShutdownResponse } from "../spec/internal.ts";
 import type { ServerContext } from "../runtime/context.ts";
 
 /** Settings this server applies while it runs; the rest take effect at the next start. */
 const LIVE = new Set(["max_loaded_models", "log_level", "ctx_size", "offline", "extra_models_dir", "host", "port", ...Object.keys(RECIPE_DEFAULT_KEYS)]);
 
-export function setSettings(ctx: Pick<ServerContext, "catalog" | "config" | "lifecycle" | "logger">, body: Record<string, unknown>) {
+export function setSettings(ctx: Pick<ServerContext, "catalog" | "config" | "lifecycle" | "logger">, body: SettingsRequest): SettingsResponse {
   const changes = changesOf(body);
   const keys = Object.keys(changes);
   if (!keys.length) throw ApiError.of(E.missingArgument, "Send at least one setting, such as {\"max_loaded_models\": 2}");
@@ -57,16 +58,16 @@ export function setSettings(ctx: Pick<ServerContext, "catalog" | "config" | "lif
     setTimeout(() => ctx.lifecycle.rebind(host, port), 50);
   }
   ctx.logger.info("Server", `Settings changed: ${keys.join(", ")}`);
-  return { status: "success" as const, applied: keys.filter((k) => LIVE.has(k)), saved: keys.filter((k) => !LIVE.has(k)) };
+  return { status: "success", applied: keys.filter((k) => LIVE.has(k)), saved: keys.filter((k) => !LIVE.has(k)) };
 }
 
-export function pin(ctx: Pick<ServerContext, "catalog" | "scheduler">, name: string, pinned: boolean) {
+export function pin(ctx: Pick<ServerContext, "catalog" | "scheduler">, name: string, pinned: boolean): PinResponse {
   const model = ctx.catalog.find(name);
   if (!model || !ctx.scheduler.setPinned(model.id, pinned)) throw ApiError.of(E.modelNotLoaded, `Model not loaded: ${name}`, "model_name");
-  return { status: "success" as const, model_name: model.id, pinned };
+  return { status: "success", model_name: model.id, pinned };
 }
 
-export function shutdown(ctx: Pick<ServerContext, "lifecycle">) {
+export function shutdown(ctx: Pick<ServerContext, "lifecycle">): ShutdownResponse {
   setTimeout(() => ctx.lifecycle.shutdown(), 50);
-  return { status: "success" as const, message: "The server is shutting down" };
+  return { status: "success", message: "The server is shutting down" };
 }

@@ -1,6 +1,7 @@
 // The one client of whisper-server's `/inference` endpoint (multipart WAV in, the transcript in
 // the asked format out), shared by /v1/audio/transcriptions, realtime sessions and MCP.
 import { ApiError } from "../lib/api-error.ts";
+import { isJson } from "../lib/json.ts";
 import { E } from "../spec/errors.ts";
 import { engineError, engineUnavailable } from "../runtime/engine-error.ts";
 import type { CatalogModel } from "../models/catalog.ts";
@@ -56,6 +57,6 @@ export async function whisperInference(ctx: Pick<ServerContext, "proxy">, name: 
 
 /** The transcript's text alone. */
 export async function transcriptText(ctx: Pick<ServerContext, "proxy">, name: string, req: Omit<Inference, "format">): Promise<string> {
-  const body = JSON.parse(await whisperInference(ctx, name, { ...req, format: "json" }));
-  return String(body.text ?? "").trim();
+  const body: unknown = JSON.parse(await whisperInference(ctx, name, { ...req, format: "json" }));
+  return String((isJson(body) ? body.text : undefined) ?? "").trim();
 }

@@ -105,8 +105,9 @@ function responseFormat(def: EndpointDef): string[] {
   const out = ["### Response format", ""];
   if (schema.anyOf && !core(schema).properties) {
     for (const variant of schema.anyOf as Schema[]) {
+      // A variant is headed by what it describes, else (a WebSocket message) by its `type`.
       const type = variant.properties?.type?.const;
-      out.push(`#### \`${type}\``, "", ...fieldBullets(variant, 0), "");
+      out.push(`#### ${variant.description ?? `\`${type}\``}`, "", ...fieldBullets(variant, 0), "");
     }
   } else {
     out.push(...fieldBullets(schema, 0), "");

@@ -1,14 +1,17 @@
 // Backends (lemonade.md): installing and removing a recipe's backend, or a cloud provider with
 // `backend: "cloud"` (its keys are spec/cloud.ts's).
-import { Type as T } from "@sinclair/typebox";
+import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { LLAMACPP } from "./recipes.ts";
 
-const InstallResult = T.Object({
-  status: T.Literal("success", { description: 'Always `"success"`' }),
-  recipe: T.String({ description: "The recipe" }),
-  backend: T.String({ description: "The backend" }),
-});
+const InstallResult = T.Object(
+  {
+    status: T.Literal("success", { description: 'Always `"success"`' }),
+    recipe: T.String({ description: "The recipe" }),
+    backend: T.String({ description: "The backend" }),
+  },
+  { description: "A recipe's backend" },
+);
 
 export const AuthState = T.Object({
   env_var_set: T.Boolean({ description: "`LEMONADE_<PROVIDER>_API_KEY` is set in the server's environment (it wins)" }),
@@ -24,7 +27,7 @@ const CloudInstallResult = T.Object({
   wire: T.String({ description: "`openai` or `anthropic`" }),
   auth_state: AuthState,
   warning: T.Optional(T.String({ description: "Present when `api_key` was given but the environment's key took precedence" })),
-});
+}, { description: "A cloud provider (`backend: \"cloud\"`)" });
 
 /** `/v1/install` and `/v1/uninstall` fields for a cloud provider (`backend: "cloud"`). */
 const CloudFields = {
@@ -88,8 +91,11 @@ export const uninstall = endpoint({
     "Removes an installed backend. Loaded models using it are unloaded first, after their in-flight requests finish. With `backend: \"cloud\"`, removes the provider from `config.json`, forgets its in-memory key and drops its models.",
   body: T.Object({ recipe: InstallBody.properties.recipe, backend: InstallBody.properties.backend, provider: CloudFields.provider }),
   response: T.Union([
-    InstallResult,
-    T.Object({ status: T.Literal("success"), backend: T.Literal("cloud"), provider: T.String(), models_evicted: T.Integer({ description: "Models of the provider no longer listed" }) }),
+    T.Composite([InstallResult, T.Object({ message: T.Optional(T.String({ description: "Present when the backend was not installed: nothing was removed" })) })], { description: InstallResult.description }),
+    T.Object(
+      { status: T.Literal("success"), backend: T.Literal("cloud"), provider: T.String(), models_evicted: T.Integer({ description: "Models of the provider no longer listed" }) },
+      { description: CloudInstallResult.description },
+    ),
   ]),
   errors: [
     { status: 400, code: "unsupported_backend", when: "The recipe/backend pair is not one this system installs" },
@@ -98,3 +104,8 @@ export const uninstall = endpoint({
   ],
   example: { body: { recipe: LLAMACPP, backend: "cpu" }, response: '{"status": "success", "recipe": "llamacpp", "backend": "cpu"}' },
 });
+
+export type InstallRequest = Static<typeof install.body>;
+export type InstallResponse = Static<typeof install.response>;
+export type UninstallRequest = Static<typeof uninstall.body>;
+export type UninstallResponse = Static<typeof uninstall.response>;

@@ -1,5 +1,5 @@
 // Text classification with an encoder classifier (lemonade.md).
-import { Type as T } from "@sinclair/typebox";
+import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { LOADING_ERRORS } from "./errors.ts";
 
@@ -42,3 +42,6 @@ export const classify = endpoint({
     response: '{"object": "classification", "model": "Phishing-Email-Detection-ONNX", "labels": {"LABEL_1": 0.982, "LABEL_0": 0.011, "LABEL_2": 0.005, "LABEL_3": 0.002}}',
   },
 });
+
+export type ClassifyRequest = Static<typeof classify.body>;
+export type ClassifyResponse = Static<typeof classify.response>;

@@ -1,6 +1,6 @@
 // Models on disk (lemonade.md): pulling and registering, a repository's variants, update checks,
 // the registry search, routing-policy checks, server-owned download jobs and deletion.
-import { Type as T } from "@sinclair/typebox";
+import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { LLAMACPP } from "./recipes.ts";
 import { E } from "./errors.ts";
@@ -88,10 +88,16 @@ export const pull = endpoint({
     },
     { additionalProperties: true },
   ),
-  response: T.Object({
-    status: T.Literal("success", { description: 'Always `"success"`' }),
-    message: T.String({ description: "What was installed" }),
-  }),
+  response: T.Union([
+    T.Object(
+      {
+        status: T.Literal("success", { description: 'Always `"success"`' }),
+        message: T.String({ description: "What was installed" }),
+      },
+      { description: "Installed (without `stream`)" },
+    ),
+    JobSnapshot,
+  ]),
   errors: pullErrors,
   example: { body: { model_name: "Qwen3-0.6B-GGUF" }, response: '{"status": "success", "message": "Installed model: Qwen3-0.6B-GGUF"}' },
 });
@@ -292,7 +298,16 @@ export const downloadsControl = endpoint({
     id: T.String({ description: "Download id, such as `model:Qwen3-0.6B-GGUF`." }),
     action: T.Union([T.Literal("pause"), T.Literal("cancel"), T.Literal("remove")], { description: "`pause`, `cancel` or `remove`." }),
   }),
-  response: JobSnapshot,
+  response: T.Union([
+    JobSnapshot,
+    T.Object(
+      {
+        status: T.Literal("ok", { description: 'Always `"ok"`' }),
+        missing: T.Optional(T.Literal(true, { description: "Present when there was no such job" })),
+      },
+      { description: "`remove` answers" },
+    ),
+  ]),
   errors: [{ status: 404, code: "download_not_found", when: "`pause` or `cancel` names no job" }],
   example: { body: { id: "model:Qwen3-0.6B-GGUF", action: "pause" }, response: '{"id": "model:Qwen3-0.6B-GGUF", "type": "model", "status": "paused", "running": false, "percent": 40, "complete": false}' },
 });
@@ -327,3 +342,15 @@ export const deleteModel = endpoint({
   ],
   example: { body: { model_name: "Qwen3-0.6B-GGUF" }, response: '{"status": "success", "message": "Deleted model: Qwen3-0.6B-GGUF"}' },
 });
+
+export type PullRequest = Static<typeof pull.body>;
+export type PullResponse = Static<typeof pull.response>;
+export type RegisterRequest = Static<typeof register.body>;
+export type RegisterResponse = Static<typeof register.response>;
+export type PullVariantsResponse = Static<typeof pullVariants.response>;
+export type CheckUpdatesResponse = Static<typeof checkUpdates.response>;
+export type RegistrySearchQuery = Static<typeof registrySearch.query>;
+export type RegistrySearchResponse = Static<typeof registrySearch.response>;
+export type DownloadsControlRequest = Static<typeof downloadsControl.body>;
+export type DownloadsControlResponse = Static<typeof downloadsControl.response>;
+export type DeleteModelResponse = Static<typeof deleteModel.response>;

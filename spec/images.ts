@@ -1,6 +1,6 @@
 // OpenAI-compatible image endpoints (openai.md § images), served by stable-diffusion.cpp's
 // sd-server (engines/sd-cpp.ts). Generation takes JSON; edits and variations take multipart.
-import { Type as T } from "@sinclair/typebox";
+import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { E, LOADING_ERRORS } from "./errors.ts";
 import { ModelName, status } from "./schemas.ts";
@@ -150,3 +150,5 @@ export const upscale = endpoint({
     E.upscaleFailed,
   ],
 });
+
+export type ImagesResponse = Static<typeof ImagesResponse>;

@@ -1,6 +1,6 @@
 // The admin-only /internal routes (lemonade.md): model aliases, the effective configuration, live
 // settings, pinning and shutdown.
-import { Type as T } from "@sinclair/typebox";
+import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { E } from "./errors.ts";
 import { Nullable } from "./schemas.ts";
@@ -150,3 +150,12 @@ export const internalShutdown = endpoint({
   description: "Answers, then stops every engine and the server, as SIGTERM does.",
   response: T.Object({ status: T.Literal("success", { description: 'Always `"success"`' }), message: T.String({ description: "What happens next" }) }),
 });
+
+export type AliasesListResponse = Static<typeof aliasesList.response>;
+export type AliasSetRequest = Static<typeof aliasesSet.body>;
+export type AliasSetResponse = Static<typeof aliasesSet.response>;
+export type AliasDeleteResponse = Static<typeof aliasesDelete.response>;
+export type SettingsRequest = Static<typeof internalSet.body>;
+export type SettingsResponse = Static<typeof internalSet.response>;
+export type PinResponse = Static<typeof internalPin.response>;
+export type ShutdownResponse = Static<typeof internalShutdown.response>;

@@ -1,6 +1,6 @@
 // Loading and unloading models (lemonade.md): the load body carries every recipe's options,
 // each documented by its recipe's option docs (spec/recipes.ts OPTION_DOCS).
-import { Type as T, type TSchema } from "@sinclair/typebox";
+import { Type as T, type Static, type TSchema } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { E } from "./errors.ts";
 import { OPTION_DOCS, RECIPE_SPECS } from "./recipes.ts";
@@ -82,3 +82,7 @@ export const unload = endpoint({
   errors: [{ status: 404, code: "model_not_loaded", when: "`model_name` names a model that is not loaded" }],
   example: { body: { model_name: "Qwen3-0.6B-GGUF" }, response: '{"status": "success", "message": "Model unloaded successfully"}' },
 });
+
+export type LoadRequest = Static<typeof load.body>;
+export type LoadResponse = Static<typeof load.response>;
+export type UnloadResponse = Static<typeof unload.response>;

@@ -1,5 +1,5 @@
 // The MCP gateway (mcp.md): JSON-RPC 2.0 over MCP's Streamable HTTP transport, tools only.
-import { Type as T } from "@sinclair/typebox";
+import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 
 export const PROTOCOL_VERSIONS = ["2025-06-18", "2025-03-26", "2024-11-05"] as const;
@@ -67,3 +67,6 @@ export const mcpGet = endpoint({
   description: "The server-initiated SSE channel is not offered; tools answer in the POST response.",
   errors: [{ status: 405, code: "method_not_allowed", when: "Always: GET /mcp is not supported" }],
 });
+
+export type McpRequest = Static<typeof mcpPost.body>;
+export type McpResponse = Static<typeof mcpPost.response>;

@@ -1,5 +1,5 @@
 // Model listing and per-model options (openai.md: /v1/models and /v1/models/{id}...).
-import { Type as T } from "@sinclair/typebox";
+import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { E } from "./errors.ts";
 
@@ -195,6 +195,7 @@ const OptionsBody = T.Object({
   resolved_ctx_size: T.Optional(
     T.Integer({ description: "The context size a load right now would use, for recipes that take one" }),
   ),
+  load_command: T.String({ description: "The curl command that reproduces the load: `effective` posted to `/v1/load`, with `$LEMONADE_BASE_URL` left for the caller to fill in" }),
 });
 
 const optionsExample = (saved: string, ctx: number, resolved: number) => `{
@@ -281,3 +282,7 @@ export const optionsDelete = endpoint({
   errors: [E.modelNotSupported, E.modelNotFound, E.optionsIoError],
   example: { path: "/v1/models/Qwen3-0.6B-GGUF/options", response: optionsExample("{}", 4096, 4096) },
 });
+
+export type ModelResponse = Static<typeof get.response>;
+export type ModelOptionsRequest = Static<typeof optionsPost.body>;
+export type ModelOptionsResponse = Static<typeof optionsGet.response>;

@@ -1,5 +1,5 @@
 // Ollama-compatible endpoints (ollama.md). Root-level `/api/*` routes with `{"error": "..."}` bodies.
-import { Type as T } from "@sinclair/typebox";
+import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { E } from "./errors.ts";
 import { ModelName, status } from "./schemas.ts";
@@ -242,7 +242,8 @@ export const generate = endpoint({
   response: T.Object({
     model: T.String({ description: "The model that generated the response" }),
     created_at: T.String({ description: "Always `2024-01-01T00:00:00Z`" }),
-    response: T.String({ description: "Generated text" }),
+    response: T.String({ description: "Generated text; empty for an image model" }),
+    image: T.Optional(T.String({ description: "Image models only: the generated image, base64-encoded" })),
     done: T.Boolean({ description: "`true` on a response that is not streamed, and on the last two lines of a stream" }),
     done_reason: T.Optional(T.String({ description: "`stop`, `length`, `load`, or `unload` after an unload request" })),
     context: T.Optional(T.Array(T.Integer(), { description: "Always empty" })),
@@ -414,3 +415,9 @@ export const create = notSupported(
 export const copy = notSupported("ollama.copy", "/api/copy", "Copy a model");
 export const push = notSupported("ollama.push", "/api/push", "Push a model to a registry");
 export const blobs = notSupported("ollama.blobs", "/api/blobs/:digest", "Upload a blob");
+
+export type OllamaChatResponse = Static<typeof chat.response>;
+export type OllamaGenerateResponse = Static<typeof generate.response>;
+export type OllamaEmbedResponse = Static<typeof embed.response>;
+export type OllamaEmbeddingsResponse = Static<typeof embeddings.response>;
+export type OllamaPullResponse = Static<typeof pull.response>;

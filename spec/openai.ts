@@ -1,5 +1,5 @@
 // OpenAI-compatible inference endpoints (openai.md), proxied to the model's llama-server.
-import { Type as T } from "@sinclair/typebox";
+import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { E, ENGINE_ERRORS, LOADING_ERRORS } from "./errors.ts";
 import { ModelName, SamplingParams, status } from "./schemas.ts";
@@ -379,3 +379,5 @@ export const realtime = endpoint({
     response: `{"type": "conversation.item.input_audio_transcription.completed", "item_id": "item_1", "content_index": 0, "transcript": "Hello, this is a test transcription."}`,
   },
 });
+
+export type SpeechRequest = Static<typeof audioSpeech.body>;

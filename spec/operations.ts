@@ -1,6 +1,6 @@
 // Running the server (lemonade.md): liveness, health, the last request's stats, system info and
 // stats, metrics, the log stream and the API reference.
-import { Type as T } from "@sinclair/typebox";
+import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { ModelType, Nullable, PerModelType } from "./schemas.ts";
 
@@ -57,8 +57,8 @@ export const health = endpoint({
   "version": "0.1.0",
   "model_loaded": null,
   "all_models_loaded": [],
-  "max_models": {"llm": 1, "embedding": 1, "reranking": 1, "transcription": 1, "image": 1, "tts": 1},
-  "pinned_models": {"llm": 0, "embedding": 0, "reranking": 0, "transcription": 0, "image": 0, "tts": 0},
+  "max_models": {"llm": 1, "embedding": 1, "reranking": 1, "transcription": 1, "image": 1, "tts": 1, "classification": 1},
+  "pinned_models": {"llm": 0, "embedding": 0, "reranking": 0, "transcription": 0, "image": 0, "tts": 0, "classification": 0},
   "websocket_port": 41235,
   "telemetry": {"enabled": false},
   "update_check_done": true
@@ -331,3 +331,6 @@ export const docs = endpoint({
   description: "An HTML page that renders `/openapi.json` as an interactive reference.",
   contentType: "text/html; charset=utf-8",
 });
+
+export type HealthResponse = Static<typeof health.response>;
+export type SystemInfoResponse = Static<typeof systemInfo.response>;

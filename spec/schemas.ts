@@ -27,6 +27,7 @@ export const PerModelType = (what: string) =>
     transcription: T.Integer({ description: `${what}: speech-to-text models` }),
     image: T.Integer({ description: `${what}: image models` }),
     tts: T.Integer({ description: `${what}: text-to-speech models` }),
+    classification: T.Integer({ description: `${what}: text classifiers` }),
   });
 
 export const OpenAIError = T.Object({

@@ -10,7 +10,7 @@ export function downloadRoutes(bind: Binder, ctx: Pick<ServerContext, "catalog" 
   bind.http(spec.register, ({ body }) => register(ctx, body));
   bind.http(spec.pullVariants, ({ query }) => ctx.library.variants(query.checkpoint, query.source));
   bind.http(spec.checkUpdates, () => checkUpdates(ctx));
-  bind.http(spec.routingValidate, ({ body }) => ({ valid: true as const, routing: ctx.library.validateRouting(body as Record<string, unknown>) }));
+  bind.http(spec.routingValidate, ({ body }) => ({ valid: true, routing: ctx.library.validateRouting(body) }));
   bind.http(spec.registrySearch, ({ query }) => searchRegistry(ctx, query));
   bind.http(spec.downloads, () => ctx.downloads.list());
   bind.http(spec.downloadsControl, ({ body }) => controlDownload(ctx, body));

@@ -9,7 +9,7 @@ import type { Binder } from "../bind.ts";
 
 export function internalRoutes(bind: Binder, ctx: Pick<ServerContext, "aliases" | "catalog" | "config" | "lifecycle" | "logger" | "scheduler">): void {
   bind.http(spec.internalConfig, () => effectiveSettings(ctx.config));
-  bind.http(spec.internalSet, ({ body }) => setSettings(ctx, body as Record<string, unknown>));
+  bind.http(spec.internalSet, ({ body }) => setSettings(ctx, body));
   bind.http(spec.internalPin, ({ body }) => pin(ctx, body.model_name, body.pinned));
   bind.http(spec.internalShutdown, () => shutdown(ctx));
   bind.http(spec.aliasesList, () => listAliases(ctx));

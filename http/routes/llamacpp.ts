@@ -13,7 +13,7 @@ const SLOT_FILE = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,200}$/;
 
 export function llamacppRoutes(bind: Binder, ctx: Pick<ServerContext, "proxy">): void {
   bind.http(spec.rerank, ({ body, request }) => {
-    const { engineBody, loadOptions } = toEngineBody(body as Record<string, unknown>);
+    const { engineBody, loadOptions } = toEngineBody(body);
     return ctx.proxy.toModel({
       model: body.model,
       path: sharedEnginePath("rerank"),
@@ -55,7 +55,7 @@ export function llamacppRoutes(bind: Binder, ctx: Pick<ServerContext, "proxy">):
     ctx.proxy.toRecent({
       method: "POST",
       path: sharedEnginePath("tokenize"),
-      body: body as Record<string, unknown>,
+      body,
       signal: request.signal,
       endpoint: metricsLabel(spec.tokenize),
       check: needs("tokenize"),

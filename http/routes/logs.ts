@@ -1,8 +1,12 @@
 // WS /logs/stream: a snapshot of retained log entries, then each new entry as it is logged.
+import type { Static } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { operations as spec } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
-import type { Binder } from "../bind.ts";
+import type { Binder, Socket } from "../bind.ts";
+
+/** What the server sends: the route's documented messages, nothing else. */
+const send = (ws: Socket, message: Static<typeof spec.LogsServerMessage>) => ws.send(message);
 
 export function logStreamRoute(bind: Binder, ctx: Pick<ServerContext, "logger">): void {
   const subscriptions = new Map<string, () => void>();
@@ -22,14 +26,14 @@ export function logStreamRoute(bind: Binder, ctx: Pick<ServerContext, "logger">)
         }
       }
       if (!Value.Check(spec.LogsSubscribe, message)) {
-        ws.send({ type: "error", error: { message: 'Expected {"type": "logs.subscribe", "after_seq": <integer|null>}' } });
+        send(ws, { type: "error", error: { message: 'Expected {"type": "logs.subscribe", "after_seq": <integer|null>}' } });
         return;
       }
       drop(ws.id);
-      ws.send({ type: "logs.snapshot", entries: ctx.logger.snapshot(message.after_seq ?? null) });
+      send(ws, { type: "logs.snapshot", entries: ctx.logger.snapshot(message.after_seq ?? null) });
       subscriptions.set(
         ws.id,
-        ctx.logger.subscribe((entry) => ws.send({ type: "logs.entry", entry })),
+        ctx.logger.subscribe((entry) => send(ws, { type: "logs.entry", entry })),
       );
     },
     close(ws) {

@@ -34,7 +34,7 @@ export function modelRoutes(bind: Binder, ctx: Pick<ServerContext, "aliases" | "
 
   bind.http(spec.optionsGet, ({ params }) => optionsView(ctx, ctx.catalog.get(params.id)));
 
-  bind.http(spec.optionsPost, ({ params, body }) => saveOptions(ctx, ctx.catalog.get(params.id), body as Record<string, unknown>));
+  bind.http(spec.optionsPost, ({ params, body }) => saveOptions(ctx, ctx.catalog.get(params.id), body));
 
   bind.http(spec.optionsDelete, ({ params }) => {
     const model = ctx.catalog.get(params.id);

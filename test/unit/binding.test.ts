@@ -3,10 +3,11 @@
 import { expect, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { definitionsOf, endpoints, mountedPaths } from "../../spec/index.ts";
+import { definitionsOf, endpoints, lifecycle, mountedPaths, operations } from "../../spec/index.ts";
 import { loadConfig } from "../../config/config.ts";
 import { createServerContext } from "../../app/context.ts";
 import { createApp } from "../../http/app.ts";
+import { Binder } from "../../http/bind.ts";
 import { Logger } from "../../observability/logger.ts";
 import { tempDir } from "../helpers/server.ts";
 
@@ -45,4 +46,24 @@ test("every route the app serves is a mounted path of a definition", () => {
   expect(served.length).toBeGreaterThan(150);
   expect(served.filter((r) => !declared.has(r))).toEqual([]);
   expect([...declared].filter((r) => !served.includes(r))).toEqual([]);
+});
+
+test("a handler answers its definition's response type: tsc refuses an answer that drifts from it", () => {
+  const mounted: string[] = [];
+  const mount = (path: string) => void mounted.push(path);
+  const binder = new Binder({ get: mount, post: mount, delete: mount, head: mount, ws: mount }, { maxBytes: 1024, maxDepth: 8 });
+  binder.http(operations.live, () => ({ status: "ok" }));
+  // A Response is always an answer (a stream, another status); an unschematised body is unchecked.
+  binder.http(lifecycle.load, () => new Response(null, { status: 204 }));
+  binder.http(operations.metrics, () => "# text");
+  // Each line below drifts from the documented shape; tsc (CI's `npx tsc --noEmit`) fails when
+  // one of them is no longer an error.
+  // @ts-expect-error `status` is the literal "success"
+  binder.http(lifecycle.unload, () => ({ status: "done", message: "Unloaded" }));
+  // @ts-expect-error `version` and the other fields of /v1/health are missing
+  binder.http(operations.health, async () => ({ status: "ok" }));
+  // @ts-expect-error `pid` is not a field of /v1/system-stats' answer
+  binder.http(operations.systemStats, () => ({ pid: 1 }));
+  expect(binder.bound.map((d) => d.id)).toEqual([operations.live, lifecycle.load, operations.metrics, lifecycle.unload, operations.health, operations.systemStats].map((d) => d.id));
+  expect(mounted).toEqual(binder.bound.flatMap((d) => [...mountedPaths(d), ...(d.head ? mountedPaths(d) : [])]));
 });
