@@ -107,7 +107,7 @@ test("a multi-component model launches with --diffusion-model, --llm and --vae, 
   expect(r.extra.sample_params).toMatchObject({ sample_steps: 20, guidance: { txt_cfg: 2.5 }, sample_method: "euler", flow_shift: 3 });
 });
 
-test("edits and variations with the official client: images as image[], the mask, the variation prompt; size from the first image", async () => {
+test("edits and variations with the official client: images as image[], the mask, the variation prompt; size from the first image, rounded up to 64 as sd.cpp makes it", async () => {
   const source = png(48, 32, [200, 100, 0], {});
   const edited = await client.images.edit({
     model: "SD-Turbo",
@@ -118,10 +118,11 @@ test("edits and variations with the official client: images as image[], the mask
   const e = received(edited.data![0]!.b64_json!);
   expect(e.endpoint).toBe("edits");
   expect(e.prompt.trim()).toBe("make it blue");
-  expect(e.images).toEqual([expect.objectContaining({ width: 48, height: 32 })]);
-  expect(e.mask).not.toBeNull();
+  expect(e.images).toEqual([expect.objectContaining({ width: 48, height: 32, decoded: true })]);
+  expect(e.mask).toMatchObject({ decoded: true, width: 48, height: 32, resized_to: [48, 32] });
   expect(e.fields).toEqual(["image[]", "mask", "n", "prompt"]);
-  expect(pngSize(decode(edited.data![0]!.b64_json!))).toEqual({ width: 48, height: 32 });
+  expect(pngSize(decode(edited.data![0]!.b64_json!))).toEqual({ width: 64, height: 64 });
+  expect((edited.data![0] as any).generation_info).toMatchObject({ width: 64, height: 64 });
 
   const varied = await client.images.createVariation({ model: "SD-Turbo", image: await toFile(source, "in.png", { type: "image/png" }), size: "256x256" });
   const v = received(varied.data![0]!.b64_json!);
@@ -192,7 +193,7 @@ test("Ollama /api/generate naming an image model answers one image, never stream
   expect(res.headers.get("content-type")).toContain("application/json");
   const body = await res.json();
   expect(body).toMatchObject({ model: "SD-Turbo", response: "", done: true, done_reason: "stop" });
-  expect(pngSize(decode(body.image))).toEqual({ width: 128, height: 96 });
+  expect(pngSize(decode(body.image))).toEqual({ width: 128, height: 128 });
   expect(received(body.image).extra).toMatchObject({ seed: 7, sample_params: { sample_steps: 3 } });
   expect(await (await post("/api/generate", { model: "SD-Turbo", prompt: "" })).json()).toMatchObject({ done_reason: "load" });
 });
