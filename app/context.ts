@@ -35,6 +35,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
 
   const installer = new EngineInstaller(recipes, config.cacheDir, config.npmRegistry, {
     endpoint: config.githubEndpoint,
+    ...(config.githubApiEndpoint ? { apiEndpoint: config.githubApiEndpoint } : {}),
     noFetch: () => config.noFetchExecutables,
     log: (line) => logger.info("Backends", line),
   });
