@@ -13,6 +13,7 @@
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
 import { engineError, engineUnavailable } from "./engine-error.ts";
+import { minimumTokens, promptBytes } from "../models/prompt-bound.ts";
 import type { Catalog, CatalogModel } from "../models/catalog.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
@@ -122,6 +123,9 @@ export interface ProxyDeps {
   cloud?: CloudProviders;
   /** config.json `global_timeout`: the most seconds a cloud request may take. */
   cloudTimeoutS?: () => number;
+  /** The context a local model runs with (or a load with these options would), for recipes that
+   * take one: a prompt that cannot fit it is refused before the engine sees it. */
+  contextSize?: (model: CatalogModel, loadOptions?: Record<string, unknown>) => number | undefined;
 }
 
 /** How an exchange reaches its engine. */
@@ -180,9 +184,22 @@ export class EngineProxy {
   async toModel(req: ProxyRequest): Promise<Response> {
     const model = this.model(req.model, req.check);
     if (model.cloud) return this.toCloud(model, req);
+    this.checkFits(model, req);
     const opts = { options: req.loadOptions, signal: req.signal };
     const lease = await this.deps.scheduler.acquire(model, opts);
     return this.forward(this.exchange(lease, req, "POST", true, this.localRoute(model, opts)), req);
+  }
+
+  /** Refuses a prompt longer than the context in any tokenisation (models/prompt-bound.ts). */
+  private checkFits(model: CatalogModel, req: ProxyRequest): void {
+    const context = this.deps.contextSize?.(model, req.loadOptions);
+    const longest = context ? this.deps.catalog.longestTokenBytes(model) : undefined;
+    if (!context || !longest) return;
+    const bytes = promptBytes(req.body);
+    const tokens = minimumTokens(bytes, longest);
+    if (tokens > context) {
+      throw ApiError.of(E.contextLengthExceeded, `The prompt is at least ${tokens} tokens (${bytes} bytes; no token of ${model.id} is longer than ${longest}), more than its context of ${context}`);
+    }
   }
 
   /** A cloud model's request goes to its provider, the model named by the provider's own id. */
