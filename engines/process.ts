@@ -63,8 +63,8 @@ export interface SpawnOptions {
 }
 
 /** A line in which an engine reports why it stops: llama.cpp, whisper.cpp and sd.cpp print
- * `error: ...`, Python engines `...Error: ...`. */
-const ENGINE_ERROR_LINE = /(^|\s|\]|:)(error|fatal)\b|Error:|unknown argument|invalid (argument|parameter)/i;
+ * `error: ...`, Python engines `...Error: ...`, a C++ engine an uncaught exception's `terminate called ...`. */
+const ENGINE_ERROR_LINE = /(^|\s|\]|:)(error|fatal)\b|Error:|unknown argument|invalid (argument|parameter)|terminate called/i;
 
 export class EngineProcess implements RunningEngine {
   readonly child: Subprocess<"ignore", "pipe", "pipe">;
@@ -73,8 +73,8 @@ export class EngineProcess implements RunningEngine {
   private stopping = false;
   private readonly recent: string[] = [];
   /** The first line that reads as the engine's own error (the cause; later ones are its
-   * consequences): engines print it just before a long
-   * usage text (sd-server's runs past a hundred lines), which would push it out of `recent`. */
+   * consequences): engines print it just before a long usage text (sd-server's runs past a
+   * hundred lines), which would push it out of `recent`. */
   private errorLine: string | undefined;
   private readonly pumps: Promise<void>[];
   /** Settles at the next line of output: engines print as they become ready, so a readiness
