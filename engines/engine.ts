@@ -202,8 +202,9 @@ export function checkReservedArgs(option: string, reserved: readonly string[], a
 }
 
 /** The flags a recipe lets users pass in its `*_args`, as the engine's `--help` lists them: each
- * with whether it takes a value (the next word, which may start with `-`, as `--seed -1`). */
-export type AllowedFlags = Readonly<Record<string, boolean>>;
+ * with whether it takes a value (true: the next word, which may start with `-`, as `--seed -1`;
+ * "optional": the next word when it is no flag, as `-fa` or `-fa on`). */
+export type AllowedFlags = Readonly<Record<string, boolean | "optional">>;
 
 const NUMBER_WORD = /^-?\d*\.?\d+(e-?\d+)?$/i;
 
@@ -221,7 +222,10 @@ export function checkAllowedArgs(option: string, allowed: AllowedFlags, reserved
     if (!(flag in allowed)) {
       throw new EngineConfigError(`${option} may not contain ${flag.slice(0, 80)}: only ${what} flags may be set (allowed: ${Object.keys(allowed).join(" ")})`);
     }
-    if (allowed[flag] && inline === undefined) {
+    if (inline !== undefined) continue;
+    if (allowed[flag] === "optional") {
+      if (i + 1 < args.length && (!args[i + 1]!.startsWith("-") || NUMBER_WORD.test(args[i + 1]!))) i++;
+    } else if (allowed[flag]) {
       if (i + 1 >= args.length) throw new EngineConfigError(`${option}: ${flag} needs a value`);
       i++;
     }

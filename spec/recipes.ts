@@ -128,7 +128,7 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
       llamacpp_args: {
         kind: "string",
         default: "",
-        doc: "llamacpp: extra llama-server arguments. Not allowed: the flags the server sets (`-m`, `--port`, `--host`, `--ctx-size`, `-ngl`, `--jinja`, `--mmproj`, `--embeddings`, `--reranking`, ...) and those that write or read outside the model's folders.",
+        doc: "llamacpp: extra llama-server arguments: only thread, batching, memory, precision, RoPE, sampling, reasoning and logging flags (such as `--threads`, `--parallel`, `--batch-size`, `--cache-type-k`, `-fa`, `--temp`, `--reasoning-format`). Refused: the flags the server sets (`-m`, `--port`, `--host`, `--ctx-size`, `-ngl`, `--jinja`, `--mmproj`, `--embeddings`, `--reranking`, ...), those that write or read outside the model's folders, and any other.",
       },
       llamacpp_device: { kind: "string", default: "", doc: "llamacpp: llama-server's `--device` list, such as `Vulkan0`; empty leaves its default." },
       ...ARGS_MERGE,
