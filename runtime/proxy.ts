@@ -149,6 +149,9 @@ const clientClosed = () => ApiError.of(E.clientClosed, "The client closed the re
 export class EngineProxy {
   private readonly queues = new WeakMap<Slot<CatalogModel>, EngineQueue>();
   private readonly cloudLeases = new CloudLeases();
+  /** Each model's longest token, read from its GGUF once (the catalog makes a new object when a
+   * model changes). */
+  private readonly longestTokens = new WeakMap<CatalogModel, number | undefined>();
 
   constructor(private readonly deps: ProxyDeps) {}
 
@@ -193,8 +196,10 @@ export class EngineProxy {
   /** Refuses a prompt longer than the context in any tokenisation (models/prompt-bound.ts). */
   private checkFits(model: CatalogModel, req: ProxyRequest): void {
     const context = this.deps.contextSize?.(model, req.loadOptions);
-    const longest = context ? this.deps.catalog.longestTokenBytes(model) : undefined;
-    if (!context || !longest) return;
+    if (!context) return;
+    if (!this.longestTokens.has(model)) this.longestTokens.set(model, this.deps.catalog.longestTokenBytes(model));
+    const longest = this.longestTokens.get(model);
+    if (!longest) return;
     const bytes = promptBytes(req.body);
     const tokens = minimumTokens(bytes, longest);
     if (tokens > context) {
