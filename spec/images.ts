@@ -66,7 +66,7 @@ export const generations = endpoint({
       steps: T.Optional(T.Integer({ minimum: 1, maximum: 1000, description: "Number of inference steps; lower is faster, higher can improve quality." })),
       cfg_scale: T.Optional(T.Number({ description: "Classifier-free guidance scale. Defaults to the model's own, else `7.0`." })),
       seed: T.Optional(T.Integer({ description: "Random seed for reproducible output; a negative value, or none, picks a random one, which the answer reports." })),
-      negative_prompt: T.Optional(T.String({ description: "Lemonade extension: what the image should not show." })),
+      negative_prompt: T.Optional(T.String({ description: "Lemonade extension: what the image should not show. It may not contain an `<sd_cpp_extra_args>` block." })),
       sample_method: T.Optional(T.String({ description: "Lemonade extension: sd.cpp's sampler, such as `euler_a`." })),
       scheduler: T.Optional(T.String({ description: "Lemonade extension: sd.cpp's scheduler, such as `karras`." })),
     },
@@ -100,8 +100,8 @@ export const edits = endpoint({
   description: "Edits one or more reference images as a prompt describes. The request is `multipart/form-data`; images are forwarded to sd-server without re-encoding.",
   body: T.Object({
     ...multipartFields,
-    prompt: T.String({ description: "A text description of the desired edit." }),
-    mask: T.Optional(T.Unknown({ description: "A PNG mask: white areas are edited and black areas are kept." })),
+    prompt: T.String({ description: "A text description of the desired edit. It may not contain an `<sd_cpp_extra_args>` block." }),
+    mask: T.Optional(T.Unknown({ description: "A PNG, JPEG or WebP mask: white areas are edited and black areas are kept. One that does not decode is refused." })),
     steps: T.Optional(T.Integer({ description: "Number of inference steps. Defaults to the model's own." })),
     cfg_scale: T.Optional(T.Number({ description: "Classifier-free guidance scale. Defaults to the model's own." })),
     seed: T.Optional(T.Integer({ description: "Random seed for reproducible output." })),
@@ -144,7 +144,7 @@ export const upscale = endpoint({
   availability: "fully_available",
   description: "Upscales an image with an upscaling model such as `RealESRGAN-x4plus`. The model is downloaded on first use.",
   body: T.Object({
-    image: T.String({ minLength: 1, description: "Base64-encoded PNG image to upscale." }),
+    image: T.String({ minLength: 1, description: "Base64-encoded PNG image to upscale; one that does not decode (a truncated PNG) is refused." }),
     model: ModelName,
     upscale_factor: T.Optional(T.Integer({ minimum: 1, maximum: 8, description: "Optional scale factor; an ESRGAN model upscales by its native scale only (4 for `RealESRGAN-x4plus`), and another factor is refused." })),
   }),
