@@ -16,6 +16,7 @@ import { OptionResolver, RecipeOptionsStore } from "../models/recipe-options.ts"
 import { EngineInstaller } from "../engines/installer.ts";
 import { EngineRegistry } from "../engines/orphans.ts";
 import { RECIPES, recipeStatuses, serverRecipes, standInOf, standInServes } from "../engines/recipes.ts";
+import { RECIPE_SPECS } from "../spec/recipes.ts";
 import { Backends } from "../runtime/backends.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { Launcher } from "../runtime/launcher.ts";
@@ -37,6 +38,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
 
   const installer = new EngineInstaller(recipes, config.cacheDir, config.npmRegistry, {
     endpoint: config.githubEndpoint,
+    ...(config.githubApiEndpoint ? { apiEndpoint: config.githubApiEndpoint } : {}),
     noFetch: () => config.noFetchExecutables,
     log: (line) => logger.info("Backends", line),
   });
@@ -111,7 +113,23 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     () => config.maxLoadedModels,
   );
   const stats = new GenerationStats();
-  const proxy: EngineProxy = new EngineProxy({ scheduler, catalog, metrics, stats, logger, hangCheckMs: config.hangCheckMs, pingMs: config.pingMs, maxQueue: () => config.maxQueue, cloud, cloudTimeoutS: () => config.globalTimeoutS });
+  const proxy: EngineProxy = new EngineProxy({
+    scheduler,
+    catalog,
+    metrics,
+    stats,
+    logger,
+    hangCheckMs: config.hangCheckMs,
+    pingMs: config.pingMs,
+    maxQueue: () => config.maxQueue,
+    cloud,
+    cloudTimeoutS: () => config.globalTimeoutS,
+    // A prompt is bounded by the context the engine runs with, or the one its load would use.
+    contextSize: (model, loadOptions) =>
+      "ctx_size" in (RECIPE_SPECS[model.recipe]?.options ?? {})
+        ? (scheduler.list().find((s) => s.model.id === model.id)?.spec.ctxSize ?? options.ctxSize(model, options.resolve(model, loadOptions)))
+        : undefined,
+  });
   const ctx: ServerContext = {
     config,
     version: VERSION,

@@ -61,6 +61,9 @@ export interface Config {
   globalTimeoutS: number;
   /** Where prebuilt engines are downloaded from: LEMONADE_GITHUB_ENDPOINT, else https://github.com. */
   githubEndpoint: string;
+  /** GitHub's releases API, for the sha256 digests of unpinned assets: LEMONADE_GITHUB_API_ENDPOINT,
+   * else https://api.github.com beside github.com, else the LEMONADE_GITHUB_ENDPOINT itself. */
+  githubApiEndpoint?: string;
   /** config.json `no_fetch_executables`: engines are neither downloaded nor built. */
   noFetchExecutables: boolean;
   /** Memory a load may use, in bytes (LEMONADE_MEMORY_LIMIT_GB; default: what the system has available). */
@@ -221,6 +224,7 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
     maxQueue: intSetting("max_queue", env.LEMONADE_MAX_QUEUE ?? file.max_queue, 512, 0, 1_000_000),
     globalTimeoutS: intSetting("global_timeout", file.global_timeout, 600, 1, 86_400),
     githubEndpoint: (env.LEMONADE_GITHUB_ENDPOINT || "https://github.com").replace(/\/+$/, ""),
+    ...(env.LEMONADE_GITHUB_API_ENDPOINT ? { githubApiEndpoint: env.LEMONADE_GITHUB_API_ENDPOINT.replace(/\/+$/, "") } : {}),
     noFetchExecutables: file.no_fetch_executables === true,
     memoryLimitBytes: memoryLimit(env.LEMONADE_MEMORY_LIMIT_GB),
     cloudKeys: Object.fromEntries(

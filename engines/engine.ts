@@ -201,6 +201,37 @@ export function checkReservedArgs(option: string, reserved: readonly string[], a
   }
 }
 
+/** The flags a recipe lets users pass in its `*_args`, as the engine's `--help` lists them: each
+ * with whether it takes a value (true: the next word, which may start with `-`, as `--seed -1`;
+ * "optional": the next word when it is no flag, as `-fa` or `-fa on`). */
+export type AllowedFlags = Readonly<Record<string, boolean | "optional">>;
+
+const NUMBER_WORD = /^-?\d*\.?\d+(e-?\d+)?$/i;
+
+/** Refuses any flag in `args` that is not in `allowed`: the reserved ones (which the server sets)
+ * by name, the rest as not a flag users may set, so an engine never starts on a flag that reads
+ * arbitrary files, reaches the network, serves other content or exits before it is ready. */
+export function checkAllowedArgs(option: string, allowed: AllowedFlags, reserved: readonly string[], args: string[], what: string): void {
+  for (let i = 0; i < args.length; i++) {
+    const word = args[i]!;
+    if (!word.startsWith("-") || NUMBER_WORD.test(word)) {
+      throw new EngineConfigError(`${option}: '${word.slice(0, 80)}' is not a flag or a flag's value`);
+    }
+    const [flag, inline] = [word.split("=")[0]!, word.includes("=") ? word.slice(word.indexOf("=") + 1) : undefined];
+    if (reserved.includes(flag)) checkReservedArgs(option, reserved, [flag]);
+    if (!(flag in allowed)) {
+      throw new EngineConfigError(`${option} may not contain ${flag.slice(0, 80)}: only ${what} flags may be set (allowed: ${Object.keys(allowed).join(" ")})`);
+    }
+    if (inline !== undefined) continue;
+    if (allowed[flag] === "optional") {
+      if (i + 1 < args.length && (!args[i + 1]!.startsWith("-") || NUMBER_WORD.test(args[i + 1]!))) i++;
+    } else if (allowed[flag]) {
+      if (i + 1 >= args.length) throw new EngineConfigError(`${option}: ${flag} needs a value`);
+      i++;
+    }
+  }
+}
+
 export function unsupportedBackend(message: string): BackendStatus {
   return { devices: [], state: "unsupported", message, action: "" };
 }

@@ -13,6 +13,8 @@ import { buildFromSource, cachedBinary, uninstallEngine, type Progress } from ".
 export interface ReleaseSettings {
   /** https://github.com, or LEMONADE_GITHUB_ENDPOINT. */
   endpoint: string;
+  /** The releases API that publishes asset digests: LEMONADE_GITHUB_API_ENDPOINT, else beside `endpoint`. */
+  apiEndpoint?: string;
   /** config.json `no_fetch_executables`. */
   noFetch: () => boolean;
   log: (line: string) => void;
@@ -79,7 +81,7 @@ export class EngineInstaller {
     const build = this.buildFor(recipe, backend);
     if (this.hasRelease(recipe, backend)) {
       try {
-        return await installRelease(recipe, backend, { cacheDir: this.cacheDir, endpoint: this.releases.endpoint, noFetch: this.releases.noFetch(), onProgress: progress, log: this.releases.log });
+        return await installRelease(recipe, backend, { cacheDir: this.cacheDir, endpoint: this.releases.endpoint, apiEndpoint: this.releases.apiEndpoint, noFetch: this.releases.noFetch(), onProgress: progress, log: this.releases.log });
       } catch (err) {
         // A failed install (checksum, archive, download) is the install's failure, not an unknown backend.
         if (err instanceof ReleaseInstallError) throw err;

@@ -5,7 +5,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { splitArgs } from "../lib/args.ts";
 import {
+  checkAllowedArgs,
   checkReservedArgs,
+  type AllowedFlags,
   type BuildRecipe,
   type LaunchInput,
   type LaunchPlan,
@@ -73,9 +75,54 @@ export interface LlamaLaunch {
   device?: string;
 }
 
+/** The llama-server flags users may pass in `llamacpp_args`, from its `--help` (true: it takes a
+ * value; "optional": a value may follow, as `-fa` or `-fa on`): threads, batching and memory
+ * placement, precision (KV cache types, flash attention), RoPE, sampling defaults, reasoning and
+ * logging. Any other flag, reserved, unsafe or merely unlisted, is refused. */
+export const ALLOWED_LLAMA_FLAGS: AllowedFlags = {
+  // Threads.
+  "-t": true, "--threads": true, "-tb": true, "--threads-batch": true, "-C": true, "--cpu-mask": true, "-Cr": true, "--cpu-range": true,
+  "--cpu-strict": true, "--prio": true, "--poll": true, "-Cb": true, "--cpu-mask-batch": true, "-Crb": true, "--cpu-range-batch": true,
+  "--cpu-strict-batch": true, "--prio-batch": true, "--poll-batch": true, "--numa": true,
+  // Batching, slots and memory.
+  "-b": true, "--batch-size": true, "-ub": true, "--ubatch-size": true, "--keep": true, "--swa-full": false,
+  "-np": true, "--parallel": true, "-cb": false, "--cont-batching": false, "-nocb": false, "--no-cont-batching": false,
+  "-kvu": false, "--kv-unified": false, "-no-kvu": false, "--no-kv-unified": false, "--kv-unified-per-slot": true,
+  "-ctxcp": true, "--ctx-checkpoints": true, "--swa-checkpoints": true, "-cms": true, "--checkpoint-min-step": true, "-cram": true, "--cache-ram": true,
+  "--cache-idle-slots": false, "--no-cache-idle-slots": false, "--context-shift": false, "--no-context-shift": false,
+  "--cache-prompt": false, "--no-cache-prompt": false, "--cache-reuse": true, "--warmup": false, "--no-warmup": false,
+  "-kvo": false, "--kv-offload": false, "-nkvo": false, "--no-kv-offload": false, "--repack": false, "-nr": false, "--no-repack": false,
+  "--no-host": false, "-dt": true, "--defrag-thold": true, "--mlock": false, "--mmap": false, "--no-mmap": false,
+  "-dio": false, "--direct-io": false, "-ndio": false, "--no-direct-io": false, "-lm": true, "--load-mode": true, "-lzm": true, "--lazy-mode": true,
+  "-ot": true, "--override-tensor": true, "-cmoe": false, "--cpu-moe": false, "-ncmoe": true, "--n-cpu-moe": true, "-ncffn": true, "--n-cpu-ffn": true,
+  "-sm": true, "--split-mode": true, "-ts": true, "--tensor-split": true, "-mg": true, "--main-gpu": true,
+  "-fit": "optional", "--fit": "optional", "-fitt": true, "--fit-target": true, "-fitc": true, "--fit-ctx": true, "--op-offload": false, "--no-op-offload": false,
+  // Precision and attention.
+  "-ctk": true, "--cache-type-k": true, "-ctv": true, "--cache-type-v": true, "-fa": "optional", "--flash-attn": "optional",
+  // RoPE.
+  "--rope-scaling": true, "--rope-scale": true, "--rope-freq-base": true, "--rope-freq-scale": true, "--yarn-orig-ctx": true,
+  "--yarn-ext-factor": true, "--yarn-attn-factor": true, "--yarn-beta-slow": true, "--yarn-beta-fast": true,
+  // Sampling defaults, which a request's own values override.
+  "-n": true, "--predict": true, "--n-predict": true, "--samplers": true, "-s": true, "--seed": true, "--sampler-seq": true, "--sampling-seq": true,
+  "--ignore-eos": false, "--temp": true, "--temperature": true, "--top-k": true, "--top-p": true, "--min-p": true, "--top-nsigma": true, "--top-n-sigma": true,
+  "--xtc-probability": true, "--xtc-threshold": true, "--typical": true, "--typical-p": true, "--repeat-last-n": true, "--repeat-penalty": true,
+  "--presence-penalty": true, "--frequency-penalty": true, "--dry-multiplier": true, "--dry-base": true, "--dry-allowed-length": true,
+  "--dry-penalty-last-n": true, "--dry-sequence-breaker": true, "--adaptive-target": true, "--adaptive-decay": true, "--dynatemp-range": true,
+  "--dynatemp-exp": true, "--mirostat": true, "--mirostat-lr": true, "--mirostat-ent": true, "-bs": false, "--backend-sampling": false,
+  // Reasoning and the chat template (by name or inline, never from a file).
+  "--reasoning-format": true, "-rea": "optional", "--reasoning": "optional", "--reasoning-effort": true, "--reasoning-budget": true,
+  "--reasoning-budget-message": true, "--reasoning-preserve": false, "--no-reasoning-preserve": false, "--chat-template": true,
+  "--chat-template-kwargs": true, "--prefill-assistant": false, "--no-prefill-assistant": false, "-sps": true, "--slot-prompt-similarity": true,
+  // Naming, timeouts and logging to the server's own log.
+  "-a": true, "--alias": true, "-to": true, "--timeout": true, "--perf": false, "--no-perf": false, "--log-disable": false, "--log-colors": "optional",
+  "-v": false, "--verbose": false, "--log-verbose": false, "-lv": true, "--verbosity": true, "--log-verbosity": true,
+  "--log-prefix": false, "--no-log-prefix": false, "--log-timestamps": false, "--no-log-timestamps": false,
+};
+
 function checkUserArgs(args: string[]): void {
   checkReservedArgs("llamacpp_args", RESERVED_LLAMA_FLAGS, args);
   checkReservedArgs("llamacpp_args", UNSAFE_LLAMA_FLAGS, args, "it writes or reads files outside the model's folders, reaches the network or runs tools");
+  checkAllowedArgs("llamacpp_args", ALLOWED_LLAMA_FLAGS, RESERVED_LLAMA_FLAGS, args, "thread, batching, memory, precision, RoPE, sampling, reasoning and logging");
 }
 
 /** llama-server's parallel slots: `-np`/`--parallel` when the user sets it, else its own default

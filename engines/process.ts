@@ -62,12 +62,21 @@ export interface SpawnOptions {
   record?: SpawnRecord;
 }
 
+/** A line in which an engine reports why it stops: llama.cpp, whisper.cpp and sd.cpp print
+ * `error: ...`, Python engines `...Error: ...`, a C++ engine an uncaught exception's `terminate called ...`. */
+const ENGINE_ERROR_LINE = /(^|\s|\]|:)(error|fatal)\b|Error:|unknown argument|invalid (argument|parameter)|terminate called/i;
+
 export class EngineProcess implements RunningEngine {
   readonly child: Subprocess<"ignore", "pipe", "pipe">;
   readonly exited: Promise<number>;
   readonly argv: string[];
   private stopping = false;
   private readonly recent: string[] = [];
+  /** The first line that reads as the engine's own error (the cause; later ones are its
+   * consequences): engines print it just before a long usage text (sd-server's runs past a
+   * hundred lines), which would push it out of `recent`. */
+  private errorLine: string | undefined;
+  private readonly pumps: Promise<void>[];
   /** Settles at the next line of output: engines print as they become ready, so a readiness
    * poll wakes on output instead of sleeping through it. */
   private nextLine = Promise.withResolvers<void>();
@@ -100,10 +109,10 @@ export class EngineProcess implements RunningEngine {
       this.nextLine = Promise.withResolvers<void>();
       this.recent.push(line);
       if (this.recent.length > 20) this.recent.shift();
+      if (this.errorLine === undefined && ENGINE_ERROR_LINE.test(line)) this.errorLine = line.trim();
       opts.onLine(line, stream);
     };
-    void this.pump(this.child.stdout, "stdout", sink);
-    void this.pump(this.child.stderr, "stderr", sink);
+    this.pumps = [this.pump(this.child.stdout, "stdout", sink), this.pump(this.child.stderr, "stderr", sink)];
     this.exited = this.child.exited.then((code) => {
       live.delete(this.child);
       opts.record?.remove(token);
@@ -121,6 +130,12 @@ export class EngineProcess implements RunningEngine {
 
   get lastLines(): string {
     return this.recent.slice(-8).join("\n");
+  }
+
+  /** Why the engine failed, in its own words: its error line first, then its last lines. */
+  get failure(): string {
+    const tail = this.lastLines;
+    return this.errorLine && !tail.includes(this.errorLine) ? `${this.errorLine}\n${tail}` : tail;
   }
 
   private async pump(stream: ReadableStream<Uint8Array>, name: "stdout" | "stderr", sink: LineSink) {
@@ -147,14 +162,16 @@ export class EngineProcess implements RunningEngine {
     let delay = 5;
     while (Date.now() < deadline) {
       if (exitCode !== null) {
-        throw new EngineStartError(`engine exited with code ${exitCode} before it was ready:\n${this.lastLines}`);
+        // The output the engine printed as it exited is read to its end first.
+        await Promise.race([Promise.all(this.pumps), Bun.sleep(1000)]);
+        throw new EngineStartError(`engine exited with code ${exitCode} before it was ready:\n${this.failure}`);
       }
       if (await this.health()) return;
       // Short first polls: a small model is ready in well under a second.
       await Promise.race([Bun.sleep(delay), this.exited, this.nextLine.promise]);
       delay = Math.min(delay * 2, 50);
     }
-    throw new EngineStartError(`engine was not ready after ${Math.round(timeoutMs / 1000)} s:\n${this.lastLines}`);
+    throw new EngineStartError(`engine was not ready after ${Math.round(timeoutMs / 1000)} s:\n${this.failure}`);
   }
 
   async stop(graceMs = 5000): Promise<void> {

@@ -50,7 +50,7 @@ export function releaseBackendStatus(recipe: string, backend: string, env: Engin
     return {
       devices: deviceNames,
       state: "installable",
-      message: `downloads ${pin.asset} from ${pin.repo} ${pin.tag}`,
+      message: `downloads ${pin.asset} from ${pin.repo} ${pin.tag}, checked against ${pin.pinned ? "its pinned sha256" : "the sha256 digest GitHub publishes"}`,
       action: `lemonade backends install ${recipe}:${backend}`,
       version: pin.tag,
       release_url: releaseUrl(pin.repo, pin.tag),

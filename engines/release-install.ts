@@ -3,6 +3,11 @@
 // before anything is unpacked, every archive entry checked to stay inside its folder, the
 // binary tried (`--version`), and only then moved into `<cache>/bin/<recipe>/<backend>/<tag>/`,
 // replacing an older version. The base URL is LEMONADE_GITHUB_ENDPOINT (https://github.com).
+// The sha256 is the pinned one (backend_versions.json `checksums`), the strongest check; else
+// the digest GitHub publishes for the asset in its releases API
+// (`GET /repos/{owner}/{repo}/releases/tags/{tag}` -> `assets[].digest`, "sha256:..."), at
+// LEMONADE_GITHUB_API_ENDPOINT (https://api.github.com for github.com, else the
+// LEMONADE_GITHUB_ENDPOINT itself, a mirror serving both); with neither nothing is installed.
 import { createHash } from "node:crypto";
 import { chmodSync, createWriteStream, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, normalize, relative, sep } from "node:path";
@@ -38,7 +43,8 @@ export interface ReleaseAsset {
   repo: string;
   tag: string;
   asset: string;
-  sha256: string;
+  /** The pinned sha256, when backend_versions.json has one. */
+  pinned?: string;
   binary: string;
 }
 
@@ -67,10 +73,35 @@ export function releaseAsset(versions: VersionsFile, recipe: string, backend: st
   const template = entry.assets[platform];
   if (!template) throw new ReleaseUnavailable(`${recipe}:${backend} has no release asset for ${platform}`);
   const asset = template.replace("{tag}", tag).replace("{short}", tag.split("-").pop()!);
-  const pinned = versions.checksums?.github?.[entry.repo]?.[tag]?.[asset];
-  const sha256 = /^sha256:([0-9a-f]{64})$/.exec(pinned ?? "")?.[1];
-  if (!sha256) throw new ReleaseUnavailable(`${asset} (${entry.repo} ${tag}) has no pinned sha256 in backend_versions.json`);
-  return { recipe, backend, repo: entry.repo, tag, asset, sha256, binary: release.binary };
+  const pinned = /^sha256:([0-9a-f]{64})$/.exec(versions.checksums?.github?.[entry.repo]?.[tag]?.[asset] ?? "")?.[1];
+  return { recipe, backend, repo: entry.repo, tag, asset, ...(pinned ? { pinned } : {}), binary: release.binary };
+}
+
+/** The releases API beside a download endpoint: api.github.com for github.com, else the endpoint. */
+export const githubApiBase = (endpoint: string) => (/^https:\/\/github\.com\/*$/.test(endpoint) ? "https://api.github.com" : endpoint.replace(/\/+$/, ""));
+
+/** How a user pins an asset's sha256 when neither a pin nor a published digest is there. */
+const howToPin = (pin: ReleaseAsset, cacheDir: string) =>
+  `pin it in ${join(cacheDir, "backend_versions.json")}: {"checksums": {"github": {"${pin.repo}": {"${pin.tag}": {"${pin.asset}": "sha256:<64 hex digits>"}}}}}`;
+
+/** The sha256 an asset must have and where it comes from: the pin, else GitHub's published digest. */
+async function expectedSha256(pin: ReleaseAsset, apiBase: string, cacheDir: string): Promise<{ sha256: string; source: string }> {
+  if (pin.pinned) return { sha256: pin.pinned, source: "its pinned sha256" };
+  const url = `${apiBase}/repos/${pin.repo}/releases/tags/${encodeURIComponent(pin.tag)}`;
+  let release: { assets?: { name?: unknown; digest?: unknown }[] } | undefined;
+  let why: string;
+  try {
+    const res = await fetch(url, { headers: { accept: "application/vnd.github+json" }, signal: AbortSignal.timeout(30_000) });
+    if (res.ok) release = await res.json();
+    why = `${url} answered HTTP ${res.status}`;
+  } catch (err) {
+    throw new ReleaseUnavailable(`${pin.asset} (${pin.repo} ${pin.tag}) has no pinned sha256 and GitHub's releases API cannot be reached (${(err as Error).message}); ${howToPin(pin, cacheDir)}`);
+  }
+  const asset = Array.isArray(release?.assets) ? release.assets.find((a) => a?.name === pin.asset) : undefined;
+  const digest = /^sha256:([0-9a-f]{64})$/.exec(typeof asset?.digest === "string" ? asset.digest : "")?.[1];
+  if (digest) return { sha256: digest, source: "the sha256 digest GitHub publishes for it" };
+  if (release) why = asset ? `GitHub publishes no sha256 digest for it` : `the release lists no such asset`;
+  throw new ReleaseUnavailable(`${pin.asset} (${pin.repo} ${pin.tag}) has no pinned sha256 in backend_versions.json and no published digest (${why}); nothing was downloaded: ${howToPin(pin, cacheDir)}`);
 }
 
 /** Where a release install of a backend lives: `<cache>/bin/<recipe>/<backend>/<tag>/`. */
@@ -209,6 +240,8 @@ export interface ReleaseOptions {
   cacheDir: string;
   /** https://github.com, or LEMONADE_GITHUB_ENDPOINT. */
   endpoint: string;
+  /** The releases API: LEMONADE_GITHUB_API_ENDPOINT, else githubApiBase(endpoint). */
+  apiEndpoint?: string;
   /** config.json `no_fetch_executables`: downloads are forbidden. */
   noFetch: boolean;
   onProgress?: Progress;
@@ -225,6 +258,7 @@ export async function installRelease(recipe: string, backend: string, opts: Rele
   if (opts.noFetch) {
     throw new ReleaseInstallError(`no_fetch_executables is set in config.json: ${pin.asset} is not downloaded. Unset it, or point ${recipe}.${backend}_bin at your own ${pin.binary}`);
   }
+  const expected = await expectedSha256(pin, (opts.apiEndpoint ?? githubApiBase(opts.endpoint)).replace(/\/+$/, ""), cacheDir);
   const downloads = join(cacheDir, "downloads");
   mkdirSync(downloads, { recursive: true });
   const partial = join(downloads, `${pin.asset}.partial`);
@@ -243,10 +277,11 @@ export async function installRelease(recipe: string, backend: string, opts: Rele
   }
   onProgress("verify", 99);
   const actual = await sha256Of(partial);
-  if (actual !== pin.sha256) {
+  if (actual !== expected.sha256) {
     rmSync(partial, { force: true });
-    throw new ReleaseInstallError(`${pin.asset} does not match its pinned sha256 (expected ${pin.sha256}, got ${actual}); nothing was installed`);
+    throw new ReleaseInstallError(`${pin.asset} does not match ${expected.source} (expected ${expected.sha256}, got ${actual}); nothing was installed`);
   }
+  opts.log?.(`${pin.asset} matches ${expected.source}`);
   const final = releaseDir(cacheDir, recipe, backend, pin.tag);
   const staging = `${final}.staging-${process.pid}-${Date.now()}`;
   rmSync(staging, { recursive: true, force: true });

@@ -3,22 +3,46 @@
 // master-820-de298c2). The command lines are the real server's: `--listen-port`, then `-m` for a
 // single-file checkpoint, or `--diffusion-model` + `--llm` + `--vae` for the multi-component
 // entries (Flux, Qwen-Image, Z-Image), `--vae-tiling --diffusion-fa` on Vulkan, and the user's
-// `sdcpp_args` with the flags the server owns refused. Neither sd.cpp's source nor a release can
+// `sdcpp_args`, which may hold only the flags users need (ALLOWED_SDCPP_FLAGS). Neither sd.cpp's source nor a release can
 // be fetched on these machines, so `cpu` says so; `system` runs the binaries found on PATH. The
 // sd-cli upscaler is a recipe of its own (one-shot), beside the server recipe.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { splitArgs } from "../lib/args.ts";
-import { checkReservedArgs, configuredBinary, configuredBinaryStatus, EngineConfigError, onPath, recipeStatus, systemBinaryStatus, unsupportedBackend, type EngineEnv, type LaunchPlan, type OneShotRecipe, type Recipe } from "./engine.ts";
+import { checkAllowedArgs, configuredBinary, configuredBinaryStatus, EngineConfigError, onPath, recipeStatus, systemBinaryStatus, unsupportedBackend, type AllowedFlags, type EngineEnv, type LaunchPlan, type OneShotRecipe, type Recipe } from "./engine.ts";
 
 export const SD_SERVER = "sd-server";
 export const SD_CLI = "sd-cli";
 
 /** Flags the server sets itself; users may not pass them in `sdcpp_args`. */
-export const RESERVED_SDCPP_FLAGS = ["-m", "--model", "--diffusion-model", "--llm", "--vae", "-v", "--verbose", "--listen-port", "-l", "--listen-ip"];
+export const RESERVED_SDCPP_FLAGS = ["-m", "--model", "--diffusion-model", "--llm", "--qwen2vl", "--vae", "-v", "--verbose", "--listen-port", "-l", "--listen-ip"];
 
-const checkUserArgs = (args: string[]) => checkReservedArgs("sdcpp_args", RESERVED_SDCPP_FLAGS, args);
+/** The sd-server flags users may pass in `sdcpp_args`, from its `--help` at master-820-de298c2
+ * (true: it takes a value). Only sampling defaults, threads, memory placement and precision:
+ * everything else reads files the server does not choose (`--clip_l`, `--t5xxl`, `--taesd`,
+ * `--lora-model-dir`, `--upscale-model`, ...), reaches the network (`--rpc-servers`), serves other
+ * content at the engine's `/` (`--serve-html-path`), or exits before it is ready (`-h`). */
+export const ALLOWED_SDCPP_FLAGS: AllowedFlags = {
+  // Sampling: the server's defaults, which each request's own values override.
+  "--sampling-method": true, "--scheduler": true, "--steps": true, "--cfg-scale": true, "--img-cfg-scale": true,
+  "--guidance": true, "--eta": true, "--flow-shift": true, "--timestep-shift": true, "--clip-skip": true,
+  "--strength": true, "--slg-scale": true, "--skip-layers": true, "--skip-layer-start": true, "--skip-layer-end": true,
+  "--sigmas": true, "--prediction": true, "--rng": true, "--sampler-rng": true, "--cache-mode": true,
+  "--cache-option": true, "--scm-mask": true, "--scm-policy": true,
+  // Threads.
+  "-t": true, "--threads": true,
+  // Memory.
+  "--offload-to-cpu": false, "--mmap": false, "--vae-tiling": false, "--vae-tile-size": true, "--vae-relative-tile-size": true,
+  "--vae-tile-overlap": true, "--clip-on-cpu": false, "--vae-on-cpu": false, "--control-net-cpu": false, "--max-vram": true,
+  "--stream-layers": false, "--eager-load": false, "--auto-fit": false, "--backend": true, "--params-backend": true, "--split-mode": true,
+  // Precision and kernels.
+  "--type": true, "--tensor-type-rules": true, "--fa": false, "--diffusion-fa": false, "--diffusion-conv-direct": false,
+  "--vae-conv-direct": false, "--force-sdxl-vae-conv-scale": false, "--lora-apply-mode": true, "--vae-format": true,
+  "--circular": false, "--circularx": false, "--circulary": false, "--color": false,
+};
+
+const checkUserArgs = (args: string[]) => checkAllowedArgs("sdcpp_args", ALLOWED_SDCPP_FLAGS, RESERVED_SDCPP_FLAGS, args, "sampling, threads, memory and precision");
 
 const BACKENDS = ["auto", "cpu", "system", "vulkan", "cuda", "rocm", "metal"];
 

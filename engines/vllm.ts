@@ -4,7 +4,7 @@
 // names in config.json. The model is served under its id, the name requests carry.
 import { dirname } from "node:path";
 import { splitArgs } from "../lib/args.ts";
-import { checkReservedArgs, configuredBinary, configuredBinaryStatus, EngineConfigError, onPath, recipeStatus, systemBinaryStatus, type Recipe } from "./engine.ts";
+import { checkAllowedArgs, configuredBinary, configuredBinaryStatus, EngineConfigError, onPath, recipeStatus, systemBinaryStatus, type AllowedFlags, type Recipe } from "./engine.ts";
 
 const BINARY = "vllm";
 const BACKENDS = ["auto", "system"];
@@ -12,7 +12,20 @@ const BACKENDS = ["auto", "system"];
 /** Flags the server sets itself; users may not pass them in `vllm_args`. */
 export const RESERVED_VLLM_FLAGS = ["--host", "--port", "--model", "--served-model-name"];
 
-const checkUserArgs = (args: string[]) => checkReservedArgs("vllm_args", RESERVED_VLLM_FLAGS, args);
+/** The `vllm serve` flags users may pass in `vllm_args`, from its `--help` (true: it takes a
+ * value): memory, parallelism, precision and scheduling. The rest loads code or files the server
+ * does not choose (`--trust-remote-code`, `--chat-template`, `--lora-modules`), serves other
+ * models or reaches the network. */
+export const ALLOWED_VLLM_FLAGS: AllowedFlags = {
+  "--max-model-len": true, "--gpu-memory-utilization": true, "--swap-space": true, "--cpu-offload-gb": true,
+  "--kv-cache-dtype": true, "--block-size": true, "--enable-prefix-caching": false, "--no-enable-prefix-caching": false,
+  "--tensor-parallel-size": true, "-tp": true, "--pipeline-parallel-size": true, "-pp": true, "--data-parallel-size": true,
+  "--dtype": true, "--quantization": true, "-q": true, "--enforce-eager": false, "--max-num-seqs": true,
+  "--max-num-batched-tokens": true, "--enable-chunked-prefill": false, "--no-enable-chunked-prefill": false, "--seed": true,
+  "--disable-log-stats": false, "--disable-log-requests": false,
+};
+
+const checkUserArgs = (args: string[]) => checkAllowedArgs("vllm_args", ALLOWED_VLLM_FLAGS, RESERVED_VLLM_FLAGS, args, "memory, parallelism, precision and scheduling");
 
 export const vllm: Recipe = {
   name: "vllm",

@@ -4,7 +4,8 @@ import { cpSync } from "node:fs";
 import { join } from "node:path";
 import { splitArgs } from "../lib/args.ts";
 import {
-  checkReservedArgs,
+  checkAllowedArgs,
+  type AllowedFlags,
   type BuildRecipe,
   type Recipe,
   type SourceBuiltEngine,
@@ -31,7 +32,24 @@ const WHISPERCPP_BUILD: BuildRecipe = {
 /** Flags the server sets itself; users may not pass them in `whispercpp_args`. */
 export const RESERVED_WHISPER_FLAGS = ["-m", "--model", "--port", "--host"];
 
-const checkUserArgs = (args: string[]) => checkReservedArgs("whispercpp_args", RESERVED_WHISPER_FLAGS, args);
+/** The whisper-server flags users may pass in `whispercpp_args`, from its `--help` (true: it takes
+ * a value): decoding, threads and the device. The rest reads or serves files the server does not
+ * choose (`--public`, `--dtw`, `-vm`), moves its routes (`--request-path`, `--inference-path`),
+ * runs ffmpeg (`--convert`) or exits before it is ready (`-h`, `-dl`). */
+export const ALLOWED_WHISPER_FLAGS: AllowedFlags = {
+  "-t": true, "--threads": true, "-p": true, "--processors": true,
+  "-ot": true, "--offset-t": true, "-on": true, "--offset-n": true, "-d": true, "--duration": true,
+  "-mc": true, "--max-context": true, "-ml": true, "--max-len": true, "-sow": false, "--split-on-word": false,
+  "-bo": true, "--best-of": true, "-bs": true, "--beam-size": true, "-ac": true, "--audio-ctx": true,
+  "-wt": true, "--word-thold": true, "-et": true, "--entropy-thold": true, "-lpt": true, "--logprob-thold": true,
+  "-tr": false, "--translate": false, "-di": false, "--diarize": false, "-nf": false, "--no-fallback": false,
+  "-nt": false, "--no-timestamps": false, "-l": true, "--language": true, "--prompt": true, "--carry-initial-prompt": false,
+  "-sns": false, "--suppress-nst": false, "-nth": true, "--no-speech-thold": true,
+  "-ng": false, "--no-gpu": false, "-dev": true, "--device": true, "-fa": false, "--flash-attn": false, "-nfa": false, "--no-flash-attn": false,
+  "-nlp": false, "--no-language-probabilities": false,
+};
+
+const checkUserArgs = (args: string[]) => checkAllowedArgs("whispercpp_args", ALLOWED_WHISPER_FLAGS, RESERVED_WHISPER_FLAGS, args, "decoding, threads and device");
 
 export const whispercpp: Recipe = {
   name: "whispercpp",

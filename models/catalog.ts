@@ -11,6 +11,7 @@ import { clip } from "../lib/scrub.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
 import { E } from "../spec/errors.ts";
+import { MAX_MODEL_NAME_BYTES } from "../spec/schemas.ts";
 import { GGUF_RECIPE, RECIPE_SPECS, type ModelType } from "../spec/recipes.ts";
 import type { AliasStore } from "./aliases.ts";
 import { checkRouting, type Routing } from "./routing-policy.ts";
@@ -402,8 +403,13 @@ export class Catalog {
 
   /** Looks a name up through aliases and Ollama's `:latest` tag; undefined when unknown. */
   find(name: string): CatalogModel | undefined {
+    // A name longer than any can be names nothing: no alias walk or comparison is spent on it.
+    if (name.length > MAX_MODEL_NAME_BYTES || Buffer.byteLength(name) > MAX_MODEL_NAME_BYTES) return undefined;
     const all = this.all();
-    const exact = (id: string) => all.find((m) => m.id === id) ?? all.find((m) => m.id.toLowerCase() === id.toLowerCase());
+    const exact = (id: string) => {
+      const lower = id.toLowerCase();
+      return all.find((m) => m.id === id) ?? all.find((m) => m.id.toLowerCase() === lower);
+    };
     // A user model answers to its bare name too, before a built-in of that name, which then
     // answers to `builtin.<name>` (lemonade.md's naming).
     const byId = (id: string) => {
@@ -484,6 +490,13 @@ export class Catalog {
     const spec = parseOmniManifest(readFileSync(file.path, "utf8"), model.checkpoints.main!);
     this.manifestCache.set(file.path, { mtimeMs, spec });
     return spec;
+  }
+
+  /** The byte length of the longest token in the model's GGUF vocabulary, when its main file is present. */
+  longestTokenBytes(model: CatalogModel): number | undefined {
+    const main = this.files(model).find((f) => f.role === "main");
+    if (!main?.path || !main.path.toLowerCase().endsWith(".gguf")) return undefined;
+    return this.metadata(main.path)?.longestTokenBytes;
   }
 
   /** The largest context the model's GGUF says it supports, when its main file is present. */

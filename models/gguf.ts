@@ -41,7 +41,13 @@ export interface GgufMetadata {
   /** Each value with its type, in file order. */
   kv: Map<string, { type: GgufType; value: GgufValue }>;
   tensors: GgufTensorInfo[];
+  /** The byte length of the vocabulary's longest token (`tokenizer.ggml.tokens`), read even when
+   * the arrays are skipped: no text of N bytes tokenises to fewer than N / this tokens. */
+  longestTokenBytes?: number;
 }
+
+/** The key of a GGUF's vocabulary. */
+const VOCABULARY = "tokenizer.ggml.tokens";
 
 class OutOfData extends Error {}
 
@@ -164,6 +170,24 @@ class Cursor {
     return { type: elemType, values };
   }
 
+  /** The longest string of an array of strings, moved past; undefined for another array. */
+  longestString(): number | undefined {
+    const elemType = this.u32() as GgufType;
+    const count = Number(this.u64());
+    if (count > this.remaining) throw new OutOfData(`an array claims ${count} elements, more than the file holds`);
+    if (elemType !== GgufType.STRING) {
+      this.skipValues(elemType, count);
+      return undefined;
+    }
+    let longest = 0;
+    for (let i = 0; i < count; i++) {
+      const len = Number(this.u64());
+      if (len > longest) longest = len;
+      this.skip(len);
+    }
+    return longest;
+  }
+
   private skipValues(type: GgufType, count: number): void {
     const size = SCALAR_SIZES[type];
     if (size !== undefined) return this.skip(size * count);
@@ -197,10 +221,21 @@ export function readGgufMetadata(path: string, opts: ReadOptions = {}): GgufMeta
     const tensorCount = Number(c.u64());
     const kvCount = Number(c.u64());
     const kv = new Map<string, { type: GgufType; value: GgufValue }>();
+    let longestTokenBytes: number | undefined;
     for (let i = 0; i < kvCount; i++) {
       const key = c.string();
       const type = c.u32() as GgufType;
-      kv.set(key, { type, value: c.value(type, opts.arrays !== false) });
+      if (key === VOCABULARY && type === GgufType.ARRAY && opts.arrays === false) {
+        longestTokenBytes = c.longestString();
+        kv.set(key, { type, value: { type: GgufType.STRING, values: [] } });
+        continue;
+      }
+      const value = c.value(type, opts.arrays !== false);
+      if (key === VOCABULARY && typeof value === "object") {
+        longestTokenBytes = 0;
+        for (const t of value.values) if (typeof t === "string") longestTokenBytes = Math.max(longestTokenBytes, Buffer.byteLength(t));
+      }
+      kv.set(key, { type, value });
     }
     const tensors: GgufTensorInfo[] = [];
     for (let i = 0; opts.tensors !== false && i < tensorCount; i++) {
@@ -210,7 +245,7 @@ export function readGgufMetadata(path: string, opts: ReadOptions = {}): GgufMeta
       for (let d = 0; d < nDims; d++) dims.push(c.u64());
       tensors.push({ name, dims, type: c.u32(), offset: c.u64() });
     }
-    return { version, kv, tensors };
+    return { version, kv, tensors, ...(longestTokenBytes ? { longestTokenBytes } : {}) };
   } catch (err) {
     if (err instanceof OutOfData) throw new Error(`${path}: ${err.message}`);
     throw err;

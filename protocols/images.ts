@@ -5,7 +5,12 @@
 // (`seed`, `negative_prompt`, `sample_params.sample_steps`, `.guidance.txt_cfg`, `.sample_method`,
 // `.scheduler`, `.flow_shift`). Edits and variations go to sd-server's multipart edits route;
 // upscaling runs sd-cli with an ESRGAN model. A concrete seed is always sent, and reported back.
+// What the engine would otherwise decide silently is settled here: sizes are rounded up to the
+// multiple of 64 sd.cpp makes, and each image reports the size it has; more than sd.cpp's batch
+// of 8 images is several batches; uploads that do not decode are refused; client text may not
+// carry an extra-args block of its own (sd-server applies the first one, over everything sent).
 import { ApiError } from "../lib/api-error.ts";
+import { readImage } from "../lib/images.ts";
 import { scrubPaths } from "../lib/scrub.ts";
 import { E } from "../spec/errors.ts";
 import { enginePath, serves } from "../spec/recipes.ts";
@@ -18,10 +23,31 @@ import type { UncheckedJson as Json } from "../lib/json.ts";
 /** The prompt the real server sends for a variation (the docs: the prompt is ignored). */
 const VARIATION_PROMPT = "variation";
 
-export const needsImageModel: ModelCheck = (model: CatalogModel) =>
-  model.type === "image" && !model.labels.includes("upscaling") && serves(model.recipe, "image.generate")
+export const needsImageModel: ModelCheck = (model: CatalogModel) => {
+  if (model.labels.includes("upscaling")) {
+    return ApiError.of(E.upscalerCannotGenerate, `Model ${model.id} is an upscaling model: it cannot generate images (use /v1/images/upscale)`, "model");
+  }
+  return model.type === "image" && serves(model.recipe, "image.generate")
     ? null
     : ApiError.of(E.cannotGenerateImages, `Model ${model.id} cannot generate images (its type is ${model.type})`, "model");
+};
+
+/** sd.cpp makes images in multiples of 64 pixels, rounding a size up. */
+const SIZE_STEP = 64;
+const roundSize = (n: number) => Math.ceil(n / SIZE_STEP) * SIZE_STEP;
+
+/** sd.cpp caps one generation at 8 images (resolve_and_validate); more are several batches. */
+const ENGINE_BATCH = 8;
+
+/** sd-server applies the first `<sd_cpp_extra_args>` block in the prompt: one in client text would
+ * override every setting sent after it, so client text may not hold the tag at all. */
+const EXTRA_ARGS_TAG = /<\s*\/?\s*sd_cpp_extra_args\s*>/i;
+
+function checkClientText(text: unknown, param: string): void {
+  if (typeof text === "string" && EXTRA_ARGS_TAG.test(text)) {
+    throw ApiError.of(E.invalidArgument, `'${param}' may not contain an <sd_cpp_extra_args> block: set the parameters as request fields`, param);
+  }
+}
 
 /** What a generation runs with, each from the first layer that sets it. */
 export interface ImageSettings {
@@ -40,9 +66,9 @@ const randomSeed = () => Math.floor(Math.random() * 2 ** 31);
 
 function parseSize(size: unknown, param = "size"): [number, number] | undefined {
   if (size === undefined || size === null || size === "") return undefined;
-  const m = /^(\d+)x(\d+)$/.exec(String(size));
+  const m = /^(\d{1,5})x(\d{1,5})$/.exec(String(size));
   if (!m || Number(m[1]) < 1 || Number(m[2]) < 1) throw ApiError.of(E.invalidArgument, `'${param}' must be WIDTHxHEIGHT, such as 512x512`, param);
-  return [Number(m[1]), Number(m[2])];
+  return [roundSize(Number(m[1])), roundSize(Number(m[2]))];
 }
 
 /** Settings for `model`: the request's values, else the saved options, else image_defaults, else the recipe's. */
@@ -52,12 +78,13 @@ export function imageSettings(ctx: Pick<ServerContext, "options">, model: Catalo
   const size = parseSize(request.size);
   const seed = typeof request.seed === "number" && request.seed >= 0 ? request.seed : randomSeed();
   const settings: ImageSettings = {
-    width: size?.[0] ?? request.width ?? Number(options.width),
-    height: size?.[1] ?? request.height ?? Number(options.height),
+    width: roundSize(size?.[0] ?? request.width ?? Number(options.width)),
+    height: roundSize(size?.[1] ?? request.height ?? Number(options.height)),
     steps: request.steps ?? Number(options.steps),
     cfgScale: request.cfg_scale ?? Number(options.cfg_scale),
     seed,
   };
+  checkClientText(request.negative_prompt, "negative_prompt");
   if (request.negative_prompt) settings.negativePrompt = String(request.negative_prompt);
   const sampleMethod = request.sample_method ?? extras.sampling_method ?? extras.sample_method;
   if (sampleMethod) settings.sampleMethod = String(sampleMethod);
@@ -75,19 +102,43 @@ export function withExtraArgs(prompt: string, s: ImageSettings, opts: { flowShif
   if (s.flowShift !== undefined && opts.flowShift !== false) sample.flow_shift = s.flowShift;
   const extra: Json = { seed: s.seed, sample_params: sample };
   if (s.negativePrompt) extra.negative_prompt = s.negativePrompt;
-  return `${prompt} <sd_cpp_extra_args>${JSON.stringify(extra)}</sd_cpp_extra_args>`;
+  // `<` escaped: no string inside the block can close it early.
+  return `${prompt} <sd_cpp_extra_args>${JSON.stringify(extra).replace(/</g, "\\u003c")}</sd_cpp_extra_args>`;
 }
 
-/** sd-server's answer, each image with the parameters it was made with (seeds count up per image). */
-function reshape(s: ImageSettings) {
+/** The size an answered image has, read from it. */
+function madeSize(b64: unknown): { width: number; height: number } | undefined {
+  if (typeof b64 !== "string") return undefined;
+  const info = readImage(Buffer.from(b64, "base64"));
+  return "error" in info ? undefined : { width: info.width, height: info.height };
+}
+
+/** sd-server's answer, each image with the parameters it was made with (seeds count up per image
+ * from the batch's first) and the size it was made at. */
+function reshape(s: ImageSettings, firstIndex = 0) {
   return (answer: Json): Json => ({
     created: answer.created ?? Math.floor(Date.now() / 1000),
     data: (Array.isArray(answer.data) ? answer.data : []).map((d: Json, i: number) => ({
       b64_json: d.b64_json,
-      generation_info: { seed: s.seed + i, steps: s.steps, cfg_scale: s.cfgScale, width: s.width, height: s.height },
+      generation_info: { seed: s.seed + firstIndex + i, steps: s.steps, cfg_scale: s.cfgScale, width: s.width, height: s.height, ...madeSize(d.b64_json) },
     })),
     output_format: answer.output_format ?? "png",
   });
+}
+
+/** `n` images as batches of at most ENGINE_BATCH, each one engine request whose seed follows on
+ * from the images before it; one batch is the engine's answer as it is. */
+async function inBatches(n: number, s: ImageSettings, send: (count: number, first: number, settings: ImageSettings) => Promise<Response>): Promise<Response> {
+  if (n <= ENGINE_BATCH) return send(n, 0, s);
+  const data: Json[] = [];
+  let last: Json = {};
+  for (let first = 0; first < n; first += ENGINE_BATCH) {
+    const res = await send(Math.min(ENGINE_BATCH, n - first), first, { ...s, seed: s.seed + first });
+    if (!res.ok) return res;
+    last = await res.json();
+    data.push(...(Array.isArray(last.data) ? last.data : []));
+  }
+  return Response.json({ ...last, data });
 }
 
 function checkResponseFormat(format: unknown): void {
@@ -104,18 +155,21 @@ export async function generateImages(ctx: Pick<ServerContext, "options" | "proxy
 /** POST /v1/images/generations */
 export function generate(ctx: Pick<ServerContext, "options" | "proxy">, body: Json, signal: AbortSignal, endpoint: string): Promise<Response> {
   checkResponseFormat(body.response_format);
+  checkClientText(body.prompt, "prompt");
   const model = ctx.proxy.model(body.model, needsImageModel);
   const s = imageSettings(ctx, model, body);
-  return ctx.proxy.toModel({
-    model: body.model,
-    path: enginePath(model.recipe, "image.generate"),
-    body: { prompt: withExtraArgs(body.prompt, s), n: body.n ?? 1, size: `${s.width}x${s.height}`, output_format: "png" },
-    reshape: reshape(s),
-    check: needsImageModel,
-    signal,
-    endpoint,
-    generation: false,
-  });
+  return inBatches(body.n ?? 1, s, (count, first, batch) =>
+    ctx.proxy.toModel({
+      model: body.model,
+      path: enginePath(model.recipe, "image.generate"),
+      body: { prompt: withExtraArgs(body.prompt, batch), n: count, size: `${s.width}x${s.height}`, output_format: "png" },
+      reshape: reshape(s, first),
+      check: needsImageModel,
+      signal,
+      endpoint,
+      generation: false,
+    }),
+  );
 }
 
 function field(form: FormData, name: string): string | undefined {
@@ -162,6 +216,7 @@ export async function edit(ctx: Pick<ServerContext, "options" | "proxy">, reques
   if (!images.length) throw ApiError.of(E.missingArgument, "Missing required argument 'image'", "image");
   const prompt = kind === "edit" ? field(form, "prompt") : VARIATION_PROMPT;
   if (!prompt) throw ApiError.of(E.missingArgument, "Missing required argument 'prompt'", "prompt");
+  checkClientText(prompt, "prompt");
   checkResponseFormat(field(form, "response_format"));
   const n = intField(form, "n", 1, 10) ?? 1;
   const model = ctx.proxy.model(name, needsImageModel);
@@ -172,28 +227,44 @@ export async function edit(ctx: Pick<ServerContext, "options" | "proxy">, reques
     seed: intField(form, "seed", -1, 2 ** 53),
     negative_prompt: field(form, "negative_prompt"),
   });
+  // sd-server skips an upload it cannot decode and answers a text-to-image picture instead.
+  const uploads = await Promise.all(images.map((image, i) => checkUpload(image as Blob, images.length > 1 ? `image[${i}]` : "image")));
+  const mask = kind === "edit" ? form.get("mask") : null;
+  if (mask instanceof Blob) await checkUpload(mask, "mask");
   const out = new FormData();
-  out.set("prompt", withExtraArgs(prompt, s, { flowShift: kind === "edit" }));
-  out.set("n", String(n));
-  // Without a size sd-server takes the first image's, as the docs say.
-  if (size) {
-    out.set("size", `${size[0]}x${size[1]}`);
-    [s.width, s.height] = size;
-  }
+  // Without a size sd-server takes the first image's (rounded up as it makes it), as the docs say.
+  [s.width, s.height] = size ?? [roundSize(uploads[0]!.width), roundSize(uploads[0]!.height)];
+  if (size) out.set("size", `${size[0]}x${size[1]}`);
   for (const [i, image] of images.entries()) out.append("image[]", image as Blob, (image as File).name || `image-${i}.png`);
-  const mask = form.get("mask");
-  if (kind === "edit" && mask instanceof Blob) out.set("mask", mask, "mask.png");
-  return ctx.proxy.toModel({
-    model: name,
-    path: enginePath(model.recipe, "image.edit"),
-    body: {},
-    form: out,
-    reshape: reshape(s),
-    check: needsImageModel,
-    signal: request.signal,
-    endpoint,
-    generation: false,
+  if (mask instanceof Blob) out.set("mask", mask, "mask.png");
+  return inBatches(n, s, (count, first, batch) => {
+    out.set("prompt", withExtraArgs(prompt, batch, { flowShift: kind === "edit" }));
+    out.set("n", String(count));
+    return ctx.proxy.toModel({
+      model: name,
+      path: enginePath(model.recipe, "image.edit"),
+      body: {},
+      form: out,
+      reshape: reshape(s, first),
+      check: needsImageModel,
+      signal: request.signal,
+      endpoint,
+      generation: false,
+    });
   });
+}
+
+/** An upload's size, refused unless it decodes as a PNG, JPEG or WebP. */
+async function checkUpload(file: Blob, param: string): Promise<{ width: number; height: number }> {
+  const info = readImage(new Uint8Array(await file.arrayBuffer()));
+  if ("error" in info) throw ApiError.of(E.undecodableImage, `'${param}' is not a readable PNG, JPEG or WebP image: ${info.error}`, param.replace(/\[\d+\]$/, ""));
+  return info;
+}
+
+/** The scale an ESRGAN model upscales by, from its name (`RealESRGAN-x4plus`); 4 when it says none. */
+function nativeScale(model: CatalogModel): number {
+  const m = /x(\d)(?!\d)/i.exec([model.id, ...Object.values(model.checkpoints)].join(" "));
+  return m ? Number(m[1]) : 4;
 }
 
 /** POST /v1/images/upscale: the one-shot recipe standing in for the model's (sd-cli), with the
@@ -203,13 +274,16 @@ export async function upscale(ctx: Pick<ServerContext, "catalog" | "library" | "
   if (!model.labels.includes("upscaling")) throw ApiError.of(E.notUpscaler, `Model ${model.id} is not an upscaling model (it has no 'upscaling' label)`, "model");
   const upscaler = ctx.standIns.of(model, "upscale");
   if (upscaler?.kind !== "one-shot") throw ApiError.of(E.cannotUpscale, `Model ${model.id}'s recipe (${model.recipe}) cannot upscale`, "model");
-  let image: Uint8Array;
-  try {
-    image = Uint8Array.from(Buffer.from(body.image, "base64"));
-  } catch {
-    throw ApiError.of(E.invalidArgument, "'image' must be a base64-encoded PNG", "image");
+  // An ESRGAN model upscales by its own scale only (sd-cli has no other): another factor is refused.
+  const scale = nativeScale(model);
+  if (body.upscale_factor !== undefined && body.upscale_factor !== scale) {
+    throw ApiError.of(E.invalidArgument, `'upscale_factor' must be ${scale}: ${model.id} upscales ${scale}x, and no other factor`, "upscale_factor");
   }
-  if (image.length < 8 || image[0] !== 0x89 || image[1] !== 0x50) throw ApiError.of(E.invalidArgument, "'image' must be a base64-encoded PNG", "image");
+  const image = Uint8Array.from(Buffer.from(body.image, "base64"));
+  const decoded = readImage(image);
+  if ("error" in decoded || decoded.format !== "png") {
+    throw ApiError.of(E.undecodableImage, `'image' must be a base64-encoded PNG${"error" in decoded ? `: ${decoded.error}` : ""}`, "image");
+  }
   try {
     await ctx.library.ensureDownloaded(model);
   } catch (err) {

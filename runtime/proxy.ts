@@ -8,6 +8,7 @@
 import { E } from "../spec/errors.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { systemClock, type Clock } from "../lib/clock.ts";
+import { minimumTokens, promptBytes } from "../models/prompt-bound.ts";
 import type { Catalog, CatalogModel } from "../models/catalog.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
@@ -44,6 +45,9 @@ export interface ProxyDeps {
   cloud?: CloudProviders;
   /** config.json `global_timeout`: the most seconds a cloud request may take. */
   cloudTimeoutS?: () => number;
+  /** The context a local model runs with (or a load with these options would), for recipes that
+   * take one: a prompt that cannot fit it is refused before the engine sees it. */
+  contextSize?: (model: CatalogModel, loadOptions?: Record<string, unknown>) => number | undefined;
 }
 
 export class EngineProxy implements Forwarding {
@@ -52,6 +56,9 @@ export class EngineProxy implements Forwarding {
   private readonly exchangeDeps: ExchangeDeps;
   /** Every kind of model a request may name; collections add theirs (app/context.ts). */
   readonly targets: Targets;
+  /** Each model's longest token, read from its GGUF once (the catalog makes a new object when a
+   * model changes). */
+  private readonly longestTokens = new WeakMap<CatalogModel, number | undefined>();
 
   constructor(private readonly deps: ProxyDeps) {
     this.targets = new Targets(engineKind(deps.scheduler, this), [cloudKind(this)]);
@@ -113,9 +120,24 @@ export class EngineProxy implements Forwarding {
   async toEngine(model: CatalogModel, req: ProxyRequest): Promise<Response> {
     const refusal = req.check(model);
     if (refusal) throw refusal;
+    this.checkFits(model, req);
     const opts = { options: req.loadOptions, signal: req.signal };
     const lease = await this.deps.scheduler.acquire(model, opts);
     return this.forward(lease, { ...req, method: "POST" }, this.localRoute(model, opts, true), req);
+  }
+
+  /** Refuses a prompt longer than the context in any tokenisation (models/prompt-bound.ts). */
+  private checkFits(model: CatalogModel, req: ProxyRequest): void {
+    const context = this.deps.contextSize?.(model, req.loadOptions);
+    if (!context) return;
+    if (!this.longestTokens.has(model)) this.longestTokens.set(model, this.deps.catalog.longestTokenBytes(model));
+    const longest = this.longestTokens.get(model);
+    if (!longest) return;
+    const bytes = promptBytes(req.body);
+    const tokens = minimumTokens(bytes, longest);
+    if (tokens > context) {
+      throw ApiError.of(E.contextLengthExceeded, `The prompt is at least ${tokens} tokens (${bytes} bytes; no token of ${model.id} is longer than ${longest}), more than its context of ${context}`);
+    }
   }
 
   /** A cloud model's request goes to its provider, the model named by the provider's own id. */

@@ -97,6 +97,8 @@ export const E = {
     "The backend reports an error, for example when `model` cannot serve this route, an error whose `type` is `unsupported_operation`",
     "unsupported_operation",
   ),
+  upscalerCannotGenerate: row(400, "", "`model` is an upscaling model, which cannot generate or edit images"),
+  undecodableImage: row(400, "invalid_argument", "An uploaded image (or mask) does not decode as a PNG, JPEG or WebP"),
   notMultipart: row(400, "", "The request is not `multipart/form-data`"),
   unreadableMultipart: row(400, "", "The multipart body cannot be read"),
   imageFieldsBoth: row(400, "", "The form has files under both `image` and `image[]`"),

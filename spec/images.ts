@@ -8,6 +8,7 @@ import { ModelName, status } from "./schemas.ts";
 const imageErrors = [
   { status: 400, code: "", when: "The backend's reply does not parse, or a request field not listed above has the wrong JSON type" },
   ...LOADING_ERRORS,
+  E.upscalerCannotGenerate,
   E.cannotGenerateImages,
 ];
 
@@ -16,6 +17,7 @@ const multipartErrors = [
   E.unreadableMultipart,
   E.missingArgument,
   E.invalidArgument,
+  E.undecodableImage,
   ...imageErrors,
 ];
 
@@ -24,14 +26,19 @@ const ImagesResponse = T.Object({
   data: T.Array(
     T.Object({
       b64_json: T.String({ description: "Base64-encoded PNG" }),
-      generation_info: T.Optional(T.Unknown({ description: "Generation parameters the server used, such as the `seed`" })),
+      generation_info: T.Optional(
+        T.Unknown({ description: "Generation parameters the server used: `seed`, `steps`, `cfg_scale`, and the `width` and `height` of the image as made" }),
+      ),
     }),
     { description: "The generated images, one entry per image" },
   ),
   output_format: T.Optional(T.String({ description: "File format of the images, such as `png`" })),
 });
 
-const Size = T.String({ pattern: "^\\d+x\\d+$", description: "Image size as `WIDTHxHEIGHT`, such as `256x256`." });
+const Size = T.String({
+  pattern: "^\\d+x\\d+$",
+  description: "Image size as `WIDTHxHEIGHT`, such as `256x256`. Each side is rounded up to a multiple of 64, as sd.cpp makes images; `generation_info` reports the size made.",
+});
 const B64Only = T.Literal("b64_json", { description: "Only `b64_json`, a base64-encoded image, is supported." });
 
 export const generations = endpoint({
@@ -49,17 +56,17 @@ export const generations = endpoint({
     "Generates an image from a text prompt, loading the model on first use. CPU inference takes minutes per image; a GPU backend is much faster. Settings come, in this order, from the request, the model's saved `sd-cpp` options, its catalog `image_defaults`, then sd-server's own.",
   body: T.Object(
     {
-      prompt: T.String({ minLength: 1, description: "The text description of the image to generate." }),
+      prompt: T.String({ minLength: 1, description: "The text description of the image to generate. It may not contain an `<sd_cpp_extra_args>` block." }),
       model: ModelName,
       size: T.Optional(Size),
       width: T.Optional(T.Integer({ minimum: 64, maximum: 4096, description: "Lemonade extension: image width, instead of `size`." })),
       height: T.Optional(T.Integer({ minimum: 64, maximum: 4096, description: "Lemonade extension: image height, instead of `size`." })),
-      n: T.Optional(T.Integer({ minimum: 1, maximum: 10, description: "Number of images to generate. Defaults to `1`." })),
+      n: T.Optional(T.Integer({ minimum: 1, maximum: 10, description: "Number of images to generate. Defaults to `1`. More than 8 (sd.cpp's batch) are made in several batches." })),
       response_format: T.Optional(status(B64Only, "partial")),
       steps: T.Optional(T.Integer({ minimum: 1, maximum: 1000, description: "Number of inference steps; lower is faster, higher can improve quality." })),
       cfg_scale: T.Optional(T.Number({ description: "Classifier-free guidance scale. Defaults to the model's own, else `7.0`." })),
       seed: T.Optional(T.Integer({ description: "Random seed for reproducible output; a negative value, or none, picks a random one, which the answer reports." })),
-      negative_prompt: T.Optional(T.String({ description: "Lemonade extension: what the image should not show." })),
+      negative_prompt: T.Optional(T.String({ description: "Lemonade extension: what the image should not show. It may not contain an `<sd_cpp_extra_args>` block." })),
       sample_method: T.Optional(T.String({ description: "Lemonade extension: sd.cpp's sampler, such as `euler_a`." })),
       scheduler: T.Optional(T.String({ description: "Lemonade extension: sd.cpp's scheduler, such as `karras`." })),
     },
@@ -72,7 +79,7 @@ export const generations = endpoint({
 
 const multipartFields = {
   model: ModelName,
-  image: T.Unknown({ description: "PNG or JPEG upload (`image`, or `image[]` repeated for several references)." }),
+  image: T.Unknown({ description: "PNG, JPEG or WebP upload (`image`, or `image[]` repeated for several references); one that does not decode is refused." }),
   size: T.Optional(Size),
   n: T.Optional(T.Integer({ minimum: 1, maximum: 10, description: "Number of images to generate, from `1` to `10`. Defaults to `1`." })),
   response_format: T.Optional(status(B64Only, "partial")),
@@ -93,8 +100,8 @@ export const edits = endpoint({
   description: "Edits one or more reference images as a prompt describes. The request is `multipart/form-data`; images are forwarded to sd-server without re-encoding.",
   body: T.Object({
     ...multipartFields,
-    prompt: T.String({ description: "A text description of the desired edit." }),
-    mask: T.Optional(T.Unknown({ description: "A PNG mask: white areas are edited and black areas are kept." })),
+    prompt: T.String({ description: "A text description of the desired edit. It may not contain an `<sd_cpp_extra_args>` block." }),
+    mask: T.Optional(T.Unknown({ description: "A PNG, JPEG or WebP mask: white areas are edited and black areas are kept. One that does not decode is refused." })),
     steps: T.Optional(T.Integer({ description: "Number of inference steps. Defaults to the model's own." })),
     cfg_scale: T.Optional(T.Number({ description: "Classifier-free guidance scale. Defaults to the model's own." })),
     seed: T.Optional(T.Integer({ description: "Random seed for reproducible output." })),
@@ -137,15 +144,16 @@ export const upscale = endpoint({
   availability: "fully_available",
   description: "Upscales an image with an upscaling model such as `RealESRGAN-x4plus`. The model is downloaded on first use.",
   body: T.Object({
-    image: T.String({ minLength: 1, description: "Base64-encoded PNG image to upscale." }),
+    image: T.String({ minLength: 1, description: "Base64-encoded PNG image to upscale; one that does not decode (a truncated PNG) is refused." }),
     model: ModelName,
-    upscale_factor: T.Optional(T.Integer({ minimum: 1, maximum: 8, description: "Optional scale factor (up to the upscaler's native scale)." })),
+    upscale_factor: T.Optional(T.Integer({ minimum: 1, maximum: 8, description: "Optional scale factor; an ESRGAN model upscales by its native scale only (4 for `RealESRGAN-x4plus`), and another factor is refused." })),
   }),
   response: ImagesResponse,
   errors: [
     E.notUpscaler,
     E.cannotUpscale,
     E.upscalerNotFound,
+    E.undecodableImage,
     ...imageErrors,
     E.upscaleFailed,
   ],

@@ -187,13 +187,14 @@ const OptionsBody = T.Object({
     description: "The model's own entry in `recipe_options.json`: only what was explicitly saved, or `{}`",
   }),
   effective: T.Record(T.String(), T.Unknown(), {
-    description: "The body a `POST /v1/load` for this model uses now: every option the recipe accepts, resolved through the priority chain",
+    description:
+      "The body a `POST /v1/load` for this model uses now: every option the recipe accepts, resolved through the priority chain. A `ctx_size` of `-1` (automatic) stays `-1` here, so a client can tell it from a fixed size; `resolved_ctx_size` carries the number it comes to",
   }),
   defaults: T.Record(T.String(), T.Unknown(), {
     description: "What `effective` becomes if `saved` is erased. A `ctx_size` of `-1` means the server picks the context size",
   }),
   resolved_ctx_size: T.Optional(
-    T.Integer({ description: "The context size a load right now would use, for recipes that take one" }),
+    T.Integer({ description: "The context size a load right now would use, for recipes that take one: `effective.ctx_size` as is, or, when that is `-1`, the size the server picks" }),
   ),
   load_command: T.String({ description: "The curl command that reproduces the load: `effective` posted to `/v1/load`, with `$LEMONADE_BASE_URL` left for the caller to fill in" }),
 });

@@ -128,7 +128,7 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
       llamacpp_args: {
         kind: "string",
         default: "",
-        doc: "llamacpp: extra llama-server arguments. Not allowed: the flags the server sets (`-m`, `--port`, `--host`, `--ctx-size`, `-ngl`, `--jinja`, `--mmproj`, `--embeddings`, `--reranking`, ...) and those that write or read outside the model's folders.",
+        doc: "llamacpp: extra llama-server arguments: only thread, batching, memory, precision, RoPE, sampling, reasoning and logging flags (such as `--threads`, `--parallel`, `--batch-size`, `--cache-type-k`, `-fa`, `--temp`, `--reasoning-format`). Refused: the flags the server sets (`-m`, `--port`, `--host`, `--ctx-size`, `-ngl`, `--jinja`, `--mmproj`, `--embeddings`, `--reranking`, ...), those that write or read outside the model's folders, and any other.",
       },
       llamacpp_device: { kind: "string", default: "", doc: "llamacpp: llama-server's `--device` list, such as `Vulkan0`; empty leaves its default." },
       ...ARGS_MERGE,
@@ -147,7 +147,7 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
     defaultLabel: "transcription",
     options: {
       whispercpp_backend: { kind: "string", default: "cpu", doc: "whispercpp: `auto`, `cpu` or `system`." },
-      whispercpp_args: { kind: "string", default: "", doc: "whispercpp: extra whisper-server arguments. Not allowed: `-m`, `--model`, `--port`, `--host`." },
+      whispercpp_args: { kind: "string", default: "", doc: "whispercpp: extra whisper-server arguments: only decoding, thread and device flags (such as `--threads`, `--beam-size`, `--language`, `--no-gpu`); the server sets `-m`, `--port`, `--host`." },
       ...ARGS_MERGE,
       ...COMMON,
     },
@@ -176,7 +176,7 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
       sdcpp_args: {
         kind: "string",
         default: "",
-        doc: "sd-cpp: extra sd-server arguments. Not allowed: `-m`, `--model`, `--diffusion-model`, `--llm`, `--vae`, `-v`, `--listen-port`, `--listen-ip`.",
+        doc: "sd-cpp: extra sd-server arguments: only sampling, thread, memory and precision flags (such as `--threads`, `--sampling-method`, `--vae-tiling`, `--offload-to-cpu`, `--diffusion-fa`, `--type`); the server sets `-m`, `--diffusion-model`, `--llm`, `--vae`, `--listen-port`, `--listen-ip`, and flags that read other files, reach the network or serve other content are refused.",
       },
       ...ARGS_MERGE,
       ...COMMON,
@@ -217,7 +217,7 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
     defaultLabel: "chat",
     options: {
       vllm_backend: { kind: "string", default: "auto", doc: "vllm: `auto` or `system` (`vllm` on PATH, or the binary config.json `vllm.system_bin` names)." },
-      vllm_args: { kind: "string", default: "", doc: "vllm: extra `vllm serve` arguments. Not allowed: `--host`, `--port`, `--model`, `--served-model-name`." },
+      vllm_args: { kind: "string", default: "", doc: "vllm: extra `vllm serve` arguments: only memory, parallelism, precision and scheduling flags (such as `--max-model-len`, `--gpu-memory-utilization`, `--dtype`, `--tensor-parallel-size`); the server sets `--host`, `--port`, `--model`, `--served-model-name`." },
       ...ARGS_MERGE,
       ...COMMON,
     },

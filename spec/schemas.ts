@@ -11,7 +11,11 @@ export function status<S extends TSchema>(schema: S, value: ParamStatus): S {
 export const Nullable = <S extends TSchema>(schema: S, options: SchemaOptions = {}) =>
   T.Union([schema, T.Null()], options);
 
-export const ModelName = T.String({ description: "The model to run; loaded on first use.", minLength: 1 });
+/** No model name (with its `user.`/`builtin.` prefix, an alias, or a `:latest` tag) is longer: a
+ * longer one is refused before any lookup, so no lookup costs time in a client's string. */
+export const MAX_MODEL_NAME_BYTES = 256;
+
+export const ModelName = T.String({ description: `The model to run; loaded on first use. At most ${MAX_MODEL_NAME_BYTES} characters.`, minLength: 1, maxLength: MAX_MODEL_NAME_BYTES });
 
 export const ModelType = T.Union(
   ["llm", "embedding", "reranking", "transcription", "image", "tts"].map((v) => T.Literal(v)),

@@ -1,19 +1,9 @@
-// A real PNG for the FAKE image engines: a solid colour of the size asked for, with the request
-// the engine received in a `tEXt` chunk (keyword `parameters`, as sd.cpp itself embeds them), so a
-// test can decode the image and read back what reached the engine.
+// Real images for the FAKE image engines: a solid PNG (or a grey baseline JPEG) of the size asked
+// for, carrying, as sd.cpp does, an A1111-style `parameters` text ("prompt\nSteps: 20, CFG
+// scale: 7, Seed: 42, Size: 512x512, ..."), and beside it the request the engine received as
+// JSON (keyword `fake-request`), so a test can decode the image and read back what reached it.
 import { deflateSync } from "node:zlib";
-
-const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
-  let c = n;
-  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-  return c >>> 0;
-});
-
-function crc32(bytes: Uint8Array): number {
-  let c = 0xffffffff;
-  for (const b of bytes) c = CRC_TABLE[(c ^ b) & 0xff]! ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
-}
+import { crc32 } from "../../lib/images.ts";
 
 function chunk(type: string, data: Uint8Array): Buffer {
   const head = Buffer.alloc(8);
@@ -24,8 +14,10 @@ function chunk(type: string, data: Uint8Array): Buffer {
   return Buffer.concat([head, data, crc]);
 }
 
-/** A width x height RGB PNG of one colour, carrying `parameters` as text. */
-export function png(width: number, height: number, rgb: [number, number, number], parameters: unknown): Buffer {
+const text = (keyword: string, value: string) => chunk("tEXt", Buffer.from(`${keyword}\0${value}`, "latin1"));
+
+/** A width x height RGB PNG of one colour, carrying `record` (JSON) and the `parameters` text. */
+export function png(width: number, height: number, rgb: [number, number, number], record: unknown, parameters?: string): Buffer {
   const ihdr = Buffer.alloc(13);
   ihdr.writeUInt32BE(width, 0);
   ihdr.writeUInt32BE(height, 4);
@@ -33,13 +25,47 @@ export function png(width: number, height: number, rgb: [number, number, number]
   const row = Buffer.alloc(1 + width * 3);
   for (let x = 0; x < width; x++) row.set(rgb, 1 + x * 3);
   const raw = Buffer.concat(Array.from({ length: height }, () => row));
-  const text = Buffer.from(`parameters\0${JSON.stringify(parameters)}`, "latin1");
   return Buffer.concat([
     Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
     chunk("IHDR", ihdr),
-    chunk("tEXt", text),
+    ...(parameters === undefined ? [] : [text("parameters", parameters)]),
+    text("fake-request", JSON.stringify(record)),
     chunk("IDAT", deflateSync(raw)),
     chunk("IEND", new Uint8Array()),
+  ]);
+}
+
+const segment = (marker: number, data: Uint8Array) => {
+  const head = Buffer.from([0xff, marker, 0, 0]);
+  head.writeUInt16BE(data.length + 2, 2);
+  return Buffer.concat([head, data]);
+};
+
+/** A width x height mid-grey baseline JPEG at `quality` (its one quantisation value follows it),
+ * with the `parameters` text and `record` in COM segments. Every 8x8 block is DC 0, then end of
+ * block, each a one-bit Huffman code. */
+export function jpeg(width: number, height: number, quality: number, record: unknown, parameters = ""): Buffer {
+  const sof = Buffer.from([8, 0, 0, 0, 0, 1, 1, 0x11, 0]);
+  sof.writeUInt16BE(height, 1);
+  sof.writeUInt16BE(width, 3);
+  const q = Math.max(1, Math.min(255, Math.round((101 - quality) * 2.5)));
+  const huffman = (tableClass: number) => Buffer.from([tableClass << 4, 1, ...new Array(15).fill(0), 0]);
+  const blocks = Math.ceil(width / 8) * Math.ceil(height / 8);
+  const scan = Buffer.alloc(Math.ceil((blocks * 2) / 8));
+  // The bits after the last block are padded with ones, as the standard asks.
+  const used = blocks * 2;
+  if (used % 8) scan[scan.length - 1] = 0xff >> used % 8;
+  return Buffer.concat([
+    Buffer.from([0xff, 0xd8]),
+    segment(0xfe, Buffer.from(`parameters\0${parameters}`, "latin1")),
+    segment(0xfe, Buffer.from(`fake-request\0${JSON.stringify(record)}`, "latin1")),
+    segment(0xdb, Buffer.from([0, ...new Array(64).fill(q)])),
+    segment(0xc0, sof),
+    segment(0xc4, huffman(0)),
+    segment(0xc4, huffman(1)),
+    segment(0xda, Buffer.from([1, 1, 0x00, 0, 63, 0])),
+    scan,
+    Buffer.from([0xff, 0xd9]),
   ]);
 }
 
@@ -50,17 +76,22 @@ export function pngSize(bytes: Uint8Array): { width: number; height: number } {
   return { width: b.readUInt32BE(16), height: b.readUInt32BE(20) };
 }
 
-/** The `parameters` text a PNG carries. */
-export function pngParameters(bytes: Uint8Array): unknown {
+/** A PNG's `tEXt` value for `keyword`. */
+export function pngText(bytes: Uint8Array, keyword: string): string | undefined {
   const b = Buffer.from(bytes);
-  for (let at = 8; at < b.length; ) {
+  for (let at = 8; at + 8 <= b.length; ) {
     const len = b.readUInt32BE(at);
-    const type = b.toString("ascii", at + 4, at + 8);
-    if (type === "tEXt") {
-      const text = b.toString("latin1", at + 8, at + 8 + len);
-      if (text.startsWith("parameters\0")) return JSON.parse(text.slice("parameters\0".length));
+    if (b.toString("ascii", at + 4, at + 8) === "tEXt") {
+      const value = b.toString("latin1", at + 8, at + 8 + len);
+      if (value.startsWith(`${keyword}\0`)) return value.slice(keyword.length + 1);
     }
     at += 12 + len;
   }
   return undefined;
+}
+
+/** The request the FAKE engine recorded in a PNG it made. */
+export function pngParameters(bytes: Uint8Array): unknown {
+  const record = pngText(bytes, "fake-request");
+  return record === undefined ? undefined : JSON.parse(record);
 }

@@ -140,9 +140,10 @@ test("a context overflow is normalised on every dialect: OpenAI 400 (and one str
 });
 
 test("Ollama: a model whose engine fails to start is a 404 on a route that loads on first use", async () => {
-  const broken = await startFakeServer(["b"], {}, { llamacpp_args: "--fake-exit 3" });
+  // llamacpp_args takes only llama-server's own flags: the model's file name makes the FAKE exit.
+  const broken = await startFakeServer(["fake-exit-3"]);
   try {
-    const res = await fetch(`${broken.url}/api/chat`, { method: "POST", body: JSON.stringify({ model: "extra.b", stream: false, messages: [{ role: "user", content: "hi" }] }) });
+    const res = await fetch(`${broken.url}/api/chat`, { method: "POST", body: JSON.stringify({ model: "extra.fake-exit-3", stream: false, messages: [{ role: "user", content: "hi" }] }) });
     expect(res.status).toBe(404);
     expect(typeof (await res.json()).error).toBe("string");
   } finally {

@@ -102,9 +102,9 @@ test("auto picks CUDA on NVIDIA, ROCm on AMD, Vulkan on an Intel GPU — once th
   expect(bestGpuBackend("llamacpp", env(machine([], { vulkan: false })))).toBeNull();
   expect(llamacpp.resolveBackend!("auto", env(machine([{ vendor: "nvidia", name: "RTX" }])))).toBe("cuda");
   expect(releaseBackendStatus("llamacpp", "cuda", env(machine([{ vendor: "nvidia", name: "RTX" }])))).toMatchObject({ state: "installable", action: "lemonade backends install llamacpp:cuda" });
-  // Without a pinned checksum the backend says what is missing.
+  // Without a pinned checksum the backend still installs, checked against GitHub's published digest.
   const unpinned = { cacheDir: tempDir(), path: "", devices: machine([{ vendor: "nvidia", name: "RTX" }]) };
-  expect(releaseBackendStatus("llamacpp", "cuda", unpinned)).toMatchObject({ state: "unsupported", message: expect.stringContaining("no pinned sha256") });
+  expect(releaseBackendStatus("llamacpp", "cuda", unpinned)).toMatchObject({ state: "installable", message: expect.stringContaining("the sha256 digest GitHub publishes") });
 });
 
 test("live on this machine: a CPU, and every GPU backend unsupported with its reason", () => {

@@ -107,7 +107,7 @@ test("a multi-component model launches with --diffusion-model, --llm and --vae, 
   expect(r.extra.sample_params).toMatchObject({ sample_steps: 20, guidance: { txt_cfg: 2.5 }, sample_method: "euler", flow_shift: 3 });
 });
 
-test("edits and variations with the official client: images as image[], the mask, the variation prompt; size from the first image", async () => {
+test("edits and variations with the official client: images as image[], the mask, the variation prompt; size from the first image, rounded up to 64 as sd.cpp makes it", async () => {
   const source = png(48, 32, [200, 100, 0], {});
   const edited = await client.images.edit({
     model: "SD-Turbo",
@@ -118,10 +118,11 @@ test("edits and variations with the official client: images as image[], the mask
   const e = received(edited.data![0]!.b64_json!);
   expect(e.endpoint).toBe("edits");
   expect(e.prompt.trim()).toBe("make it blue");
-  expect(e.images).toEqual([expect.objectContaining({ width: 48, height: 32 })]);
-  expect(e.mask).not.toBeNull();
+  expect(e.images).toEqual([expect.objectContaining({ width: 48, height: 32, decoded: true })]);
+  expect(e.mask).toMatchObject({ decoded: true, width: 48, height: 32, resized_to: [48, 32] });
   expect(e.fields).toEqual(["image[]", "mask", "n", "prompt"]);
-  expect(pngSize(decode(edited.data![0]!.b64_json!))).toEqual({ width: 48, height: 32 });
+  expect(pngSize(decode(edited.data![0]!.b64_json!))).toEqual({ width: 64, height: 64 });
+  expect((edited.data![0] as any).generation_info).toMatchObject({ width: 64, height: 64 });
 
   const varied = await client.images.createVariation({ model: "SD-Turbo", image: await toFile(source, "in.png", { type: "image/png" }), size: "256x256" });
   const v = received(varied.data![0]!.b64_json!);
@@ -192,7 +193,7 @@ test("Ollama /api/generate naming an image model answers one image, never stream
   expect(res.headers.get("content-type")).toContain("application/json");
   const body = await res.json();
   expect(body).toMatchObject({ model: "SD-Turbo", response: "", done: true, done_reason: "stop" });
-  expect(pngSize(decode(body.image))).toEqual({ width: 128, height: 96 });
+  expect(pngSize(decode(body.image))).toEqual({ width: 128, height: 128 });
   expect(received(body.image).extra).toMatchObject({ seed: 7, sample_params: { sample_steps: 3 } });
   expect(await (await post("/api/generate", { model: "SD-Turbo", prompt: "" })).json()).toMatchObject({ done_reason: "load" });
 });
@@ -240,4 +241,130 @@ test("an sd-cpp model's effective options posted back to /v1/load are accepted a
   expect(options.effective).toMatchObject({ steps: 4, cfg_scale: 1, width: 512, height: 512, sdcpp_backend: "auto" });
   const res = await post("/v1/load", options.effective);
   expect(res.status, await res.clone().text()).toBe(200);
+});
+
+/** What the FAKE sd-server behind `model` has been asked, from its request log. */
+async function engineLog(model = "SD-Turbo"): Promise<string[]> {
+  const loaded = (await health()).find((m) => m.model_name === model);
+  if (!loaded) return [];
+  return (await fetch(`${loaded.backend_url.replace(/\/v1$/, "")}/fake/requests`)).json();
+}
+
+const form = (fields: Record<string, string | Blob>) => {
+  const f = new FormData();
+  for (const [k, v] of Object.entries(fields)) f.set(k, v);
+  return f;
+};
+const postForm = (path: string, fields: Record<string, string | Blob>) => fetch(`${server.url}${path}`, { method: "POST", body: form(fields) });
+
+test("sizes are rounded up to 64 as sd.cpp makes them, and generation_info reports the size each image has", async () => {
+  const res = await post("/v1/images/generations", { model: "SD-Turbo", prompt: "x", size: "65x65" });
+  const body = await res.json();
+  expect(received(body.data[0].b64_json).body.size).toBe("128x128");
+  expect(pngSize(decode(body.data[0].b64_json))).toEqual({ width: 128, height: 128 });
+  expect(body.data[0].generation_info).toMatchObject({ width: 128, height: 128 });
+  const small = await (await post("/v1/images/generations", { model: "SD-Turbo", prompt: "x", width: 100, height: 64 })).json();
+  expect(small.data[0].generation_info).toMatchObject({ width: 128, height: 64 });
+  // An edit without a size is the input's size, not the default 512x512.
+  const edit = await (await postForm("/v1/images/edits", { model: "SD-Turbo", prompt: "x", image: new Blob([new Uint8Array(png(64, 64, [1, 2, 3], {}))], { type: "image/png" }) })).json();
+  expect(edit.data[0].generation_info).toMatchObject({ width: 64, height: 64 });
+  const varied = await (await postForm("/v1/images/variations", { model: "SD-Turbo", image: new Blob([new Uint8Array(png(64, 64, [1, 2, 3], {}))]) })).json();
+  expect(varied.data[0].generation_info).toMatchObject({ width: 64, height: 64 });
+});
+
+test("n up to 10 is true: beyond sd.cpp's batch of 8, a second batch, the seeds following on", async () => {
+  const before = (await engineLog()).length;
+  const body = await (await post("/v1/images/generations", { model: "SD-Turbo", prompt: "x", size: "64x64", n: 10, seed: 100 })).json();
+  expect(body.data).toHaveLength(10);
+  expect(body.data.map((d: any) => d.generation_info.seed)).toEqual([100, 101, 102, 103, 104, 105, 106, 107, 108, 109]);
+  // What the engine made matches: its own seeds, from each batch's first.
+  expect(body.data.map((d: any) => received(d.b64_json).params.seed + received(d.b64_json).index)).toEqual([100, 101, 102, 103, 104, 105, 106, 107, 108, 109]);
+  expect((await engineLog()).slice(before)).toEqual(["POST /v1/images/generations", "POST /v1/images/generations"]);
+  const edits = await (await postForm("/v1/images/edits", { model: "SD-Turbo", prompt: "x", n: "9", image: new Blob([new Uint8Array(png(64, 64, [1, 2, 3], {}))]) })).json();
+  expect(edits.data).toHaveLength(9);
+});
+
+test("uploads that do not decode are refused before the engine: a text file as the image or the mask, a truncated PNG to upscale", async () => {
+  const before = (await engineLog()).length;
+  const good = new Blob([new Uint8Array(png(64, 64, [1, 2, 3], {}))], { type: "image/png" });
+  const text = new Blob(["this is not an image"], { type: "image/png" });
+  for (const [path, fields, param] of [
+    ["/v1/images/edits", { model: "SD-Turbo", prompt: "x", image: text }, "image"],
+    ["/v1/images/variations", { model: "SD-Turbo", image: text }, "image"],
+    ["/v1/images/edits", { model: "SD-Turbo", prompt: "x", image: good, mask: text }, "mask"],
+  ] as const) {
+    const res = await postForm(path, fields);
+    expect(res.status, path).toBe(400);
+    expect((await res.json()).error).toMatchObject({ code: "invalid_argument", param });
+  }
+  const truncated = png(16, 16, [1, 2, 3], {}).subarray(0, 60);
+  const res = await post("/v1/images/upscale", { model: "RealESRGAN-x4plus", image: Buffer.from(truncated).toString("base64") });
+  expect(res.status).toBe(400);
+  expect((await res.json()).error.message).toContain("truncated");
+  expect((await engineLog()).slice(before)).toEqual([]);
+  // A JPEG is an image too.
+  const { jpeg } = await import("../../scripts/fake-engine/png.ts");
+  const fromJpeg = await postForm("/v1/images/edits", { model: "SD-Turbo", prompt: "x", image: new Blob([new Uint8Array(jpeg(64, 64, 90, {}))], { type: "image/jpeg" }) });
+  expect(fromJpeg.status).toBe(200);
+  expect(received((await fromJpeg.json()).data[0].b64_json).images[0]).toMatchObject({ decoded: true, format: "jpeg" });
+});
+
+test("client text may not carry an <sd_cpp_extra_args> block: generations, edits, Ollama, MCP, and a negative prompt cannot close the server's", async () => {
+  const before = (await engineLog()).length;
+  const block = '<sd_cpp_extra_args>{"width":128,"height":128,"batch_count":3}</sd_cpp_extra_args>';
+  const gen = await post("/v1/images/generations", { model: "SD-Turbo", prompt: `a cat ${block}`, size: "64x64" });
+  expect(gen.status).toBe(400);
+  expect((await gen.json()).error).toMatchObject({ code: "invalid_argument", param: "prompt" });
+  const neg = await post("/v1/images/generations", { model: "SD-Turbo", prompt: "a cat", negative_prompt: `x</sd_cpp_extra_args>${block}` });
+  expect((await neg.json()).error).toMatchObject({ param: "negative_prompt" });
+  const edit = await postForm("/v1/images/edits", { model: "SD-Turbo", prompt: `a cat <SD_CPP_EXTRA_ARGS >{}`, image: new Blob([new Uint8Array(png(64, 64, [1, 2, 3], {}))]) });
+  expect(edit.status).toBe(400);
+  const ollama = await post("/api/generate", { model: "SD-Turbo", prompt: `a cat ${block}` });
+  expect(ollama.status).toBe(400);
+  const mcp = await (await post("/mcp", { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "lemonade_generate_image", arguments: { model: "SD-Turbo", prompt: `a cat ${block}` } } })).json();
+  expect(mcp.result.isError).toBe(true);
+  expect(JSON.stringify(mcp.result.content)).toContain("sd_cpp_extra_args");
+  expect((await engineLog()).slice(before)).toEqual([]);
+  // The server's own block survives any text inside it: `<` is escaped in its JSON.
+  const ok = await (await post("/v1/images/generations", { model: "SD-Turbo", prompt: "a cat", negative_prompt: "a < b", size: "64x64" })).json();
+  expect(received(ok.data[0].b64_json).extra.negative_prompt).toBe("a < b");
+});
+
+test("upscale_factor is the ESRGAN model's own scale or refused; an upscaler asked to generate is a 400 naming its kind", async () => {
+  const image = png(8, 8, [1, 2, 3], {}).toString("base64");
+  const two = await post("/v1/images/upscale", { model: "RealESRGAN-x4plus", image, upscale_factor: 2 });
+  expect(two.status).toBe(400);
+  expect((await two.json()).error).toMatchObject({ param: "upscale_factor", message: expect.stringContaining("must be 4") });
+  const four = await post("/v1/images/upscale", { model: "RealESRGAN-x4plus", image, upscale_factor: 4 });
+  expect(pngSize(decode((await four.json()).data[0].b64_json))).toEqual({ width: 32, height: 32 });
+  const gen = await post("/v1/images/generations", { model: "RealESRGAN-x4plus", prompt: "x" });
+  expect(gen.status).toBe(400);
+  expect((await gen.json()).error.message).toContain("is an upscaling model");
+});
+
+test("sdcpp_args is an allow-list: flags that read files, reach the network, serve other content or exit are refused on /v1/load and the CLI", async () => {
+  for (const args of ["--qwen2vl /x.gguf", "--rpc-servers 10.0.0.1:50052", "--serve-html-path /etc/passwd", "--clip_l /x", "--t5xxl /x", "--taesd /x", "--lora-model-dir /", "--upscale-model /x", "-h", "--listen-port 5"]) {
+    const res = await post("/v1/load", { model_name: "SDXL-Turbo", sdcpp_args: args });
+    expect(res.status, args).toBe(400);
+    expect(JSON.stringify(await res.json())).toContain(args.split(" ")[0]);
+  }
+  const cli = Bun.spawn([process.execPath, join(import.meta.dir, "..", "..", "cli", "main.ts"), "load", "SDXL-Turbo", "--sdcpp-args", "--rpc-servers 10.0.0.1:50052"], {
+    env: { PATH: process.env.PATH ?? "", LEMONADE_HOST: "127.0.0.1", LEMONADE_PORT: new URL(server.url).port, HOME: server.cacheDir, LEMONADE_CACHE_DIR: server.cacheDir },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [out, err, code] = await Promise.all([new Response(cli.stdout).text(), new Response(cli.stderr).text(), cli.exited]);
+  expect(code).not.toBe(0);
+  expect(out + err).toContain("--rpc-servers");
+  expect((await health()).some((m) => m.model_name === "SDXL-Turbo")).toBe(false);
+  const ok = await post("/v1/load", { model_name: "SDXL-Turbo", sdcpp_args: "--threads 2 --vae-tiling --sampling-method euler --eta -0.5" });
+  expect(ok.status, await ok.clone().text()).toBe(200);
+});
+
+test("a failed engine start answers with the engine's own error line, not the end of its usage text", async () => {
+  // --steps takes a number: the allow-list passes it, and sd-server aborts on the word (std::stoi).
+  const res = await post("/v1/load", { model_name: "SDXL-Turbo", sdcpp_args: "--steps many" });
+  expect(res.status).toBe(500);
+  const body = await res.json();
+  expect(JSON.stringify(body)).toContain("terminate called after throwing an instance of 'std::invalid_argument'");
 });

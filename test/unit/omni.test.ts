@@ -119,9 +119,10 @@ test("edit_image edits the conversation's last image", async () => {
   });
   const content: string = (await res.json()).choices[0].message.content;
   const b64 = /^!\[generated image\]\(data:image\/png;base64,([A-Za-z0-9+/=]+)\)/.exec(content)?.[1];
-  // The FAKE sd-server's edit keeps the input's size, and records what it was sent.
+  // The FAKE sd-server's edit takes the input's size, rounded up to 64 as sd.cpp makes it, and
+  // records what it was sent.
   const edited = new Uint8Array(Buffer.from(b64!, "base64"));
-  expect(pngSize(edited)).toEqual({ width: 24, height: 16 });
+  expect(pngSize(edited)).toEqual({ width: 64, height: 64 });
   expect(pngParameters(edited)).toMatchObject({ endpoint: "edits", images: [{ width: 24, height: 16 }] });
   // With no image in the conversation the tool says so to the planner, and nothing is drawn.
   const none = await post("/v1/chat/completions", { model: "Kit", messages: [{ role: "user", content: `${call("edit_image", { prompt: "greener" })} edit` }] });

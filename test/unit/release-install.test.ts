@@ -15,13 +15,20 @@ const TAG = "b42";
 const ASSET = "fake-b42-bin-ubuntu-x64.tar.gz";
 const ZIP_ASSET = "fake-b42-bin-win-x64.zip";
 
-/** A stand-in for github.com: release assets by path, Range requests, a switch to drop a transfer. */
-function startGitHub(files: Record<string, Uint8Array>) {
-  const state = { ranges: [] as string[], dropAt: 0, requests: 0 };
+/** A stand-in for github.com: release assets by path, Range requests, a switch to drop a transfer;
+ * with `digests`, also its releases API (`/repos/{repo}/releases/tags/{tag}`, each asset's
+ * `digest`, or none where the value is null). */
+function startGitHub(files: Record<string, Uint8Array>, digests?: Record<string, string | null>) {
+  const state = { ranges: [] as string[], dropAt: 0, requests: 0, api: 0 };
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
     fetch(req) {
+      const { pathname } = new URL(req.url);
+      if (digests && pathname === `/repos/${REPO}/releases/tags/${TAG}`) {
+        state.api++;
+        return Response.json({ tag_name: TAG, assets: Object.entries(digests).map(([name, digest]) => ({ name, ...(digest ? { digest } : { digest: null }) })) });
+      }
       state.requests++;
       const m = /^\/(.+)\/releases\/download\/([^/]+)\/([^/]+)$/.exec(new URL(req.url).pathname);
       const data = m && m[1] === REPO && m[2] === TAG ? files[m[3]!] : undefined;
@@ -224,5 +231,63 @@ describe("when the release path cannot serve the CPU backend", () => {
     const noBuild: Recipe = { ...fakeRecipe, builds: {} };
     const installer = new EngineInstaller([noBuild], cacheDir, "http://127.0.0.1:9", { endpoint: github.url, noFetch: () => false, log: () => {} });
     await expect(installer.install("fakecpp", "cpu")).rejects.toThrow(/has no pinned sha256/);
+  });
+});
+
+describe("an unpinned asset, checked against the digest GitHub's releases API publishes", () => {
+  test("the published digest verifies the download end to end", async () => {
+    const gh = startGitHub({ [ASSET]: good }, { [ASSET]: `sha256:${sha(good)}` });
+    try {
+      const cacheDir = cacheWithPins({});
+      const lines: string[] = [];
+      const path = await installerFor(cacheDir, gh.url, lines).install("fakecpp", "cpu");
+      expect(path).toBe(join(cacheDir, "bin", "fakecpp", "cpu", TAG, "fake-server"));
+      expect(gh.state.api).toBe(1);
+      expect(lines).toContain(`${ASSET} matches the sha256 digest GitHub publishes for it`);
+    } finally {
+      gh.stop();
+    }
+  });
+
+  test("a tampered asset (its bytes not the published digest's) is refused and nothing is installed", async () => {
+    const gh = startGitHub({ [ASSET]: await packTarGz({ "build/bin/fake-server": SCRIPT.replace("42", "666") }) }, { [ASSET]: `sha256:${sha(good)}` });
+    try {
+      const cacheDir = cacheWithPins({});
+      await expect(installerFor(cacheDir, gh.url).install("fakecpp", "cpu")).rejects.toThrow(/does not match the sha256 digest GitHub publishes for it/);
+      expect(existsSync(join(cacheDir, "bin", "fakecpp", "cpu", TAG))).toBe(false);
+      expect(readdirSync(join(cacheDir, "downloads"))).toEqual([]);
+    } finally {
+      gh.stop();
+    }
+  });
+
+  test("no pin and no published digest: refused before any download, naming how to pin", async () => {
+    const gh = startGitHub({ [ASSET]: good }, { [ASSET]: null });
+    try {
+      const cacheDir = cacheWithPins({});
+      const noBuild: Recipe = { ...fakeRecipe, builds: {} };
+      const installer = new EngineInstaller([noBuild], cacheDir, "http://127.0.0.1:9", { endpoint: gh.url, noFetch: () => false, log: () => {} });
+      const err = await installer.install("fakecpp", "cpu").catch((e: Error) => e);
+      expect((err as Error).message).toContain("GitHub publishes no sha256 digest for it");
+      expect((err as Error).message).toContain(`pin it in ${join(cacheDir, "backend_versions.json")}: {"checksums": {"github": {"${REPO}": {"${TAG}": {"${ASSET}": "sha256:`);
+      expect(gh.state.api).toBe(1);
+      expect(gh.state.requests).toBe(0);
+    } finally {
+      gh.stop();
+    }
+  });
+
+  test("LEMONADE_GITHUB_API_ENDPOINT: the API may live apart from the downloads", async () => {
+    const api = startGitHub({}, { [ASSET]: `sha256:${sha(good)}` });
+    const downloads = startGitHub({ [ASSET]: good });
+    try {
+      const cacheDir = cacheWithPins({});
+      const installer = new EngineInstaller([fakeRecipe], cacheDir, "http://127.0.0.1:9", { endpoint: downloads.url, apiEndpoint: api.url, noFetch: () => false, log: () => {} });
+      expect(await installer.install("fakecpp", "cpu")).toBe(join(cacheDir, "bin", "fakecpp", "cpu", TAG, "fake-server"));
+      expect([api.state.api, downloads.state.requests]).toEqual([1, 1]);
+    } finally {
+      api.stop();
+      downloads.stop();
+    }
   });
 });
