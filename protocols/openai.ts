@@ -2,7 +2,7 @@
 // how its event streams end, and its error body.
 import { ApiError } from "../lib/api-error.ts";
 import { E, type ErrorRow } from "../spec/errors.ts";
-import type { Json } from "../lib/json.ts";
+import { asJson, isJson, jsonItems, type Json } from "../lib/json.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ModelCheck } from "../runtime/request.ts";
 import { sseFramer, type StreamRule } from "../runtime/stream-pump.ts";
@@ -40,7 +40,7 @@ export const chatStream: StreamRule = {
 
 /** A stream whose every JSON event is rewritten by `map` (state lives in the closure `make`
  * returns, one per stream); `[DONE]` ends it. */
-export function mappedStream(make: () => (event: Record<string, any>) => Record<string, any>): StreamRule {
+export function mappedStream(make: () => (event: Json) => Json): StreamRule {
   return {
     framer: openaiFramer,
     translate: () => {
@@ -52,12 +52,47 @@ export function mappedStream(make: () => (event: Record<string, any>) => Record<
             done = true;
             return DONE;
           }
-          return `data: ${JSON.stringify(map(JSON.parse(data)))}\n\n`;
+          return `data: ${JSON.stringify(map(asJson(JSON.parse(data))))}\n\n`;
         },
         end: () => (done ? "" : null),
       };
     },
   };
+}
+
+/** A tool call as an engine's answer carries it (`index` in stream deltas). */
+export interface EngineToolCall {
+  id?: string;
+  index?: number;
+  function?: { name?: string; arguments?: unknown };
+}
+
+/** A message, or a stream delta of one, as an engine's answer carries it. */
+export interface EngineMessage {
+  role?: string;
+  content?: string | null;
+  reasoning_content?: string;
+  tool_calls?: EngineToolCall[];
+}
+
+/** The fields read of an engine's OpenAI-shaped answer or stream event (chat and text
+ * completions, from llama-server or a cloud upstream); any of them may be absent. */
+export interface EngineAnswer {
+  id?: string;
+  choices?: { index?: number; message?: EngineMessage; delta?: EngineMessage; text?: string; finish_reason?: string | null }[];
+  usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } };
+  /** llama.cpp's own timings, in milliseconds. */
+  timings?: { prompt_ms?: number; predicted_ms?: number };
+  /** llama.cpp's verbose fields, asked for with `response_fields`. */
+  __verbose?: { stopping_word?: string };
+  error?: unknown;
+}
+
+/** An engine's parsed answer read as an EngineAnswer: the engines speak OpenAI's format, so its
+ * fields are taken to have OpenAI's types once the answer is an object; anything else reads as
+ * an answer with no fields. */
+export function engineAnswer(value: unknown): EngineAnswer {
+  return isJson(value) ? (value as EngineAnswer) : {};
 }
 
 /** Lemonade-only fields, read by the server and not sent on to the engine. `enable_thinking` (or
@@ -91,27 +126,22 @@ export function toCompletionBody(engineBody: Record<string, unknown>): { body: R
   return { body, logprobs: true };
 }
 
-interface TokenProb {
-  token: string;
-  logprob: number;
-  top_logprobs?: { token: string; logprob: number }[];
-}
-
 /** llama.cpp's chat-shaped `logprobs.content` → the legacy completions shape (`tokens`,
  * `token_logprobs`, `top_logprobs`, `text_offset`), offsets counted from the start of the
  * generated text. Stateful: one per answer, fed its choices in order (a stream chunk by chunk). */
-export function legacyLogprobs(): (choice: Record<string, any>) => void {
+export function legacyLogprobs(): (choice: Json) => void {
   let offset = 0;
   return (choice) => {
-    const content: TokenProb[] | undefined = choice.logprobs?.content;
+    const content = asJson(choice.logprobs).content;
     if (!Array.isArray(content)) return;
     const out = { tokens: [] as string[], token_logprobs: [] as number[], top_logprobs: [] as Record<string, number>[], text_offset: [] as number[] };
-    for (const t of content) {
-      out.tokens.push(t.token);
-      out.token_logprobs.push(t.logprob);
-      out.top_logprobs.push(Object.fromEntries((t.top_logprobs ?? []).map((p) => [p.token, p.logprob])));
+    for (const t of jsonItems(content)) {
+      const token = String(t.token ?? "");
+      out.tokens.push(token);
+      out.token_logprobs.push(Number(t.logprob));
+      out.top_logprobs.push(Object.fromEntries(jsonItems(t.top_logprobs).map((p) => [String(p.token), Number(p.logprob)])));
       out.text_offset.push(offset);
-      offset += t.token.length;
+      offset += token.length;
     }
     choice.logprobs = out;
   };
@@ -119,10 +149,8 @@ export function legacyLogprobs(): (choice: Record<string, any>) => void {
 
 /** Whether an OpenAI chat body (or a Responses `input`) carries an image. */
 export function hasImage(body: Json): boolean {
-  const items = Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : [];
-  return items.some(
-    (m: any) => Array.isArray(m?.content) && m.content.some((p: any) => p?.type === "image_url" || p?.type === "input_image" || p?.type === "image"),
-  );
+  const items = jsonItems(Array.isArray(body.messages) ? body.messages : body.input);
+  return items.some((m) => jsonItems(m.content).some((p) => p.type === "image_url" || p.type === "input_image" || p.type === "image"));
 }
 
 /** A model that can take images: a vision label or a vision projector among its files. */

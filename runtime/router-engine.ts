@@ -2,6 +2,7 @@
 // (models/routing-policy.ts), rules in order, first match wins, else `default_model` (fail-open).
 // Classifiers are evaluated at most once per request, through the `classify` function it is handed.
 import type { Classifier, MatchExpr, Routing } from "../models/routing-policy.ts";
+import { isJson, jsonItems, type Json } from "../lib/json.ts";
 
 export interface RouteInput {
   /** The text conditions read: the last user message. */
@@ -37,15 +38,15 @@ const MAX_INPUT_BYTES = 1024 * 1024;
 const bytes = (s: string) => new TextEncoder().encode(s).length;
 
 /** The routing inputs of an OpenAI chat or completions body. */
-export function routeInput(body: Record<string, any>): RouteInput {
+export function routeInput(body: Json): RouteInput {
   const textOf = (content: unknown): string =>
-    typeof content === "string" ? content : Array.isArray(content) ? content.map((p: any) => (p?.type === "text" ? String(p.text ?? "") : "")).join(" ") : "";
-  const messages: any[] = Array.isArray(body.messages) ? body.messages : [];
-  const lastUser = [...messages].reverse().find((m) => m?.role === "user");
+    typeof content === "string" ? content : Array.isArray(content) ? content.map((p) => (isJson(p) && p.type === "text" ? String(p.text ?? "") : "")).join(" ") : "";
+  const messages = jsonItems(body.messages);
+  const lastUser = [...messages].reverse().find((m) => m.role === "user");
   const text = lastUser ? textOf(lastUser.content) : typeof body.prompt === "string" ? body.prompt : "";
   const metadata: Record<string, string> = {};
-  if (body.metadata && typeof body.metadata === "object") for (const [k, v] of Object.entries(body.metadata)) if (typeof v === "string") metadata[k] = v;
-  const hasImages = messages.some((m) => Array.isArray(m?.content) && m.content.some((p: any) => p?.type === "image_url"));
+  if (isJson(body.metadata)) for (const [k, v] of Object.entries(body.metadata)) if (typeof v === "string") metadata[k] = v;
+  const hasImages = messages.some((m) => jsonItems(m.content).some((p) => p.type === "image_url"));
   return { text: text.slice(0, MAX_INPUT_BYTES), metadata, hasTools: Array.isArray(body.tools) && body.tools.length > 0, hasImages };
 }
 

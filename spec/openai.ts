@@ -1,5 +1,5 @@
 // OpenAI-compatible inference endpoints (openai.md), proxied to the model's llama-server.
-import { Type as T } from "@sinclair/typebox";
+import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { E, ENGINE_ERRORS, LOADING_ERRORS } from "./errors.ts";
 import { ModelName, SamplingParams, status } from "./schemas.ts";
@@ -110,6 +110,8 @@ export const chatCompletions = endpoint({
   },
 });
 
+export type ChatCompletionRequest = Static<typeof chatCompletions.body>;
+
 export const completions = endpoint({
   id: "openai.completions",
   method: "POST",
@@ -151,6 +153,8 @@ export const completions = endpoint({
 }`,
   },
 });
+
+export type CompletionRequest = Static<typeof completions.body>;
 
 export const responses = endpoint({
   id: "openai.responses",
@@ -194,6 +198,8 @@ export const responses = endpoint({
 }`,
   },
 });
+
+export type ResponsesRequest = Static<typeof responses.body>;
 
 export const embeddings = endpoint({
   id: "openai.embeddings",
@@ -258,6 +264,9 @@ export const embeddings = endpoint({
 }`,
   },
 });
+
+export type EmbeddingsRequest = Static<typeof embeddings.body>;
+export type EmbeddingsResponse = Static<typeof embeddings.response>;
 
 export const SPEECH_FORMATS = ["mp3", "wav", "opus", "pcm"] as const;
 
