@@ -101,7 +101,9 @@ describe("responses", () => {
   });
 
   test("previous_response_id is refused with a 400 naming it", () => {
-    expect(() => checkResponsesBody({ previous_response_id: "resp_1" })).toThrow(/previous_response_id/);
+    // A field the definition does not name: the schema lets it through to the check.
+    const body = { model: "m", input: "hi", previous_response_id: "resp_1" };
+    expect(() => checkResponsesBody(body)).toThrow(/previous_response_id/);
   });
 });
 
@@ -112,7 +114,8 @@ describe("anthropic", () => {
   });
 
   test("requests: thinking, output_config, tool_choice and tool results become the chat body's", () => {
-    const body = toChatBody({
+    // `output_config` is one of the known fields the definition does not name.
+    const request = {
       model: "m",
       system: [{ type: "text", text: "be brief" }],
       max_tokens: 5,
@@ -126,7 +129,8 @@ describe("anthropic", () => {
         { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "get", input: { a: 1 } }] },
         { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "42" }] },
       ],
-    });
+    };
+    const body = toChatBody(request);
     expect(body.messages).toEqual([
       { role: "system", content: "be brief" },
       { role: "user", content: "hi" },
@@ -136,10 +140,10 @@ describe("anthropic", () => {
     expect(body.chat_template_kwargs).toEqual({ enable_thinking: false });
     expect(body.response_format).toEqual({ type: "json_schema", json_schema: { name: "output", schema: { type: "object" } } });
     expect(body.tool_choice).toBe("required");
-    expect(body.tools.map((t: any) => t.function.name)).toEqual(["get"]);
+    expect((body.tools as { function: { name: string } }[]).map((t) => t.function.name)).toEqual(["get"]);
     expect(body.stop).toEqual(["END"]);
-    expect(toChatBody({ messages: [], tool_choice: { type: "any" } }).tool_choice).toBe("required");
-    expect(toChatBody({ messages: [], thinking: { type: "enabled", budget_tokens: 64 } })).toMatchObject({ chat_template_kwargs: { enable_thinking: true }, thinking_budget_tokens: 64 });
+    expect(toChatBody({ model: "m", messages: [], tool_choice: { type: "any" } }).tool_choice).toBe("required");
+    expect(toChatBody({ model: "m", messages: [], thinking: { type: "enabled", budget_tokens: 64 } })).toMatchObject({ chat_template_kwargs: { enable_thinking: true }, thinking_budget_tokens: 64 });
   });
 
   test("answers: stop sequence, max_tokens and tool_use stop reasons; thinking blocks; the client's model name", () => {
