@@ -95,6 +95,13 @@ export function engineAnswer(value: unknown): EngineAnswer {
   return isJson(value) ? (value as EngineAnswer) : {};
 }
 
+/** The vectors of an engine's embeddings answer, in input order. */
+export function embeddingVectors(answer: unknown): number[][] {
+  return jsonItems(asJson(answer).data)
+    .sort((a, b) => Number(a.index) - Number(b.index))
+    .map((d) => (Array.isArray(d.embedding) ? d.embedding.map(Number) : []));
+}
+
 /** Lemonade-only fields, read by the server and not sent on to the engine. `enable_thinking` (or
  * `thinking: false`) becomes the chat-template switch llama.cpp's reasoning templates read, and
  * OpenAI's `json_object` response format becomes the schema llama.cpp turns into a grammar (it
