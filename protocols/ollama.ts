@@ -69,11 +69,11 @@ export function toOpenAIMessages(messages: Json[]): Json[] {
     if (Array.isArray(m.images) && m.images.length) {
       out.content = [
         ...(m.content ? [{ type: "text", text: m.content }] : []),
-        ...m.images.map((img) => ({ type: "image_url", image_url: { url: imageUrl(String(img)) } })),
+        ...m.images.map((img: unknown) => ({ type: "image_url", image_url: { url: imageUrl(String(img)) } })),
       ];
     }
     if (Array.isArray(m.tool_calls)) {
-      const calls = m.tool_calls.map((c, i) => {
+      const calls = m.tool_calls.map((c: unknown, i) => {
         const call = asJson(c);
         const fn = asJson(call.function);
         return {

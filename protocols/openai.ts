@@ -61,23 +61,24 @@ export function mappedStream(make: () => (event: Json) => Json): StreamRule {
 }
 
 /** A tool call as an engine's answer carries it (`index` in stream deltas). */
-export interface EngineToolCall {
+export type EngineToolCall = {
   id?: string;
   index?: number;
   function?: { name?: string; arguments?: unknown };
-}
+};
 
 /** A message, or a stream delta of one, as an engine's answer carries it. */
-export interface EngineMessage {
+export type EngineMessage = {
   role?: string;
   content?: string | null;
   reasoning_content?: string;
   tool_calls?: EngineToolCall[];
-}
+};
 
 /** The fields read of an engine's OpenAI-shaped answer or stream event (chat and text
- * completions, from llama-server or a cloud upstream); any of them may be absent. */
-export interface EngineAnswer {
+ * completions, from llama-server or a cloud upstream); any of them may be absent. A type, not an
+ * interface, so that it is a Json too. */
+export type EngineAnswer = {
   id?: string;
   choices?: { index?: number; message?: EngineMessage; delta?: EngineMessage; text?: string; finish_reason?: string | null }[];
   usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } };
@@ -86,7 +87,7 @@ export interface EngineAnswer {
   /** llama.cpp's verbose fields, asked for with `response_fields`. */
   __verbose?: { stopping_word?: string };
   error?: unknown;
-}
+};
 
 /** An engine's parsed answer read as an EngineAnswer: the engines speak OpenAI's format, so its
  * fields are taken to have OpenAI's types once the answer is an object; anything else reads as

@@ -40,7 +40,7 @@ const bytes = (s: string) => new TextEncoder().encode(s).length;
 /** The routing inputs of an OpenAI chat or completions body. */
 export function routeInput(body: Json): RouteInput {
   const textOf = (content: unknown): string =>
-    typeof content === "string" ? content : Array.isArray(content) ? content.map((p) => (isJson(p) && p.type === "text" ? String(p.text ?? "") : "")).join(" ") : "";
+    typeof content === "string" ? content : Array.isArray(content) ? content.map((p: unknown) => (isJson(p) && p.type === "text" ? String(p.text ?? "") : "")).join(" ") : "";
   const messages = jsonItems(body.messages);
   const lastUser = [...messages].reverse().find((m) => m.role === "user");
   const text = lastUser ? textOf(lastUser.content) : typeof body.prompt === "string" ? body.prompt : "";
