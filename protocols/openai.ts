@@ -108,17 +108,16 @@ export function embeddingVectors(answer: unknown): number[][] {
  * OpenAI's `json_object` response format becomes the schema llama.cpp turns into a grammar (it
  * constrains nothing for a bare `json_object`). With both token limits, `max_tokens` wins (as
  * llama.cpp reads it); `max_completion_tokens` alone becomes `max_tokens`. */
-export function toEngineBody(body: Record<string, unknown>) {
+export function toEngineBody(body: Json) {
   const { ctx_size, enable_thinking, thinking, max_completion_tokens, ...engineBody } = body;
   if (engineBody.max_tokens === undefined && max_completion_tokens !== undefined) engineBody.max_tokens = max_completion_tokens;
-  const format = engineBody.response_format as { type?: string; schema?: unknown } | undefined;
-  if (format?.type === "json_object") {
+  const format = asJson(engineBody.response_format);
+  if (format.type === "json_object") {
     engineBody.response_format = { type: "json_schema", json_schema: { schema: format.schema ?? { type: "object" } } };
   }
   const think = typeof enable_thinking === "boolean" ? enable_thinking : typeof thinking === "boolean" ? thinking : undefined;
   if (think !== undefined) {
-    const kwargs = (engineBody.chat_template_kwargs as Record<string, unknown> | undefined) ?? {};
-    engineBody.chat_template_kwargs = { ...kwargs, enable_thinking: think };
+    engineBody.chat_template_kwargs = { ...asJson(engineBody.chat_template_kwargs), enable_thinking: think };
   } else if (thinking !== undefined) {
     engineBody.thinking = thinking;
   }
@@ -127,7 +126,7 @@ export function toEngineBody(body: Record<string, unknown>) {
 
 /** /v1/completions on llama.cpp: `echo` is ignored (llama.cpp refuses it), and OpenAI's
  * `logprobs` (true or a count of alternatives) becomes llama.cpp's `n_probs`. */
-export function toCompletionBody(engineBody: Record<string, unknown>): { body: Record<string, unknown>; logprobs: boolean } {
+export function toCompletionBody(engineBody: Json): { body: Json; logprobs: boolean } {
   const { echo, logprobs, ...body } = engineBody;
   if (logprobs === undefined || logprobs === false || logprobs === null) return { body, logprobs: false };
   body.n_probs = typeof logprobs === "number" ? Math.max(1, logprobs) : 1;

@@ -8,8 +8,16 @@ import { anthropicErrorBody, messagesStream, splitKnown, toChatBody, toMessage }
 import { engineError } from "../../runtime/engine-error.ts";
 import { scrubPaths } from "../../lib/scrub.ts";
 import type { StreamRule } from "../../runtime/stream-pump.ts";
+import * as ollama from "../../protocols/ollama.ts";
 import { details, ollamaError, samplingFrom, toOpenAIMessages } from "../../protocols/ollama.ts";
 import type { CatalogModel } from "../../models/catalog.ts";
+import type { ServerContext } from "../../runtime/context.ts";
+import { anthropic as anthropicSpec, ollama as ollamaSpec } from "../../spec/index.ts";
+import { Value } from "@sinclair/typebox/value";
+import type { TSchema } from "@sinclair/typebox";
+
+/** The schema errors of a value, as `path: message` lines (none when it matches). */
+const schemaErrors = (schema: TSchema, value: unknown) => [...Value.Errors(schema, value)].map((e) => `${e.path}: ${e.message}`);
 
 describe("openai", () => {
   test("Lemonade's own fields stay with the server; thinking becomes the template switch; json_object a schema", () => {
@@ -156,6 +164,7 @@ describe("anthropic", () => {
     });
     const stopped = toMessage(chat("stop", { content: "ab" }, "END"), "Tiny", []);
     expect(stopped).toMatchObject({ model: "Tiny", stop_reason: "stop_sequence", stop_sequence: "END", content: [{ type: "text", text: "ab" }] });
+    expect(schemaErrors(anthropicSpec.messages.response, stopped)).toEqual([]);
     expect(toMessage(chat("stop", { content: "ab" }), "Tiny", []).stop_reason).toBe("end_turn");
     expect(toMessage(chat("length", { content: "ab" }), "Tiny", []).stop_reason).toBe("max_tokens");
     const tool = toMessage(chat("tool_calls", { reasoning_content: "hm", tool_calls: [{ id: "c", function: { name: "get", arguments: '{"a":1}' } }] }), "Tiny", ["w"]);
@@ -260,5 +269,23 @@ describe("ollama", () => {
   test("details: parameter size from the name, quantization from the checkpoint", () => {
     const model = { id: "Qwen3-0.6B-GGUF", recipe: "llamacpp", source: "huggingface", checkpoints: { main: "unsloth/Qwen3-0.6B-GGUF:Q4_K_M" } } as unknown as CatalogModel;
     expect(details(model)).toMatchObject({ family: "llamacpp", parameter_size: "0.6B", quantization_level: "Q4_K_M", format: "gguf" });
+  });
+
+  test("whole answers match their definitions' response schemas", async () => {
+    // The proxy's answer is the engine's; the route's translation is what is checked.
+    const answering = (engine: unknown) =>
+      ({ proxy: { toModel: async () => Response.json(engine) }, catalog: { find: () => undefined }, scheduler: {}, options: {} }) as unknown as Pick<ServerContext, "catalog" | "options" | "proxy" | "scheduler">;
+    const signal = new AbortController().signal;
+    const usage = { prompt_tokens: 3, completion_tokens: 2 };
+    const chatCtx = answering({ choices: [{ message: { content: "hi", reasoning_content: "hm", tool_calls: [{ function: { name: "f", arguments: '{"a":1}' } }] }, finish_reason: "stop" }], usage, timings: { prompt_ms: 1, predicted_ms: 2 } });
+    const chat = await ollama.chat(chatCtx, { model: "m", messages: [{ role: "user", content: "hi" }], stream: false }, signal, "ollama_chat");
+    expect(schemaErrors(ollamaSpec.chat.response, await (chat as Response).json())).toEqual([]);
+    const generated = await ollama.generate(answering({ choices: [{ text: "ab", finish_reason: "length" }], usage }), { model: "m", prompt: "x", stream: false }, signal, "ollama_generate");
+    expect(schemaErrors(ollamaSpec.generate.response, await (generated as Response).json())).toEqual([]);
+    const vectors = answering({ data: [{ index: 1, embedding: [0.5] }, { index: 0, embedding: [0.25] }] });
+    const embedded = await ollama.embed(vectors, { model: "m", input: ["a", "b"] }, signal, "ollama_embed");
+    expect(embedded.embeddings).toEqual([[0.25], [0.5]]);
+    expect(schemaErrors(ollamaSpec.embed.response, embedded)).toEqual([]);
+    expect(schemaErrors(ollamaSpec.embeddings.response, await ollama.embeddings(vectors, { model: "m", prompt: "a" }, signal, "ollama_embeddings"))).toEqual([]);
   });
 });
