@@ -255,8 +255,8 @@ async function ollamaChat(ctx: Pick<ServerContext, "proxy">, t: Translation, str
     if (!stream) return Response.json(final);
     return ndjson([
       { ...base, message, done: false } satisfies ChatResponse,
-      { ...final, message: { role: "assistant", content: "" } },
-      { ...final, message: { role: "assistant", content: "" }, done_reason: "stop" },
+      { ...final, message: { role: "assistant", content: "" } } satisfies ChatResponse,
+      { ...final, message: { role: "assistant", content: "" }, done_reason: "stop" } satisfies ChatResponse,
     ]);
   }
   return call(ctx, t, ollamaStream((): OllamaLines<ChatResponse> => {
