@@ -11,3 +11,9 @@ export function isJson(value: unknown): value is Json {
 /** A JSON object whose fields are read without checks: the protocol bodies that do not yet take
  * their definitions' `Static<>` types. New code uses `Json`. */
 export type UncheckedJson = Record<string, any>;
+
+/** A value read as a JSON object: itself when it is one, else an empty one. */
+export const asJson = (value: unknown): Json => (isJson(value) ? value : {});
+
+/** The JSON objects among a value's items: none when it is not an array. */
+export const jsonItems = (value: unknown): Json[] => (Array.isArray(value) ? value.filter(isJson) : []);

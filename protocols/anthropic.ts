@@ -7,7 +7,9 @@
 import type { ApiError } from "../lib/api-error.ts";
 import { sseFramer, type StreamRule } from "../runtime/stream-pump.ts";
 import { anthropic as spec } from "../spec/index.ts";
-import type { UncheckedJson as Json } from "../lib/json.ts";
+import { asJson, jsonItems, type Json } from "../lib/json.ts";
+import type { MessagesRequest, MessagesResponse } from "../spec/anthropic.ts";
+import { engineAnswer, type EngineAnswer, type EngineToolCall } from "./openai.ts";
 
 /** `{"type": "error", "error": {type, message}}`: its SDKs read error.type and error.message. */
 export function anthropicErrorBody(err: ApiError): unknown {
@@ -21,7 +23,7 @@ function errorEvent(err: ApiError): string {
 const KNOWN = new Set<string>(spec.MESSAGES_FIELDS);
 
 /** The fields the adapter takes, and the names of the ones it would not. */
-export function splitKnown(body: Json, known: ReadonlySet<string> = KNOWN) {
+export function splitKnown(body: Json, known: ReadonlySet<string> = KNOWN): { known: Json; ignored: string[] } {
   const kept: Json = {};
   const ignored: string[] = [];
   for (const [k, v] of Object.entries(body)) (known.has(k) ? (kept[k] = v) : ignored.push(k));
@@ -31,21 +33,19 @@ export function splitKnown(body: Json, known: ReadonlySet<string> = KNOWN) {
 const textOf = (content: unknown): string =>
   typeof content === "string"
     ? content
-    : Array.isArray(content)
-      ? content
-          .filter((b: Json) => b?.type === "text")
-          .map((b: Json) => b.text)
-          .join("\n")
-      : "";
+    : jsonItems(content)
+        .filter((b) => b.type === "text")
+        .map((b) => b.text)
+        .join("\n");
 
 function imagePart(block: Json): Json {
-  const src = block.source ?? {};
-  const url = src.type === "url" ? src.url : `data:${src.media_type ?? "image/png"};base64,${src.data ?? ""}`;
+  const src = asJson(block.source);
+  const url = src.type === "url" ? src.url : `data:${String(src.media_type ?? "image/png")};base64,${String(src.data ?? "")}`;
   return { type: "image_url", image_url: { url } };
 }
 
 /** Anthropic messages (and `system`) → OpenAI chat messages. */
-export function toChatMessages(system: unknown, messages: Json[]): Json[] {
+export function toChatMessages(system: unknown, messages: MessagesRequest["messages"]): Json[] {
   const out: Json[] = [];
   const sys = textOf(system);
   if (sys) out.push({ role: "system", content: sys });
@@ -54,14 +54,13 @@ export function toChatMessages(system: unknown, messages: Json[]): Json[] {
       out.push({ role: m.role, content: m.content });
       continue;
     }
-    const blocks: Json[] = Array.isArray(m.content) ? m.content : [];
     const parts: Json[] = [];
     const toolCalls: Json[] = [];
     let reasoning = "";
-    for (const b of blocks) {
+    for (const b of jsonItems(m.content)) {
       if (b.type === "text") parts.push({ type: "text", text: b.text });
       else if (b.type === "image") parts.push(imagePart(b));
-      else if (b.type === "thinking") reasoning += b.thinking ?? "";
+      else if (b.type === "thinking") reasoning += String(b.thinking ?? "");
       else if (b.type === "tool_use") {
         toolCalls.push({ id: b.id, type: "function", function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) } });
       } else if (b.type === "tool_result") {
@@ -80,10 +79,10 @@ export function toChatMessages(system: unknown, messages: Json[]): Json[] {
 const TOOL_CHOICES: Record<string, string> = { auto: "auto", any: "required", none: "none", tool: "required" };
 
 /** A Messages request → the chat completion body llama.cpp runs. */
-export function toChatBody(body: Json): Json {
+export function toChatBody(body: MessagesRequest): Json {
   const out: Json = {
     model: body.model,
-    messages: toChatMessages(body.system, body.messages ?? []),
+    messages: toChatMessages(body.system, body.messages),
     max_tokens: body.max_tokens,
     // Which stop sequence ended the answer is only in llama.cpp's verbose fields.
     verbose: true,
@@ -91,25 +90,29 @@ export function toChatBody(body: Json): Json {
   };
   for (const k of ["temperature", "top_p", "top_k"] as const) if (body[k] !== undefined) out[k] = body[k];
   if (body.stop_sequences !== undefined) out.stop = body.stop_sequences;
+  const toolChoice = asJson(body.tool_choice);
   if (Array.isArray(body.tools) && body.tools.length) {
-    out.tools = body.tools.map((t: Json) => ({
+    const tools = jsonItems(body.tools).map((t) => ({
       type: "function",
       function: { name: t.name, description: t.description ?? "", parameters: t.input_schema ?? { type: "object" } },
     }));
+    // llama.cpp takes no named function (it would treat one as `auto`): a call is required, and
+    // the named tool is the only one offered.
+    out.tools = toolChoice.type === "tool" ? tools.filter((t) => t.function.name === toolChoice.name) : tools;
   }
-  const choice = TOOL_CHOICES[body.tool_choice?.type];
+  const choice = typeof toolChoice.type === "string" && Object.hasOwn(TOOL_CHOICES, toolChoice.type) ? TOOL_CHOICES[toolChoice.type] : undefined;
   if (choice) out.tool_choice = choice;
-  // llama.cpp takes no named function (it would treat one as `auto`): a call is required, and
-  // the named tool is the only one offered.
-  if (body.tool_choice?.type === "tool" && out.tools) out.tools = out.tools.filter((t: Json) => t.function.name === body.tool_choice.name);
-  if (body.tool_choice?.disable_parallel_tool_use) out.parallel_tool_calls = false;
-  if (body.thinking?.type === "disabled") out.chat_template_kwargs = { enable_thinking: false };
-  else if (body.thinking?.type === "enabled") {
+  if (toolChoice.disable_parallel_tool_use) out.parallel_tool_calls = false;
+  const thinking = asJson(body.thinking);
+  if (thinking.type === "disabled") out.chat_template_kwargs = { enable_thinking: false };
+  else if (thinking.type === "enabled") {
     out.chat_template_kwargs = { enable_thinking: true };
-    if (typeof body.thinking.budget_tokens === "number") out.thinking_budget_tokens = body.thinking.budget_tokens;
+    if (typeof thinking.budget_tokens === "number") out.thinking_budget_tokens = thinking.budget_tokens;
   }
-  const format = body.output_config?.format;
-  if (format?.type === "json_schema") {
+  // `output_config` is a field the adapter takes that the definition does not name.
+  const { output_config }: Json = body;
+  const format = asJson(asJson(output_config).format);
+  if (format.type === "json_schema") {
     out.response_format = { type: "json_schema", json_schema: { name: "output", schema: format.schema ?? { type: "object" } } };
   }
   if (body.stream === true) {
@@ -120,14 +123,14 @@ export function toChatBody(body: Json): Json {
 }
 
 /** Why generation stopped, as Anthropic names it. */
-function stopReason(finish: string | undefined, stoppingWord: string | undefined): { stop_reason: string; stop_sequence: string | null } {
+function stopReason(finish: string | null | undefined, stoppingWord: string | undefined): { stop_reason: string; stop_sequence: string | null } {
   if (finish === "tool_calls") return { stop_reason: "tool_use", stop_sequence: null };
   if (finish === "length") return { stop_reason: "max_tokens", stop_sequence: null };
   if (stoppingWord) return { stop_reason: "stop_sequence", stop_sequence: stoppingWord };
   return { stop_reason: "end_turn", stop_sequence: null };
 }
 
-function usageOf(usage: Json | undefined): Json {
+function usageOf(usage: EngineAnswer["usage"]) {
   const cached = usage?.prompt_tokens_details?.cached_tokens ?? 0;
   return {
     input_tokens: Math.max(0, (usage?.prompt_tokens ?? 0) - cached),
@@ -147,15 +150,23 @@ function toolInput(args: unknown): unknown {
   }
 }
 
+/** A Message as the adapter answers it: the definition's, with Anthropic's `stop_sequence`, the
+ * cache count in `usage`, and the warnings about dropped fields. */
+export type Message = MessagesResponse & {
+  stop_sequence: string | null;
+  usage: { cache_read_input_tokens: number };
+  warnings?: string[];
+};
+
 /** A chat completion → a Message, named as the client named the model. */
-export function toMessage(chat: Json, model: string, warnings: string[]): Json {
+export function toMessage(chat: EngineAnswer, model: string, warnings: string[]): Message {
   const choice = chat.choices?.[0] ?? {};
   const msg = choice.message ?? {};
   const content: Json[] = [];
   if (msg.reasoning_content) content.push({ type: "thinking", thinking: msg.reasoning_content, signature: "" });
   if (msg.content) content.push({ type: "text", text: msg.content });
   for (const c of msg.tool_calls ?? []) content.push({ type: "tool_use", id: c.id, name: c.function?.name, input: toolInput(c.function?.arguments) });
-  const out: Json = {
+  const out: Message = {
     id: messageId(chat.id),
     type: "message",
     role: "assistant",
@@ -190,7 +201,7 @@ export function messagesStream(model: string, warnings: string[]): StreamRule {
       let nextIndex = 0;
       let finish: string | undefined;
       let stoppingWord: string | undefined;
-      let usage: Json | undefined;
+      let usage: EngineAnswer["usage"];
       const open = (kind: string, contentBlock: Json, toolIndex?: number) => {
         let out = close();
         block = { kind, index: nextIndex++, toolIndex };
@@ -218,7 +229,7 @@ export function messagesStream(model: string, warnings: string[]): StreamRule {
             const delta = stopReason(finish, stoppingWord);
             return out + sse("message_delta", { delta, usage: usageOf(usage) }) + sse("message_stop", {});
           }
-          const ev: Json = JSON.parse(data);
+          const ev = engineAnswer(JSON.parse(data));
           let out = start(ev.id);
           if (ev.usage) usage = ev.usage;
           if (ev.__verbose?.stopping_word) stoppingWord = ev.__verbose.stopping_word;
@@ -233,7 +244,7 @@ export function messagesStream(model: string, warnings: string[]): StreamRule {
             if (block?.kind !== "text") out += open("text", { type: "text", text: "" });
             out += sse("content_block_delta", { index: block!.index, delta: { type: "text_delta", text: d.content } });
           }
-          for (const tc of d.tool_calls ?? []) {
+          for (const tc of d.tool_calls ?? ([] as EngineToolCall[])) {
             if (tc.id || block?.kind !== "tool" || block.toolIndex !== tc.index) {
               out += open("tool", { type: "tool_use", id: tc.id, name: tc.function?.name ?? "", input: {} }, tc.index);
             }

@@ -9,10 +9,26 @@ import type { ServerContext } from "../runtime/context.ts";
 import type { ModelCheck } from "../runtime/request.ts";
 import { ndjsonFramer, type StreamRule } from "../runtime/stream-pump.ts";
 import { E, ollama as spec } from "../spec/index.ts";
-import type { OllamaChatResponse, OllamaEmbeddingsResponse, OllamaEmbedResponse, OllamaGenerateResponse, OllamaPullResponse } from "../spec/ollama.ts";
 import { generateImages, needsImageModel } from "./images.ts";
-import { needsLlm, toEngineBody, visionCheck } from "./openai.ts";
-import type { UncheckedJson as Json } from "../lib/json.ts";
+import { embeddingVectors, engineAnswer, needsLlm, toEngineBody, visionCheck, type EngineAnswer, type EngineToolCall } from "./openai.ts";
+import { asJson, jsonItems, type Json } from "../lib/json.ts";
+import type {
+  ChatRequest,
+  ChatResponse,
+  DeleteRequest,
+  EmbedRequest,
+  EmbedResponse,
+  EmbeddingsRequest,
+  EmbeddingsResponse,
+  GenerateRequest,
+  GenerateResponse,
+  PsResponse,
+  PullRequest,
+  PullResponse,
+  ShowRequest,
+  ShowResponse,
+  TagsResponse,
+} from "../spec/ollama.ts";
 
 const CREATED_AT = "2024-01-01T00:00:00Z";
 
@@ -20,22 +36,23 @@ const OPTION_KEYS = ["temperature", "top_p", "seed", "stop", "num_predict", "rep
 
 /** Sampling options from `options`, with top-level keys winning, in OpenAI/llama.cpp names. */
 export function samplingFrom(body: Json): Json {
-  const merged: Json = { ...(body.options ?? {}) };
+  const merged: Json = { ...asJson(body.options) };
   for (const k of OPTION_KEYS) if (body[k] !== undefined) merged[k] = body[k];
   const out: Json = {};
   if (merged.temperature !== undefined) out.temperature = merged.temperature;
   if (merged.top_p !== undefined) out.top_p = merged.top_p;
   if (merged.seed !== undefined) out.seed = merged.seed;
   if (merged.stop !== undefined) out.stop = merged.stop;
-  if (merged.num_predict !== undefined && merged.num_predict >= 0) out.max_tokens = merged.num_predict;
+  if (merged.num_predict !== undefined && Number(merged.num_predict) >= 0) out.max_tokens = merged.num_predict;
   // llama.cpp takes Ollama's repeat_penalty as is; it is the same knob.
   if (merged.repeat_penalty !== undefined) out.repeat_penalty = merged.repeat_penalty;
   return out;
 }
 
 /** The load options a request carries: `ctx_size`, else `options.num_ctx`. */
-function loadCtx(body: Json): number | undefined {
-  return body.ctx_size ?? body.options?.num_ctx;
+function loadCtx(body: { ctx_size?: number; options?: Json }): number | undefined {
+  const size = body.ctx_size ?? body.options?.num_ctx;
+  return typeof size === "number" ? size : undefined;
 }
 
 function imageUrl(b64: string): string {
@@ -46,26 +63,28 @@ function imageUrl(b64: string): string {
 /** Ollama messages -> OpenAI messages: images become image parts, tool-call arguments strings,
  * and a tool result named by `tool_name` answers the earliest unanswered call of that name. */
 export function toOpenAIMessages(messages: Json[]): Json[] {
-  const unanswered: { id: string; name: string }[] = [];
+  const unanswered: { id: unknown; name: unknown }[] = [];
   return messages.map((m) => {
     const out: Json = { role: m.role, content: m.content ?? "" };
     if (Array.isArray(m.images) && m.images.length) {
       out.content = [
         ...(m.content ? [{ type: "text", text: m.content }] : []),
-        ...m.images.map((img: string) => ({ type: "image_url", image_url: { url: imageUrl(img) } })),
+        ...m.images.map((img: unknown) => ({ type: "image_url", image_url: { url: imageUrl(String(img)) } })),
       ];
     }
     if (Array.isArray(m.tool_calls)) {
-      out.tool_calls = m.tool_calls.map((c: Json, i: number) => ({
-        id: c.id ?? `call_${i}`,
-        type: "function",
-        function: {
-          name: c.function?.name,
-          arguments: typeof c.function?.arguments === "string" ? c.function.arguments : JSON.stringify(c.function?.arguments ?? {}),
-        },
-      }));
+      const calls = m.tool_calls.map((c: unknown, i) => {
+        const call = asJson(c);
+        const fn = asJson(call.function);
+        return {
+          id: call.id ?? `call_${i}`,
+          type: "function",
+          function: { name: fn.name, arguments: typeof fn.arguments === "string" ? fn.arguments : JSON.stringify(fn.arguments ?? {}) },
+        };
+      });
+      out.tool_calls = calls;
+      unanswered.splice(0, unanswered.length, ...calls.map((c) => ({ id: c.id, name: c.function.name })));
     }
-    if (out.tool_calls) unanswered.splice(0, unanswered.length, ...out.tool_calls.map((c: Json) => ({ id: c.id, name: c.function.name })));
     if (m.role === "tool") {
       const id = m.tool_call_id ?? unanswered.find((c) => c.name === m.tool_name)?.id;
       if (id) {
@@ -80,7 +99,7 @@ export function toOpenAIMessages(messages: Json[]): Json[] {
 }
 
 /** OpenAI tool calls -> Ollama's, whose arguments are objects. */
-function toOllamaToolCalls(calls: Json[] | undefined): Json[] | undefined {
+function toOllamaToolCalls(calls: EngineToolCall[] | undefined): Json[] | undefined {
   if (!calls?.length) return undefined;
   return calls.map((c) => {
     let args: unknown = c.function?.arguments ?? {};
@@ -97,7 +116,7 @@ function toOllamaToolCalls(calls: Json[] | undefined): Json[] | undefined {
 
 const ns = (ms: number | undefined) => Math.round((ms ?? 0) * 1e6);
 
-function counts(usage: Json | undefined, timings: Json | undefined): Json {
+function counts(usage: EngineAnswer["usage"], timings: EngineAnswer["timings"]) {
   return {
     prompt_eval_count: usage?.prompt_tokens ?? 0,
     eval_count: usage?.completion_tokens ?? 0,
@@ -135,7 +154,7 @@ const rethrow = (step: OllamaStep) => (err: unknown): never => {
 };
 
 /** The proxy's answer as JSON (it has already turned an engine's error answer into a throw). */
-async function engineJson(res: Response): Promise<Json> {
+async function engineJson(res: Response): Promise<unknown> {
   return JSON.parse(await res.text());
 }
 
@@ -145,19 +164,19 @@ const line = (value: unknown) => `${JSON.stringify(value)}\n`;
 const ollamaFramer = ndjsonFramer((err) => line(ollamaErrorBody(err)));
 
 /** A whole answer's lines, as one NDJSON body. */
-function ndjson(lines: Json[]): Response {
+function ndjson(lines: unknown[]): Response {
   return new Response(lines.map(line).join(""), { headers: ollamaFramer.headers });
 }
 
 /** Turns the engine's chat chunks into Ollama lines: `event` for each chunk, `last` after `[DONE]`. */
-interface OllamaLines {
-  event(ev: Json): Json[];
-  last(): Json[];
+interface OllamaLines<L> {
+  event(ev: EngineAnswer): L[];
+  last(): L[];
 }
 
 /** The stream rule for an Ollama answer made from the engine's stream (one `make` per stream); an
  * error event from the engine fails the stream with Ollama's error line. */
-function ollamaStream(make: () => OllamaLines): StreamRule {
+function ollamaStream<L>(make: () => OllamaLines<L>): StreamRule {
   return {
     framer: ollamaFramer,
     translate: () => {
@@ -169,8 +188,8 @@ function ollamaStream(make: () => OllamaLines): StreamRule {
             done = true;
             return lines.last().map(line).join("");
           }
-          const ev: Json = JSON.parse(data);
-          if (ev.error) throw ApiError.of(E.backendError, String(ev.error.message ?? ev.error));
+          const ev = engineAnswer(JSON.parse(data));
+          if (ev.error) throw ApiError.of(E.backendError, String(asJson(ev.error).message ?? ev.error));
           return lines.event(ev).map(line).join("");
         },
         end: () => (done ? "" : null),
@@ -180,7 +199,12 @@ function ollamaStream(make: () => OllamaLines): StreamRule {
 }
 
 /** `keep_alive: 0` with nothing to say: unload the model (Ollama's way of freeing memory). */
-async function maybeUnload<R extends object>(ctx: Pick<ServerContext, "catalog" | "scheduler">, body: Json, empty: boolean, reply: R) {
+async function maybeUnload<R extends object>(
+  ctx: Pick<ServerContext, "catalog" | "scheduler">,
+  body: ChatRequest | GenerateRequest,
+  empty: boolean,
+  reply: R,
+): Promise<(R & { model: string; created_at: string; done: true; done_reason: string }) | null> {
   if (!(empty && (body.keep_alive === 0 || body.keep_alive === "0" || body.keep_alive === "0s"))) return null;
   const model = registered(ctx, body);
   await ctx.scheduler.unload(model.id);
@@ -221,25 +245,25 @@ async function ollamaChat(ctx: Pick<ServerContext, "proxy">, t: Translation, str
   // Tool calls need the whole answer to parse, so a streamed tool request runs non-streaming.
   const hasTools = Array.isArray(t.body.tools) && t.body.tools.length > 0;
   if (!stream || hasTools) {
-    const json = await engineJson(await call(ctx, t));
+    const json = engineAnswer(await engineJson(await call(ctx, t)));
     const choice = json.choices?.[0] ?? {};
-    const message: Json = { role: "assistant", content: choice.message?.content ?? "" };
+    const message: ChatResponse["message"] = { role: "assistant", content: choice.message?.content ?? "" };
     if (choice.message?.reasoning_content) message.thinking = choice.message.reasoning_content;
     const toolCalls = toOllamaToolCalls(choice.message?.tool_calls);
     if (toolCalls) message.tool_calls = toolCalls;
-    const final = { ...base, message, done: true, done_reason: choice.finish_reason ?? "stop", ...counts(json.usage, json.timings) };
+    const final: ChatResponse = { ...base, message, done: true, done_reason: choice.finish_reason ?? "stop", ...counts(json.usage, json.timings) };
     if (!stream) return Response.json(final);
     return ndjson([
-      { ...base, message, done: false },
-      { ...final, message: { role: "assistant", content: "" } },
-      { ...final, message: { role: "assistant", content: "" }, done_reason: "stop" },
+      { ...base, message, done: false } satisfies ChatResponse,
+      { ...final, message: { role: "assistant", content: "" } } satisfies ChatResponse,
+      { ...final, message: { role: "assistant", content: "" }, done_reason: "stop" } satisfies ChatResponse,
     ]);
   }
-  return call(ctx, t, ollamaStream(() => {
-    let usage: Json | undefined;
-    let timings: Json | undefined;
+  return call(ctx, t, ollamaStream((): OllamaLines<ChatResponse> => {
+    let usage: EngineAnswer["usage"];
+    let timings: EngineAnswer["timings"];
     let reason = "stop";
-    const empty = { role: "assistant", content: "" };
+    const empty = { role: "assistant" as const, content: "" };
     return {
       event(ev) {
         usage = ev.usage ?? usage;
@@ -249,7 +273,7 @@ async function ollamaChat(ctx: Pick<ServerContext, "proxy">, t: Translation, str
         if (choice.finish_reason) reason = choice.finish_reason;
         const d = choice.delta ?? {};
         if (d.content === undefined && !d.reasoning_content && !d.role) return [];
-        const message: Json = { role: "assistant", content: d.content ?? "" };
+        const message: ChatResponse["message"] = { role: "assistant", content: d.content ?? "" };
         if (d.reasoning_content) message.thinking = d.reasoning_content;
         return [{ ...base, message, done: false }];
       },
@@ -267,7 +291,7 @@ async function ollamaChat(ctx: Pick<ServerContext, "proxy">, t: Translation, str
 async function ollamaGenerate(ctx: Pick<ServerContext, "proxy">, t: Translation, stream: boolean): Promise<Response> {
   const base = { model: t.model, created_at: CREATED_AT };
   if (!stream) {
-    const json = await engineJson(await call(ctx, t));
+    const json = engineAnswer(await engineJson(await call(ctx, t)));
     const choice = json.choices?.[0] ?? {};
     return Response.json({
       ...base,
@@ -276,10 +300,10 @@ async function ollamaGenerate(ctx: Pick<ServerContext, "proxy">, t: Translation,
       done_reason: choice.finish_reason ?? "stop",
       context: [],
       ...counts(json.usage, undefined),
-    });
+    } satisfies GenerateResponse);
   }
-  return call(ctx, t, ollamaStream(() => {
-    let usage: Json | undefined;
+  return call(ctx, t, ollamaStream((): OllamaLines<GenerateResponse> => {
+    let usage: EngineAnswer["usage"];
     let reason = "stop";
     return {
       event(ev) {
@@ -299,7 +323,7 @@ async function ollamaGenerate(ctx: Pick<ServerContext, "proxy">, t: Translation,
 
 /** /api/embed and /api/embeddings: OpenAI embeddings, as float arrays in input order. */
 async function ollamaEmbed(ctx: Pick<ServerContext, "proxy">, t: Omit<Translation, "path" | "check">): Promise<number[][]> {
-  const json = await engineJson(
+  return embeddingVectors(await engineJson(
     await ctx.proxy
       .toModel({
         model: t.model,
@@ -312,8 +336,7 @@ async function ollamaEmbed(ctx: Pick<ServerContext, "proxy">, t: Omit<Translatio
         generation: false,
       })
       .catch(rethrow("serve")),
-  );
-  return [...json.data].sort((a: Json, b: Json) => a.index - b.index).map((d: Json) => d.embedding);
+  ));
 }
 
 const needsOllamaEmbedder: ModelCheck = (m) =>
@@ -338,8 +361,8 @@ function responseFormat(format: unknown): Record<string, unknown> | undefined {
 const tagged = (id: string) => `${id}:latest`;
 
 /** POST /api/chat */
-export async function chat(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, body: Json, signal: AbortSignal, label: string): Promise<Response | OllamaChatResponse> {
-  const messages: Json[] = body.messages ?? [];
+export async function chat(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, body: ChatRequest, signal: AbortSignal, label: string): Promise<Response | ChatResponse> {
+  const messages = body.messages ?? [];
   const unloaded = await maybeUnload(ctx, body, messages.length === 0, { message: { role: "assistant" as const, content: "" } });
   if (unloaded) return unloaded;
   const format = responseFormat(body.format);
@@ -358,8 +381,8 @@ export async function chat(ctx: Pick<ServerContext, "catalog" | "proxy" | "sched
 }
 
 /** POST /api/generate; an empty prompt preloads the model, as Ollama clients use it. */
-export async function generate(ctx: Pick<ServerContext, "catalog" | "options" | "proxy" | "scheduler">, body: Json, signal: AbortSignal, label: string): Promise<Response | OllamaGenerateResponse> {
-  const prompt: string = body.prompt ?? "";
+export async function generate(ctx: Pick<ServerContext, "catalog" | "options" | "proxy" | "scheduler">, body: GenerateRequest, signal: AbortSignal, label: string): Promise<Response | GenerateResponse> {
+  const prompt = body.prompt ?? "";
   const unloaded = await maybeUnload(ctx, body, prompt === "", { response: "" });
   if (unloaded) return unloaded;
   const ctxSize = loadCtx(body);
@@ -380,7 +403,7 @@ export async function generate(ctx: Pick<ServerContext, "catalog" | "options" | 
 }
 
 /** /api/generate naming an image model: one image, never streamed (ollama.md); an empty prompt loads it. */
-async function ollamaImage(ctx: Pick<ServerContext, "options" | "proxy">, body: Json, prompt: string, signal: AbortSignal, label: string): Promise<OllamaGenerateResponse> {
+async function ollamaImage(ctx: Pick<ServerContext, "options" | "proxy">, body: GenerateRequest, prompt: string, signal: AbortSignal, label: string): Promise<GenerateResponse & { image?: string }> {
   const base = { model: body.model, created_at: CREATED_AT, response: "" };
   if (prompt === "") {
     const lease = await ctx.proxy.acquire(body.model, needsImageModel, { signal }).catch(rethrow("serve"));
@@ -388,23 +411,23 @@ async function ollamaImage(ctx: Pick<ServerContext, "options" | "proxy">, body: 
     return { ...base, done: true, done_reason: "load" };
   }
   const request: Json = { model: body.model, prompt };
-  for (const key of ["width", "height", "steps", "cfg_scale", "seed"]) {
+  for (const key of ["width", "height", "steps", "cfg_scale", "seed"] as const) {
     const value = body[key] ?? body.options?.[key];
     if (value !== undefined) request[key] = value;
   }
   const out = await generateImages(ctx, request, signal, label).catch(rethrow("serve"));
-  return { ...base, image: out.data[0]?.b64_json ?? "", done: true, done_reason: "stop", context: [], ...counts(undefined, undefined) };
+  return { ...base, image: String(jsonItems(out.data)[0]?.b64_json ?? ""), done: true, done_reason: "stop", context: [], ...counts(undefined, undefined) };
 }
 
 /** POST /api/embed */
-export async function embed(ctx: Pick<ServerContext, "proxy">, body: Json, signal: AbortSignal, label: string): Promise<OllamaEmbedResponse> {
+export async function embed(ctx: Pick<ServerContext, "proxy">, body: EmbedRequest, signal: AbortSignal, label: string): Promise<EmbedResponse> {
   const embeddings = await ollamaEmbed(ctx, { model: body.model, body: { input: body.input }, endpoint: label, signal, ctxSize: loadCtx(body) });
   return { model: body.model, embeddings, total_duration: 0, load_duration: 0, prompt_eval_count: 0 };
 }
 
 /** POST /api/embeddings (Ollama's older, single-prompt form) */
-export async function embeddings(ctx: Pick<ServerContext, "proxy">, body: Json, signal: AbortSignal, label: string): Promise<OllamaEmbeddingsResponse> {
-  const [embedding] = await ollamaEmbed(ctx, { model: body.model, body: { input: body.prompt }, endpoint: label, signal, ctxSize: loadCtx(body) });
+export async function embeddings(ctx: Pick<ServerContext, "proxy">, body: EmbeddingsRequest, signal: AbortSignal, label: string): Promise<EmbeddingsResponse> {
+  const [embedding = []] = await ollamaEmbed(ctx, { model: body.model, body: { input: body.prompt }, endpoint: label, signal, ctxSize: loadCtx(body) });
   return { embedding };
 }
 
@@ -425,7 +448,7 @@ export function details(model: CatalogModel) {
 }
 
 /** POST /api/show */
-export function show(ctx: Pick<ServerContext, "catalog" | "options">, body: Json) {
+export function show(ctx: Pick<ServerContext, "catalog" | "options">, body: ShowRequest): ShowResponse {
   const model = registered(ctx, body);
   const ctxSize = ctx.options.resolve(model).ctx_size;
   const capabilities = [
@@ -451,7 +474,7 @@ export function show(ctx: Pick<ServerContext, "catalog" | "options">, body: Json
 }
 
 /** GET /api/tags: downloaded models */
-export function tags(ctx: Pick<ServerContext, "catalog">) {
+export function tags(ctx: Pick<ServerContext, "catalog">): TagsResponse {
   return {
     models: ctx.catalog
       .all()
@@ -471,7 +494,7 @@ export function tags(ctx: Pick<ServerContext, "catalog">) {
 }
 
 /** GET /api/ps: loaded models */
-export function ps(ctx: Pick<ServerContext, "scheduler">) {
+export function ps(ctx: Pick<ServerContext, "scheduler">): PsResponse {
   return {
     models: ctx.scheduler.list().map((s) => ({
       name: tagged(s.model.id),
@@ -486,7 +509,7 @@ export function ps(ctx: Pick<ServerContext, "scheduler">) {
 }
 
 /** POST /api/pull: NDJSON progress lines, or one status when `stream` is false. */
-export async function pull(ctx: Pick<ServerContext, "catalog" | "library">, body: Json): Promise<Response | OllamaPullResponse> {
+export async function pull(ctx: Pick<ServerContext, "catalog" | "library">, body: PullRequest): Promise<Response | PullResponse> {
   const model = registered(ctx, body);
   ctx.library.refuseOffline();
   if (body.stream === false) {
@@ -514,7 +537,7 @@ export async function pull(ctx: Pick<ServerContext, "catalog" | "library">, body
 }
 
 /** DELETE /api/delete */
-export async function remove(ctx: Pick<ServerContext, "catalog" | "library">, body: Json): Promise<Response> {
+export async function remove(ctx: Pick<ServerContext, "catalog" | "library">, body: DeleteRequest): Promise<Response> {
   const model = registered(ctx, body);
   await ctx.library.delete(model.id).catch(rethrow("delete"));
   return new Response(null, { status: 200 });

@@ -10,8 +10,9 @@ import type { ServerContext } from "../runtime/context.ts";
 import type { TargetKind } from "../runtime/targets.ts";
 import { speak } from "./audio.ts";
 import { edit, generateImages } from "./images.ts";
-import { hasVision, needsLlm, toEngineBody } from "./openai.ts";
-import type { UncheckedJson as Json } from "../lib/json.ts";
+import { engineAnswer, hasVision, needsLlm, toEngineBody, type EngineAnswer, type EngineMessage, type EngineToolCall } from "./openai.ts";
+import { asJson, isJson, jsonItems, type Json } from "../lib/json.ts";
+import type { ChatCompletionRequest } from "../spec/openai.ts";
 
 /** Rounds of tool calls one request may take before it ends with what it has. */
 export const MAX_TOOL_ROUNDS = 6;
@@ -77,7 +78,7 @@ function lastImage(messages: Json[], artifacts: Artifact[]): Blob | null {
   const made = artifacts.filter((a) => a.type === "image").pop();
   const urls: string[] = made ? [`data:${made.mimeType};base64,${made.data}`] : [];
   for (const m of made ? [] : messages) {
-    const parts = typeof m?.content === "string" ? [m.content] : Array.isArray(m?.content) ? m.content.map((p: Json) => (typeof p?.text === "string" ? p.text : String(p?.image_url?.url ?? p?.image_url ?? ""))) : [];
+    const parts = typeof m.content === "string" ? [m.content] : jsonItems(m.content).map((p) => (typeof p.text === "string" ? p.text : String(asJson(p.image_url).url ?? p.image_url ?? "")));
     for (const part of parts) urls.push(...(part.match(DATA_IMAGE) ?? []));
   }
   const url = urls.pop();
@@ -100,12 +101,12 @@ async function runTool(ctx: Pick<ServerContext, "catalog" | "logger" | "options"
       form.set("prompt", String(args.prompt ?? ""));
       form.set("response_format", "b64_json");
       form.set("image", image, "image.png");
-      answer = await (await edit(ctx, new Request("http://omni.local/v1/images/edits", { method: "POST", body: form, signal }), "edit", "omni")).json();
+      answer = asJson(await (await edit(ctx, new Request("http://omni.local/v1/images/edits", { method: "POST", body: form, signal }), "edit", "omni")).json());
     } else {
       answer = await generateImages(ctx, { model: model.id, prompt: String(args.prompt ?? ""), ...(args.size ? { size: String(args.size) } : {}), response_format: "b64_json" }, signal, "omni");
     }
-    const b64 = answer.data?.[0]?.b64_json;
-    if (!b64) throw new Error(`${model.id} returned no image`);
+    const b64 = jsonItems(answer.data)[0]?.b64_json;
+    if (typeof b64 !== "string" || !b64) throw new Error(`${model.id} returned no image`);
     return { artifact: { type: "image", data: b64, mimeType: "image/png" }, media: `![generated image](data:image/png;base64,${b64})`, result: "The image was generated and shown to the user." };
   }
   if (!roles.tts) throw new Error("text_to_speech has no speech model in this collection");
@@ -114,7 +115,7 @@ async function runTool(ctx: Pick<ServerContext, "catalog" | "logger" | "options"
   return { artifact: { type: "audio", data: audio, mimeType: "audio/mpeg" }, media: `<audio>data:audio/mpeg;base64,${audio}</audio>`, result: "The speech was generated and played to the user." };
 }
 
-async function complete(ctx: Pick<ServerContext, "proxy">, roles: Roles, messages: Json[], tools: Json[], body: Json, signal: AbortSignal): Promise<Json> {
+async function complete(ctx: Pick<ServerContext, "proxy">, roles: Roles, messages: Json[], tools: unknown[], body: Json, signal: AbortSignal): Promise<EngineAnswer> {
   // The Lemonade extensions (thinking, max_completion_tokens, ctx_size, ...) as a plain chat has them.
   const { engineBody, loadOptions } = toEngineBody(body);
   const { model: _m, messages: _x, tools: _t, stream: _s, stream_options: _o, route_trace: _r, ...rest } = engineBody;
@@ -128,13 +129,13 @@ async function complete(ctx: Pick<ServerContext, "proxy">, roles: Roles, message
     endpoint: "chat_completions",
     generation: true,
   });
-  return res.json();
+  return engineAnswer(await res.json());
 }
 
 /** What one turn made: the chat completion (media embedded in its content), the planner's own
  * text, and the artifacts in the order they were made. */
 export interface OmniTurn {
-  answer: Json;
+  answer: EngineAnswer;
   text: string;
   artifacts: Artifact[];
 }
@@ -154,9 +155,10 @@ const EMBEDDED_MEDIA = /!\[[^\]]*\]\(data:image\/[^)]+\)|<audio>\s*data:audio\/[
  * tools still find the images in the client's own messages. */
 function forPlanner(messages: Json[], sees: boolean): Json[] {
   return messages.map((m) => {
-    if (typeof m?.content === "string") return m.content.includes("data:") ? { ...m, content: m.content.replace(EMBEDDED_MEDIA, (x) => (x.startsWith("!") ? "(an image was shown)" : "(speech was played)")) } : m;
-    if (sees || !Array.isArray(m?.content)) return m;
-    return { ...m, content: m.content.map((p: Json) => (p?.type === "image_url" ? { type: "text", text: "(an image is attached)" } : p)) };
+    const { content } = m;
+    if (typeof content === "string") return content.includes("data:") ? { ...m, content: content.replace(EMBEDDED_MEDIA, (x) => (x.startsWith("!") ? "(an image was shown)" : "(speech was played)")) } : m;
+    if (sees || !Array.isArray(content)) return m;
+    return { ...m, content: content.map((p: unknown) => (isJson(p) && p.type === "image_url" ? { type: "text", text: "(an image is attached)" } : p)) };
   });
 }
 
@@ -168,10 +170,10 @@ async function run(ctx: OmniContext, collection: CatalogModel, body: Json, signa
   // A collection is downloaded on first use, components and all.
   await ctx.library.ensureDownloaded(collection);
   const roles = omniRoles(ctx, collection);
-  const clientTools: Json[] = Array.isArray(body.tools) ? body.tools : [];
+  const clientTools: unknown[] = Array.isArray(body.tools) ? body.tools : [];
   const tools = [...builtinTools(roles), ...clientTools];
   const prompt = ctx.catalog.omniSpec(collection)?.systemPrompt ?? SYSTEM_PROMPT;
-  const conversation: Json[] = Array.isArray(body.messages) ? body.messages : [];
+  const conversation = jsonItems(body.messages);
   const messages = withSystemPrompt(prompt, forPlanner(conversation, hasVision(roles.chat)));
   let content = "";
   const texts: string[] = [];
@@ -181,19 +183,19 @@ async function run(ctx: OmniContext, collection: CatalogModel, body: Json, signa
     emit(text);
   };
   /** The answer to send: the last upstream one, with the turn's content and the finish it had. */
-  const finish = (answer: Json, message: Json, reason: string, toolCalls: Json[] = []): OmniTurn => {
+  const finish = (answer: EngineAnswer, message: EngineMessage, reason: string, toolCalls: EngineToolCall[] = []): OmniTurn => {
     const choice = { ...(answer.choices?.[0] ?? { index: 0 }), message: { ...message, role: "assistant", content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) }, finish_reason: reason };
     if (!toolCalls.length) delete choice.message.tool_calls;
     return { answer: { ...answer, choices: [choice] }, text: texts.join("\n\n"), artifacts };
   };
-  let last: Json = { object: "chat.completion", created: Math.floor(Date.now() / 1000) };
+  let last: EngineAnswer & Json = { object: "chat.completion", created: Math.floor(Date.now() / 1000) };
   for (let round = 0; round < MAX_TOOL_ROUNDS; round++) {
     const answer = await complete(ctx, roles, messages, tools, body, signal);
     last = answer;
     const message = answer.choices?.[0]?.message ?? {};
-    const calls: Json[] = Array.isArray(message.tool_calls) ? message.tool_calls : [];
-    const ours = calls.filter((c) => BUILTIN.has(c.function?.name));
-    const theirs = calls.filter((c) => !BUILTIN.has(c.function?.name));
+    const calls = Array.isArray(message.tool_calls) ? message.tool_calls : [];
+    const ours = calls.filter((c) => BUILTIN.has(c.function?.name ?? ""));
+    const theirs = calls.filter((c) => !BUILTIN.has(c.function?.name ?? ""));
     if (message.content) {
       texts.push(String(message.content));
       if (!ours.length) add(`${content ? "\n\n" : ""}${message.content}`);
@@ -201,14 +203,15 @@ async function run(ctx: OmniContext, collection: CatalogModel, body: Json, signa
     if (!ours.length) return finish(answer, message, theirs.length ? "tool_calls" : (answer.choices?.[0]?.finish_reason ?? "stop"), theirs);
     messages.push({ role: "assistant", content: message.content ?? null, tool_calls: ours });
     for (const call of ours) {
+      const name = call.function?.name ?? "";
       let args: Json = {};
       try {
-        args = JSON.parse(call.function.arguments ?? "{}");
+        args = asJson(JSON.parse(String(call.function?.arguments ?? "{}")));
       } catch {
         // The planner's arguments are not JSON: the tool runs with none, and says what went wrong.
       }
       try {
-        const { artifact, media, result } = await runTool(ctx, roles, call.function.name, args, { messages: conversation, artifacts }, signal);
+        const { artifact, media, result } = await runTool(ctx, roles, name, args, { messages: conversation, artifacts }, signal);
         artifacts.push(artifact);
         add(content ? `\n\n${media}` : media);
         messages.push({ role: "tool", tool_call_id: call.id, content: result });
@@ -235,8 +238,8 @@ const chunk = (id: string, model: string, delta: Json, finish: string | null = n
   `data: ${JSON.stringify({ id, object: "chat.completion.chunk", model, created: Math.floor(Date.now() / 1000), choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
 
 /** A chat completions request naming an omni collection: one answer, or a stream of its content. */
-export async function omniChat(ctx: OmniContext, collection: CatalogModel, body: Json, signal: AbortSignal): Promise<Response> {
-  const name = String(body.model);
+export async function omniChat(ctx: OmniContext, collection: CatalogModel, body: ChatCompletionRequest, signal: AbortSignal): Promise<Response> {
+  const name = body.model;
   if (body.stream !== true) {
     const { answer } = await run(ctx, collection, body, signal, () => {});
     return Response.json({ ...answer, model: body.model });
@@ -253,7 +256,7 @@ export async function omniChat(ctx: OmniContext, collection: CatalogModel, body:
           for (let i = 0; i < text.length; i += DELTA_CHARS) send(chunk(id, name, { content: text.slice(i, i + DELTA_CHARS) }));
         });
         const choice = answer.choices?.[0] ?? {};
-        if (choice.message?.tool_calls) send(chunk(id, name, { tool_calls: choice.message.tool_calls.map((c: Json, index: number) => ({ index, ...c })) }, "tool_calls"));
+        if (choice.message?.tool_calls) send(chunk(id, name, { tool_calls: choice.message.tool_calls.map((c, index) => ({ index, ...c })) }, "tool_calls"));
         else send(chunk(id, name, {}, choice.finish_reason === "length" ? "length" : "stop"));
         // OpenAI's usage chunk: no choices, the last round's counts.
         if (usage && answer.usage) send(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", model: name, created: Math.floor(Date.now() / 1000), choices: [], usage: answer.usage })}\n\n`);
@@ -288,7 +291,8 @@ export function omniKind(ctx: OmniContext & Pick<ServerContext, "scheduler">): T
         return { message: `Loaded ${model.id}: ${components.join(", ")}`, checkpoint: "", tookOptions: false };
       },
       forward(req) {
-        if (req.path !== "/v1/chat/completions" || !req.client) {
+        // Only a chat body has `messages`: the check narrows the client's body to one.
+        if (req.path !== "/v1/chat/completions" || !req.client || !("messages" in req.client)) {
           throw ApiError.of(E.omniChatOnly, `Model ${model.id} is a collection.omni, which serves chat completions only`, "model");
         }
         return omniChat(ctx, model, req.client, req.signal);

@@ -2,7 +2,7 @@
 // how its event streams end, and its error body.
 import { ApiError } from "../lib/api-error.ts";
 import { E, type ErrorRow } from "../spec/errors.ts";
-import type { Json } from "../lib/json.ts";
+import { asJson, isJson, jsonItems, type Json } from "../lib/json.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ModelCheck } from "../runtime/request.ts";
 import { sseFramer, type StreamRule } from "../runtime/stream-pump.ts";
@@ -40,7 +40,7 @@ export const chatStream: StreamRule = {
 
 /** A stream whose every JSON event is rewritten by `map` (state lives in the closure `make`
  * returns, one per stream); `[DONE]` ends it. */
-export function mappedStream(make: () => (event: Record<string, any>) => Record<string, any>): StreamRule {
+export function mappedStream(make: () => (event: Json) => Json): StreamRule {
   return {
     framer: openaiFramer,
     translate: () => {
@@ -52,7 +52,7 @@ export function mappedStream(make: () => (event: Record<string, any>) => Record<
             done = true;
             return DONE;
           }
-          return `data: ${JSON.stringify(map(JSON.parse(data)))}\n\n`;
+          return `data: ${JSON.stringify(map(asJson(JSON.parse(data))))}\n\n`;
         },
         end: () => (done ? "" : null),
       };
@@ -60,22 +60,64 @@ export function mappedStream(make: () => (event: Record<string, any>) => Record<
   };
 }
 
+/** A tool call as an engine's answer carries it (`index` in stream deltas). */
+export type EngineToolCall = {
+  id?: string;
+  index?: number;
+  function?: { name?: string; arguments?: unknown };
+};
+
+/** A message, or a stream delta of one, as an engine's answer carries it. */
+export type EngineMessage = {
+  role?: string;
+  content?: string | null;
+  reasoning_content?: string;
+  tool_calls?: EngineToolCall[];
+};
+
+/** The fields read of an engine's OpenAI-shaped answer or stream event (chat and text
+ * completions, from llama-server or a cloud upstream); any of them may be absent. A type, not an
+ * interface, so that it is a Json too. */
+export type EngineAnswer = {
+  id?: string;
+  choices?: { index?: number; message?: EngineMessage; delta?: EngineMessage; text?: string; finish_reason?: string | null }[];
+  usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } };
+  /** llama.cpp's own timings, in milliseconds. */
+  timings?: { prompt_ms?: number; predicted_ms?: number };
+  /** llama.cpp's verbose fields, asked for with `response_fields`. */
+  __verbose?: { stopping_word?: string };
+  error?: unknown;
+};
+
+/** An engine's parsed answer read as an EngineAnswer: the engines speak OpenAI's format, so its
+ * fields are taken to have OpenAI's types once the answer is an object; anything else reads as
+ * an answer with no fields. */
+export function engineAnswer(value: unknown): EngineAnswer {
+  return isJson(value) ? (value as EngineAnswer) : {};
+}
+
+/** The vectors of an engine's embeddings answer, in input order. */
+export function embeddingVectors(answer: unknown): number[][] {
+  return jsonItems(asJson(answer).data)
+    .sort((a, b) => Number(a.index) - Number(b.index))
+    .map((d) => (Array.isArray(d.embedding) ? d.embedding.map(Number) : []));
+}
+
 /** Lemonade-only fields, read by the server and not sent on to the engine. `enable_thinking` (or
  * `thinking: false`) becomes the chat-template switch llama.cpp's reasoning templates read, and
  * OpenAI's `json_object` response format becomes the schema llama.cpp turns into a grammar (it
  * constrains nothing for a bare `json_object`). With both token limits, `max_tokens` wins (as
  * llama.cpp reads it); `max_completion_tokens` alone becomes `max_tokens`. */
-export function toEngineBody(body: Record<string, unknown>) {
+export function toEngineBody(body: Json) {
   const { ctx_size, enable_thinking, thinking, max_completion_tokens, ...engineBody } = body;
   if (engineBody.max_tokens === undefined && max_completion_tokens !== undefined) engineBody.max_tokens = max_completion_tokens;
-  const format = engineBody.response_format as { type?: string; schema?: unknown } | undefined;
-  if (format?.type === "json_object") {
+  const format = asJson(engineBody.response_format);
+  if (format.type === "json_object") {
     engineBody.response_format = { type: "json_schema", json_schema: { schema: format.schema ?? { type: "object" } } };
   }
   const think = typeof enable_thinking === "boolean" ? enable_thinking : typeof thinking === "boolean" ? thinking : undefined;
   if (think !== undefined) {
-    const kwargs = (engineBody.chat_template_kwargs as Record<string, unknown> | undefined) ?? {};
-    engineBody.chat_template_kwargs = { ...kwargs, enable_thinking: think };
+    engineBody.chat_template_kwargs = { ...asJson(engineBody.chat_template_kwargs), enable_thinking: think };
   } else if (thinking !== undefined) {
     engineBody.thinking = thinking;
   }
@@ -84,34 +126,29 @@ export function toEngineBody(body: Record<string, unknown>) {
 
 /** /v1/completions on llama.cpp: `echo` is ignored (llama.cpp refuses it), and OpenAI's
  * `logprobs` (true or a count of alternatives) becomes llama.cpp's `n_probs`. */
-export function toCompletionBody(engineBody: Record<string, unknown>): { body: Record<string, unknown>; logprobs: boolean } {
+export function toCompletionBody(engineBody: Json): { body: Json; logprobs: boolean } {
   const { echo, logprobs, ...body } = engineBody;
   if (logprobs === undefined || logprobs === false || logprobs === null) return { body, logprobs: false };
   body.n_probs = typeof logprobs === "number" ? Math.max(1, logprobs) : 1;
   return { body, logprobs: true };
 }
 
-interface TokenProb {
-  token: string;
-  logprob: number;
-  top_logprobs?: { token: string; logprob: number }[];
-}
-
 /** llama.cpp's chat-shaped `logprobs.content` → the legacy completions shape (`tokens`,
  * `token_logprobs`, `top_logprobs`, `text_offset`), offsets counted from the start of the
  * generated text. Stateful: one per answer, fed its choices in order (a stream chunk by chunk). */
-export function legacyLogprobs(): (choice: Record<string, any>) => void {
+export function legacyLogprobs(): (choice: Json) => void {
   let offset = 0;
   return (choice) => {
-    const content: TokenProb[] | undefined = choice.logprobs?.content;
+    const content = asJson(choice.logprobs).content;
     if (!Array.isArray(content)) return;
     const out = { tokens: [] as string[], token_logprobs: [] as number[], top_logprobs: [] as Record<string, number>[], text_offset: [] as number[] };
-    for (const t of content) {
-      out.tokens.push(t.token);
-      out.token_logprobs.push(t.logprob);
-      out.top_logprobs.push(Object.fromEntries((t.top_logprobs ?? []).map((p) => [p.token, p.logprob])));
+    for (const t of jsonItems(content)) {
+      const token = String(t.token ?? "");
+      out.tokens.push(token);
+      out.token_logprobs.push(Number(t.logprob));
+      out.top_logprobs.push(Object.fromEntries(jsonItems(t.top_logprobs).map((p) => [String(p.token), Number(p.logprob)])));
       out.text_offset.push(offset);
-      offset += t.token.length;
+      offset += token.length;
     }
     choice.logprobs = out;
   };
@@ -119,10 +156,8 @@ export function legacyLogprobs(): (choice: Record<string, any>) => void {
 
 /** Whether an OpenAI chat body (or a Responses `input`) carries an image. */
 export function hasImage(body: Json): boolean {
-  const items = Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : [];
-  return items.some(
-    (m: any) => Array.isArray(m?.content) && m.content.some((p: any) => p?.type === "image_url" || p?.type === "input_image" || p?.type === "image"),
-  );
+  const items = jsonItems(Array.isArray(body.messages) ? body.messages : body.input);
+  return items.some((m) => jsonItems(m.content).some((p) => p.type === "image_url" || p.type === "input_image" || p.type === "image"));
 }
 
 /** A model that can take images: a vision label or a vision projector among its files. */

@@ -10,9 +10,10 @@ import type { ServerContext } from "../runtime/context.ts";
 import type { StreamRule } from "../runtime/stream-pump.ts";
 import type { TargetKind } from "../runtime/targets.ts";
 import { decide, routeInput, type Decision } from "../runtime/router-engine.ts";
-import { chatStream, mappedStream, needsEmbedder, needsLlm } from "./openai.ts";
+import { chatStream, embeddingVectors, engineAnswer, mappedStream, needsEmbedder, needsLlm } from "./openai.ts";
 import { classifyText } from "./classify.ts";
-import type { Json } from "../lib/json.ts";
+import { jsonItems, type Json } from "../lib/json.ts";
+import type { ChatCompletionRequest, CompletionRequest } from "../spec/openai.ts";
 
 export const ROUTE_HEADER = "x-lemonade-route";
 
@@ -35,7 +36,7 @@ async function llmClassify(ctx: Pick<ServerContext, "proxy">, c: Classifier, tex
     endpoint: "routing",
     generation: false,
   });
-  const answer = String((await res.json()).choices?.[0]?.message?.content ?? "").trim();
+  const answer = String(engineAnswer(await res.json()).choices?.[0]?.message?.content ?? "").trim();
   // The longest label first, so that `big` does not win over `big-coder` in "big-coder".
   const label = [...c.labels].sort((a, b) => b.length - a.length).find((l) => answer.toLowerCase().includes(l.toLowerCase()));
   if (!label) throw new Error(`the router model answered ${JSON.stringify(answer.slice(0, 80))}, not a label`);
@@ -47,8 +48,7 @@ const phraseVectors = new Map<string, Promise<Record<string, number[][]>>>();
 
 async function embed(ctx: Pick<ServerContext, "proxy">, model: string, input: string[], signal: AbortSignal): Promise<number[][]> {
   const res = await ctx.proxy.toModel({ model, path: "/v1/embeddings", body: { input, encoding_format: "float" }, check: needsEmbedder, signal, endpoint: "routing", generation: false });
-  const data = ((await res.json()).data ?? []) as { index: number; embedding: number[] }[];
-  return data.sort((a, b) => a.index - b.index).map((d) => d.embedding);
+  return embeddingVectors(await res.json());
 }
 
 const cosine = (a: number[], b: number[]) => {
@@ -94,8 +94,8 @@ async function onnxClassify(ctx: Pick<ServerContext, "catalog" | "proxy" | "sche
 
 /** A conversation's identity for counting route switches: its system prompt and first user message. */
 function conversationKey(body: Json): string {
-  const messages: any[] = Array.isArray(body.messages) ? body.messages : [];
-  const first = (role: string) => JSON.stringify(messages.find((m) => m?.role === role)?.content ?? "");
+  const messages = jsonItems(body.messages);
+  const first = (role: string) => JSON.stringify(messages.find((m) => m.role === role)?.content ?? "");
   return new Bun.CryptoHasher("sha256").update(`${first("system")}\n${first("user")}`).digest("hex");
 }
 
@@ -143,7 +143,12 @@ function tracedStream(trace: Json): StreamRule {
 }
 
 /** The decision for a request naming a router, and the trace to add when the client asked for it. */
-async function route(ctx: Pick<ServerContext, "catalog" | "logger" | "proxy" | "scheduler" | "stats">, model: CatalogModel, body: Json, signal: AbortSignal): Promise<{ decision: Decision; trace: Json | null }> {
+async function route(
+  ctx: Pick<ServerContext, "catalog" | "logger" | "proxy" | "scheduler" | "stats">,
+  model: CatalogModel,
+  body: ChatCompletionRequest | CompletionRequest,
+  signal: AbortSignal,
+): Promise<{ decision: Decision; trace: Json | null }> {
   const policy = model.router!.policy;
   for (const candidate of policy.candidates) {
     if (!ctx.catalog.find(candidate)) throw ApiError.of(E.modelNotFound, `Router ${model.id} routes to ${candidate}, which is no longer registered`);
@@ -153,6 +158,8 @@ async function route(ctx: Pick<ServerContext, "catalog" | "logger" | "proxy" | "
   );
   ctx.stats.recordRoute(conversationKey(body), decision.route_to);
   ctx.logger.info("Router", `${model.id} routed to ${decision.route_to} (${decision.matched_rule || "default"})`);
-  if (body.route_trace !== true) return { decision, trace: null };
+  // `route_trace` is Lemonade's, asked for in a field the OpenAI definitions do not name.
+  const { route_trace }: Json = body;
+  if (route_trace !== true) return { decision, trace: null };
   return { decision, trace: { route_to: decision.route_to, matched_rule: decision.matched_rule, default_used: decision.default_used, outputs: decision.outputs, trace: decision.trace } };
 }

@@ -4,6 +4,7 @@
 // local file paths or the HTTP client's internals.
 import { ApiError } from "../lib/api-error.ts";
 import { scrubPaths } from "../lib/scrub.ts";
+import { isJson, type Json } from "../lib/json.ts";
 import { E, type ErrorRow } from "../spec/errors.ts";
 
 /** llama-server's error types (whisper-server answers the same), each a row. */
@@ -25,8 +26,9 @@ export function engineError(status: number, text: string, modelId: string): ApiE
   } catch {
     // Not JSON: the text is the message.
   }
-  const raw = (body as { error?: unknown } | null)?.error ?? body;
-  const error = typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>) : { message: String(raw ?? "") };
+  const raw = (isJson(body) ? body.error : undefined) ?? body;
+  // An object is llama.cpp's `{message, type}`; an array says nothing of its own.
+  const error: Json = isJson(raw) ? raw : Array.isArray(raw) ? {} : { message: String(raw ?? "") };
   const message = scrubPaths(String(error.message ?? "").trim()) || `The ${modelId} engine answered ${status}`;
   const details = typeof body === "object" && body !== null ? scrubDeep(body) : { message };
   if (error.type === "exceed_context_size_error") {

@@ -10,6 +10,8 @@ import { engineError } from "./engine-error.ts";
 import type { Lease } from "./scheduler.ts";
 import { pump, type StreamRule, type StreamSource } from "./stream-pump.ts";
 import { Transport, type Route, type TransportDeps } from "./transport.ts";
+import type { Reshape } from "./request.ts";
+import { isJson, type Json } from "../lib/json.ts";
 
 export interface ExchangeDeps extends TransportDeps, AccountingDeps {
   /** Silence (ms) in a stream after which a keep-alive is written. */
@@ -21,14 +23,14 @@ export interface ExchangeRequest {
   model: string;
   path: string;
   method: "GET" | "POST";
-  body: Record<string, unknown>;
+  body: Json;
   form?: FormData;
   signal: AbortSignal;
   endpoint: string;
   generation: boolean;
   /** The answer is bytes (audio) passed on as they are, not JSON to rewrite. */
   raw?: boolean;
-  reshape?: (answer: Record<string, any>) => Record<string, any>;
+  reshape?: Reshape;
 }
 
 /** Where an exchange is: sending (or reading a whole answer); a stream response made whose body
@@ -167,11 +169,11 @@ export class Exchange {
 }
 
 /** Non-streaming answers report the model by the name the client used, reshaped as the route asks. */
-function rewriteAnswer(text: string, model: string, reshape?: (answer: Record<string, any>) => Record<string, any>): string {
+function rewriteAnswer(text: string, model: string, reshape?: Reshape): string {
   if (!reshape && !text.includes('"model"')) return text;
   try {
-    const json = JSON.parse(text);
-    if (json && typeof json === "object" && !Array.isArray(json)) {
+    const json: unknown = JSON.parse(text);
+    if (isJson(json)) {
       if ("model" in json) json.model = model;
       return JSON.stringify(reshape ? reshape(json) : json);
     }

@@ -3,9 +3,14 @@
 import type { ApiError } from "../lib/api-error.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { StreamRule } from "./stream-pump.ts";
+import type { Json } from "../lib/json.ts";
+import type { ChatCompletionRequest, CompletionRequest } from "../spec/openai.ts";
 
 /** Refuses a model a route cannot serve (checked before anything loads). */
 export type ModelCheck = (model: CatalogModel) => ApiError | null;
+
+/** Turns an engine's whole JSON answer into the one the client gets. */
+export type Reshape = (answer: Json) => Json;
 
 export interface ProxyRequest {
   /** The model the client named. */
@@ -13,7 +18,7 @@ export interface ProxyRequest {
   /** Engine path, e.g. `/v1/chat/completions`. */
   path: string;
   /** Body to send on to the engine, as JSON. */
-  body: Record<string, unknown>;
+  body: Json;
   /** A multipart body to send instead (image edits), as it is. */
   form?: FormData;
   /** The stream rule, when the answer is an event stream. */
@@ -25,7 +30,7 @@ export interface ProxyRequest {
   /** The answer is bytes (audio) passed on as they are, not JSON to rewrite. */
   raw?: boolean;
   /** What to send for a whole (non-streamed) JSON answer, when not the engine's answer itself. */
-  reshape?: (answer: Record<string, any>) => Record<string, any>;
+  reshape?: Reshape;
   /** Options for the load, when this request triggers one (e.g. `ctx_size`). */
   loadOptions?: Record<string, unknown>;
   /** The client's request, whose abort cancels the engine request. */
@@ -36,13 +41,13 @@ export interface ProxyRequest {
   generation: boolean;
   /** The client's body as it came, on the routes a collection may serve (chat, completions): a
    * router decides on it, an omni collection plans on it. */
-  client?: Record<string, unknown>;
+  client?: ChatCompletionRequest | CompletionRequest;
 }
 
 export interface RecentRequest {
   method: "GET" | "POST";
   path: string;
-  body?: Record<string, unknown>;
+  body?: Json;
   signal: AbortSignal;
   endpoint: string;
   /** Which models the route can reach. */

@@ -1,8 +1,8 @@
 // The routing engine: a request's text and metadata against a normalised policy
 // (models/routing-policy.ts), rules in order, first match wins, else `default_model` (fail-open).
 // Classifiers are evaluated at most once per request, through the `classify` function it is handed.
-import { isJson, type Json } from "../lib/json.ts";
 import type { Classifier, MatchExpr, Routing } from "../models/routing-policy.ts";
+import { isJson, jsonItems, type Json } from "../lib/json.ts";
 
 export interface RouteInput {
   /** The text conditions read: the last user message. */
@@ -39,15 +39,14 @@ const bytes = (s: string) => new TextEncoder().encode(s).length;
 
 /** The routing inputs of an OpenAI chat or completions body. */
 export function routeInput(body: Json): RouteInput {
-  const parts = (content: unknown): unknown[] => (Array.isArray(content) ? content : []);
   const textOf = (content: unknown): string =>
-    typeof content === "string" ? content : parts(content).map((p) => (isJson(p) && p.type === "text" ? String(p.text ?? "") : "")).join(" ");
-  const messages = Array.isArray(body.messages) ? body.messages.filter(isJson) : [];
-  const lastUser = messages.findLast((m) => m.role === "user");
+    typeof content === "string" ? content : Array.isArray(content) ? content.map((p: unknown) => (isJson(p) && p.type === "text" ? String(p.text ?? "") : "")).join(" ") : "";
+  const messages = jsonItems(body.messages);
+  const lastUser = [...messages].reverse().find((m) => m.role === "user");
   const text = lastUser ? textOf(lastUser.content) : typeof body.prompt === "string" ? body.prompt : "";
   const metadata: Record<string, string> = {};
   if (isJson(body.metadata)) for (const [k, v] of Object.entries(body.metadata)) if (typeof v === "string") metadata[k] = v;
-  const hasImages = messages.some((m) => parts(m.content).some((p) => isJson(p) && p.type === "image_url"));
+  const hasImages = messages.some((m) => jsonItems(m.content).some((p) => p.type === "image_url"));
   return { text: text.slice(0, MAX_INPUT_BYTES), metadata, hasTools: Array.isArray(body.tools) && body.tools.length > 0, hasImages };
 }
 

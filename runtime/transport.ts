@@ -6,6 +6,7 @@
 import { E } from "../spec/errors.ts";
 import { ApiError } from "../lib/api-error.ts";
 import type { Clock } from "../lib/clock.ts";
+import type { Json } from "../lib/json.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { Logger } from "../observability/logger.ts";
 import { engineUnavailable } from "./engine-error.ts";
@@ -53,7 +54,7 @@ export interface TransportDeps {
 /** What the transport sends. */
 export interface Outgoing {
   path: string;
-  body: Record<string, unknown>;
+  body: Json;
   form?: FormData;
   method: "GET" | "POST";
   /** The client's request, whose abort cancels the engine request. */

@@ -1,5 +1,5 @@
 // Anthropic-compatible Messages API (anthropic.md), answered by llama.cpp's own Anthropic layer.
-import { Type as T } from "@sinclair/typebox";
+import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { E, ENGINE_ERRORS, LOADING_ERRORS } from "./errors.ts";
 import { ModelName } from "./schemas.ts";
@@ -81,6 +81,9 @@ export const messages = endpoint({
   },
 });
 
+export type MessagesRequest = Static<typeof messages.body>;
+export type MessagesResponse = Static<typeof messages.response>;
+
 export const countTokens = endpoint({
   id: "anthropic.count_tokens",
   method: "POST",
@@ -97,3 +100,5 @@ export const countTokens = endpoint({
   errors: [E.modelNotSupported, E.modelNotFound, E.cloudWireMismatch, E.modelLoadError],
   example: { body: { model: "Qwen3-0.6B-GGUF", messages: [{ role: "user", content: "Hello" }] }, response: `{"input_tokens": 9}` },
 });
+
+export type CountTokensRequest = Static<typeof countTokens.body>;

@@ -1,6 +1,6 @@
 // llama.cpp-specific endpoints (llamacpp.md): rerank, slots and tokenize, forwarded to a
 // llama-server: rerank to the model it names, slots and tokenize to the most recently used one.
-import { Type as T } from "@sinclair/typebox";
+import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { E, ENGINE_ERRORS, LOADING_ERRORS } from "./errors.ts";
 import { ModelName } from "./schemas.ts";
@@ -71,6 +71,8 @@ export const rerank = endpoint({
 }`,
   },
 });
+
+export type RerankRequest = Static<typeof rerank.body>;
 
 export const slots = endpoint({
   id: "llamacpp.slots",

@@ -67,6 +67,8 @@ export const tags = endpoint({
   },
 });
 
+export type TagsResponse = Static<typeof tags.response>;
+
 export const ps = endpoint({
   id: "ollama.ps",
   method: "GET",
@@ -98,6 +100,8 @@ export const ps = endpoint({
     response: `{"models": [{"name": "Qwen3-0.6B-GGUF:latest", "model": "Qwen3-0.6B-GGUF:latest", "size": 0, "digest": "${ZERO_DIGEST}", "details": {"parent_model": "", "format": "gguf", "family": "llamacpp", "families": ["llamacpp"], "parameter_size": "0.6B", "quantization_level": "Q4_0"}, "expires_at": "2099-01-01T00:00:00Z", "size_vram": 0}]}`,
   },
 });
+
+export type PsResponse = Static<typeof ps.response>;
 
 export { ZERO_DIGEST };
 
@@ -143,13 +147,14 @@ const loadErrors = [
   E.ollamaBackendError,
 ];
 
+/** Token counts and timings, optional: a streamed line other than the last two leaves them out. */
 const Counts = {
-  prompt_eval_count: T.Integer({ description: "Prompt tokens" }),
-  eval_count: T.Integer({ description: "Generated tokens" }),
-  total_duration: T.Integer({ description: "Always `0`" }),
-  load_duration: T.Integer({ description: "Always `0`" }),
-  prompt_eval_duration: T.Integer({ description: "Prompt processing time in nanoseconds, when the backend reports timings; otherwise `0`" }),
-  eval_duration: T.Integer({ description: "Generation time in nanoseconds, when the backend reports timings; otherwise `0`" }),
+  prompt_eval_count: T.Optional(T.Integer({ description: "Prompt tokens" })),
+  eval_count: T.Optional(T.Integer({ description: "Generated tokens" })),
+  total_duration: T.Optional(T.Integer({ description: "Always `0`" })),
+  load_duration: T.Optional(T.Integer({ description: "Always `0`" })),
+  prompt_eval_duration: T.Optional(T.Integer({ description: "Prompt processing time in nanoseconds, when the backend reports timings; otherwise `0`" })),
+  eval_duration: T.Optional(T.Integer({ description: "Generation time in nanoseconds, when the backend reports timings; otherwise `0`" })),
 };
 
 export const chat = endpoint({
@@ -198,7 +203,7 @@ export const chat = endpoint({
     ),
     done: T.Boolean({ description: "`false` while the message streams; `true` once it ends, and on a response that is not streamed" }),
     done_reason: T.Optional(T.String({ description: "`stop`, `length`, `tool_calls`, or `unload` after an unload request" })),
-    ...Object.fromEntries(Object.entries(Counts).map(([k, v]) => [k, T.Optional(v)])),
+    ...Counts,
   }),
   errors: loadErrors,
   example: {
@@ -206,6 +211,9 @@ export const chat = endpoint({
     response: `{"model": "Qwen3-0.6B-GGUF", "created_at": "2024-01-01T00:00:00Z", "message": {"role": "assistant", "content": "The capital of France is **Paris**."}, "done": true, "done_reason": "stop", "prompt_eval_count": 19, "eval_count": 14, "total_duration": 0, "load_duration": 0, "prompt_eval_duration": 27064000, "eval_duration": 71276000}`,
   },
 });
+
+export type ChatRequest = Static<typeof chat.body>;
+export type ChatResponse = Static<typeof chat.response>;
 
 export const generate = endpoint({
   id: "ollama.generate",
@@ -247,7 +255,7 @@ export const generate = endpoint({
     done: T.Boolean({ description: "`true` on a response that is not streamed, and on the last two lines of a stream" }),
     done_reason: T.Optional(T.String({ description: "`stop`, `length`, `load`, or `unload` after an unload request" })),
     context: T.Optional(T.Array(T.Integer(), { description: "Always empty" })),
-    ...Object.fromEntries(Object.entries(Counts).map(([k, v]) => [k, T.Optional(v)])),
+    ...Counts,
   }),
   errors: loadErrors,
   example: {
@@ -255,6 +263,9 @@ export const generate = endpoint({
     response: `{"model": "Qwen3-0.6B-GGUF", "created_at": "2024-01-01T00:00:00Z", "response": " Paris.", "done": true, "done_reason": "stop", "context": [], "prompt_eval_count": 5, "eval_count": 3, "total_duration": 0, "load_duration": 0, "prompt_eval_duration": 0, "eval_duration": 0}`,
   },
 });
+
+export type GenerateRequest = Static<typeof generate.body>;
+export type GenerateResponse = Static<typeof generate.response>;
 
 const ModelOrName = {
   model: T.Optional(T.String({ description: "The model's name (`name` is accepted too)." })),
@@ -292,6 +303,9 @@ export const show = endpoint({
   },
 });
 
+export type ShowRequest = Static<typeof show.body>;
+export type ShowResponse = Static<typeof show.response>;
+
 export const embed = endpoint({
   id: "ollama.embed",
   method: "POST",
@@ -323,6 +337,9 @@ export const embed = endpoint({
   example: { body: { model: "nomic-embed-text-v1-GGUF", input: ["Hello", "World"] }, response: `{"model": "nomic-embed-text-v1-GGUF", "embeddings": [[0.01, -0.02, 0.03], [0.04, 0.05, -0.06]], "total_duration": 0, "load_duration": 0, "prompt_eval_count": 0}` },
 });
 
+export type EmbedRequest = Static<typeof embed.body>;
+export type EmbedResponse = Static<typeof embed.response>;
+
 export const embeddings = endpoint({
   id: "ollama.embeddings",
   method: "POST",
@@ -348,6 +365,9 @@ export const embeddings = endpoint({
   example: { body: { model: "nomic-embed-text-v1-GGUF", prompt: "Hello" }, response: `{"embedding": [0.01, -0.02, 0.03]}` },
 });
 
+export type EmbeddingsRequest = Static<typeof embeddings.body>;
+export type EmbeddingsResponse = Static<typeof embeddings.response>;
+
 export const pull = endpoint({
   id: "ollama.pull",
   method: "POST",
@@ -372,6 +392,9 @@ export const pull = endpoint({
   example: { body: { model: "Qwen3-0.6B-GGUF", stream: false }, response: '{"status": "success"}' },
 });
 
+export type PullRequest = Static<typeof pull.body>;
+export type PullResponse = Static<typeof pull.response>;
+
 export const remove = endpoint({
   id: "ollama.delete",
   method: "DELETE",
@@ -390,6 +413,8 @@ export const remove = endpoint({
   ],
   example: { body: { model: "Qwen3-0.6B-GGUF" } },
 });
+
+export type DeleteRequest = Static<typeof remove.body>;
 
 const notSupported = (id: string, path: string, summary: string, description = "") =>
   endpoint({
@@ -415,9 +440,3 @@ export const create = notSupported(
 export const copy = notSupported("ollama.copy", "/api/copy", "Copy a model");
 export const push = notSupported("ollama.push", "/api/push", "Push a model to a registry");
 export const blobs = notSupported("ollama.blobs", "/api/blobs/:digest", "Upload a blob");
-
-export type OllamaChatResponse = Static<typeof chat.response>;
-export type OllamaGenerateResponse = Static<typeof generate.response>;
-export type OllamaEmbedResponse = Static<typeof embed.response>;
-export type OllamaEmbeddingsResponse = Static<typeof embeddings.response>;
-export type OllamaPullResponse = Static<typeof pull.response>;

@@ -110,6 +110,8 @@ export const chatCompletions = endpoint({
   },
 });
 
+export type ChatCompletionRequest = Static<typeof chatCompletions.body>;
+
 export const completions = endpoint({
   id: "openai.completions",
   method: "POST",
@@ -151,6 +153,8 @@ export const completions = endpoint({
 }`,
   },
 });
+
+export type CompletionRequest = Static<typeof completions.body>;
 
 export const responses = endpoint({
   id: "openai.responses",
@@ -194,6 +198,8 @@ export const responses = endpoint({
 }`,
   },
 });
+
+export type ResponsesRequest = Static<typeof responses.body>;
 
 export const embeddings = endpoint({
   id: "openai.embeddings",
@@ -258,6 +264,9 @@ export const embeddings = endpoint({
 }`,
   },
 });
+
+export type EmbeddingsRequest = Static<typeof embeddings.body>;
+export type EmbeddingsResponse = Static<typeof embeddings.response>;
 
 export const SPEECH_FORMATS = ["mp3", "wav", "opus", "pcm"] as const;
 

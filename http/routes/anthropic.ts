@@ -3,9 +3,8 @@
 import { anthropic as spec, metricsLabel } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import { anthropicPassthrough, messagesStream, splitKnown, toChatBody, toMessage } from "../../protocols/anthropic.ts";
-import { needsLlm, visionCheck } from "../../protocols/openai.ts";
+import { engineAnswer, needsLlm, visionCheck } from "../../protocols/openai.ts";
 import type { Binder } from "../bind.ts";
-import type { Json } from "../../lib/json.ts";
 
 export function anthropicRoutes(bind: Binder, ctx: Pick<ServerContext, "logger" | "proxy">): void {
   const messagesLabel = metricsLabel(spec.messages);
@@ -15,7 +14,7 @@ export function anthropicRoutes(bind: Binder, ctx: Pick<ServerContext, "logger" 
       return ctx.proxy.toModel({
         model: body.model,
         path: "/v1/messages",
-        body: body as Json,
+        body,
         stream: body.stream === true ? anthropicPassthrough : undefined,
         check: needsLlm(),
         signal: request.signal,
@@ -23,16 +22,17 @@ export function anthropicRoutes(bind: Binder, ctx: Pick<ServerContext, "logger" 
         generation: true,
       });
     }
-    const { known, ignored } = splitKnown(body as Json);
+    // The chat body is made of the known fields only; the others are named in a warning.
+    const { ignored } = splitKnown(body);
     const warnings = ignored.length ? [`ignored unsupported fields: ${ignored.join(", ")}`] : [];
     if (ignored.length) ctx.logger.warn("Anthropic", `Ignoring unsupported fields: ${ignored.join(", ")}`);
-    const chat = toChatBody(known);
+    const chat = toChatBody(body);
     const res = await ctx.proxy.toModel({
       model: body.model,
       path: "/v1/chat/completions",
       body: chat,
-      stream: known.stream === true ? messagesStream(body.model, warnings) : undefined,
-      reshape: (answer) => toMessage(answer, body.model, warnings),
+      stream: body.stream === true ? messagesStream(body.model, warnings) : undefined,
+      reshape: (answer) => toMessage(engineAnswer(answer), body.model, warnings),
       check: visionCheck(needsLlm(), chat),
       signal: request.signal,
       endpoint: messagesLabel,
@@ -44,12 +44,12 @@ export function anthropicRoutes(bind: Binder, ctx: Pick<ServerContext, "logger" 
 
   const countLabel = metricsLabel(spec.countTokens);
   bind.http(spec.countTokens, async ({ body, request }) => {
-    const { known, ignored } = splitKnown(body as Json);
+    const { known, ignored } = splitKnown(body);
     const passthrough = ctx.proxy.target(body.model).speaks === "anthropic";
     const res = await ctx.proxy.toModel({
       model: body.model,
       path: "/v1/messages/count_tokens",
-      body: passthrough ? (body as Json) : known,
+      body: passthrough ? body : known,
       check: needsLlm(),
       signal: request.signal,
       endpoint: countLabel,

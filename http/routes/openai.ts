@@ -2,6 +2,7 @@
 // protocols/responses) and forwards through the proxy (runtime/proxy.ts); audio goes to
 // protocols/audio.
 import { metricsLabel, openai as spec } from "../../spec/index.ts";
+import type { ChatCompletionRequest, CompletionRequest, EmbeddingsRequest, ResponsesRequest } from "../../spec/openai.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import type { ProxyRequest } from "../../runtime/request.ts";
 import {
@@ -17,56 +18,64 @@ import {
 import { checkResponsesBody, responsesCheck, responsesStream } from "../../protocols/responses.ts";
 import { speak, transcribe } from "../../protocols/audio.ts";
 import type { Binder } from "../bind.ts";
-import type { UncheckedJson as Json } from "../../lib/json.ts";
+import { jsonItems, type Json } from "../../lib/json.ts";
+
+/** The definitions forwarded to a model's engine once translated, and the bodies they take. */
+type Forwarded = typeof spec.chatCompletions | typeof spec.completions | typeof spec.responses | typeof spec.embeddings;
+type ForwardedBody = ChatCompletionRequest | CompletionRequest | ResponsesRequest | EmbeddingsRequest;
 
 export function openaiRoutes(bind: Binder, ctx: Pick<ServerContext, "catalog" | "config" | "library" | "logger" | "options" | "proxy" | "scheduler" | "standIns" | "stats">): void {
-  /** Binds an inference route; on `collections` ones a collection (a router, an omni) may serve the request. */
-  const forward = (def: Parameters<Binder["http"]>[0], path: string, build: (body: Json, engineBody: Json) => Partial<ProxyRequest>, collections = false) => {
-    const label = metricsLabel(def);
-    bind.http(def, ({ body, request }) => {
-      const json = body as Json;
-      const { engineBody, loadOptions } = toEngineBody(json);
-      delete engineBody.route_trace;
-      const route = build(json, engineBody);
-      return ctx.proxy.toModel({
-        model: json.model,
-        path,
-        body: engineBody,
-        check: needsLlm(),
-        loadOptions,
-        signal: request.signal,
-        endpoint: label,
-        generation: true,
-        ...route,
-        stream: json.stream === true ? route.stream : undefined,
-        ...(collections ? { client: json } : {}),
-      });
+  /** Sends an inference request on to its model: `build` adds what the route's own request needs
+   * (its stream rule, its check, the client's body where a collection may serve it). Each route
+   * binds its own definition, so that its handler and `build` read the body as its `Static<>` type. */
+  const forward = (def: Forwarded, path: string, body: ForwardedBody, signal: AbortSignal, build: (engineBody: Json) => Partial<ProxyRequest>) => {
+    const { engineBody, loadOptions } = toEngineBody(body);
+    delete engineBody.route_trace;
+    const route = build(engineBody);
+    return ctx.proxy.toModel({
+      model: body.model,
+      path,
+      body: engineBody,
+      check: needsLlm(),
+      loadOptions,
+      signal,
+      endpoint: metricsLabel(def),
+      generation: true,
+      ...route,
+      // `stream` is the client's, which the engine body keeps as it came.
+      stream: engineBody.stream === true ? route.stream : undefined,
     });
   };
 
-  forward(spec.chatCompletions, "/v1/chat/completions", (body) => ({ stream: chatStream, check: visionCheck(needsLlm(), body) }), true);
-  forward(spec.completions, "/v1/completions", (_, engineBody) => {
-    const { body, logprobs } = toCompletionBody(engineBody);
-    if (!logprobs) return { body, stream: chatStream };
-    const fix = (answer: Json) => {
-      const convert = legacyLogprobs();
-      for (const choice of answer.choices ?? []) convert(choice);
-      return answer;
-    };
-    const streamed = mappedStream(() => {
-      const convert = legacyLogprobs();
-      return (ev) => {
-        for (const choice of ev.choices ?? []) convert(choice);
-        return ev;
+  bind.http(spec.chatCompletions, ({ body, request }) =>
+    forward(spec.chatCompletions, "/v1/chat/completions", body, request.signal, () => ({ stream: chatStream, check: visionCheck(needsLlm(), body), client: body })),
+  );
+  bind.http(spec.completions, ({ body, request }) =>
+    forward(spec.completions, "/v1/completions", body, request.signal, (engineBody) => {
+      const { body: completion, logprobs } = toCompletionBody(engineBody);
+      if (!logprobs) return { body: completion, stream: chatStream, client: body };
+      const fix = (answer: Json) => {
+        const convert = legacyLogprobs();
+        for (const choice of jsonItems(answer.choices)) convert(choice);
+        return answer;
       };
-    });
-    return { body, reshape: fix, stream: streamed };
-  }, true);
-  forward(spec.responses, "/v1/responses", (body) => {
+      const streamed = mappedStream(() => {
+        const convert = legacyLogprobs();
+        return (ev) => {
+          for (const choice of jsonItems(ev.choices)) convert(choice);
+          return ev;
+        };
+      });
+      return { body: completion, reshape: fix, stream: streamed, client: body };
+    }),
+  );
+  bind.http(spec.responses, ({ body, request }) => {
     checkResponsesBody(body);
-    return { stream: responsesStream(body.model), check: responsesCheck(body) };
+    return forward(spec.responses, "/v1/responses", body, request.signal, () => ({ stream: responsesStream(body.model), check: responsesCheck(body) }));
   });
-  forward(spec.embeddings, "/v1/embeddings", () => ({ check: needsEmbedder, generation: false }));
+  bind.http(spec.embeddings, ({ body, request }) =>
+    forward(spec.embeddings, "/v1/embeddings", body, request.signal, () => ({ check: needsEmbedder, generation: false })),
+  );
   bind.http(spec.audioSpeech, ({ body, request }) => speak(ctx, body, request.signal));
   bind.http(spec.audioTranscriptions, ({ request }) => transcribe(ctx, request));
 }

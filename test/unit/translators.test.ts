@@ -8,8 +8,16 @@ import { anthropicErrorBody, messagesStream, splitKnown, toChatBody, toMessage }
 import { engineError } from "../../runtime/engine-error.ts";
 import { scrubPaths } from "../../lib/scrub.ts";
 import type { StreamRule } from "../../runtime/stream-pump.ts";
+import * as ollama from "../../protocols/ollama.ts";
 import { details, ollamaError, samplingFrom, toOpenAIMessages } from "../../protocols/ollama.ts";
 import type { CatalogModel } from "../../models/catalog.ts";
+import type { ServerContext } from "../../runtime/context.ts";
+import { anthropic as anthropicSpec, ollama as ollamaSpec } from "../../spec/index.ts";
+import { Value } from "@sinclair/typebox/value";
+import type { TSchema } from "@sinclair/typebox";
+
+/** The schema errors of a value, as `path: message` lines (none when it matches). */
+const schemaErrors = (schema: TSchema, value: unknown) => [...Value.Errors(schema, value)].map((e) => `${e.path}: ${e.message}`);
 
 describe("openai", () => {
   test("Lemonade's own fields stay with the server; thinking becomes the template switch; json_object a schema", () => {
@@ -101,7 +109,9 @@ describe("responses", () => {
   });
 
   test("previous_response_id is refused with a 400 naming it", () => {
-    expect(() => checkResponsesBody({ previous_response_id: "resp_1" })).toThrow(/previous_response_id/);
+    // A field the definition does not name: the schema lets it through to the check.
+    const body = { model: "m", input: "hi", previous_response_id: "resp_1" };
+    expect(() => checkResponsesBody(body)).toThrow(/previous_response_id/);
   });
 });
 
@@ -112,7 +122,8 @@ describe("anthropic", () => {
   });
 
   test("requests: thinking, output_config, tool_choice and tool results become the chat body's", () => {
-    const body = toChatBody({
+    // `output_config` is one of the known fields the definition does not name.
+    const request = {
       model: "m",
       system: [{ type: "text", text: "be brief" }],
       max_tokens: 5,
@@ -126,7 +137,8 @@ describe("anthropic", () => {
         { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "get", input: { a: 1 } }] },
         { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "42" }] },
       ],
-    });
+    };
+    const body = toChatBody(request);
     expect(body.messages).toEqual([
       { role: "system", content: "be brief" },
       { role: "user", content: "hi" },
@@ -136,10 +148,10 @@ describe("anthropic", () => {
     expect(body.chat_template_kwargs).toEqual({ enable_thinking: false });
     expect(body.response_format).toEqual({ type: "json_schema", json_schema: { name: "output", schema: { type: "object" } } });
     expect(body.tool_choice).toBe("required");
-    expect(body.tools.map((t: any) => t.function.name)).toEqual(["get"]);
+    expect((body.tools as { function: { name: string } }[]).map((t) => t.function.name)).toEqual(["get"]);
     expect(body.stop).toEqual(["END"]);
-    expect(toChatBody({ messages: [], tool_choice: { type: "any" } }).tool_choice).toBe("required");
-    expect(toChatBody({ messages: [], thinking: { type: "enabled", budget_tokens: 64 } })).toMatchObject({ chat_template_kwargs: { enable_thinking: true }, thinking_budget_tokens: 64 });
+    expect(toChatBody({ model: "m", messages: [], tool_choice: { type: "any" } }).tool_choice).toBe("required");
+    expect(toChatBody({ model: "m", messages: [], thinking: { type: "enabled", budget_tokens: 64 } })).toMatchObject({ chat_template_kwargs: { enable_thinking: true }, thinking_budget_tokens: 64 });
   });
 
   test("answers: stop sequence, max_tokens and tool_use stop reasons; thinking blocks; the client's model name", () => {
@@ -152,6 +164,7 @@ describe("anthropic", () => {
     });
     const stopped = toMessage(chat("stop", { content: "ab" }, "END"), "Tiny", []);
     expect(stopped).toMatchObject({ model: "Tiny", stop_reason: "stop_sequence", stop_sequence: "END", content: [{ type: "text", text: "ab" }] });
+    expect(schemaErrors(anthropicSpec.messages.response, stopped)).toEqual([]);
     expect(toMessage(chat("stop", { content: "ab" }), "Tiny", []).stop_reason).toBe("end_turn");
     expect(toMessage(chat("length", { content: "ab" }), "Tiny", []).stop_reason).toBe("max_tokens");
     const tool = toMessage(chat("tool_calls", { reasoning_content: "hm", tool_calls: [{ id: "c", function: { name: "get", arguments: '{"a":1}' } }] }), "Tiny", ["w"]);
@@ -256,5 +269,23 @@ describe("ollama", () => {
   test("details: parameter size from the name, quantization from the checkpoint", () => {
     const model = { id: "Qwen3-0.6B-GGUF", recipe: "llamacpp", source: "huggingface", checkpoints: { main: "unsloth/Qwen3-0.6B-GGUF:Q4_K_M" } } as unknown as CatalogModel;
     expect(details(model)).toMatchObject({ family: "llamacpp", parameter_size: "0.6B", quantization_level: "Q4_K_M", format: "gguf" });
+  });
+
+  test("whole answers match their definitions' response schemas", async () => {
+    // The proxy's answer is the engine's; the route's translation is what is checked.
+    const answering = (engine: unknown) =>
+      ({ proxy: { toModel: async () => Response.json(engine) }, catalog: { find: () => undefined }, scheduler: {}, options: {} }) as unknown as Pick<ServerContext, "catalog" | "options" | "proxy" | "scheduler">;
+    const signal = new AbortController().signal;
+    const usage = { prompt_tokens: 3, completion_tokens: 2 };
+    const chatCtx = answering({ choices: [{ message: { content: "hi", reasoning_content: "hm", tool_calls: [{ function: { name: "f", arguments: '{"a":1}' } }] }, finish_reason: "stop" }], usage, timings: { prompt_ms: 1, predicted_ms: 2 } });
+    const chat = await ollama.chat(chatCtx, { model: "m", messages: [{ role: "user", content: "hi" }], stream: false }, signal, "ollama_chat");
+    expect(schemaErrors(ollamaSpec.chat.response, await (chat as Response).json())).toEqual([]);
+    const generated = await ollama.generate(answering({ choices: [{ text: "ab", finish_reason: "length" }], usage }), { model: "m", prompt: "x", stream: false }, signal, "ollama_generate");
+    expect(schemaErrors(ollamaSpec.generate.response, await (generated as Response).json())).toEqual([]);
+    const vectors = answering({ data: [{ index: 1, embedding: [0.5] }, { index: 0, embedding: [0.25] }] });
+    const embedded = await ollama.embed(vectors, { model: "m", input: ["a", "b"] }, signal, "ollama_embed");
+    expect(embedded.embeddings).toEqual([[0.25], [0.5]]);
+    expect(schemaErrors(ollamaSpec.embed.response, embedded)).toEqual([]);
+    expect(schemaErrors(ollamaSpec.embeddings.response, await ollama.embeddings(vectors, { model: "m", prompt: "a" }, signal, "ollama_embeddings"))).toEqual([]);
   });
 });
