@@ -6,10 +6,10 @@ import { availableMemoryBytes } from "../lib/devices.ts";
 import type { Catalog, CatalogModel } from "../models/catalog.ts";
 import { autoCtxSize, footprintBytes, shapeFromGguf, type ModelShape } from "../models/memory-fit.ts";
 import type { LoadSpec } from "../models/recipe-options.ts";
-import type { Slot } from "../runtime/scheduler.ts";
+import type { Instance } from "../runtime/scheduler.ts";
 import { RECIPE_SPECS } from "../spec/recipes.ts";
 
-export function memoryPlanner(config: Config, catalog: Catalog, loaded: () => Slot<CatalogModel>[]) {
+export function memoryPlanner(config: Config, catalog: Catalog, loaded: () => Instance<CatalogModel>[]) {
   /** The shape of a model whose recipe declares a `gguf` memory estimate, from its GGUF once its
    * file is there; other recipes' loads are admitted by count alone. */
   const shapeOf = (model: CatalogModel): ModelShape | undefined => {
@@ -24,10 +24,10 @@ export function memoryPlanner(config: Config, catalog: Catalog, loaded: () => Sl
   const free = (except: string): number => {
     if (config.memoryLimitBytes === null) return availableMemoryBytes();
     let used = 0;
-    for (const slot of loaded()) {
-      if (slot.model.id === except) continue;
-      const shape = shapeOf(slot.model);
-      if (shape) used += footprintBytes(shape, slot.spec.ctxSize);
+    for (const instance of loaded()) {
+      if (instance.model.id === except) continue;
+      const shape = shapeOf(instance.model);
+      if (shape) used += footprintBytes(shape, instance.spec.ctxSize);
     }
     return config.memoryLimitBytes - used;
   };

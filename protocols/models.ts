@@ -6,7 +6,7 @@ import { parseCheckpoint } from "../models/hf-cache.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { OmniSpec } from "../models/omni-manifest.ts";
 import { mergeSavedOptions, optionsToSave } from "../models/recipe-options.ts";
-import type { Slot } from "../runtime/scheduler.ts";
+import type { Instance } from "../runtime/scheduler.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { optionSpecs, type Options } from "../spec/recipes.ts";
 import type { ModelOptionsRequest, ModelOptionsResponse, ModelResponse } from "../spec/models.ts";
@@ -26,12 +26,12 @@ export function shownCheckpoints(ctx: Pick<ServerContext, "config">, model: Cata
 
 export function modelObject(ctx: Pick<ServerContext, "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">, model: CatalogModel, includePaths = false, id = model.id): ModelResponse {
   const files = ctx.catalog.files(model);
-  const slot = ctx.scheduler.list().find((s) => s.model.id === model.id);
+  const instance = ctx.scheduler.list().find((s) => s.model.id === model.id);
   const saved = ctx.recipeOptions.saved(model.id);
   const maxContext = ctx.catalog.maxContextWindow(model);
   // What the engine runs with, or would be loaded with (auto sizes capped as the load caps them).
   const takesCtx = "ctx_size" in optionSpecs(model.recipe);
-  const contextLength = slot?.spec.ctxSize ?? (takesCtx ? ctx.options.ctxSize(model, ctx.options.resolve(model)) : undefined);
+  const contextLength = instance?.spec.ctxSize ?? (takesCtx ? ctx.options.ctxSize(model, ctx.options.resolve(model)) : undefined);
   const hub = model.source === "huggingface";
   const checkpoints = shownCheckpoints(ctx, model, includePaths);
   return {
@@ -152,25 +152,25 @@ function setOptions(recipe: string, options: Options): Options {
 const shellWord = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`);
 
 /** One entry of `/v1/health`'s `all_models_loaded`. */
-export function healthEntry(slot: Slot<CatalogModel>, loading: boolean, queued: number): HealthResponse["all_models_loaded"][number] {
+export function healthEntry(instance: Instance<CatalogModel>, loading: boolean, queued: number): HealthResponse["all_models_loaded"][number] {
   return {
-    model_name: slot.model.id,
-    checkpoint: slot.model.checkpoints.main ?? "",
-    last_use: slot.lastUse / 1000,
-    type: slot.model.type,
+    model_name: instance.model.id,
+    checkpoint: instance.model.checkpoints.main ?? "",
+    last_use: instance.lastUse / 1000,
+    type: instance.model.type,
     device: "cpu",
-    pinned: slot.pinned,
-    is_busy: slot.inflight > 0 || loading,
-    is_streaming: slot.streaming > 0,
+    pinned: instance.pinned,
+    is_busy: instance.inflight > 0 || loading,
+    is_streaming: instance.streaming > 0,
     queue_depth: queued,
-    recipe: slot.model.recipe,
-    pid: slot.engine.pid,
+    recipe: instance.model.recipe,
+    pid: instance.engine.pid,
     // Only what was set (by the load, the saved options or the catalog): defaults are left out.
-    recipe_options: { ...setOptions(slot.model.recipe, slot.spec.options), ...("ctx_size" in slot.spec.options ? { ctx_size: slot.spec.ctxSize } : {}) },
+    recipe_options: { ...setOptions(instance.model.recipe, instance.spec.options), ...("ctx_size" in instance.spec.options ? { ctx_size: instance.spec.ctxSize } : {}) },
     // The command line the engine runs, for a user to start the same engine by hand.
-    launch_command: slot.engine.argv.map(shellWord).join(" "),
+    launch_command: instance.engine.argv.map(shellWord).join(" "),
     // The backend it runs on, `auto` resolved.
-    ...(slot.engine.backend ? { backend: slot.engine.backend } : {}),
-    backend_url: `${slot.engine.url}/v1`,
+    ...(instance.engine.backend ? { backend: instance.engine.backend } : {}),
+    backend_url: `${instance.engine.url}/v1`,
   };
 }

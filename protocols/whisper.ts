@@ -42,13 +42,13 @@ export async function whisperInference(ctx: Pick<ServerContext, "proxy">, name: 
     if (req.prompt) form.set("prompt", req.prompt);
     let res: Response;
     try {
-      res = await engineFetch(`${lease.url}${enginePath(lease.slot.model.recipe, "transcribe")}`, { method: "POST", body: form, signal: req.signal });
+      res = await engineFetch(`${lease.url}${enginePath(lease.instance.model.recipe, "transcribe")}`, { method: "POST", body: form, signal: req.signal });
     } catch {
       if (req.signal?.aborted) throw ApiError.of(E.clientClosed, "The client closed the request");
-      throw engineUnavailable(lease.slot.model.id, "did not answer");
+      throw engineUnavailable(lease.instance.model.id, "did not answer");
     }
     const body = await res.text();
-    if (!res.ok) throw engineError(res.status, body, lease.slot.model.id);
+    if (!res.ok) throw engineError(res.status, body, lease.instance.model.id);
     return body;
   } finally {
     lease.release();

@@ -3,7 +3,7 @@
 // against max_loaded_models, never appears in /v1/health, and has nothing to stop when it fails.
 import type { CatalogModel } from "../models/catalog.ts";
 import type { RunningEngine } from "../engines/engine.ts";
-import type { Lease, Slot } from "./scheduler.ts";
+import type { Lease, Instance } from "./scheduler.ts";
 
 /** Requests one cloud model serves at once before the rest wait in the server's queue. */
 const CLOUD_SLOTS = 64;
@@ -25,14 +25,14 @@ function remoteEngine(baseUrl: string): RunningEngine {
   };
 }
 
-/** One slot per cloud model, so that its queue and counters persist across requests. */
+/** One instance per cloud model, so that its queue and counters persist across requests. */
 export class CloudLeases {
-  private readonly slots = new Map<string, Slot<CatalogModel>>();
+  private readonly instances = new Map<string, Instance<CatalogModel>>();
 
   lease(model: CatalogModel, baseUrl: string): Lease<CatalogModel> {
-    let slot = this.slots.get(model.id);
-    if (!slot || slot.engine.url !== baseUrl) {
-      slot = {
+    let instance = this.instances.get(model.id);
+    if (!instance || instance.engine.url !== baseUrl) {
+      instance = {
         model,
         engine: remoteEngine(baseUrl),
         spec: { options: {}, ctxSize: model.cloud?.contextLength ?? 0 },
@@ -45,13 +45,13 @@ export class CloudLeases {
         state: "ready",
         gone: Promise.withResolvers<void>(),
       };
-      this.slots.set(model.id, slot);
+      this.instances.set(model.id, instance);
     }
-    const s = slot;
+    const s = instance;
     s.inflight++;
     let released = false;
     const lease: Lease<CatalogModel> = {
-      slot: s,
+      instance: s,
       url: baseUrl,
       streaming: () => {},
       release: () => {

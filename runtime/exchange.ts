@@ -155,11 +155,11 @@ export class Exchange {
     this.phase = "ended";
     this.req.signal.removeEventListener("abort", this.onClientAbort);
     this.transport.close();
-    const { slot } = this.transport.lease;
+    const { instance } = this.transport.lease;
     account(this.deps, {
-      modelId: slot.model.id,
+      modelId: instance.model.id,
       endpoint: this.req.endpoint,
-      provider: slot.model.cloud?.provider,
+      provider: instance.model.cloud?.provider,
       status,
       seconds: (this.deps.clock.now() - this.started) / 1000,
       generation: this.req.generation,

@@ -14,7 +14,7 @@ import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import type { GenerationStats } from "../observability/stats.ts";
 import { EngineQueue } from "./engine-queue.ts";
-import type { Lease, Scheduler, Slot } from "./scheduler.ts";
+import type { Lease, Scheduler, Instance } from "./scheduler.ts";
 import type { CloudProviders } from "../models/cloud.ts";
 import { upstreamUrl } from "../engines/cloud.ts";
 import { CloudLeases } from "./cloud-lease.ts";
@@ -51,7 +51,7 @@ export interface ProxyDeps {
 }
 
 export class EngineProxy implements Forwarding {
-  private readonly queues = new WeakMap<Slot<CatalogModel>, EngineQueue>();
+  private readonly queues = new WeakMap<Instance<CatalogModel>, EngineQueue>();
   private readonly cloudLeases = new CloudLeases();
   private readonly exchangeDeps: ExchangeDeps;
   /** Every kind of model a request may name; collections add theirs (app/context.ts). */
@@ -74,18 +74,18 @@ export class EngineProxy implements Forwarding {
   }
 
   /** The queue in front of a loaded model's engine. */
-  queueOf(slot: Slot<CatalogModel>): EngineQueue {
-    let queue = this.queues.get(slot);
+  queueOf(instance: Instance<CatalogModel>): EngineQueue {
+    let queue = this.queues.get(instance);
     if (!queue) {
-      queue = new EngineQueue(slot.engine.slots, this.deps.maxQueue ?? (() => 512));
-      this.queues.set(slot, queue);
+      queue = new EngineQueue(instance.engine.slots, this.deps.maxQueue ?? (() => 512));
+      this.queues.set(instance, queue);
     }
     return queue;
   }
 
   /** Requests waiting for a loaded model's engine. */
-  queued(slot: Slot<CatalogModel>): number {
-    return this.queues.get(slot)?.depth ?? 0;
+  queued(instance: Instance<CatalogModel>): number {
+    return this.queues.get(instance)?.depth ?? 0;
   }
 
   /** The model a request names: a loaded one by its id without a catalog scan (every request's
@@ -163,7 +163,7 @@ export class EngineProxy implements Forwarding {
       headers,
       reclaim: null,
       timeoutMs: (cloudTimeoutS?.() ?? 600) * 1000,
-      join: (l, signal) => this.queueOf(l.slot).join(l.slot.model.id, signal),
+      join: (l, signal) => this.queueOf(l.instance).join(l.instance.model.id, signal),
     };
     return this.forward(lease, { ...req, method: "POST", body: { ...req.body, model: model.cloud!.upstreamId } }, route, req);
   }
@@ -173,7 +173,7 @@ export class EngineProxy implements Forwarding {
       url: (lease, path) => lease.url + path,
       headers: {},
       reclaim: () => this.deps.scheduler.acquire(model, opts),
-      join: queued ? (lease, signal) => this.queueOf(lease.slot).join(lease.slot.model.id, signal) : null,
+      join: queued ? (lease, signal) => this.queueOf(lease.instance).join(lease.instance.model.id, signal) : null,
     };
   }
 

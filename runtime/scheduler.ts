@@ -31,9 +31,12 @@ export interface SchedulableModel {
   type: string;
 }
 
-type SlotState = Exclude<Resident["state"], "loading">;
+type InstanceState = Exclude<Resident["state"], "loading">;
 
-export interface Slot<M extends SchedulableModel = SchedulableModel> {
+/** A model loaded in memory: its engine, the requests it serves and where it is in its life.
+ * ("slot" in this project means only an engine's parallel request slot, llama-server's
+ * `--parallel`, whose KV state `/slots` saves and restores.) */
+export interface Instance<M extends SchedulableModel = SchedulableModel> {
   model: M;
   engine: RunningEngine;
   spec: LoadSpec;
@@ -41,18 +44,18 @@ export interface Slot<M extends SchedulableModel = SchedulableModel> {
   lastUse: number;
   inflight: number;
   streaming: number;
-  /** When the engine last sent output for any request, on the proxy's clock (`performance.now`):
+  /** When the engine last sent output for any request, on the shared clock (lib/clock.ts):
    * the proxy writes it and its hang check reads it. */
   lastOutput: number;
   /** How long the engine took to start (ms), for the eviction score. */
   loadMs: number;
-  state: SlotState;
+  state: InstanceState;
   /** Settles once the engine has stopped (asked to, or on its own). */
   gone: PromiseWithResolvers<void>;
 }
 
 export interface Lease<M extends SchedulableModel = SchedulableModel> {
-  slot: Slot<M>;
+  instance: Instance<M>;
   /** The engine's base URL. */
   url: string;
   /** Marks the request as streaming tokens (reported by /v1/health). */
@@ -117,7 +120,7 @@ interface Waiter<M extends SchedulableModel> {
   /** An explicit load: it reloads a model running with other options, and takes no lease. */
   explicit: boolean;
   signal?: AbortSignal;
-  grant(slot: Slot<M>): void;
+  grant(instance: Instance<M>): void;
   fail(err: unknown): void;
 }
 
@@ -128,7 +131,7 @@ const sameSpec = (a: LoadSpec, b: LoadSpec) => a.ctxSize === b.ctxSize && JSON.s
 const EVICT_GRACE_MS = 0;
 
 export class Scheduler<M extends SchedulableModel = SchedulableModel> {
-  private readonly slots = new Map<string, Slot<M>>();
+  private readonly instances = new Map<string, Instance<M>>();
   /** Models pinned by a load or /internal/pin: an engine that crashes comes back pinned. */
   private readonly pinnedIds = new Set<string>();
   /** Models whose engine is starting, by id. */
@@ -148,14 +151,14 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   }
 
   /** Models resident now (ready or finishing their requests), oldest load first. */
-  list(): Slot<M>[] {
-    return [...this.slots.values()].filter((s) => s.state !== "stopping");
+  list(): Instance<M>[] {
+    return [...this.instances.values()].filter((s) => s.state !== "stopping");
   }
 
   /** The model loaded under exactly this id and taking requests. */
   ready(id: string): M | undefined {
-    const slot = this.slots.get(id);
-    return slot?.state === "ready" ? slot.model : undefined;
+    const instance = this.instances.get(id);
+    return instance?.state === "ready" ? instance.model : undefined;
   }
 
   isLoading(id: string): boolean {
@@ -169,9 +172,9 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
 
   /** Pins or unpins a loaded model; false when it is not loaded. */
   setPinned(id: string, pinned: boolean): boolean {
-    const slot = this.slots.get(id);
-    if (!slot || slot.state !== "ready") return false;
-    slot.pinned = pinned;
+    const instance = this.instances.get(id);
+    if (!instance || instance.state !== "ready") return false;
+    instance.pinned = pinned;
     if (pinned) this.pinnedIds.add(id);
     else this.pinnedIds.delete(id);
     changed();
@@ -186,54 +189,54 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   /** Claims a model for one request, loading it first when needed. */
   async acquire(model: M, opts: AcquireOptions = {}): Promise<Lease<M>> {
     if (opts.signal?.aborted) throw clientGone();
-    const ready = this.slots.get(model.id);
+    const ready = this.instances.get(model.id);
     if (ready?.state === "ready") return this.leaseOf(ready);
-    return this.wait(model, opts.options, false, opts.signal, (slot) => this.leaseOf(slot));
+    return this.wait(model, opts.options, false, opts.signal, (instance) => this.leaseOf(instance));
   }
 
   /** Loads a model explicitly (reloading it when it runs with other options). */
-  async load(model: M, req: LoadRequest = {}): Promise<Slot<M>> {
-    return this.wait(model, req.options, true, undefined, (slot) => {
+  async load(model: M, req: LoadRequest = {}): Promise<Instance<M>> {
+    return this.wait(model, req.options, true, undefined, (instance) => {
       if (req.pinned !== undefined) {
-        slot.pinned = req.pinned;
+        instance.pinned = req.pinned;
         if (req.pinned) this.pinnedIds.add(model.id);
         else this.pinnedIds.delete(model.id);
       }
-      slot.lastUse = this.clock.now();
+      instance.lastUse = this.clock.now();
       this.mostRecent = model.id;
-      return slot;
+      return instance;
     });
   }
 
   /** Checks the options, fetches the model's files, then queues until the model is ready. `take`
-   * claims the ready slot at once, inside the queue's pass, so nothing can evict it in between. */
+   * claims the ready instance at once, inside the queue's pass, so nothing can evict it in between. */
   private async wait<T>(
     model: M,
     options: Record<string, unknown> | undefined,
     explicit: boolean,
     signal: AbortSignal | undefined,
-    take: (slot: Slot<M>) => T,
+    take: (instance: Instance<M>) => T,
   ): Promise<T> {
     this.deps.check(model, options);
     await this.deps.effects.prepare(model);
     const spec = this.deps.resolve(model, options);
     return new Promise<T>((resolve, reject) =>
-      this.enqueue({ model, spec, explicit, signal, grant: (slot) => resolve(take(slot)), fail: reject }),
+      this.enqueue({ model, spec, explicit, signal, grant: (instance) => resolve(take(instance)), fail: reject }),
     );
   }
 
   /** Unloads one model (waiting for its requests); false when it was not loaded. */
   async unload(id: string): Promise<boolean> {
-    const slot = this.slots.get(id);
-    if (!slot) return false;
+    const instance = this.instances.get(id);
+    if (!instance) return false;
     // Unloaded on purpose: the next load is unpinned unless it says (or its saved options say) so.
     this.pinnedIds.delete(id);
-    await this.evict(slot);
+    await this.evict(instance);
     return true;
   }
 
   /** Unloads every model a predicate picks (all of them without one); returns their ids. */
-  async unloadWhere(pick: (slot: Slot<M>) => boolean = () => true): Promise<string[]> {
+  async unloadWhere(pick: (instance: Instance<M>) => boolean = () => true): Promise<string[]> {
     const victims = this.list().filter(pick);
     await Promise.all(victims.map((s) => this.evict(s)));
     return victims.map((s) => s.model.id);
@@ -245,7 +248,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     const waiting = this.waiters;
     this.waiters = [];
     for (const w of waiting) w.fail(shuttingDown());
-    await Promise.all([...this.slots.values()].map((s) => this.stopSlot(s)));
+    await Promise.all([...this.instances.values()].map((s) => this.stopInstance(s)));
   }
 
   private enqueue(w: Waiter<M>): void {
@@ -270,10 +273,10 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
    * each type's first request that needs a load starts it, or the eviction that makes room. */
   private dispatch(): void {
     for (const w of [...this.waiters]) {
-      const slot = this.slots.get(w.model.id);
-      if (slot?.state === "ready" && !(w.explicit && !sameSpec(slot.spec, w.spec))) {
+      const instance = this.instances.get(w.model.id);
+      if (instance?.state === "ready" && !(w.explicit && !sameSpec(instance.spec, w.spec))) {
         this.remove(w);
-        w.grant(slot);
+        w.grant(instance);
       }
     }
     const decided = new Set<string>();
@@ -282,14 +285,14 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
       const type = w.model.type;
       if (decided.has(type)) continue;
       decided.add(type);
-      const slot = this.slots.get(w.model.id);
-      if (slot?.state === "ready") {
+      const instance = this.instances.get(w.model.id);
+      if (instance?.state === "ready") {
         // An explicit load with other options: the running engine goes first.
         this.deps.log.info(`Reloading ${w.model.id} with new options`);
-        void this.evict(slot);
+        void this.evict(instance);
         continue;
       }
-      if (slot) continue;
+      if (instance) continue;
       const incoming = { id: w.model.id, type, autoEvict: w.spec.options.auto_evict === true, memory: this.deps.memory?.(w.model, w.spec) };
       this.act(w, incoming.memory, decideAdmission(this.residents(), incoming, { maxLoaded: this.deps.maxLoaded() }, this.clock.now()));
     }
@@ -304,7 +307,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
       case "wait":
         return;
       case "evict": {
-        const victim = this.slots.get(admission.victim)!;
+        const victim = this.instances.get(admission.victim)!;
         const why = admission.reason === "memory" && mem ? `to free memory for ${w.model.id} (needs ${gb(mem.need)}, ${gb(mem.free)} free)` : `(the ${victim.model.type} idle longest for its load time) to make room for ${w.model.id}`;
         this.deps.log.info(`Evicting ${victim.model.id} ${why}`);
         void this.evict(victim);
@@ -339,10 +342,10 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     const starting = [...this.loading.values()].map(
       (m): Resident => ({ id: m.id, type: m.type, state: "loading", pinned: false, lastUse: now, inflight: 0, idleTimeoutS: 0, loadMs: 0, weight: 1 }),
     );
-    return [...[...this.slots.values()].map((s) => this.resident(s)), ...starting];
+    return [...[...this.instances.values()].map((s) => this.resident(s)), ...starting];
   }
 
-  private resident(s: Slot<M>): Resident {
+  private resident(s: Instance<M>): Resident {
     const { evict_idle_timeout: timeout, auto_evict: autoEvict, evict_weight_factor: weight } = s.spec.options;
     return {
       id: s.model.id,
@@ -367,7 +370,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
       (engine) => {
         this.loading.delete(model.id);
         const now = this.clock.now();
-        const slot: Slot<M> = {
+        const instance: Instance<M> = {
           model,
           engine,
           spec,
@@ -380,11 +383,11 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
           state: "ready",
           gone: Promise.withResolvers<void>(),
         };
-        this.slots.set(model.id, slot);
+        this.instances.set(model.id, instance);
         changed();
         this.mostRecent = model.id;
-        void engine.exited.then((code) => this.onExit(slot, code));
-        if (this.closed) void this.stopSlot(slot);
+        void engine.exited.then((code) => this.onExit(instance, code));
+        if (this.closed) void this.stopInstance(instance);
         this.dispatch();
       },
       (err) => {
@@ -398,84 +401,84 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     );
   }
 
-  private leaseOf(slot: Slot<M>): Lease<M> {
-    slot.inflight++;
-    slot.lastUse = this.clock.now();
-    this.mostRecent = slot.model.id;
+  private leaseOf(instance: Instance<M>): Lease<M> {
+    instance.inflight++;
+    instance.lastUse = this.clock.now();
+    this.mostRecent = instance.model.id;
     let released = false;
     let streaming = false;
     const lease: Lease<M> = {
-      slot,
-      url: slot.engine.url,
+      instance,
+      url: instance.engine.url,
       streaming: () => {
         if (!streaming && !released) {
           streaming = true;
-          slot.streaming++;
+          instance.streaming++;
         }
       },
       release: () => {
         if (released) return;
         released = true;
-        if (streaming) slot.streaming--;
-        slot.inflight--;
-        slot.lastUse = this.clock.now();
-        if (slot.inflight === 0 && slot.state === "draining") void this.stopSlot(slot, EVICT_GRACE_MS);
+        if (streaming) instance.streaming--;
+        instance.inflight--;
+        instance.lastUse = this.clock.now();
+        if (instance.inflight === 0 && instance.state === "draining") void this.stopInstance(instance, EVICT_GRACE_MS);
       },
       fail: async () => {
         lease.release();
-        if (slot.state !== "stopping" && this.slots.get(slot.model.id) === slot) {
-          this.deps.log.warn(`The engine for ${slot.model.id} (pid ${slot.engine.pid}) stopped answering; stopping it so that the next request starts it again`);
-          await this.stopSlot(slot, 0);
+        if (instance.state !== "stopping" && this.instances.get(instance.model.id) === instance) {
+          this.deps.log.warn(`The engine for ${instance.model.id} (pid ${instance.engine.pid}) stopped answering; stopping it so that the next request starts it again`);
+          await this.stopInstance(instance, 0);
         }
-        await slot.gone.promise;
+        await instance.gone.promise;
       },
     };
     return lease;
   }
 
-  /** Stops taking requests for the slot, waits for those in flight, then stops its engine. */
-  private async evict(slot: Slot<M>): Promise<void> {
-    if (slot.state === "ready") {
-      slot.state = "draining";
-      if (slot.inflight === 0) void this.stopSlot(slot, EVICT_GRACE_MS);
+  /** Stops taking requests for the instance, waits for those in flight, then stops its engine. */
+  private async evict(instance: Instance<M>): Promise<void> {
+    if (instance.state === "ready") {
+      instance.state = "draining";
+      if (instance.inflight === 0) void this.stopInstance(instance, EVICT_GRACE_MS);
     }
-    await slot.gone.promise;
+    await instance.gone.promise;
   }
 
-  private async stopSlot(slot: Slot<M>, graceMs?: number): Promise<void> {
-    if (slot.state === "stopping") return slot.gone.promise;
-    slot.state = "stopping";
-    await slot.engine.stop(graceMs);
-    this.forget(slot);
-    this.deps.log.info(`Unloaded ${slot.model.id} (pid ${slot.engine.pid})`);
+  private async stopInstance(instance: Instance<M>, graceMs?: number): Promise<void> {
+    if (instance.state === "stopping") return instance.gone.promise;
+    instance.state = "stopping";
+    await instance.engine.stop(graceMs);
+    this.forget(instance);
+    this.deps.log.info(`Unloaded ${instance.model.id} (pid ${instance.engine.pid})`);
   }
 
-  /** Drops a slot whose engine is gone, and lets the queue move. */
-  private forget(slot: Slot<M>): void {
-    if (this.slots.get(slot.model.id) === slot) this.slots.delete(slot.model.id);
+  /** Drops an instance whose engine is gone, and lets the queue move. */
+  private forget(instance: Instance<M>): void {
+    if (this.instances.get(instance.model.id) === instance) this.instances.delete(instance.model.id);
     changed();
-    if (this.mostRecent === slot.model.id) {
+    if (this.mostRecent === instance.model.id) {
       this.mostRecent = this.list().sort((a, b) => b.lastUse - a.lastUse)[0]?.model.id ?? null;
     }
-    slot.gone.resolve();
+    instance.gone.resolve();
     this.dispatch();
   }
 
   private evictIdle(): void {
     for (const r of idleExpired(this.residents(), this.clock.now())) {
-      const slot = this.slots.get(r.id)!;
+      const instance = this.instances.get(r.id)!;
       this.deps.log.info(`Unloading ${r.id}: idle for ${r.idleTimeoutS} s (evict_idle_timeout)`);
-      void this.evict(slot);
+      void this.evict(instance);
     }
   }
 
-  private onExit(slot: Slot<M>, code: number): void {
-    // A stop the scheduler asked for (stopSlot marks the slot first) is no crash.
-    if (slot.state === "stopping" || this.slots.get(slot.model.id) !== slot) return;
+  private onExit(instance: Instance<M>, code: number): void {
+    // A stop the scheduler asked for (stopInstance marks the instance first) is no crash.
+    if (instance.state === "stopping" || this.instances.get(instance.model.id) !== instance) return;
     this.deps.log.error(
-      `The engine for ${slot.model.id} (pid ${slot.engine.pid}) exited unexpectedly with code ${code}; it will be started again on the next request. Last output:\n${slot.engine.lastLines}`,
+      `The engine for ${instance.model.id} (pid ${instance.engine.pid}) exited unexpectedly with code ${code}; it will be started again on the next request. Last output:\n${instance.engine.lastLines}`,
     );
-    this.forget(slot);
+    this.forget(instance);
   }
 }
 

@@ -72,8 +72,8 @@ export function engineKind(scheduler: Scheduler<CatalogModel>, forwarding: Forwa
     target: (model) => ({
       speaks: "openai",
       async load({ options, pinned }) {
-        const slot = await scheduler.load(model, { options, pinned });
-        return { message: `Loaded model: ${slot.model.id}`, tookOptions: true };
+        const instance = await scheduler.load(model, { options, pinned });
+        return { message: `Loaded model: ${instance.model.id}`, tookOptions: true };
       },
       forward: (req) => forwarding.toEngine(model, req),
     }),

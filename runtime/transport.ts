@@ -92,7 +92,7 @@ export class Transport {
   }
 
   get modelId(): string {
-    return this.lease.slot.model.id;
+    return this.lease.instance.model.id;
   }
 
   /** The client is gone: its request aborted, or its stream cancelled. */
@@ -165,7 +165,7 @@ export class Transport {
 
   /** Engine output arrived: the engine is alive. */
   heard(): void {
-    this.lease.slot.lastOutput = this.deps.clock.now();
+    this.lease.instance.lastOutput = this.deps.clock.now();
   }
 
   /** While the engine is silent, checks its health every `hangCheckMs`; three failures in a row
@@ -173,7 +173,7 @@ export class Transport {
   watch(): () => void {
     const { clock, hangCheckMs: every } = this.deps;
     if (!every) return () => {};
-    const slot = this.lease.slot;
+    const instance = this.lease.instance;
     // The request this watch guards: a replay gets its own controller, and a check still running
     // when this watch stops must not touch it.
     const upstream = this.upstream;
@@ -181,8 +181,8 @@ export class Transport {
     let stopped = false;
     let cancel = () => {};
     const check = async () => {
-      if (clock.now() - slot.lastOutput >= every) {
-        const ok = await slot.engine.health(every);
+      if (clock.now() - instance.lastOutput >= every) {
+        const ok = await instance.engine.health(every);
         if (stopped) return;
         misses = ok ? 0 : misses + 1;
         if (misses >= 3) {

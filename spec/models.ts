@@ -46,7 +46,7 @@ export const ModelObject = T.Object({
   checkpoints: T.Record(T.String(), T.String(), { description: "Every checkpoint by role, such as `main` or `mmproj`" }),
   checkpoint_status: T.Array(
     T.Object({
-      type: T.String({ description: "Checkpoint slot, e.g. `main`, `mmproj`" }),
+      type: T.String({ description: "Checkpoint role, e.g. `main`, `mmproj`" }),
       present: T.Boolean({ description: "`true` only when the checkpoint's bytes are complete and readable" }),
       required: T.Boolean({ description: "A missing required checkpoint keeps the model undownloaded" }),
       registry: T.String({ description: "Registry hosting the checkpoint; empty for local files" }),

@@ -5,7 +5,7 @@
 //   concurrency  1, 4 and 8 simultaneous streams, aggregate tokens/s and TTFT spread
 //   catalog      /v1/models, /api/tags, /v1/health req/s over /live req/s
 //   memory       server RSS idle, after 10,000 requests, after 20 loads and unloads
-//   swap         alternating two models in one slot, per swap vs the engine's cold start
+//   swap         alternating two models with max_loaded_models 1, per swap vs the engine's cold start
 //   cloud        one stream through a cloud provider (the server's own engine) vs that engine directly
 //   classify     /v1/classify through the server vs the onnxruntime engine's own /classify
 //   all          every one of them

@@ -228,7 +228,7 @@ describe("concurrency and faults", () => {
     expect(pgrep.stdout.toString().trim().split("\n")).toHaveLength(1);
   });
 
-  test("two chat models sharing one slot, 16 alternating concurrent requests: all 200, one engine start per model", async () => {
+  test("two chat models with max_loaded_models 1, 16 alternating concurrent requests: all 200, one engine start per model", async () => {
     const s = await start({ LEMONADE_LOG_LEVEL: "info" });
     const results = await Promise.all(
       Array.from({ length: 16 }, (_, i) =>

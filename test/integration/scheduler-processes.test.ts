@@ -31,7 +31,7 @@ async function request(s: Scheduler<FakeModel>, m: FakeModel, tokens = 5): Promi
   }
 }
 
-test("two models, one slot, 16 alternating concurrent requests: all answer, in batches, with few engine starts", async () => {
+test("two models, one instance, 16 alternating concurrent requests: all answer, in batches, with few engine starts", async () => {
   scheduler = fakeScheduler(1);
   const [a, b] = [model("a"), model("b")];
   const started = performance.now();
@@ -44,7 +44,7 @@ test("two models, one slot, 16 alternating concurrent requests: all answer, in b
   console.log(`2 models x 16 requests: ${scheduler.starts} engine starts in ${Math.round(performance.now() - started)} ms`);
 });
 
-test("three models, one slot, 30 concurrent requests: all answer with one start per model", async () => {
+test("three models, one instance, 30 concurrent requests: all answer with one start per model", async () => {
   scheduler = fakeScheduler(1);
   const models = [model("a"), model("b"), model("c")];
   const started = performance.now();
@@ -110,10 +110,10 @@ test("types have their own room: an embedding model loads beside an LLM with max
 
 test("an engine that dies is forgotten, and the next request starts a new one", async () => {
   scheduler = fakeScheduler(1);
-  const slot = await scheduler.load(model("a"));
-  const pid = slot.engine.pid;
+  const instance = await scheduler.load(model("a"));
+  const pid = instance.engine.pid;
   process.kill(pid, "SIGKILL");
-  await slot.gone.promise;
+  await instance.gone.promise;
   expect(scheduler.list()).toEqual([]);
   expect(await request(scheduler, model("a"))).toBe("a");
   expect(scheduler.list()[0]!.engine.pid).not.toBe(pid);
@@ -170,10 +170,10 @@ test("with auto_evict on, a model idle past evict_idle_timeout is unloaded on th
     resolve: () => ({ options: { evict_idle_timeout: 60, auto_evict: true }, ctxSize: 4096 }),
     idleCheckMs: 10,
   }, { clock: { ...systemClock, now: () => now } });
-  const slot = await scheduler.load(model("a"));
+  const instance = await scheduler.load(model("a"));
   await Bun.sleep(50);
   expect(scheduler.list()).toHaveLength(1);
   now += 61_000;
-  await slot.gone.promise;
+  await instance.gone.promise;
   expect(scheduler.list()).toEqual([]);
 });

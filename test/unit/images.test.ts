@@ -171,7 +171,7 @@ test("errors: missing prompt, url format, a model that cannot make images, a fai
   expect(reserved.status).toBe(400);
 });
 
-test("image models are a type of their own: one slot evicts the other image model, a pinned one refuses with 409", async () => {
+test("image models are a type of their own: with max_loaded_models 1 one evicts the other, a pinned one refuses with 409", async () => {
   const other = await startTestServer({ PATH: `${FAKE_DIR}:${process.env.PATH}`, LEMONADE_MAX_LOADED_MODELS: "1", HF_HUB_CACHE: join(server.cacheDir, "hf") }, undefined, { engines: false });
   try {
     const gen = (model: string) => fetch(`${other.url}/v1/images/generations`, { method: "POST", body: JSON.stringify({ model, prompt: "x", size: "64x64" }) });

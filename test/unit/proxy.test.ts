@@ -1,6 +1,6 @@
 // The whole server on FAKE engines (scripts/fake-engine/llama-server as the `system` llama.cpp
 // backend): streams pass through whole, a dying engine ends its stream with one error event, and
-// concurrent clients of two models sharing one slot are all answered. Then the proxy alone on a
+// concurrent clients of two models sharing one instance are all answered. Then the proxy alone on a
 // fake clock: keep-alives, the hang check, the deadline, and an Ollama NDJSON stream.
 import { afterEach, describe, expect, test } from "bun:test";
 import { Ollama } from "ollama";
@@ -15,7 +15,7 @@ import { chatStream } from "../../protocols/openai.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import { EngineProxy } from "../../runtime/proxy.ts";
 import type { ProxyRequest } from "../../runtime/request.ts";
-import type { Lease, Scheduler, Slot } from "../../runtime/scheduler.ts";
+import type { Lease, Scheduler, Instance } from "../../runtime/scheduler.ts";
 import { FakeClock, settle } from "../helpers/fake-clock.ts";
 import { startFakeServer } from "../helpers/fake-engine.ts";
 import type { TestServer } from "../helpers/server.ts";
@@ -63,7 +63,7 @@ test("an engine that dies mid-stream: exactly one error event, no [DONE], and th
   expect(loads(server)).toBe(2);
 });
 
-test("two models, one slot, 16 concurrent alternating clients: all 200, two engine starts", async () => {
+test("two models, one instance, 16 concurrent alternating clients: all 200, two engine starts", async () => {
   server = await startFakeServer(["a", "b"], { LEMONADE_LOG_LEVEL: "info" });
   const started = performance.now();
   const results = await Promise.all(
@@ -124,8 +124,8 @@ describe("the proxy alone, on a fake clock", () => {
       ready: () => undefined,
       acquire: async () => {
         counts.acquired++;
-        const slot = { model, engine: { slots: 1, health: o.health ?? (async () => true) }, lastOutput: clock.now() } as unknown as Slot<CatalogModel>;
-        return { slot, url: "http://engine.test", streaming() {}, release() {}, fail: async () => void counts.failed++ } satisfies Lease<CatalogModel>;
+        const instance = { model, engine: { slots: 1, health: o.health ?? (async () => true) }, lastOutput: clock.now() } as unknown as Instance<CatalogModel>;
+        return { instance, url: "http://engine.test", streaming() {}, release() {}, fail: async () => void counts.failed++ } satisfies Lease<CatalogModel>;
       },
     } as unknown as Scheduler<CatalogModel>;
     const catalog = { get: () => model } as unknown as Catalog;

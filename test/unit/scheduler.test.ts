@@ -54,7 +54,7 @@ test("three models, one room, 30 requests: one start per model, in arrival order
     scheduler.acquire(models[i % 3]!).then((lease) => {
       // Each request ends once the next turn of the loop comes, as a short answer would.
       void settle().then(() => lease.release());
-      return lease.slot.model.id;
+      return lease.instance.model.id;
     }),
   );
   expect((await Promise.all(leases)).sort()).toEqual([...Array(10).fill("a"), ...Array(10).fill("b"), ...Array(10).fill("c")]);
@@ -153,13 +153,13 @@ test("unlimited (-1): every model stays loaded", async () => {
 test("an engine that dies is forgotten and logged, and the next request starts a new one", async () => {
   const { scheduler, engines, logs } = memoryScheduler(1);
   engines.autoStart = true;
-  const slot = await scheduler.load(model("a"));
+  const instance = await scheduler.load(model("a"));
   engines.running.get("a")!.crash(139);
-  await slot.gone.promise;
+  await instance.gone.promise;
   expect(scheduler.list()).toEqual([]);
   expect(logs.some((l) => l.includes("exited unexpectedly with code 139"))).toBe(true);
   const lease = await scheduler.acquire(model("a"));
-  expect(lease.slot.engine.pid).not.toBe(slot.engine.pid);
+  expect(lease.instance.engine.pid).not.toBe(instance.engine.pid);
   expect(engines.startsAsked).toEqual(["a", "a"]);
 });
 
@@ -185,7 +185,7 @@ test("requests for a model that starts slowly all wait for its one load", async 
   expect(scheduler.isLoading("slow")).toBe(true);
   expect(granted).toEqual([]);
   engines.starting("slow").ready();
-  expect((await Promise.all(leases)).map((l) => l.slot.model.id)).toEqual(Array(5).fill("slow"));
+  expect((await Promise.all(leases)).map((l) => l.instance.model.id)).toEqual(Array(5).fill("slow"));
   expect(engines.startsAsked).toEqual(["slow"]);
 });
 
@@ -199,7 +199,7 @@ test("a start that fails fails every request waiting for it, and the scheduler g
   expect(String((settled[0] as PromiseRejectedResult).reason)).toContain("not ready");
   expect(scheduler.list()).toEqual([]);
   engines.autoStart = true;
-  expect((await scheduler.acquire(model("well"))).slot.model.id).toBe("well");
+  expect((await scheduler.acquire(model("well"))).instance.model.id).toBe("well");
 });
 
 test("an explicit load with other options reloads the model; with the same ones it keeps the engine", async () => {
