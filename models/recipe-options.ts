@@ -75,8 +75,6 @@ export function validateRequestOptions(recipe: string, options: Record<string, u
   for (const [k, v] of Object.entries(options)) if (v !== undefined && k in specs) validateOption(recipe, k, v);
 }
 
-/** The context size a load uses: a positive `ctx_size` as is; `-1` picks the model's own
- * window (`trained`, from its GGUF), capped for memory. */
 /** A concrete `ctx_size` as it is; -1 (automatic): what fits in memory when that is known
  * (models/memory-fit.ts), else the trained window capped at 32768. */
 export function resolvedCtxSize(options: Options, trained: number | undefined, auto?: number): number {

@@ -160,8 +160,8 @@ export function hasImage(body: Json): boolean {
   return items.some((m) => jsonItems(m.content).some((p) => p.type === "image_url" || p.type === "input_image" || p.type === "image"));
 }
 
-/** A model that can take images: a vision label or a vision projector among its files. */
-/** Whether a model takes images; a cloud model's provider decides for itself. */
+/** Whether a model takes images: a vision label or a vision projector among its files; a cloud
+ * model's provider decides for itself. */
 export const hasVision = (model: CatalogModel) => model.recipe === "cloud" || model.labels.includes("vision") || model.checkpoints.mmproj !== undefined;
 
 /** Adds the image check to a route's check, when the request carries an image. */
