@@ -12,7 +12,7 @@ import { OMNI_RECIPE, ROUTER_RECIPE, type Catalog, type CatalogModel, type Regis
 import { checkRouting, type Routing } from "./routing-policy.ts";
 import { MAX_MANIFEST_BYTES, parseOmniManifest, type OmniSpec } from "./omni-manifest.ts";
 import { normalizeCheckpoint, parseCheckpoint, repoCacheDir } from "./hf-cache.ts";
-import type { DownloadManager, Progress } from "./downloads.ts";
+import type { DownloadManager, JobSnapshot, Progress } from "./downloads.ts";
 import { cachedRevision, ggufVariants, HubError, registryOf, readRepoFile, repoManifest, searchRepos, type HubOptions, type Registry } from "./hf-download.ts";
 import type { UncheckedJson as Json } from "../lib/json.ts";
 
@@ -146,6 +146,14 @@ export class ModelLibrary {
 
   /** Downloads a model's files (skipping what is already there); local models need nothing. A
    * collection pulls each of its components. */
+  /** Starts a server-owned download job for the model (a collection's installs its manifest, then
+   * each component); null when the model has nothing to download. */
+  startJob(model: CatalogModel): JobSnapshot | null {
+    if (model.omni) return this.opts.downloads.startJob(model, (p) => this.install(model, p));
+    if (model.source !== "huggingface") return null;
+    return this.opts.downloads.startJob(model);
+  }
+
   async install(model: CatalogModel, onProgress?: (p: Progress) => void): Promise<void> {
     const { catalog } = this.opts;
     if (model.omni) {

@@ -52,14 +52,11 @@ export async function unload(ctx: Pick<ServerContext, "catalog" | "scheduler">, 
 
 /** POST /v1/pull: installed before the answer, as Server-Sent Events, or (`subscribe: false`)
  * as a server-owned job answered with its first snapshot. */
-export async function pull(ctx: Pick<ServerContext, "downloads" | "library">, body: PullRequest): Promise<PullResponse | Response> {
+export async function pull(ctx: Pick<ServerContext, "library">, body: PullRequest): Promise<PullResponse | Response> {
   if (body.stream === true && body.subscribe === false) {
     ctx.library.refuseOffline();
     const model = ctx.library.modelFor(body);
-    // A collection's job installs it as a whole: its manifest, then each component.
-    if (model.omni) return ctx.downloads.startJob(model, (p) => ctx.library.install(model, p));
-    if (model.source !== "huggingface") return { status: "success", message: `${model.id} is local; nothing to download` };
-    return ctx.downloads.startJob(model);
+    return ctx.library.startJob(model) ?? { status: "success", message: `${model.id} is local; nothing to download` };
   }
   const model = ctx.library.modelFor(body);
   if (body.stream !== true) {
