@@ -24,6 +24,7 @@ import { E } from "../spec/errors.ts";
 import type { LoadSpec } from "../models/recipe-options.ts";
 import type { RunningEngine } from "../engines/engine.ts";
 import { decideAdmission, idleExpired, type Admission, type Incoming, type Resident } from "./eviction.ts";
+import type { ExclusiveGate } from "./job-gate.ts";
 
 /** What the scheduler needs of a model. */
 export interface SchedulableModel {
@@ -96,6 +97,8 @@ export interface SchedulerDeps<M extends SchedulableModel> {
   log: Logger;
   /** How often idle models are checked for `evict_idle_timeout` (ms). */
   idleCheckMs?: number;
+  /** The gate an exclusive job holds: loads, unloads and requests wait at it, and idle eviction pauses. */
+  gate?: ExclusiveGate;
 }
 
 export interface AcquireOptions {
@@ -162,6 +165,11 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     return this.loading.has(id);
   }
 
+  /** Whether anything is loading, waiting for a load, or in flight on a loaded model (an exclusive job drains these first). */
+  get busy(): boolean {
+    return this.loading.size > 0 || this.waiters.length > 0 || [...this.slots.values()].some((s) => s.inflight > 0);
+  }
+
   /** Requests waiting for a model to load or for room. */
   get queued(): number {
     return this.waiters.length;
@@ -186,6 +194,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   /** Claims a model for one request, loading it first when needed. */
   async acquire(model: M, opts: AcquireOptions = {}): Promise<Lease<M>> {
     if (opts.signal?.aborted) throw clientGone();
+    await this.deps.gate?.pass(opts.signal);
     const ready = this.slots.get(model.id);
     if (ready?.state === "ready") return this.leaseOf(ready);
     return this.wait(model, opts.options, false, opts.signal, (slot) => this.leaseOf(slot));
@@ -193,6 +202,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
 
   /** Loads a model explicitly (reloading it when it runs with other options). */
   async load(model: M, req: LoadRequest = {}): Promise<Slot<M>> {
+    await this.deps.gate?.pass();
     return this.wait(model, req.options, true, undefined, (slot) => {
       if (req.pinned !== undefined) {
         slot.pinned = req.pinned;
@@ -224,6 +234,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
 
   /** Unloads one model (waiting for its requests); false when it was not loaded. */
   async unload(id: string): Promise<boolean> {
+    await this.deps.gate?.pass();
     const slot = this.slots.get(id);
     if (!slot) return false;
     // Unloaded on purpose: the next load is unpinned unless it says (or its saved options say) so.
@@ -234,6 +245,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
 
   /** Unloads every model a predicate picks (all of them without one); returns their ids. */
   async unloadWhere(pick: (slot: Slot<M>) => boolean = () => true): Promise<string[]> {
+    await this.deps.gate?.pass();
     const victims = this.list().filter(pick);
     await Promise.all(victims.map((s) => this.evict(s)));
     return victims.map((s) => s.model.id);
@@ -462,6 +474,8 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   }
 
   private evictIdle(): void {
+    // An exclusive job's models stay put while it runs.
+    if (this.deps.gate?.holder) return;
     for (const r of idleExpired(this.residents(), this.clock.now())) {
       const slot = this.slots.get(r.id)!;
       this.deps.log.info(`Unloading ${r.id}: idle for ${r.idleTimeoutS} s (evict_idle_timeout)`);
