@@ -3,12 +3,13 @@
 // recoveries, pause / interrupt / resume / delete, the exclusive gate, the job cap, model custody,
 // and durability across a restart and a `kill -9`.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { copyFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { jobs as spec } from "../../spec/index.ts";
 import { freePort } from "../../engines/process.ts";
+import { MODELS, testModelsDir } from "../helpers/engines.ts";
 import { FAKE_DIR, startFakeServer } from "../helpers/fake-engine.ts";
-import { expectMatches, startTestServer, type TestServer } from "../helpers/server.ts";
+import { expectMatches, startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
 
 type Any = Record<string, any>;
 
@@ -59,6 +60,7 @@ describe("jobs on one server", () => {
           { id: "info", op: "system_info", extract: { cores: "devices.cpu.cores" } },
           { id: "load", op: "load", params: { model: "${inputs.model}", ctx_size: "${inputs.ctx}" } },
           { id: "run", op: "chat", params: { model: "${inputs.model}", messages: [{ role: "user", content: "ctx ${inputs.ctx}" }], max_tokens: 3 }, extract: { tps: "timings.predicted_per_second", text: "choices.0.message.content" } },
+          { id: "tok", op: "tokenize", params: { content: "${text}" }, extract: { ntok: "tokens" } },
           { id: "fast", op: "sleep", params: { ms: 1 }, branch: [{ when: "${tps} > ${inputs.floor}", goto: "bad_load" }] },
           { id: "never", op: "sleep", params: { ms: 1 } },
           { id: "bad_load", op: "load", params: { model: "no-such-model" }, on_fail: "recover" },
@@ -77,6 +79,7 @@ describe("jobs on one server", () => {
     expect(typeof done.context.tps).toBe("number");
     expect(done.context.text).toBe(stepOf(done, "run").output.choices[0].message.content);
     expect(stepOf(done, "run").output.timings).toBeDefined();
+    expect(Array.isArray(done.context.ntok)).toBe(true);
     expect(stepOf(done, "never").status).toBe("skipped");
     expect(stepOf(done, "bad_load")).toMatchObject({ status: "failed", failure_handled: true });
     expect(stepOf(done, "bad_load").error).toContain("no-such-model");
@@ -88,7 +91,7 @@ describe("jobs on one server", () => {
     const list = await call("GET", "/v1/jobs");
     expectMatches(spec.jobsList.response, list.body);
     const mine = list.body.jobs.find((j: Any) => j.id === id);
-    expect(mine.progress).toEqual({ cursor: "", completed: 9, step_count: 9 });
+    expect(mine.progress).toEqual({ cursor: "", completed: 10, step_count: 10 });
     // The job committed its load: the model stays.
     expect((await loaded()).map((m) => m.model)).toContain("extra.a");
   });
@@ -184,6 +187,18 @@ describe("jobs on one server", () => {
     await call("DELETE", `/v1/jobs/${id}`);
   });
 
+  test("pause keeps the job's model loaded; deleting the paused job unloads it", async () => {
+    await call("POST", "/v1/unload", {});
+    const id = await create({ steps: [{ id: "load", op: "load", params: { model: "extra.a" } }, { id: "wait", op: "sleep", params: { ms: 400 } }, { id: "end", op: "sleep", params: { ms: 1 } }] });
+    await until("the wait step running", async () => stepOf(await job(id), "wait").status === "running");
+    await call("POST", `/v1/jobs/${id}/pause`);
+    await settled(id, "paused");
+    expect((await loaded()).map((m) => m.model)).toEqual(["extra.a"]);
+    await call("DELETE", `/v1/jobs/${id}`);
+    expect((await call("GET", `/v1/jobs/${id}`)).status).toBe(404);
+    await until("extra.a unloaded", async () => (await loaded()).length === 0);
+  });
+
   test("deleting an active job hides it at once and unloads the model it loaded", async () => {
     await call("POST", "/v1/unload", {});
     const id = await create({ steps: [{ id: "load", op: "load", params: { model: "extra.a" } }, { id: "chat", op: "chat", params: slowChat(3000) }] });
@@ -258,7 +273,6 @@ describe("durability", () => {
 
   test("after a kill -9 mid-job the job is interrupted and resumable, and a job deleted while active stays deleted", async () => {
     const root = join(import.meta.dir, "..", "..");
-    const { tempDir } = await import("../helpers/server.ts");
     const cacheDir = tempDir();
     const serve = (port: number) =>
       Bun.spawn([process.execPath, "cli/main.ts", "serve", "--port", String(port)], {
@@ -301,4 +315,36 @@ describe("durability", () => {
       await second.exited;
     }
   });
+});
+
+describe("on the real engine", () => {
+  test("a chat step on the tiny model passes its timings on, and an embeddings step runs", async () => {
+    const extra = tempDir("lemonade-extra-");
+    for (const f of [MODELS.chat, MODELS.embed]) copyFileSync(join(testModelsDir(), f), join(extra, f));
+    const server = await startTestServer({ LEMONADE_EXTRA_MODELS_DIR: extra, LEMONADE_MAX_LOADED_MODELS: "-1" });
+    try {
+      const call = client(server.url);
+      const created = await call("POST", "/v1/jobs", {
+        inputs: { model: "extra.tiny-chat" },
+        steps: [
+          { id: "load", op: "load", params: { model: "${inputs.model}", ctx_size: 512 } },
+          { id: "run", op: "chat", params: { model: "${inputs.model}", messages: [{ role: "user", content: "hi" }], max_completion_tokens: 4, temperature: 0 }, extract: { n: "usage.completion_tokens", tps: "timings.predicted_per_second" } },
+          { id: "emb", op: "embeddings", params: { model: "extra.tiny-embed", input: "hello" }, when: "${n} > 0", extract: { vec: "data.0.embedding" } },
+        ],
+      });
+      expect(created.status).toBe(202);
+      const job = await until("the job", async () => {
+        const j = (await call("GET", `/v1/jobs/${created.body.id}`)).body;
+        return j.status === "completed" || j.status === "failed" ? j : undefined;
+      }, 60000);
+      expect(job.error).toBeUndefined();
+      expect(job.status).toBe("completed");
+      expect(job.context.n).toBeGreaterThan(0);
+      expect(typeof job.context.tps).toBe("number");
+      expect(job.context.vec.length).toBeGreaterThan(0);
+      expect(job.steps[0].output.ctx_size).toBe(512);
+    } finally {
+      await server.close();
+    }
+  }, 90000);
 });
