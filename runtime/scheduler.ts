@@ -140,6 +140,8 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   private readonly stopIdleCheck: () => void;
   private readonly clock: Clock;
   private closed = false;
+  /** Requests fetching their model's files before they queue. */
+  private preparing = 0;
   /** Engines started since this scheduler was made (for tests and benchmarks). */
   starts = 0;
   /** The model most recently used or loaded (`model_loaded` in /v1/health). */
@@ -165,9 +167,9 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     return this.loading.has(id);
   }
 
-  /** Whether anything is loading, waiting for a load, or in flight on a loaded model (an exclusive job drains these first). */
+  /** Whether anything is preparing or waiting for a load, loading, or in flight on a loaded model (an exclusive job drains these first). */
   get busy(): boolean {
-    return this.loading.size > 0 || this.waiters.length > 0 || [...this.slots.values()].some((s) => s.inflight > 0);
+    return this.preparing > 0 || this.loading.size > 0 || this.waiters.length > 0 || [...this.slots.values()].some((s) => s.inflight > 0);
   }
 
   /** Requests waiting for a model to load or for room. */
@@ -224,9 +226,15 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     signal: AbortSignal | undefined,
     take: (slot: Slot<M>) => T,
   ): Promise<T> {
-    this.deps.check(model, options);
-    await this.deps.effects.prepare(model);
-    const spec = this.deps.resolve(model, options);
+    let spec: LoadSpec;
+    this.preparing++;
+    try {
+      this.deps.check(model, options);
+      await this.deps.effects.prepare(model);
+      spec = this.deps.resolve(model, options);
+    } finally {
+      this.preparing--;
+    }
     return new Promise<T>((resolve, reject) =>
       this.enqueue({ model, spec, explicit, signal, grant: (slot) => resolve(take(slot)), fail: reject }),
     );
