@@ -111,7 +111,7 @@ export function jobOps(ctx: JobOpsContext): Record<string, JobOp> {
     tokenize: async (params, signal) =>
       answer(await ctx.proxy.toRecent({ method: "POST", path: sharedEnginePath("tokenize"), body: params, signal, endpoint: "tokenize", check: needs("tokenize") })),
   };
-  return Object.fromEntries(Object.entries(runs).map(([name, run]) => [name, { exclusive: JOB_OPS[name]!.exclusive, run }]));
+  return Object.fromEntries(Object.entries(runs).map(([name, run]) => [name, { exclusive: JOB_OPS[name as keyof typeof JOB_OPS].exclusive, run }]));
 }
 
 /** POST /v1/jobs: 202 with the new job's id. */

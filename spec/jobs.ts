@@ -9,7 +9,7 @@ const JOB_STATUS = ["queued", "running", "paused", "interrupted", "completed", "
 const STEP_STATUS = ["pending", "running", "completed", "failed", "skipped"] as const;
 
 /** The ops a step may name, with what each does; the server's own operations, run in-process. */
-export const JOB_OPS: Record<string, { exclusive: boolean; doc: string }> = {
+export const JOB_OPS = {
   system_info: { exclusive: false, doc: "the `/system-info` snapshot" },
   system_stats: { exclusive: false, doc: "a CPU, memory, GPU and VRAM sample, as `/system-stats`" },
   models: { exclusive: false, doc: "the model list, or one model's metadata when `params.id` is set" },
@@ -19,7 +19,7 @@ export const JOB_OPS: Record<string, { exclusive: boolean; doc: string }> = {
   chat: { exclusive: true, doc: "`params` is a chat/completions request (not streamed); outputs the backend's answer, `usage` and `timings` included" },
   embeddings: { exclusive: true, doc: "`params` is an `/embeddings` request; outputs its answer" },
   tokenize: { exclusive: true, doc: "`params` is a `/tokenize` body for the most recently used model; outputs its answer" },
-};
+} as const satisfies Record<string, { exclusive: boolean; doc: string }>;
 
 const Branch = T.Object({
   when: T.Optional(T.String({ description: "A condition; the first case that holds decides where the job goes." })),
