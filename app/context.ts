@@ -1,5 +1,6 @@
 // The composition root: builds every part of a running server from its configuration and wires
 // them together. Nothing below app/ constructs another layer's parts; they are handed in here.
+import { join } from "node:path";
 import type { Config } from "../config/config.ts";
 import { removeStaleTemps } from "../lib/json-file.ts";
 import { VERSION } from "../lib/version.ts";
@@ -18,10 +19,13 @@ import { EngineRegistry } from "../engines/orphans.ts";
 import { RECIPES, recipeStatuses, serverRecipes, standInOf, standInServes } from "../engines/recipes.ts";
 import { RECIPE_SPECS } from "../spec/recipes.ts";
 import { Backends } from "../runtime/backends.ts";
+import { ExclusiveGate } from "../runtime/job-gate.ts";
+import { JobEngine } from "../runtime/jobs.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { Launcher } from "../runtime/launcher.ts";
 import { EngineProxy } from "../runtime/proxy.ts";
 import { Scheduler } from "../runtime/scheduler.ts";
+import { jobOps } from "../protocols/jobs.ts";
 import { omniKind } from "../protocols/omni.ts";
 import { routerKind } from "../protocols/routing.ts";
 import { webAssets } from "./web-assets.ts";
@@ -99,7 +103,9 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     record,
     log: logger,
   });
+  const gate = new ExclusiveGate();
   const scheduler: Scheduler<CatalogModel> = new Scheduler<CatalogModel>({
+    gate,
     effects: launcher.effects((model) => library.ensureDownloaded(model)),
     check: (model, request) => launcher.check(model, request ?? {}),
     resolve: (model, request) => options.spec(model, request),
@@ -130,13 +136,22 @@ export function createServerContext(config: Config, logger = new Logger(config.l
         ? (scheduler.list().find((s) => s.model.id === model.id)?.spec.ctxSize ?? options.ctxSize(model, options.resolve(model, loadOptions)))
         : undefined,
   });
+  const hostStats = new HostStats();
+  const jobs = new JobEngine({
+    file: join(config.cacheDir, "jobs.json"),
+    ops: jobOps({ aliases, backends, catalog, cloud, config, hostStats, library, options, proxy, recipeOptions, scheduler }),
+    scheduler,
+    gate,
+    modelId: (name) => catalog.find(name)?.id,
+    log: { info: (m) => logger.info("Jobs", m), warn: (m) => logger.warn("Jobs", m) },
+  });
   const ctx: ServerContext = {
     config,
     version: VERSION,
     logger,
     metrics,
     stats,
-    hostStats: new HostStats(),
+    hostStats,
     aliases,
     catalog,
     cloud,
@@ -147,6 +162,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     backends,
     scheduler,
     proxy,
+    jobs,
     standIns: {
       of: (m, capability) => standInOf(RECIPES, m.recipe, capability),
       serving: (m, capability) => standInServes(RECIPES, engineEnv, m.recipe, capability, catalog.files(m).every((f) => f.exists)),

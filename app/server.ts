@@ -69,6 +69,7 @@ export async function startServer(overrides: Overrides = {}, env = process.env, 
     async stop() {
       stopCollector();
       ctx.cloud.stop();
+      await ctx.jobs.stop();
       await ctx.scheduler.shutdown();
       await Promise.all([app.stop(true), wsApp.stop(true)]);
     },

@@ -17,6 +17,7 @@ import { docsRoutes } from "./routes/docs.ts";
 import { downloadRoutes } from "./routes/downloads.ts";
 import { imageRoutes } from "./routes/images.ts";
 import { internalRoutes } from "./routes/internal.ts";
+import { jobRoutes } from "./routes/jobs.ts";
 import { lifecycleRoutes } from "./routes/lifecycle.ts";
 import { cloudRoutes } from "./routes/cloud.ts";
 import { webRoutes } from "./routes/web.ts";
@@ -143,6 +144,7 @@ export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
     classifyRoutes(binder, ctx);
     backendRoutes(binder, ctx);
     operationsRoutes(binder, ctx);
+    jobRoutes(binder, ctx);
     internalRoutes(binder, ctx);
     cloudRoutes(binder, ctx);
     openaiRoutes(binder, ctx);

@@ -17,3 +17,6 @@ export const asJson = (value: unknown): Json => (isJson(value) ? value : {});
 
 /** The JSON objects among a value's items: none when it is not an array. */
 export const jsonItems = (value: unknown): Json[] => (Array.isArray(value) ? value.filter(isJson) : []);
+
+/** Any JSON value, where a value need not be an object (the job engine's context and its paths). */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };

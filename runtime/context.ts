@@ -14,6 +14,7 @@ import type { ModelLibrary } from "../models/library.ts";
 import type { OptionResolver, RecipeOptionsStore } from "../models/recipe-options.ts";
 import type { InProcessRecipe, OneShotInput, OneShotRecipe } from "../engines/engine.ts";
 import type { Backends } from "./backends.ts";
+import type { JobEngine } from "./jobs.ts";
 import type { EngineProxy } from "./proxy.ts";
 import type { Scheduler } from "./scheduler.ts";
 
@@ -46,6 +47,8 @@ export interface ServerContext {
   backends: Backends;
   scheduler: Scheduler<CatalogModel>;
   proxy: EngineProxy;
+  /** Client-posted step lists run in the background (/v1/jobs). */
+  jobs: JobEngine;
   standIns: StandIns;
   /** The port the WebSocket APIs answer on, once listening. */
   websocketPort: number | null;

@@ -24,6 +24,7 @@ import { E } from "../spec/errors.ts";
 import type { LoadSpec } from "../models/recipe-options.ts";
 import type { RunningEngine } from "../engines/engine.ts";
 import { decideAdmission, idleExpired, type Admission, type Incoming, type Resident } from "./eviction.ts";
+import type { ExclusiveGate } from "./job-gate.ts";
 
 /** What the scheduler needs of a model. */
 export interface SchedulableModel {
@@ -99,6 +100,8 @@ export interface SchedulerDeps<M extends SchedulableModel> {
   log: Logger;
   /** How often idle models are checked for `evict_idle_timeout` (ms). */
   idleCheckMs?: number;
+  /** The gate an exclusive job holds: loads, unloads and requests wait at it, and idle eviction pauses. */
+  gate?: ExclusiveGate;
 }
 
 export interface AcquireOptions {
@@ -140,6 +143,8 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   private readonly stopIdleCheck: () => void;
   private readonly clock: Clock;
   private closed = false;
+  /** Requests fetching their model's files before they queue. */
+  private preparing = 0;
   /** Engines started since this scheduler was made (for tests and benchmarks). */
   starts = 0;
   /** The model most recently used or loaded (`model_loaded` in /v1/health). */
@@ -163,6 +168,11 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
 
   isLoading(id: string): boolean {
     return this.loading.has(id);
+  }
+
+  /** Whether anything is preparing or waiting for a load, loading, or in flight on a loaded model (an exclusive job drains these first). */
+  get busy(): boolean {
+    return this.preparing > 0 || this.loading.size > 0 || this.waiters.length > 0 || [...this.instances.values()].some((s) => s.inflight > 0);
   }
 
   /** Requests waiting for a model to load or for room. */
@@ -189,6 +199,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   /** Claims a model for one request, loading it first when needed. */
   async acquire(model: M, opts: AcquireOptions = {}): Promise<Lease<M>> {
     if (opts.signal?.aborted) throw clientGone();
+    await this.deps.gate?.pass(opts.signal);
     const ready = this.instances.get(model.id);
     if (ready?.state === "ready") return this.leaseOf(ready);
     return this.wait(model, opts.options, false, opts.signal, (instance) => this.leaseOf(instance));
@@ -196,6 +207,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
 
   /** Loads a model explicitly (reloading it when it runs with other options). */
   async load(model: M, req: LoadRequest = {}): Promise<Instance<M>> {
+    await this.deps.gate?.pass();
     return this.wait(model, req.options, true, undefined, (instance) => {
       if (req.pinned !== undefined) {
         instance.pinned = req.pinned;
@@ -217,9 +229,15 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     signal: AbortSignal | undefined,
     take: (instance: Instance<M>) => T,
   ): Promise<T> {
-    this.deps.check(model, options);
-    await this.deps.effects.prepare(model);
-    const spec = this.deps.resolve(model, options);
+    let spec: LoadSpec;
+    this.preparing++;
+    try {
+      this.deps.check(model, options);
+      await this.deps.effects.prepare(model);
+      spec = this.deps.resolve(model, options);
+    } finally {
+      this.preparing--;
+    }
     return new Promise<T>((resolve, reject) =>
       this.enqueue({ model, spec, explicit, signal, grant: (instance) => resolve(take(instance)), fail: reject }),
     );
@@ -227,6 +245,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
 
   /** Unloads one model (waiting for its requests); false when it was not loaded. */
   async unload(id: string): Promise<boolean> {
+    await this.deps.gate?.pass();
     const instance = this.instances.get(id);
     if (!instance) return false;
     // Unloaded on purpose: the next load is unpinned unless it says (or its saved options say) so.
@@ -237,6 +256,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
 
   /** Unloads every model a predicate picks (all of them without one); returns their ids. */
   async unloadWhere(pick: (instance: Instance<M>) => boolean = () => true): Promise<string[]> {
+    await this.deps.gate?.pass();
     const victims = this.list().filter(pick);
     await Promise.all(victims.map((s) => this.evict(s)));
     return victims.map((s) => s.model.id);
@@ -465,6 +485,8 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   }
 
   private evictIdle(): void {
+    // An exclusive job's models stay put while it runs.
+    if (this.deps.gate?.holder) return;
     for (const r of idleExpired(this.residents(), this.clock.now())) {
       const instance = this.instances.get(r.id)!;
       this.deps.log.info(`Unloading ${r.id}: idle for ${r.idleTimeoutS} s (evict_idle_timeout)`);

@@ -145,6 +145,13 @@ export const E = {
   // Lemonade's lifecycle, downloads and backends.
   modelNotLoaded: row(404, "model_not_loaded", "`model_name` names a model that is not loaded"),
   downloadNotFound: row(404, "download_not_found", "`pause` or `cancel` names no job"),
+
+  // The job engine (/v1/jobs).
+  invalidJob: row(400, "invalid_job", "The step graph is invalid: no steps, a duplicate or reserved step id, an unknown op, a jump to no later step, or a condition that does not parse"),
+  jobLimit: row(429, "job_limit", "The job store holds its limit of jobs and none has finished, so none can be evicted; delete one first"),
+  jobNotFound: row(404, "job_not_found", "No job has that id (or it was deleted)"),
+  jobNotActive: row(404, "job_not_active", "The job is neither running nor queued, so there is nothing to pause or interrupt"),
+  jobNotResumable: row(404, "job_not_resumable", "The job is neither paused nor interrupted, so there is nothing to resume"),
   deleteUnknownModel: row(422, "model_not_found", "`model_name` names no model in the registry"),
   modelNotDownloaded: row(404, "model_not_downloaded", "The model has no files to delete"),
   deleteExtraModel: row(500, "delete_failed", "The model is an `extra.` model, whose file belongs to its folder"),

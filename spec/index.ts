@@ -16,11 +16,12 @@ import * as mcp from "./mcp.ts";
 import * as operations from "./operations.ts";
 import * as web from "./web.ts";
 import * as internal from "./internal.ts";
+import * as jobs from "./jobs.ts";
 
-const modules = [openai, images, anthropic, models, llamacpp, ollama, lifecycle, downloads, classify, backends, cloud, mcp, operations, web, internal];
+const modules = [openai, images, anthropic, models, llamacpp, ollama, lifecycle, downloads, classify, backends, cloud, mcp, operations, jobs, web, internal];
 
 export const endpoints: EndpointDef[] = modules.flatMap(definitionsOf);
 
 export * from "./endpoint.ts";
 export * from "./errors.ts";
-export { openai, images, anthropic, models, llamacpp, ollama, lifecycle, downloads, classify, backends, cloud, mcp, operations, web, internal };
+export { openai, images, anthropic, models, llamacpp, ollama, lifecycle, downloads, classify, backends, cloud, mcp, operations, jobs, web, internal };
