@@ -104,6 +104,8 @@ describe.skipIf(skip !== null)("the lemonade-server .deb", () => {
     expect(sh(["dpkg", "--purge", PACKAGE]).code).toBe(0);
     expect(sh(["getent", "passwd", "lemonade"]).code).not.toBe(0);
     expect(existsSync(HOME)).toBe(false);
+    // Neither the boot link nor the mask that `remove` leaves outlives the purge.
     expect(existsSync(ENABLED)).toBe(false);
+    expect(existsSync("/etc/systemd/system/lemonade-server.service")).toBe(false);
   });
 });
