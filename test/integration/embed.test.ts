@@ -83,6 +83,34 @@ test("resolves with the ready line's URL and generated key; the server answers t
   expect(await untilGone(engine)).toBe(true);
 });
 
+test("stdout holds the ready line alone, and the generated key is nowhere in the log", async () => {
+  const server = Bun.spawn([process.execPath, join(root, "cli", "main.ts"), "serve", "--port", "0", "--ready-json", "--generate-api-key", "--log-level", "debug"], {
+    env,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const stderr = new Response(server.stderr).text();
+  const reader = server.stdout.getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`serve exited: ${await stderr}`);
+    text += new TextDecoder().decode(value);
+  }
+  const ready = JSON.parse(text.slice(0, text.indexOf("\n")));
+  expect(Object.keys(ready).sort()).toEqual(["api_key", "pid", "port", "url"]);
+  expect(ready.pid).toBe(server.pid);
+  expect((await fetch(`${ready.url}/v1/models`, { headers: { authorization: `Bearer ${ready.api_key}` } })).status).toBe(200);
+  server.kill("SIGTERM");
+  expect(await server.exited).toBe(0);
+  let rest = text.slice(text.indexOf("\n") + 1);
+  for (let r = await reader.read(); !r.done; r = await reader.read()) rest += new TextDecoder().decode(r.value);
+  expect(rest).toBe("");
+  const log = await stderr;
+  expect(log).toContain("listening on");
+  expect(log).not.toContain(ready.api_key);
+});
+
 test("a key given by the app is the one required, passed in the environment", async () => {
   const lemonade = await startLemonade({ env, apiKey: "app-secret" });
   started.push(lemonade);
