@@ -1,6 +1,7 @@
 // Starting Lemonade Server from an app: spawns `lemonade serve --port 0 --ready-json --parent-pid
 // <this process>` and resolves with its address once it answers. A client of the executable only:
-// it imports nothing of the server's, and runs on Node.js as well as Bun.
+// it imports nothing of the server's and uses Node's APIs only, so it runs on Bun as it is and on
+// Node.js compiled (`bun build embed/index.ts --target node`; pass `command` there).
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
