@@ -2,6 +2,7 @@
 // app on the configured address and on the dedicated WebSocket port, and stop it all cleanly.
 import { loadConfig, type Overrides } from "../config/config.ts";
 import { createApp } from "../http/app.ts";
+import { Logger } from "../observability/logger.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { createServerContext } from "./context.ts";
 import { collectWhenIdle } from "./idle-gc.ts";
@@ -34,6 +35,8 @@ function listenAlone(listen: () => void, port: number): void {
 export interface ServerHooks {
   /** After POST /internal/shutdown has stopped everything (the CLI exits the process). */
   onShutdown?: () => void;
+  /** Every log line to stderr, leaving stdout to the CLI (`serve --ready-json`). */
+  logToStderr?: boolean;
 }
 
 export async function startServer(overrides: Overrides = {}, env = process.env, hooks: ServerHooks = {}): Promise<RunningServer> {
@@ -41,7 +44,7 @@ export async function startServer(overrides: Overrides = {}, env = process.env, 
   if (config.port !== 0) {
     listenAlone(() => Bun.serve({ hostname: config.host, port: config.port, reusePort: false, fetch: () => new Response(null) }).stop(true), config.port);
   }
-  const ctx = createServerContext(config);
+  const ctx = createServerContext(config, hooks.logToStderr ? new Logger(config.logLevel, (line) => process.stderr.write(line + "\n")) : undefined);
   const { app } = createApp(ctx);
   // Bun's own body limit (128 MB) stays the last guard; JSON bodies meet http/body.ts's first.
   const limits = { reusePort: false };

@@ -1,8 +1,6 @@
 #!/usr/bin/env bun
 // The `lemonade` command: a client of the server's own HTTP API (plus `serve`, which is the server).
 import { parseArgs } from "node:util";
-import { parseLogLevel } from "../lib/log-level.ts";
-import { startServer } from "../app/server.ts";
 import { CliError, globals } from "./client.ts";
 import type { Command } from "./command.ts";
 import { red } from "./format.ts";
@@ -13,67 +11,7 @@ import { cloud } from "./commands/cloud.ts";
 import { chat as chatCommand } from "./commands/chat.ts";
 import { launch } from "./commands/launch.ts";
 import { cleanupCache } from "./commands/cleanup.ts";
-
-const serve: Command = {
-  name: "serve",
-  summary: "Start the server",
-  usage: "serve [--host HOST] [--port PORT] [--log-level LEVEL] [--extra-models-dir DIR] [--max-loaded-models N] [--ctx-size N]",
-  help: `Starts Lemonade Server in the foreground; Ctrl-C stops it and every engine it started.
-  --host HOST              Address to bind (default 127.0.0.1, or LEMONADE_HOST)
-  --port PORT              Port to listen on (default 13305, or LEMONADE_PORT); a port in use exits 1
-  --log-level LEVEL        trace, debug, info, warning or error (default info, or LEMONADE_LOG_LEVEL)
-  --extra-models-dir DIR   A folder of GGUF models to list as extra.<name>
-  --max-loaded-models N    Models resident per type (-1: unlimited)
-  --ctx-size N             Default context size (-1: each model's own window)`,
-  options: {
-    host: { type: "string" },
-    port: { type: "string" },
-    "log-level": { type: "string" },
-    "extra-models-dir": { type: "string" },
-    "max-loaded-models": { type: "string" },
-    "ctx-size": { type: "string" },
-  },
-  async run({ values }) {
-    let port: number | undefined;
-    if (values.port !== undefined) {
-      port = Number(values.port);
-      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliError(`--port must be 0-65535, got ${values.port}`, 2);
-    }
-    let logLevel;
-    try {
-      logLevel = values["log-level"] ? parseLogLevel(String(values["log-level"])) : undefined;
-    } catch (err) {
-      throw new CliError((err as Error).message, 2);
-    }
-    // Flags beat the environment, which beats config.json: they ride in as the environment.
-    const env: Record<string, string | undefined> = { ...process.env };
-    const flagEnv: [string, string][] = [
-      ["extra-models-dir", "LEMONADE_EXTRA_MODELS_DIR"],
-      ["max-loaded-models", "LEMONADE_MAX_LOADED_MODELS"],
-      ["ctx-size", "LEMONADE_CTX_SIZE"],
-    ];
-    for (const [flag, name] of flagEnv) {
-      const v = values[flag];
-      if (v === undefined) continue;
-      if (flag !== "extra-models-dir" && !/^-?\d+$/.test(String(v))) throw new CliError(`--${flag} must be a whole number, got ${v}`, 2);
-      env[name] = String(v);
-    }
-    let running;
-    try {
-      running = await startServer({ host: values.host as string | undefined, port, logLevel }, env, { onShutdown: () => process.exit(0) });
-    } catch (err) {
-      throw new CliError((err as Error).message);
-    }
-    const shutdown = async (signal: string) => {
-      running.ctx.logger.info("Server", `${signal} received, shutting down`);
-      await running.stop();
-      process.exit(0);
-    };
-    process.on("SIGINT", () => void shutdown("SIGINT"));
-    process.on("SIGTERM", () => void shutdown("SIGTERM"));
-    return await new Promise<number>(() => {});
-  },
-};
+import { serve } from "./commands/serve.ts";
 
 const COMMANDS: Command[] = [
   serve,
