@@ -50,7 +50,7 @@ const JobSnapshot = T.Object(
     complete: T.Boolean({ description: "Whether the download finished successfully" }),
     error: T.Optional(T.String({ description: "Failed jobs only: what went wrong" })),
   },
-  { description: "A server-owned download job" },
+  { title: "DownloadJob", description: "A server-owned download job" },
 );
 
 const pullErrors = [
@@ -92,6 +92,22 @@ export const pull = endpoint({
     status: T.Literal("success", { description: 'Always `"success"`' }),
     message: T.String({ description: "What was installed" }),
   }),
+  stream: {
+    contentType: "text/event-stream",
+    event: T.Object(
+      {
+        file: T.Optional(T.String({ description: "`progress`: the file downloading" })),
+        file_index: T.Optional(T.Integer({ description: "`progress`: its position, from 1" })),
+        total_files: T.Optional(T.Integer({ description: "`progress`: files in the download" })),
+        bytes_downloaded: T.Optional(T.Number({ description: "`progress`: bytes of the file downloaded" })),
+        bytes_total: T.Optional(T.Number({ description: "`progress`: the file's size" })),
+        percent: T.Optional(T.Number({ description: "Overall progress; `100` on `complete`" })),
+        model_name: T.Optional(T.String({ description: "`complete`: the model installed" })),
+        error: T.Optional(T.String({ description: "`error`: what went wrong" })),
+      },
+      { title: "PullProgressEvent", additionalProperties: true, description: "The data of an `event: progress`, `complete` or `error`" },
+    ),
+  },
   errors: pullErrors,
   example: { body: { model_name: "Qwen3-0.6B-GGUF" }, response: '{"status": "success", "message": "Installed model: Qwen3-0.6B-GGUF"}' },
 });

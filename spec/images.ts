@@ -25,11 +25,11 @@ const ImagesResponse = T.Object({
     T.Object({
       b64_json: T.String({ description: "Base64-encoded PNG" }),
       generation_info: T.Optional(T.Unknown({ description: "Generation parameters the server used, such as the `seed`" })),
-    }),
+    }, { title: "ImageData" }),
     { description: "The generated images, one entry per image" },
   ),
   output_format: T.Optional(T.String({ description: "File format of the images, such as `png`" })),
-});
+}, { title: "ImagesResponse" });
 
 const Size = T.String({ pattern: "^\\d+x\\d+$", description: "Image size as `WIDTHxHEIGHT`, such as `256x256`." });
 const B64Only = T.Literal("b64_json", { description: "Only `b64_json`, a base64-encoded image, is supported." });

@@ -51,7 +51,7 @@ export const ModelObject = T.Object({
       required: T.Boolean({ description: "A missing required checkpoint keeps the model undownloaded" }),
       registry: T.String({ description: "Registry hosting the checkpoint; empty for local files" }),
       path: T.Optional(T.String({ description: "Absolute path; only with `include_paths=true` and when present" })),
-    }),
+    }, { title: "CheckpointStatus" }),
     { description: "One entry per checkpoint, answering whether its bytes are there" },
   ),
   source: T.String({ description: "Where the model came from: `huggingface`, `extra_models_dir`, `local_path` or `cloud`" }),
@@ -66,7 +66,7 @@ export const ModelObject = T.Object({
   cost_output_per_million: T.Optional(T.Number({ description: "Cloud models only: USD per million output tokens, when the provider reports it" })),
   version: T.Optional(T.String({ description: "Router collections only: the policy document's version" })),
   routing: T.Optional(T.Unknown({ description: "Router collections only: the routing policy, as registered" })),
-});
+}, { title: "Model" });
 
 const exampleModel = `{
   "id": "Qwen3-0.6B-GGUF",
@@ -195,7 +195,7 @@ const OptionsBody = T.Object({
   resolved_ctx_size: T.Optional(
     T.Integer({ description: "The context size a load right now would use, for recipes that take one" }),
   ),
-});
+}, { title: "ModelOptions" });
 
 const optionsExample = (saved: string, ctx: number, resolved: number) => `{
   "model_name": "Qwen3-0.6B-GGUF",
