@@ -179,15 +179,26 @@ function success(def: EndpointDef, names: SchemaNames): Json {
   return { description: def.stream ? `Success; a request that streams is answered with ${streamed}` : "Success", ...(Object.keys(content).length ? { content } : {}) };
 }
 
+/** The shared error answers, one per error body (`components.responses`): each operation's
+ * status refers to one, with the rows' own description beside the `$ref`. */
+function errorResponses(names: SchemaNames): Json {
+  return Object.fromEntries(
+    Object.values(ERROR_SCHEMAS).map((schema) => {
+      const name = (schema as Json).title as string;
+      return [name, { description: `An error, in the ${name} shape`, content: { "application/json": { schema: names.ref(schema) } } }];
+    }),
+  );
+}
+
 function operation(def: EndpointDef, names: SchemaNames): Json {
-  const error = { "application/json": { schema: names.ref(ERROR_SCHEMAS[def.errorStyle]) } };
+  const error = `#/components/responses/${(ERROR_SCHEMAS[def.errorStyle] as Json).title as string}`;
   const responses: Json = { "200": success(def, names) };
   const rows = [...documentedErrors(def), ...EVERY_ROUTE_ERRORS];
   if (def.access !== "open") rows.push(E.unauthorized);
   for (const row of rows.sort((a, b) => a.status - b.status)) {
     const key = String(row.status);
     const prior = responses[key] as Json | undefined;
-    responses[key] = { description: prior ? `${prior.description}; ${row.when}` : row.when, content: error };
+    responses[key] = { $ref: error, description: prior ? `${prior.description}; ${row.when}` : row.when };
   }
   const op: Json = {
     operationId: def.id,
@@ -255,6 +266,7 @@ export function openApiDocument(version: string): Json {
         adminKey: { type: "http", scheme: "bearer", description: "`LEMONADE_ADMIN_API_KEY`, needed once the server is started with one" },
       },
       schemas: names.schemas,
+      responses: errorResponses(names),
     },
     paths,
     "x-websockets": sockets,
