@@ -7,6 +7,7 @@
 import { OptionalKind, type TSchema } from "@sinclair/typebox";
 import { AnthropicError, LemonadeError, OllamaError, OpenAIError } from "../spec/schemas.ts";
 import { documentedErrors, E, endpoints, mountedPaths, type EndpointDef, type ErrorRow, type ErrorStyle } from "../spec/index.ts";
+import { LLAMACPP } from "../spec/recipes.ts";
 import type { Json } from "../lib/json.ts";
 
 const ERROR_SCHEMAS: Record<ErrorStyle, TSchema> = { openai: OpenAIError, ollama: OllamaError, anthropic: AnthropicError, lemonade: LemonadeError };
@@ -16,7 +17,7 @@ const EVERY_ROUTE_ERRORS: ErrorRow[] = [E.hostNotAllowed, E.originNotAllowed];
 
 /** Families whose names would collide with OpenAI's and Lemonade's (`ollama.chat`): their
  * derived schema names carry the family. */
-const PREFIXED_FAMILIES = new Set(["ollama", "anthropic", "llamacpp", "mcp"]);
+const PREFIXED_FAMILIES = new Set(["ollama", "anthropic", LLAMACPP, "mcp"]);
 
 const pascal = (s: string) => s.split(/[^A-Za-z0-9]+/).filter(Boolean).map((w) => w[0]!.toUpperCase() + w.slice(1)).join("");
 
@@ -127,11 +128,13 @@ function namedRoots(): [TSchema, string][] {
 const TAGS: Record<EndpointDef["page"], string> = {
   openai: "OpenAI-compatible inference: chat, completions, responses, embeddings, audio, images, models",
   anthropic: "Anthropic's Messages API, adapted onto chat",
-  llamacpp: "llama.cpp's own endpoints: rerank, slots, tokenize",
+  [LLAMACPP]: "llama.cpp's own endpoints: rerank, slots, tokenize",
   ollama: "Ollama-compatible endpoints",
   lemonade: "Lemonade's own endpoints: models' lifecycle, downloads, backends, health, system, internal",
   mcp: "The Model Context Protocol (JSON-RPC over HTTP)",
 };
+
+const ALIAS_TAG = ": other prefixes";
 
 const SECURITY: Record<EndpointDef["access"], Json[]> = {
   // `{}`: the key is needed only once the server is started with one.
@@ -164,13 +167,24 @@ function pathParameters(def: EndpointDef, path: string): Json[] {
   return declared;
 }
 
+/** The definition's example answer, when it is a JSON success. */
+function responseExample(def: EndpointDef): Json {
+  const example = def.example;
+  if (!example?.response || example.responseLang === "text" || (example.status && !example.status.startsWith("2"))) return {};
+  try {
+    return { example: JSON.parse(example.response) };
+  } catch {
+    return {};
+  }
+}
+
 function success(def: EndpointDef, names: SchemaNames): Json {
   const content: Json = {};
   if (def.contentType) {
     const type = def.contentType.split(";")[0]!;
     content[type] = { schema: type.startsWith("text/") ? { type: "string" } : { type: "string", format: "binary" } };
   } else if (def.response) {
-    content["application/json"] = { schema: names.ref(def.response) };
+    content["application/json"] = { schema: names.ref(def.response), ...responseExample(def) };
   }
   if (def.stream) {
     content[def.stream.contentType] = { schema: names.ref(def.stream.event) };
@@ -209,7 +223,8 @@ function operation(def: EndpointDef, names: SchemaNames): Json {
     security: SECURITY[def.access],
   };
   if (def.body) {
-    op.requestBody = { required: !(OptionalKind in def.body), content: { "application/json": { schema: names.ref(def.body) } } };
+    const example = def.example?.body === undefined ? {} : { example: def.example.body };
+    op.requestBody = { required: !(OptionalKind in def.body), content: { "application/json": { schema: names.ref(def.body), ...example } } };
   }
   return op;
 }
@@ -244,11 +259,14 @@ export function openApiDocument(version: string): Json {
     mountedPaths(def).forEach((path, i) => {
       const key = path.replace(/:(\w+)/g, "{$1}");
       const params = pathParameters(def, key).concat(parameters(def.query, "query"));
+      // The other prefixes and alias paths are listed apart, so the reference reads as one API.
       const id = i === 0 ? def.id : mountId(def.id, key);
-      (paths[key] ??= {})[def.method.toLowerCase()] = { ...op, operationId: id, parameters: params };
-      if (def.head) paths[key]!.head = { ...op, operationId: `${id}.head`, summary: `${def.summary} (headers only)`, parameters: params };
+      const tags = i === 0 ? op.tags : [`${def.page}${ALIAS_TAG}`];
+      (paths[key] ??= {})[def.method.toLowerCase()] = { ...op, operationId: id, tags, parameters: params };
+      if (def.head) paths[key]!.head = { ...op, operationId: `${id}.head`, tags, summary: `${def.summary} (headers only)`, parameters: params };
     });
   }
+  const pages = [...new Set(endpoints.map((d) => d.page))];
   const socketList = Object.values(sockets).map((s) => `- \`${(s.paths as string[])[0]}\`: ${s.summary}`).join("\n");
   return {
     openapi: "3.1.0",
@@ -259,7 +277,12 @@ export function openApiDocument(version: string): Json {
     },
     // Relative: the document is right on whatever host and port serves it.
     servers: [{ url: "/", description: "The server this document is served from" }],
-    tags: [...new Set(endpoints.map((d) => d.page))].map((name) => ({ name, description: TAGS[name] })),
+    tags: [
+      ...pages.map((name) => ({ name, description: TAGS[name] })),
+      ...pages
+        .filter((name) => endpoints.some((d) => d.page === name && d.method !== "WS" && mountedPaths(d).length > 1))
+        .map((name) => ({ name: `${name}${ALIAS_TAG}`, description: `The ${name} operations again, under their other prefixes (\`/api/v1\`, \`/v0\`, \`/api/v0\`) and alias paths` })),
+    ],
     components: {
       securitySchemes: {
         apiKey: { type: "http", scheme: "bearer", description: "`LEMONADE_API_KEY`, needed once the server is started with one" },
@@ -271,23 +294,4 @@ export function openApiDocument(version: string): Json {
     paths,
     "x-websockets": sockets,
   };
-}
-
-/** The interactive reference: Swagger UI from the server's own files (http/routes/web.ts). */
-export function docsPage(): string {
-  return `<!doctype html>
-<html lang="en">
-  <head>
-    <title>Lemonade Server API</title>
-    <meta charset="utf-8" />
-    <meta name="viewport" content="width=device-width, initial-scale=1" />
-    <link rel="stylesheet" href="/docs/assets/swagger-ui.css" />
-  </head>
-  <body>
-    <div id="swagger-ui"></div>
-    <script src="/docs/assets/swagger-ui-bundle.js"></script>
-    <script src="/docs/assets/init.js"></script>
-  </body>
-</html>
-`;
 }

@@ -310,7 +310,15 @@ export const downloadsControl = endpoint({
   }),
   response: JobSnapshot,
   errors: [{ status: 404, code: "download_not_found", when: "`pause` or `cancel` names no job" }],
-  example: { body: { id: "model:Qwen3-0.6B-GGUF", action: "pause" }, response: '{"id": "model:Qwen3-0.6B-GGUF", "type": "model", "status": "paused", "running": false, "percent": 40, "complete": false}' },
+  example: {
+    body: { id: "model:Qwen3-0.6B-GGUF", action: "pause" },
+    response: `{
+  "id": "model:Qwen3-0.6B-GGUF", "type": "model", "model_name": "Qwen3-0.6B-GGUF", "status": "paused", "running": false,
+  "file": "Qwen3-0.6B-Q4_0.gguf", "file_index": 1, "total_files": 1, "bytes_downloaded": 152862592, "bytes_total": 382156480,
+  "total_download_size": 382156480, "bytes_previously_downloaded": 0, "completed_files_bytes": 0,
+  "cumulative_bytes_downloaded": 152862592, "overall_bytes_downloaded": 152862592, "percent": 40, "complete": false
+}`,
+  },
 });
 
 export const deleteModel = endpoint({

@@ -182,4 +182,15 @@ describe("OpenAPI document", () => {
     expect(await (await fetch(`${server.url}/docs/assets/init.js`)).text()).toContain('url: "/openapi.json"');
     expect((await fetch(`${server.url}/docs/assets/swagger-ui-bundle.js`)).headers.get("content-type")).toContain("javascript");
   });
+
+  test("/docs links the markdown pages, served as HTML with nothing from another host", async () => {
+    expect(await (await fetch(`${server.url}/docs`)).text()).toContain('href="/docs/assets/lemonade.html"');
+    const res = await fetch(`${server.url}/docs/assets/lemonade.html`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/html");
+    const html = await res.text();
+    expect(html).toContain('<h2 id="post-v1load"><code>POST /v1/load</code></h2>');
+    expect(html).not.toMatch(/<(img|script|link)\b[^>]*(src|href)="https?:/);
+    expect((await fetch(`${server.url}/docs/assets/constructor`)).status).toBe(404);
+  });
 });

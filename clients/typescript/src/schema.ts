@@ -3892,7 +3892,7 @@ export interface paths {
         };
         /**
          * The API reference viewer's files
-         * @description Swagger UI (from npm, part of the single executable), so that `/docs` works without internet.
+         * @description Swagger UI (from npm, part of the single executable), so that `/docs` works without internet, and the markdown reference pages as HTML (`openai.html`, `lemonade.html`, ...), linked from `/docs`.
          */
         get: operations["lemonade.docs_asset"];
         put?: never;
@@ -6039,6 +6039,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Qwen3-0.6B-GGUF",
+                 *       "messages": [
+                 *         {
+                 *           "role": "user",
+                 *           "content": "What is the population of Paris?"
+                 *         }
+                 *       ],
+                 *       "stream": false
+                 *     }
+                 */
                 "application/json": components["schemas"]["ChatCompletionsRequest"];
             };
         };
@@ -6049,6 +6061,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "chatcmpl-cJjl2vW81HgtjvknoAdqxCGKeEtNOG4u",
+                     *       "object": "chat.completion",
+                     *       "created": 1793827645,
+                     *       "model": "Qwen3-0.6B-GGUF",
+                     *       "choices": [
+                     *         {
+                     *           "index": 0,
+                     *           "message": {
+                     *             "role": "assistant",
+                     *             "content": "About 2.1 million people live in Paris."
+                     *           },
+                     *           "finish_reason": "stop"
+                     *         }
+                     *       ],
+                     *       "usage": {
+                     *         "prompt_tokens": 15,
+                     *         "completion_tokens": 12,
+                     *         "total_tokens": 27
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ChatCompletion"];
                     "text/event-stream": components["schemas"]["ChatCompletionChunk"];
                 };
@@ -6086,6 +6121,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Qwen3-0.6B-GGUF",
+                 *       "messages": [
+                 *         {
+                 *           "role": "user",
+                 *           "content": "What is the population of Paris?"
+                 *         }
+                 *       ],
+                 *       "stream": false
+                 *     }
+                 */
                 "application/json": components["schemas"]["ChatCompletionsRequest"];
             };
         };
@@ -6096,6 +6143,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "chatcmpl-cJjl2vW81HgtjvknoAdqxCGKeEtNOG4u",
+                     *       "object": "chat.completion",
+                     *       "created": 1793827645,
+                     *       "model": "Qwen3-0.6B-GGUF",
+                     *       "choices": [
+                     *         {
+                     *           "index": 0,
+                     *           "message": {
+                     *             "role": "assistant",
+                     *             "content": "About 2.1 million people live in Paris."
+                     *           },
+                     *           "finish_reason": "stop"
+                     *         }
+                     *       ],
+                     *       "usage": {
+                     *         "prompt_tokens": 15,
+                     *         "completion_tokens": 12,
+                     *         "total_tokens": 27
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ChatCompletion"];
                     "text/event-stream": components["schemas"]["ChatCompletionChunk"];
                 };
@@ -6133,6 +6203,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Qwen3-0.6B-GGUF",
+                 *       "messages": [
+                 *         {
+                 *           "role": "user",
+                 *           "content": "What is the population of Paris?"
+                 *         }
+                 *       ],
+                 *       "stream": false
+                 *     }
+                 */
                 "application/json": components["schemas"]["ChatCompletionsRequest"];
             };
         };
@@ -6143,6 +6225,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "chatcmpl-cJjl2vW81HgtjvknoAdqxCGKeEtNOG4u",
+                     *       "object": "chat.completion",
+                     *       "created": 1793827645,
+                     *       "model": "Qwen3-0.6B-GGUF",
+                     *       "choices": [
+                     *         {
+                     *           "index": 0,
+                     *           "message": {
+                     *             "role": "assistant",
+                     *             "content": "About 2.1 million people live in Paris."
+                     *           },
+                     *           "finish_reason": "stop"
+                     *         }
+                     *       ],
+                     *       "usage": {
+                     *         "prompt_tokens": 15,
+                     *         "completion_tokens": 12,
+                     *         "total_tokens": 27
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ChatCompletion"];
                     "text/event-stream": components["schemas"]["ChatCompletionChunk"];
                 };
@@ -6180,6 +6285,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Qwen3-0.6B-GGUF",
+                 *       "messages": [
+                 *         {
+                 *           "role": "user",
+                 *           "content": "What is the population of Paris?"
+                 *         }
+                 *       ],
+                 *       "stream": false
+                 *     }
+                 */
                 "application/json": components["schemas"]["ChatCompletionsRequest"];
             };
         };
@@ -6190,6 +6307,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "chatcmpl-cJjl2vW81HgtjvknoAdqxCGKeEtNOG4u",
+                     *       "object": "chat.completion",
+                     *       "created": 1793827645,
+                     *       "model": "Qwen3-0.6B-GGUF",
+                     *       "choices": [
+                     *         {
+                     *           "index": 0,
+                     *           "message": {
+                     *             "role": "assistant",
+                     *             "content": "About 2.1 million people live in Paris."
+                     *           },
+                     *           "finish_reason": "stop"
+                     *         }
+                     *       ],
+                     *       "usage": {
+                     *         "prompt_tokens": 15,
+                     *         "completion_tokens": 12,
+                     *         "total_tokens": 27
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ChatCompletion"];
                     "text/event-stream": components["schemas"]["ChatCompletionChunk"];
                 };
@@ -6227,6 +6367,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Qwen3-0.6B-GGUF",
+                 *       "prompt": "The capital of France is",
+                 *       "max_tokens": 8
+                 *     }
+                 */
                 "application/json": components["schemas"]["CompletionsRequest"];
             };
         };
@@ -6237,6 +6384,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "cmpl-2d7b3b0e",
+                     *       "object": "text_completion",
+                     *       "created": 1793827645,
+                     *       "model": "Qwen3-0.6B-GGUF",
+                     *       "choices": [
+                     *         {
+                     *           "index": 0,
+                     *           "text": " Paris, a city of",
+                     *           "logprobs": null,
+                     *           "finish_reason": "length"
+                     *         }
+                     *       ],
+                     *       "usage": {
+                     *         "prompt_tokens": 6,
+                     *         "completion_tokens": 8,
+                     *         "total_tokens": 14
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Completion"];
                     "text/event-stream": components["schemas"]["Completion"];
                 };
@@ -6274,6 +6442,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Qwen3-0.6B-GGUF",
+                 *       "prompt": "The capital of France is",
+                 *       "max_tokens": 8
+                 *     }
+                 */
                 "application/json": components["schemas"]["CompletionsRequest"];
             };
         };
@@ -6284,6 +6459,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "cmpl-2d7b3b0e",
+                     *       "object": "text_completion",
+                     *       "created": 1793827645,
+                     *       "model": "Qwen3-0.6B-GGUF",
+                     *       "choices": [
+                     *         {
+                     *           "index": 0,
+                     *           "text": " Paris, a city of",
+                     *           "logprobs": null,
+                     *           "finish_reason": "length"
+                     *         }
+                     *       ],
+                     *       "usage": {
+                     *         "prompt_tokens": 6,
+                     *         "completion_tokens": 8,
+                     *         "total_tokens": 14
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Completion"];
                     "text/event-stream": components["schemas"]["Completion"];
                 };
@@ -6321,6 +6517,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Qwen3-0.6B-GGUF",
+                 *       "prompt": "The capital of France is",
+                 *       "max_tokens": 8
+                 *     }
+                 */
                 "application/json": components["schemas"]["CompletionsRequest"];
             };
         };
@@ -6331,6 +6534,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "cmpl-2d7b3b0e",
+                     *       "object": "text_completion",
+                     *       "created": 1793827645,
+                     *       "model": "Qwen3-0.6B-GGUF",
+                     *       "choices": [
+                     *         {
+                     *           "index": 0,
+                     *           "text": " Paris, a city of",
+                     *           "logprobs": null,
+                     *           "finish_reason": "length"
+                     *         }
+                     *       ],
+                     *       "usage": {
+                     *         "prompt_tokens": 6,
+                     *         "completion_tokens": 8,
+                     *         "total_tokens": 14
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Completion"];
                     "text/event-stream": components["schemas"]["Completion"];
                 };
@@ -6368,6 +6592,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Qwen3-0.6B-GGUF",
+                 *       "prompt": "The capital of France is",
+                 *       "max_tokens": 8
+                 *     }
+                 */
                 "application/json": components["schemas"]["CompletionsRequest"];
             };
         };
@@ -6378,6 +6609,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "cmpl-2d7b3b0e",
+                     *       "object": "text_completion",
+                     *       "created": 1793827645,
+                     *       "model": "Qwen3-0.6B-GGUF",
+                     *       "choices": [
+                     *         {
+                     *           "index": 0,
+                     *           "text": " Paris, a city of",
+                     *           "logprobs": null,
+                     *           "finish_reason": "length"
+                     *         }
+                     *       ],
+                     *       "usage": {
+                     *         "prompt_tokens": 6,
+                     *         "completion_tokens": 8,
+                     *         "total_tokens": 14
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Completion"];
                     "text/event-stream": components["schemas"]["Completion"];
                 };
@@ -6415,6 +6667,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Llama-3.2-1B-Instruct-GGUF",
+                 *       "input": "What is the population of Paris?"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ResponsesRequest"];
             };
         };
@@ -6461,6 +6719,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Llama-3.2-1B-Instruct-GGUF",
+                 *       "input": "What is the population of Paris?"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ResponsesRequest"];
             };
         };
@@ -6507,6 +6771,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Llama-3.2-1B-Instruct-GGUF",
+                 *       "input": "What is the population of Paris?"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ResponsesRequest"];
             };
         };
@@ -6553,6 +6823,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Llama-3.2-1B-Instruct-GGUF",
+                 *       "input": "What is the population of Paris?"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ResponsesRequest"];
             };
         };
@@ -6599,6 +6875,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "nomic-embed-text-v1-GGUF",
+                 *       "input": [
+                 *         "Hello, world!",
+                 *         "Lemonade is refreshing"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["EmbeddingsRequest"];
             };
         };
@@ -6609,6 +6894,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "object": "embedding",
+                     *           "index": 0,
+                     *           "embedding": [
+                     *             0.0123,
+                     *             -0.0456,
+                     *             0.0789
+                     *           ]
+                     *         },
+                     *         {
+                     *           "object": "embedding",
+                     *           "index": 1,
+                     *           "embedding": [
+                     *             0.0234,
+                     *             -0.0567,
+                     *             0.0891
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "model": "nomic-embed-text-v1-GGUF",
+                     *       "usage": {
+                     *         "prompt_tokens": 12,
+                     *         "total_tokens": 12
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["EmbeddingsResponse"];
                 };
             };
@@ -6647,6 +6962,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "nomic-embed-text-v1-GGUF",
+                 *       "input": [
+                 *         "Hello, world!",
+                 *         "Lemonade is refreshing"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["EmbeddingsRequest"];
             };
         };
@@ -6657,6 +6981,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "object": "embedding",
+                     *           "index": 0,
+                     *           "embedding": [
+                     *             0.0123,
+                     *             -0.0456,
+                     *             0.0789
+                     *           ]
+                     *         },
+                     *         {
+                     *           "object": "embedding",
+                     *           "index": 1,
+                     *           "embedding": [
+                     *             0.0234,
+                     *             -0.0567,
+                     *             0.0891
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "model": "nomic-embed-text-v1-GGUF",
+                     *       "usage": {
+                     *         "prompt_tokens": 12,
+                     *         "total_tokens": 12
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["EmbeddingsResponse"];
                 };
             };
@@ -6695,6 +7049,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "nomic-embed-text-v1-GGUF",
+                 *       "input": [
+                 *         "Hello, world!",
+                 *         "Lemonade is refreshing"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["EmbeddingsRequest"];
             };
         };
@@ -6705,6 +7068,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "object": "embedding",
+                     *           "index": 0,
+                     *           "embedding": [
+                     *             0.0123,
+                     *             -0.0456,
+                     *             0.0789
+                     *           ]
+                     *         },
+                     *         {
+                     *           "object": "embedding",
+                     *           "index": 1,
+                     *           "embedding": [
+                     *             0.0234,
+                     *             -0.0567,
+                     *             0.0891
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "model": "nomic-embed-text-v1-GGUF",
+                     *       "usage": {
+                     *         "prompt_tokens": 12,
+                     *         "total_tokens": 12
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["EmbeddingsResponse"];
                 };
             };
@@ -6743,6 +7136,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "nomic-embed-text-v1-GGUF",
+                 *       "input": [
+                 *         "Hello, world!",
+                 *         "Lemonade is refreshing"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["EmbeddingsRequest"];
             };
         };
@@ -6753,6 +7155,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "object": "embedding",
+                     *           "index": 0,
+                     *           "embedding": [
+                     *             0.0123,
+                     *             -0.0456,
+                     *             0.0789
+                     *           ]
+                     *         },
+                     *         {
+                     *           "object": "embedding",
+                     *           "index": 1,
+                     *           "embedding": [
+                     *             0.0234,
+                     *             -0.0567,
+                     *             0.0891
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "model": "nomic-embed-text-v1-GGUF",
+                     *       "usage": {
+                     *         "prompt_tokens": 12,
+                     *         "total_tokens": 12
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["EmbeddingsResponse"];
                 };
             };
@@ -6791,6 +7223,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "kokoro-v1",
+                 *       "input": "Lemonade can speak!",
+                 *       "voice": "af_sky",
+                 *       "response_format": "mp3"
+                 *     }
+                 */
                 "application/json": components["schemas"]["AudioSpeechRequest"];
             };
         };
@@ -6827,6 +7267,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "kokoro-v1",
+                 *       "input": "Lemonade can speak!",
+                 *       "voice": "af_sky",
+                 *       "response_format": "mp3"
+                 *     }
+                 */
                 "application/json": components["schemas"]["AudioSpeechRequest"];
             };
         };
@@ -6863,6 +7311,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "kokoro-v1",
+                 *       "input": "Lemonade can speak!",
+                 *       "voice": "af_sky",
+                 *       "response_format": "mp3"
+                 *     }
+                 */
                 "application/json": components["schemas"]["AudioSpeechRequest"];
             };
         };
@@ -6899,6 +7355,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "kokoro-v1",
+                 *       "input": "Lemonade can speak!",
+                 *       "voice": "af_sky",
+                 *       "response_format": "mp3"
+                 *     }
+                 */
                 "application/json": components["schemas"]["AudioSpeechRequest"];
             };
         };
@@ -6945,6 +7409,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "text": "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."
+                     *     }
+                     */
                     "application/json": components["schemas"]["AudioTranscriptionsResponse"];
                 };
             };
@@ -6991,6 +7460,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "text": "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."
+                     *     }
+                     */
                     "application/json": components["schemas"]["AudioTranscriptionsResponse"];
                 };
             };
@@ -7037,6 +7511,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "text": "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."
+                     *     }
+                     */
                     "application/json": components["schemas"]["AudioTranscriptionsResponse"];
                 };
             };
@@ -7083,6 +7562,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "text": "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."
+                     *     }
+                     */
                     "application/json": components["schemas"]["AudioTranscriptionsResponse"];
                 };
             };
@@ -7119,6 +7603,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "SD-Turbo",
+                 *       "prompt": "A serene mountain landscape at sunset",
+                 *       "size": "512x512",
+                 *       "steps": 4,
+                 *       "response_format": "b64_json"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ImagesGenerationsRequest"];
             };
         };
@@ -7161,6 +7654,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "SD-Turbo",
+                 *       "prompt": "A serene mountain landscape at sunset",
+                 *       "size": "512x512",
+                 *       "steps": 4,
+                 *       "response_format": "b64_json"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ImagesGenerationsRequest"];
             };
         };
@@ -7203,6 +7705,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "SD-Turbo",
+                 *       "prompt": "A serene mountain landscape at sunset",
+                 *       "size": "512x512",
+                 *       "steps": 4,
+                 *       "response_format": "b64_json"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ImagesGenerationsRequest"];
             };
         };
@@ -7245,6 +7756,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "SD-Turbo",
+                 *       "prompt": "A serene mountain landscape at sunset",
+                 *       "size": "512x512",
+                 *       "steps": 4,
+                 *       "response_format": "b64_json"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ImagesGenerationsRequest"];
             };
         };
@@ -7791,6 +8311,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Qwen3-0.6B-GGUF",
+                 *       "max_tokens": 256,
+                 *       "messages": [
+                 *         {
+                 *           "role": "user",
+                 *           "content": "Hello"
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["AnthropicMessagesRequest"];
             };
         };
@@ -7801,6 +8333,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "msg_01",
+                     *       "type": "message",
+                     *       "role": "assistant",
+                     *       "model": "Qwen3-0.6B-GGUF",
+                     *       "content": [
+                     *         {
+                     *           "type": "text",
+                     *           "text": "Hello! How can I help?"
+                     *         }
+                     *       ],
+                     *       "stop_reason": "end_turn",
+                     *       "usage": {
+                     *         "input_tokens": 9,
+                     *         "output_tokens": 7
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["AnthropicMessagesResponse"];
                     "text/event-stream": components["schemas"]["AnthropicStreamEvent"];
                 };
@@ -7838,6 +8389,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Qwen3-0.6B-GGUF",
+                 *       "max_tokens": 256,
+                 *       "messages": [
+                 *         {
+                 *           "role": "user",
+                 *           "content": "Hello"
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["AnthropicMessagesRequest"];
             };
         };
@@ -7848,6 +8411,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "msg_01",
+                     *       "type": "message",
+                     *       "role": "assistant",
+                     *       "model": "Qwen3-0.6B-GGUF",
+                     *       "content": [
+                     *         {
+                     *           "type": "text",
+                     *           "text": "Hello! How can I help?"
+                     *         }
+                     *       ],
+                     *       "stop_reason": "end_turn",
+                     *       "usage": {
+                     *         "input_tokens": 9,
+                     *         "output_tokens": 7
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["AnthropicMessagesResponse"];
                     "text/event-stream": components["schemas"]["AnthropicStreamEvent"];
                 };
@@ -7885,6 +8467,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Qwen3-0.6B-GGUF",
+                 *       "max_tokens": 256,
+                 *       "messages": [
+                 *         {
+                 *           "role": "user",
+                 *           "content": "Hello"
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["AnthropicMessagesRequest"];
             };
         };
@@ -7895,6 +8489,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "msg_01",
+                     *       "type": "message",
+                     *       "role": "assistant",
+                     *       "model": "Qwen3-0.6B-GGUF",
+                     *       "content": [
+                     *         {
+                     *           "type": "text",
+                     *           "text": "Hello! How can I help?"
+                     *         }
+                     *       ],
+                     *       "stop_reason": "end_turn",
+                     *       "usage": {
+                     *         "input_tokens": 9,
+                     *         "output_tokens": 7
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["AnthropicMessagesResponse"];
                     "text/event-stream": components["schemas"]["AnthropicStreamEvent"];
                 };
@@ -7932,6 +8545,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Qwen3-0.6B-GGUF",
+                 *       "max_tokens": 256,
+                 *       "messages": [
+                 *         {
+                 *           "role": "user",
+                 *           "content": "Hello"
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["AnthropicMessagesRequest"];
             };
         };
@@ -7942,6 +8567,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "msg_01",
+                     *       "type": "message",
+                     *       "role": "assistant",
+                     *       "model": "Qwen3-0.6B-GGUF",
+                     *       "content": [
+                     *         {
+                     *           "type": "text",
+                     *           "text": "Hello! How can I help?"
+                     *         }
+                     *       ],
+                     *       "stop_reason": "end_turn",
+                     *       "usage": {
+                     *         "input_tokens": 9,
+                     *         "output_tokens": 7
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["AnthropicMessagesResponse"];
                     "text/event-stream": components["schemas"]["AnthropicStreamEvent"];
                 };
@@ -7979,6 +8623,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Qwen3-0.6B-GGUF",
+                 *       "messages": [
+                 *         {
+                 *           "role": "user",
+                 *           "content": "Hello"
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["AnthropicMessagesRequest"];
             };
         };
@@ -7989,6 +8644,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "input_tokens": 9
+                     *     }
+                     */
                     "application/json": components["schemas"]["AnthropicCountTokensResponse"];
                 };
             };
@@ -8013,6 +8673,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Qwen3-0.6B-GGUF",
+                 *       "messages": [
+                 *         {
+                 *           "role": "user",
+                 *           "content": "Hello"
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["AnthropicMessagesRequest"];
             };
         };
@@ -8023,6 +8694,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "input_tokens": 9
+                     *     }
+                     */
                     "application/json": components["schemas"]["AnthropicCountTokensResponse"];
                 };
             };
@@ -8047,6 +8723,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Qwen3-0.6B-GGUF",
+                 *       "messages": [
+                 *         {
+                 *           "role": "user",
+                 *           "content": "Hello"
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["AnthropicMessagesRequest"];
             };
         };
@@ -8057,6 +8744,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "input_tokens": 9
+                     *     }
+                     */
                     "application/json": components["schemas"]["AnthropicCountTokensResponse"];
                 };
             };
@@ -8081,6 +8773,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Qwen3-0.6B-GGUF",
+                 *       "messages": [
+                 *         {
+                 *           "role": "user",
+                 *           "content": "Hello"
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["AnthropicMessagesRequest"];
             };
         };
@@ -8091,6 +8794,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "input_tokens": 9
+                     *     }
+                     */
                     "application/json": components["schemas"]["AnthropicCountTokensResponse"];
                 };
             };
@@ -8126,6 +8834,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "Qwen3-0.6B-GGUF",
+                     *           "created": 1234567890,
+                     *           "object": "model",
+                     *           "owned_by": "lemonade",
+                     *           "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
+                     *           "recipe": "llamacpp",
+                     *           "size": 0.38,
+                     *           "max_context_window": 40960,
+                     *           "context_length": 4096,
+                     *           "downloaded": true,
+                     *           "update_available": false,
+                     *           "suggested": true,
+                     *           "labels": [
+                     *             "chat",
+                     *             "reasoning",
+                     *             "tool-calling"
+                     *           ],
+                     *           "components": [],
+                     *           "checkpoints": {
+                     *             "main": "unsloth/Qwen3-0.6B-GGUF:Q4_0"
+                     *           },
+                     *           "checkpoint_status": [
+                     *             {
+                     *               "type": "main",
+                     *               "present": true,
+                     *               "required": true,
+                     *               "registry": "huggingface"
+                     *             }
+                     *           ],
+                     *           "source": "huggingface",
+                     *           "registry_source": "huggingface",
+                     *           "recipe_options": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelsResponse"];
                 };
             };
@@ -8157,6 +8906,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "Qwen3-0.6B-GGUF",
+                     *           "created": 1234567890,
+                     *           "object": "model",
+                     *           "owned_by": "lemonade",
+                     *           "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
+                     *           "recipe": "llamacpp",
+                     *           "size": 0.38,
+                     *           "max_context_window": 40960,
+                     *           "context_length": 4096,
+                     *           "downloaded": true,
+                     *           "update_available": false,
+                     *           "suggested": true,
+                     *           "labels": [
+                     *             "chat",
+                     *             "reasoning",
+                     *             "tool-calling"
+                     *           ],
+                     *           "components": [],
+                     *           "checkpoints": {
+                     *             "main": "unsloth/Qwen3-0.6B-GGUF:Q4_0"
+                     *           },
+                     *           "checkpoint_status": [
+                     *             {
+                     *               "type": "main",
+                     *               "present": true,
+                     *               "required": true,
+                     *               "registry": "huggingface"
+                     *             }
+                     *           ],
+                     *           "source": "huggingface",
+                     *           "registry_source": "huggingface",
+                     *           "recipe_options": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelsResponse"];
                 };
             };
@@ -8188,6 +8978,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "Qwen3-0.6B-GGUF",
+                     *           "created": 1234567890,
+                     *           "object": "model",
+                     *           "owned_by": "lemonade",
+                     *           "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
+                     *           "recipe": "llamacpp",
+                     *           "size": 0.38,
+                     *           "max_context_window": 40960,
+                     *           "context_length": 4096,
+                     *           "downloaded": true,
+                     *           "update_available": false,
+                     *           "suggested": true,
+                     *           "labels": [
+                     *             "chat",
+                     *             "reasoning",
+                     *             "tool-calling"
+                     *           ],
+                     *           "components": [],
+                     *           "checkpoints": {
+                     *             "main": "unsloth/Qwen3-0.6B-GGUF:Q4_0"
+                     *           },
+                     *           "checkpoint_status": [
+                     *             {
+                     *               "type": "main",
+                     *               "present": true,
+                     *               "required": true,
+                     *               "registry": "huggingface"
+                     *             }
+                     *           ],
+                     *           "source": "huggingface",
+                     *           "registry_source": "huggingface",
+                     *           "recipe_options": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelsResponse"];
                 };
             };
@@ -8219,6 +9050,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "Qwen3-0.6B-GGUF",
+                     *           "created": 1234567890,
+                     *           "object": "model",
+                     *           "owned_by": "lemonade",
+                     *           "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
+                     *           "recipe": "llamacpp",
+                     *           "size": 0.38,
+                     *           "max_context_window": 40960,
+                     *           "context_length": 4096,
+                     *           "downloaded": true,
+                     *           "update_available": false,
+                     *           "suggested": true,
+                     *           "labels": [
+                     *             "chat",
+                     *             "reasoning",
+                     *             "tool-calling"
+                     *           ],
+                     *           "components": [],
+                     *           "checkpoints": {
+                     *             "main": "unsloth/Qwen3-0.6B-GGUF:Q4_0"
+                     *           },
+                     *           "checkpoint_status": [
+                     *             {
+                     *               "type": "main",
+                     *               "present": true,
+                     *               "required": true,
+                     *               "registry": "huggingface"
+                     *             }
+                     *           ],
+                     *           "source": "huggingface",
+                     *           "registry_source": "huggingface",
+                     *           "recipe_options": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelsResponse"];
                 };
             };
@@ -8250,6 +9122,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "Qwen3-0.6B-GGUF",
+                     *           "created": 1234567890,
+                     *           "object": "model",
+                     *           "owned_by": "lemonade",
+                     *           "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
+                     *           "recipe": "llamacpp",
+                     *           "size": 0.38,
+                     *           "max_context_window": 40960,
+                     *           "context_length": 4096,
+                     *           "downloaded": true,
+                     *           "update_available": false,
+                     *           "suggested": true,
+                     *           "labels": [
+                     *             "chat",
+                     *             "reasoning",
+                     *             "tool-calling"
+                     *           ],
+                     *           "components": [],
+                     *           "checkpoints": {
+                     *             "main": "unsloth/Qwen3-0.6B-GGUF:Q4_0"
+                     *           },
+                     *           "checkpoint_status": [
+                     *             {
+                     *               "type": "main",
+                     *               "present": true,
+                     *               "required": true,
+                     *               "registry": "huggingface"
+                     *             }
+                     *           ],
+                     *           "source": "huggingface",
+                     *           "registry_source": "huggingface",
+                     *           "recipe_options": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelsResponse"];
                 };
             };
@@ -8281,6 +9194,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "Qwen3-0.6B-GGUF",
+                     *           "created": 1234567890,
+                     *           "object": "model",
+                     *           "owned_by": "lemonade",
+                     *           "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
+                     *           "recipe": "llamacpp",
+                     *           "size": 0.38,
+                     *           "max_context_window": 40960,
+                     *           "context_length": 4096,
+                     *           "downloaded": true,
+                     *           "update_available": false,
+                     *           "suggested": true,
+                     *           "labels": [
+                     *             "chat",
+                     *             "reasoning",
+                     *             "tool-calling"
+                     *           ],
+                     *           "components": [],
+                     *           "checkpoints": {
+                     *             "main": "unsloth/Qwen3-0.6B-GGUF:Q4_0"
+                     *           },
+                     *           "checkpoint_status": [
+                     *             {
+                     *               "type": "main",
+                     *               "present": true,
+                     *               "required": true,
+                     *               "registry": "huggingface"
+                     *             }
+                     *           ],
+                     *           "source": "huggingface",
+                     *           "registry_source": "huggingface",
+                     *           "recipe_options": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelsResponse"];
                 };
             };
@@ -8312,6 +9266,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "Qwen3-0.6B-GGUF",
+                     *           "created": 1234567890,
+                     *           "object": "model",
+                     *           "owned_by": "lemonade",
+                     *           "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
+                     *           "recipe": "llamacpp",
+                     *           "size": 0.38,
+                     *           "max_context_window": 40960,
+                     *           "context_length": 4096,
+                     *           "downloaded": true,
+                     *           "update_available": false,
+                     *           "suggested": true,
+                     *           "labels": [
+                     *             "chat",
+                     *             "reasoning",
+                     *             "tool-calling"
+                     *           ],
+                     *           "components": [],
+                     *           "checkpoints": {
+                     *             "main": "unsloth/Qwen3-0.6B-GGUF:Q4_0"
+                     *           },
+                     *           "checkpoint_status": [
+                     *             {
+                     *               "type": "main",
+                     *               "present": true,
+                     *               "required": true,
+                     *               "registry": "huggingface"
+                     *             }
+                     *           ],
+                     *           "source": "huggingface",
+                     *           "registry_source": "huggingface",
+                     *           "recipe_options": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelsResponse"];
                 };
             };
@@ -8343,6 +9338,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "Qwen3-0.6B-GGUF",
+                     *           "created": 1234567890,
+                     *           "object": "model",
+                     *           "owned_by": "lemonade",
+                     *           "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
+                     *           "recipe": "llamacpp",
+                     *           "size": 0.38,
+                     *           "max_context_window": 40960,
+                     *           "context_length": 4096,
+                     *           "downloaded": true,
+                     *           "update_available": false,
+                     *           "suggested": true,
+                     *           "labels": [
+                     *             "chat",
+                     *             "reasoning",
+                     *             "tool-calling"
+                     *           ],
+                     *           "components": [],
+                     *           "checkpoints": {
+                     *             "main": "unsloth/Qwen3-0.6B-GGUF:Q4_0"
+                     *           },
+                     *           "checkpoint_status": [
+                     *             {
+                     *               "type": "main",
+                     *               "present": true,
+                     *               "required": true,
+                     *               "registry": "huggingface"
+                     *             }
+                     *           ],
+                     *           "source": "huggingface",
+                     *           "registry_source": "huggingface",
+                     *           "recipe_options": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelsResponse"];
                 };
             };
@@ -8375,6 +9411,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "Qwen3-0.6B-GGUF",
+                     *       "created": 1234567890,
+                     *       "object": "model",
+                     *       "owned_by": "lemonade",
+                     *       "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
+                     *       "recipe": "llamacpp",
+                     *       "size": 0.38,
+                     *       "max_context_window": 40960,
+                     *       "context_length": 4096,
+                     *       "downloaded": true,
+                     *       "update_available": false,
+                     *       "suggested": true,
+                     *       "labels": [
+                     *         "chat",
+                     *         "reasoning",
+                     *         "tool-calling"
+                     *       ],
+                     *       "components": [],
+                     *       "checkpoints": {
+                     *         "main": "unsloth/Qwen3-0.6B-GGUF:Q4_0"
+                     *       },
+                     *       "checkpoint_status": [
+                     *         {
+                     *           "type": "main",
+                     *           "present": true,
+                     *           "required": true,
+                     *           "registry": "huggingface"
+                     *         }
+                     *       ],
+                     *       "source": "huggingface",
+                     *       "registry_source": "huggingface",
+                     *       "recipe_options": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Model"];
                 };
             };
@@ -8409,6 +9481,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "Qwen3-0.6B-GGUF",
+                     *       "created": 1234567890,
+                     *       "object": "model",
+                     *       "owned_by": "lemonade",
+                     *       "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
+                     *       "recipe": "llamacpp",
+                     *       "size": 0.38,
+                     *       "max_context_window": 40960,
+                     *       "context_length": 4096,
+                     *       "downloaded": true,
+                     *       "update_available": false,
+                     *       "suggested": true,
+                     *       "labels": [
+                     *         "chat",
+                     *         "reasoning",
+                     *         "tool-calling"
+                     *       ],
+                     *       "components": [],
+                     *       "checkpoints": {
+                     *         "main": "unsloth/Qwen3-0.6B-GGUF:Q4_0"
+                     *       },
+                     *       "checkpoint_status": [
+                     *         {
+                     *           "type": "main",
+                     *           "present": true,
+                     *           "required": true,
+                     *           "registry": "huggingface"
+                     *         }
+                     *       ],
+                     *       "source": "huggingface",
+                     *       "registry_source": "huggingface",
+                     *       "recipe_options": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Model"];
                 };
             };
@@ -8443,6 +9551,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "Qwen3-0.6B-GGUF",
+                     *       "created": 1234567890,
+                     *       "object": "model",
+                     *       "owned_by": "lemonade",
+                     *       "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
+                     *       "recipe": "llamacpp",
+                     *       "size": 0.38,
+                     *       "max_context_window": 40960,
+                     *       "context_length": 4096,
+                     *       "downloaded": true,
+                     *       "update_available": false,
+                     *       "suggested": true,
+                     *       "labels": [
+                     *         "chat",
+                     *         "reasoning",
+                     *         "tool-calling"
+                     *       ],
+                     *       "components": [],
+                     *       "checkpoints": {
+                     *         "main": "unsloth/Qwen3-0.6B-GGUF:Q4_0"
+                     *       },
+                     *       "checkpoint_status": [
+                     *         {
+                     *           "type": "main",
+                     *           "present": true,
+                     *           "required": true,
+                     *           "registry": "huggingface"
+                     *         }
+                     *       ],
+                     *       "source": "huggingface",
+                     *       "registry_source": "huggingface",
+                     *       "recipe_options": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Model"];
                 };
             };
@@ -8477,6 +9621,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "Qwen3-0.6B-GGUF",
+                     *       "created": 1234567890,
+                     *       "object": "model",
+                     *       "owned_by": "lemonade",
+                     *       "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
+                     *       "recipe": "llamacpp",
+                     *       "size": 0.38,
+                     *       "max_context_window": 40960,
+                     *       "context_length": 4096,
+                     *       "downloaded": true,
+                     *       "update_available": false,
+                     *       "suggested": true,
+                     *       "labels": [
+                     *         "chat",
+                     *         "reasoning",
+                     *         "tool-calling"
+                     *       ],
+                     *       "components": [],
+                     *       "checkpoints": {
+                     *         "main": "unsloth/Qwen3-0.6B-GGUF:Q4_0"
+                     *       },
+                     *       "checkpoint_status": [
+                     *         {
+                     *           "type": "main",
+                     *           "present": true,
+                     *           "required": true,
+                     *           "registry": "huggingface"
+                     *         }
+                     *       ],
+                     *       "source": "huggingface",
+                     *       "registry_source": "huggingface",
+                     *       "recipe_options": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Model"];
                 };
             };
@@ -8511,6 +9691,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model_id": "Qwen3-0.6B-GGUF",
+                     *       "files": [
+                     *         {
+                     *           "name": "Qwen3-0.6B-Q4_0.gguf",
+                     *           "role": "main",
+                     *           "size_bytes": 382156480,
+                     *           "exists": true
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelsIdFilesResponse"];
                 };
             };
@@ -8545,6 +9738,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model_id": "Qwen3-0.6B-GGUF",
+                     *       "files": [
+                     *         {
+                     *           "name": "Qwen3-0.6B-Q4_0.gguf",
+                     *           "role": "main",
+                     *           "size_bytes": 382156480,
+                     *           "exists": true
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelsIdFilesResponse"];
                 };
             };
@@ -8579,6 +9785,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model_id": "Qwen3-0.6B-GGUF",
+                     *       "files": [
+                     *         {
+                     *           "name": "Qwen3-0.6B-Q4_0.gguf",
+                     *           "role": "main",
+                     *           "size_bytes": 382156480,
+                     *           "exists": true
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelsIdFilesResponse"];
                 };
             };
@@ -8613,6 +9832,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model_id": "Qwen3-0.6B-GGUF",
+                     *       "files": [
+                     *         {
+                     *           "name": "Qwen3-0.6B-Q4_0.gguf",
+                     *           "role": "main",
+                     *           "size_bytes": 382156480,
+                     *           "exists": true
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelsIdFilesResponse"];
                 };
             };
@@ -8644,6 +9876,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model_name": "Qwen3-0.6B-GGUF",
+                     *       "recipe": "llamacpp",
+                     *       "saved": {},
+                     *       "effective": {
+                     *         "ctx_size": 4096,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "defaults": {
+                     *         "ctx_size": 4096,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "resolved_ctx_size": 4096
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelOptions"];
                 };
             };
@@ -8671,6 +9927,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "ctx_size": 8192
+                 *     }
+                 */
                 "application/json": components["schemas"]["ModelsIdOptionsPostRequest"];
             };
         };
@@ -8681,6 +9942,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model_name": "Qwen3-0.6B-GGUF",
+                     *       "recipe": "llamacpp",
+                     *       "saved": {
+                     *         "ctx_size": 8192
+                     *       },
+                     *       "effective": {
+                     *         "ctx_size": 8192,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "defaults": {
+                     *         "ctx_size": 4096,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "resolved_ctx_size": 8192
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelOptions"];
                 };
             };
@@ -8714,6 +10001,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model_name": "Qwen3-0.6B-GGUF",
+                     *       "recipe": "llamacpp",
+                     *       "saved": {},
+                     *       "effective": {
+                     *         "ctx_size": 4096,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "defaults": {
+                     *         "ctx_size": 4096,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "resolved_ctx_size": 4096
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelOptions"];
                 };
             };
@@ -8747,6 +10058,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model_name": "Qwen3-0.6B-GGUF",
+                     *       "recipe": "llamacpp",
+                     *       "saved": {},
+                     *       "effective": {
+                     *         "ctx_size": 4096,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "defaults": {
+                     *         "ctx_size": 4096,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "resolved_ctx_size": 4096
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelOptions"];
                 };
             };
@@ -8774,6 +10109,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "ctx_size": 8192
+                 *     }
+                 */
                 "application/json": components["schemas"]["ModelsIdOptionsPostRequest"];
             };
         };
@@ -8784,6 +10124,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model_name": "Qwen3-0.6B-GGUF",
+                     *       "recipe": "llamacpp",
+                     *       "saved": {
+                     *         "ctx_size": 8192
+                     *       },
+                     *       "effective": {
+                     *         "ctx_size": 8192,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "defaults": {
+                     *         "ctx_size": 4096,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "resolved_ctx_size": 8192
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelOptions"];
                 };
             };
@@ -8817,6 +10183,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model_name": "Qwen3-0.6B-GGUF",
+                     *       "recipe": "llamacpp",
+                     *       "saved": {},
+                     *       "effective": {
+                     *         "ctx_size": 4096,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "defaults": {
+                     *         "ctx_size": 4096,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "resolved_ctx_size": 4096
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelOptions"];
                 };
             };
@@ -8850,6 +10240,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model_name": "Qwen3-0.6B-GGUF",
+                     *       "recipe": "llamacpp",
+                     *       "saved": {},
+                     *       "effective": {
+                     *         "ctx_size": 4096,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "defaults": {
+                     *         "ctx_size": 4096,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "resolved_ctx_size": 4096
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelOptions"];
                 };
             };
@@ -8877,6 +10291,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "ctx_size": 8192
+                 *     }
+                 */
                 "application/json": components["schemas"]["ModelsIdOptionsPostRequest"];
             };
         };
@@ -8887,6 +10306,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model_name": "Qwen3-0.6B-GGUF",
+                     *       "recipe": "llamacpp",
+                     *       "saved": {
+                     *         "ctx_size": 8192
+                     *       },
+                     *       "effective": {
+                     *         "ctx_size": 8192,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "defaults": {
+                     *         "ctx_size": 4096,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "resolved_ctx_size": 8192
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelOptions"];
                 };
             };
@@ -8920,6 +10365,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model_name": "Qwen3-0.6B-GGUF",
+                     *       "recipe": "llamacpp",
+                     *       "saved": {},
+                     *       "effective": {
+                     *         "ctx_size": 4096,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "defaults": {
+                     *         "ctx_size": 4096,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "resolved_ctx_size": 4096
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelOptions"];
                 };
             };
@@ -8953,6 +10422,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model_name": "Qwen3-0.6B-GGUF",
+                     *       "recipe": "llamacpp",
+                     *       "saved": {},
+                     *       "effective": {
+                     *         "ctx_size": 4096,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "defaults": {
+                     *         "ctx_size": 4096,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "resolved_ctx_size": 4096
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelOptions"];
                 };
             };
@@ -8980,6 +10473,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "ctx_size": 8192
+                 *     }
+                 */
                 "application/json": components["schemas"]["ModelsIdOptionsPostRequest"];
             };
         };
@@ -8990,6 +10488,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model_name": "Qwen3-0.6B-GGUF",
+                     *       "recipe": "llamacpp",
+                     *       "saved": {
+                     *         "ctx_size": 8192
+                     *       },
+                     *       "effective": {
+                     *         "ctx_size": 8192,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "defaults": {
+                     *         "ctx_size": 4096,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "resolved_ctx_size": 8192
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelOptions"];
                 };
             };
@@ -9023,6 +10547,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model_name": "Qwen3-0.6B-GGUF",
+                     *       "recipe": "llamacpp",
+                     *       "saved": {},
+                     *       "effective": {
+                     *         "ctx_size": 4096,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "defaults": {
+                     *         "ctx_size": 4096,
+                     *         "llamacpp_backend": "cpu",
+                     *         "llamacpp_args": "",
+                     *         "merge_args": true,
+                     *         "evict_idle_timeout": 300,
+                     *         "model_name": "Qwen3-0.6B-GGUF"
+                     *       },
+                     *       "resolved_ctx_size": 4096
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelOptions"];
                 };
             };
@@ -9047,6 +10595,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "bge-reranker-v2-m3-GGUF",
+                 *       "query": "What is the capital of France?",
+                 *       "documents": [
+                 *         "Paris is the capital of France.",
+                 *         "Berlin is in Germany."
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -9057,6 +10615,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model": "bge-reranker-v2-m3-GGUF",
+                     *       "object": "list",
+                     *       "results": [
+                     *         {
+                     *           "index": 0,
+                     *           "relevance_score": 8.63
+                     *         },
+                     *         {
+                     *           "index": 1,
+                     *           "relevance_score": -6.41
+                     *         }
+                     *       ],
+                     *       "usage": {
+                     *         "prompt_tokens": 31,
+                     *         "total_tokens": 31
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
@@ -9093,6 +10671,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "bge-reranker-v2-m3-GGUF",
+                 *       "query": "What is the capital of France?",
+                 *       "documents": [
+                 *         "Paris is the capital of France.",
+                 *         "Berlin is in Germany."
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -9103,6 +10691,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model": "bge-reranker-v2-m3-GGUF",
+                     *       "object": "list",
+                     *       "results": [
+                     *         {
+                     *           "index": 0,
+                     *           "relevance_score": 8.63
+                     *         },
+                     *         {
+                     *           "index": 1,
+                     *           "relevance_score": -6.41
+                     *         }
+                     *       ],
+                     *       "usage": {
+                     *         "prompt_tokens": 31,
+                     *         "total_tokens": 31
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
@@ -9139,6 +10747,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "bge-reranker-v2-m3-GGUF",
+                 *       "query": "What is the capital of France?",
+                 *       "documents": [
+                 *         "Paris is the capital of France.",
+                 *         "Berlin is in Germany."
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -9149,6 +10767,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model": "bge-reranker-v2-m3-GGUF",
+                     *       "object": "list",
+                     *       "results": [
+                     *         {
+                     *           "index": 0,
+                     *           "relevance_score": 8.63
+                     *         },
+                     *         {
+                     *           "index": 1,
+                     *           "relevance_score": -6.41
+                     *         }
+                     *       ],
+                     *       "usage": {
+                     *         "prompt_tokens": 31,
+                     *         "total_tokens": 31
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
@@ -9185,6 +10823,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "bge-reranker-v2-m3-GGUF",
+                 *       "query": "What is the capital of France?",
+                 *       "documents": [
+                 *         "Paris is the capital of France.",
+                 *         "Berlin is in Germany."
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -9195,6 +10843,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model": "bge-reranker-v2-m3-GGUF",
+                     *       "object": "list",
+                     *       "results": [
+                     *         {
+                     *           "index": 0,
+                     *           "relevance_score": 8.63
+                     *         },
+                     *         {
+                     *           "index": 1,
+                     *           "relevance_score": -6.41
+                     *         }
+                     *       ],
+                     *       "usage": {
+                     *         "prompt_tokens": 31,
+                     *         "total_tokens": 31
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
@@ -9231,6 +10899,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "bge-reranker-v2-m3-GGUF",
+                 *       "query": "What is the capital of France?",
+                 *       "documents": [
+                 *         "Paris is the capital of France.",
+                 *         "Berlin is in Germany."
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -9241,6 +10919,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model": "bge-reranker-v2-m3-GGUF",
+                     *       "object": "list",
+                     *       "results": [
+                     *         {
+                     *           "index": 0,
+                     *           "relevance_score": 8.63
+                     *         },
+                     *         {
+                     *           "index": 1,
+                     *           "relevance_score": -6.41
+                     *         }
+                     *       ],
+                     *       "usage": {
+                     *         "prompt_tokens": 31,
+                     *         "total_tokens": 31
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
@@ -9277,6 +10975,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "bge-reranker-v2-m3-GGUF",
+                 *       "query": "What is the capital of France?",
+                 *       "documents": [
+                 *         "Paris is the capital of France.",
+                 *         "Berlin is in Germany."
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -9287,6 +10995,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model": "bge-reranker-v2-m3-GGUF",
+                     *       "object": "list",
+                     *       "results": [
+                     *         {
+                     *           "index": 0,
+                     *           "relevance_score": 8.63
+                     *         },
+                     *         {
+                     *           "index": 1,
+                     *           "relevance_score": -6.41
+                     *         }
+                     *       ],
+                     *       "usage": {
+                     *         "prompt_tokens": 31,
+                     *         "total_tokens": 31
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
@@ -9323,6 +11051,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "bge-reranker-v2-m3-GGUF",
+                 *       "query": "What is the capital of France?",
+                 *       "documents": [
+                 *         "Paris is the capital of France.",
+                 *         "Berlin is in Germany."
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -9333,6 +11071,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model": "bge-reranker-v2-m3-GGUF",
+                     *       "object": "list",
+                     *       "results": [
+                     *         {
+                     *           "index": 0,
+                     *           "relevance_score": 8.63
+                     *         },
+                     *         {
+                     *           "index": 1,
+                     *           "relevance_score": -6.41
+                     *         }
+                     *       ],
+                     *       "usage": {
+                     *         "prompt_tokens": 31,
+                     *         "total_tokens": 31
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
@@ -9369,6 +11127,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "bge-reranker-v2-m3-GGUF",
+                 *       "query": "What is the capital of France?",
+                 *       "documents": [
+                 *         "Paris is the capital of France.",
+                 *         "Berlin is in Germany."
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -9379,6 +11147,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model": "bge-reranker-v2-m3-GGUF",
+                     *       "object": "list",
+                     *       "results": [
+                     *         {
+                     *           "index": 0,
+                     *           "relevance_score": 8.63
+                     *         },
+                     *         {
+                     *           "index": 1,
+                     *           "relevance_score": -6.41
+                     *         }
+                     *       ],
+                     *       "usage": {
+                     *         "prompt_tokens": 31,
+                     *         "total_tokens": 31
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
@@ -9415,6 +11203,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "bge-reranker-v2-m3-GGUF",
+                 *       "query": "What is the capital of France?",
+                 *       "documents": [
+                 *         "Paris is the capital of France.",
+                 *         "Berlin is in Germany."
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -9425,6 +11223,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model": "bge-reranker-v2-m3-GGUF",
+                     *       "object": "list",
+                     *       "results": [
+                     *         {
+                     *           "index": 0,
+                     *           "relevance_score": 8.63
+                     *         },
+                     *         {
+                     *           "index": 1,
+                     *           "relevance_score": -6.41
+                     *         }
+                     *       ],
+                     *       "usage": {
+                     *         "prompt_tokens": 31,
+                     *         "total_tokens": 31
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
@@ -9461,6 +11279,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "bge-reranker-v2-m3-GGUF",
+                 *       "query": "What is the capital of France?",
+                 *       "documents": [
+                 *         "Paris is the capital of France.",
+                 *         "Berlin is in Germany."
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -9471,6 +11299,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model": "bge-reranker-v2-m3-GGUF",
+                     *       "object": "list",
+                     *       "results": [
+                     *         {
+                     *           "index": 0,
+                     *           "relevance_score": 8.63
+                     *         },
+                     *         {
+                     *           "index": 1,
+                     *           "relevance_score": -6.41
+                     *         }
+                     *       ],
+                     *       "usage": {
+                     *         "prompt_tokens": 31,
+                     *         "total_tokens": 31
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
@@ -9507,6 +11355,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "bge-reranker-v2-m3-GGUF",
+                 *       "query": "What is the capital of France?",
+                 *       "documents": [
+                 *         "Paris is the capital of France.",
+                 *         "Berlin is in Germany."
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -9517,6 +11375,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model": "bge-reranker-v2-m3-GGUF",
+                     *       "object": "list",
+                     *       "results": [
+                     *         {
+                     *           "index": 0,
+                     *           "relevance_score": 8.63
+                     *         },
+                     *         {
+                     *           "index": 1,
+                     *           "relevance_score": -6.41
+                     *         }
+                     *       ],
+                     *       "usage": {
+                     *         "prompt_tokens": 31,
+                     *         "total_tokens": 31
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
@@ -9553,6 +11431,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "bge-reranker-v2-m3-GGUF",
+                 *       "query": "What is the capital of France?",
+                 *       "documents": [
+                 *         "Paris is the capital of France.",
+                 *         "Berlin is in Germany."
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -9563,6 +11451,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model": "bge-reranker-v2-m3-GGUF",
+                     *       "object": "list",
+                     *       "results": [
+                     *         {
+                     *           "index": 0,
+                     *           "relevance_score": 8.63
+                     *         },
+                     *         {
+                     *           "index": 1,
+                     *           "relevance_score": -6.41
+                     *         }
+                     *       ],
+                     *       "usage": {
+                     *         "prompt_tokens": 31,
+                     *         "total_tokens": 31
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
@@ -9605,6 +11513,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 0,
+                     *         "n_ctx": 4096,
+                     *         "is_processing": false,
+                     *         "id_task": 12
+                     *       }
+                     *     ]
+                     */
                     "application/json": components["schemas"]["LlamacppSlotsResponse"];
                 };
             };
@@ -9635,6 +11553,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 0,
+                     *         "n_ctx": 4096,
+                     *         "is_processing": false,
+                     *         "id_task": 12
+                     *       }
+                     *     ]
+                     */
                     "application/json": components["schemas"]["LlamacppSlotsResponse"];
                 };
             };
@@ -9665,6 +11593,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 0,
+                     *         "n_ctx": 4096,
+                     *         "is_processing": false,
+                     *         "id_task": 12
+                     *       }
+                     *     ]
+                     */
                     "application/json": components["schemas"]["LlamacppSlotsResponse"];
                 };
             };
@@ -9695,6 +11633,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 0,
+                     *         "n_ctx": 4096,
+                     *         "is_processing": false,
+                     *         "id_task": 12
+                     *       }
+                     *     ]
+                     */
                     "application/json": components["schemas"]["LlamacppSlotsResponse"];
                 };
             };
@@ -9735,6 +11683,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id_slot": 0,
+                     *       "n_erased": 46
+                     *     }
+                     */
                     "application/json": components["schemas"]["LlamacppSlotsActionResponse"];
                 };
             };
@@ -9775,6 +11729,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id_slot": 0,
+                     *       "n_erased": 46
+                     *     }
+                     */
                     "application/json": components["schemas"]["LlamacppSlotsActionResponse"];
                 };
             };
@@ -9815,6 +11775,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id_slot": 0,
+                     *       "n_erased": 46
+                     *     }
+                     */
                     "application/json": components["schemas"]["LlamacppSlotsActionResponse"];
                 };
             };
@@ -9855,6 +11821,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id_slot": 0,
+                     *       "n_erased": 46
+                     *     }
+                     */
                     "application/json": components["schemas"]["LlamacppSlotsActionResponse"];
                 };
             };
@@ -9879,6 +11851,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "content": "This is a test"
+                 *     }
+                 */
                 "application/json": components["schemas"]["LlamacppTokenizeRequest"];
             };
         };
@@ -9889,6 +11866,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "tokens": [
+                     *         1986,
+                     *         374,
+                     *         264,
+                     *         1273
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["LlamacppTokenizeResponse"];
                 };
             };
@@ -9913,6 +11900,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "content": "This is a test"
+                 *     }
+                 */
                 "application/json": components["schemas"]["LlamacppTokenizeRequest"];
             };
         };
@@ -9923,6 +11915,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "tokens": [
+                     *         1986,
+                     *         374,
+                     *         264,
+                     *         1273
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["LlamacppTokenizeResponse"];
                 };
             };
@@ -9947,6 +11949,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "content": "This is a test"
+                 *     }
+                 */
                 "application/json": components["schemas"]["LlamacppTokenizeRequest"];
             };
         };
@@ -9957,6 +11964,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "tokens": [
+                     *         1986,
+                     *         374,
+                     *         264,
+                     *         1273
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["LlamacppTokenizeResponse"];
                 };
             };
@@ -9981,6 +11998,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "content": "This is a test"
+                 *     }
+                 */
                 "application/json": components["schemas"]["LlamacppTokenizeRequest"];
             };
         };
@@ -9991,6 +12013,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "tokens": [
+                     *         1986,
+                     *         374,
+                     *         264,
+                     *         1273
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["LlamacppTokenizeResponse"];
                 };
             };
@@ -10021,6 +12053,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "version": "0.16.1"
+                     *     }
+                     */
                     "application/json": components["schemas"]["OllamaVersionResponse"];
                 };
             };
@@ -10045,6 +12082,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "models": [
+                     *         {
+                     *           "name": "Qwen3-0.6B-GGUF:latest",
+                     *           "model": "Qwen3-0.6B-GGUF:latest",
+                     *           "modified_at": "2024-01-01T00:00:00Z",
+                     *           "size": 382156480,
+                     *           "digest": "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+                     *           "details": {
+                     *             "parent_model": "",
+                     *             "format": "gguf",
+                     *             "family": "llamacpp",
+                     *             "families": [
+                     *               "llamacpp"
+                     *             ],
+                     *             "parameter_size": "0.6B",
+                     *             "quantization_level": "Q4_0"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["OllamaTagsResponse"];
                 };
             };
@@ -10071,6 +12131,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "models": [
+                     *         {
+                     *           "name": "Qwen3-0.6B-GGUF:latest",
+                     *           "model": "Qwen3-0.6B-GGUF:latest",
+                     *           "size": 0,
+                     *           "digest": "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+                     *           "details": {
+                     *             "parent_model": "",
+                     *             "format": "gguf",
+                     *             "family": "llamacpp",
+                     *             "families": [
+                     *               "llamacpp"
+                     *             ],
+                     *             "parameter_size": "0.6B",
+                     *             "quantization_level": "Q4_0"
+                     *           },
+                     *           "expires_at": "2099-01-01T00:00:00Z",
+                     *           "size_vram": 0
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["OllamaPsResponse"];
                 };
             };
@@ -10091,6 +12175,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Qwen3-0.6B-GGUF",
+                 *       "messages": [
+                 *         {
+                 *           "role": "user",
+                 *           "content": "What is the capital of France?"
+                 *         }
+                 *       ],
+                 *       "stream": false
+                 *     }
+                 */
                 "application/json": components["schemas"]["OllamaChatRequest"];
             };
         };
@@ -10101,6 +12197,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model": "Qwen3-0.6B-GGUF",
+                     *       "created_at": "2024-01-01T00:00:00Z",
+                     *       "message": {
+                     *         "role": "assistant",
+                     *         "content": "The capital of France is **Paris**."
+                     *       },
+                     *       "done": true,
+                     *       "done_reason": "stop",
+                     *       "prompt_eval_count": 19,
+                     *       "eval_count": 14,
+                     *       "total_duration": 0,
+                     *       "load_duration": 0,
+                     *       "prompt_eval_duration": 27064000,
+                     *       "eval_duration": 71276000
+                     *     }
+                     */
                     "application/json": components["schemas"]["OllamaChatResponse"];
                     "application/x-ndjson": components["schemas"]["OllamaChatResponse"];
                 };
@@ -10126,6 +12240,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Qwen3-0.6B-GGUF",
+                 *       "prompt": "The capital of France is",
+                 *       "stream": false
+                 *     }
+                 */
                 "application/json": components["schemas"]["OllamaGenerateRequest"];
             };
         };
@@ -10136,6 +12257,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model": "Qwen3-0.6B-GGUF",
+                     *       "created_at": "2024-01-01T00:00:00Z",
+                     *       "response": " Paris.",
+                     *       "done": true,
+                     *       "done_reason": "stop",
+                     *       "context": [],
+                     *       "prompt_eval_count": 5,
+                     *       "eval_count": 3,
+                     *       "total_duration": 0,
+                     *       "load_duration": 0,
+                     *       "prompt_eval_duration": 0,
+                     *       "eval_duration": 0
+                     *     }
+                     */
                     "application/json": components["schemas"]["OllamaGenerateResponse"];
                     "application/x-ndjson": components["schemas"]["OllamaGenerateResponse"];
                 };
@@ -10161,6 +12298,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Qwen3-0.6B-GGUF"
+                 *     }
+                 */
                 "application/json": components["schemas"]["OllamaModelRef"];
             };
         };
@@ -10171,6 +12313,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "modelfile": "FROM unsloth/Qwen3-0.6B-GGUF:Q4_0",
+                     *       "parameters": "num_ctx 4096",
+                     *       "template": "",
+                     *       "details": {
+                     *         "parent_model": "",
+                     *         "format": "gguf",
+                     *         "family": "llamacpp",
+                     *         "families": [
+                     *           "llamacpp"
+                     *         ],
+                     *         "parameter_size": "0.6B",
+                     *         "quantization_level": "Q4_0"
+                     *       },
+                     *       "capabilities": [
+                     *         "completion",
+                     *         "tools",
+                     *         "thinking"
+                     *       ],
+                     *       "model_info": {
+                     *         "general.architecture": "llamacpp",
+                     *         "llamacpp.context_length": 4096
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["OllamaShowResponse"];
                 };
             };
@@ -10195,6 +12363,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "nomic-embed-text-v1-GGUF",
+                 *       "input": [
+                 *         "Hello",
+                 *         "World"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["OllamaEmbedRequest"];
             };
         };
@@ -10205,6 +12382,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "model": "nomic-embed-text-v1-GGUF",
+                     *       "embeddings": [
+                     *         [
+                     *           0.01,
+                     *           -0.02,
+                     *           0.03
+                     *         ],
+                     *         [
+                     *           0.04,
+                     *           0.05,
+                     *           -0.06
+                     *         ]
+                     *       ],
+                     *       "total_duration": 0,
+                     *       "load_duration": 0,
+                     *       "prompt_eval_count": 0
+                     *     }
+                     */
                     "application/json": components["schemas"]["OllamaEmbedResponse"];
                 };
             };
@@ -10229,6 +12426,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "nomic-embed-text-v1-GGUF",
+                 *       "prompt": "Hello"
+                 *     }
+                 */
                 "application/json": components["schemas"]["OllamaEmbeddingsRequest"];
             };
         };
@@ -10239,6 +12442,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "embedding": [
+                     *         0.01,
+                     *         -0.02,
+                     *         0.03
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["OllamaEmbeddingsResponse"];
                 };
             };
@@ -10263,6 +12475,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Qwen3-0.6B-GGUF",
+                 *       "stream": false
+                 *     }
+                 */
                 "application/json": components["schemas"]["OllamaPullRequest"];
             };
         };
@@ -10273,6 +12491,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success"
+                     *     }
+                     */
                     "application/json": components["schemas"]["OllamaPullResponse"];
                     "application/x-ndjson": components["schemas"]["OllamaPullProgress"];
                 };
@@ -10298,6 +12521,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Qwen3-0.6B-GGUF"
+                 *     }
+                 */
                 "application/json": components["schemas"]["OllamaModelRef"];
             };
         };
@@ -10428,6 +12656,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model_name": "Qwen3-0.6B-GGUF",
+                 *       "ctx_size": 8192
+                 *     }
+                 */
                 "application/json": components["schemas"]["LoadRequest"];
             };
         };
@@ -10438,6 +12672,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "Loaded model: Qwen3-0.6B-GGUF",
+                     *       "model_name": "Qwen3-0.6B-GGUF",
+                     *       "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
+                     *       "recipe": "llamacpp"
+                     *     }
+                     */
                     "application/json": components["schemas"]["LoadResponse"];
                 };
             };
@@ -10464,6 +12707,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model_name": "Qwen3-0.6B-GGUF",
+                 *       "ctx_size": 8192
+                 *     }
+                 */
                 "application/json": components["schemas"]["LoadRequest"];
             };
         };
@@ -10474,6 +12723,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "Loaded model: Qwen3-0.6B-GGUF",
+                     *       "model_name": "Qwen3-0.6B-GGUF",
+                     *       "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
+                     *       "recipe": "llamacpp"
+                     *     }
+                     */
                     "application/json": components["schemas"]["LoadResponse"];
                 };
             };
@@ -10500,6 +12758,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model_name": "Qwen3-0.6B-GGUF",
+                 *       "ctx_size": 8192
+                 *     }
+                 */
                 "application/json": components["schemas"]["LoadRequest"];
             };
         };
@@ -10510,6 +12774,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "Loaded model: Qwen3-0.6B-GGUF",
+                     *       "model_name": "Qwen3-0.6B-GGUF",
+                     *       "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
+                     *       "recipe": "llamacpp"
+                     *     }
+                     */
                     "application/json": components["schemas"]["LoadResponse"];
                 };
             };
@@ -10536,6 +12809,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model_name": "Qwen3-0.6B-GGUF",
+                 *       "ctx_size": 8192
+                 *     }
+                 */
                 "application/json": components["schemas"]["LoadRequest"];
             };
         };
@@ -10546,6 +12825,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "Loaded model: Qwen3-0.6B-GGUF",
+                     *       "model_name": "Qwen3-0.6B-GGUF",
+                     *       "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
+                     *       "recipe": "llamacpp"
+                     *     }
+                     */
                     "application/json": components["schemas"]["LoadResponse"];
                 };
             };
@@ -10572,6 +12860,11 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "model_name": "Qwen3-0.6B-GGUF"
+                 *     }
+                 */
                 "application/json": components["schemas"]["UnloadRequest"];
             };
         };
@@ -10582,6 +12875,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "Model unloaded successfully"
+                     *     }
+                     */
                     "application/json": components["schemas"]["UnloadResponse"];
                 };
             };
@@ -10604,6 +12903,11 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "model_name": "Qwen3-0.6B-GGUF"
+                 *     }
+                 */
                 "application/json": components["schemas"]["UnloadRequest"];
             };
         };
@@ -10614,6 +12918,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "Model unloaded successfully"
+                     *     }
+                     */
                     "application/json": components["schemas"]["UnloadResponse"];
                 };
             };
@@ -10636,6 +12946,11 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "model_name": "Qwen3-0.6B-GGUF"
+                 *     }
+                 */
                 "application/json": components["schemas"]["UnloadRequest"];
             };
         };
@@ -10646,6 +12961,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "Model unloaded successfully"
+                     *     }
+                     */
                     "application/json": components["schemas"]["UnloadResponse"];
                 };
             };
@@ -10668,6 +12989,11 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "model_name": "Qwen3-0.6B-GGUF"
+                 *     }
+                 */
                 "application/json": components["schemas"]["UnloadRequest"];
             };
         };
@@ -10678,6 +13004,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "Model unloaded successfully"
+                     *     }
+                     */
                     "application/json": components["schemas"]["UnloadResponse"];
                 };
             };
@@ -10700,6 +13032,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model_name": "Qwen3-0.6B-GGUF"
+                 *     }
+                 */
                 "application/json": components["schemas"]["PullRequest"];
             };
         };
@@ -10710,6 +13047,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "Installed model: Qwen3-0.6B-GGUF"
+                     *     }
+                     */
                     "application/json": components["schemas"]["PullResponse"];
                     "text/event-stream": components["schemas"]["PullProgressEvent"];
                 };
@@ -10737,6 +13080,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model_name": "Qwen3-0.6B-GGUF"
+                 *     }
+                 */
                 "application/json": components["schemas"]["PullRequest"];
             };
         };
@@ -10747,6 +13095,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "Installed model: Qwen3-0.6B-GGUF"
+                     *     }
+                     */
                     "application/json": components["schemas"]["PullResponse"];
                     "text/event-stream": components["schemas"]["PullProgressEvent"];
                 };
@@ -10774,6 +13128,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model_name": "Qwen3-0.6B-GGUF"
+                 *     }
+                 */
                 "application/json": components["schemas"]["PullRequest"];
             };
         };
@@ -10784,6 +13143,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "Installed model: Qwen3-0.6B-GGUF"
+                     *     }
+                     */
                     "application/json": components["schemas"]["PullResponse"];
                     "text/event-stream": components["schemas"]["PullProgressEvent"];
                 };
@@ -10811,6 +13176,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model_name": "Qwen3-0.6B-GGUF"
+                 *     }
+                 */
                 "application/json": components["schemas"]["PullRequest"];
             };
         };
@@ -10821,6 +13191,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "Installed model: Qwen3-0.6B-GGUF"
+                     *     }
+                     */
                     "application/json": components["schemas"]["PullResponse"];
                     "text/event-stream": components["schemas"]["PullProgressEvent"];
                 };
@@ -10848,6 +13224,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model_name": "user.Phi-4-Mini-GGUF",
+                 *       "checkpoint": "unsloth/Phi-4-mini-instruct-GGUF:Q4_K_M",
+                 *       "recipe": "llamacpp"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ModelsRegisterRequest"];
             };
         };
@@ -10858,6 +13241,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "Registered model: user.Phi-4-Mini-GGUF",
+                     *       "model_name": "Phi-4-Mini-GGUF",
+                     *       "canonical_model_name": "user.Phi-4-Mini-GGUF",
+                     *       "model": {
+                     *         "id": "Phi-4-Mini-GGUF",
+                     *         "recipe": "llamacpp",
+                     *         "downloaded": false
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelsRegisterResponse"];
                 };
             };
@@ -10878,6 +13274,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model_name": "user.Phi-4-Mini-GGUF",
+                 *       "checkpoint": "unsloth/Phi-4-mini-instruct-GGUF:Q4_K_M",
+                 *       "recipe": "llamacpp"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ModelsRegisterRequest"];
             };
         };
@@ -10888,6 +13291,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "Registered model: user.Phi-4-Mini-GGUF",
+                     *       "model_name": "Phi-4-Mini-GGUF",
+                     *       "canonical_model_name": "user.Phi-4-Mini-GGUF",
+                     *       "model": {
+                     *         "id": "Phi-4-Mini-GGUF",
+                     *         "recipe": "llamacpp",
+                     *         "downloaded": false
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelsRegisterResponse"];
                 };
             };
@@ -10908,6 +13324,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model_name": "user.Phi-4-Mini-GGUF",
+                 *       "checkpoint": "unsloth/Phi-4-mini-instruct-GGUF:Q4_K_M",
+                 *       "recipe": "llamacpp"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ModelsRegisterRequest"];
             };
         };
@@ -10918,6 +13341,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "Registered model: user.Phi-4-Mini-GGUF",
+                     *       "model_name": "Phi-4-Mini-GGUF",
+                     *       "canonical_model_name": "user.Phi-4-Mini-GGUF",
+                     *       "model": {
+                     *         "id": "Phi-4-Mini-GGUF",
+                     *         "recipe": "llamacpp",
+                     *         "downloaded": false
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelsRegisterResponse"];
                 };
             };
@@ -10938,6 +13374,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model_name": "user.Phi-4-Mini-GGUF",
+                 *       "checkpoint": "unsloth/Phi-4-mini-instruct-GGUF:Q4_K_M",
+                 *       "recipe": "llamacpp"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ModelsRegisterRequest"];
             };
         };
@@ -10948,6 +13391,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "Registered model: user.Phi-4-Mini-GGUF",
+                     *       "model_name": "Phi-4-Mini-GGUF",
+                     *       "canonical_model_name": "user.Phi-4-Mini-GGUF",
+                     *       "model": {
+                     *         "id": "Phi-4-Mini-GGUF",
+                     *         "recipe": "llamacpp",
+                     *         "downloaded": false
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelsRegisterResponse"];
                 };
             };
@@ -10979,6 +13435,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "checkpoint": "unsloth/Qwen3-8B-GGUF",
+                     *       "recipe": "llamacpp",
+                     *       "suggested_name": "Qwen3-8B-GGUF",
+                     *       "suggested_labels": [],
+                     *       "mmproj_files": [],
+                     *       "variants": [
+                     *         {
+                     *           "name": "Q4_K_M",
+                     *           "primary_file": "Qwen3-8B-Q4_K_M.gguf",
+                     *           "files": [
+                     *             "Qwen3-8B-Q4_K_M.gguf"
+                     *           ],
+                     *           "sharded": false,
+                     *           "size_bytes": 4920000000
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PullVariantsResponse"];
                 };
             };
@@ -11014,6 +13490,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "checkpoint": "unsloth/Qwen3-8B-GGUF",
+                     *       "recipe": "llamacpp",
+                     *       "suggested_name": "Qwen3-8B-GGUF",
+                     *       "suggested_labels": [],
+                     *       "mmproj_files": [],
+                     *       "variants": [
+                     *         {
+                     *           "name": "Q4_K_M",
+                     *           "primary_file": "Qwen3-8B-Q4_K_M.gguf",
+                     *           "files": [
+                     *             "Qwen3-8B-Q4_K_M.gguf"
+                     *           ],
+                     *           "sharded": false,
+                     *           "size_bytes": 4920000000
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PullVariantsResponse"];
                 };
             };
@@ -11049,6 +13545,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "checkpoint": "unsloth/Qwen3-8B-GGUF",
+                     *       "recipe": "llamacpp",
+                     *       "suggested_name": "Qwen3-8B-GGUF",
+                     *       "suggested_labels": [],
+                     *       "mmproj_files": [],
+                     *       "variants": [
+                     *         {
+                     *           "name": "Q4_K_M",
+                     *           "primary_file": "Qwen3-8B-Q4_K_M.gguf",
+                     *           "files": [
+                     *             "Qwen3-8B-Q4_K_M.gguf"
+                     *           ],
+                     *           "sharded": false,
+                     *           "size_bytes": 4920000000
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PullVariantsResponse"];
                 };
             };
@@ -11084,6 +13600,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "checkpoint": "unsloth/Qwen3-8B-GGUF",
+                     *       "recipe": "llamacpp",
+                     *       "suggested_name": "Qwen3-8B-GGUF",
+                     *       "suggested_labels": [],
+                     *       "mmproj_files": [],
+                     *       "variants": [
+                     *         {
+                     *           "name": "Q4_K_M",
+                     *           "primary_file": "Qwen3-8B-Q4_K_M.gguf",
+                     *           "files": [
+                     *             "Qwen3-8B-Q4_K_M.gguf"
+                     *           ],
+                     *           "sharded": false,
+                     *           "size_bytes": 4920000000
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PullVariantsResponse"];
                 };
             };
@@ -11114,6 +13650,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "updates_available": 1,
+                     *       "models": [
+                     *         "Qwen3-4B-GGUF"
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["CheckUpdatesResponse"];
                 };
             };
@@ -11140,6 +13685,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "updates_available": 1,
+                     *       "models": [
+                     *         "Qwen3-4B-GGUF"
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["CheckUpdatesResponse"];
                 };
             };
@@ -11166,6 +13720,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "updates_available": 1,
+                     *       "models": [
+                     *         "Qwen3-4B-GGUF"
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["CheckUpdatesResponse"];
                 };
             };
@@ -11192,6 +13755,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "updates_available": 1,
+                     *       "models": [
+                     *         "Qwen3-4B-GGUF"
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["CheckUpdatesResponse"];
                 };
             };
@@ -11212,6 +13784,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "version": "1",
+                 *       "routing": {
+                 *         "candidates": [
+                 *           "Qwen3-0.6B-GGUF"
+                 *         ],
+                 *         "default_model": "Qwen3-0.6B-GGUF",
+                 *         "rules": []
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["RoutingValidateRequest"];
             };
         };
@@ -11222,6 +13806,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "valid": true,
+                     *       "routing": {
+                     *         "candidates": [
+                     *           "Qwen3-0.6B-GGUF"
+                     *         ],
+                     *         "default_model": "Qwen3-0.6B-GGUF",
+                     *         "classifiers": [],
+                     *         "rules": []
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["RoutingValidateResponse"];
                 };
             };
@@ -11242,6 +13839,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "version": "1",
+                 *       "routing": {
+                 *         "candidates": [
+                 *           "Qwen3-0.6B-GGUF"
+                 *         ],
+                 *         "default_model": "Qwen3-0.6B-GGUF",
+                 *         "rules": []
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["RoutingValidateRequest"];
             };
         };
@@ -11252,6 +13861,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "valid": true,
+                     *       "routing": {
+                     *         "candidates": [
+                     *           "Qwen3-0.6B-GGUF"
+                     *         ],
+                     *         "default_model": "Qwen3-0.6B-GGUF",
+                     *         "classifiers": [],
+                     *         "rules": []
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["RoutingValidateResponse"];
                 };
             };
@@ -11272,6 +13894,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "version": "1",
+                 *       "routing": {
+                 *         "candidates": [
+                 *           "Qwen3-0.6B-GGUF"
+                 *         ],
+                 *         "default_model": "Qwen3-0.6B-GGUF",
+                 *         "rules": []
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["RoutingValidateRequest"];
             };
         };
@@ -11282,6 +13916,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "valid": true,
+                     *       "routing": {
+                     *         "candidates": [
+                     *           "Qwen3-0.6B-GGUF"
+                     *         ],
+                     *         "default_model": "Qwen3-0.6B-GGUF",
+                     *         "classifiers": [],
+                     *         "rules": []
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["RoutingValidateResponse"];
                 };
             };
@@ -11302,6 +13949,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "version": "1",
+                 *       "routing": {
+                 *         "candidates": [
+                 *           "Qwen3-0.6B-GGUF"
+                 *         ],
+                 *         "default_model": "Qwen3-0.6B-GGUF",
+                 *         "rules": []
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["RoutingValidateRequest"];
             };
         };
@@ -11312,6 +13971,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "valid": true,
+                     *       "routing": {
+                     *         "candidates": [
+                     *           "Qwen3-0.6B-GGUF"
+                     *         ],
+                     *         "default_model": "Qwen3-0.6B-GGUF",
+                     *         "classifiers": [],
+                     *         "rules": []
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["RoutingValidateResponse"];
                 };
             };
@@ -11349,6 +14021,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "query": "qwen",
+                     *       "source": "huggingface",
+                     *       "format": "gguf",
+                     *       "total": 1,
+                     *       "results": [
+                     *         {
+                     *           "repository_id": "unsloth/Qwen3-8B-GGUF",
+                     *           "display_name": "Qwen3-8B-GGUF",
+                     *           "source": "huggingface",
+                     *           "repository_type": "model",
+                     *           "description": "",
+                     *           "tags": [
+                     *             "gguf"
+                     *           ],
+                     *           "task": "text-generation",
+                     *           "downloads": 12000,
+                     *           "likes": 40,
+                     *           "has_gguf": true
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["RegistrySearchResponse"];
                 };
             };
@@ -11390,6 +14086,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "query": "qwen",
+                     *       "source": "huggingface",
+                     *       "format": "gguf",
+                     *       "total": 1,
+                     *       "results": [
+                     *         {
+                     *           "repository_id": "unsloth/Qwen3-8B-GGUF",
+                     *           "display_name": "Qwen3-8B-GGUF",
+                     *           "source": "huggingface",
+                     *           "repository_type": "model",
+                     *           "description": "",
+                     *           "tags": [
+                     *             "gguf"
+                     *           ],
+                     *           "task": "text-generation",
+                     *           "downloads": 12000,
+                     *           "likes": 40,
+                     *           "has_gguf": true
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["RegistrySearchResponse"];
                 };
             };
@@ -11431,6 +14151,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "query": "qwen",
+                     *       "source": "huggingface",
+                     *       "format": "gguf",
+                     *       "total": 1,
+                     *       "results": [
+                     *         {
+                     *           "repository_id": "unsloth/Qwen3-8B-GGUF",
+                     *           "display_name": "Qwen3-8B-GGUF",
+                     *           "source": "huggingface",
+                     *           "repository_type": "model",
+                     *           "description": "",
+                     *           "tags": [
+                     *             "gguf"
+                     *           ],
+                     *           "task": "text-generation",
+                     *           "downloads": 12000,
+                     *           "likes": 40,
+                     *           "has_gguf": true
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["RegistrySearchResponse"];
                 };
             };
@@ -11472,6 +14216,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "query": "qwen",
+                     *       "source": "huggingface",
+                     *       "format": "gguf",
+                     *       "total": 1,
+                     *       "results": [
+                     *         {
+                     *           "repository_id": "unsloth/Qwen3-8B-GGUF",
+                     *           "display_name": "Qwen3-8B-GGUF",
+                     *           "source": "huggingface",
+                     *           "repository_type": "model",
+                     *           "description": "",
+                     *           "tags": [
+                     *             "gguf"
+                     *           ],
+                     *           "task": "text-generation",
+                     *           "downloads": 12000,
+                     *           "likes": 40,
+                     *           "has_gguf": true
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["RegistrySearchResponse"];
                 };
             };
@@ -11502,6 +14270,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "model:Qwen3-0.6B-GGUF",
+                     *         "type": "model",
+                     *         "model_name": "Qwen3-0.6B-GGUF",
+                     *         "status": "downloading",
+                     *         "running": true,
+                     *         "file": "Qwen3-0.6B-Q4_0.gguf",
+                     *         "file_index": 1,
+                     *         "total_files": 1,
+                     *         "bytes_downloaded": 104857600,
+                     *         "bytes_total": 382156480,
+                     *         "total_download_size": 382156480,
+                     *         "bytes_previously_downloaded": 0,
+                     *         "completed_files_bytes": 0,
+                     *         "cumulative_bytes_downloaded": 104857600,
+                     *         "overall_bytes_downloaded": 104857600,
+                     *         "percent": 27,
+                     *         "complete": false
+                     *       }
+                     *     ]
+                     */
                     "application/json": components["schemas"]["DownloadsResponse"];
                 };
             };
@@ -11526,6 +14317,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "model:Qwen3-0.6B-GGUF",
+                     *         "type": "model",
+                     *         "model_name": "Qwen3-0.6B-GGUF",
+                     *         "status": "downloading",
+                     *         "running": true,
+                     *         "file": "Qwen3-0.6B-Q4_0.gguf",
+                     *         "file_index": 1,
+                     *         "total_files": 1,
+                     *         "bytes_downloaded": 104857600,
+                     *         "bytes_total": 382156480,
+                     *         "total_download_size": 382156480,
+                     *         "bytes_previously_downloaded": 0,
+                     *         "completed_files_bytes": 0,
+                     *         "cumulative_bytes_downloaded": 104857600,
+                     *         "overall_bytes_downloaded": 104857600,
+                     *         "percent": 27,
+                     *         "complete": false
+                     *       }
+                     *     ]
+                     */
                     "application/json": components["schemas"]["DownloadsResponse"];
                 };
             };
@@ -11550,6 +14364,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "model:Qwen3-0.6B-GGUF",
+                     *         "type": "model",
+                     *         "model_name": "Qwen3-0.6B-GGUF",
+                     *         "status": "downloading",
+                     *         "running": true,
+                     *         "file": "Qwen3-0.6B-Q4_0.gguf",
+                     *         "file_index": 1,
+                     *         "total_files": 1,
+                     *         "bytes_downloaded": 104857600,
+                     *         "bytes_total": 382156480,
+                     *         "total_download_size": 382156480,
+                     *         "bytes_previously_downloaded": 0,
+                     *         "completed_files_bytes": 0,
+                     *         "cumulative_bytes_downloaded": 104857600,
+                     *         "overall_bytes_downloaded": 104857600,
+                     *         "percent": 27,
+                     *         "complete": false
+                     *       }
+                     *     ]
+                     */
                     "application/json": components["schemas"]["DownloadsResponse"];
                 };
             };
@@ -11574,6 +14411,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "model:Qwen3-0.6B-GGUF",
+                     *         "type": "model",
+                     *         "model_name": "Qwen3-0.6B-GGUF",
+                     *         "status": "downloading",
+                     *         "running": true,
+                     *         "file": "Qwen3-0.6B-Q4_0.gguf",
+                     *         "file_index": 1,
+                     *         "total_files": 1,
+                     *         "bytes_downloaded": 104857600,
+                     *         "bytes_total": 382156480,
+                     *         "total_download_size": 382156480,
+                     *         "bytes_previously_downloaded": 0,
+                     *         "completed_files_bytes": 0,
+                     *         "cumulative_bytes_downloaded": 104857600,
+                     *         "overall_bytes_downloaded": 104857600,
+                     *         "percent": 27,
+                     *         "complete": false
+                     *       }
+                     *     ]
+                     */
                     "application/json": components["schemas"]["DownloadsResponse"];
                 };
             };
@@ -11592,6 +14452,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "model:Qwen3-0.6B-GGUF",
+                 *       "action": "pause"
+                 *     }
+                 */
                 "application/json": components["schemas"]["DownloadsControlRequest"];
             };
         };
@@ -11602,6 +14468,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "model:Qwen3-0.6B-GGUF",
+                     *       "type": "model",
+                     *       "model_name": "Qwen3-0.6B-GGUF",
+                     *       "status": "paused",
+                     *       "running": false,
+                     *       "file": "Qwen3-0.6B-Q4_0.gguf",
+                     *       "file_index": 1,
+                     *       "total_files": 1,
+                     *       "bytes_downloaded": 152862592,
+                     *       "bytes_total": 382156480,
+                     *       "total_download_size": 382156480,
+                     *       "bytes_previously_downloaded": 0,
+                     *       "completed_files_bytes": 0,
+                     *       "cumulative_bytes_downloaded": 152862592,
+                     *       "overall_bytes_downloaded": 152862592,
+                     *       "percent": 40,
+                     *       "complete": false
+                     *     }
+                     */
                     "application/json": components["schemas"]["DownloadJob"];
                 };
             };
@@ -11624,6 +14511,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "model:Qwen3-0.6B-GGUF",
+                 *       "action": "pause"
+                 *     }
+                 */
                 "application/json": components["schemas"]["DownloadsControlRequest"];
             };
         };
@@ -11634,6 +14527,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "model:Qwen3-0.6B-GGUF",
+                     *       "type": "model",
+                     *       "model_name": "Qwen3-0.6B-GGUF",
+                     *       "status": "paused",
+                     *       "running": false,
+                     *       "file": "Qwen3-0.6B-Q4_0.gguf",
+                     *       "file_index": 1,
+                     *       "total_files": 1,
+                     *       "bytes_downloaded": 152862592,
+                     *       "bytes_total": 382156480,
+                     *       "total_download_size": 382156480,
+                     *       "bytes_previously_downloaded": 0,
+                     *       "completed_files_bytes": 0,
+                     *       "cumulative_bytes_downloaded": 152862592,
+                     *       "overall_bytes_downloaded": 152862592,
+                     *       "percent": 40,
+                     *       "complete": false
+                     *     }
+                     */
                     "application/json": components["schemas"]["DownloadJob"];
                 };
             };
@@ -11656,6 +14570,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "model:Qwen3-0.6B-GGUF",
+                 *       "action": "pause"
+                 *     }
+                 */
                 "application/json": components["schemas"]["DownloadsControlRequest"];
             };
         };
@@ -11666,6 +14586,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "model:Qwen3-0.6B-GGUF",
+                     *       "type": "model",
+                     *       "model_name": "Qwen3-0.6B-GGUF",
+                     *       "status": "paused",
+                     *       "running": false,
+                     *       "file": "Qwen3-0.6B-Q4_0.gguf",
+                     *       "file_index": 1,
+                     *       "total_files": 1,
+                     *       "bytes_downloaded": 152862592,
+                     *       "bytes_total": 382156480,
+                     *       "total_download_size": 382156480,
+                     *       "bytes_previously_downloaded": 0,
+                     *       "completed_files_bytes": 0,
+                     *       "cumulative_bytes_downloaded": 152862592,
+                     *       "overall_bytes_downloaded": 152862592,
+                     *       "percent": 40,
+                     *       "complete": false
+                     *     }
+                     */
                     "application/json": components["schemas"]["DownloadJob"];
                 };
             };
@@ -11688,6 +14629,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "model:Qwen3-0.6B-GGUF",
+                 *       "action": "pause"
+                 *     }
+                 */
                 "application/json": components["schemas"]["DownloadsControlRequest"];
             };
         };
@@ -11698,6 +14645,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "model:Qwen3-0.6B-GGUF",
+                     *       "type": "model",
+                     *       "model_name": "Qwen3-0.6B-GGUF",
+                     *       "status": "paused",
+                     *       "running": false,
+                     *       "file": "Qwen3-0.6B-Q4_0.gguf",
+                     *       "file_index": 1,
+                     *       "total_files": 1,
+                     *       "bytes_downloaded": 152862592,
+                     *       "bytes_total": 382156480,
+                     *       "total_download_size": 382156480,
+                     *       "bytes_previously_downloaded": 0,
+                     *       "completed_files_bytes": 0,
+                     *       "cumulative_bytes_downloaded": 152862592,
+                     *       "overall_bytes_downloaded": 152862592,
+                     *       "percent": 40,
+                     *       "complete": false
+                     *     }
+                     */
                     "application/json": components["schemas"]["DownloadJob"];
                 };
             };
@@ -11720,6 +14688,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model_name": "Qwen3-0.6B-GGUF"
+                 *     }
+                 */
                 "application/json": components["schemas"]["DeleteRequest"];
             };
         };
@@ -11730,6 +14703,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "Deleted model: Qwen3-0.6B-GGUF"
+                     *     }
+                     */
                     "application/json": components["schemas"]["DeleteResponse"];
                 };
             };
@@ -11756,6 +14735,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model_name": "Qwen3-0.6B-GGUF"
+                 *     }
+                 */
                 "application/json": components["schemas"]["DeleteRequest"];
             };
         };
@@ -11766,6 +14750,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "Deleted model: Qwen3-0.6B-GGUF"
+                     *     }
+                     */
                     "application/json": components["schemas"]["DeleteResponse"];
                 };
             };
@@ -11792,6 +14782,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model_name": "Qwen3-0.6B-GGUF"
+                 *     }
+                 */
                 "application/json": components["schemas"]["DeleteRequest"];
             };
         };
@@ -11802,6 +14797,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "Deleted model: Qwen3-0.6B-GGUF"
+                     *     }
+                     */
                     "application/json": components["schemas"]["DeleteResponse"];
                 };
             };
@@ -11828,6 +14829,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model_name": "Qwen3-0.6B-GGUF"
+                 *     }
+                 */
                 "application/json": components["schemas"]["DeleteRequest"];
             };
         };
@@ -11838,6 +14844,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "Deleted model: Qwen3-0.6B-GGUF"
+                     *     }
+                     */
                     "application/json": components["schemas"]["DeleteResponse"];
                 };
             };
@@ -11864,6 +14876,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Phishing-Email-Detection-ONNX",
+                 *       "input": "Please verify your account at http://secure-login.example now."
+                 *     }
+                 */
                 "application/json": components["schemas"]["ClassifyRequest"];
             };
         };
@@ -11874,6 +14892,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "classification",
+                     *       "model": "Phishing-Email-Detection-ONNX",
+                     *       "labels": {
+                     *         "LABEL_1": 0.982,
+                     *         "LABEL_0": 0.011,
+                     *         "LABEL_2": 0.005,
+                     *         "LABEL_3": 0.002
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ClassifyResponse"];
                 };
             };
@@ -11906,6 +14936,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Phishing-Email-Detection-ONNX",
+                 *       "input": "Please verify your account at http://secure-login.example now."
+                 *     }
+                 */
                 "application/json": components["schemas"]["ClassifyRequest"];
             };
         };
@@ -11916,6 +14952,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "classification",
+                     *       "model": "Phishing-Email-Detection-ONNX",
+                     *       "labels": {
+                     *         "LABEL_1": 0.982,
+                     *         "LABEL_0": 0.011,
+                     *         "LABEL_2": 0.005,
+                     *         "LABEL_3": 0.002
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ClassifyResponse"];
                 };
             };
@@ -11948,6 +14996,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Phishing-Email-Detection-ONNX",
+                 *       "input": "Please verify your account at http://secure-login.example now."
+                 *     }
+                 */
                 "application/json": components["schemas"]["ClassifyRequest"];
             };
         };
@@ -11958,6 +15012,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "classification",
+                     *       "model": "Phishing-Email-Detection-ONNX",
+                     *       "labels": {
+                     *         "LABEL_1": 0.982,
+                     *         "LABEL_0": 0.011,
+                     *         "LABEL_2": 0.005,
+                     *         "LABEL_3": 0.002
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ClassifyResponse"];
                 };
             };
@@ -11990,6 +15056,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "Phishing-Email-Detection-ONNX",
+                 *       "input": "Please verify your account at http://secure-login.example now."
+                 *     }
+                 */
                 "application/json": components["schemas"]["ClassifyRequest"];
             };
         };
@@ -12000,6 +15072,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "classification",
+                     *       "model": "Phishing-Email-Detection-ONNX",
+                     *       "labels": {
+                     *         "LABEL_1": 0.982,
+                     *         "LABEL_0": 0.011,
+                     *         "LABEL_2": 0.005,
+                     *         "LABEL_3": 0.002
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ClassifyResponse"];
                 };
             };
@@ -12032,6 +15116,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "recipe": "llamacpp",
+                 *       "backend": "cpu",
+                 *       "stream": false
+                 *     }
+                 */
                 "application/json": components["schemas"]["InstallRequest"];
             };
         };
@@ -12042,6 +15133,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "recipe": "llamacpp",
+                     *       "backend": "cpu"
+                     *     }
+                     */
                     "application/json": components["schemas"]["InstallResponse"];
                     "text/event-stream": components["schemas"]["InstallProgressEvent"];
                 };
@@ -12065,6 +15163,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "recipe": "llamacpp",
+                 *       "backend": "cpu",
+                 *       "stream": false
+                 *     }
+                 */
                 "application/json": components["schemas"]["InstallRequest"];
             };
         };
@@ -12075,6 +15180,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "recipe": "llamacpp",
+                     *       "backend": "cpu"
+                     *     }
+                     */
                     "application/json": components["schemas"]["InstallResponse"];
                     "text/event-stream": components["schemas"]["InstallProgressEvent"];
                 };
@@ -12098,6 +15210,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "recipe": "llamacpp",
+                 *       "backend": "cpu",
+                 *       "stream": false
+                 *     }
+                 */
                 "application/json": components["schemas"]["InstallRequest"];
             };
         };
@@ -12108,6 +15227,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "recipe": "llamacpp",
+                     *       "backend": "cpu"
+                     *     }
+                     */
                     "application/json": components["schemas"]["InstallResponse"];
                     "text/event-stream": components["schemas"]["InstallProgressEvent"];
                 };
@@ -12131,6 +15257,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "recipe": "llamacpp",
+                 *       "backend": "cpu",
+                 *       "stream": false
+                 *     }
+                 */
                 "application/json": components["schemas"]["InstallRequest"];
             };
         };
@@ -12141,6 +15274,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "recipe": "llamacpp",
+                     *       "backend": "cpu"
+                     *     }
+                     */
                     "application/json": components["schemas"]["InstallResponse"];
                     "text/event-stream": components["schemas"]["InstallProgressEvent"];
                 };
@@ -12164,6 +15304,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "recipe": "llamacpp",
+                 *       "backend": "cpu"
+                 *     }
+                 */
                 "application/json": components["schemas"]["UninstallRequest"];
             };
         };
@@ -12174,6 +15320,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "recipe": "llamacpp",
+                     *       "backend": "cpu"
+                     *     }
+                     */
                     "application/json": components["schemas"]["UninstallResponse"];
                 };
             };
@@ -12196,6 +15349,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "recipe": "llamacpp",
+                 *       "backend": "cpu"
+                 *     }
+                 */
                 "application/json": components["schemas"]["UninstallRequest"];
             };
         };
@@ -12206,6 +15365,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "recipe": "llamacpp",
+                     *       "backend": "cpu"
+                     *     }
+                     */
                     "application/json": components["schemas"]["UninstallResponse"];
                 };
             };
@@ -12228,6 +15394,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "recipe": "llamacpp",
+                 *       "backend": "cpu"
+                 *     }
+                 */
                 "application/json": components["schemas"]["UninstallRequest"];
             };
         };
@@ -12238,6 +15410,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "recipe": "llamacpp",
+                     *       "backend": "cpu"
+                     *     }
+                     */
                     "application/json": components["schemas"]["UninstallResponse"];
                 };
             };
@@ -12260,6 +15439,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "recipe": "llamacpp",
+                 *       "backend": "cpu"
+                 *     }
+                 */
                 "application/json": components["schemas"]["UninstallRequest"];
             };
         };
@@ -12270,6 +15455,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "recipe": "llamacpp",
+                     *       "backend": "cpu"
+                     *     }
+                     */
                     "application/json": components["schemas"]["UninstallResponse"];
                 };
             };
@@ -12292,6 +15484,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "provider": "fireworks",
+                 *       "api_key": "fw-XXXXX"
+                 *     }
+                 */
                 "application/json": components["schemas"]["CloudAuthRequest"];
             };
         };
@@ -12302,6 +15500,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "provider": "fireworks",
+                     *       "auth_state": {
+                     *         "env_var_set": false,
+                     *         "runtime_key_set": true
+                     *       },
+                     *       "models_discovered": 12
+                     *     }
+                     */
                     "application/json": components["schemas"]["CloudAuthResponse"];
                 };
             };
@@ -12326,6 +15534,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "provider": "fireworks",
+                 *       "api_key": "fw-XXXXX"
+                 *     }
+                 */
                 "application/json": components["schemas"]["CloudAuthRequest"];
             };
         };
@@ -12336,6 +15550,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "provider": "fireworks",
+                     *       "auth_state": {
+                     *         "env_var_set": false,
+                     *         "runtime_key_set": true
+                     *       },
+                     *       "models_discovered": 12
+                     *     }
+                     */
                     "application/json": components["schemas"]["CloudAuthResponse"];
                 };
             };
@@ -12360,6 +15584,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "provider": "fireworks",
+                 *       "api_key": "fw-XXXXX"
+                 *     }
+                 */
                 "application/json": components["schemas"]["CloudAuthRequest"];
             };
         };
@@ -12370,6 +15600,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "provider": "fireworks",
+                     *       "auth_state": {
+                     *         "env_var_set": false,
+                     *         "runtime_key_set": true
+                     *       },
+                     *       "models_discovered": 12
+                     *     }
+                     */
                     "application/json": components["schemas"]["CloudAuthResponse"];
                 };
             };
@@ -12394,6 +15634,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "provider": "fireworks",
+                 *       "api_key": "fw-XXXXX"
+                 *     }
+                 */
                 "application/json": components["schemas"]["CloudAuthRequest"];
             };
         };
@@ -12404,6 +15650,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "provider": "fireworks",
+                     *       "auth_state": {
+                     *         "env_var_set": false,
+                     *         "runtime_key_set": true
+                     *       },
+                     *       "models_discovered": 12
+                     *     }
+                     */
                     "application/json": components["schemas"]["CloudAuthResponse"];
                 };
             };
@@ -12437,6 +15693,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "provider": "fireworks",
+                     *       "cleared_runtime_key": true,
+                     *       "auth_state": {
+                     *         "env_var_set": false,
+                     *         "runtime_key_set": false
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["CloudAuthClearResponse"];
                 };
             };
@@ -12468,6 +15734,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "provider": "fireworks",
+                     *       "cleared_runtime_key": true,
+                     *       "auth_state": {
+                     *         "env_var_set": false,
+                     *         "runtime_key_set": false
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["CloudAuthClearResponse"];
                 };
             };
@@ -12499,6 +15775,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "provider": "fireworks",
+                     *       "cleared_runtime_key": true,
+                     *       "auth_state": {
+                     *         "env_var_set": false,
+                     *         "runtime_key_set": false
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["CloudAuthClearResponse"];
                 };
             };
@@ -12530,6 +15816,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "provider": "fireworks",
+                     *       "cleared_runtime_key": true,
+                     *       "auth_state": {
+                     *         "env_var_set": false,
+                     *         "runtime_key_set": false
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["CloudAuthClearResponse"];
                 };
             };
@@ -12576,6 +15872,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "jsonrpc": "2.0",
+                 *       "id": 1,
+                 *       "method": "ping"
+                 *     }
+                 */
                 "application/json": components["schemas"]["McpPostRequest"];
             };
         };
@@ -12586,6 +15889,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "jsonrpc": "2.0",
+                     *       "id": 1,
+                     *       "result": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["McpPostResponse"];
                 };
             };
@@ -12610,6 +15920,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok",
+                     *       "version": "0.1.0",
+                     *       "model_loaded": null,
+                     *       "all_models_loaded": [],
+                     *       "max_models": {
+                     *         "llm": 1,
+                     *         "embedding": 1,
+                     *         "reranking": 1,
+                     *         "transcription": 1,
+                     *         "image": 1,
+                     *         "tts": 1
+                     *       },
+                     *       "pinned_models": {
+                     *         "llm": 0,
+                     *         "embedding": 0,
+                     *         "reranking": 0,
+                     *         "transcription": 0,
+                     *         "image": 0,
+                     *         "tts": 0
+                     *       },
+                     *       "websocket_port": 41235,
+                     *       "telemetry": {
+                     *         "enabled": false
+                     *       },
+                     *       "update_check_done": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["HealthResponse"];
                 };
             };
@@ -12634,6 +15973,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok",
+                     *       "version": "0.1.0",
+                     *       "model_loaded": null,
+                     *       "all_models_loaded": [],
+                     *       "max_models": {
+                     *         "llm": 1,
+                     *         "embedding": 1,
+                     *         "reranking": 1,
+                     *         "transcription": 1,
+                     *         "image": 1,
+                     *         "tts": 1
+                     *       },
+                     *       "pinned_models": {
+                     *         "llm": 0,
+                     *         "embedding": 0,
+                     *         "reranking": 0,
+                     *         "transcription": 0,
+                     *         "image": 0,
+                     *         "tts": 0
+                     *       },
+                     *       "websocket_port": 41235,
+                     *       "telemetry": {
+                     *         "enabled": false
+                     *       },
+                     *       "update_check_done": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["HealthResponse"];
                 };
             };
@@ -12658,6 +16026,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok",
+                     *       "version": "0.1.0",
+                     *       "model_loaded": null,
+                     *       "all_models_loaded": [],
+                     *       "max_models": {
+                     *         "llm": 1,
+                     *         "embedding": 1,
+                     *         "reranking": 1,
+                     *         "transcription": 1,
+                     *         "image": 1,
+                     *         "tts": 1
+                     *       },
+                     *       "pinned_models": {
+                     *         "llm": 0,
+                     *         "embedding": 0,
+                     *         "reranking": 0,
+                     *         "transcription": 0,
+                     *         "image": 0,
+                     *         "tts": 0
+                     *       },
+                     *       "websocket_port": 41235,
+                     *       "telemetry": {
+                     *         "enabled": false
+                     *       },
+                     *       "update_check_done": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["HealthResponse"];
                 };
             };
@@ -12682,6 +16079,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok",
+                     *       "version": "0.1.0",
+                     *       "model_loaded": null,
+                     *       "all_models_loaded": [],
+                     *       "max_models": {
+                     *         "llm": 1,
+                     *         "embedding": 1,
+                     *         "reranking": 1,
+                     *         "transcription": 1,
+                     *         "image": 1,
+                     *         "tts": 1
+                     *       },
+                     *       "pinned_models": {
+                     *         "llm": 0,
+                     *         "embedding": 0,
+                     *         "reranking": 0,
+                     *         "transcription": 0,
+                     *         "image": 0,
+                     *         "tts": 0
+                     *       },
+                     *       "websocket_port": 41235,
+                     *       "telemetry": {
+                     *         "enabled": false
+                     *       },
+                     *       "update_check_done": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["HealthResponse"];
                 };
             };
@@ -12706,6 +16132,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "time_to_first_token": 0.02,
+                     *       "tokens_per_second": 33.33,
+                     *       "input_tokens": 32,
+                     *       "output_tokens": 5,
+                     *       "prompt_tokens": 128,
+                     *       "cache_tokens": 96,
+                     *       "request_count_total": 12,
+                     *       "input_tokens_total": 1536,
+                     *       "output_tokens_total": 60,
+                     *       "prompt_tokens_total": 1700,
+                     *       "cache_tokens_total": 1152,
+                     *       "routing_decisions_total": 0,
+                     *       "routing_switches_total": 0
+                     *     }
+                     */
                     "application/json": components["schemas"]["StatsResponse"];
                 };
             };
@@ -12730,6 +16173,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "time_to_first_token": 0.02,
+                     *       "tokens_per_second": 33.33,
+                     *       "input_tokens": 32,
+                     *       "output_tokens": 5,
+                     *       "prompt_tokens": 128,
+                     *       "cache_tokens": 96,
+                     *       "request_count_total": 12,
+                     *       "input_tokens_total": 1536,
+                     *       "output_tokens_total": 60,
+                     *       "prompt_tokens_total": 1700,
+                     *       "cache_tokens_total": 1152,
+                     *       "routing_decisions_total": 0,
+                     *       "routing_switches_total": 0
+                     *     }
+                     */
                     "application/json": components["schemas"]["StatsResponse"];
                 };
             };
@@ -12754,6 +16214,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "time_to_first_token": 0.02,
+                     *       "tokens_per_second": 33.33,
+                     *       "input_tokens": 32,
+                     *       "output_tokens": 5,
+                     *       "prompt_tokens": 128,
+                     *       "cache_tokens": 96,
+                     *       "request_count_total": 12,
+                     *       "input_tokens_total": 1536,
+                     *       "output_tokens_total": 60,
+                     *       "prompt_tokens_total": 1700,
+                     *       "cache_tokens_total": 1152,
+                     *       "routing_decisions_total": 0,
+                     *       "routing_switches_total": 0
+                     *     }
+                     */
                     "application/json": components["schemas"]["StatsResponse"];
                 };
             };
@@ -12778,6 +16255,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "time_to_first_token": 0.02,
+                     *       "tokens_per_second": 33.33,
+                     *       "input_tokens": 32,
+                     *       "output_tokens": 5,
+                     *       "prompt_tokens": 128,
+                     *       "cache_tokens": 96,
+                     *       "request_count_total": 12,
+                     *       "input_tokens_total": 1536,
+                     *       "output_tokens_total": 60,
+                     *       "prompt_tokens_total": 1700,
+                     *       "cache_tokens_total": 1152,
+                     *       "routing_decisions_total": 0,
+                     *       "routing_switches_total": 0
+                     *     }
+                     */
                     "application/json": components["schemas"]["StatsResponse"];
                 };
             };
@@ -12802,6 +16296,48 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "OS Version": "Linux 6.1.0 (x64)",
+                     *       "Processor": "AMD EPYC 7B13",
+                     *       "Physical Memory": "23.5 GB",
+                     *       "model_storage": {
+                     *         "path": "/home/me/.cache/huggingface/hub",
+                     *         "used_bytes": 22000000000,
+                     *         "total_bytes": 252000000000,
+                     *         "free_bytes": 80000000000
+                     *       },
+                     *       "devices": {
+                     *         "cpu": {
+                     *           "name": "AMD EPYC 7B13",
+                     *           "cores": 2,
+                     *           "threads": 2,
+                     *           "available": true
+                     *         },
+                     *         "amd_gpu": [],
+                     *         "nvidia_gpu": [],
+                     *         "amd_npu": {
+                     *           "name": "",
+                     *           "available": false
+                     *         }
+                     *       },
+                     *       "recipes": {
+                     *         "llamacpp": {
+                     *           "default_backend": "cpu",
+                     *           "backends": {
+                     *             "cpu": {
+                     *               "devices": [
+                     *                 "cpu"
+                     *               ],
+                     *               "state": "installable",
+                     *               "message": "llama.cpp is not built yet",
+                     *               "action": "lemonade backends install llamacpp:cpu"
+                     *             }
+                     *           }
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["SystemInfoResponse"];
                 };
             };
@@ -12826,6 +16362,48 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "OS Version": "Linux 6.1.0 (x64)",
+                     *       "Processor": "AMD EPYC 7B13",
+                     *       "Physical Memory": "23.5 GB",
+                     *       "model_storage": {
+                     *         "path": "/home/me/.cache/huggingface/hub",
+                     *         "used_bytes": 22000000000,
+                     *         "total_bytes": 252000000000,
+                     *         "free_bytes": 80000000000
+                     *       },
+                     *       "devices": {
+                     *         "cpu": {
+                     *           "name": "AMD EPYC 7B13",
+                     *           "cores": 2,
+                     *           "threads": 2,
+                     *           "available": true
+                     *         },
+                     *         "amd_gpu": [],
+                     *         "nvidia_gpu": [],
+                     *         "amd_npu": {
+                     *           "name": "",
+                     *           "available": false
+                     *         }
+                     *       },
+                     *       "recipes": {
+                     *         "llamacpp": {
+                     *           "default_backend": "cpu",
+                     *           "backends": {
+                     *             "cpu": {
+                     *               "devices": [
+                     *                 "cpu"
+                     *               ],
+                     *               "state": "installable",
+                     *               "message": "llama.cpp is not built yet",
+                     *               "action": "lemonade backends install llamacpp:cpu"
+                     *             }
+                     *           }
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["SystemInfoResponse"];
                 };
             };
@@ -12850,6 +16428,48 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "OS Version": "Linux 6.1.0 (x64)",
+                     *       "Processor": "AMD EPYC 7B13",
+                     *       "Physical Memory": "23.5 GB",
+                     *       "model_storage": {
+                     *         "path": "/home/me/.cache/huggingface/hub",
+                     *         "used_bytes": 22000000000,
+                     *         "total_bytes": 252000000000,
+                     *         "free_bytes": 80000000000
+                     *       },
+                     *       "devices": {
+                     *         "cpu": {
+                     *           "name": "AMD EPYC 7B13",
+                     *           "cores": 2,
+                     *           "threads": 2,
+                     *           "available": true
+                     *         },
+                     *         "amd_gpu": [],
+                     *         "nvidia_gpu": [],
+                     *         "amd_npu": {
+                     *           "name": "",
+                     *           "available": false
+                     *         }
+                     *       },
+                     *       "recipes": {
+                     *         "llamacpp": {
+                     *           "default_backend": "cpu",
+                     *           "backends": {
+                     *             "cpu": {
+                     *               "devices": [
+                     *                 "cpu"
+                     *               ],
+                     *               "state": "installable",
+                     *               "message": "llama.cpp is not built yet",
+                     *               "action": "lemonade backends install llamacpp:cpu"
+                     *             }
+                     *           }
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["SystemInfoResponse"];
                 };
             };
@@ -12874,6 +16494,48 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "OS Version": "Linux 6.1.0 (x64)",
+                     *       "Processor": "AMD EPYC 7B13",
+                     *       "Physical Memory": "23.5 GB",
+                     *       "model_storage": {
+                     *         "path": "/home/me/.cache/huggingface/hub",
+                     *         "used_bytes": 22000000000,
+                     *         "total_bytes": 252000000000,
+                     *         "free_bytes": 80000000000
+                     *       },
+                     *       "devices": {
+                     *         "cpu": {
+                     *           "name": "AMD EPYC 7B13",
+                     *           "cores": 2,
+                     *           "threads": 2,
+                     *           "available": true
+                     *         },
+                     *         "amd_gpu": [],
+                     *         "nvidia_gpu": [],
+                     *         "amd_npu": {
+                     *           "name": "",
+                     *           "available": false
+                     *         }
+                     *       },
+                     *       "recipes": {
+                     *         "llamacpp": {
+                     *           "default_backend": "cpu",
+                     *           "backends": {
+                     *             "cpu": {
+                     *               "devices": [
+                     *                 "cpu"
+                     *               ],
+                     *               "state": "installable",
+                     *               "message": "llama.cpp is not built yet",
+                     *               "action": "lemonade backends install llamacpp:cpu"
+                     *             }
+                     *           }
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["SystemInfoResponse"];
                 };
             };
@@ -12898,6 +16560,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "cpu_percent": 12.3,
+                     *       "memory_gb": 8.4,
+                     *       "gpu_percent": null,
+                     *       "vram_gb": null,
+                     *       "npu_percent": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["SystemStatsResponse"];
                 };
             };
@@ -12922,6 +16593,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "cpu_percent": 12.3,
+                     *       "memory_gb": 8.4,
+                     *       "gpu_percent": null,
+                     *       "vram_gb": null,
+                     *       "npu_percent": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["SystemStatsResponse"];
                 };
             };
@@ -12946,6 +16626,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "cpu_percent": 12.3,
+                     *       "memory_gb": 8.4,
+                     *       "gpu_percent": null,
+                     *       "vram_gb": null,
+                     *       "npu_percent": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["SystemStatsResponse"];
                 };
             };
@@ -12970,6 +16659,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "cpu_percent": 12.3,
+                     *       "memory_gb": 8.4,
+                     *       "gpu_percent": null,
+                     *       "vram_gb": null,
+                     *       "npu_percent": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["SystemStatsResponse"];
                 };
             };
@@ -13042,6 +16740,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok"
+                     *     }
+                     */
                     "application/json": components["schemas"]["LiveResponse"];
                 };
             };
@@ -13064,6 +16767,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok"
+                     *     }
+                     */
                     "application/json": components["schemas"]["LiveResponse"];
                 };
             };
@@ -13281,7 +16989,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description `swagger-ui-bundle.js`, `swagger-ui.css` or `init.js`. */
+                /** @description `swagger-ui-bundle.js`, `swagger-ui.css`, `init.js`, or a page: `<page>.html`. */
                 file: string;
             };
             cookie?: never;
@@ -13320,6 +17028,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "aliases": [
+                     *         {
+                     *           "alias": "my-alias-1",
+                     *           "target": "Qwen3-0.6B-GGUF",
+                     *           "downloaded": true,
+                     *           "recipe": "llamacpp"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["AliasesGetResponse"];
                 };
             };
@@ -13338,6 +17058,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "alias": "my-alias-1",
+                 *       "target": "Qwen3-0.6B-GGUF"
+                 *     }
+                 */
                 "application/json": components["schemas"]["AliasesPostRequest"];
             };
         };
@@ -13348,6 +17074,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok",
+                     *       "alias": "my-alias-1",
+                     *       "target": "Qwen3-0.6B-GGUF"
+                     *     }
+                     */
                     "application/json": components["schemas"]["AliasesPostResponse"];
                 };
             };
@@ -13377,6 +17110,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "deleted",
+                     *       "alias": "my-alias-1"
+                     *     }
+                     */
                     "application/json": components["schemas"]["AliasesDeleteResponse"];
                 };
             };
@@ -13423,6 +17162,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "max_loaded_models": 2,
+                 *       "llamacpp.backend": "cpu"
+                 *     }
+                 */
                 "application/json": components["schemas"]["InternalSetRequest"];
             };
         };
@@ -13433,6 +17178,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "applied": [
+                     *         "max_loaded_models"
+                     *       ],
+                     *       "saved": [
+                     *         "llamacpp.backend"
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["InternalSetResponse"];
                 };
             };

@@ -1,6 +1,6 @@
 // Reading the server's streamed answers: server-sent events (OpenAI, Anthropic, Lemonade's pull
 // and install progress) and NDJSON (Ollama), each event typed from the document's event schema.
-import type { LemonadeClient } from "./index.ts";
+import type { LemonadeClient } from "./client.ts";
 import type { paths } from "./schema.ts";
 
 /** One server-sent event: its `event:` name (`message` when it has none) and its JSON data. */
