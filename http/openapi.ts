@@ -136,11 +136,12 @@ const TAGS: Record<EndpointDef["page"], string> = {
 
 const ALIAS_TAG = ": other prefixes";
 
+/** Who may call: a bearer key, or the same key as `x-api-key` (http/auth.ts `presentedKey`);
+ * `{}`: the key is needed only once the server is started with one. */
 const SECURITY: Record<EndpointDef["access"], Json[]> = {
-  // `{}`: the key is needed only once the server is started with one.
-  api: [{ apiKey: [] }, {}],
-  admin: [{ adminKey: [] }, {}],
-  metrics: [{ apiKey: [] }, { adminKey: [] }, {}],
+  api: [{ apiKey: [] }, { xApiKey: [] }, {}],
+  admin: [{ adminKey: [] }, { xApiKey: [] }, {}],
+  metrics: [{ apiKey: [] }, { adminKey: [] }, { xApiKey: [] }, {}],
   open: [],
 };
 
@@ -287,6 +288,7 @@ export function openApiDocument(version: string): Json {
       securitySchemes: {
         apiKey: { type: "http", scheme: "bearer", description: "`LEMONADE_API_KEY`, needed once the server is started with one" },
         adminKey: { type: "http", scheme: "bearer", description: "`LEMONADE_ADMIN_API_KEY`, needed once the server is started with one" },
+        xApiKey: { type: "apiKey", in: "header", name: "x-api-key", description: "Either key in the `x-api-key` header, as Anthropic's clients send it" },
       },
       schemas: names.schemas,
       responses: errorResponses(names),

@@ -22,17 +22,28 @@ export class StreamError extends Error {
 
 async function* lines(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
   const decoder = new TextDecoder();
+  // A reader rather than `for await` over the stream, which not every browser has.
+  const reader = body.getReader();
   let buffer = "";
-  for await (const bytes of body) {
-    buffer += decoder.decode(bytes, { stream: true });
-    let end: number;
-    while ((end = buffer.indexOf("\n")) >= 0) {
-      yield buffer.slice(0, end).replace(/\r$/, "");
-      buffer = buffer.slice(end + 1);
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      let end: number;
+      while ((end = buffer.indexOf("\n")) >= 0) {
+        yield buffer.slice(0, end).replace(/\r$/, "");
+        buffer = buffer.slice(end + 1);
+      }
     }
+    buffer += decoder.decode();
+    if (buffer) yield buffer;
+    // The last event may end with the stream instead of a blank line.
+    yield "";
+  } finally {
+    // A reader that stops early (`[DONE]`, `break`) lets the server end the request.
+    await reader.cancel().catch(() => {});
   }
-  buffer += decoder.decode();
-  if (buffer) yield buffer;
 }
 
 const isError = (event: string, data: unknown) => event === "error" || (typeof data === "object" && data !== null && "error" in data && !("object" in data));
