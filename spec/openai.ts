@@ -102,20 +102,20 @@ const ChatCompletion = T.Object(
 
 const ChatCompletionChunk = T.Object(
   {
-    id: T.Optional(T.String()),
-    object: T.Literal("chat.completion.chunk"),
-    created: T.Optional(T.Integer()),
-    model: T.Optional(T.String()),
+    id: T.Optional(T.String({ description: "Identifier of the completion, the same on every chunk" })),
+    object: T.Literal("chat.completion.chunk", { description: 'Always `"chat.completion.chunk"`' }),
+    created: T.Optional(T.Integer({ description: "Unix time it was made" })),
+    model: T.Optional(T.String({ description: "The model generating it" })),
     choices: T.Array(
       T.Object(
         {
           index: T.Integer(),
           delta: T.Object(
             {
-              role: T.Optional(T.String()),
-              content: T.Optional(T.Union([T.String(), T.Null()])),
-              reasoning_content: T.Optional(T.Union([T.String(), T.Null()])),
-              tool_calls: T.Optional(T.Array(T.Unknown())),
+              role: T.Optional(T.String({ description: "`assistant`, on the first chunk" })),
+              content: T.Optional(T.Union([T.String(), T.Null()], { description: "The next piece of the reply" })),
+              reasoning_content: T.Optional(T.Union([T.String(), T.Null()], { description: "Reasoning models only: the next piece of the thinking" })),
+              tool_calls: T.Optional(T.Array(T.Unknown(), { description: "Pieces of calls to the request's tools" })),
             },
             { additionalProperties: true, description: "The next piece of the message" },
           ),

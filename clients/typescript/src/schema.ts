@@ -4165,19 +4165,29 @@ export interface components {
          * @description One `data:` event of a streamed chat completion; the stream ends with `data: [DONE]`
          */
         ChatCompletionChunk: {
+            /** @description Identifier of the completion, the same on every chunk */
             id?: string;
-            /** @constant */
+            /**
+             * @description Always `"chat.completion.chunk"`
+             * @constant
+             */
             object: "chat.completion.chunk";
+            /** @description Unix time it was made */
             created?: number;
+            /** @description The model generating it */
             model?: string;
             /** @description Empty on the last chunk of a request with `stream_options.include_usage` */
             choices: ({
                 index: number;
                 /** @description The next piece of the message */
                 delta: {
+                    /** @description `assistant`, on the first chunk */
                     role?: string;
+                    /** @description The next piece of the reply */
                     content?: string | null;
+                    /** @description Reasoning models only: the next piece of the thinking */
                     reasoning_content?: string | null;
+                    /** @description Pieces of calls to the request's tools */
                     tool_calls?: unknown[];
                 } & {
                     [key: string]: unknown;
