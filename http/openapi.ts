@@ -179,13 +179,13 @@ function responseExample(def: EndpointDef): Json {
   }
 }
 
-function success(def: EndpointDef, names: SchemaNames): Json {
+function success(def: EndpointDef, names: SchemaNames, full: boolean): Json {
   const content: Json = {};
   if (def.contentType) {
     const type = def.contentType.split(";")[0]!;
     content[type] = { schema: type.startsWith("text/") ? { type: "string" } : { type: "string", format: "binary" } };
   } else if (def.response) {
-    content["application/json"] = { schema: names.ref(def.response), ...responseExample(def) };
+    content["application/json"] = { schema: names.ref(def.response), ...(full ? responseExample(def) : {}) };
   }
   if (def.stream) {
     content[def.stream.contentType] = { schema: names.ref(def.stream.event) };
@@ -205,26 +205,29 @@ function errorResponses(names: SchemaNames): Json {
   );
 }
 
-function operation(def: EndpointDef, names: SchemaNames): Json {
+/** The operation at a definition's first path (`full`), or at its other prefixes and aliases:
+ * the same schemas, with the prose, examples and error rows left to the first. */
+function operation(def: EndpointDef, names: SchemaNames, full: boolean): Json {
   const error = `#/components/responses/${(ERROR_SCHEMAS[def.errorStyle] as Json).title as string}`;
-  const responses: Json = { "200": success(def, names) };
+  const responses: Json = { "200": success(def, names, full) };
   const rows = [...documentedErrors(def), ...EVERY_ROUTE_ERRORS];
   if (def.access !== "open") rows.push(E.unauthorized);
   for (const row of rows.sort((a, b) => a.status - b.status)) {
     const key = String(row.status);
     const prior = responses[key] as Json | undefined;
-    responses[key] = { $ref: error, description: prior ? `${prior.description}; ${row.when}` : row.when };
+    responses[key] = full ? { $ref: error, description: prior ? `${prior.description}; ${row.when}` : row.when } : { $ref: error };
   }
+  const first = `${def.method} ${mountedPaths(def)[0]!.replace(/:(\w+)/g, "{$1}")}`;
   const op: Json = {
     operationId: def.id,
     summary: def.summary,
-    description: def.description,
-    tags: [def.page],
+    description: full ? def.description : `The same as \`${first}\`, documented there.`,
+    tags: [full ? def.page : `${def.page}${ALIAS_TAG}`],
     responses,
     security: SECURITY[def.access],
   };
   if (def.body) {
-    const example = def.example?.body === undefined ? {} : { example: def.example.body };
+    const example = !full || def.example?.body === undefined ? {} : { example: def.example.body };
     op.requestBody = { required: !(OptionalKind in def.body), content: { "application/json": { schema: names.ref(def.body), ...example } } };
   }
   return op;
@@ -256,15 +259,14 @@ export function openApiDocument(version: string): Json {
       sockets[def.id] = websocket(def);
       continue;
     }
-    const op = operation(def, names);
+    // The other prefixes and alias paths are listed apart, so the reference reads as one API.
+    const [primary, other] = [operation(def, names, true), operation(def, names, false)];
     mountedPaths(def).forEach((path, i) => {
       const key = path.replace(/:(\w+)/g, "{$1}");
       const params = pathParameters(def, key).concat(parameters(def.query, "query"));
-      // The other prefixes and alias paths are listed apart, so the reference reads as one API.
-      const id = i === 0 ? def.id : mountId(def.id, key);
-      const tags = i === 0 ? op.tags : [`${def.page}${ALIAS_TAG}`];
-      (paths[key] ??= {})[def.method.toLowerCase()] = { ...op, operationId: id, tags, parameters: params };
-      if (def.head) paths[key]!.head = { ...op, operationId: `${id}.head`, tags, summary: `${def.summary} (headers only)`, parameters: params };
+      const [op, id] = i === 0 ? [primary, def.id] : [other, mountId(def.id, key)];
+      (paths[key] ??= {})[def.method.toLowerCase()] = { ...op, operationId: id, parameters: params };
+      if (def.head) paths[key]!.head = { ...op, operationId: `${id}.head`, summary: `${def.summary} (headers only)`, parameters: params };
     });
   }
   const pages = [...new Set(endpoints.map((d) => d.page))];

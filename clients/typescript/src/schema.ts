@@ -31,7 +31,7 @@ export interface paths {
         put?: never;
         /**
          * Generate the next message in a conversation
-         * @description Generates the next assistant message for a conversation, loading the model if it is not loaded.
+         * @description The same as `POST /v1/chat/completions`, documented there.
          */
         post: operations["openai.chat_completions.api_v1_chat_completions"];
         delete?: never;
@@ -51,7 +51,7 @@ export interface paths {
         put?: never;
         /**
          * Generate the next message in a conversation
-         * @description Generates the next assistant message for a conversation, loading the model if it is not loaded.
+         * @description The same as `POST /v1/chat/completions`, documented there.
          */
         post: operations["openai.chat_completions.v0_chat_completions"];
         delete?: never;
@@ -71,7 +71,7 @@ export interface paths {
         put?: never;
         /**
          * Generate the next message in a conversation
-         * @description Generates the next assistant message for a conversation, loading the model if it is not loaded.
+         * @description The same as `POST /v1/chat/completions`, documented there.
          */
         post: operations["openai.chat_completions.api_v0_chat_completions"];
         delete?: never;
@@ -111,7 +111,7 @@ export interface paths {
         put?: never;
         /**
          * Continue a text prompt
-         * @description Continues a text prompt, loading the model if it is not loaded.
+         * @description The same as `POST /v1/completions`, documented there.
          */
         post: operations["openai.completions.api_v1_completions"];
         delete?: never;
@@ -131,7 +131,7 @@ export interface paths {
         put?: never;
         /**
          * Continue a text prompt
-         * @description Continues a text prompt, loading the model if it is not loaded.
+         * @description The same as `POST /v1/completions`, documented there.
          */
         post: operations["openai.completions.v0_completions"];
         delete?: never;
@@ -151,7 +151,7 @@ export interface paths {
         put?: never;
         /**
          * Continue a text prompt
-         * @description Continues a text prompt, loading the model if it is not loaded.
+         * @description The same as `POST /v1/completions`, documented there.
          */
         post: operations["openai.completions.api_v0_completions"];
         delete?: never;
@@ -191,7 +191,7 @@ export interface paths {
         put?: never;
         /**
          * Generate a response in OpenAI's Responses format
-         * @description Generates a model response to an input, in OpenAI's Responses format, loading the model if it is not loaded. llama.cpp answers it natively; streaming sends `response.created`, `response.in_progress`, output item and delta events, then `response.completed` and `data: [DONE]`.
+         * @description The same as `POST /v1/responses`, documented there.
          */
         post: operations["openai.responses.api_v1_responses"];
         delete?: never;
@@ -211,7 +211,7 @@ export interface paths {
         put?: never;
         /**
          * Generate a response in OpenAI's Responses format
-         * @description Generates a model response to an input, in OpenAI's Responses format, loading the model if it is not loaded. llama.cpp answers it natively; streaming sends `response.created`, `response.in_progress`, output item and delta events, then `response.completed` and `data: [DONE]`.
+         * @description The same as `POST /v1/responses`, documented there.
          */
         post: operations["openai.responses.v0_responses"];
         delete?: never;
@@ -231,7 +231,7 @@ export interface paths {
         put?: never;
         /**
          * Generate a response in OpenAI's Responses format
-         * @description Generates a model response to an input, in OpenAI's Responses format, loading the model if it is not loaded. llama.cpp answers it natively; streaming sends `response.created`, `response.in_progress`, output item and delta events, then `response.completed` and `data: [DONE]`.
+         * @description The same as `POST /v1/responses`, documented there.
          */
         post: operations["openai.responses.api_v0_responses"];
         delete?: never;
@@ -271,7 +271,7 @@ export interface paths {
         put?: never;
         /**
          * Embed text as vectors
-         * @description Returns vector representations (embeddings) of the input text, loading the model if it is not loaded. Embedding models use the `llamacpp` recipe.
+         * @description The same as `POST /v1/embeddings`, documented there.
          */
         post: operations["openai.embeddings.api_v1_embeddings"];
         delete?: never;
@@ -291,7 +291,7 @@ export interface paths {
         put?: never;
         /**
          * Embed text as vectors
-         * @description Returns vector representations (embeddings) of the input text, loading the model if it is not loaded. Embedding models use the `llamacpp` recipe.
+         * @description The same as `POST /v1/embeddings`, documented there.
          */
         post: operations["openai.embeddings.v0_embeddings"];
         delete?: never;
@@ -311,7 +311,7 @@ export interface paths {
         put?: never;
         /**
          * Embed text as vectors
-         * @description Returns vector representations (embeddings) of the input text, loading the model if it is not loaded. Embedding models use the `llamacpp` recipe.
+         * @description The same as `POST /v1/embeddings`, documented there.
          */
         post: operations["openai.embeddings.api_v0_embeddings"];
         delete?: never;
@@ -351,7 +351,7 @@ export interface paths {
         put?: never;
         /**
          * Generate speech from text
-         * @description Generates speech audio from text. `kokoro-v1` speaks on Kokoros (neural, `kokoros`) once its release is installed (`lemonade backends install kokoro:cpu`) and the model's files are downloaded (`lemonade pull kokoro-v1`); until then the embedded espeak-ng speaks under Kokoro's and OpenAI's voice names, and ffmpeg encodes the result at 24 kHz mono. The `X-Lemonade-Speech-Engine` header of the answer names the engine that spoke (`kokoros` or `espeak-ng`).
+         * @description The same as `POST /v1/audio/speech`, documented there.
          */
         post: operations["openai.audio_speech.api_v1_audio_speech"];
         delete?: never;
@@ -371,7 +371,7 @@ export interface paths {
         put?: never;
         /**
          * Generate speech from text
-         * @description Generates speech audio from text. `kokoro-v1` speaks on Kokoros (neural, `kokoros`) once its release is installed (`lemonade backends install kokoro:cpu`) and the model's files are downloaded (`lemonade pull kokoro-v1`); until then the embedded espeak-ng speaks under Kokoro's and OpenAI's voice names, and ffmpeg encodes the result at 24 kHz mono. The `X-Lemonade-Speech-Engine` header of the answer names the engine that spoke (`kokoros` or `espeak-ng`).
+         * @description The same as `POST /v1/audio/speech`, documented there.
          */
         post: operations["openai.audio_speech.v0_audio_speech"];
         delete?: never;
@@ -391,7 +391,7 @@ export interface paths {
         put?: never;
         /**
          * Generate speech from text
-         * @description Generates speech audio from text. `kokoro-v1` speaks on Kokoros (neural, `kokoros`) once its release is installed (`lemonade backends install kokoro:cpu`) and the model's files are downloaded (`lemonade pull kokoro-v1`); until then the embedded espeak-ng speaks under Kokoro's and OpenAI's voice names, and ffmpeg encodes the result at 24 kHz mono. The `X-Lemonade-Speech-Engine` header of the answer names the engine that spoke (`kokoros` or `espeak-ng`).
+         * @description The same as `POST /v1/audio/speech`, documented there.
          */
         post: operations["openai.audio_speech.api_v0_audio_speech"];
         delete?: never;
@@ -431,7 +431,7 @@ export interface paths {
         put?: never;
         /**
          * Transcribe an audio file to text
-         * @description Transcribes an audio file to text, loading the model on first use. Whisper models run on whisper.cpp (`whisper-server`). The body is `multipart/form-data`; audio in any format ffmpeg reads (WAV, MP3, FLAC, OGG, ...) at any rate is converted to the 16 kHz mono WAV whisper.cpp takes.
+         * @description The same as `POST /v1/audio/transcriptions`, documented there.
          */
         post: operations["openai.audio_transcriptions.api_v1_audio_transcriptions"];
         delete?: never;
@@ -451,7 +451,7 @@ export interface paths {
         put?: never;
         /**
          * Transcribe an audio file to text
-         * @description Transcribes an audio file to text, loading the model on first use. Whisper models run on whisper.cpp (`whisper-server`). The body is `multipart/form-data`; audio in any format ffmpeg reads (WAV, MP3, FLAC, OGG, ...) at any rate is converted to the 16 kHz mono WAV whisper.cpp takes.
+         * @description The same as `POST /v1/audio/transcriptions`, documented there.
          */
         post: operations["openai.audio_transcriptions.v0_audio_transcriptions"];
         delete?: never;
@@ -471,7 +471,7 @@ export interface paths {
         put?: never;
         /**
          * Transcribe an audio file to text
-         * @description Transcribes an audio file to text, loading the model on first use. Whisper models run on whisper.cpp (`whisper-server`). The body is `multipart/form-data`; audio in any format ffmpeg reads (WAV, MP3, FLAC, OGG, ...) at any rate is converted to the 16 kHz mono WAV whisper.cpp takes.
+         * @description The same as `POST /v1/audio/transcriptions`, documented there.
          */
         post: operations["openai.audio_transcriptions.api_v0_audio_transcriptions"];
         delete?: never;
@@ -511,7 +511,7 @@ export interface paths {
         put?: never;
         /**
          * Generate an image from a text prompt
-         * @description Generates an image from a text prompt, loading the model on first use. CPU inference takes minutes per image; a GPU backend is much faster. Settings come, in this order, from the request, the model's saved `sd-cpp` options, its catalog `image_defaults`, then sd-server's own.
+         * @description The same as `POST /v1/images/generations`, documented there.
          */
         post: operations["openai.images_generations.api_v1_images_generations"];
         delete?: never;
@@ -531,7 +531,7 @@ export interface paths {
         put?: never;
         /**
          * Generate an image from a text prompt
-         * @description Generates an image from a text prompt, loading the model on first use. CPU inference takes minutes per image; a GPU backend is much faster. Settings come, in this order, from the request, the model's saved `sd-cpp` options, its catalog `image_defaults`, then sd-server's own.
+         * @description The same as `POST /v1/images/generations`, documented there.
          */
         post: operations["openai.images_generations.v0_images_generations"];
         delete?: never;
@@ -551,7 +551,7 @@ export interface paths {
         put?: never;
         /**
          * Generate an image from a text prompt
-         * @description Generates an image from a text prompt, loading the model on first use. CPU inference takes minutes per image; a GPU backend is much faster. Settings come, in this order, from the request, the model's saved `sd-cpp` options, its catalog `image_defaults`, then sd-server's own.
+         * @description The same as `POST /v1/images/generations`, documented there.
          */
         post: operations["openai.images_generations.api_v0_images_generations"];
         delete?: never;
@@ -591,7 +591,7 @@ export interface paths {
         put?: never;
         /**
          * Edit images as a prompt describes
-         * @description Edits one or more reference images as a prompt describes. The request is `multipart/form-data`; images are forwarded to sd-server without re-encoding.
+         * @description The same as `POST /v1/images/edits`, documented there.
          */
         post: operations["openai.images_edits.api_v1_images_edits"];
         delete?: never;
@@ -611,7 +611,7 @@ export interface paths {
         put?: never;
         /**
          * Edit images as a prompt describes
-         * @description Edits one or more reference images as a prompt describes. The request is `multipart/form-data`; images are forwarded to sd-server without re-encoding.
+         * @description The same as `POST /v1/images/edits`, documented there.
          */
         post: operations["openai.images_edits.v0_images_edits"];
         delete?: never;
@@ -631,7 +631,7 @@ export interface paths {
         put?: never;
         /**
          * Edit images as a prompt describes
-         * @description Edits one or more reference images as a prompt describes. The request is `multipart/form-data`; images are forwarded to sd-server without re-encoding.
+         * @description The same as `POST /v1/images/edits`, documented there.
          */
         post: operations["openai.images_edits.api_v0_images_edits"];
         delete?: never;
@@ -671,7 +671,7 @@ export interface paths {
         put?: never;
         /**
          * Generate a variation of an image
-         * @description Generates a variation of a source image, sent as `multipart/form-data`: sd-server's edit with a fixed prompt asking for a variation of the image.
+         * @description The same as `POST /v1/images/variations`, documented there.
          */
         post: operations["openai.images_variations.api_v1_images_variations"];
         delete?: never;
@@ -691,7 +691,7 @@ export interface paths {
         put?: never;
         /**
          * Generate a variation of an image
-         * @description Generates a variation of a source image, sent as `multipart/form-data`: sd-server's edit with a fixed prompt asking for a variation of the image.
+         * @description The same as `POST /v1/images/variations`, documented there.
          */
         post: operations["openai.images_variations.v0_images_variations"];
         delete?: never;
@@ -711,7 +711,7 @@ export interface paths {
         put?: never;
         /**
          * Generate a variation of an image
-         * @description Generates a variation of a source image, sent as `multipart/form-data`: sd-server's edit with a fixed prompt asking for a variation of the image.
+         * @description The same as `POST /v1/images/variations`, documented there.
          */
         post: operations["openai.images_variations.api_v0_images_variations"];
         delete?: never;
@@ -751,7 +751,7 @@ export interface paths {
         put?: never;
         /**
          * Upscale an image
-         * @description Upscales an image with an upscaling model such as `RealESRGAN-x4plus`. The model is downloaded on first use.
+         * @description The same as `POST /v1/images/upscale`, documented there.
          */
         post: operations["openai.images_upscale.api_v1_images_upscale"];
         delete?: never;
@@ -771,7 +771,7 @@ export interface paths {
         put?: never;
         /**
          * Upscale an image
-         * @description Upscales an image with an upscaling model such as `RealESRGAN-x4plus`. The model is downloaded on first use.
+         * @description The same as `POST /v1/images/upscale`, documented there.
          */
         post: operations["openai.images_upscale.v0_images_upscale"];
         delete?: never;
@@ -791,7 +791,7 @@ export interface paths {
         put?: never;
         /**
          * Upscale an image
-         * @description Upscales an image with an upscaling model such as `RealESRGAN-x4plus`. The model is downloaded on first use.
+         * @description The same as `POST /v1/images/upscale`, documented there.
          */
         post: operations["openai.images_upscale.api_v0_images_upscale"];
         delete?: never;
@@ -831,7 +831,7 @@ export interface paths {
         put?: never;
         /**
          * Generate the next message (Anthropic Messages API)
-         * @description Generates the next assistant message in Anthropic's Messages format, loading the model on first use. Query parameters such as `?beta=true` are accepted. Reasoning models answer with `thinking` blocks; tool calls come back as `tool_use` blocks and tool results go in as `tool_result` blocks.
+         * @description The same as `POST /v1/messages`, documented there.
          */
         post: operations["anthropic.messages.api_v1_messages"];
         delete?: never;
@@ -851,7 +851,7 @@ export interface paths {
         put?: never;
         /**
          * Generate the next message (Anthropic Messages API)
-         * @description Generates the next assistant message in Anthropic's Messages format, loading the model on first use. Query parameters such as `?beta=true` are accepted. Reasoning models answer with `thinking` blocks; tool calls come back as `tool_use` blocks and tool results go in as `tool_result` blocks.
+         * @description The same as `POST /v1/messages`, documented there.
          */
         post: operations["anthropic.messages.v0_messages"];
         delete?: never;
@@ -871,7 +871,7 @@ export interface paths {
         put?: never;
         /**
          * Generate the next message (Anthropic Messages API)
-         * @description Generates the next assistant message in Anthropic's Messages format, loading the model on first use. Query parameters such as `?beta=true` are accepted. Reasoning models answer with `thinking` blocks; tool calls come back as `tool_use` blocks and tool results go in as `tool_result` blocks.
+         * @description The same as `POST /v1/messages`, documented there.
          */
         post: operations["anthropic.messages.api_v0_messages"];
         delete?: never;
@@ -911,7 +911,7 @@ export interface paths {
         put?: never;
         /**
          * Count the tokens of a Messages request
-         * @description Counts the input tokens a Messages request would use, with the model's own tokenizer and chat template, loading the model on first use.
+         * @description The same as `POST /v1/messages/count_tokens`, documented there.
          */
         post: operations["anthropic.count_tokens.api_v1_messages_count_tokens"];
         delete?: never;
@@ -931,7 +931,7 @@ export interface paths {
         put?: never;
         /**
          * Count the tokens of a Messages request
-         * @description Counts the input tokens a Messages request would use, with the model's own tokenizer and chat template, loading the model on first use.
+         * @description The same as `POST /v1/messages/count_tokens`, documented there.
          */
         post: operations["anthropic.count_tokens.v0_messages_count_tokens"];
         delete?: never;
@@ -951,7 +951,7 @@ export interface paths {
         put?: never;
         /**
          * Count the tokens of a Messages request
-         * @description Counts the input tokens a Messages request would use, with the model's own tokenizer and chat template, loading the model on first use.
+         * @description The same as `POST /v1/messages/count_tokens`, documented there.
          */
         post: operations["anthropic.count_tokens.api_v0_messages_count_tokens"];
         delete?: never;
@@ -993,7 +993,7 @@ export interface paths {
         };
         /**
          * List the server's models
-         * @description Lists the models available on the server, in OpenAI's format extended with the fields described below.
+         * @description The same as `GET /v1/models`, documented there.
          */
         get: operations["openai.models.api_v1_models"];
         put?: never;
@@ -1002,7 +1002,7 @@ export interface paths {
         options?: never;
         /**
          * List the server's models (headers only)
-         * @description Lists the models available on the server, in OpenAI's format extended with the fields described below.
+         * @description The same as `GET /v1/models`, documented there.
          */
         head: operations["openai.models.api_v1_models.head"];
         patch?: never;
@@ -1017,7 +1017,7 @@ export interface paths {
         };
         /**
          * List the server's models
-         * @description Lists the models available on the server, in OpenAI's format extended with the fields described below.
+         * @description The same as `GET /v1/models`, documented there.
          */
         get: operations["openai.models.v0_models"];
         put?: never;
@@ -1026,7 +1026,7 @@ export interface paths {
         options?: never;
         /**
          * List the server's models (headers only)
-         * @description Lists the models available on the server, in OpenAI's format extended with the fields described below.
+         * @description The same as `GET /v1/models`, documented there.
          */
         head: operations["openai.models.v0_models.head"];
         patch?: never;
@@ -1041,7 +1041,7 @@ export interface paths {
         };
         /**
          * List the server's models
-         * @description Lists the models available on the server, in OpenAI's format extended with the fields described below.
+         * @description The same as `GET /v1/models`, documented there.
          */
         get: operations["openai.models.api_v0_models"];
         put?: never;
@@ -1050,7 +1050,7 @@ export interface paths {
         options?: never;
         /**
          * List the server's models (headers only)
-         * @description Lists the models available on the server, in OpenAI's format extended with the fields described below.
+         * @description The same as `GET /v1/models`, documented there.
          */
         head: operations["openai.models.api_v0_models.head"];
         patch?: never;
@@ -1085,7 +1085,7 @@ export interface paths {
         };
         /**
          * Read one model
-         * @description Returns one model, as the same model object [`GET /v1/models`](#get-v1models) lists.
+         * @description The same as `GET /v1/models/{id}`, documented there.
          */
         get: operations["openai.models_id.api_v1_models_id"];
         put?: never;
@@ -1105,7 +1105,7 @@ export interface paths {
         };
         /**
          * Read one model
-         * @description Returns one model, as the same model object [`GET /v1/models`](#get-v1models) lists.
+         * @description The same as `GET /v1/models/{id}`, documented there.
          */
         get: operations["openai.models_id.v0_models_id"];
         put?: never;
@@ -1125,7 +1125,7 @@ export interface paths {
         };
         /**
          * Read one model
-         * @description Returns one model, as the same model object [`GET /v1/models`](#get-v1models) lists.
+         * @description The same as `GET /v1/models/{id}`, documented there.
          */
         get: operations["openai.models_id.api_v0_models_id"];
         put?: never;
@@ -1165,7 +1165,7 @@ export interface paths {
         };
         /**
          * List one model's local files
-         * @description Lists the resolved local files of one model, for model-detail views. It inventories one model, not drive storage.
+         * @description The same as `GET /v1/models/{id}/files`, documented there.
          */
         get: operations["openai.models_id_files.api_v1_models_id_files"];
         put?: never;
@@ -1185,7 +1185,7 @@ export interface paths {
         };
         /**
          * List one model's local files
-         * @description Lists the resolved local files of one model, for model-detail views. It inventories one model, not drive storage.
+         * @description The same as `GET /v1/models/{id}/files`, documented there.
          */
         get: operations["openai.models_id_files.v0_models_id_files"];
         put?: never;
@@ -1205,7 +1205,7 @@ export interface paths {
         };
         /**
          * List one model's local files
-         * @description Lists the resolved local files of one model, for model-detail views. It inventories one model, not drive storage.
+         * @description The same as `GET /v1/models/{id}/files`, documented there.
          */
         get: operations["openai.models_id_files.api_v0_models_id_files"];
         put?: never;
@@ -1253,18 +1253,18 @@ export interface paths {
         };
         /**
          * Read a model's recipe options by layer
-         * @description Reads a model's recipe options, separated by layer, without loading it. Per-model options live in `recipe_options.json` in the cache directory. A load resolves each option through the priority chain: the `/v1/load` request, then the saved entry, then the model's registry row, then the server configuration, then the built-in default.
+         * @description The same as `GET /v1/models/{id}/options`, documented there.
          */
         get: operations["openai.models_id_options_get.api_v1_models_id_options"];
         put?: never;
         /**
          * Save a model's recipe options
-         * @description Saves recipe options for a model without loading it. The body is a flat object of the recipe options [`/v1/load`](./lemonade.md#post-v1load) accepts: `ctx_size`, `llamacpp_backend`, `llamacpp_args`, `merge_args` and `evict_idle_timeout` for `llamacpp` models.
+         * @description The same as `POST /v1/models/{id}/options`, documented there.
          */
         post: operations["openai.models_id_options_post.api_v1_models_id_options"];
         /**
          * Reset a model's recipe options
-         * @description Resets a model to its defaults by erasing its `recipe_options.json` entry. Defaults from its registry entry and the server's configuration still apply.
+         * @description The same as `DELETE /v1/models/{id}/options`, documented there.
          */
         delete: operations["openai.models_id_options_delete.api_v1_models_id_options"];
         options?: never;
@@ -1281,18 +1281,18 @@ export interface paths {
         };
         /**
          * Read a model's recipe options by layer
-         * @description Reads a model's recipe options, separated by layer, without loading it. Per-model options live in `recipe_options.json` in the cache directory. A load resolves each option through the priority chain: the `/v1/load` request, then the saved entry, then the model's registry row, then the server configuration, then the built-in default.
+         * @description The same as `GET /v1/models/{id}/options`, documented there.
          */
         get: operations["openai.models_id_options_get.v0_models_id_options"];
         put?: never;
         /**
          * Save a model's recipe options
-         * @description Saves recipe options for a model without loading it. The body is a flat object of the recipe options [`/v1/load`](./lemonade.md#post-v1load) accepts: `ctx_size`, `llamacpp_backend`, `llamacpp_args`, `merge_args` and `evict_idle_timeout` for `llamacpp` models.
+         * @description The same as `POST /v1/models/{id}/options`, documented there.
          */
         post: operations["openai.models_id_options_post.v0_models_id_options"];
         /**
          * Reset a model's recipe options
-         * @description Resets a model to its defaults by erasing its `recipe_options.json` entry. Defaults from its registry entry and the server's configuration still apply.
+         * @description The same as `DELETE /v1/models/{id}/options`, documented there.
          */
         delete: operations["openai.models_id_options_delete.v0_models_id_options"];
         options?: never;
@@ -1309,18 +1309,18 @@ export interface paths {
         };
         /**
          * Read a model's recipe options by layer
-         * @description Reads a model's recipe options, separated by layer, without loading it. Per-model options live in `recipe_options.json` in the cache directory. A load resolves each option through the priority chain: the `/v1/load` request, then the saved entry, then the model's registry row, then the server configuration, then the built-in default.
+         * @description The same as `GET /v1/models/{id}/options`, documented there.
          */
         get: operations["openai.models_id_options_get.api_v0_models_id_options"];
         put?: never;
         /**
          * Save a model's recipe options
-         * @description Saves recipe options for a model without loading it. The body is a flat object of the recipe options [`/v1/load`](./lemonade.md#post-v1load) accepts: `ctx_size`, `llamacpp_backend`, `llamacpp_args`, `merge_args` and `evict_idle_timeout` for `llamacpp` models.
+         * @description The same as `POST /v1/models/{id}/options`, documented there.
          */
         post: operations["openai.models_id_options_post.api_v0_models_id_options"];
         /**
          * Reset a model's recipe options
-         * @description Resets a model to its defaults by erasing its `recipe_options.json` entry. Defaults from its registry entry and the server's configuration still apply.
+         * @description The same as `DELETE /v1/models/{id}/options`, documented there.
          */
         delete: operations["openai.models_id_options_delete.api_v0_models_id_options"];
         options?: never;
@@ -1359,7 +1359,7 @@ export interface paths {
         put?: never;
         /**
          * Score documents against a query
-         * @description Scores each document against a query. Only llama.cpp reranker models, such as `bge-reranker-v2-m3-GGUF`, serve this endpoint. Also served at `/v1/reranking` and `/v1/reranker`.
+         * @description The same as `POST /v1/rerank`, documented there.
          */
         post: operations["llamacpp.rerank.api_v1_rerank"];
         delete?: never;
@@ -1379,7 +1379,7 @@ export interface paths {
         put?: never;
         /**
          * Score documents against a query
-         * @description Scores each document against a query. Only llama.cpp reranker models, such as `bge-reranker-v2-m3-GGUF`, serve this endpoint. Also served at `/v1/reranking` and `/v1/reranker`.
+         * @description The same as `POST /v1/rerank`, documented there.
          */
         post: operations["llamacpp.rerank.v0_rerank"];
         delete?: never;
@@ -1399,7 +1399,7 @@ export interface paths {
         put?: never;
         /**
          * Score documents against a query
-         * @description Scores each document against a query. Only llama.cpp reranker models, such as `bge-reranker-v2-m3-GGUF`, serve this endpoint. Also served at `/v1/reranking` and `/v1/reranker`.
+         * @description The same as `POST /v1/rerank`, documented there.
          */
         post: operations["llamacpp.rerank.api_v0_rerank"];
         delete?: never;
@@ -1419,7 +1419,7 @@ export interface paths {
         put?: never;
         /**
          * Score documents against a query
-         * @description Scores each document against a query. Only llama.cpp reranker models, such as `bge-reranker-v2-m3-GGUF`, serve this endpoint. Also served at `/v1/reranking` and `/v1/reranker`.
+         * @description The same as `POST /v1/rerank`, documented there.
          */
         post: operations["llamacpp.rerank.v1_reranking"];
         delete?: never;
@@ -1439,7 +1439,7 @@ export interface paths {
         put?: never;
         /**
          * Score documents against a query
-         * @description Scores each document against a query. Only llama.cpp reranker models, such as `bge-reranker-v2-m3-GGUF`, serve this endpoint. Also served at `/v1/reranking` and `/v1/reranker`.
+         * @description The same as `POST /v1/rerank`, documented there.
          */
         post: operations["llamacpp.rerank.api_v1_reranking"];
         delete?: never;
@@ -1459,7 +1459,7 @@ export interface paths {
         put?: never;
         /**
          * Score documents against a query
-         * @description Scores each document against a query. Only llama.cpp reranker models, such as `bge-reranker-v2-m3-GGUF`, serve this endpoint. Also served at `/v1/reranking` and `/v1/reranker`.
+         * @description The same as `POST /v1/rerank`, documented there.
          */
         post: operations["llamacpp.rerank.v0_reranking"];
         delete?: never;
@@ -1479,7 +1479,7 @@ export interface paths {
         put?: never;
         /**
          * Score documents against a query
-         * @description Scores each document against a query. Only llama.cpp reranker models, such as `bge-reranker-v2-m3-GGUF`, serve this endpoint. Also served at `/v1/reranking` and `/v1/reranker`.
+         * @description The same as `POST /v1/rerank`, documented there.
          */
         post: operations["llamacpp.rerank.api_v0_reranking"];
         delete?: never;
@@ -1499,7 +1499,7 @@ export interface paths {
         put?: never;
         /**
          * Score documents against a query
-         * @description Scores each document against a query. Only llama.cpp reranker models, such as `bge-reranker-v2-m3-GGUF`, serve this endpoint. Also served at `/v1/reranking` and `/v1/reranker`.
+         * @description The same as `POST /v1/rerank`, documented there.
          */
         post: operations["llamacpp.rerank.v1_reranker"];
         delete?: never;
@@ -1519,7 +1519,7 @@ export interface paths {
         put?: never;
         /**
          * Score documents against a query
-         * @description Scores each document against a query. Only llama.cpp reranker models, such as `bge-reranker-v2-m3-GGUF`, serve this endpoint. Also served at `/v1/reranking` and `/v1/reranker`.
+         * @description The same as `POST /v1/rerank`, documented there.
          */
         post: operations["llamacpp.rerank.api_v1_reranker"];
         delete?: never;
@@ -1539,7 +1539,7 @@ export interface paths {
         put?: never;
         /**
          * Score documents against a query
-         * @description Scores each document against a query. Only llama.cpp reranker models, such as `bge-reranker-v2-m3-GGUF`, serve this endpoint. Also served at `/v1/reranking` and `/v1/reranker`.
+         * @description The same as `POST /v1/rerank`, documented there.
          */
         post: operations["llamacpp.rerank.v0_reranker"];
         delete?: never;
@@ -1559,7 +1559,7 @@ export interface paths {
         put?: never;
         /**
          * Score documents against a query
-         * @description Scores each document against a query. Only llama.cpp reranker models, such as `bge-reranker-v2-m3-GGUF`, serve this endpoint. Also served at `/v1/reranking` and `/v1/reranker`.
+         * @description The same as `POST /v1/rerank`, documented there.
          */
         post: operations["llamacpp.rerank.api_v0_reranker"];
         delete?: never;
@@ -1597,7 +1597,7 @@ export interface paths {
         };
         /**
          * Read each slot's processing state
-         * @description Returns the state of each processing slot of the most recently used llama.cpp model. Slots are the parallel contexts that serve concurrent requests.
+         * @description The same as `GET /v1/slots`, documented there.
          */
         get: operations["llamacpp.slots.api_v1_slots"];
         put?: never;
@@ -1617,7 +1617,7 @@ export interface paths {
         };
         /**
          * Read each slot's processing state
-         * @description Returns the state of each processing slot of the most recently used llama.cpp model. Slots are the parallel contexts that serve concurrent requests.
+         * @description The same as `GET /v1/slots`, documented there.
          */
         get: operations["llamacpp.slots.v0_slots"];
         put?: never;
@@ -1637,7 +1637,7 @@ export interface paths {
         };
         /**
          * Read each slot's processing state
-         * @description Returns the state of each processing slot of the most recently used llama.cpp model. Slots are the parallel contexts that serve concurrent requests.
+         * @description The same as `GET /v1/slots`, documented there.
          */
         get: operations["llamacpp.slots.api_v0_slots"];
         put?: never;
@@ -1679,7 +1679,7 @@ export interface paths {
         put?: never;
         /**
          * Save, restore or erase a slot's prompt cache
-         * @description Saves a slot's prompt cache to a file, restores it from one, or erases it, so a conversation can resume where it left off. Files live in the model's slot directory under the cache directory (`<cache>/slots/<model>/`); `filename` must be a plain file name inside it.
+         * @description The same as `POST /v1/slots/{id}`, documented there.
          */
         post: operations["llamacpp.slots_action.api_v1_slots_id"];
         delete?: never;
@@ -1699,7 +1699,7 @@ export interface paths {
         put?: never;
         /**
          * Save, restore or erase a slot's prompt cache
-         * @description Saves a slot's prompt cache to a file, restores it from one, or erases it, so a conversation can resume where it left off. Files live in the model's slot directory under the cache directory (`<cache>/slots/<model>/`); `filename` must be a plain file name inside it.
+         * @description The same as `POST /v1/slots/{id}`, documented there.
          */
         post: operations["llamacpp.slots_action.v0_slots_id"];
         delete?: never;
@@ -1719,7 +1719,7 @@ export interface paths {
         put?: never;
         /**
          * Save, restore or erase a slot's prompt cache
-         * @description Saves a slot's prompt cache to a file, restores it from one, or erases it, so a conversation can resume where it left off. Files live in the model's slot directory under the cache directory (`<cache>/slots/<model>/`); `filename` must be a plain file name inside it.
+         * @description The same as `POST /v1/slots/{id}`, documented there.
          */
         post: operations["llamacpp.slots_action.api_v0_slots_id"];
         delete?: never;
@@ -1759,7 +1759,7 @@ export interface paths {
         put?: never;
         /**
          * Tokenize text
-         * @description Tokenizes text with the most recently used llama.cpp model's tokenizer, without using its context window.
+         * @description The same as `POST /v1/tokenize`, documented there.
          */
         post: operations["llamacpp.tokenize.api_v1_tokenize"];
         delete?: never;
@@ -1779,7 +1779,7 @@ export interface paths {
         put?: never;
         /**
          * Tokenize text
-         * @description Tokenizes text with the most recently used llama.cpp model's tokenizer, without using its context window.
+         * @description The same as `POST /v1/tokenize`, documented there.
          */
         post: operations["llamacpp.tokenize.v0_tokenize"];
         delete?: never;
@@ -1799,7 +1799,7 @@ export interface paths {
         put?: never;
         /**
          * Tokenize text
-         * @description Tokenizes text with the most recently used llama.cpp model's tokenizer, without using its context window.
+         * @description The same as `POST /v1/tokenize`, documented there.
          */
         post: operations["llamacpp.tokenize.api_v0_tokenize"];
         delete?: never;
@@ -2110,7 +2110,7 @@ export interface paths {
         put?: never;
         /**
          * Load a model into memory
-         * @description Explicitly loads a registered model, starting its engine, so that the first request does not wait. When the type's `max_loaded_models` limit is reached, the least recently used unpinned model of that type is unloaded first, after its in-flight requests finish. Loading a model that is already loaded with the same options only updates `pinned`; different options reload it.
+         * @description The same as `POST /v1/load`, documented there.
          */
         post: operations["lemonade.load.api_v1_load"];
         delete?: never;
@@ -2130,7 +2130,7 @@ export interface paths {
         put?: never;
         /**
          * Load a model into memory
-         * @description Explicitly loads a registered model, starting its engine, so that the first request does not wait. When the type's `max_loaded_models` limit is reached, the least recently used unpinned model of that type is unloaded first, after its in-flight requests finish. Loading a model that is already loaded with the same options only updates `pinned`; different options reload it.
+         * @description The same as `POST /v1/load`, documented there.
          */
         post: operations["lemonade.load.v0_load"];
         delete?: never;
@@ -2150,7 +2150,7 @@ export interface paths {
         put?: never;
         /**
          * Load a model into memory
-         * @description Explicitly loads a registered model, starting its engine, so that the first request does not wait. When the type's `max_loaded_models` limit is reached, the least recently used unpinned model of that type is unloaded first, after its in-flight requests finish. Loading a model that is already loaded with the same options only updates `pinned`; different options reload it.
+         * @description The same as `POST /v1/load`, documented there.
          */
         post: operations["lemonade.load.api_v0_load"];
         delete?: never;
@@ -2190,7 +2190,7 @@ export interface paths {
         put?: never;
         /**
          * Unload one model, or all
-         * @description Unloads a model, stopping its engine process once its in-flight requests finish. Without `model_name` (or without a body), every loaded model is unloaded.
+         * @description The same as `POST /v1/unload`, documented there.
          */
         post: operations["lemonade.unload.api_v1_unload"];
         delete?: never;
@@ -2210,7 +2210,7 @@ export interface paths {
         put?: never;
         /**
          * Unload one model, or all
-         * @description Unloads a model, stopping its engine process once its in-flight requests finish. Without `model_name` (or without a body), every loaded model is unloaded.
+         * @description The same as `POST /v1/unload`, documented there.
          */
         post: operations["lemonade.unload.v0_unload"];
         delete?: never;
@@ -2230,7 +2230,7 @@ export interface paths {
         put?: never;
         /**
          * Unload one model, or all
-         * @description Unloads a model, stopping its engine process once its in-flight requests finish. Without `model_name` (or without a body), every loaded model is unloaded.
+         * @description The same as `POST /v1/unload`, documented there.
          */
         post: operations["lemonade.unload.api_v0_unload"];
         delete?: never;
@@ -2270,7 +2270,7 @@ export interface paths {
         put?: never;
         /**
          * Install a model, registering it first when defined
-         * @description Downloads a registered model's files into the Hugging Face cache, or registers a `user.*` model (`checkpoint` or `checkpoints`, `recipe`, labels) in `user_models.json` and then downloads it. Files already complete are kept; a partial file resumes where it stopped. Each file's size and, where the hub gives it, sha256 are checked before it counts as downloaded. A pull of a model already downloading joins that download.
+         * @description The same as `POST /v1/pull`, documented there.
          */
         post: operations["lemonade.pull.api_v1_pull"];
         delete?: never;
@@ -2290,7 +2290,7 @@ export interface paths {
         put?: never;
         /**
          * Install a model, registering it first when defined
-         * @description Downloads a registered model's files into the Hugging Face cache, or registers a `user.*` model (`checkpoint` or `checkpoints`, `recipe`, labels) in `user_models.json` and then downloads it. Files already complete are kept; a partial file resumes where it stopped. Each file's size and, where the hub gives it, sha256 are checked before it counts as downloaded. A pull of a model already downloading joins that download.
+         * @description The same as `POST /v1/pull`, documented there.
          */
         post: operations["lemonade.pull.v0_pull"];
         delete?: never;
@@ -2310,7 +2310,7 @@ export interface paths {
         put?: never;
         /**
          * Install a model, registering it first when defined
-         * @description Downloads a registered model's files into the Hugging Face cache, or registers a `user.*` model (`checkpoint` or `checkpoints`, `recipe`, labels) in `user_models.json` and then downloads it. Files already complete are kept; a partial file resumes where it stopped. Each file's size and, where the hub gives it, sha256 are checked before it counts as downloaded. A pull of a model already downloading joins that download.
+         * @description The same as `POST /v1/pull`, documented there.
          */
         post: operations["lemonade.pull.api_v0_pull"];
         delete?: never;
@@ -2350,7 +2350,7 @@ export interface paths {
         put?: never;
         /**
          * Register a user model without downloading it
-         * @description Registers or updates a `user.*` model definition in `user_models.json` without downloading anything. The label rules of `/v1/pull` apply.
+         * @description The same as `POST /v1/models/register`, documented there.
          */
         post: operations["lemonade.models_register.api_v1_models_register"];
         delete?: never;
@@ -2370,7 +2370,7 @@ export interface paths {
         put?: never;
         /**
          * Register a user model without downloading it
-         * @description Registers or updates a `user.*` model definition in `user_models.json` without downloading anything. The label rules of `/v1/pull` apply.
+         * @description The same as `POST /v1/models/register`, documented there.
          */
         post: operations["lemonade.models_register.v0_models_register"];
         delete?: never;
@@ -2390,7 +2390,7 @@ export interface paths {
         put?: never;
         /**
          * Register a user model without downloading it
-         * @description Registers or updates a `user.*` model definition in `user_models.json` without downloading anything. The label rules of `/v1/pull` apply.
+         * @description The same as `POST /v1/models/register`, documented there.
          */
         post: operations["lemonade.models_register.api_v0_models_register"];
         delete?: never;
@@ -2428,7 +2428,7 @@ export interface paths {
         };
         /**
          * List a GGUF repository's quantizations
-         * @description Reads a Hugging Face GGUF repository's file list and groups it into variants (one file per quantization, or a folder of shards), top five first (`Q4_K_M`, `UD-Q4_K_XL`, `Q8_0`, `Q4_0`, then by name), with the `mmproj` files and suggestions for registering it. A repository with no GGUF that holds `<RepoName>.json`, a collection `lemonade export` wrote, is reported as `recipe: "collection.omni"`, `repo_kind: "collection"`, no variants and its `component_count`; pull it by registering `{recipe: "collection.omni", checkpoint: <repo>}`.
+         * @description The same as `GET /v1/pull/variants`, documented there.
          */
         get: operations["lemonade.pull_variants.api_v1_pull_variants"];
         put?: never;
@@ -2448,7 +2448,7 @@ export interface paths {
         };
         /**
          * List a GGUF repository's quantizations
-         * @description Reads a Hugging Face GGUF repository's file list and groups it into variants (one file per quantization, or a folder of shards), top five first (`Q4_K_M`, `UD-Q4_K_XL`, `Q8_0`, `Q4_0`, then by name), with the `mmproj` files and suggestions for registering it. A repository with no GGUF that holds `<RepoName>.json`, a collection `lemonade export` wrote, is reported as `recipe: "collection.omni"`, `repo_kind: "collection"`, no variants and its `component_count`; pull it by registering `{recipe: "collection.omni", checkpoint: <repo>}`.
+         * @description The same as `GET /v1/pull/variants`, documented there.
          */
         get: operations["lemonade.pull_variants.v0_pull_variants"];
         put?: never;
@@ -2468,7 +2468,7 @@ export interface paths {
         };
         /**
          * List a GGUF repository's quantizations
-         * @description Reads a Hugging Face GGUF repository's file list and groups it into variants (one file per quantization, or a folder of shards), top five first (`Q4_K_M`, `UD-Q4_K_XL`, `Q8_0`, `Q4_0`, then by name), with the `mmproj` files and suggestions for registering it. A repository with no GGUF that holds `<RepoName>.json`, a collection `lemonade export` wrote, is reported as `recipe: "collection.omni"`, `repo_kind: "collection"`, no variants and its `component_count`; pull it by registering `{recipe: "collection.omni", checkpoint: <repo>}`.
+         * @description The same as `GET /v1/pull/variants`, documented there.
          */
         get: operations["lemonade.pull_variants.api_v0_pull_variants"];
         put?: never;
@@ -2510,7 +2510,7 @@ export interface paths {
         put?: never;
         /**
          * Check downloaded models for newer upstream commits
-         * @description Compares each downloaded Hugging Face model's cached commit with its repository's current one. Models with a newer commit report `update_available: true` in `/v1/models` until pulled again.
+         * @description The same as `POST /v1/models/check-updates`, documented there.
          */
         post: operations["lemonade.check_updates.api_v1_models_check_updates"];
         delete?: never;
@@ -2530,7 +2530,7 @@ export interface paths {
         put?: never;
         /**
          * Check downloaded models for newer upstream commits
-         * @description Compares each downloaded Hugging Face model's cached commit with its repository's current one. Models with a newer commit report `update_available: true` in `/v1/models` until pulled again.
+         * @description The same as `POST /v1/models/check-updates`, documented there.
          */
         post: operations["lemonade.check_updates.v0_models_check_updates"];
         delete?: never;
@@ -2550,7 +2550,7 @@ export interface paths {
         put?: never;
         /**
          * Check downloaded models for newer upstream commits
-         * @description Compares each downloaded Hugging Face model's cached commit with its repository's current one. Models with a newer commit report `update_available: true` in `/v1/models` until pulled again.
+         * @description The same as `POST /v1/models/check-updates`, documented there.
          */
         post: operations["lemonade.check_updates.api_v0_models_check_updates"];
         delete?: never;
@@ -2590,7 +2590,7 @@ export interface paths {
         put?: never;
         /**
          * Check a routing policy
-         * @description Checks a `collection.router` policy document (`version` "1", `routing`) as a registration would, against the models registered now, without registering anything. Candidates, `default_model`, every `route_to`, classifier references and labels, regexes (no nested unbounded quantifiers) and metadata comparators are checked; the answer is the policy as the engine runs it, the `router` sugar desugared into an `llm` classifier and identity rules. `llm`, `semantic_similarity` and `classifier` classifiers are evaluated (a `classifier` names an `onnxruntime` classification model and lists the labels its rules use; they score as `/v1/classify` scores them); the reserved presets (`pii_detection`, `prompt_safety`, ...) are refused: this server does not evaluate them yet.
+         * @description The same as `POST /v1/routing/validate`, documented there.
          */
         post: operations["lemonade.routing_validate.api_v1_routing_validate"];
         delete?: never;
@@ -2610,7 +2610,7 @@ export interface paths {
         put?: never;
         /**
          * Check a routing policy
-         * @description Checks a `collection.router` policy document (`version` "1", `routing`) as a registration would, against the models registered now, without registering anything. Candidates, `default_model`, every `route_to`, classifier references and labels, regexes (no nested unbounded quantifiers) and metadata comparators are checked; the answer is the policy as the engine runs it, the `router` sugar desugared into an `llm` classifier and identity rules. `llm`, `semantic_similarity` and `classifier` classifiers are evaluated (a `classifier` names an `onnxruntime` classification model and lists the labels its rules use; they score as `/v1/classify` scores them); the reserved presets (`pii_detection`, `prompt_safety`, ...) are refused: this server does not evaluate them yet.
+         * @description The same as `POST /v1/routing/validate`, documented there.
          */
         post: operations["lemonade.routing_validate.v0_routing_validate"];
         delete?: never;
@@ -2630,7 +2630,7 @@ export interface paths {
         put?: never;
         /**
          * Check a routing policy
-         * @description Checks a `collection.router` policy document (`version` "1", `routing`) as a registration would, against the models registered now, without registering anything. Candidates, `default_model`, every `route_to`, classifier references and labels, regexes (no nested unbounded quantifiers) and metadata comparators are checked; the answer is the policy as the engine runs it, the `router` sugar desugared into an `llm` classifier and identity rules. `llm`, `semantic_similarity` and `classifier` classifiers are evaluated (a `classifier` names an `onnxruntime` classification model and lists the labels its rules use; they score as `/v1/classify` scores them); the reserved presets (`pii_detection`, `prompt_safety`, ...) are refused: this server does not evaluate them yet.
+         * @description The same as `POST /v1/routing/validate`, documented there.
          */
         post: operations["lemonade.routing_validate.api_v0_routing_validate"];
         delete?: never;
@@ -2668,7 +2668,7 @@ export interface paths {
         };
         /**
          * Search Hugging Face for model repositories
-         * @description Searches the Hugging Face hub (`HF_ENDPOINT`) for repositories matching a text. Candidates only: `/v1/pull/variants` checks what a repository holds. ModelScope is not supported.
+         * @description The same as `GET /v1/registry/search`, documented there.
          */
         get: operations["lemonade.registry_search.api_v1_registry_search"];
         put?: never;
@@ -2688,7 +2688,7 @@ export interface paths {
         };
         /**
          * Search Hugging Face for model repositories
-         * @description Searches the Hugging Face hub (`HF_ENDPOINT`) for repositories matching a text. Candidates only: `/v1/pull/variants` checks what a repository holds. ModelScope is not supported.
+         * @description The same as `GET /v1/registry/search`, documented there.
          */
         get: operations["lemonade.registry_search.v0_registry_search"];
         put?: never;
@@ -2708,7 +2708,7 @@ export interface paths {
         };
         /**
          * Search Hugging Face for model repositories
-         * @description Searches the Hugging Face hub (`HF_ENDPOINT`) for repositories matching a text. Candidates only: `/v1/pull/variants` checks what a repository holds. ModelScope is not supported.
+         * @description The same as `GET /v1/registry/search`, documented there.
          */
         get: operations["lemonade.registry_search.api_v0_registry_search"];
         put?: never;
@@ -2748,7 +2748,7 @@ export interface paths {
         };
         /**
          * List server-owned download jobs
-         * @description Lists the download jobs started with `POST /v1/pull` and `stream: true, subscribe: false`. Active, paused, cancelled, failed and completed jobs stay listed until removed.
+         * @description The same as `GET /v1/downloads`, documented there.
          */
         get: operations["lemonade.downloads.api_v1_downloads"];
         put?: never;
@@ -2768,7 +2768,7 @@ export interface paths {
         };
         /**
          * List server-owned download jobs
-         * @description Lists the download jobs started with `POST /v1/pull` and `stream: true, subscribe: false`. Active, paused, cancelled, failed and completed jobs stay listed until removed.
+         * @description The same as `GET /v1/downloads`, documented there.
          */
         get: operations["lemonade.downloads.v0_downloads"];
         put?: never;
@@ -2788,7 +2788,7 @@ export interface paths {
         };
         /**
          * List server-owned download jobs
-         * @description Lists the download jobs started with `POST /v1/pull` and `stream: true, subscribe: false`. Active, paused, cancelled, failed and completed jobs stay listed until removed.
+         * @description The same as `GET /v1/downloads`, documented there.
          */
         get: operations["lemonade.downloads.api_v0_downloads"];
         put?: never;
@@ -2830,7 +2830,7 @@ export interface paths {
         put?: never;
         /**
          * Pause, cancel or remove a download job
-         * @description `pause` stops the job and keeps its partial files, so pulling the model again resumes where it stopped; `cancel` stops it and deletes its partial files; `remove` forgets a stopped job (a running one is cancelled first). `pause` and `cancel` answer with the job's snapshot once the worker has stopped; `remove` answers `{"status": "ok"}`, with `"missing": true` when there was no such job.
+         * @description The same as `POST /v1/downloads/control`, documented there.
          */
         post: operations["lemonade.downloads_control.api_v1_downloads_control"];
         delete?: never;
@@ -2850,7 +2850,7 @@ export interface paths {
         put?: never;
         /**
          * Pause, cancel or remove a download job
-         * @description `pause` stops the job and keeps its partial files, so pulling the model again resumes where it stopped; `cancel` stops it and deletes its partial files; `remove` forgets a stopped job (a running one is cancelled first). `pause` and `cancel` answer with the job's snapshot once the worker has stopped; `remove` answers `{"status": "ok"}`, with `"missing": true` when there was no such job.
+         * @description The same as `POST /v1/downloads/control`, documented there.
          */
         post: operations["lemonade.downloads_control.v0_downloads_control"];
         delete?: never;
@@ -2870,7 +2870,7 @@ export interface paths {
         put?: never;
         /**
          * Pause, cancel or remove a download job
-         * @description `pause` stops the job and keeps its partial files, so pulling the model again resumes where it stopped; `cancel` stops it and deletes its partial files; `remove` forgets a stopped job (a running one is cancelled first). `pause` and `cancel` answer with the job's snapshot once the worker has stopped; `remove` answers `{"status": "ok"}`, with `"missing": true` when there was no such job.
+         * @description The same as `POST /v1/downloads/control`, documented there.
          */
         post: operations["lemonade.downloads_control.api_v0_downloads_control"];
         delete?: never;
@@ -2910,7 +2910,7 @@ export interface paths {
         put?: never;
         /**
          * Delete a downloaded model
-         * @description Deletes a model's files from the Hugging Face cache, unloading it first when it is loaded. A `user.*` model's registration is removed too. Files another downloaded model shares are kept.
+         * @description The same as `POST /v1/delete`, documented there.
          */
         post: operations["lemonade.delete.api_v1_delete"];
         delete?: never;
@@ -2930,7 +2930,7 @@ export interface paths {
         put?: never;
         /**
          * Delete a downloaded model
-         * @description Deletes a model's files from the Hugging Face cache, unloading it first when it is loaded. A `user.*` model's registration is removed too. Files another downloaded model shares are kept.
+         * @description The same as `POST /v1/delete`, documented there.
          */
         post: operations["lemonade.delete.v0_delete"];
         delete?: never;
@@ -2950,7 +2950,7 @@ export interface paths {
         put?: never;
         /**
          * Delete a downloaded model
-         * @description Deletes a model's files from the Hugging Face cache, unloading it first when it is loaded. A `user.*` model's registration is removed too. Files another downloaded model shares are kept.
+         * @description The same as `POST /v1/delete`, documented there.
          */
         post: operations["lemonade.delete.api_v0_delete"];
         delete?: never;
@@ -2990,7 +2990,7 @@ export interface paths {
         put?: never;
         /**
          * Classify input text with an encoder classifier (label scores)
-         * @description Runs an encoder text classifier (an `onnxruntime` model) on the input and returns per-label scores in `[0, 1]`, highest first, downloading and loading the model when needed. A servable model is a directory (or Hugging Face repository) holding `model.onnx`, `tokenizer.json` and `config.json`, as `optimum-cli export onnx` writes it. `config.json` declares the architecture, checked at load against the supported single-sequence encoder families (BERT, DistilBERT, RoBERTa, XLM-RoBERTa, DeBERTa v1/v2, ELECTRA, ALBERT, CamemBERT); another family, such as XLNet, is refused at load rather than served with wrong scores. Labels come from `config.json`'s `id2label`; scores are a softmax unless `problem_type` is `multi_label_classification` (a sigmoid per label). A token-classification model's tags are grouped into spans (`B-X` starts one, `I-X` continues it) and each entity type scores as its best span's mean token score (0 when the input has none). Inputs longer than the model's token budget (`tokenizer_config.json` `model_max_length`, else `max_position_embeddings`) are truncated. An optional `manifest.json` beside them overrides the output contract: `id2label` (or a `labels` list), `problem_type` (or `multi_label`), `max_length`, and `task` (`sequence` or `token`).
+         * @description The same as `POST /v1/classify`, documented there.
          */
         post: operations["lemonade.classify.api_v1_classify"];
         delete?: never;
@@ -3010,7 +3010,7 @@ export interface paths {
         put?: never;
         /**
          * Classify input text with an encoder classifier (label scores)
-         * @description Runs an encoder text classifier (an `onnxruntime` model) on the input and returns per-label scores in `[0, 1]`, highest first, downloading and loading the model when needed. A servable model is a directory (or Hugging Face repository) holding `model.onnx`, `tokenizer.json` and `config.json`, as `optimum-cli export onnx` writes it. `config.json` declares the architecture, checked at load against the supported single-sequence encoder families (BERT, DistilBERT, RoBERTa, XLM-RoBERTa, DeBERTa v1/v2, ELECTRA, ALBERT, CamemBERT); another family, such as XLNet, is refused at load rather than served with wrong scores. Labels come from `config.json`'s `id2label`; scores are a softmax unless `problem_type` is `multi_label_classification` (a sigmoid per label). A token-classification model's tags are grouped into spans (`B-X` starts one, `I-X` continues it) and each entity type scores as its best span's mean token score (0 when the input has none). Inputs longer than the model's token budget (`tokenizer_config.json` `model_max_length`, else `max_position_embeddings`) are truncated. An optional `manifest.json` beside them overrides the output contract: `id2label` (or a `labels` list), `problem_type` (or `multi_label`), `max_length`, and `task` (`sequence` or `token`).
+         * @description The same as `POST /v1/classify`, documented there.
          */
         post: operations["lemonade.classify.v0_classify"];
         delete?: never;
@@ -3030,7 +3030,7 @@ export interface paths {
         put?: never;
         /**
          * Classify input text with an encoder classifier (label scores)
-         * @description Runs an encoder text classifier (an `onnxruntime` model) on the input and returns per-label scores in `[0, 1]`, highest first, downloading and loading the model when needed. A servable model is a directory (or Hugging Face repository) holding `model.onnx`, `tokenizer.json` and `config.json`, as `optimum-cli export onnx` writes it. `config.json` declares the architecture, checked at load against the supported single-sequence encoder families (BERT, DistilBERT, RoBERTa, XLM-RoBERTa, DeBERTa v1/v2, ELECTRA, ALBERT, CamemBERT); another family, such as XLNet, is refused at load rather than served with wrong scores. Labels come from `config.json`'s `id2label`; scores are a softmax unless `problem_type` is `multi_label_classification` (a sigmoid per label). A token-classification model's tags are grouped into spans (`B-X` starts one, `I-X` continues it) and each entity type scores as its best span's mean token score (0 when the input has none). Inputs longer than the model's token budget (`tokenizer_config.json` `model_max_length`, else `max_position_embeddings`) are truncated. An optional `manifest.json` beside them overrides the output contract: `id2label` (or a `labels` list), `problem_type` (or `multi_label`), `max_length`, and `task` (`sequence` or `token`).
+         * @description The same as `POST /v1/classify`, documented there.
          */
         post: operations["lemonade.classify.api_v0_classify"];
         delete?: never;
@@ -3070,7 +3070,7 @@ export interface paths {
         put?: never;
         /**
          * Install a backend
-         * @description Installs a backend for a recipe, or registers a cloud provider (`backend: "cloud"`). `llamacpp:cpu` and `whispercpp:cpu` are built from the llama.cpp and whisper.cpp sources that npm ships, into the cache directory (a few minutes on a small machine); a build of the same version that is already there is kept. Concurrent requests for one backend share one build. A cloud provider is any OpenAI-compatible server (a hosted provider, another Lemonade, vLLM, a llama-server elsewhere): its base URL is saved in `config.json` `cloud_providers`, its models are read from its `GET /models` (now, and every 10 minutes; a provider that cannot be reached keeps its last list) and listed as `<provider>.<id>` with `recipe: "cloud"`. Its key, if any, is held in memory only; `LEMONADE_<PROVIDER>_API_KEY` in the server's environment takes precedence.
+         * @description The same as `POST /v1/install`, documented there.
          */
         post: operations["lemonade.install.api_v1_install"];
         delete?: never;
@@ -3090,7 +3090,7 @@ export interface paths {
         put?: never;
         /**
          * Install a backend
-         * @description Installs a backend for a recipe, or registers a cloud provider (`backend: "cloud"`). `llamacpp:cpu` and `whispercpp:cpu` are built from the llama.cpp and whisper.cpp sources that npm ships, into the cache directory (a few minutes on a small machine); a build of the same version that is already there is kept. Concurrent requests for one backend share one build. A cloud provider is any OpenAI-compatible server (a hosted provider, another Lemonade, vLLM, a llama-server elsewhere): its base URL is saved in `config.json` `cloud_providers`, its models are read from its `GET /models` (now, and every 10 minutes; a provider that cannot be reached keeps its last list) and listed as `<provider>.<id>` with `recipe: "cloud"`. Its key, if any, is held in memory only; `LEMONADE_<PROVIDER>_API_KEY` in the server's environment takes precedence.
+         * @description The same as `POST /v1/install`, documented there.
          */
         post: operations["lemonade.install.v0_install"];
         delete?: never;
@@ -3110,7 +3110,7 @@ export interface paths {
         put?: never;
         /**
          * Install a backend
-         * @description Installs a backend for a recipe, or registers a cloud provider (`backend: "cloud"`). `llamacpp:cpu` and `whispercpp:cpu` are built from the llama.cpp and whisper.cpp sources that npm ships, into the cache directory (a few minutes on a small machine); a build of the same version that is already there is kept. Concurrent requests for one backend share one build. A cloud provider is any OpenAI-compatible server (a hosted provider, another Lemonade, vLLM, a llama-server elsewhere): its base URL is saved in `config.json` `cloud_providers`, its models are read from its `GET /models` (now, and every 10 minutes; a provider that cannot be reached keeps its last list) and listed as `<provider>.<id>` with `recipe: "cloud"`. Its key, if any, is held in memory only; `LEMONADE_<PROVIDER>_API_KEY` in the server's environment takes precedence.
+         * @description The same as `POST /v1/install`, documented there.
          */
         post: operations["lemonade.install.api_v0_install"];
         delete?: never;
@@ -3150,7 +3150,7 @@ export interface paths {
         put?: never;
         /**
          * Uninstall a backend
-         * @description Removes an installed backend. Loaded models using it are unloaded first, after their in-flight requests finish. With `backend: "cloud"`, removes the provider from `config.json`, forgets its in-memory key and drops its models.
+         * @description The same as `POST /v1/uninstall`, documented there.
          */
         post: operations["lemonade.uninstall.api_v1_uninstall"];
         delete?: never;
@@ -3170,7 +3170,7 @@ export interface paths {
         put?: never;
         /**
          * Uninstall a backend
-         * @description Removes an installed backend. Loaded models using it are unloaded first, after their in-flight requests finish. With `backend: "cloud"`, removes the provider from `config.json`, forgets its in-memory key and drops its models.
+         * @description The same as `POST /v1/uninstall`, documented there.
          */
         post: operations["lemonade.uninstall.v0_uninstall"];
         delete?: never;
@@ -3190,7 +3190,7 @@ export interface paths {
         put?: never;
         /**
          * Uninstall a backend
-         * @description Removes an installed backend. Loaded models using it are unloaded first, after their in-flight requests finish. With `backend: "cloud"`, removes the provider from `config.json`, forgets its in-memory key and drops its models.
+         * @description The same as `POST /v1/uninstall`, documented there.
          */
         post: operations["lemonade.uninstall.api_v0_uninstall"];
         delete?: never;
@@ -3230,7 +3230,7 @@ export interface paths {
         put?: never;
         /**
          * Set a cloud provider's key
-         * @description Holds an API key for an installed provider in the server's memory (never written to disk, logged or answered back; gone on restart) and reads the provider's models again with it. `LEMONADE_<PROVIDER>_API_KEY` in the server's environment takes precedence: then nothing is stored and the answer is 409.
+         * @description The same as `POST /v1/cloud/auth`, documented there.
          */
         post: operations["lemonade.cloud_auth.api_v1_cloud_auth"];
         delete?: never;
@@ -3250,7 +3250,7 @@ export interface paths {
         put?: never;
         /**
          * Set a cloud provider's key
-         * @description Holds an API key for an installed provider in the server's memory (never written to disk, logged or answered back; gone on restart) and reads the provider's models again with it. `LEMONADE_<PROVIDER>_API_KEY` in the server's environment takes precedence: then nothing is stored and the answer is 409.
+         * @description The same as `POST /v1/cloud/auth`, documented there.
          */
         post: operations["lemonade.cloud_auth.v0_cloud_auth"];
         delete?: never;
@@ -3270,7 +3270,7 @@ export interface paths {
         put?: never;
         /**
          * Set a cloud provider's key
-         * @description Holds an API key for an installed provider in the server's memory (never written to disk, logged or answered back; gone on restart) and reads the provider's models again with it. `LEMONADE_<PROVIDER>_API_KEY` in the server's environment takes precedence: then nothing is stored and the answer is 409.
+         * @description The same as `POST /v1/cloud/auth`, documented there.
          */
         post: operations["lemonade.cloud_auth.api_v0_cloud_auth"];
         delete?: never;
@@ -3311,7 +3311,7 @@ export interface paths {
         post?: never;
         /**
          * Clear a cloud provider's key
-         * @description Forgets the in-memory key of a provider; a key from the environment stays in effect. Without one, the provider's models are read again without a key, so a provider that needs one lists none.
+         * @description The same as `DELETE /v1/cloud/auth/{provider}`, documented there.
          */
         delete: operations["lemonade.cloud_auth_clear.api_v1_cloud_auth_provider"];
         options?: never;
@@ -3331,7 +3331,7 @@ export interface paths {
         post?: never;
         /**
          * Clear a cloud provider's key
-         * @description Forgets the in-memory key of a provider; a key from the environment stays in effect. Without one, the provider's models are read again without a key, so a provider that needs one lists none.
+         * @description The same as `DELETE /v1/cloud/auth/{provider}`, documented there.
          */
         delete: operations["lemonade.cloud_auth_clear.v0_cloud_auth_provider"];
         options?: never;
@@ -3351,7 +3351,7 @@ export interface paths {
         post?: never;
         /**
          * Clear a cloud provider's key
-         * @description Forgets the in-memory key of a provider; a key from the environment stays in effect. Without one, the provider's models are read again without a key, so a provider that needs one lists none.
+         * @description The same as `DELETE /v1/cloud/auth/{provider}`, documented there.
          */
         delete: operations["lemonade.cloud_auth_clear.api_v0_cloud_auth_provider"];
         options?: never;
@@ -3412,7 +3412,7 @@ export interface paths {
         };
         /**
          * Server health and loaded models
-         * @description Checks the health of the server and reports the models loaded in memory.
+         * @description The same as `GET /v1/health`, documented there.
          */
         get: operations["lemonade.health.api_v1_health"];
         put?: never;
@@ -3432,7 +3432,7 @@ export interface paths {
         };
         /**
          * Server health and loaded models
-         * @description Checks the health of the server and reports the models loaded in memory.
+         * @description The same as `GET /v1/health`, documented there.
          */
         get: operations["lemonade.health.v0_health"];
         put?: never;
@@ -3452,7 +3452,7 @@ export interface paths {
         };
         /**
          * Server health and loaded models
-         * @description Checks the health of the server and reports the models loaded in memory.
+         * @description The same as `GET /v1/health`, documented there.
          */
         get: operations["lemonade.health.api_v0_health"];
         put?: never;
@@ -3492,7 +3492,7 @@ export interface paths {
         };
         /**
          * Performance of the last request
-         * @description Performance statistics of the last completed generation request (chat, completions, responses), from the engine's own timings, plus counters since the server started.
+         * @description The same as `GET /v1/stats`, documented there.
          */
         get: operations["lemonade.stats.api_v1_stats"];
         put?: never;
@@ -3512,7 +3512,7 @@ export interface paths {
         };
         /**
          * Performance of the last request
-         * @description Performance statistics of the last completed generation request (chat, completions, responses), from the engine's own timings, plus counters since the server started.
+         * @description The same as `GET /v1/stats`, documented there.
          */
         get: operations["lemonade.stats.v0_stats"];
         put?: never;
@@ -3532,7 +3532,7 @@ export interface paths {
         };
         /**
          * Performance of the last request
-         * @description Performance statistics of the last completed generation request (chat, completions, responses), from the engine's own timings, plus counters since the server started.
+         * @description The same as `GET /v1/stats`, documented there.
          */
         get: operations["lemonade.stats.api_v0_stats"];
         put?: never;
@@ -3572,7 +3572,7 @@ export interface paths {
         };
         /**
          * Hardware details, devices and backend states
-         * @description Reports the host's hardware, the devices found on it, the model storage drive, and for each recipe the state of each of its backends.
+         * @description The same as `GET /v1/system-info`, documented there.
          */
         get: operations["lemonade.system_info.api_v1_system_info"];
         put?: never;
@@ -3592,7 +3592,7 @@ export interface paths {
         };
         /**
          * Hardware details, devices and backend states
-         * @description Reports the host's hardware, the devices found on it, the model storage drive, and for each recipe the state of each of its backends.
+         * @description The same as `GET /v1/system-info`, documented there.
          */
         get: operations["lemonade.system_info.v0_system_info"];
         put?: never;
@@ -3612,7 +3612,7 @@ export interface paths {
         };
         /**
          * Hardware details, devices and backend states
-         * @description Reports the host's hardware, the devices found on it, the model storage drive, and for each recipe the state of each of its backends.
+         * @description The same as `GET /v1/system-info`, documented there.
          */
         get: operations["lemonade.system_info.api_v0_system_info"];
         put?: never;
@@ -3652,7 +3652,7 @@ export interface paths {
         };
         /**
          * Current host resource usage
-         * @description Current host resource usage as measured by the server process, for dashboards that want lightweight telemetry without scraping Prometheus. Values the host cannot report are `null`.
+         * @description The same as `GET /v1/system-stats`, documented there.
          */
         get: operations["lemonade.system_stats.api_v1_system_stats"];
         put?: never;
@@ -3672,7 +3672,7 @@ export interface paths {
         };
         /**
          * Current host resource usage
-         * @description Current host resource usage as measured by the server process, for dashboards that want lightweight telemetry without scraping Prometheus. Values the host cannot report are `null`.
+         * @description The same as `GET /v1/system-stats`, documented there.
          */
         get: operations["lemonade.system_stats.v0_system_stats"];
         put?: never;
@@ -3692,7 +3692,7 @@ export interface paths {
         };
         /**
          * Current host resource usage
-         * @description Current host resource usage as measured by the server process, for dashboards that want lightweight telemetry without scraping Prometheus. Values the host cannot report are `null`.
+         * @description The same as `GET /v1/system-stats`, documented there.
          */
         get: operations["lemonade.system_stats.api_v0_system_stats"];
         put?: never;
@@ -3824,7 +3824,7 @@ export interface paths {
         };
         /**
          * The web app
-         * @description The built-in app: chat, the model manager (downloads, options), backends, logs, settings and try-it panels for speech, transcription, embeddings, reranking and images. Its files come from this server alone, and it talks to the server only through this API; when `LEMONADE_API_KEY` is set, the page asks for the key and keeps it in the browser. `?model=NAME` opens the chat with that model.
+         * @description The same as `GET /`, documented there.
          */
         get: operations["lemonade.web_app.app"];
         put?: never;
@@ -3833,7 +3833,7 @@ export interface paths {
         options?: never;
         /**
          * The web app (headers only)
-         * @description The built-in app: chat, the model manager (downloads, options), backends, logs, settings and try-it panels for speech, transcription, embeddings, reranking and images. Its files come from this server alone, and it talks to the server only through this API; when `LEMONADE_API_KEY` is set, the page asks for the key and keeps it in the browser. `?model=NAME` opens the chat with that model.
+         * @description The same as `GET /`, documented there.
          */
         head: operations["lemonade.web_app.app.head"];
         patch?: never;
@@ -3848,7 +3848,7 @@ export interface paths {
         };
         /**
          * The web app
-         * @description The built-in app: chat, the model manager (downloads, options), backends, logs, settings and try-it panels for speech, transcription, embeddings, reranking and images. Its files come from this server alone, and it talks to the server only through this API; when `LEMONADE_API_KEY` is set, the page asks for the key and keeps it in the browser. `?model=NAME` opens the chat with that model.
+         * @description The same as `GET /`, documented there.
          */
         get: operations["lemonade.web_app.status"];
         put?: never;
@@ -3857,7 +3857,7 @@ export interface paths {
         options?: never;
         /**
          * The web app (headers only)
-         * @description The built-in app: chat, the model manager (downloads, options), backends, logs, settings and try-it panels for speech, transcription, embeddings, reranking and images. Its files come from this server alone, and it talks to the server only through this API; when `LEMONADE_API_KEY` is set, the page asks for the key and keeps it in the browser. `?model=NAME` opens the chat with that model.
+         * @description The same as `GET /`, documented there.
          */
         head: operations["lemonade.web_app.status.head"];
         patch?: never;
@@ -6131,18 +6131,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "Qwen3-0.6B-GGUF",
-                 *       "messages": [
-                 *         {
-                 *           "role": "user",
-                 *           "content": "What is the population of Paris?"
-                 *         }
-                 *       ],
-                 *       "stream": false
-                 *     }
-                 */
                 "application/json": components["schemas"]["ChatCompletionsRequest"];
             };
         };
@@ -6153,54 +6141,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "id": "chatcmpl-cJjl2vW81HgtjvknoAdqxCGKeEtNOG4u",
-                     *       "object": "chat.completion",
-                     *       "created": 1793827645,
-                     *       "model": "Qwen3-0.6B-GGUF",
-                     *       "choices": [
-                     *         {
-                     *           "index": 0,
-                     *           "message": {
-                     *             "role": "assistant",
-                     *             "content": "About 2.1 million people live in Paris."
-                     *           },
-                     *           "finish_reason": "stop"
-                     *         }
-                     *       ],
-                     *       "usage": {
-                     *         "prompt_tokens": 15,
-                     *         "completion_tokens": 12,
-                     *         "total_tokens": 27
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["ChatCompletion"];
                     "text/event-stream": components["schemas"]["ChatCompletionChunk"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not an LLM; The request carries images and `model` reads none: it has no vision projector (`mmproj`); `model`'s cloud provider speaks the other API (OpenAI or Anthropic) than the route; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -6213,18 +6167,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "Qwen3-0.6B-GGUF",
-                 *       "messages": [
-                 *         {
-                 *           "role": "user",
-                 *           "content": "What is the population of Paris?"
-                 *         }
-                 *       ],
-                 *       "stream": false
-                 *     }
-                 */
                 "application/json": components["schemas"]["ChatCompletionsRequest"];
             };
         };
@@ -6235,54 +6177,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "id": "chatcmpl-cJjl2vW81HgtjvknoAdqxCGKeEtNOG4u",
-                     *       "object": "chat.completion",
-                     *       "created": 1793827645,
-                     *       "model": "Qwen3-0.6B-GGUF",
-                     *       "choices": [
-                     *         {
-                     *           "index": 0,
-                     *           "message": {
-                     *             "role": "assistant",
-                     *             "content": "About 2.1 million people live in Paris."
-                     *           },
-                     *           "finish_reason": "stop"
-                     *         }
-                     *       ],
-                     *       "usage": {
-                     *         "prompt_tokens": 15,
-                     *         "completion_tokens": 12,
-                     *         "total_tokens": 27
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["ChatCompletion"];
                     "text/event-stream": components["schemas"]["ChatCompletionChunk"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not an LLM; The request carries images and `model` reads none: it has no vision projector (`mmproj`); `model`'s cloud provider speaks the other API (OpenAI or Anthropic) than the route; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -6295,18 +6203,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "Qwen3-0.6B-GGUF",
-                 *       "messages": [
-                 *         {
-                 *           "role": "user",
-                 *           "content": "What is the population of Paris?"
-                 *         }
-                 *       ],
-                 *       "stream": false
-                 *     }
-                 */
                 "application/json": components["schemas"]["ChatCompletionsRequest"];
             };
         };
@@ -6317,54 +6213,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "id": "chatcmpl-cJjl2vW81HgtjvknoAdqxCGKeEtNOG4u",
-                     *       "object": "chat.completion",
-                     *       "created": 1793827645,
-                     *       "model": "Qwen3-0.6B-GGUF",
-                     *       "choices": [
-                     *         {
-                     *           "index": 0,
-                     *           "message": {
-                     *             "role": "assistant",
-                     *             "content": "About 2.1 million people live in Paris."
-                     *           },
-                     *           "finish_reason": "stop"
-                     *         }
-                     *       ],
-                     *       "usage": {
-                     *         "prompt_tokens": 15,
-                     *         "completion_tokens": 12,
-                     *         "total_tokens": 27
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["ChatCompletion"];
                     "text/event-stream": components["schemas"]["ChatCompletionChunk"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not an LLM; The request carries images and `model` reads none: it has no vision projector (`mmproj`); `model`'s cloud provider speaks the other API (OpenAI or Anthropic) than the route; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -6452,13 +6314,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "Qwen3-0.6B-GGUF",
-                 *       "prompt": "The capital of France is",
-                 *       "max_tokens": 8
-                 *     }
-                 */
                 "application/json": components["schemas"]["CompletionsRequest"];
             };
         };
@@ -6469,52 +6324,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "id": "cmpl-2d7b3b0e",
-                     *       "object": "text_completion",
-                     *       "created": 1793827645,
-                     *       "model": "Qwen3-0.6B-GGUF",
-                     *       "choices": [
-                     *         {
-                     *           "index": 0,
-                     *           "text": " Paris, a city of",
-                     *           "logprobs": null,
-                     *           "finish_reason": "length"
-                     *         }
-                     *       ],
-                     *       "usage": {
-                     *         "prompt_tokens": 6,
-                     *         "completion_tokens": 8,
-                     *         "total_tokens": 14
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Completion"];
                     "text/event-stream": components["schemas"]["Completion"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not an LLM; The request carries images and `model` reads none: it has no vision projector (`mmproj`); `model`'s cloud provider speaks the other API (OpenAI or Anthropic) than the route; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -6527,13 +6350,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "Qwen3-0.6B-GGUF",
-                 *       "prompt": "The capital of France is",
-                 *       "max_tokens": 8
-                 *     }
-                 */
                 "application/json": components["schemas"]["CompletionsRequest"];
             };
         };
@@ -6544,52 +6360,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "id": "cmpl-2d7b3b0e",
-                     *       "object": "text_completion",
-                     *       "created": 1793827645,
-                     *       "model": "Qwen3-0.6B-GGUF",
-                     *       "choices": [
-                     *         {
-                     *           "index": 0,
-                     *           "text": " Paris, a city of",
-                     *           "logprobs": null,
-                     *           "finish_reason": "length"
-                     *         }
-                     *       ],
-                     *       "usage": {
-                     *         "prompt_tokens": 6,
-                     *         "completion_tokens": 8,
-                     *         "total_tokens": 14
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Completion"];
                     "text/event-stream": components["schemas"]["Completion"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not an LLM; The request carries images and `model` reads none: it has no vision projector (`mmproj`); `model`'s cloud provider speaks the other API (OpenAI or Anthropic) than the route; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -6602,13 +6386,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "Qwen3-0.6B-GGUF",
-                 *       "prompt": "The capital of France is",
-                 *       "max_tokens": 8
-                 *     }
-                 */
                 "application/json": components["schemas"]["CompletionsRequest"];
             };
         };
@@ -6619,52 +6396,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "id": "cmpl-2d7b3b0e",
-                     *       "object": "text_completion",
-                     *       "created": 1793827645,
-                     *       "model": "Qwen3-0.6B-GGUF",
-                     *       "choices": [
-                     *         {
-                     *           "index": 0,
-                     *           "text": " Paris, a city of",
-                     *           "logprobs": null,
-                     *           "finish_reason": "length"
-                     *         }
-                     *       ],
-                     *       "usage": {
-                     *         "prompt_tokens": 6,
-                     *         "completion_tokens": 8,
-                     *         "total_tokens": 14
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Completion"];
                     "text/event-stream": components["schemas"]["Completion"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not an LLM; The request carries images and `model` reads none: it has no vision projector (`mmproj`); `model`'s cloud provider speaks the other API (OpenAI or Anthropic) than the route; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -6729,12 +6474,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "Llama-3.2-1B-Instruct-GGUF",
-                 *       "input": "What is the population of Paris?"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ResponsesRequest"];
             };
         };
@@ -6748,27 +6487,16 @@ export interface operations {
                     "text/event-stream": components["schemas"]["ResponsesStreamEvent"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not an LLM; The request carries images and `model` reads none: it has no vision projector (`mmproj`); The request does not stream and `model` is a cloud model, which has no Responses API; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -6781,12 +6509,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "Llama-3.2-1B-Instruct-GGUF",
-                 *       "input": "What is the population of Paris?"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ResponsesRequest"];
             };
         };
@@ -6800,27 +6522,16 @@ export interface operations {
                     "text/event-stream": components["schemas"]["ResponsesStreamEvent"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not an LLM; The request carries images and `model` reads none: it has no vision projector (`mmproj`); The request does not stream and `model` is a cloud model, which has no Responses API; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -6833,12 +6544,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "Llama-3.2-1B-Instruct-GGUF",
-                 *       "input": "What is the population of Paris?"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ResponsesRequest"];
             };
         };
@@ -6852,27 +6557,16 @@ export interface operations {
                     "text/event-stream": components["schemas"]["ResponsesStreamEvent"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not an LLM; The request carries images and `model` reads none: it has no vision projector (`mmproj`); The request does not stream and `model` is a cloud model, which has no Responses API; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -6972,15 +6666,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "nomic-embed-text-v1-GGUF",
-                 *       "input": [
-                 *         "Hello, world!",
-                 *         "Lemonade is refreshing"
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["EmbeddingsRequest"];
             };
         };
@@ -6991,62 +6676,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "list",
-                     *       "data": [
-                     *         {
-                     *           "object": "embedding",
-                     *           "index": 0,
-                     *           "embedding": [
-                     *             0.0123,
-                     *             -0.0456,
-                     *             0.0789
-                     *           ]
-                     *         },
-                     *         {
-                     *           "object": "embedding",
-                     *           "index": 1,
-                     *           "embedding": [
-                     *             0.0234,
-                     *             -0.0567,
-                     *             0.0891
-                     *           ]
-                     *         }
-                     *       ],
-                     *       "model": "nomic-embed-text-v1-GGUF",
-                     *       "usage": {
-                     *         "prompt_tokens": 12,
-                     *         "total_tokens": 12
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["EmbeddingsResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model`'s backend cannot embed, such as a text-to-speech model; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description `model` can embed but is not an embedding model */
             501: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -7059,15 +6702,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "nomic-embed-text-v1-GGUF",
-                 *       "input": [
-                 *         "Hello, world!",
-                 *         "Lemonade is refreshing"
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["EmbeddingsRequest"];
             };
         };
@@ -7078,62 +6712,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "list",
-                     *       "data": [
-                     *         {
-                     *           "object": "embedding",
-                     *           "index": 0,
-                     *           "embedding": [
-                     *             0.0123,
-                     *             -0.0456,
-                     *             0.0789
-                     *           ]
-                     *         },
-                     *         {
-                     *           "object": "embedding",
-                     *           "index": 1,
-                     *           "embedding": [
-                     *             0.0234,
-                     *             -0.0567,
-                     *             0.0891
-                     *           ]
-                     *         }
-                     *       ],
-                     *       "model": "nomic-embed-text-v1-GGUF",
-                     *       "usage": {
-                     *         "prompt_tokens": 12,
-                     *         "total_tokens": 12
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["EmbeddingsResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model`'s backend cannot embed, such as a text-to-speech model; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description `model` can embed but is not an embedding model */
             501: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -7146,15 +6738,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "nomic-embed-text-v1-GGUF",
-                 *       "input": [
-                 *         "Hello, world!",
-                 *         "Lemonade is refreshing"
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["EmbeddingsRequest"];
             };
         };
@@ -7165,62 +6748,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "list",
-                     *       "data": [
-                     *         {
-                     *           "object": "embedding",
-                     *           "index": 0,
-                     *           "embedding": [
-                     *             0.0123,
-                     *             -0.0456,
-                     *             0.0789
-                     *           ]
-                     *         },
-                     *         {
-                     *           "object": "embedding",
-                     *           "index": 1,
-                     *           "embedding": [
-                     *             0.0234,
-                     *             -0.0567,
-                     *             0.0891
-                     *           ]
-                     *         }
-                     *       ],
-                     *       "model": "nomic-embed-text-v1-GGUF",
-                     *       "usage": {
-                     *         "prompt_tokens": 12,
-                     *         "total_tokens": 12
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["EmbeddingsResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model`'s backend cannot embed, such as a text-to-speech model; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description `model` can embed but is not an embedding model */
             501: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -7277,14 +6818,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "kokoro-v1",
-                 *       "input": "Lemonade can speak!",
-                 *       "voice": "af_sky",
-                 *       "response_format": "mp3"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AudioSpeechRequest"];
             };
         };
@@ -7298,17 +6831,11 @@ export interface operations {
                     "audio/mpeg": string;
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not a text-to-speech model; `voice` is not a voice the engine knows */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description The speech engine is not installed (espeak-ng and ffmpeg from Debian) */
             500: components["responses"]["OpenAIError"];
-            /** @description The engine produces no audio */
             502: components["responses"]["OpenAIError"];
         };
     };
@@ -7321,14 +6848,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "kokoro-v1",
-                 *       "input": "Lemonade can speak!",
-                 *       "voice": "af_sky",
-                 *       "response_format": "mp3"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AudioSpeechRequest"];
             };
         };
@@ -7342,17 +6861,11 @@ export interface operations {
                     "audio/mpeg": string;
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not a text-to-speech model; `voice` is not a voice the engine knows */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description The speech engine is not installed (espeak-ng and ffmpeg from Debian) */
             500: components["responses"]["OpenAIError"];
-            /** @description The engine produces no audio */
             502: components["responses"]["OpenAIError"];
         };
     };
@@ -7365,14 +6878,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "kokoro-v1",
-                 *       "input": "Lemonade can speak!",
-                 *       "voice": "af_sky",
-                 *       "response_format": "mp3"
-                 *     }
-                 */
                 "application/json": components["schemas"]["AudioSpeechRequest"];
             };
         };
@@ -7386,17 +6891,11 @@ export interface operations {
                     "audio/mpeg": string;
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not a text-to-speech model; `voice` is not a voice the engine knows */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description The speech engine is not installed (espeak-ng and ffmpeg from Debian) */
             500: components["responses"]["OpenAIError"];
-            /** @description The engine produces no audio */
             502: components["responses"]["OpenAIError"];
         };
     };
@@ -7470,35 +6969,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "text": "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."
-                     *     }
-                     */
                     "application/json": components["schemas"]["AudioTranscriptionsResponse"];
                 };
             };
-            /** @description The request is not `multipart/form-data`; The multipart body cannot be read; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` cannot transcribe; the error's `type` is `unsupported_operation`; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -7521,35 +7004,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "text": "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."
-                     *     }
-                     */
                     "application/json": components["schemas"]["AudioTranscriptionsResponse"];
                 };
             };
-            /** @description The request is not `multipart/form-data`; The multipart body cannot be read; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` cannot transcribe; the error's `type` is `unsupported_operation`; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -7572,35 +7039,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "text": "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."
-                     *     }
-                     */
                     "application/json": components["schemas"]["AudioTranscriptionsResponse"];
                 };
             };
-            /** @description The request is not `multipart/form-data`; The multipart body cannot be read; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` cannot transcribe; the error's `type` is `unsupported_operation`; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -7664,15 +7115,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "SD-Turbo",
-                 *       "prompt": "A serene mountain landscape at sunset",
-                 *       "size": "512x512",
-                 *       "steps": 4,
-                 *       "response_format": "b64_json"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ImagesGenerationsRequest"];
             };
         };
@@ -7686,23 +7128,14 @@ export interface operations {
                     "application/json": components["schemas"]["ImagesResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The backend's reply does not parse, or a request field not listed above has the wrong JSON type */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start; The backend reports an error, for example when `model` cannot serve this route, an error whose `type` is `unsupported_operation` */
             500: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down */
             503: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -7715,15 +7148,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "SD-Turbo",
-                 *       "prompt": "A serene mountain landscape at sunset",
-                 *       "size": "512x512",
-                 *       "steps": 4,
-                 *       "response_format": "b64_json"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ImagesGenerationsRequest"];
             };
         };
@@ -7737,23 +7161,14 @@ export interface operations {
                     "application/json": components["schemas"]["ImagesResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The backend's reply does not parse, or a request field not listed above has the wrong JSON type */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start; The backend reports an error, for example when `model` cannot serve this route, an error whose `type` is `unsupported_operation` */
             500: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down */
             503: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -7766,15 +7181,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "SD-Turbo",
-                 *       "prompt": "A serene mountain landscape at sunset",
-                 *       "size": "512x512",
-                 *       "steps": 4,
-                 *       "response_format": "b64_json"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ImagesGenerationsRequest"];
             };
         };
@@ -7788,23 +7194,14 @@ export interface operations {
                     "application/json": components["schemas"]["ImagesResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The backend's reply does not parse, or a request field not listed above has the wrong JSON type */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start; The backend reports an error, for example when `model` cannot serve this route, an error whose `type` is `unsupported_operation` */
             500: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down */
             503: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -7872,23 +7269,14 @@ export interface operations {
                     "application/json": components["schemas"]["ImagesResponse"];
                 };
             };
-            /** @description The request is not `multipart/form-data`; The multipart body cannot be read; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The form has files under both `image` and `image[]`; The backend's reply does not parse, or a request field not listed above has the wrong JSON type */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start; The backend reports an error, for example when `model` cannot serve this route, an error whose `type` is `unsupported_operation` */
             500: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down */
             503: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -7914,23 +7302,14 @@ export interface operations {
                     "application/json": components["schemas"]["ImagesResponse"];
                 };
             };
-            /** @description The request is not `multipart/form-data`; The multipart body cannot be read; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The form has files under both `image` and `image[]`; The backend's reply does not parse, or a request field not listed above has the wrong JSON type */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start; The backend reports an error, for example when `model` cannot serve this route, an error whose `type` is `unsupported_operation` */
             500: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down */
             503: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -7956,23 +7335,14 @@ export interface operations {
                     "application/json": components["schemas"]["ImagesResponse"];
                 };
             };
-            /** @description The request is not `multipart/form-data`; The multipart body cannot be read; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The form has files under both `image` and `image[]`; The backend's reply does not parse, or a request field not listed above has the wrong JSON type */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start; The backend reports an error, for example when `model` cannot serve this route, an error whose `type` is `unsupported_operation` */
             500: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down */
             503: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -8040,23 +7410,14 @@ export interface operations {
                     "application/json": components["schemas"]["ImagesResponse"];
                 };
             };
-            /** @description The request is not `multipart/form-data`; The multipart body cannot be read; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The backend's reply does not parse, or a request field not listed above has the wrong JSON type */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start; The backend reports an error, for example when `model` cannot serve this route, an error whose `type` is `unsupported_operation` */
             500: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down */
             503: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -8082,23 +7443,14 @@ export interface operations {
                     "application/json": components["schemas"]["ImagesResponse"];
                 };
             };
-            /** @description The request is not `multipart/form-data`; The multipart body cannot be read; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The backend's reply does not parse, or a request field not listed above has the wrong JSON type */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start; The backend reports an error, for example when `model` cannot serve this route, an error whose `type` is `unsupported_operation` */
             500: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down */
             503: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -8124,23 +7476,14 @@ export interface operations {
                     "application/json": components["schemas"]["ImagesResponse"];
                 };
             };
-            /** @description The request is not `multipart/form-data`; The multipart body cannot be read; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The backend's reply does not parse, or a request field not listed above has the wrong JSON type */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start; The backend reports an error, for example when `model` cannot serve this route, an error whose `type` is `unsupported_operation` */
             500: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down */
             503: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -8208,23 +7551,14 @@ export interface operations {
                     "application/json": components["schemas"]["ImagesResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` has no `upscaling` label; `model`'s recipe cannot upscale; The backend's reply does not parse, or a request field not listed above has the wrong JSON type */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description `model` names no model in the registry, or downloading it fails; The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start; The backend reports an error, for example when `model` cannot serve this route, an error whose `type` is `unsupported_operation`; The backend produces no upscaled image */
             500: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down */
             503: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -8250,23 +7584,14 @@ export interface operations {
                     "application/json": components["schemas"]["ImagesResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` has no `upscaling` label; `model`'s recipe cannot upscale; The backend's reply does not parse, or a request field not listed above has the wrong JSON type */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description `model` names no model in the registry, or downloading it fails; The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start; The backend reports an error, for example when `model` cannot serve this route, an error whose `type` is `unsupported_operation`; The backend produces no upscaled image */
             500: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down */
             503: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -8292,23 +7617,14 @@ export interface operations {
                     "application/json": components["schemas"]["ImagesResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` has no `upscaling` label; `model`'s recipe cannot upscale; The backend's reply does not parse, or a request field not listed above has the wrong JSON type */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description `model` names no model in the registry, or downloading it fails; The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start; The backend reports an error, for example when `model` cannot serve this route, an error whose `type` is `unsupported_operation`; The backend produces no upscaled image */
             500: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down */
             503: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -8399,18 +7715,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "Qwen3-0.6B-GGUF",
-                 *       "max_tokens": 256,
-                 *       "messages": [
-                 *         {
-                 *           "role": "user",
-                 *           "content": "Hello"
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["AnthropicMessagesRequest"];
             };
         };
@@ -8421,50 +7725,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "id": "msg_01",
-                     *       "type": "message",
-                     *       "role": "assistant",
-                     *       "model": "Qwen3-0.6B-GGUF",
-                     *       "content": [
-                     *         {
-                     *           "type": "text",
-                     *           "text": "Hello! How can I help?"
-                     *         }
-                     *       ],
-                     *       "stop_reason": "end_turn",
-                     *       "usage": {
-                     *         "input_tokens": 9,
-                     *         "output_tokens": 7
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["AnthropicMessagesResponse"];
                     "text/event-stream": components["schemas"]["AnthropicStreamEvent"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not an LLM; The request carries images and `model` reads none: it has no vision projector (`mmproj`); `model`'s cloud provider speaks the other API (OpenAI or Anthropic) than the route; The request does not fit in the model's context */
             400: components["responses"]["AnthropicError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["AnthropicError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["AnthropicError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["AnthropicError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["AnthropicError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["AnthropicError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["AnthropicError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["AnthropicError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["AnthropicError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["AnthropicError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["AnthropicError"];
         };
     };
@@ -8477,18 +7751,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "Qwen3-0.6B-GGUF",
-                 *       "max_tokens": 256,
-                 *       "messages": [
-                 *         {
-                 *           "role": "user",
-                 *           "content": "Hello"
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["AnthropicMessagesRequest"];
             };
         };
@@ -8499,50 +7761,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "id": "msg_01",
-                     *       "type": "message",
-                     *       "role": "assistant",
-                     *       "model": "Qwen3-0.6B-GGUF",
-                     *       "content": [
-                     *         {
-                     *           "type": "text",
-                     *           "text": "Hello! How can I help?"
-                     *         }
-                     *       ],
-                     *       "stop_reason": "end_turn",
-                     *       "usage": {
-                     *         "input_tokens": 9,
-                     *         "output_tokens": 7
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["AnthropicMessagesResponse"];
                     "text/event-stream": components["schemas"]["AnthropicStreamEvent"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not an LLM; The request carries images and `model` reads none: it has no vision projector (`mmproj`); `model`'s cloud provider speaks the other API (OpenAI or Anthropic) than the route; The request does not fit in the model's context */
             400: components["responses"]["AnthropicError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["AnthropicError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["AnthropicError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["AnthropicError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["AnthropicError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["AnthropicError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["AnthropicError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["AnthropicError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["AnthropicError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["AnthropicError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["AnthropicError"];
         };
     };
@@ -8555,18 +7787,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "Qwen3-0.6B-GGUF",
-                 *       "max_tokens": 256,
-                 *       "messages": [
-                 *         {
-                 *           "role": "user",
-                 *           "content": "Hello"
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["AnthropicMessagesRequest"];
             };
         };
@@ -8577,50 +7797,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "id": "msg_01",
-                     *       "type": "message",
-                     *       "role": "assistant",
-                     *       "model": "Qwen3-0.6B-GGUF",
-                     *       "content": [
-                     *         {
-                     *           "type": "text",
-                     *           "text": "Hello! How can I help?"
-                     *         }
-                     *       ],
-                     *       "stop_reason": "end_turn",
-                     *       "usage": {
-                     *         "input_tokens": 9,
-                     *         "output_tokens": 7
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["AnthropicMessagesResponse"];
                     "text/event-stream": components["schemas"]["AnthropicStreamEvent"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not an LLM; The request carries images and `model` reads none: it has no vision projector (`mmproj`); `model`'s cloud provider speaks the other API (OpenAI or Anthropic) than the route; The request does not fit in the model's context */
             400: components["responses"]["AnthropicError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["AnthropicError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["AnthropicError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["AnthropicError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["AnthropicError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["AnthropicError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["AnthropicError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["AnthropicError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["AnthropicError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["AnthropicError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["AnthropicError"];
         };
     };
@@ -8683,17 +7873,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "Qwen3-0.6B-GGUF",
-                 *       "messages": [
-                 *         {
-                 *           "role": "user",
-                 *           "content": "Hello"
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["AnthropicMessagesRequest"];
             };
         };
@@ -8704,23 +7883,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "input_tokens": 9
-                     *     }
-                     */
                     "application/json": components["schemas"]["AnthropicCountTokensResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model`'s cloud provider speaks the other API (OpenAI or Anthropic) than the route */
             400: components["responses"]["AnthropicError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["AnthropicError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["AnthropicError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["AnthropicError"];
-            /** @description Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["AnthropicError"];
         };
     };
@@ -8733,17 +7902,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "Qwen3-0.6B-GGUF",
-                 *       "messages": [
-                 *         {
-                 *           "role": "user",
-                 *           "content": "Hello"
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["AnthropicMessagesRequest"];
             };
         };
@@ -8754,23 +7912,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "input_tokens": 9
-                     *     }
-                     */
                     "application/json": components["schemas"]["AnthropicCountTokensResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model`'s cloud provider speaks the other API (OpenAI or Anthropic) than the route */
             400: components["responses"]["AnthropicError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["AnthropicError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["AnthropicError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["AnthropicError"];
-            /** @description Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["AnthropicError"];
         };
     };
@@ -8783,17 +7931,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "Qwen3-0.6B-GGUF",
-                 *       "messages": [
-                 *         {
-                 *           "role": "user",
-                 *           "content": "Hello"
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["AnthropicMessagesRequest"];
             };
         };
@@ -8804,23 +7941,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "input_tokens": 9
-                     *     }
-                     */
                     "application/json": components["schemas"]["AnthropicCountTokensResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model`'s cloud provider speaks the other API (OpenAI or Anthropic) than the route */
             400: components["responses"]["AnthropicError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["AnthropicError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["AnthropicError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["AnthropicError"];
-            /** @description Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["AnthropicError"];
         };
     };
@@ -8988,55 +8115,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "list",
-                     *       "data": [
-                     *         {
-                     *           "id": "Qwen3-0.6B-GGUF",
-                     *           "created": 1234567890,
-                     *           "object": "model",
-                     *           "owned_by": "lemonade",
-                     *           "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
-                     *           "recipe": "llamacpp",
-                     *           "size": 0.38,
-                     *           "max_context_window": 40960,
-                     *           "context_length": 4096,
-                     *           "downloaded": true,
-                     *           "update_available": false,
-                     *           "suggested": true,
-                     *           "labels": [
-                     *             "chat",
-                     *             "reasoning",
-                     *             "tool-calling"
-                     *           ],
-                     *           "components": [],
-                     *           "checkpoints": {
-                     *             "main": "unsloth/Qwen3-0.6B-GGUF:Q4_0"
-                     *           },
-                     *           "checkpoint_status": [
-                     *             {
-                     *               "type": "main",
-                     *               "present": true,
-                     *               "required": true,
-                     *               "registry": "huggingface"
-                     *             }
-                     *           ],
-                     *           "source": "huggingface",
-                     *           "registry_source": "huggingface",
-                     *           "recipe_options": {}
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["ModelsResponse"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
         };
     };
@@ -9060,55 +8143,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "list",
-                     *       "data": [
-                     *         {
-                     *           "id": "Qwen3-0.6B-GGUF",
-                     *           "created": 1234567890,
-                     *           "object": "model",
-                     *           "owned_by": "lemonade",
-                     *           "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
-                     *           "recipe": "llamacpp",
-                     *           "size": 0.38,
-                     *           "max_context_window": 40960,
-                     *           "context_length": 4096,
-                     *           "downloaded": true,
-                     *           "update_available": false,
-                     *           "suggested": true,
-                     *           "labels": [
-                     *             "chat",
-                     *             "reasoning",
-                     *             "tool-calling"
-                     *           ],
-                     *           "components": [],
-                     *           "checkpoints": {
-                     *             "main": "unsloth/Qwen3-0.6B-GGUF:Q4_0"
-                     *           },
-                     *           "checkpoint_status": [
-                     *             {
-                     *               "type": "main",
-                     *               "present": true,
-                     *               "required": true,
-                     *               "registry": "huggingface"
-                     *             }
-                     *           ],
-                     *           "source": "huggingface",
-                     *           "registry_source": "huggingface",
-                     *           "recipe_options": {}
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["ModelsResponse"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
         };
     };
@@ -9132,55 +8171,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "list",
-                     *       "data": [
-                     *         {
-                     *           "id": "Qwen3-0.6B-GGUF",
-                     *           "created": 1234567890,
-                     *           "object": "model",
-                     *           "owned_by": "lemonade",
-                     *           "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
-                     *           "recipe": "llamacpp",
-                     *           "size": 0.38,
-                     *           "max_context_window": 40960,
-                     *           "context_length": 4096,
-                     *           "downloaded": true,
-                     *           "update_available": false,
-                     *           "suggested": true,
-                     *           "labels": [
-                     *             "chat",
-                     *             "reasoning",
-                     *             "tool-calling"
-                     *           ],
-                     *           "components": [],
-                     *           "checkpoints": {
-                     *             "main": "unsloth/Qwen3-0.6B-GGUF:Q4_0"
-                     *           },
-                     *           "checkpoint_status": [
-                     *             {
-                     *               "type": "main",
-                     *               "present": true,
-                     *               "required": true,
-                     *               "registry": "huggingface"
-                     *             }
-                     *           ],
-                     *           "source": "huggingface",
-                     *           "registry_source": "huggingface",
-                     *           "recipe_options": {}
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["ModelsResponse"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
         };
     };
@@ -9204,55 +8199,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "list",
-                     *       "data": [
-                     *         {
-                     *           "id": "Qwen3-0.6B-GGUF",
-                     *           "created": 1234567890,
-                     *           "object": "model",
-                     *           "owned_by": "lemonade",
-                     *           "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
-                     *           "recipe": "llamacpp",
-                     *           "size": 0.38,
-                     *           "max_context_window": 40960,
-                     *           "context_length": 4096,
-                     *           "downloaded": true,
-                     *           "update_available": false,
-                     *           "suggested": true,
-                     *           "labels": [
-                     *             "chat",
-                     *             "reasoning",
-                     *             "tool-calling"
-                     *           ],
-                     *           "components": [],
-                     *           "checkpoints": {
-                     *             "main": "unsloth/Qwen3-0.6B-GGUF:Q4_0"
-                     *           },
-                     *           "checkpoint_status": [
-                     *             {
-                     *               "type": "main",
-                     *               "present": true,
-                     *               "required": true,
-                     *               "registry": "huggingface"
-                     *             }
-                     *           ],
-                     *           "source": "huggingface",
-                     *           "registry_source": "huggingface",
-                     *           "recipe_options": {}
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["ModelsResponse"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
         };
     };
@@ -9276,55 +8227,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "list",
-                     *       "data": [
-                     *         {
-                     *           "id": "Qwen3-0.6B-GGUF",
-                     *           "created": 1234567890,
-                     *           "object": "model",
-                     *           "owned_by": "lemonade",
-                     *           "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
-                     *           "recipe": "llamacpp",
-                     *           "size": 0.38,
-                     *           "max_context_window": 40960,
-                     *           "context_length": 4096,
-                     *           "downloaded": true,
-                     *           "update_available": false,
-                     *           "suggested": true,
-                     *           "labels": [
-                     *             "chat",
-                     *             "reasoning",
-                     *             "tool-calling"
-                     *           ],
-                     *           "components": [],
-                     *           "checkpoints": {
-                     *             "main": "unsloth/Qwen3-0.6B-GGUF:Q4_0"
-                     *           },
-                     *           "checkpoint_status": [
-                     *             {
-                     *               "type": "main",
-                     *               "present": true,
-                     *               "required": true,
-                     *               "registry": "huggingface"
-                     *             }
-                     *           ],
-                     *           "source": "huggingface",
-                     *           "registry_source": "huggingface",
-                     *           "recipe_options": {}
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["ModelsResponse"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
         };
     };
@@ -9348,55 +8255,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "list",
-                     *       "data": [
-                     *         {
-                     *           "id": "Qwen3-0.6B-GGUF",
-                     *           "created": 1234567890,
-                     *           "object": "model",
-                     *           "owned_by": "lemonade",
-                     *           "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
-                     *           "recipe": "llamacpp",
-                     *           "size": 0.38,
-                     *           "max_context_window": 40960,
-                     *           "context_length": 4096,
-                     *           "downloaded": true,
-                     *           "update_available": false,
-                     *           "suggested": true,
-                     *           "labels": [
-                     *             "chat",
-                     *             "reasoning",
-                     *             "tool-calling"
-                     *           ],
-                     *           "components": [],
-                     *           "checkpoints": {
-                     *             "main": "unsloth/Qwen3-0.6B-GGUF:Q4_0"
-                     *           },
-                     *           "checkpoint_status": [
-                     *             {
-                     *               "type": "main",
-                     *               "present": true,
-                     *               "required": true,
-                     *               "registry": "huggingface"
-                     *             }
-                     *           ],
-                     *           "source": "huggingface",
-                     *           "registry_source": "huggingface",
-                     *           "recipe_options": {}
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["ModelsResponse"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
         };
     };
@@ -9491,52 +8354,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "id": "Qwen3-0.6B-GGUF",
-                     *       "created": 1234567890,
-                     *       "object": "model",
-                     *       "owned_by": "lemonade",
-                     *       "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
-                     *       "recipe": "llamacpp",
-                     *       "size": 0.38,
-                     *       "max_context_window": 40960,
-                     *       "context_length": 4096,
-                     *       "downloaded": true,
-                     *       "update_available": false,
-                     *       "suggested": true,
-                     *       "labels": [
-                     *         "chat",
-                     *         "reasoning",
-                     *         "tool-calling"
-                     *       ],
-                     *       "components": [],
-                     *       "checkpoints": {
-                     *         "main": "unsloth/Qwen3-0.6B-GGUF:Q4_0"
-                     *       },
-                     *       "checkpoint_status": [
-                     *         {
-                     *           "type": "main",
-                     *           "present": true,
-                     *           "required": true,
-                     *           "registry": "huggingface"
-                     *         }
-                     *       ],
-                     *       "source": "huggingface",
-                     *       "registry_source": "huggingface",
-                     *       "recipe_options": {}
-                     *     }
-                     */
                     "application/json": components["schemas"]["Model"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
         };
     };
@@ -9561,52 +8384,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "id": "Qwen3-0.6B-GGUF",
-                     *       "created": 1234567890,
-                     *       "object": "model",
-                     *       "owned_by": "lemonade",
-                     *       "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
-                     *       "recipe": "llamacpp",
-                     *       "size": 0.38,
-                     *       "max_context_window": 40960,
-                     *       "context_length": 4096,
-                     *       "downloaded": true,
-                     *       "update_available": false,
-                     *       "suggested": true,
-                     *       "labels": [
-                     *         "chat",
-                     *         "reasoning",
-                     *         "tool-calling"
-                     *       ],
-                     *       "components": [],
-                     *       "checkpoints": {
-                     *         "main": "unsloth/Qwen3-0.6B-GGUF:Q4_0"
-                     *       },
-                     *       "checkpoint_status": [
-                     *         {
-                     *           "type": "main",
-                     *           "present": true,
-                     *           "required": true,
-                     *           "registry": "huggingface"
-                     *         }
-                     *       ],
-                     *       "source": "huggingface",
-                     *       "registry_source": "huggingface",
-                     *       "recipe_options": {}
-                     *     }
-                     */
                     "application/json": components["schemas"]["Model"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
         };
     };
@@ -9631,52 +8414,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "id": "Qwen3-0.6B-GGUF",
-                     *       "created": 1234567890,
-                     *       "object": "model",
-                     *       "owned_by": "lemonade",
-                     *       "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
-                     *       "recipe": "llamacpp",
-                     *       "size": 0.38,
-                     *       "max_context_window": 40960,
-                     *       "context_length": 4096,
-                     *       "downloaded": true,
-                     *       "update_available": false,
-                     *       "suggested": true,
-                     *       "labels": [
-                     *         "chat",
-                     *         "reasoning",
-                     *         "tool-calling"
-                     *       ],
-                     *       "components": [],
-                     *       "checkpoints": {
-                     *         "main": "unsloth/Qwen3-0.6B-GGUF:Q4_0"
-                     *       },
-                     *       "checkpoint_status": [
-                     *         {
-                     *           "type": "main",
-                     *           "present": true,
-                     *           "required": true,
-                     *           "registry": "huggingface"
-                     *         }
-                     *       ],
-                     *       "source": "huggingface",
-                     *       "registry_source": "huggingface",
-                     *       "recipe_options": {}
-                     *     }
-                     */
                     "application/json": components["schemas"]["Model"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
         };
     };
@@ -9748,29 +8491,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model_id": "Qwen3-0.6B-GGUF",
-                     *       "files": [
-                     *         {
-                     *           "name": "Qwen3-0.6B-Q4_0.gguf",
-                     *           "role": "main",
-                     *           "size_bytes": 382156480,
-                     *           "exists": true
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["ModelsIdFilesResponse"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["LemonadeError"];
         };
     };
@@ -9795,29 +8521,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model_id": "Qwen3-0.6B-GGUF",
-                     *       "files": [
-                     *         {
-                     *           "name": "Qwen3-0.6B-Q4_0.gguf",
-                     *           "role": "main",
-                     *           "size_bytes": 382156480,
-                     *           "exists": true
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["ModelsIdFilesResponse"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["LemonadeError"];
         };
     };
@@ -9842,29 +8551,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model_id": "Qwen3-0.6B-GGUF",
-                     *       "files": [
-                     *         {
-                     *           "name": "Qwen3-0.6B-Q4_0.gguf",
-                     *           "role": "main",
-                     *           "size_bytes": 382156480,
-                     *           "exists": true
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["ModelsIdFilesResponse"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["LemonadeError"];
         };
     };
@@ -10068,42 +8760,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model_name": "Qwen3-0.6B-GGUF",
-                     *       "recipe": "llamacpp",
-                     *       "saved": {},
-                     *       "effective": {
-                     *         "ctx_size": 4096,
-                     *         "llamacpp_backend": "cpu",
-                     *         "llamacpp_args": "",
-                     *         "merge_args": true,
-                     *         "evict_idle_timeout": 300,
-                     *         "model_name": "Qwen3-0.6B-GGUF"
-                     *       },
-                     *       "defaults": {
-                     *         "ctx_size": 4096,
-                     *         "llamacpp_backend": "cpu",
-                     *         "llamacpp_args": "",
-                     *         "merge_args": true,
-                     *         "evict_idle_timeout": 300,
-                     *         "model_name": "Qwen3-0.6B-GGUF"
-                     *       },
-                     *       "resolved_ctx_size": 4096
-                     *     }
-                     */
                     "application/json": components["schemas"]["ModelOptions"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["LemonadeError"];
-            /** @description Reading or saving the model's options fails, for example on an unwritable options file */
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -10119,11 +8782,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "ctx_size": 8192
-                 *     }
-                 */
                 "application/json": components["schemas"]["ModelsIdOptionsPostRequest"];
             };
         };
@@ -10134,44 +8792,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model_name": "Qwen3-0.6B-GGUF",
-                     *       "recipe": "llamacpp",
-                     *       "saved": {
-                     *         "ctx_size": 8192
-                     *       },
-                     *       "effective": {
-                     *         "ctx_size": 8192,
-                     *         "llamacpp_backend": "cpu",
-                     *         "llamacpp_args": "",
-                     *         "merge_args": true,
-                     *         "evict_idle_timeout": 300,
-                     *         "model_name": "Qwen3-0.6B-GGUF"
-                     *       },
-                     *       "defaults": {
-                     *         "ctx_size": 4096,
-                     *         "llamacpp_backend": "cpu",
-                     *         "llamacpp_args": "",
-                     *         "merge_args": true,
-                     *         "evict_idle_timeout": 300,
-                     *         "model_name": "Qwen3-0.6B-GGUF"
-                     *       },
-                     *       "resolved_ctx_size": 8192
-                     *     }
-                     */
                     "application/json": components["schemas"]["ModelOptions"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The body names an option that the model's recipe does not accept, or sets `pinned`; `ctx_size` is not a positive whole number or `-1`, or an option has the wrong type */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["LemonadeError"];
-            /** @description Reading or saving the model's options fails, for example on an unwritable options file */
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -10193,42 +8820,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model_name": "Qwen3-0.6B-GGUF",
-                     *       "recipe": "llamacpp",
-                     *       "saved": {},
-                     *       "effective": {
-                     *         "ctx_size": 4096,
-                     *         "llamacpp_backend": "cpu",
-                     *         "llamacpp_args": "",
-                     *         "merge_args": true,
-                     *         "evict_idle_timeout": 300,
-                     *         "model_name": "Qwen3-0.6B-GGUF"
-                     *       },
-                     *       "defaults": {
-                     *         "ctx_size": 4096,
-                     *         "llamacpp_backend": "cpu",
-                     *         "llamacpp_args": "",
-                     *         "merge_args": true,
-                     *         "evict_idle_timeout": 300,
-                     *         "model_name": "Qwen3-0.6B-GGUF"
-                     *       },
-                     *       "resolved_ctx_size": 4096
-                     *     }
-                     */
                     "application/json": components["schemas"]["ModelOptions"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["LemonadeError"];
-            /** @description Reading or saving the model's options fails, for example on an unwritable options file */
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -10250,42 +8848,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model_name": "Qwen3-0.6B-GGUF",
-                     *       "recipe": "llamacpp",
-                     *       "saved": {},
-                     *       "effective": {
-                     *         "ctx_size": 4096,
-                     *         "llamacpp_backend": "cpu",
-                     *         "llamacpp_args": "",
-                     *         "merge_args": true,
-                     *         "evict_idle_timeout": 300,
-                     *         "model_name": "Qwen3-0.6B-GGUF"
-                     *       },
-                     *       "defaults": {
-                     *         "ctx_size": 4096,
-                     *         "llamacpp_backend": "cpu",
-                     *         "llamacpp_args": "",
-                     *         "merge_args": true,
-                     *         "evict_idle_timeout": 300,
-                     *         "model_name": "Qwen3-0.6B-GGUF"
-                     *       },
-                     *       "resolved_ctx_size": 4096
-                     *     }
-                     */
                     "application/json": components["schemas"]["ModelOptions"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["LemonadeError"];
-            /** @description Reading or saving the model's options fails, for example on an unwritable options file */
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -10301,11 +8870,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "ctx_size": 8192
-                 *     }
-                 */
                 "application/json": components["schemas"]["ModelsIdOptionsPostRequest"];
             };
         };
@@ -10316,44 +8880,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model_name": "Qwen3-0.6B-GGUF",
-                     *       "recipe": "llamacpp",
-                     *       "saved": {
-                     *         "ctx_size": 8192
-                     *       },
-                     *       "effective": {
-                     *         "ctx_size": 8192,
-                     *         "llamacpp_backend": "cpu",
-                     *         "llamacpp_args": "",
-                     *         "merge_args": true,
-                     *         "evict_idle_timeout": 300,
-                     *         "model_name": "Qwen3-0.6B-GGUF"
-                     *       },
-                     *       "defaults": {
-                     *         "ctx_size": 4096,
-                     *         "llamacpp_backend": "cpu",
-                     *         "llamacpp_args": "",
-                     *         "merge_args": true,
-                     *         "evict_idle_timeout": 300,
-                     *         "model_name": "Qwen3-0.6B-GGUF"
-                     *       },
-                     *       "resolved_ctx_size": 8192
-                     *     }
-                     */
                     "application/json": components["schemas"]["ModelOptions"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The body names an option that the model's recipe does not accept, or sets `pinned`; `ctx_size` is not a positive whole number or `-1`, or an option has the wrong type */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["LemonadeError"];
-            /** @description Reading or saving the model's options fails, for example on an unwritable options file */
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -10375,42 +8908,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model_name": "Qwen3-0.6B-GGUF",
-                     *       "recipe": "llamacpp",
-                     *       "saved": {},
-                     *       "effective": {
-                     *         "ctx_size": 4096,
-                     *         "llamacpp_backend": "cpu",
-                     *         "llamacpp_args": "",
-                     *         "merge_args": true,
-                     *         "evict_idle_timeout": 300,
-                     *         "model_name": "Qwen3-0.6B-GGUF"
-                     *       },
-                     *       "defaults": {
-                     *         "ctx_size": 4096,
-                     *         "llamacpp_backend": "cpu",
-                     *         "llamacpp_args": "",
-                     *         "merge_args": true,
-                     *         "evict_idle_timeout": 300,
-                     *         "model_name": "Qwen3-0.6B-GGUF"
-                     *       },
-                     *       "resolved_ctx_size": 4096
-                     *     }
-                     */
                     "application/json": components["schemas"]["ModelOptions"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["LemonadeError"];
-            /** @description Reading or saving the model's options fails, for example on an unwritable options file */
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -10432,42 +8936,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model_name": "Qwen3-0.6B-GGUF",
-                     *       "recipe": "llamacpp",
-                     *       "saved": {},
-                     *       "effective": {
-                     *         "ctx_size": 4096,
-                     *         "llamacpp_backend": "cpu",
-                     *         "llamacpp_args": "",
-                     *         "merge_args": true,
-                     *         "evict_idle_timeout": 300,
-                     *         "model_name": "Qwen3-0.6B-GGUF"
-                     *       },
-                     *       "defaults": {
-                     *         "ctx_size": 4096,
-                     *         "llamacpp_backend": "cpu",
-                     *         "llamacpp_args": "",
-                     *         "merge_args": true,
-                     *         "evict_idle_timeout": 300,
-                     *         "model_name": "Qwen3-0.6B-GGUF"
-                     *       },
-                     *       "resolved_ctx_size": 4096
-                     *     }
-                     */
                     "application/json": components["schemas"]["ModelOptions"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["LemonadeError"];
-            /** @description Reading or saving the model's options fails, for example on an unwritable options file */
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -10483,11 +8958,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "ctx_size": 8192
-                 *     }
-                 */
                 "application/json": components["schemas"]["ModelsIdOptionsPostRequest"];
             };
         };
@@ -10498,44 +8968,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model_name": "Qwen3-0.6B-GGUF",
-                     *       "recipe": "llamacpp",
-                     *       "saved": {
-                     *         "ctx_size": 8192
-                     *       },
-                     *       "effective": {
-                     *         "ctx_size": 8192,
-                     *         "llamacpp_backend": "cpu",
-                     *         "llamacpp_args": "",
-                     *         "merge_args": true,
-                     *         "evict_idle_timeout": 300,
-                     *         "model_name": "Qwen3-0.6B-GGUF"
-                     *       },
-                     *       "defaults": {
-                     *         "ctx_size": 4096,
-                     *         "llamacpp_backend": "cpu",
-                     *         "llamacpp_args": "",
-                     *         "merge_args": true,
-                     *         "evict_idle_timeout": 300,
-                     *         "model_name": "Qwen3-0.6B-GGUF"
-                     *       },
-                     *       "resolved_ctx_size": 8192
-                     *     }
-                     */
                     "application/json": components["schemas"]["ModelOptions"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The body names an option that the model's recipe does not accept, or sets `pinned`; `ctx_size` is not a positive whole number or `-1`, or an option has the wrong type */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["LemonadeError"];
-            /** @description Reading or saving the model's options fails, for example on an unwritable options file */
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -10557,42 +8996,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model_name": "Qwen3-0.6B-GGUF",
-                     *       "recipe": "llamacpp",
-                     *       "saved": {},
-                     *       "effective": {
-                     *         "ctx_size": 4096,
-                     *         "llamacpp_backend": "cpu",
-                     *         "llamacpp_args": "",
-                     *         "merge_args": true,
-                     *         "evict_idle_timeout": 300,
-                     *         "model_name": "Qwen3-0.6B-GGUF"
-                     *       },
-                     *       "defaults": {
-                     *         "ctx_size": 4096,
-                     *         "llamacpp_backend": "cpu",
-                     *         "llamacpp_args": "",
-                     *         "merge_args": true,
-                     *         "evict_idle_timeout": 300,
-                     *         "model_name": "Qwen3-0.6B-GGUF"
-                     *       },
-                     *       "resolved_ctx_size": 4096
-                     *     }
-                     */
                     "application/json": components["schemas"]["ModelOptions"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["LemonadeError"];
-            /** @description Reading or saving the model's options fails, for example on an unwritable options file */
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -10681,16 +9091,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "bge-reranker-v2-m3-GGUF",
-                 *       "query": "What is the capital of France?",
-                 *       "documents": [
-                 *         "Paris is the capital of France.",
-                 *         "Berlin is in Germany."
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -10701,50 +9101,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model": "bge-reranker-v2-m3-GGUF",
-                     *       "object": "list",
-                     *       "results": [
-                     *         {
-                     *           "index": 0,
-                     *           "relevance_score": 8.63
-                     *         },
-                     *         {
-                     *           "index": 1,
-                     *           "relevance_score": -6.41
-                     *         }
-                     *       ],
-                     *       "usage": {
-                     *         "prompt_tokens": 31,
-                     *         "total_tokens": 31
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not a reranking model; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -10757,16 +9126,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "bge-reranker-v2-m3-GGUF",
-                 *       "query": "What is the capital of France?",
-                 *       "documents": [
-                 *         "Paris is the capital of France.",
-                 *         "Berlin is in Germany."
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -10777,50 +9136,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model": "bge-reranker-v2-m3-GGUF",
-                     *       "object": "list",
-                     *       "results": [
-                     *         {
-                     *           "index": 0,
-                     *           "relevance_score": 8.63
-                     *         },
-                     *         {
-                     *           "index": 1,
-                     *           "relevance_score": -6.41
-                     *         }
-                     *       ],
-                     *       "usage": {
-                     *         "prompt_tokens": 31,
-                     *         "total_tokens": 31
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not a reranking model; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -10833,16 +9161,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "bge-reranker-v2-m3-GGUF",
-                 *       "query": "What is the capital of France?",
-                 *       "documents": [
-                 *         "Paris is the capital of France.",
-                 *         "Berlin is in Germany."
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -10853,50 +9171,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model": "bge-reranker-v2-m3-GGUF",
-                     *       "object": "list",
-                     *       "results": [
-                     *         {
-                     *           "index": 0,
-                     *           "relevance_score": 8.63
-                     *         },
-                     *         {
-                     *           "index": 1,
-                     *           "relevance_score": -6.41
-                     *         }
-                     *       ],
-                     *       "usage": {
-                     *         "prompt_tokens": 31,
-                     *         "total_tokens": 31
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not a reranking model; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -10909,16 +9196,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "bge-reranker-v2-m3-GGUF",
-                 *       "query": "What is the capital of France?",
-                 *       "documents": [
-                 *         "Paris is the capital of France.",
-                 *         "Berlin is in Germany."
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -10929,50 +9206,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model": "bge-reranker-v2-m3-GGUF",
-                     *       "object": "list",
-                     *       "results": [
-                     *         {
-                     *           "index": 0,
-                     *           "relevance_score": 8.63
-                     *         },
-                     *         {
-                     *           "index": 1,
-                     *           "relevance_score": -6.41
-                     *         }
-                     *       ],
-                     *       "usage": {
-                     *         "prompt_tokens": 31,
-                     *         "total_tokens": 31
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not a reranking model; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -10985,16 +9231,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "bge-reranker-v2-m3-GGUF",
-                 *       "query": "What is the capital of France?",
-                 *       "documents": [
-                 *         "Paris is the capital of France.",
-                 *         "Berlin is in Germany."
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -11005,50 +9241,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model": "bge-reranker-v2-m3-GGUF",
-                     *       "object": "list",
-                     *       "results": [
-                     *         {
-                     *           "index": 0,
-                     *           "relevance_score": 8.63
-                     *         },
-                     *         {
-                     *           "index": 1,
-                     *           "relevance_score": -6.41
-                     *         }
-                     *       ],
-                     *       "usage": {
-                     *         "prompt_tokens": 31,
-                     *         "total_tokens": 31
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not a reranking model; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -11061,16 +9266,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "bge-reranker-v2-m3-GGUF",
-                 *       "query": "What is the capital of France?",
-                 *       "documents": [
-                 *         "Paris is the capital of France.",
-                 *         "Berlin is in Germany."
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -11081,50 +9276,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model": "bge-reranker-v2-m3-GGUF",
-                     *       "object": "list",
-                     *       "results": [
-                     *         {
-                     *           "index": 0,
-                     *           "relevance_score": 8.63
-                     *         },
-                     *         {
-                     *           "index": 1,
-                     *           "relevance_score": -6.41
-                     *         }
-                     *       ],
-                     *       "usage": {
-                     *         "prompt_tokens": 31,
-                     *         "total_tokens": 31
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not a reranking model; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -11137,16 +9301,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "bge-reranker-v2-m3-GGUF",
-                 *       "query": "What is the capital of France?",
-                 *       "documents": [
-                 *         "Paris is the capital of France.",
-                 *         "Berlin is in Germany."
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -11157,50 +9311,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model": "bge-reranker-v2-m3-GGUF",
-                     *       "object": "list",
-                     *       "results": [
-                     *         {
-                     *           "index": 0,
-                     *           "relevance_score": 8.63
-                     *         },
-                     *         {
-                     *           "index": 1,
-                     *           "relevance_score": -6.41
-                     *         }
-                     *       ],
-                     *       "usage": {
-                     *         "prompt_tokens": 31,
-                     *         "total_tokens": 31
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not a reranking model; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -11213,16 +9336,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "bge-reranker-v2-m3-GGUF",
-                 *       "query": "What is the capital of France?",
-                 *       "documents": [
-                 *         "Paris is the capital of France.",
-                 *         "Berlin is in Germany."
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -11233,50 +9346,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model": "bge-reranker-v2-m3-GGUF",
-                     *       "object": "list",
-                     *       "results": [
-                     *         {
-                     *           "index": 0,
-                     *           "relevance_score": 8.63
-                     *         },
-                     *         {
-                     *           "index": 1,
-                     *           "relevance_score": -6.41
-                     *         }
-                     *       ],
-                     *       "usage": {
-                     *         "prompt_tokens": 31,
-                     *         "total_tokens": 31
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not a reranking model; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -11289,16 +9371,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "bge-reranker-v2-m3-GGUF",
-                 *       "query": "What is the capital of France?",
-                 *       "documents": [
-                 *         "Paris is the capital of France.",
-                 *         "Berlin is in Germany."
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -11309,50 +9381,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model": "bge-reranker-v2-m3-GGUF",
-                     *       "object": "list",
-                     *       "results": [
-                     *         {
-                     *           "index": 0,
-                     *           "relevance_score": 8.63
-                     *         },
-                     *         {
-                     *           "index": 1,
-                     *           "relevance_score": -6.41
-                     *         }
-                     *       ],
-                     *       "usage": {
-                     *         "prompt_tokens": 31,
-                     *         "total_tokens": 31
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not a reranking model; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -11365,16 +9406,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "bge-reranker-v2-m3-GGUF",
-                 *       "query": "What is the capital of France?",
-                 *       "documents": [
-                 *         "Paris is the capital of France.",
-                 *         "Berlin is in Germany."
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -11385,50 +9416,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model": "bge-reranker-v2-m3-GGUF",
-                     *       "object": "list",
-                     *       "results": [
-                     *         {
-                     *           "index": 0,
-                     *           "relevance_score": 8.63
-                     *         },
-                     *         {
-                     *           "index": 1,
-                     *           "relevance_score": -6.41
-                     *         }
-                     *       ],
-                     *       "usage": {
-                     *         "prompt_tokens": 31,
-                     *         "total_tokens": 31
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not a reranking model; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -11441,16 +9441,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "bge-reranker-v2-m3-GGUF",
-                 *       "query": "What is the capital of France?",
-                 *       "documents": [
-                 *         "Paris is the capital of France.",
-                 *         "Berlin is in Germany."
-                 *       ]
-                 *     }
-                 */
                 "application/json": components["schemas"]["LlamacppRerankRequest"];
             };
         };
@@ -11461,50 +9451,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "model": "bge-reranker-v2-m3-GGUF",
-                     *       "object": "list",
-                     *       "results": [
-                     *         {
-                     *           "index": 0,
-                     *           "relevance_score": 8.63
-                     *         },
-                     *         {
-                     *           "index": 1,
-                     *           "relevance_score": -6.41
-                     *         }
-                     *       ],
-                     *       "usage": {
-                     *         "prompt_tokens": 31,
-                     *         "total_tokens": 31
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["LlamacppRerankResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model` is not a reranking model; The request does not fit in the model's context */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
             503: components["responses"]["OpenAIError"];
-            /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -11563,28 +9522,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example [
-                     *       {
-                     *         "id": 0,
-                     *         "n_ctx": 4096,
-                     *         "is_processing": false,
-                     *         "id_task": 12
-                     *       }
-                     *     ]
-                     */
                     "application/json": components["schemas"]["LlamacppSlotsResponse"];
                 };
             };
-            /** @description No model is loaded; The most recently used model's recipe does not serve the route (slots, tokenize) */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The model is unloaded while the request waits for it */
             404: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one */
             500: components["responses"]["OpenAIError"];
         };
     };
@@ -11603,28 +9547,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example [
-                     *       {
-                     *         "id": 0,
-                     *         "n_ctx": 4096,
-                     *         "is_processing": false,
-                     *         "id_task": 12
-                     *       }
-                     *     ]
-                     */
                     "application/json": components["schemas"]["LlamacppSlotsResponse"];
                 };
             };
-            /** @description No model is loaded; The most recently used model's recipe does not serve the route (slots, tokenize) */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The model is unloaded while the request waits for it */
             404: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one */
             500: components["responses"]["OpenAIError"];
         };
     };
@@ -11643,28 +9572,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example [
-                     *       {
-                     *         "id": 0,
-                     *         "n_ctx": 4096,
-                     *         "is_processing": false,
-                     *         "id_task": 12
-                     *       }
-                     *     ]
-                     */
                     "application/json": components["schemas"]["LlamacppSlotsResponse"];
                 };
             };
-            /** @description No model is loaded; The most recently used model's recipe does not serve the route (slots, tokenize) */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The model is unloaded while the request waits for it */
             404: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one */
             500: components["responses"]["OpenAIError"];
         };
     };
@@ -11739,24 +9653,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "id_slot": 0,
-                     *       "n_erased": 46
-                     *     }
-                     */
                     "application/json": components["schemas"]["LlamacppSlotsActionResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `filename` is missing for `save`/`restore`, or is not a plain file name in the slot directory; `id` is too large for a 32-bit integer; No model is loaded; The most recently used model's recipe does not serve the route (slots, tokenize) */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The model is unloaded while the request waits for it */
             404: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one */
             500: components["responses"]["OpenAIError"];
         };
     };
@@ -11785,24 +9688,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "id_slot": 0,
-                     *       "n_erased": 46
-                     *     }
-                     */
                     "application/json": components["schemas"]["LlamacppSlotsActionResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `filename` is missing for `save`/`restore`, or is not a plain file name in the slot directory; `id` is too large for a 32-bit integer; No model is loaded; The most recently used model's recipe does not serve the route (slots, tokenize) */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The model is unloaded while the request waits for it */
             404: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one */
             500: components["responses"]["OpenAIError"];
         };
     };
@@ -11831,24 +9723,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "id_slot": 0,
-                     *       "n_erased": 46
-                     *     }
-                     */
                     "application/json": components["schemas"]["LlamacppSlotsActionResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `filename` is missing for `save`/`restore`, or is not a plain file name in the slot directory; `id` is too large for a 32-bit integer; No model is loaded; The most recently used model's recipe does not serve the route (slots, tokenize) */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The model is unloaded while the request waits for it */
             404: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one */
             500: components["responses"]["OpenAIError"];
         };
     };
@@ -11910,11 +9791,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "content": "This is a test"
-                 *     }
-                 */
                 "application/json": components["schemas"]["LlamacppTokenizeRequest"];
             };
         };
@@ -11925,28 +9801,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "tokens": [
-                     *         1986,
-                     *         374,
-                     *         264,
-                     *         1273
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["LlamacppTokenizeResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; No model is loaded; The most recently used model's recipe does not serve the route (slots, tokenize) */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The model is unloaded while the request waits for it */
             404: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one */
             500: components["responses"]["OpenAIError"];
         };
     };
@@ -11959,11 +9820,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "content": "This is a test"
-                 *     }
-                 */
                 "application/json": components["schemas"]["LlamacppTokenizeRequest"];
             };
         };
@@ -11974,28 +9830,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "tokens": [
-                     *         1986,
-                     *         374,
-                     *         264,
-                     *         1273
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["LlamacppTokenizeResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; No model is loaded; The most recently used model's recipe does not serve the route (slots, tokenize) */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The model is unloaded while the request waits for it */
             404: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one */
             500: components["responses"]["OpenAIError"];
         };
     };
@@ -12008,11 +9849,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "content": "This is a test"
-                 *     }
-                 */
                 "application/json": components["schemas"]["LlamacppTokenizeRequest"];
             };
         };
@@ -12023,28 +9859,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "tokens": [
-                     *         1986,
-                     *         374,
-                     *         264,
-                     *         1273
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["LlamacppTokenizeResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; No model is loaded; The most recently used model's recipe does not serve the route (slots, tokenize) */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The model is unloaded while the request waits for it */
             404: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one */
             500: components["responses"]["OpenAIError"];
         };
     };
@@ -12717,12 +10538,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model_name": "Qwen3-0.6B-GGUF",
-                 *       "ctx_size": 8192
-                 *     }
-                 */
                 "application/json": components["schemas"]["LoadRequest"];
             };
         };
@@ -12733,29 +10548,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "message": "Loaded model: Qwen3-0.6B-GGUF",
-                     *       "model_name": "Qwen3-0.6B-GGUF",
-                     *       "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
-                     *       "recipe": "llamacpp"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LoadResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["LemonadeError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["LemonadeError"];
-            /** @description Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -12768,12 +10568,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model_name": "Qwen3-0.6B-GGUF",
-                 *       "ctx_size": 8192
-                 *     }
-                 */
                 "application/json": components["schemas"]["LoadRequest"];
             };
         };
@@ -12784,29 +10578,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "message": "Loaded model: Qwen3-0.6B-GGUF",
-                     *       "model_name": "Qwen3-0.6B-GGUF",
-                     *       "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
-                     *       "recipe": "llamacpp"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LoadResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["LemonadeError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["LemonadeError"];
-            /** @description Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -12819,12 +10598,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model_name": "Qwen3-0.6B-GGUF",
-                 *       "ctx_size": 8192
-                 *     }
-                 */
                 "application/json": components["schemas"]["LoadRequest"];
             };
         };
@@ -12835,29 +10608,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "message": "Loaded model: Qwen3-0.6B-GGUF",
-                     *       "model_name": "Qwen3-0.6B-GGUF",
-                     *       "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0",
-                     *       "recipe": "llamacpp"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LoadResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["LemonadeError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["LemonadeError"];
-            /** @description Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -12913,11 +10671,6 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                /**
-                 * @example {
-                 *       "model_name": "Qwen3-0.6B-GGUF"
-                 *     }
-                 */
                 "application/json": components["schemas"]["UnloadRequest"];
             };
         };
@@ -12928,22 +10681,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "message": "Model unloaded successfully"
-                     *     }
-                     */
                     "application/json": components["schemas"]["UnloadResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description `model_name` names a model that is not loaded */
             404: components["responses"]["LemonadeError"];
         };
     };
@@ -12956,11 +10699,6 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                /**
-                 * @example {
-                 *       "model_name": "Qwen3-0.6B-GGUF"
-                 *     }
-                 */
                 "application/json": components["schemas"]["UnloadRequest"];
             };
         };
@@ -12971,22 +10709,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "message": "Model unloaded successfully"
-                     *     }
-                     */
                     "application/json": components["schemas"]["UnloadResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description `model_name` names a model that is not loaded */
             404: components["responses"]["LemonadeError"];
         };
     };
@@ -12999,11 +10727,6 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                /**
-                 * @example {
-                 *       "model_name": "Qwen3-0.6B-GGUF"
-                 *     }
-                 */
                 "application/json": components["schemas"]["UnloadRequest"];
             };
         };
@@ -13014,22 +10737,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "message": "Model unloaded successfully"
-                     *     }
-                     */
                     "application/json": components["schemas"]["UnloadResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description `model_name` names a model that is not loaded */
             404: components["responses"]["LemonadeError"];
         };
     };
@@ -13090,11 +10803,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model_name": "Qwen3-0.6B-GGUF"
-                 *     }
-                 */
                 "application/json": components["schemas"]["PullRequest"];
             };
         };
@@ -13105,27 +10813,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "message": "Installed model: Qwen3-0.6B-GGUF"
-                     *     }
-                     */
                     "application/json": components["schemas"]["PullResponse"];
                     "text/event-stream": components["schemas"]["PullProgressEvent"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; A registration names two deployment modes, or one the recipe cannot serve; nothing is registered; `offline` is set to `true` */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry; The hub has no such repository or file */
             404: components["responses"]["LemonadeError"];
-            /** @description The download fails, or a file's size or sha256 does not match the hub's; nothing partial counts as downloaded */
             500: components["responses"]["LemonadeError"];
-            /** @description The disk has too little free space for the download */
             507: components["responses"]["LemonadeError"];
         };
     };
@@ -13138,11 +10834,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model_name": "Qwen3-0.6B-GGUF"
-                 *     }
-                 */
                 "application/json": components["schemas"]["PullRequest"];
             };
         };
@@ -13153,27 +10844,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "message": "Installed model: Qwen3-0.6B-GGUF"
-                     *     }
-                     */
                     "application/json": components["schemas"]["PullResponse"];
                     "text/event-stream": components["schemas"]["PullProgressEvent"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; A registration names two deployment modes, or one the recipe cannot serve; nothing is registered; `offline` is set to `true` */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry; The hub has no such repository or file */
             404: components["responses"]["LemonadeError"];
-            /** @description The download fails, or a file's size or sha256 does not match the hub's; nothing partial counts as downloaded */
             500: components["responses"]["LemonadeError"];
-            /** @description The disk has too little free space for the download */
             507: components["responses"]["LemonadeError"];
         };
     };
@@ -13186,11 +10865,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model_name": "Qwen3-0.6B-GGUF"
-                 *     }
-                 */
                 "application/json": components["schemas"]["PullRequest"];
             };
         };
@@ -13201,27 +10875,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "message": "Installed model: Qwen3-0.6B-GGUF"
-                     *     }
-                     */
                     "application/json": components["schemas"]["PullResponse"];
                     "text/event-stream": components["schemas"]["PullProgressEvent"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; A registration names two deployment modes, or one the recipe cannot serve; nothing is registered; `offline` is set to `true` */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry; The hub has no such repository or file */
             404: components["responses"]["LemonadeError"];
-            /** @description The download fails, or a file's size or sha256 does not match the hub's; nothing partial counts as downloaded */
             500: components["responses"]["LemonadeError"];
-            /** @description The disk has too little free space for the download */
             507: components["responses"]["LemonadeError"];
         };
     };
@@ -13284,13 +10946,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model_name": "user.Phi-4-Mini-GGUF",
-                 *       "checkpoint": "unsloth/Phi-4-mini-instruct-GGUF:Q4_K_M",
-                 *       "recipe": "llamacpp"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ModelsRegisterRequest"];
             };
         };
@@ -13301,27 +10956,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "message": "Registered model: user.Phi-4-Mini-GGUF",
-                     *       "model_name": "Phi-4-Mini-GGUF",
-                     *       "canonical_model_name": "user.Phi-4-Mini-GGUF",
-                     *       "model": {
-                     *         "id": "Phi-4-Mini-GGUF",
-                     *         "recipe": "llamacpp",
-                     *         "downloaded": false
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["ModelsRegisterResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; A registration names two deployment modes, or one the recipe cannot serve; nothing is registered */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -13334,13 +10973,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model_name": "user.Phi-4-Mini-GGUF",
-                 *       "checkpoint": "unsloth/Phi-4-mini-instruct-GGUF:Q4_K_M",
-                 *       "recipe": "llamacpp"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ModelsRegisterRequest"];
             };
         };
@@ -13351,27 +10983,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "message": "Registered model: user.Phi-4-Mini-GGUF",
-                     *       "model_name": "Phi-4-Mini-GGUF",
-                     *       "canonical_model_name": "user.Phi-4-Mini-GGUF",
-                     *       "model": {
-                     *         "id": "Phi-4-Mini-GGUF",
-                     *         "recipe": "llamacpp",
-                     *         "downloaded": false
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["ModelsRegisterResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; A registration names two deployment modes, or one the recipe cannot serve; nothing is registered */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -13384,13 +11000,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model_name": "user.Phi-4-Mini-GGUF",
-                 *       "checkpoint": "unsloth/Phi-4-mini-instruct-GGUF:Q4_K_M",
-                 *       "recipe": "llamacpp"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ModelsRegisterRequest"];
             };
         };
@@ -13401,27 +11010,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "message": "Registered model: user.Phi-4-Mini-GGUF",
-                     *       "model_name": "Phi-4-Mini-GGUF",
-                     *       "canonical_model_name": "user.Phi-4-Mini-GGUF",
-                     *       "model": {
-                     *         "id": "Phi-4-Mini-GGUF",
-                     *         "recipe": "llamacpp",
-                     *         "downloaded": false
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["ModelsRegisterResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; A registration names two deployment modes, or one the recipe cannot serve; nothing is registered */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -13500,38 +11093,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "checkpoint": "unsloth/Qwen3-8B-GGUF",
-                     *       "recipe": "llamacpp",
-                     *       "suggested_name": "Qwen3-8B-GGUF",
-                     *       "suggested_labels": [],
-                     *       "mmproj_files": [],
-                     *       "variants": [
-                     *         {
-                     *           "name": "Q4_K_M",
-                     *           "primary_file": "Qwen3-8B-Q4_K_M.gguf",
-                     *           "files": [
-                     *             "Qwen3-8B-Q4_K_M.gguf"
-                     *           ],
-                     *           "sharded": false,
-                     *           "size_bytes": 4920000000
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["PullVariantsResponse"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `checkpoint` is malformed (it must contain `/`); `offline` is set to `true`; The repository's `<RepoName>.json` is not a collection manifest (or is over 5 MiB) */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The hub has no such repository */
             404: components["responses"]["LemonadeError"];
-            /** @description The hub cannot be reached or answers an error */
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -13555,38 +11123,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "checkpoint": "unsloth/Qwen3-8B-GGUF",
-                     *       "recipe": "llamacpp",
-                     *       "suggested_name": "Qwen3-8B-GGUF",
-                     *       "suggested_labels": [],
-                     *       "mmproj_files": [],
-                     *       "variants": [
-                     *         {
-                     *           "name": "Q4_K_M",
-                     *           "primary_file": "Qwen3-8B-Q4_K_M.gguf",
-                     *           "files": [
-                     *             "Qwen3-8B-Q4_K_M.gguf"
-                     *           ],
-                     *           "sharded": false,
-                     *           "size_bytes": 4920000000
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["PullVariantsResponse"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `checkpoint` is malformed (it must contain `/`); `offline` is set to `true`; The repository's `<RepoName>.json` is not a collection manifest (or is over 5 MiB) */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The hub has no such repository */
             404: components["responses"]["LemonadeError"];
-            /** @description The hub cannot be reached or answers an error */
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -13610,38 +11153,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "checkpoint": "unsloth/Qwen3-8B-GGUF",
-                     *       "recipe": "llamacpp",
-                     *       "suggested_name": "Qwen3-8B-GGUF",
-                     *       "suggested_labels": [],
-                     *       "mmproj_files": [],
-                     *       "variants": [
-                     *         {
-                     *           "name": "Q4_K_M",
-                     *           "primary_file": "Qwen3-8B-Q4_K_M.gguf",
-                     *           "files": [
-                     *             "Qwen3-8B-Q4_K_M.gguf"
-                     *           ],
-                     *           "sharded": false,
-                     *           "size_bytes": 4920000000
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["PullVariantsResponse"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `checkpoint` is malformed (it must contain `/`); `offline` is set to `true`; The repository's `<RepoName>.json` is not a collection manifest (or is over 5 MiB) */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The hub has no such repository */
             404: components["responses"]["LemonadeError"];
-            /** @description The hub cannot be reached or answers an error */
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -13695,23 +11213,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "updates_available": 1,
-                     *       "models": [
-                     *         "Qwen3-4B-GGUF"
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["CheckUpdatesResponse"];
                 };
             };
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description `offline` is set to `true`: no network request is made */
             409: components["responses"]["LemonadeError"];
         };
     };
@@ -13730,23 +11236,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "updates_available": 1,
-                     *       "models": [
-                     *         "Qwen3-4B-GGUF"
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["CheckUpdatesResponse"];
                 };
             };
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description `offline` is set to `true`: no network request is made */
             409: components["responses"]["LemonadeError"];
         };
     };
@@ -13765,23 +11259,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "updates_available": 1,
-                     *       "models": [
-                     *         "Qwen3-4B-GGUF"
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["CheckUpdatesResponse"];
                 };
             };
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description `offline` is set to `true`: no network request is made */
             409: components["responses"]["LemonadeError"];
         };
     };
@@ -13849,18 +11331,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "version": "1",
-                 *       "routing": {
-                 *         "candidates": [
-                 *           "Qwen3-0.6B-GGUF"
-                 *         ],
-                 *         "default_model": "Qwen3-0.6B-GGUF",
-                 *         "rules": []
-                 *       }
-                 *     }
-                 */
                 "application/json": components["schemas"]["RoutingValidateRequest"];
             };
         };
@@ -13871,27 +11341,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "valid": true,
-                     *       "routing": {
-                     *         "candidates": [
-                     *           "Qwen3-0.6B-GGUF"
-                     *         ],
-                     *         "default_model": "Qwen3-0.6B-GGUF",
-                     *         "classifiers": [],
-                     *         "rules": []
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["RoutingValidateResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The policy is not valid; the message names the key and why */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -13904,18 +11358,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "version": "1",
-                 *       "routing": {
-                 *         "candidates": [
-                 *           "Qwen3-0.6B-GGUF"
-                 *         ],
-                 *         "default_model": "Qwen3-0.6B-GGUF",
-                 *         "rules": []
-                 *       }
-                 *     }
-                 */
                 "application/json": components["schemas"]["RoutingValidateRequest"];
             };
         };
@@ -13926,27 +11368,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "valid": true,
-                     *       "routing": {
-                     *         "candidates": [
-                     *           "Qwen3-0.6B-GGUF"
-                     *         ],
-                     *         "default_model": "Qwen3-0.6B-GGUF",
-                     *         "classifiers": [],
-                     *         "rules": []
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["RoutingValidateResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The policy is not valid; the message names the key and why */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -13959,18 +11385,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "version": "1",
-                 *       "routing": {
-                 *         "candidates": [
-                 *           "Qwen3-0.6B-GGUF"
-                 *         ],
-                 *         "default_model": "Qwen3-0.6B-GGUF",
-                 *         "rules": []
-                 *       }
-                 *     }
-                 */
                 "application/json": components["schemas"]["RoutingValidateRequest"];
             };
         };
@@ -13981,27 +11395,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "valid": true,
-                     *       "routing": {
-                     *         "candidates": [
-                     *           "Qwen3-0.6B-GGUF"
-                     *         ],
-                     *         "default_model": "Qwen3-0.6B-GGUF",
-                     *         "classifiers": [],
-                     *         "rules": []
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["RoutingValidateResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The policy is not valid; the message names the key and why */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -14096,42 +11494,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "query": "qwen",
-                     *       "source": "huggingface",
-                     *       "format": "gguf",
-                     *       "total": 1,
-                     *       "results": [
-                     *         {
-                     *           "repository_id": "unsloth/Qwen3-8B-GGUF",
-                     *           "display_name": "Qwen3-8B-GGUF",
-                     *           "source": "huggingface",
-                     *           "repository_type": "model",
-                     *           "description": "",
-                     *           "tags": [
-                     *             "gguf"
-                     *           ],
-                     *           "task": "text-generation",
-                     *           "downloads": 12000,
-                     *           "likes": 40,
-                     *           "has_gguf": true
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["RegistrySearchResponse"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `query` is shorter than 3 characters, or `source` is not `huggingface`; `offline` is set to `true` */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The hub refuses more requests for now */
             429: components["responses"]["LemonadeError"];
-            /** @description The hub cannot be reached or answers an error */
             502: components["responses"]["LemonadeError"];
         };
     };
@@ -14161,42 +11530,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "query": "qwen",
-                     *       "source": "huggingface",
-                     *       "format": "gguf",
-                     *       "total": 1,
-                     *       "results": [
-                     *         {
-                     *           "repository_id": "unsloth/Qwen3-8B-GGUF",
-                     *           "display_name": "Qwen3-8B-GGUF",
-                     *           "source": "huggingface",
-                     *           "repository_type": "model",
-                     *           "description": "",
-                     *           "tags": [
-                     *             "gguf"
-                     *           ],
-                     *           "task": "text-generation",
-                     *           "downloads": 12000,
-                     *           "likes": 40,
-                     *           "has_gguf": true
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["RegistrySearchResponse"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `query` is shorter than 3 characters, or `source` is not `huggingface`; `offline` is set to `true` */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The hub refuses more requests for now */
             429: components["responses"]["LemonadeError"];
-            /** @description The hub cannot be reached or answers an error */
             502: components["responses"]["LemonadeError"];
         };
     };
@@ -14226,42 +11566,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "query": "qwen",
-                     *       "source": "huggingface",
-                     *       "format": "gguf",
-                     *       "total": 1,
-                     *       "results": [
-                     *         {
-                     *           "repository_id": "unsloth/Qwen3-8B-GGUF",
-                     *           "display_name": "Qwen3-8B-GGUF",
-                     *           "source": "huggingface",
-                     *           "repository_type": "model",
-                     *           "description": "",
-                     *           "tags": [
-                     *             "gguf"
-                     *           ],
-                     *           "task": "text-generation",
-                     *           "downloads": 12000,
-                     *           "likes": 40,
-                     *           "has_gguf": true
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["RegistrySearchResponse"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `query` is shorter than 3 characters, or `source` is not `huggingface`; `offline` is set to `true` */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The hub refuses more requests for now */
             429: components["responses"]["LemonadeError"];
-            /** @description The hub cannot be reached or answers an error */
             502: components["responses"]["LemonadeError"];
         };
     };
@@ -14327,35 +11638,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example [
-                     *       {
-                     *         "id": "model:Qwen3-0.6B-GGUF",
-                     *         "type": "model",
-                     *         "model_name": "Qwen3-0.6B-GGUF",
-                     *         "status": "downloading",
-                     *         "running": true,
-                     *         "file": "Qwen3-0.6B-Q4_0.gguf",
-                     *         "file_index": 1,
-                     *         "total_files": 1,
-                     *         "bytes_downloaded": 104857600,
-                     *         "bytes_total": 382156480,
-                     *         "total_download_size": 382156480,
-                     *         "bytes_previously_downloaded": 0,
-                     *         "completed_files_bytes": 0,
-                     *         "cumulative_bytes_downloaded": 104857600,
-                     *         "overall_bytes_downloaded": 104857600,
-                     *         "percent": 27,
-                     *         "complete": false
-                     *       }
-                     *     ]
-                     */
                     "application/json": components["schemas"]["DownloadsResponse"];
                 };
             };
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -14374,35 +11660,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example [
-                     *       {
-                     *         "id": "model:Qwen3-0.6B-GGUF",
-                     *         "type": "model",
-                     *         "model_name": "Qwen3-0.6B-GGUF",
-                     *         "status": "downloading",
-                     *         "running": true,
-                     *         "file": "Qwen3-0.6B-Q4_0.gguf",
-                     *         "file_index": 1,
-                     *         "total_files": 1,
-                     *         "bytes_downloaded": 104857600,
-                     *         "bytes_total": 382156480,
-                     *         "total_download_size": 382156480,
-                     *         "bytes_previously_downloaded": 0,
-                     *         "completed_files_bytes": 0,
-                     *         "cumulative_bytes_downloaded": 104857600,
-                     *         "overall_bytes_downloaded": 104857600,
-                     *         "percent": 27,
-                     *         "complete": false
-                     *       }
-                     *     ]
-                     */
                     "application/json": components["schemas"]["DownloadsResponse"];
                 };
             };
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -14421,35 +11682,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example [
-                     *       {
-                     *         "id": "model:Qwen3-0.6B-GGUF",
-                     *         "type": "model",
-                     *         "model_name": "Qwen3-0.6B-GGUF",
-                     *         "status": "downloading",
-                     *         "running": true,
-                     *         "file": "Qwen3-0.6B-Q4_0.gguf",
-                     *         "file_index": 1,
-                     *         "total_files": 1,
-                     *         "bytes_downloaded": 104857600,
-                     *         "bytes_total": 382156480,
-                     *         "total_download_size": 382156480,
-                     *         "bytes_previously_downloaded": 0,
-                     *         "completed_files_bytes": 0,
-                     *         "cumulative_bytes_downloaded": 104857600,
-                     *         "overall_bytes_downloaded": 104857600,
-                     *         "percent": 27,
-                     *         "complete": false
-                     *       }
-                     *     ]
-                     */
                     "application/json": components["schemas"]["DownloadsResponse"];
                 };
             };
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -14521,12 +11757,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "id": "model:Qwen3-0.6B-GGUF",
-                 *       "action": "pause"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DownloadsControlRequest"];
             };
         };
@@ -14537,37 +11767,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "id": "model:Qwen3-0.6B-GGUF",
-                     *       "type": "model",
-                     *       "model_name": "Qwen3-0.6B-GGUF",
-                     *       "status": "paused",
-                     *       "running": false,
-                     *       "file": "Qwen3-0.6B-Q4_0.gguf",
-                     *       "file_index": 1,
-                     *       "total_files": 1,
-                     *       "bytes_downloaded": 152862592,
-                     *       "bytes_total": 382156480,
-                     *       "total_download_size": 382156480,
-                     *       "bytes_previously_downloaded": 0,
-                     *       "completed_files_bytes": 0,
-                     *       "cumulative_bytes_downloaded": 152862592,
-                     *       "overall_bytes_downloaded": 152862592,
-                     *       "percent": 40,
-                     *       "complete": false
-                     *     }
-                     */
                     "application/json": components["schemas"]["DownloadJob"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description `pause` or `cancel` names no job */
             404: components["responses"]["LemonadeError"];
         };
     };
@@ -14580,12 +11785,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "id": "model:Qwen3-0.6B-GGUF",
-                 *       "action": "pause"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DownloadsControlRequest"];
             };
         };
@@ -14596,37 +11795,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "id": "model:Qwen3-0.6B-GGUF",
-                     *       "type": "model",
-                     *       "model_name": "Qwen3-0.6B-GGUF",
-                     *       "status": "paused",
-                     *       "running": false,
-                     *       "file": "Qwen3-0.6B-Q4_0.gguf",
-                     *       "file_index": 1,
-                     *       "total_files": 1,
-                     *       "bytes_downloaded": 152862592,
-                     *       "bytes_total": 382156480,
-                     *       "total_download_size": 382156480,
-                     *       "bytes_previously_downloaded": 0,
-                     *       "completed_files_bytes": 0,
-                     *       "cumulative_bytes_downloaded": 152862592,
-                     *       "overall_bytes_downloaded": 152862592,
-                     *       "percent": 40,
-                     *       "complete": false
-                     *     }
-                     */
                     "application/json": components["schemas"]["DownloadJob"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description `pause` or `cancel` names no job */
             404: components["responses"]["LemonadeError"];
         };
     };
@@ -14639,12 +11813,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "id": "model:Qwen3-0.6B-GGUF",
-                 *       "action": "pause"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DownloadsControlRequest"];
             };
         };
@@ -14655,37 +11823,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "id": "model:Qwen3-0.6B-GGUF",
-                     *       "type": "model",
-                     *       "model_name": "Qwen3-0.6B-GGUF",
-                     *       "status": "paused",
-                     *       "running": false,
-                     *       "file": "Qwen3-0.6B-Q4_0.gguf",
-                     *       "file_index": 1,
-                     *       "total_files": 1,
-                     *       "bytes_downloaded": 152862592,
-                     *       "bytes_total": 382156480,
-                     *       "total_download_size": 382156480,
-                     *       "bytes_previously_downloaded": 0,
-                     *       "completed_files_bytes": 0,
-                     *       "cumulative_bytes_downloaded": 152862592,
-                     *       "overall_bytes_downloaded": 152862592,
-                     *       "percent": 40,
-                     *       "complete": false
-                     *     }
-                     */
                     "application/json": components["schemas"]["DownloadJob"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description `pause` or `cancel` names no job */
             404: components["responses"]["LemonadeError"];
         };
     };
@@ -14745,11 +11888,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model_name": "Qwen3-0.6B-GGUF"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DeleteRequest"];
             };
         };
@@ -14760,26 +11898,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "message": "Deleted model: Qwen3-0.6B-GGUF"
-                     *     }
-                     */
                     "application/json": components["schemas"]["DeleteResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The model is served by a cloud provider; `/v1/uninstall` removes the provider */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The model has no files to delete */
             404: components["responses"]["LemonadeError"];
-            /** @description `model_name` names no model in the registry */
             422: components["responses"]["LemonadeError"];
-            /** @description The model is an `extra.` model, whose file belongs to its folder */
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -14792,11 +11918,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model_name": "Qwen3-0.6B-GGUF"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DeleteRequest"];
             };
         };
@@ -14807,26 +11928,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "message": "Deleted model: Qwen3-0.6B-GGUF"
-                     *     }
-                     */
                     "application/json": components["schemas"]["DeleteResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The model is served by a cloud provider; `/v1/uninstall` removes the provider */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The model has no files to delete */
             404: components["responses"]["LemonadeError"];
-            /** @description `model_name` names no model in the registry */
             422: components["responses"]["LemonadeError"];
-            /** @description The model is an `extra.` model, whose file belongs to its folder */
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -14839,11 +11948,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model_name": "Qwen3-0.6B-GGUF"
-                 *     }
-                 */
                 "application/json": components["schemas"]["DeleteRequest"];
             };
         };
@@ -14854,26 +11958,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "message": "Deleted model: Qwen3-0.6B-GGUF"
-                     *     }
-                     */
                     "application/json": components["schemas"]["DeleteResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The model is served by a cloud provider; `/v1/uninstall` removes the provider */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The model has no files to delete */
             404: components["responses"]["LemonadeError"];
-            /** @description `model_name` names no model in the registry */
             422: components["responses"]["LemonadeError"];
-            /** @description The model is an `extra.` model, whose file belongs to its folder */
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -14946,12 +12038,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "Phishing-Email-Detection-ONNX",
-                 *       "input": "Please verify your account at http://secure-login.example now."
-                 *     }
-                 */
                 "application/json": components["schemas"]["ClassifyRequest"];
             };
         };
@@ -14962,38 +12048,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "classification",
-                     *       "model": "Phishing-Email-Detection-ONNX",
-                     *       "labels": {
-                     *         "LABEL_1": 0.982,
-                     *         "LABEL_0": 0.011,
-                     *         "LABEL_2": 0.005,
-                     *         "LABEL_3": 0.002
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["ClassifyResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The body is not a JSON object; Neither `input` nor `text` is given, or `model` is omitted while no classification model is loaded; A field is not a string, `top_k` is not a positive integer, or `model` is not an `onnxruntime` classifier; checked before any load */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down */
             503: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -15006,12 +12071,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "Phishing-Email-Detection-ONNX",
-                 *       "input": "Please verify your account at http://secure-login.example now."
-                 *     }
-                 */
                 "application/json": components["schemas"]["ClassifyRequest"];
             };
         };
@@ -15022,38 +12081,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "classification",
-                     *       "model": "Phishing-Email-Detection-ONNX",
-                     *       "labels": {
-                     *         "LABEL_1": 0.982,
-                     *         "LABEL_0": 0.011,
-                     *         "LABEL_2": 0.005,
-                     *         "LABEL_3": 0.002
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["ClassifyResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The body is not a JSON object; Neither `input` nor `text` is given, or `model` is omitted while no classification model is loaded; A field is not a string, `top_k` is not a positive integer, or `model` is not an `onnxruntime` classifier; checked before any load */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down */
             503: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -15066,12 +12104,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "model": "Phishing-Email-Detection-ONNX",
-                 *       "input": "Please verify your account at http://secure-login.example now."
-                 *     }
-                 */
                 "application/json": components["schemas"]["ClassifyRequest"];
             };
         };
@@ -15082,38 +12114,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "classification",
-                     *       "model": "Phishing-Email-Detection-ONNX",
-                     *       "labels": {
-                     *         "LABEL_1": 0.982,
-                     *         "LABEL_0": 0.011,
-                     *         "LABEL_2": 0.005,
-                     *         "LABEL_3": 0.002
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["ClassifyResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The body is not a JSON object; Neither `input` nor `text` is given, or `model` is omitted while no classification model is loaded; A field is not a string, `top_k` is not a positive integer, or `model` is not an `onnxruntime` classifier; checked before any load */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
             404: components["responses"]["OpenAIError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
             409: components["responses"]["OpenAIError"];
-            /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down */
             503: components["responses"]["OpenAIError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
         };
     };
@@ -15173,13 +12184,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "recipe": "llamacpp",
-                 *       "backend": "cpu",
-                 *       "stream": false
-                 *     }
-                 */
                 "application/json": components["schemas"]["InstallRequest"];
             };
         };
@@ -15190,24 +12194,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "recipe": "llamacpp",
-                     *       "backend": "cpu"
-                     *     }
-                     */
                     "application/json": components["schemas"]["InstallResponse"];
                     "text/event-stream": components["schemas"]["InstallProgressEvent"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The recipe/backend pair cannot be installed on this system; `recipe` is missing for a backend install, or `provider`/`base_url` for a cloud one */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The build fails; the message carries the end of the build's output */
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -15220,13 +12213,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "recipe": "llamacpp",
-                 *       "backend": "cpu",
-                 *       "stream": false
-                 *     }
-                 */
                 "application/json": components["schemas"]["InstallRequest"];
             };
         };
@@ -15237,24 +12223,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "recipe": "llamacpp",
-                     *       "backend": "cpu"
-                     *     }
-                     */
                     "application/json": components["schemas"]["InstallResponse"];
                     "text/event-stream": components["schemas"]["InstallProgressEvent"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The recipe/backend pair cannot be installed on this system; `recipe` is missing for a backend install, or `provider`/`base_url` for a cloud one */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The build fails; the message carries the end of the build's output */
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -15267,13 +12242,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "recipe": "llamacpp",
-                 *       "backend": "cpu",
-                 *       "stream": false
-                 *     }
-                 */
                 "application/json": components["schemas"]["InstallRequest"];
             };
         };
@@ -15284,24 +12252,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "recipe": "llamacpp",
-                     *       "backend": "cpu"
-                     *     }
-                     */
                     "application/json": components["schemas"]["InstallResponse"];
                     "text/event-stream": components["schemas"]["InstallProgressEvent"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The recipe/backend pair cannot be installed on this system; `recipe` is missing for a backend install, or `provider`/`base_url` for a cloud one */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The build fails; the message carries the end of the build's output */
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -15359,12 +12316,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "recipe": "llamacpp",
-                 *       "backend": "cpu"
-                 *     }
-                 */
                 "application/json": components["schemas"]["UninstallRequest"];
             };
         };
@@ -15375,23 +12326,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "recipe": "llamacpp",
-                     *       "backend": "cpu"
-                     *     }
-                     */
                     "application/json": components["schemas"]["UninstallResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The recipe/backend pair is not one this system installs */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description `backend` is `cloud` and the provider is not installed */
             404: components["responses"]["LemonadeError"];
         };
     };
@@ -15404,12 +12344,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "recipe": "llamacpp",
-                 *       "backend": "cpu"
-                 *     }
-                 */
                 "application/json": components["schemas"]["UninstallRequest"];
             };
         };
@@ -15420,23 +12354,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "recipe": "llamacpp",
-                     *       "backend": "cpu"
-                     *     }
-                     */
                     "application/json": components["schemas"]["UninstallResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The recipe/backend pair is not one this system installs */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description `backend` is `cloud` and the provider is not installed */
             404: components["responses"]["LemonadeError"];
         };
     };
@@ -15449,12 +12372,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "recipe": "llamacpp",
-                 *       "backend": "cpu"
-                 *     }
-                 */
                 "application/json": components["schemas"]["UninstallRequest"];
             };
         };
@@ -15465,23 +12382,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "success",
-                     *       "recipe": "llamacpp",
-                     *       "backend": "cpu"
-                     *     }
-                     */
                     "application/json": components["schemas"]["UninstallResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The recipe/backend pair is not one this system installs */
             400: components["responses"]["LemonadeError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description `backend` is `cloud` and the provider is not installed */
             404: components["responses"]["LemonadeError"];
         };
     };
@@ -15544,12 +12450,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "provider": "fireworks",
-                 *       "api_key": "fw-XXXXX"
-                 *     }
-                 */
                 "application/json": components["schemas"]["CloudAuthRequest"];
             };
         };
@@ -15560,28 +12460,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "provider": "fireworks",
-                     *       "auth_state": {
-                     *         "env_var_set": false,
-                     *         "runtime_key_set": true
-                     *       },
-                     *       "models_discovered": 12
-                     *     }
-                     */
                     "application/json": components["schemas"]["CloudAuthResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The provider is not installed: `POST /v1/install` with `backend: "cloud"` first */
             404: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_<PROVIDER>_API_KEY` is set in the server's environment; `error.env_var` names it and the key was not stored */
             409: components["responses"]["OpenAIError"];
         };
     };
@@ -15594,12 +12479,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "provider": "fireworks",
-                 *       "api_key": "fw-XXXXX"
-                 *     }
-                 */
                 "application/json": components["schemas"]["CloudAuthRequest"];
             };
         };
@@ -15610,28 +12489,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "provider": "fireworks",
-                     *       "auth_state": {
-                     *         "env_var_set": false,
-                     *         "runtime_key_set": true
-                     *       },
-                     *       "models_discovered": 12
-                     *     }
-                     */
                     "application/json": components["schemas"]["CloudAuthResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The provider is not installed: `POST /v1/install` with `backend: "cloud"` first */
             404: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_<PROVIDER>_API_KEY` is set in the server's environment; `error.env_var` names it and the key was not stored */
             409: components["responses"]["OpenAIError"];
         };
     };
@@ -15644,12 +12508,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "provider": "fireworks",
-                 *       "api_key": "fw-XXXXX"
-                 *     }
-                 */
                 "application/json": components["schemas"]["CloudAuthRequest"];
             };
         };
@@ -15660,28 +12518,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "provider": "fireworks",
-                     *       "auth_state": {
-                     *         "env_var_set": false,
-                     *         "runtime_key_set": true
-                     *       },
-                     *       "models_discovered": 12
-                     *     }
-                     */
                     "application/json": components["schemas"]["CloudAuthResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The provider is not installed: `POST /v1/install` with `backend: "cloud"` first */
             404: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_<PROVIDER>_API_KEY` is set in the server's environment; `error.env_var` names it and the key was not stored */
             409: components["responses"]["OpenAIError"];
         };
     };
@@ -15744,26 +12587,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "provider": "fireworks",
-                     *       "cleared_runtime_key": true,
-                     *       "auth_state": {
-                     *         "env_var_set": false,
-                     *         "runtime_key_set": false
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["CloudAuthClearResponse"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The provider is not installed: `POST /v1/install` with `backend: "cloud"` first */
             404: components["responses"]["OpenAIError"];
         };
     };
@@ -15785,26 +12614,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "provider": "fireworks",
-                     *       "cleared_runtime_key": true,
-                     *       "auth_state": {
-                     *         "env_var_set": false,
-                     *         "runtime_key_set": false
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["CloudAuthClearResponse"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The provider is not installed: `POST /v1/install` with `backend: "cloud"` first */
             404: components["responses"]["OpenAIError"];
         };
     };
@@ -15826,26 +12641,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "provider": "fireworks",
-                     *       "cleared_runtime_key": true,
-                     *       "auth_state": {
-                     *         "env_var_set": false,
-                     *         "runtime_key_set": false
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["CloudAuthClearResponse"];
                 };
             };
-            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["OpenAIError"];
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The provider is not installed: `POST /v1/install` with `backend: "cloud"` first */
             404: components["responses"]["OpenAIError"];
         };
     };
@@ -15983,41 +12784,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "ok",
-                     *       "version": "0.1.0",
-                     *       "model_loaded": null,
-                     *       "all_models_loaded": [],
-                     *       "max_models": {
-                     *         "llm": 1,
-                     *         "embedding": 1,
-                     *         "reranking": 1,
-                     *         "transcription": 1,
-                     *         "image": 1,
-                     *         "tts": 1
-                     *       },
-                     *       "pinned_models": {
-                     *         "llm": 0,
-                     *         "embedding": 0,
-                     *         "reranking": 0,
-                     *         "transcription": 0,
-                     *         "image": 0,
-                     *         "tts": 0
-                     *       },
-                     *       "websocket_port": 41235,
-                     *       "telemetry": {
-                     *         "enabled": false
-                     *       },
-                     *       "update_check_done": true
-                     *     }
-                     */
                     "application/json": components["schemas"]["HealthResponse"];
                 };
             };
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -16036,41 +12806,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "ok",
-                     *       "version": "0.1.0",
-                     *       "model_loaded": null,
-                     *       "all_models_loaded": [],
-                     *       "max_models": {
-                     *         "llm": 1,
-                     *         "embedding": 1,
-                     *         "reranking": 1,
-                     *         "transcription": 1,
-                     *         "image": 1,
-                     *         "tts": 1
-                     *       },
-                     *       "pinned_models": {
-                     *         "llm": 0,
-                     *         "embedding": 0,
-                     *         "reranking": 0,
-                     *         "transcription": 0,
-                     *         "image": 0,
-                     *         "tts": 0
-                     *       },
-                     *       "websocket_port": 41235,
-                     *       "telemetry": {
-                     *         "enabled": false
-                     *       },
-                     *       "update_check_done": true
-                     *     }
-                     */
                     "application/json": components["schemas"]["HealthResponse"];
                 };
             };
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -16089,41 +12828,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "ok",
-                     *       "version": "0.1.0",
-                     *       "model_loaded": null,
-                     *       "all_models_loaded": [],
-                     *       "max_models": {
-                     *         "llm": 1,
-                     *         "embedding": 1,
-                     *         "reranking": 1,
-                     *         "transcription": 1,
-                     *         "image": 1,
-                     *         "tts": 1
-                     *       },
-                     *       "pinned_models": {
-                     *         "llm": 0,
-                     *         "embedding": 0,
-                     *         "reranking": 0,
-                     *         "transcription": 0,
-                     *         "image": 0,
-                     *         "tts": 0
-                     *       },
-                     *       "websocket_port": 41235,
-                     *       "telemetry": {
-                     *         "enabled": false
-                     *       },
-                     *       "update_check_done": true
-                     *     }
-                     */
                     "application/json": components["schemas"]["HealthResponse"];
                 };
             };
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -16183,29 +12891,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "time_to_first_token": 0.02,
-                     *       "tokens_per_second": 33.33,
-                     *       "input_tokens": 32,
-                     *       "output_tokens": 5,
-                     *       "prompt_tokens": 128,
-                     *       "cache_tokens": 96,
-                     *       "request_count_total": 12,
-                     *       "input_tokens_total": 1536,
-                     *       "output_tokens_total": 60,
-                     *       "prompt_tokens_total": 1700,
-                     *       "cache_tokens_total": 1152,
-                     *       "routing_decisions_total": 0,
-                     *       "routing_switches_total": 0
-                     *     }
-                     */
                     "application/json": components["schemas"]["StatsResponse"];
                 };
             };
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -16224,29 +12913,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "time_to_first_token": 0.02,
-                     *       "tokens_per_second": 33.33,
-                     *       "input_tokens": 32,
-                     *       "output_tokens": 5,
-                     *       "prompt_tokens": 128,
-                     *       "cache_tokens": 96,
-                     *       "request_count_total": 12,
-                     *       "input_tokens_total": 1536,
-                     *       "output_tokens_total": 60,
-                     *       "prompt_tokens_total": 1700,
-                     *       "cache_tokens_total": 1152,
-                     *       "routing_decisions_total": 0,
-                     *       "routing_switches_total": 0
-                     *     }
-                     */
                     "application/json": components["schemas"]["StatsResponse"];
                 };
             };
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -16265,29 +12935,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "time_to_first_token": 0.02,
-                     *       "tokens_per_second": 33.33,
-                     *       "input_tokens": 32,
-                     *       "output_tokens": 5,
-                     *       "prompt_tokens": 128,
-                     *       "cache_tokens": 96,
-                     *       "request_count_total": 12,
-                     *       "input_tokens_total": 1536,
-                     *       "output_tokens_total": 60,
-                     *       "prompt_tokens_total": 1700,
-                     *       "cache_tokens_total": 1152,
-                     *       "routing_decisions_total": 0,
-                     *       "routing_switches_total": 0
-                     *     }
-                     */
                     "application/json": components["schemas"]["StatsResponse"];
                 };
             };
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -16372,54 +13023,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "OS Version": "Linux 6.1.0 (x64)",
-                     *       "Processor": "AMD EPYC 7B13",
-                     *       "Physical Memory": "23.5 GB",
-                     *       "model_storage": {
-                     *         "path": "/home/me/.cache/huggingface/hub",
-                     *         "used_bytes": 22000000000,
-                     *         "total_bytes": 252000000000,
-                     *         "free_bytes": 80000000000
-                     *       },
-                     *       "devices": {
-                     *         "cpu": {
-                     *           "name": "AMD EPYC 7B13",
-                     *           "cores": 2,
-                     *           "threads": 2,
-                     *           "available": true
-                     *         },
-                     *         "amd_gpu": [],
-                     *         "nvidia_gpu": [],
-                     *         "amd_npu": {
-                     *           "name": "",
-                     *           "available": false
-                     *         }
-                     *       },
-                     *       "recipes": {
-                     *         "llamacpp": {
-                     *           "default_backend": "cpu",
-                     *           "backends": {
-                     *             "cpu": {
-                     *               "devices": [
-                     *                 "cpu"
-                     *               ],
-                     *               "state": "installable",
-                     *               "message": "llama.cpp is not built yet",
-                     *               "action": "lemonade backends install llamacpp:cpu"
-                     *             }
-                     *           }
-                     *         }
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["SystemInfoResponse"];
                 };
             };
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -16438,54 +13045,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "OS Version": "Linux 6.1.0 (x64)",
-                     *       "Processor": "AMD EPYC 7B13",
-                     *       "Physical Memory": "23.5 GB",
-                     *       "model_storage": {
-                     *         "path": "/home/me/.cache/huggingface/hub",
-                     *         "used_bytes": 22000000000,
-                     *         "total_bytes": 252000000000,
-                     *         "free_bytes": 80000000000
-                     *       },
-                     *       "devices": {
-                     *         "cpu": {
-                     *           "name": "AMD EPYC 7B13",
-                     *           "cores": 2,
-                     *           "threads": 2,
-                     *           "available": true
-                     *         },
-                     *         "amd_gpu": [],
-                     *         "nvidia_gpu": [],
-                     *         "amd_npu": {
-                     *           "name": "",
-                     *           "available": false
-                     *         }
-                     *       },
-                     *       "recipes": {
-                     *         "llamacpp": {
-                     *           "default_backend": "cpu",
-                     *           "backends": {
-                     *             "cpu": {
-                     *               "devices": [
-                     *                 "cpu"
-                     *               ],
-                     *               "state": "installable",
-                     *               "message": "llama.cpp is not built yet",
-                     *               "action": "lemonade backends install llamacpp:cpu"
-                     *             }
-                     *           }
-                     *         }
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["SystemInfoResponse"];
                 };
             };
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -16504,54 +13067,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "OS Version": "Linux 6.1.0 (x64)",
-                     *       "Processor": "AMD EPYC 7B13",
-                     *       "Physical Memory": "23.5 GB",
-                     *       "model_storage": {
-                     *         "path": "/home/me/.cache/huggingface/hub",
-                     *         "used_bytes": 22000000000,
-                     *         "total_bytes": 252000000000,
-                     *         "free_bytes": 80000000000
-                     *       },
-                     *       "devices": {
-                     *         "cpu": {
-                     *           "name": "AMD EPYC 7B13",
-                     *           "cores": 2,
-                     *           "threads": 2,
-                     *           "available": true
-                     *         },
-                     *         "amd_gpu": [],
-                     *         "nvidia_gpu": [],
-                     *         "amd_npu": {
-                     *           "name": "",
-                     *           "available": false
-                     *         }
-                     *       },
-                     *       "recipes": {
-                     *         "llamacpp": {
-                     *           "default_backend": "cpu",
-                     *           "backends": {
-                     *             "cpu": {
-                     *               "devices": [
-                     *                 "cpu"
-                     *               ],
-                     *               "state": "installable",
-                     *               "message": "llama.cpp is not built yet",
-                     *               "action": "lemonade backends install llamacpp:cpu"
-                     *             }
-                     *           }
-                     *         }
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["SystemInfoResponse"];
                 };
             };
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -16603,21 +13122,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "cpu_percent": 12.3,
-                     *       "memory_gb": 8.4,
-                     *       "gpu_percent": null,
-                     *       "vram_gb": null,
-                     *       "npu_percent": null
-                     *     }
-                     */
                     "application/json": components["schemas"]["SystemStatsResponse"];
                 };
             };
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -16636,21 +13144,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "cpu_percent": 12.3,
-                     *       "memory_gb": 8.4,
-                     *       "gpu_percent": null,
-                     *       "vram_gb": null,
-                     *       "npu_percent": null
-                     *     }
-                     */
                     "application/json": components["schemas"]["SystemStatsResponse"];
                 };
             };
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -16669,21 +13166,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "cpu_percent": 12.3,
-                     *       "memory_gb": 8.4,
-                     *       "gpu_percent": null,
-                     *       "vram_gb": null,
-                     *       "npu_percent": null
-                     *     }
-                     */
                     "application/json": components["schemas"]["SystemStatsResponse"];
                 };
             };
-            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -16895,7 +13381,6 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -16917,7 +13402,6 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -16939,7 +13423,6 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
@@ -16961,7 +13444,6 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
         };
     };
