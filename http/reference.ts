@@ -81,10 +81,15 @@ export function referencePages(home: string, base: string): Record<string, strin
 }
 
 /** Swagger UI's start, a file of its own (no inline script under the CSP): the document from
- * `url`, or (`specGlobal`) from a global a script of the page set, for a page opened from disk. */
-export function swaggerInit(source: { url: string } | { specGlobal: string }): string {
-  const spec = "url" in source ? `url: ${JSON.stringify(source.url)}` : `spec: window.${source.specGlobal}`;
-  return `window.ui = SwaggerUIBundle({ ${spec}, dom_id: "#swagger-ui", deepLinking: true });\n`;
+ * `url`, or (`specGlobal`) from a global a script of the page set, for a page opened from disk.
+ * Such a page has no document URL of its own, and Swagger UI resolves even a `#/components` `$ref`
+ * against one (a `file:` one fails): it is given the URL a server on the default port serves the
+ * document at, which also makes Try it out send to that server. Nothing is fetched from it. */
+export function swaggerInit(source: { url: string } | { specGlobal: string; documentUrl: string }): string {
+  if ("url" in source) return `window.ui = SwaggerUIBundle({ url: ${JSON.stringify(source.url)}, dom_id: "#swagger-ui", deepLinking: true });\n`;
+  return `window.ui = SwaggerUIBundle({ spec: window.${source.specGlobal}, dom_id: "#swagger-ui", deepLinking: true });
+window.ui.specActions.updateUrl(${JSON.stringify(source.documentUrl)});
+`;
 }
 
 /** The Swagger UI page; its files are under `base`, and `scripts` run before `init.js`. */

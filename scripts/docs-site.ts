@@ -20,7 +20,7 @@ export function writeDocsSite(dir: string): void {
     "index.html": docsPage("index.html", "assets/", ["openapi.js"]),
     "openapi.json": doc + "\n",
     "assets/openapi.js": `window.LEMONADE_OPENAPI = ${doc};\n`,
-    "assets/init.js": swaggerInit({ specGlobal: "LEMONADE_OPENAPI" }),
+    "assets/init.js": swaggerInit({ specGlobal: "LEMONADE_OPENAPI", documentUrl: "http://localhost:13305/openapi.json" }),
   };
   for (const [file, html] of Object.entries(referencePages("../index.html", ""))) files[`assets/${file}`] = html;
   for (const [path, text] of Object.entries(files)) writeFileSync(join(dir, path), text);

@@ -47,7 +47,12 @@ test("opened from disk, the reference lists every operation, its pages render, a
   // Swagger UI draws only what is in view: its parsed state holds every operation.
   const parsed = await page.evaluate(() => (window as unknown as { ui: { specSelectors: { operations(): { size: number } } } }).ui.specSelectors.operations().size);
   expect(parsed).toBe(operations);
-  await page.locator(".opblock-summary-path", { hasText: "/v1/chat/completions" }).first().waitFor();
+  // An operation opened by its link: its `$ref`s resolve from disk (the error answers' body is OpenAIError's).
+  await page.goto(`file://${join(dir, "index.html")}#/openai/openai.chat_completions`);
+  await page.reload();
+  const error = page.locator(".opblock.is-open .responses-table .response", { hasText: "LEMONADE_API_KEY" });
+  await error.locator("pre.example", { hasText: '"message"' }).waitFor({ timeout: 20_000 });
+  expect(await page.locator(".errors-wrapper").count()).toBe(0);
 
   await page.getByRole("link", { name: "Lemonade", exact: true }).click();
   await page.locator("#post-v1load").waitFor();
