@@ -115,6 +115,14 @@ function responseFormat(def: EndpointDef): string[] {
   return out;
 }
 
+/** The "Stream format" bullets: one event of a streamed answer, when its schema is not the
+ * response's own (Ollama's lines are). */
+function streamFormat(def: EndpointDef): string[] {
+  if (!def.stream || def.stream.event === def.response) return [];
+  const what = def.stream.contentType === "text/event-stream" ? "Each server-sent event's `data:`" : "Each NDJSON line";
+  return ["### Stream format", "", `${what}, when the request streams:`, "", ...fieldBullets(def.stream.event as Schema, 0), ""];
+}
+
 function exampleSection(def: EndpointDef): string[] {
   const ex = def.example;
   if (!ex) return [];
@@ -167,7 +175,7 @@ export function renderEndpoint(def: EndpointDef): string {
   }
   if (def.notes) out.push(def.notes, "");
   if (def.head) out.push("`HEAD` returns `200 OK` with an empty body.", "");
-  out.push(...exampleSection(def), ...responseFormat(def));
+  out.push(...exampleSection(def), ...responseFormat(def), ...streamFormat(def));
   const errors = documentedErrors(def);
   if (errors.length) {
     out.push("### Errors", "");

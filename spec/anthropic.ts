@@ -21,7 +21,7 @@ const messagesBody = T.Object(
           role: T.String({ description: "`user` or `assistant`." }),
           content: T.Unknown({ description: "Text, or content blocks: `text`, `image`, `tool_use`, `tool_result`, `thinking`." }),
         },
-        { additionalProperties: true },
+        { title: "AnthropicMessage", additionalProperties: true },
       ),
       { description: "The conversation so far, in Anthropic's format." },
     ),
@@ -36,7 +36,7 @@ const messagesBody = T.Object(
     tool_choice: T.Optional(T.Unknown({ description: "`auto`, `any`, `none` or a named tool." })),
     thinking: T.Optional(T.Unknown({ description: "`{\"type\": \"disabled\"}` turns reasoning off on models that think." })),
   },
-  { additionalProperties: true },
+  { title: "AnthropicMessagesRequest", additionalProperties: true },
 );
 
 export const messages = endpoint({
@@ -68,6 +68,13 @@ export const messages = endpoint({
       { description: "Token counts" },
     ),
   }),
+  stream: {
+    contentType: "text/event-stream",
+    event: T.Object(
+      { type: T.String({ description: "`message_start`, `content_block_delta`, `message_stop`, ... (also the SSE `event:` name)" }) },
+      { title: "AnthropicStreamEvent", additionalProperties: true },
+    ),
+  },
   errors: [
     E.notAnLlm,
     E.noVision,

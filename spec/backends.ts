@@ -10,13 +10,13 @@ const InstallResult = T.Object(
     recipe: T.String({ description: "The recipe" }),
     backend: T.String({ description: "The backend" }),
   },
-  { description: "A recipe's backend" },
+  { title: "InstallResult", description: "A recipe's backend" },
 );
 
 export const AuthState = T.Object({
   env_var_set: T.Boolean({ description: "`LEMONADE_<PROVIDER>_API_KEY` is set in the server's environment (it wins)" }),
   runtime_key_set: T.Boolean({ description: "A key set with `/v1/cloud/auth` is held in memory" }),
-});
+}, { title: "CloudAuthState" });
 
 const CloudInstallResult = T.Object({
   status: T.Literal("success"),
@@ -69,6 +69,19 @@ export const install = endpoint({
     }),
   ]),
   response: T.Union([InstallResult, CloudInstallResult]),
+  stream: {
+    contentType: "text/event-stream",
+    event: T.Object(
+      {
+        phase: T.Optional(T.String({ description: "`progress`: `download`, `extract`, `configure`, `build` or `install`" })),
+        percent: T.Optional(T.Number({ description: "Progress; `100` on `complete`" })),
+        recipe: T.Optional(T.String({ description: "`complete`: the recipe" })),
+        backend: T.Optional(T.String({ description: "`complete`: the backend installed" })),
+        error: T.Optional(T.String({ description: "`error`: what went wrong" })),
+      },
+      { title: "InstallProgressEvent", description: "The data of an `event: progress`, `complete` or `error`" },
+    ),
+  },
   errors: [
     { status: 400, code: "unsupported_backend", when: "The recipe/backend pair cannot be installed on this system" },
     { status: 400, code: "missing_argument", when: "`recipe` is missing for a backend install, or `provider`/`base_url` for a cloud one" },

@@ -50,7 +50,7 @@ const JobSnapshot = T.Object(
     complete: T.Boolean({ description: "Whether the download finished successfully" }),
     error: T.Optional(T.String({ description: "Failed jobs only: what went wrong" })),
   },
-  { description: "A server-owned download job" },
+  { title: "DownloadJob", description: "A server-owned download job" },
 );
 
 const pullErrors = [
@@ -98,6 +98,22 @@ export const pull = endpoint({
     ),
     JobSnapshot,
   ]),
+  stream: {
+    contentType: "text/event-stream",
+    event: T.Object(
+      {
+        file: T.Optional(T.String({ description: "`progress`: the file downloading" })),
+        file_index: T.Optional(T.Integer({ description: "`progress`: its position, from 1" })),
+        total_files: T.Optional(T.Integer({ description: "`progress`: files in the download" })),
+        bytes_downloaded: T.Optional(T.Number({ description: "`progress`: bytes of the file downloaded" })),
+        bytes_total: T.Optional(T.Number({ description: "`progress`: the file's size" })),
+        percent: T.Optional(T.Number({ description: "Overall progress; `100` on `complete`" })),
+        model_name: T.Optional(T.String({ description: "`complete`: the model installed" })),
+        error: T.Optional(T.String({ description: "`error`: what went wrong" })),
+      },
+      { title: "PullProgressEvent", additionalProperties: true, description: "The data of an `event: progress`, `complete` or `error`" },
+    ),
+  },
   errors: pullErrors,
   example: { body: { model_name: "Qwen3-0.6B-GGUF" }, response: '{"status": "success", "message": "Installed model: Qwen3-0.6B-GGUF"}' },
 });
@@ -309,7 +325,15 @@ export const downloadsControl = endpoint({
     ),
   ]),
   errors: [{ status: 404, code: "download_not_found", when: "`pause` or `cancel` names no job" }],
-  example: { body: { id: "model:Qwen3-0.6B-GGUF", action: "pause" }, response: '{"id": "model:Qwen3-0.6B-GGUF", "type": "model", "status": "paused", "running": false, "percent": 40, "complete": false}' },
+  example: {
+    body: { id: "model:Qwen3-0.6B-GGUF", action: "pause" },
+    response: `{
+  "id": "model:Qwen3-0.6B-GGUF", "type": "model", "model_name": "Qwen3-0.6B-GGUF", "status": "paused", "running": false,
+  "file": "Qwen3-0.6B-Q4_0.gguf", "file_index": 1, "total_files": 1, "bytes_downloaded": 152862592, "bytes_total": 382156480,
+  "total_download_size": 382156480, "bytes_previously_downloaded": 0, "completed_files_bytes": 0,
+  "cumulative_bytes_downloaded": 152862592, "overall_bytes_downloaded": 152862592, "percent": 40, "complete": false
+}`,
+  },
 });
 
 export const deleteModel = endpoint({

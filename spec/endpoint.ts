@@ -42,6 +42,14 @@ export interface Example {
   responseLang?: "json" | "text";
 }
 
+/** How a route answers a request that asks to stream. */
+export interface StreamDef {
+  /** `text/event-stream`: each `data:` line is one event; `application/x-ndjson`: each line is one. */
+  contentType: "text/event-stream" | "application/x-ndjson";
+  /** One event's JSON. */
+  event: TSchema;
+}
+
 export interface EndpointDef {
   /** The GENERATED block id in the docs, e.g. `openai.chat_completions`. */
   id: string;
@@ -69,6 +77,8 @@ export interface EndpointDef {
   params?: TSchema;
   /** The success response body; documented as "Response format" and used by tests to check answers. */
   response?: TSchema;
+  /** The answer to a request that streams, beside the JSON one. */
+  stream?: StreamDef;
   /** Response content type, when not JSON. */
   contentType?: string;
   /** `HEAD` is answered too, with an empty body. */

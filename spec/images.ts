@@ -29,11 +29,11 @@ const ImagesResponse = T.Object({
       generation_info: T.Optional(
         T.Unknown({ description: "Generation parameters the server used: `seed`, `steps`, `cfg_scale`, and the `width` and `height` of the image as made" }),
       ),
-    }),
+    }, { title: "ImageData" }),
     { description: "The generated images, one entry per image" },
   ),
   output_format: T.Optional(T.String({ description: "File format of the images, such as `png`" })),
-});
+}, { title: "ImagesResponse" });
 
 const Size = T.String({
   pattern: "^\\d+x\\d+$",

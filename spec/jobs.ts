@@ -24,7 +24,7 @@ export const JOB_OPS = {
 const Branch = T.Object({
   when: T.Optional(T.String({ description: "A condition; the first case that holds decides where the job goes." })),
   goto: T.String({ description: "A later step's id." }),
-});
+}, { title: "JobBranchCase" });
 
 const StepDefinition = {
   id: T.String({ description: "Unique within the job; not `inputs`, no `.`. The step's output lands in `context[id]`." }),

@@ -51,7 +51,7 @@ export const ModelObject = T.Object({
       required: T.Boolean({ description: "A missing required checkpoint keeps the model undownloaded" }),
       registry: T.String({ description: "Registry hosting the checkpoint; empty for local files" }),
       path: T.Optional(T.String({ description: "Absolute path; only with `include_paths=true` and when present" })),
-    }),
+    }, { title: "CheckpointStatus" }),
     { description: "One entry per checkpoint, answering whether its bytes are there" },
   ),
   source: T.String({ description: "Where the model came from: `huggingface`, `extra_models_dir`, `local_path` or `cloud`" }),
@@ -66,7 +66,7 @@ export const ModelObject = T.Object({
   cost_output_per_million: T.Optional(T.Number({ description: "Cloud models only: USD per million output tokens, when the provider reports it" })),
   version: T.Optional(T.String({ description: "Router collections only: the policy document's version" })),
   routing: T.Optional(T.Unknown({ description: "Router collections only: the routing policy, as registered" })),
-});
+}, { title: "Model" });
 
 const exampleModel = `{
   "id": "Qwen3-0.6B-GGUF",
@@ -197,7 +197,7 @@ const OptionsBody = T.Object({
     T.Integer({ description: "The context size a load right now would use, for recipes that take one: `effective.ctx_size` as is, or, when that is `-1`, the size the server picks" }),
   ),
   load_command: T.String({ description: "The curl command that reproduces the load: `effective` posted to `/v1/load`, with `$LEMONADE_BASE_URL` left for the caller to fill in" }),
-});
+}, { title: "ModelOptions" });
 
 const optionsExample = (saved: string, ctx: number, resolved: number) => `{
   "model_name": "Qwen3-0.6B-GGUF",
@@ -205,7 +205,8 @@ const optionsExample = (saved: string, ctx: number, resolved: number) => `{
   "saved": ${saved},
   "effective": {"ctx_size": ${ctx}, "llamacpp_backend": "cpu", "llamacpp_args": "", "merge_args": true, "evict_idle_timeout": 300, "model_name": "Qwen3-0.6B-GGUF"},
   "defaults": {"ctx_size": 4096, "llamacpp_backend": "cpu", "llamacpp_args": "", "merge_args": true, "evict_idle_timeout": 300, "model_name": "Qwen3-0.6B-GGUF"},
-  "resolved_ctx_size": ${resolved}
+  "resolved_ctx_size": ${resolved},
+  "load_command": "curl -X POST $LEMONADE_BASE_URL/v1/load -H \\"Content-Type: application/json\\" -d '{\\"ctx_size\\": ${ctx}, \\"llamacpp_backend\\": \\"cpu\\", \\"llamacpp_args\\": \\"\\", \\"merge_args\\": true, \\"evict_idle_timeout\\": 300, \\"model_name\\": \\"Qwen3-0.6B-GGUF\\"}'"
 }`;
 
 const optionsDescription =

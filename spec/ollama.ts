@@ -32,7 +32,7 @@ const Details = T.Object(
     parameter_size: T.String({ description: "From the model name, e.g. `0.6B`; empty when the name has none" }),
     quantization_level: T.String({ description: "From the checkpoint, e.g. `Q4_0`; empty when the checkpoint has none" }),
   },
-  { description: "Inferred from the model name, recipe and checkpoint" },
+  { title: "OllamaModelDetails", description: "Inferred from the model name, recipe and checkpoint" },
 );
 
 const ZERO_DIGEST = "sha256:" + "0".repeat(64);
@@ -157,6 +157,26 @@ const Counts = {
   eval_duration: T.Optional(T.Integer({ description: "Generation time in nanoseconds, when the backend reports timings; otherwise `0`" })),
 };
 
+const ChatAnswer = T.Object(
+  {
+    model: T.String({ description: "The model that generated the response" }),
+    created_at: T.String({ description: "Always `2024-01-01T00:00:00Z`" }),
+    message: T.Object(
+      {
+        role: T.Literal("assistant", { description: "Always `assistant`" }),
+        content: T.String({ description: "The message text" }),
+        thinking: T.Optional(T.String({ description: "Reasoning models only: the model's thinking" })),
+        tool_calls: T.Optional(T.Array(T.Unknown(), { description: "Calls to the request's tools, with arguments as objects" })),
+      },
+      { description: "The assistant's message; in a streamed line, the next piece of it" },
+    ),
+    done: T.Boolean({ description: "`false` while the message streams; `true` once it ends, and on a response that is not streamed" }),
+    done_reason: T.Optional(T.String({ description: "`stop`, `length`, `tool_calls`, or `unload` after an unload request" })),
+    ...Counts,
+  },
+  { title: "OllamaChatResponse" },
+);
+
 export const chat = endpoint({
   id: "ollama.chat",
   method: "POST",
@@ -189,22 +209,8 @@ export const chat = endpoint({
     },
     { additionalProperties: true },
   ),
-  response: T.Object({
-    model: T.String({ description: "The model that generated the response" }),
-    created_at: T.String({ description: "Always `2024-01-01T00:00:00Z`" }),
-    message: T.Object(
-      {
-        role: T.Literal("assistant", { description: "Always `assistant`" }),
-        content: T.String({ description: "The message text" }),
-        thinking: T.Optional(T.String({ description: "Reasoning models only: the model's thinking" })),
-        tool_calls: T.Optional(T.Array(T.Unknown(), { description: "Calls to the request's tools, with arguments as objects" })),
-      },
-      { description: "The assistant's message; in a streamed line, the next piece of it" },
-    ),
-    done: T.Boolean({ description: "`false` while the message streams; `true` once it ends, and on a response that is not streamed" }),
-    done_reason: T.Optional(T.String({ description: "`stop`, `length`, `tool_calls`, or `unload` after an unload request" })),
-    ...Counts,
-  }),
+  response: ChatAnswer,
+  stream: { contentType: "application/x-ndjson", event: ChatAnswer },
   errors: loadErrors,
   example: {
     body: { model: "Qwen3-0.6B-GGUF", messages: [{ role: "user", content: "What is the capital of France?" }], stream: false },
@@ -214,6 +220,20 @@ export const chat = endpoint({
 
 export type ChatRequest = Static<typeof chat.body>;
 export type ChatResponse = Static<typeof chat.response>;
+
+const GenerateAnswer = T.Object(
+  {
+    model: T.String({ description: "The model that generated the response" }),
+    created_at: T.String({ description: "Always `2024-01-01T00:00:00Z`" }),
+    response: T.String({ description: "Generated text; empty for an image model" }),
+    image: T.Optional(T.String({ description: "Image models only: the generated image, base64-encoded" })),
+    done: T.Boolean({ description: "`true` on a response that is not streamed, and on the last two lines of a stream" }),
+    done_reason: T.Optional(T.String({ description: "`stop`, `length`, `load`, or `unload` after an unload request" })),
+    context: T.Optional(T.Array(T.Integer(), { description: "Always empty" })),
+    ...Counts,
+  },
+  { title: "OllamaGenerateResponse" },
+);
 
 export const generate = endpoint({
   id: "ollama.generate",
@@ -247,16 +267,8 @@ export const generate = endpoint({
     },
     { additionalProperties: true },
   ),
-  response: T.Object({
-    model: T.String({ description: "The model that generated the response" }),
-    created_at: T.String({ description: "Always `2024-01-01T00:00:00Z`" }),
-    response: T.String({ description: "Generated text; empty for an image model" }),
-    image: T.Optional(T.String({ description: "Image models only: the generated image, base64-encoded" })),
-    done: T.Boolean({ description: "`true` on a response that is not streamed, and on the last two lines of a stream" }),
-    done_reason: T.Optional(T.String({ description: "`stop`, `length`, `load`, or `unload` after an unload request" })),
-    context: T.Optional(T.Array(T.Integer(), { description: "Always empty" })),
-    ...Counts,
-  }),
+  response: GenerateAnswer,
+  stream: { contentType: "application/x-ndjson", event: GenerateAnswer },
   errors: loadErrors,
   example: {
     body: { model: "Qwen3-0.6B-GGUF", prompt: "The capital of France is", stream: false },
@@ -272,6 +284,9 @@ const ModelOrName = {
   name: T.Optional(T.String({ description: "The model's name, Ollama's older spelling." })),
 };
 
+/** The body that only names a model (show, delete). */
+const ModelRef = T.Object(ModelOrName, { title: "OllamaModelRef" });
+
 export const show = endpoint({
   id: "ollama.show",
   method: "POST",
@@ -283,7 +298,7 @@ export const show = endpoint({
   summary: "Describe a model",
   availability: "fully_available",
   description: "Describes one registered model in Ollama's format.",
-  body: T.Object(ModelOrName),
+  body: ModelRef,
   response: T.Object({
     modelfile: T.String({ description: "A `FROM` line naming the checkpoint" }),
     parameters: T.String({ description: "`num_ctx` followed by the model's configured context size (`-1` when sized at load time)" }),
@@ -384,6 +399,19 @@ export const pull = endpoint({
     "Streaming (the default) sends NDJSON: `pulling manifest`, then `downloading <file>` lines with `digest`, `completed` and `total`, then two `success` lines; a failed download ends with a line carrying `error`.",
   body: T.Object({ ...ModelOrName, stream: Stream }),
   response: T.Object({ status: T.String({ description: "`success` (non-streaming)" }) }),
+  stream: {
+    contentType: "application/x-ndjson",
+    event: T.Object(
+      {
+        status: T.Optional(T.String({ description: "`pulling manifest`, `downloading <file>` or `success`" })),
+        digest: T.Optional(T.String({ description: "The file's digest, on `downloading` lines" })),
+        total: T.Optional(T.Number({ description: "The file's size in bytes" })),
+        completed: T.Optional(T.Number({ description: "Bytes of it downloaded so far" })),
+        error: T.Optional(T.String({ description: "On the last line of a failed download: what went wrong" })),
+      },
+      { title: "OllamaPullProgress" },
+    ),
+  },
   errors: [
     E.offline,
     E.ollamaModelNotFound,
@@ -406,7 +434,7 @@ export const remove = endpoint({
   summary: "Delete a model",
   availability: "fully_available",
   description: "Deletes a downloaded model's files, unloading it first when it is loaded. Success answers `200` with an empty body, as Ollama does.",
-  body: T.Object(ModelOrName),
+  body: ModelRef,
   errors: [
     E.ollamaModelNotFound,
     E.ollamaDeleteFailed,

@@ -1,5 +1,5 @@
 // OpenAI-compatible inference endpoints (openai.md), proxied to the model's llama-server.
-import { Type as T, type Static } from "@sinclair/typebox";
+import { Type as T, type Static, type TSchema } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { E, ENGINE_ERRORS, LOADING_ERRORS } from "./errors.ts";
 import { ModelName, SamplingParams, status } from "./schemas.ts";
@@ -59,6 +59,94 @@ const Message = T.Object(
   { additionalProperties: true },
 );
 
+const Usage = T.Object(
+  {
+    prompt_tokens: T.Integer({ description: "Tokens in the prompt" }),
+    completion_tokens: T.Integer({ description: "Tokens generated" }),
+    total_tokens: T.Integer({ description: "Both together" }),
+  },
+  { title: "Usage", additionalProperties: true, description: "Token counts" },
+);
+
+const FinishReason = T.Union([T.String(), T.Null()], { description: "`stop`, `length` or `tool_calls`; `null` until the last chunk" });
+
+/** Passed through from the engine: the fields every engine sends, others kept as they come. */
+const ChatCompletion = T.Object(
+  {
+    id: T.Optional(T.String({ description: "Identifier of the completion" })),
+    object: T.Literal("chat.completion", { description: 'Always `"chat.completion"`' }),
+    created: T.Optional(T.Integer({ description: "Unix time it was made" })),
+    model: T.String({ description: "The model that generated it" }),
+    choices: T.Array(
+      T.Object(
+        {
+          index: T.Integer(),
+          message: T.Object(
+            {
+              role: T.Literal("assistant"),
+              content: T.Union([T.String(), T.Null()], { description: "The reply; `null` when the model only calls tools" }),
+              reasoning_content: T.Optional(T.String({ description: "Reasoning models only: the model's thinking" })),
+              tool_calls: T.Optional(T.Array(T.Unknown(), { description: "Calls to the request's tools" })),
+            },
+            { additionalProperties: true },
+          ),
+          finish_reason: FinishReason,
+        },
+        { additionalProperties: true },
+      ),
+    ),
+    usage: T.Optional(Usage),
+  },
+  { title: "ChatCompletion", additionalProperties: true },
+);
+
+const ChatCompletionChunk = T.Object(
+  {
+    id: T.Optional(T.String({ description: "Identifier of the completion, the same on every chunk" })),
+    object: T.Literal("chat.completion.chunk", { description: 'Always `"chat.completion.chunk"`' }),
+    created: T.Optional(T.Integer({ description: "Unix time it was made" })),
+    model: T.Optional(T.String({ description: "The model generating it" })),
+    choices: T.Array(
+      T.Object(
+        {
+          index: T.Integer(),
+          delta: T.Object(
+            {
+              role: T.Optional(T.String({ description: "`assistant`, on the first chunk" })),
+              content: T.Optional(T.Union([T.String(), T.Null()], { description: "The next piece of the reply" })),
+              reasoning_content: T.Optional(T.Union([T.String(), T.Null()], { description: "Reasoning models only: the next piece of the thinking" })),
+              tool_calls: T.Optional(T.Array(T.Unknown(), { description: "Pieces of calls to the request's tools" })),
+            },
+            { additionalProperties: true, description: "The next piece of the message" },
+          ),
+          finish_reason: FinishReason,
+        },
+        { additionalProperties: true },
+      ),
+      { description: "Empty on the last chunk of a request with `stream_options.include_usage`" },
+    ),
+    usage: T.Optional(Usage),
+  },
+  { title: "ChatCompletionChunk", additionalProperties: true, description: "One `data:` event of a streamed chat completion; the stream ends with `data: [DONE]`" },
+);
+
+/** A whole completion, and (`object` the same) each streamed chunk of one. */
+const Completion = T.Object(
+  {
+    id: T.Optional(T.String({ description: "Identifier of the completion" })),
+    object: T.Literal("text_completion", { description: 'Always `"text_completion"`' }),
+    created: T.Optional(T.Integer({ description: "Unix time it was made" })),
+    model: T.Optional(T.String({ description: "The model that generated it" })),
+    choices: T.Array(
+      T.Object({ index: T.Integer(), text: T.String({ description: "The continuation, or its next piece" }), finish_reason: FinishReason }, { additionalProperties: true }),
+    ),
+    usage: T.Optional(Usage),
+  },
+  { title: "Completion", additionalProperties: true },
+);
+
+const sse = (event: TSchema) => ({ contentType: "text/event-stream", event }) as const;
+
 export const chatCompletions = endpoint({
   id: "openai.chat_completions",
   method: "POST",
@@ -96,6 +184,8 @@ export const chatCompletions = endpoint({
     },
     { additionalProperties: true },
   ),
+  response: ChatCompletion,
+  stream: sse(ChatCompletionChunk),
   errors: inferenceErrors,
   example: {
     body: { model: "Qwen3-0.6B-GGUF", messages: [{ role: "user", content: "What is the population of Paris?" }], stream: false },
@@ -140,6 +230,8 @@ export const completions = endpoint({
     },
     { additionalProperties: true },
   ),
+  response: Completion,
+  stream: sse(Completion),
   errors: inferenceErrors,
   example: {
     body: { model: "Qwen3-0.6B-GGUF", prompt: "The capital of France is", max_tokens: 8 },
@@ -183,6 +275,12 @@ export const responses = endpoint({
       ctx_size: common.ctx_size,
     },
     { additionalProperties: true },
+  ),
+  stream: sse(
+    T.Object(
+      { type: T.String({ description: "`response.created`, `response.output_text.delta`, `response.completed`, ..." }) },
+      { title: "ResponsesStreamEvent", additionalProperties: true, description: "One `data:` event of a streamed response; the stream ends with `data: [DONE]`" },
+    ),
   ),
   errors: [{ status: 400, code: "model_not_applicable", when: "`model` is not an LLM" }, E.noVision, E.noResponsesApi, ...forwardErrors],
   example: {

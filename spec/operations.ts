@@ -247,7 +247,7 @@ const LogEntry = T.Object({
   severity: T.String({ description: "`Trace`, `Debug`, `Info`, `Warning`, `Error` or `Fatal`" }),
   tag: T.String({ description: "Log source tag, such as `Server` or `Router`" }),
   line: T.String({ description: "The full formatted log line" }),
-});
+}, { title: "LogEntry" });
 
 /** Messages a log-stream client sends. */
 export const LogsSubscribe = T.Object({

@@ -41,11 +41,19 @@ export const OpenAIError = T.Object({
     code: T.Optional(T.String({ description: "The machine-readable code from the Errors table." })),
     param: T.Optional(T.String({ description: "The offending field, when one is to blame." })),
   }),
-});
+}, { title: "OpenAIError" });
 
 export const OllamaError = T.Object({
   error: T.String({ description: "What went wrong." }),
-});
+}, { title: "OllamaError" });
+
+export const AnthropicError = T.Object({
+  type: T.Literal("error"),
+  error: T.Object({
+    type: T.String({ description: "The error's class, such as `invalid_request_error`." }),
+    message: T.String({ description: "What went wrong." }),
+  }),
+}, { title: "AnthropicError" });
 
 /** Lemonade's own endpoints: both shapes lemonade.md shows (`{"status": "error", "message"}` and
  * `{"error": "<string>"}`) in one body, plus the machine-readable code. */
@@ -56,7 +64,7 @@ export const LemonadeError = T.Object({
   code: T.Optional(T.String({ description: "The machine-readable code from the Errors table." })),
   type: T.String({ description: "The error's class, such as `invalid_request_error`." }),
   param: T.Optional(T.String({ description: "The offending field, when one is to blame." })),
-});
+}, { title: "LemonadeError" });
 
 export const SamplingParams = {
   temperature: T.Optional(T.Number({ description: "Sampling temperature." })),

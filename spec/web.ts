@@ -47,8 +47,9 @@ export const docsAsset = endpoint({
   access: "open",
   summary: "The API reference viewer's files",
   availability: "fully_available",
-  description: "Swagger UI (from npm, part of the single executable), so that `/docs` works without internet.",
-  params: T.Object({ file: T.String({ description: "`swagger-ui-bundle.js`, `swagger-ui.css` or `init.js`." }) }),
+  description:
+    "Swagger UI (from npm, part of the single executable), so that `/docs` works without internet, and the markdown reference pages as HTML (`openai.html`, `lemonade.html`, ...), linked from `/docs`.",
+  params: T.Object({ file: T.String({ description: "`swagger-ui-bundle.js`, `swagger-ui.css`, `init.js`, or a page: `<page>.html`." }) }),
   contentType: "text/javascript",
   errors: [E.fileNotFound],
 });

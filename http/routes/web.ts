@@ -5,6 +5,7 @@ import { ApiError } from "../../lib/api-error.ts";
 import { E } from "../../spec/errors.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import type { Binder } from "../bind.ts";
+import { referencePages, swaggerInit } from "../reference.ts";
 import swaggerBundle from "swagger-ui-dist/swagger-ui-bundle.js" with { type: "file" };
 import swaggerCss from "swagger-ui-dist/swagger-ui.css" with { type: "file" };
 
@@ -27,18 +28,22 @@ const SHELL = `<!doctype html>
 </html>
 `;
 
-/** Swagger UI, started by a file of ours (no inline script under the CSP). */
-const SWAGGER_INIT = `window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id: "#swagger-ui", deepLinking: true });\n`;
-
-const TYPES: Record<string, string> = { js: "text/javascript; charset=utf-8", css: "text/css; charset=utf-8" };
+const TYPES: Record<string, string> = { js: "text/javascript; charset=utf-8", css: "text/css; charset=utf-8", html: "text/html; charset=utf-8" };
 const typeOf = (file: string) => TYPES[file.split(".").pop()!] ?? "application/octet-stream";
 const notFound = (file: string) => ApiError.of(E.fileNotFound, `No such file: ${file.slice(0, 100)}`);
 
 const DOCS_FILES: Record<string, () => Promise<string> | string> = {
   "swagger-ui-bundle.js": () => Bun.file(swaggerBundle).text(),
   "swagger-ui.css": () => Bun.file(swaggerCss).text(),
-  "init.js": () => SWAGGER_INIT,
+  "init.js": () => swaggerInit({ url: "/openapi.json" }),
 };
+
+/** The markdown reference pages as HTML, rendered on the first request for one. */
+let pages: Record<string, string> | undefined;
+function referencePage(file: string): string | undefined {
+  pages ??= referencePages("/docs", "/docs/assets/");
+  return Object.hasOwn(pages, file) ? pages[file] : undefined;
+}
 
 export function webRoutes(bind: Binder, ctx: Pick<ServerContext, "webAssets">): void {
   bind.http(spec.webApp, () => new Response(SHELL, { headers: { "content-type": "text/html; charset=utf-8", "content-security-policy": CSP, "x-content-type-options": "nosniff" } }));
@@ -48,8 +53,10 @@ export function webRoutes(bind: Binder, ctx: Pick<ServerContext, "webAssets">): 
     return new Response(body, { headers: { "content-type": typeOf(params.file), "cache-control": "no-cache", "x-content-type-options": "nosniff" } });
   });
   bind.http(spec.docsAsset, async ({ params }) => {
-    const file = DOCS_FILES[params.file];
-    if (!file) throw notFound(params.file);
-    return new Response(await file(), { headers: { "content-type": typeOf(params.file), "cache-control": "max-age=86400", "x-content-type-options": "nosniff" } });
+    const body = Object.hasOwn(DOCS_FILES, params.file) ? await DOCS_FILES[params.file]!() : referencePage(params.file);
+    if (body === undefined) throw notFound(params.file);
+    return new Response(body, {
+      headers: { "content-type": typeOf(params.file), "content-security-policy": CSP, "cache-control": "max-age=86400", "x-content-type-options": "nosniff" },
+    });
   });
 }

@@ -50,14 +50,23 @@ export function fakeScheduler(
 }
 
 /** A server whose llama.cpp models (`extra.<name>` for each name) run on the fake engine: the
- * fake comes first on the server's PATH and every model's saved backend is `system`. */
-export async function startFakeServer(names: string[], env: Record<string, string> = {}, options: Record<string, unknown> = {}): Promise<TestServer> {
+ * fake comes first on the server's PATH and every model's saved backend is `system`. `writeModel`
+ * writes a name's file in place of the fake's placeholder (a GGUF header naming `bert` makes an
+ * embedding model). */
+export async function startFakeServer(
+  names: string[],
+  env: Record<string, string> = {},
+  options: Record<string, unknown> = {},
+  writeModel: Record<string, (path: string) => void> = {},
+): Promise<TestServer> {
   const cacheDir = tempDir();
   const extra = tempDir("lemonade-fake-models-");
   mkdirSync(cacheDir, { recursive: true });
   const saved: Record<string, unknown> = {};
   for (const name of names) {
-    writeFileSync(join(extra, `${name}.gguf`), "FAKE: the fake engine reads no weights");
+    const path = join(extra, `${name}.gguf`);
+    if (writeModel[name]) writeModel[name](path);
+    else writeFileSync(path, "FAKE: the fake engine reads no weights");
     saved[`extra.${name}`] = { llamacpp_backend: "system", ...options };
   }
   writeFileSync(join(cacheDir, "recipe_options.json"), JSON.stringify(saved));

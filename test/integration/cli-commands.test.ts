@@ -97,6 +97,18 @@ describe("the single-file build", () => {
     expect(JSON.parse((await lemonade(["status", "--json"])).out).all_models_loaded).toEqual([]);
   });
 
+  test("carries the API reference: /openapi.json, /docs, its viewer and its pages, from the executable alone", async () => {
+    const base = `http://127.0.0.1:${port}`;
+    const doc = await (await fetch(`${base}/openapi.json`)).json();
+    expect(doc.servers).toEqual([{ url: "/", description: "The server this document is served from" }]);
+    expect(doc.components.schemas.ChatCompletion).toBeDefined();
+    expect(await (await fetch(`${base}/docs`)).text()).toContain('src="/docs/assets/swagger-ui-bundle.js"');
+    for (const file of ["swagger-ui-bundle.js", "swagger-ui.css", "init.js", "openai.html", "lemonade.html"]) {
+      expect((await fetch(`${base}/docs/assets/${file}`)).status, file).toBe(200);
+    }
+    expect(await (await fetch(`${base}/docs/assets/lemonade.html`)).text()).toContain('id="post-v1load"');
+  });
+
   test("run streams a reply to a piped message and exits cleanly", async () => {
     const chats = async () => {
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();

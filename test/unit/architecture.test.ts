@@ -10,7 +10,7 @@ import { RECIPES } from "../../engines/recipes.ts";
 import { RECIPE_SPECS } from "../../spec/recipes.ts";
 
 const root = join(import.meta.dir, "..", "..");
-const SOURCE_DIRS = ["spec", "lib", "config", "observability", "engines", "models", "runtime", "protocols", "http", "app", "cli", "web", "embed", "scripts"];
+const SOURCE_DIRS = ["spec", "lib", "config", "observability", "engines", "models", "runtime", "protocols", "http", "app", "cli", "web", "embed", "clients", "scripts"];
 
 /** What each folder may import besides itself; scripts/ and test/ may use anything. */
 const ALLOWED: Record<string, string[]> = {
@@ -22,13 +22,16 @@ const ALLOWED: Record<string, string[]> = {
   models: ["lib", "spec"],
   runtime: ["lib", "spec", "config", "observability", "engines", "models"],
   protocols: ["lib", "spec", "config", "observability", "models", "runtime"],
-  http: ["lib", "spec", "config", "observability", "runtime", "protocols"],
+  // http/reference.ts serves generated-docs/ (markdown rendered from spec/) as the reference's pages.
+  http: ["lib", "spec", "config", "observability", "runtime", "protocols", "generated-docs"],
   app: ["lib", "spec", "config", "observability", "engines", "models", "runtime", "protocols", "http"],
   cli: ["lib", "spec", "config", "app"],
-  // The browser app reaches the server through its HTTP API only.
+  // The browser app and the generated client reach the server through its HTTP API only.
   web: [],
   // The embedding helper spawns the executable and reads its ready line: a client too.
   embed: [],
+  // The generated client speaks to the server over HTTP only.
+  clients: [],
 };
 
 function sources(dir: string): string[] {
@@ -118,9 +121,9 @@ function recipeLiterals(file: string): string[] {
 }
 
 test("no recipe is named outside engines/ and spec/recipes.ts: other layers ask what a recipe declares", () => {
-  // web/ is a client of the HTTP API and shows the recipe names the server sends; scripts/ and
-  // test/ may name anything.
-  const checked = SOURCE_DIRS.filter((d) => !["engines", "web", "scripts"].includes(d));
+  // web/ and clients/ are clients of the HTTP API and carry the recipe names the server sends;
+  // scripts/ and test/ may name anything.
+  const checked = SOURCE_DIRS.filter((d) => !["engines", "web", "clients", "scripts"].includes(d));
   const files = checked.flatMap((d) => sources(join(root, d))).filter((f) => relative(root, f) !== "spec/recipes.ts");
   expect(recipeNames).toContain("llamacpp");
   expect(recipeNames).toContain("espeak-ng");

@@ -2,6 +2,7 @@
 // wrong-typed, oversized and deeply nested input. Each must answer a 4xx in its route's error
 // shape, never a 5xx, while /live, asked while each operation takes its bad input, keeps answering 200.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import SwaggerParser from "@apidevtools/swagger-parser";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 
 let server: TestServer;
@@ -20,7 +21,8 @@ interface Operation {
 beforeAll(async () => {
   // Closed loopback ports for the hub and the npm registry: nothing a request starts leaves the machine.
   server = await startTestServer({ LEMONADE_MAX_BODY_MB: "1", NPM_CONFIG_REGISTRY: "http://127.0.0.1:9" }, undefined, { engines: false });
-  doc = await (await fetch(`${server.url}/openapi.json`)).json();
+  // Schemas are `$ref`s to components.schemas: the fuzzer reads them resolved.
+  doc = (await SwaggerParser.dereference(await (await fetch(`${server.url}/openapi.json`)).json())) as unknown as typeof doc;
 });
 afterAll(() => server.close());
 
