@@ -14,11 +14,12 @@ import { readImage } from "../lib/images.ts";
 import { scrubPaths } from "../lib/scrub.ts";
 import { E } from "../spec/errors.ts";
 import { enginePath, serves } from "../spec/recipes.ts";
-import type { ImagesResponse } from "../spec/images.ts";
+import { generations, type ImageGenerationRequest, type ImagesResponse, type UpscaleRequest } from "../spec/images.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import type { ModelCheck } from "../runtime/request.ts";
-import type { UncheckedJson as Json } from "../lib/json.ts";
+import { Value } from "@sinclair/typebox/value";
+import { isJson, jsonItems, type Json } from "../lib/json.ts";
 
 /** The prompt the real server sends for a variation (the docs: the prompt is ignored). */
 const VARIATION_PROMPT = "variation";
@@ -72,7 +73,10 @@ function parseSize(size: unknown, param = "size"): [number, number] | undefined 
 }
 
 /** Settings for `model`: the request's values, else the saved options, else image_defaults, else the recipe's. */
-export function imageSettings(ctx: Pick<ServerContext, "options">, model: CatalogModel, request: Json): ImageSettings {
+/** The settings a request may carry: a generation's fields, or those an edit's form gives. */
+type SettingsRequest = Partial<Pick<ImageGenerationRequest, "size" | "width" | "height" | "steps" | "cfg_scale" | "seed" | "negative_prompt" | "sample_method" | "scheduler">>;
+
+export function imageSettings(ctx: Pick<ServerContext, "options">, model: CatalogModel, request: SettingsRequest): ImageSettings {
   const options = ctx.options.resolve(model);
   const extras = model.imageExtras ?? {};
   const size = parseSize(request.size);
@@ -118,7 +122,7 @@ function madeSize(b64: unknown): { width: number; height: number } | undefined {
 function reshape(s: ImageSettings, firstIndex = 0) {
   return (answer: Json): Json => ({
     created: answer.created ?? Math.floor(Date.now() / 1000),
-    data: (Array.isArray(answer.data) ? answer.data : []).map((d: Json, i: number) => ({
+    data: jsonItems(answer.data).map((d, i) => ({
       b64_json: d.b64_json,
       generation_info: { seed: s.seed + firstIndex + i, steps: s.steps, cfg_scale: s.cfgScale, width: s.width, height: s.height, ...madeSize(d.b64_json) },
     })),
@@ -135,8 +139,9 @@ async function inBatches(n: number, s: ImageSettings, send: (count: number, firs
   for (let first = 0; first < n; first += ENGINE_BATCH) {
     const res = await send(Math.min(ENGINE_BATCH, n - first), first, { ...s, seed: s.seed + first });
     if (!res.ok) return res;
-    last = await res.json();
-    data.push(...(Array.isArray(last.data) ? last.data : []));
+    const answer: unknown = await res.json();
+    last = isJson(answer) ? answer : {};
+    data.push(...jsonItems(last.data));
   }
   return Response.json({ ...last, data });
 }
@@ -147,13 +152,20 @@ function checkResponseFormat(format: unknown): void {
   }
 }
 
-/** A generation's answer as JSON, for the routes that wrap it (Ollama, MCP). */
+/** A generation's answer as JSON, for the routes that wrap it (Ollama, MCP, omni): their request
+ * is checked as the route checks its body, so no caller reaches the engine with less. */
 export async function generateImages(ctx: Pick<ServerContext, "options" | "proxy">, body: Json, signal: AbortSignal, endpoint: string): Promise<Json> {
-  return (await generate(ctx, body, signal, endpoint)).json();
+  if (!Value.Check(generations.body, body)) {
+    const first = Value.Errors(generations.body, body).First();
+    throw ApiError.of(E.invalidArgument, `Not an image generation request: ${first ? `${first.path || "/"} ${first.message}` : "invalid"}`, first?.path.slice(1) || undefined);
+  }
+  const res = await generate(ctx, body, signal, endpoint);
+  const answer: unknown = await res.json();
+  return isJson(answer) ? answer : {};
 }
 
 /** POST /v1/images/generations */
-export function generate(ctx: Pick<ServerContext, "options" | "proxy">, body: Json, signal: AbortSignal, endpoint: string): Promise<Response> {
+export function generate(ctx: Pick<ServerContext, "options" | "proxy">, body: ImageGenerationRequest, signal: AbortSignal, endpoint: string): Promise<Response> {
   checkResponseFormat(body.response_format);
   checkClientText(body.prompt, "prompt");
   const model = ctx.proxy.model(body.model, needsImageModel);
@@ -269,7 +281,7 @@ function nativeScale(model: CatalogModel): number {
 
 /** POST /v1/images/upscale: the one-shot recipe standing in for the model's (sd-cli), with the
  * ESRGAN model downloaded first when needed. */
-export async function upscale(ctx: Pick<ServerContext, "catalog" | "library" | "options" | "standIns">, body: Json, signal: AbortSignal): Promise<ImagesResponse> {
+export async function upscale(ctx: Pick<ServerContext, "catalog" | "library" | "options" | "standIns">, body: UpscaleRequest, signal: AbortSignal): Promise<ImagesResponse> {
   const model = ctx.catalog.get(body.model);
   if (!model.labels.includes("upscaling")) throw ApiError.of(E.notUpscaler, `Model ${model.id} is not an upscaling model (it has no 'upscaling' label)`, "model");
   const upscaler = ctx.standIns.of(model, "upscale");

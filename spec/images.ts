@@ -160,3 +160,5 @@ export const upscale = endpoint({
 });
 
 export type ImagesResponse = Static<typeof ImagesResponse>;
+export type ImageGenerationRequest = Static<typeof generations.body>;
+export type UpscaleRequest = Static<typeof upscale.body>;
