@@ -144,8 +144,6 @@ export class ModelLibrary {
     for (const [name, fields] of defined) this.modelFor({ ...fields, model_name: name.startsWith("user.") ? name : `user.${name}` });
   }
 
-  /** Downloads a model's files (skipping what is already there); local models need nothing. A
-   * collection pulls each of its components. */
   /** Starts a server-owned download job for the model (a collection's installs its manifest, then
    * each component); null when the model has nothing to download. */
   startJob(model: CatalogModel): JobSnapshot | null {
@@ -154,6 +152,8 @@ export class ModelLibrary {
     return this.opts.downloads.startJob(model);
   }
 
+  /** Downloads a model's files (skipping what is already there); local models need nothing. A
+   * collection pulls each of its components. */
   async install(model: CatalogModel, onProgress?: (p: Progress) => void): Promise<void> {
     const { catalog } = this.opts;
     if (model.omni) {

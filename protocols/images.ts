@@ -72,10 +72,10 @@ function parseSize(size: unknown, param = "size"): [number, number] | undefined 
   return [roundSize(Number(m[1])), roundSize(Number(m[2]))];
 }
 
-/** Settings for `model`: the request's values, else the saved options, else image_defaults, else the recipe's. */
 /** The settings a request may carry: a generation's fields, or those an edit's form gives. */
 type SettingsRequest = Partial<Pick<ImageGenerationRequest, "size" | "width" | "height" | "steps" | "cfg_scale" | "seed" | "negative_prompt" | "sample_method" | "scheduler">>;
 
+/** Settings for `model`: the request's values, else the saved options, else image_defaults, else the recipe's. */
 export function imageSettings(ctx: Pick<ServerContext, "options">, model: CatalogModel, request: SettingsRequest): ImageSettings {
   const options = ctx.options.resolve(model);
   const extras = model.imageExtras ?? {};
