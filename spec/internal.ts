@@ -137,6 +137,22 @@ export const internalPin = endpoint({
   errors: [{ status: 404, code: "model_not_loaded", when: "`model_name` is not loaded" }],
 });
 
+export const telemetryFlush = endpoint({
+  id: "lemonade.telemetry_flush",
+  method: "POST",
+  path: "/internal/telemetry/flush",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "admin",
+  summary: "Force-flush queued telemetry spans",
+  availability: "fully_available",
+  description:
+    "Sends every trace span queued in memory to the configured OTLP collector now, instead of at the next batch (`telemetry.otlp.send_batch_size` spans or `telemetry.otlp.batch_timeout_s`), and answers once they are sent. A batch waiting to be retried is tried once more, then dropped if it fails. With nothing queued, or telemetry never enabled, it answers at once.",
+  response: T.Object({ status: T.Literal("flushed", { description: 'Always `"flushed"`' }) }, { title: "TelemetryFlushResponse" }),
+  example: { response: '{"status": "flushed"}' },
+});
+
 export const internalShutdown = endpoint({
   id: "lemonade.internal_shutdown",
   method: "POST",
@@ -159,3 +175,4 @@ export type SettingsRequest = Static<typeof internalSet.body>;
 export type SettingsResponse = Static<typeof internalSet.response>;
 export type PinResponse = Static<typeof internalPin.response>;
 export type ShutdownResponse = Static<typeof internalShutdown.response>;
+export type TelemetryFlushResponse = Static<typeof telemetryFlush.response>;
