@@ -23,7 +23,7 @@ import {
 } from "@opentelemetry/semantic-conventions/incubating";
 import { SemanticConventions as OI } from "@arizeai/openinference-semantic-conventions";
 import type { Logger } from "./logger.ts";
-import { truncate, type SpanExporter, type SpanRecord, type TelemetrySettings } from "./telemetry.ts";
+import { truncate, type SpanExporter, type SpanRecord, type TelemetrySettings } from "./span-record.ts";
 
 const SERVICE = "lemonade-server";
 const REDACTED = "[REDACTED]";

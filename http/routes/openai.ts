@@ -19,7 +19,7 @@ import { checkResponsesBody, responsesCheck, responsesStream } from "../../proto
 import { speak, transcribe } from "../../protocols/audio.ts";
 import type { Binder } from "../bind.ts";
 import { jsonItems, type Json } from "../../lib/json.ts";
-import type { SpanKindName } from "../../observability/telemetry.ts";
+import type { SpanKindName } from "../../observability/span-record.ts";
 
 /** The definitions forwarded to a model's engine once translated, and the bodies they take. */
 type Forwarded = typeof spec.chatCompletions | typeof spec.completions | typeof spec.responses | typeof spec.embeddings;
