@@ -282,3 +282,16 @@ test("telemetry settings are checked as Lemonade checks them", async () => {
   expect(cut!.attributes["session.id"]).toBe("corp/s");
   await set({ "telemetry.max_attribute_length": 4096, "telemetry.session.headers.client": [] });
 });
+
+test("lemonade telemetry off / on, through the running server", async () => {
+  const { port } = new URL(server.url);
+  const cli = async (state: string) => {
+    const p = Bun.spawn([process.execPath, "cli/main.ts", "telemetry", state, "--host", "127.0.0.1", "--port", port], { cwd: `${import.meta.dir}/../..`, stdout: "pipe", stderr: "pipe" });
+    expect(await p.exited).toBe(0);
+    return new Response(p.stdout).text();
+  };
+  expect(await cli("off")).toContain("Applied now: telemetry.enabled");
+  expect((await (await fetch(`${server.url}/v1/health`)).json()).telemetry).toEqual({ enabled: false });
+  await cli("on");
+  expect((await (await fetch(`${server.url}/v1/health`)).json()).telemetry.enabled).toBe(true);
+});
