@@ -303,6 +303,8 @@ export class OtlpExporter implements SpanExporter {
   private readonly queue: OtlpQueue;
   private readonly provider: TracerProvider;
   private readonly tracer;
+  /** The exporter's headers for the configured ones, worked out (and warned about) once. */
+  private headers: { from: Record<string, string>; out: Record<string, string> } | null = null;
 
   constructor(private readonly deps: { version: string; logger: Logger; fetch: typeof fetch; settings: () => TelemetrySettings }) {
     this.queue = new OtlpQueue(deps);
@@ -326,10 +328,10 @@ export class OtlpExporter implements SpanExporter {
   export(record: SpanRecord, settings: TelemetrySettings): void {
     const span = this.tracer.startSpan(record.name, { kind: SpanKind.SERVER, startTime: record.startMs, attributes: spanAttributes(record, settings) }, this.parent(record.traceparent));
     span.setStatus(record.error ? { code: SpanStatusCode.ERROR, message: record.error } : { code: SpanStatusCode.OK });
-    this.queue.routes.set(span, {
-      settings,
-      dest: { endpoint: settings.endpoint, protocol: settings.protocol, headers: exportHeaders(settings.headers, process.env.OTEL_EXPORTER_OTLP_HEADERS, this.deps.logger) },
-    });
+    if (this.headers?.from !== settings.headers) {
+      this.headers = { from: settings.headers, out: exportHeaders(settings.headers, process.env.OTEL_EXPORTER_OTLP_HEADERS, this.deps.logger) };
+    }
+    this.queue.routes.set(span, { settings, dest: { endpoint: settings.endpoint, protocol: settings.protocol, headers: this.headers.out } });
     span.end(record.endMs);
   }
 

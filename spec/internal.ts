@@ -103,7 +103,7 @@ export const internalSet = endpoint({
   summary: "Change settings, live where possible",
   availability: "fully_available",
   description:
-    "Sets one or more settings, `{\"key\": value, ...}`, nested keys written with dots (`llamacpp.backend`) or as objects. Each is checked against its default's type first (nothing is saved when one is refused), then saved in `config.json` atomically and applied at once where the server can: `max_loaded_models`, `log_level`, `ctx_size`, `offline`, `extra_models_dir` (rescanned), `host` and `port` (the server listens anew). The answer lists which took effect now and which are saved for the next start.",
+    "Sets one or more settings, `{\"key\": value, ...}`, nested keys written with dots (`llamacpp.backend`) or as objects. Each is checked against its default's type first (nothing is saved when one is refused), then saved in `config.json` atomically and applied at once where the server can: `max_loaded_models`, `log_level`, `ctx_size`, `offline`, `extra_models_dir` (rescanned), `host` and `port` (the server listens anew), every `telemetry.*` setting (the next span and the next export batch use it). The answer lists which took effect now and which are saved for the next start.",
   body: T.Record(T.String(), T.Unknown(), { description: "The settings to change." }),
   response: T.Object({
     status: T.Literal("success", { description: 'Always `"success"`' }),
