@@ -148,6 +148,9 @@ class AnswerReader {
   }
 }
 
+/** What a span knows when it starts. */
+export type SpanStart = Omit<SpanRecord, "endMs" | "output" | "toolCalls" | "usage" | "error">;
+
 /** One inference request's span while it runs: started by a route, ended once (the first end wins). */
 export class InferenceSpan {
   private ended = false;
@@ -157,8 +160,9 @@ export class InferenceSpan {
   private streamed = false;
 
   constructor(
-    private readonly telemetry: Telemetry,
-    private readonly record: Omit<SpanRecord, "endMs" | "output" | "toolCalls" | "usage" | "error">,
+    private readonly record: SpanStart,
+    /** Where the ended span goes (the server's Telemetry queues it for export). */
+    private readonly submit: (record: SpanRecord) => void,
   ) {}
 
   /** A chunk of the engine's event stream (SSE), read for the answer's text and tokens. */
@@ -221,7 +225,7 @@ export class InferenceSpan {
 
   private finish(error?: string): void {
     this.ended = true;
-    this.telemetry.submit({
+    this.submit({
       ...this.record,
       endMs: performance.timeOrigin + performance.now(),
       output: error ? "" : this.answer.output(),
@@ -284,7 +288,7 @@ export class Telemetry {
     const session = typeof body.session_id === "string" ? truncate(body.session_id, max) : this.sessionOf(headers, max);
     const traceparent = s.trustTraceContext ? headers.get("traceparent") ?? undefined : undefined;
     const clientSessionId = headers.get("x-client-session-id") ?? undefined;
-    return new InferenceSpan(this, {
+    const record: SpanStart = {
       kind,
       name,
       model,
@@ -294,7 +298,8 @@ export class Telemetry {
       ...(typeof body.user === "string" ? { userId: truncate(body.user, max) } : {}),
       ...(session ? { sessionId: session } : {}),
       ...(clientSessionId ? { clientSessionId } : {}),
-    });
+    };
+    return new InferenceSpan(record, (ended) => this.submit(ended));
   }
 
   /** The session named by the request's headers (configured ones first), as `<client>/<session>`
