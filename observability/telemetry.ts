@@ -98,6 +98,16 @@ class AnswerReader {
       return;
     }
     if (Array.isArray(answer.output)) return this.readResponse(answer);
+    // Anthropic's Messages API, from a provider that speaks it: text and thinking blocks or deltas.
+    if (type === "message" || type === "message_start" || type === "content_block_delta" || type === "message_delta") {
+      if (isJson(answer.message)) this.readUsage(answer.message);
+      const parts = type === "message" ? jsonItems(answer.content) : isJson(answer.delta) ? [answer.delta] : [];
+      for (const part of parts) {
+        if (typeof part.text === "string") this.content += part.text;
+        if (typeof part.thinking === "string") this.reasoning += part.thinking;
+      }
+      return;
+    }
     const [choice] = jsonItems(answer.choices);
     if (!choice) return;
     const part = isJson(choice.delta) ? choice.delta : isJson(choice.message) ? choice.message : choice;

@@ -134,6 +134,19 @@ test("every inference route, streamed and not, is one span with its output and t
   }
   expect(spans[1]!.attributes).toMatchObject({ "gen_ai.operation.name": "completion", "llm.input_messages.0.message.content": "Once" });
 
+  // Anthropic's Messages API is traced as the chat request it becomes.
+  for (const stream of [false, true]) {
+    const res = await post("/v1/messages", { model: "extra.chat", max_tokens: 2, stream, system: "Be brief", messages: [{ role: "user", content: "hi" }] });
+    expect(res.status).toBe(200);
+    await res.text();
+  }
+  const messages = await flushed();
+  expect(messages).toHaveLength(2);
+  for (const span of messages) {
+    expect(span).toMatchObject({ name: "chat.completions", status: { code: 1 } });
+    expect(span.attributes).toMatchObject({ "llm.input_messages.0.message.role": "system", "llm.input_messages.1.message.content": "hi", "output.value": "tok0 tok1 " });
+  }
+
   expect((await post("/v1/embeddings", { model: "extra.embed", input: ["one", "two"] })).status).toBe(200);
   expect((await post("/v1/rerank", { model: "extra.rank", query: "q", documents: ["a", "bb"] })).status).toBe(200);
   const [embed, rerank] = await flushed();

@@ -99,3 +99,15 @@ test("settings: defaults where absent, one header name as a list", () => {
   const s = telemetrySettings({ otlp: { protocol: "http/json" }, session: { headers: { id: " x-corp ", client: ["a", ""] } } });
   expect(s).toMatchObject({ enabled: false, protocol: "http/json", endpoint: "http://localhost:4318/v1/traces", semantics: ["openinference", "otel_genai"], maxQueue: 1000, maxAttributeLength: 4096, sessionHeaders: ["x-corp"], clientHeaders: ["a"] });
 });
+
+test("an Anthropic provider's answer, whole or streamed: text, thinking, tokens", () => {
+  const whole = ended((span) =>
+    span.succeed(JSON.stringify({ type: "message", content: [{ type: "thinking", thinking: "hm" }, { type: "text", text: "Hi" }], usage: { input_tokens: 2, output_tokens: 3 } })),
+  );
+  expect(whole).toMatchObject({ output: "<think>\nhm\n</think>\nHi", usage: { prompt: 2, completion: 3 } });
+  const streamed = ended((span) => {
+    span.chunk(sse({ type: "message_start", message: { usage: { input_tokens: 2 } } }, { type: "content_block_delta", delta: { type: "text_delta", text: "Hi" } }, { type: "message_delta", usage: { output_tokens: 1 } }));
+    span.succeed();
+  });
+  expect(streamed).toMatchObject({ output: "Hi", usage: { prompt: 2, completion: 1 } });
+});
