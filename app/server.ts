@@ -74,8 +74,7 @@ export async function startServer(overrides: Overrides = {}, env = process.env, 
       ctx.cloud.stop();
       await ctx.jobs.stop();
       await ctx.scheduler.shutdown();
-      // Queued spans go out, unless the collector takes longer than a stop may wait.
-      await Promise.race([ctx.telemetry.shutdown(), Bun.sleep(3000)]);
+      await ctx.telemetry.shutdown(3000);
       await Promise.all([app.stop(true), wsApp.stop(true)]);
     },
   };

@@ -191,10 +191,12 @@ class OtlpQueue implements SpanProcessor {
     const waited = Date.now() - this.queue[0]!.at;
     if (this.queue.length >= s.batchSize || waited >= s.batchTimeoutS * 1000) {
       this.clearTimer();
-      this.sending = this.drain(false).finally(() => {
-        this.sending = null;
-        this.schedule();
-      });
+      this.sending = this.drain(false)
+        .catch((err: Error) => this.deps.logger.error("Telemetry", `Exporting spans failed: ${err.message}`))
+        .finally(() => {
+          this.sending = null;
+          this.schedule();
+        });
       return;
     }
     if (!this.timer) {

@@ -337,8 +337,12 @@ export class Telemetry {
     if (this.exporter) await (await this.exporter).flush();
   }
 
-  /** Sends what is queued and stops (server shutdown). */
-  async shutdown(): Promise<void> {
-    if (this.exporter) await (await this.exporter).shutdown();
+  /** Sends what is queued (server shutdown), waiting at most `limitMs` for the collector. */
+  async shutdown(limitMs: number): Promise<void> {
+    if (!this.exporter) return;
+    const exporter = await this.exporter;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([exporter.shutdown(), new Promise<void>((resolve) => (timer = setTimeout(resolve, limitMs)))]);
+    clearTimeout(timer);
   }
 }
