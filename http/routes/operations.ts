@@ -1,6 +1,6 @@
 // Running the server: liveness, health, the last request's stats, system info and stats, the
-// settings of /v1/params, and metrics (protocols/operations.ts builds the larger answers). The log stream is logs.ts's, the API
-// reference docs.ts's.
+// settings of /v1/params, and metrics (protocols/operations.ts builds the larger answers). The log
+// stream is logs.ts's, the API reference docs.ts's.
 import { operations as spec } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import { health, systemInfo } from "../../protocols/operations.ts";
