@@ -134,6 +134,21 @@ test("every inference route, streamed and not, is one span with its output and t
   }
   expect(spans[1]!.attributes).toMatchObject({ "gen_ai.operation.name": "completion", "llm.input_messages.0.message.content": "Once" });
 
+  // Ollama's chat, generate and embed are traced as the requests they become.
+  for (const [path, body] of [
+    ["/api/chat", { model: "extra.chat", messages: [{ role: "user", content: "hi" }], options: { num_predict: 2 } }],
+    ["/api/chat", { model: "extra.chat", messages: [{ role: "user", content: "hi" }], options: { num_predict: 2 }, stream: false }],
+    ["/api/generate", { model: "extra.chat", prompt: "Once", options: { num_predict: 2 }, stream: false }],
+    ["/api/embed", { model: "extra.embed", input: "one" }],
+  ] as const) {
+    const res = await post(path, body);
+    expect(res.status).toBe(200);
+    await res.text();
+  }
+  const ollama = await flushed();
+  expect(ollama.map((s) => [s.name, s.status.code])).toEqual([["chat.completions", 1], ["chat.completions", 1], ["completions", 1], ["embeddings", 1]]);
+  expect(ollama.slice(0, 3).map((s) => s.attributes["output.value"])).toEqual(["tok0 tok1 ", "tok0 tok1 ", "tok0 tok1 "]);
+
   // Anthropic's Messages API is traced as the chat request it becomes.
   for (const stream of [false, true]) {
     const res = await post("/v1/messages", { model: "extra.chat", max_tokens: 2, stream, system: "Be brief", messages: [{ role: "user", content: "hi" }] });
