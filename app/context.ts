@@ -8,6 +8,8 @@ import { Logger } from "../observability/logger.ts";
 import { Metrics, type LoadedModelInfo } from "../observability/metrics.ts";
 import { GenerationStats } from "../observability/stats.ts";
 import { HostStats } from "../observability/system.ts";
+import { Telemetry, telemetrySettings } from "../observability/telemetry.ts";
+import { effectiveSettings } from "../config/settings.ts";
 import { AliasStore } from "../models/aliases.ts";
 import { Catalog, type CatalogModel } from "../models/catalog.ts";
 import { CloudProviders } from "../models/cloud.ts";
@@ -137,6 +139,8 @@ export function createServerContext(config: Config, logger = new Logger(config.l
         : undefined,
   });
   const hostStats = new HostStats();
+  const telemetry = new Telemetry({ version: VERSION, logger });
+  telemetry.configure(telemetrySettings(effectiveSettings(config).telemetry));
   const jobs = new JobEngine({
     file: join(config.cacheDir, "jobs.json"),
     ops: jobOps({ aliases, backends, catalog, cloud, config, hostStats, library, options, proxy, recipeOptions, scheduler }),
@@ -152,6 +156,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     metrics,
     stats,
     hostStats,
+    telemetry,
     aliases,
     catalog,
     cloud,

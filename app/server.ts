@@ -74,6 +74,7 @@ export async function startServer(overrides: Overrides = {}, env = process.env, 
       ctx.cloud.stop();
       await ctx.jobs.stop();
       await ctx.scheduler.shutdown();
+      await ctx.telemetry.shutdown(3000);
       await Promise.all([app.stop(true), wsApp.stop(true)]);
     },
   };

@@ -30,6 +30,7 @@ const COMMANDS: Command[] = [
   server.alias,
   cloud,
   server.config,
+  server.telemetry,
   models.exportModel,
   models.importModel,
   models.checkUpdates,

@@ -35,7 +35,11 @@ export function flatten(value: Json, prefix = ""): Record<string, unknown> {
   return out;
 }
 
+/** Settings Lemonade takes that its defaults file does not list, with their defaults. */
+const UNLISTED: Record<string, unknown> = { "telemetry.max_attribute_length": 4096 };
+
 function defaultAt(key: string): unknown {
+  if (key in UNLISTED) return UNLISTED[key];
   let node: unknown = DEFAULTS;
   for (const part of key.split(".")) node = isObject(node) ? node[part] : undefined;
   return node;
@@ -44,8 +48,36 @@ function defaultAt(key: string): unknown {
 /** Keys whose default is an object of user-defined entries (`telemetry.otlp.headers`, ...). */
 function isLeafObject(key: string): boolean {
   const d = defaultAt(key);
-  return isObject(d) && (Object.keys(d).length === 0 || key.endsWith(".headers"));
+  return isObject(d) && Object.keys(d).length === 0;
 }
+
+/** The telemetry settings' own rules (Lemonade's runtime configuration checks), or null. */
+function telemetryProblem(key: string, value: unknown): string | null {
+  const n = value as number;
+  const whole = (min: number) => (Number.isInteger(n) && n >= min ? null : `'${key}' must be a whole number from ${min}`);
+  switch (key) {
+    case "telemetry.max_queue_capacity":
+    case "telemetry.max_attribute_length":
+    case "telemetry.otlp.send_batch_size":
+      return whole(1);
+    case "telemetry.otlp.max_retries":
+      return whole(0);
+    case "telemetry.otlp.retry_backoff_base_s":
+      return n >= 0 ? null : `'${key}' must be >= 0`;
+    case "telemetry.otlp.batch_timeout_s":
+      return n > 0 ? null : `'${key}' must be positive`;
+    case "telemetry.otlp.protocol":
+      return value === "http/protobuf" || value === "http/json" ? null : "'telemetry.otlp.protocol' must be either 'http/protobuf', or 'http/json'";
+    case "telemetry.otlp.semantics":
+      return (value as unknown[]).every((s) => s === "openinference" || s === "otel_genai") ? null : "'telemetry.otlp.semantics' items must be 'openinference' or 'otel_genai'";
+    case "telemetry.otlp.headers":
+      return Object.values(value as Json).every((v) => typeof v === "string") ? null : "'telemetry.otlp.headers' values must be strings";
+  }
+  return null;
+}
+
+/** Session header lists, which Lemonade also takes as one header name. */
+const HEADER_LISTS = new Set(["telemetry.session.headers.id", "telemetry.session.headers.client"]);
 
 const typeOf = (v: unknown) => (Array.isArray(v) ? "array" : v === null ? "null" : typeof v);
 
@@ -54,7 +86,12 @@ export function settingProblem(key: string, value: unknown): string | null {
   const d = defaultAt(key);
   if (d === undefined) return `'${key}' is not a Lemonade setting`;
   if (isObject(d) && !isLeafObject(key)) return `'${key}' is a section; set its keys (${Object.keys(d).slice(0, 5).join(", ")}, ...)`;
+  if (HEADER_LISTS.has(key)) {
+    const ok = typeof value === "string" || (Array.isArray(value) && value.every((h) => typeof h === "string"));
+    return ok ? null : `'${key}' must be a string or array of strings`;
+  }
   if (typeOf(value) !== typeOf(d)) return `'${key}' must be ${typeOf(d) === "object" ? "an object" : `a ${typeOf(d)}`} like its default ${JSON.stringify(d)}, got ${JSON.stringify(value)?.slice(0, 80)}`;
+  if (key.startsWith("telemetry.")) return telemetryProblem(key, value);
   const n = value as number;
   switch (key) {
     case "port":

@@ -7,6 +7,7 @@ import type { CatalogModel } from "../models/catalog.ts";
 import { parseCheckpoint } from "../models/hf-cache.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import type { ModelCheck } from "../runtime/request.ts";
+import type { InferenceSpan } from "../observability/telemetry.ts";
 import { ndjsonFramer, type StreamRule } from "../runtime/stream-pump.ts";
 import { E, ollama as spec } from "../spec/index.ts";
 import { generateImages, needsImageModel } from "./images.ts";
@@ -219,6 +220,8 @@ interface Translation {
   endpoint: string;
   signal: AbortSignal;
   ctxSize?: number;
+  /** The request's trace span, while telemetry is on. */
+  span?: InferenceSpan;
 }
 
 /** The engine request: a whole answer, or (with `stream`) the engine's stream as Ollama's lines. */
@@ -233,6 +236,7 @@ function call(ctx: Pick<ServerContext, "proxy">, t: Translation, stream?: Stream
       check: t.check,
       loadOptions: t.ctxSize === undefined ? undefined : { ctx_size: t.ctxSize },
       signal: t.signal,
+      span: t.span,
       endpoint: t.endpoint,
       generation: true,
     })
@@ -332,6 +336,7 @@ async function ollamaEmbed(ctx: Pick<ServerContext, "proxy">, t: Omit<Translatio
         check: needsOllamaEmbedder,
         loadOptions: t.ctxSize === undefined ? undefined : { ctx_size: t.ctxSize },
         signal: t.signal,
+        span: t.span,
         endpoint: t.endpoint,
         generation: false,
       })
@@ -361,7 +366,7 @@ function responseFormat(format: unknown): Record<string, unknown> | undefined {
 const tagged = (id: string) => `${id}:latest`;
 
 /** POST /api/chat */
-export async function chat(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, body: ChatRequest, signal: AbortSignal, label: string): Promise<Response | ChatResponse> {
+export async function chat(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, body: ChatRequest, signal: AbortSignal, label: string, span?: InferenceSpan): Promise<Response | ChatResponse> {
   const messages = body.messages ?? [];
   const unloaded = await maybeUnload(ctx, body, messages.length === 0, { message: { role: "assistant" as const, content: "" } });
   if (unloaded) return unloaded;
@@ -375,13 +380,19 @@ export async function chat(ctx: Pick<ServerContext, "catalog" | "proxy" | "sched
   });
   return ollamaChat(
     ctx,
-    { model: body.model, path: "/v1/chat/completions", body: engineBody, check: visionCheck(needsLlm(), engineBody), endpoint: label, signal, ctxSize: loadCtx(body) },
+    { model: body.model, path: "/v1/chat/completions", body: engineBody, check: visionCheck(needsLlm(), engineBody), endpoint: label, signal, ctxSize: loadCtx(body), span },
     body.stream !== false,
   );
 }
 
 /** POST /api/generate; an empty prompt preloads the model, as Ollama clients use it. */
-export async function generate(ctx: Pick<ServerContext, "catalog" | "options" | "proxy" | "scheduler">, body: GenerateRequest, signal: AbortSignal, label: string): Promise<Response | GenerateResponse> {
+export async function generate(
+  ctx: Pick<ServerContext, "catalog" | "options" | "proxy" | "scheduler">,
+  body: GenerateRequest,
+  signal: AbortSignal,
+  label: string,
+  span?: InferenceSpan,
+): Promise<Response | GenerateResponse> {
   const prompt = body.prompt ?? "";
   const unloaded = await maybeUnload(ctx, body, prompt === "", { response: "" });
   if (unloaded) return unloaded;
@@ -397,7 +408,7 @@ export async function generate(ctx: Pick<ServerContext, "catalog" | "options" | 
   }
   return ollamaGenerate(
     ctx,
-    { model: body.model, path: "/v1/completions", body: { prompt, ...samplingFrom(body) }, check: needsLlm(), endpoint: label, signal, ctxSize },
+    { model: body.model, path: "/v1/completions", body: { prompt, ...samplingFrom(body) }, check: needsLlm(), endpoint: label, signal, ctxSize, span },
     body.stream !== false,
   );
 }
@@ -420,14 +431,14 @@ async function ollamaImage(ctx: Pick<ServerContext, "options" | "proxy">, body: 
 }
 
 /** POST /api/embed */
-export async function embed(ctx: Pick<ServerContext, "proxy">, body: EmbedRequest, signal: AbortSignal, label: string): Promise<EmbedResponse> {
-  const embeddings = await ollamaEmbed(ctx, { model: body.model, body: { input: body.input }, endpoint: label, signal, ctxSize: loadCtx(body) });
+export async function embed(ctx: Pick<ServerContext, "proxy">, body: EmbedRequest, signal: AbortSignal, label: string, span?: InferenceSpan): Promise<EmbedResponse> {
+  const embeddings = await ollamaEmbed(ctx, { model: body.model, body: { input: body.input }, endpoint: label, signal, ctxSize: loadCtx(body), span });
   return { model: body.model, embeddings, total_duration: 0, load_duration: 0, prompt_eval_count: 0 };
 }
 
 /** POST /api/embeddings (Ollama's older, single-prompt form) */
-export async function embeddings(ctx: Pick<ServerContext, "proxy">, body: EmbeddingsRequest, signal: AbortSignal, label: string): Promise<EmbeddingsResponse> {
-  const [embedding = []] = await ollamaEmbed(ctx, { model: body.model, body: { input: body.prompt }, endpoint: label, signal, ctxSize: loadCtx(body) });
+export async function embeddings(ctx: Pick<ServerContext, "proxy">, body: EmbeddingsRequest, signal: AbortSignal, label: string, span?: InferenceSpan): Promise<EmbeddingsResponse> {
+  const [embedding = []] = await ollamaEmbed(ctx, { model: body.model, body: { input: body.prompt }, endpoint: label, signal, ctxSize: loadCtx(body), span });
   return { embedding };
 }
 

@@ -11,7 +11,7 @@ import { healthEntry } from "./models.ts";
 const perType = (value: (type: ModelType) => number) => Object.fromEntries(MODEL_TYPES.map((t) => [t, value(t)])) as Record<ModelType, number>;
 
 /** GET /v1/health. */
-export function health(ctx: Pick<ServerContext, "config" | "proxy" | "scheduler" | "version" | "websocketPort">): HealthResponse {
+export function health(ctx: Pick<ServerContext, "config" | "proxy" | "scheduler" | "telemetry" | "version" | "websocketPort">): HealthResponse {
   return {
     status: "ok",
     version: ctx.version,
@@ -20,7 +20,7 @@ export function health(ctx: Pick<ServerContext, "config" | "proxy" | "scheduler"
     max_models: perType(() => ctx.config.maxLoadedModels),
     pinned_models: perType((t) => ctx.scheduler.list().filter((s) => s.model.type === t && s.pinned).length),
     ...(ctx.websocketPort !== null ? { websocket_port: ctx.websocketPort } : {}),
-    telemetry: { enabled: false },
+    telemetry: ctx.telemetry.health(),
     update_check_done: true,
   };
 }

@@ -1,18 +1,36 @@
-// Live configuration (POST /internal/set, /internal/pin, /internal/shutdown): settings checked
-// against Lemonade's defaults, saved in config.json, and applied at once where the server can.
+// Live configuration (POST /internal/set, /v1/params, /internal/pin, /internal/shutdown): settings
+// checked against Lemonade's defaults, saved in config.json, and applied at once where the server can.
 import { resolve } from "node:path";
 import { RECIPE_DEFAULT_KEYS } from "../spec/recipes.ts";
-import { changesOf, saveSettings, settingProblem } from "../config/settings.ts";
+import { changesOf, effectiveSettings, saveSettings, settingProblem } from "../config/settings.ts";
 import { ApiError } from "../lib/api-error.ts";
+import { isJson } from "../lib/json.ts";
 import { parseLogLevel } from "../lib/log-level.ts";
+import { telemetrySettings } from "../observability/telemetry.ts";
 import { E } from "../spec/errors.ts";
 import type { PinResponse, SettingsRequest, SettingsResponse, ShutdownResponse } from "../spec/internal.ts";
 import type { ServerContext } from "../runtime/context.ts";
 
-/** Settings this server applies while it runs; the rest take effect at the next start. */
+/** Settings this server applies while it runs (and every `telemetry.*` one); the rest take effect
+ * at the next start. */
 const LIVE = new Set(["max_loaded_models", "log_level", "ctx_size", "offline", "extra_models_dir", "host", "port", ...Object.keys(RECIPE_DEFAULT_KEYS)]);
+const isLive = (key: string) => LIVE.has(key) || key.startsWith("telemetry.");
 
-export function setSettings(ctx: Pick<ServerContext, "catalog" | "config" | "lifecycle" | "logger">, body: SettingsRequest): SettingsResponse {
+type SettingsContext = Pick<ServerContext, "catalog" | "config" | "lifecycle" | "logger" | "telemetry">;
+
+/** GET and POST /v1/params: the body, read as JSON whatever the method, set as /internal/set does. */
+export function setParams(ctx: SettingsContext, text: string): SettingsResponse {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw ApiError.of(E.invalidJson, "Invalid JSON in request body");
+  }
+  if (!isJson(body)) throw ApiError.of(E.invalidJson, "The body must be a JSON object of settings");
+  return setSettings(ctx, body);
+}
+
+export function setSettings(ctx: SettingsContext, body: SettingsRequest): SettingsResponse {
   const changes = changesOf(body);
   const keys = Object.keys(changes);
   if (!keys.length) throw ApiError.of(E.missingArgument, "Send at least one setting, such as {\"max_loaded_models\": 2}");
@@ -57,8 +75,9 @@ export function setSettings(ctx: Pick<ServerContext, "catalog" | "config" | "lif
     // After this answer has gone out: the listener it travels on is the one replaced.
     setTimeout(() => ctx.lifecycle.rebind(host, port), 50);
   }
+  if (keys.some((k) => k.startsWith("telemetry."))) ctx.telemetry.configure(telemetrySettings(effectiveSettings(config).telemetry));
   ctx.logger.info("Server", `Settings changed: ${keys.join(", ")}`);
-  return { status: "success", applied: keys.filter((k) => LIVE.has(k)), saved: keys.filter((k) => !LIVE.has(k)) };
+  return { status: "success", applied: keys.filter(isLive), saved: keys.filter((k) => !isLive(k)) };
 }
 
 export function pin(ctx: Pick<ServerContext, "catalog" | "scheduler">, name: string, pinned: boolean): PinResponse {

@@ -6,6 +6,7 @@ import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import type { GenerationStats } from "../observability/stats.ts";
 import type { HostStats } from "../observability/system.ts";
+import type { Telemetry } from "../observability/telemetry.ts";
 import type { AliasStore } from "../models/aliases.ts";
 import type { Catalog, CatalogModel } from "../models/catalog.ts";
 import type { CloudProviders } from "../models/cloud.ts";
@@ -37,6 +38,8 @@ export interface ServerContext {
   metrics: Metrics;
   stats: GenerationStats;
   hostStats: HostStats;
+  /** OpenTelemetry tracing of inference requests (the `telemetry.*` settings). */
+  telemetry: Telemetry;
   aliases: AliasStore;
   catalog: Catalog;
   cloud: CloudProviders;

@@ -12,6 +12,7 @@ import { pump, type StreamRule, type StreamSource } from "./stream-pump.ts";
 import { Transport, type Route, type TransportDeps } from "./transport.ts";
 import type { Reshape } from "./request.ts";
 import { isJson, type Json } from "../lib/json.ts";
+import type { InferenceSpan } from "../observability/telemetry.ts";
 
 export interface ExchangeDeps extends TransportDeps, AccountingDeps {
   /** Silence (ms) in a stream after which a keep-alive is written. */
@@ -31,6 +32,7 @@ export interface ExchangeRequest {
   /** The answer is bytes (audio) passed on as they are, not JSON to rewrite. */
   raw?: boolean;
   reshape?: Reshape;
+  span?: InferenceSpan;
 }
 
 /** Where an exchange is: sending (or reading a whole answer); a stream response made whose body
@@ -107,7 +109,7 @@ export class Exchange {
     try {
       return await step();
     } catch (err) {
-      this.end(err instanceof ApiError ? err.status : 500);
+      this.end(err instanceof ApiError ? err.status : 500, undefined, (err as Error).message);
       throw err;
     }
   }
@@ -135,7 +137,8 @@ export class Exchange {
       replay: () => t.engineGone(),
       stoppedShort: () => t.stoppedShort(),
       watch: () => t.watch(),
-      heard: (first) => {
+      heard: (first, chunk) => {
+        this.req.span?.chunk(chunk);
         t.heard();
         if (first) t.lease.streaming();
       },
@@ -144,13 +147,14 @@ export class Exchange {
         if (this.phase === "unread") this.phase = "streaming";
       },
       cancelled: () => t.abort("client"),
-      end: (status, tail) => this.end(status, tail),
+      end: (status, tail, error) => this.end(status, tail, error),
       warn: (message) => this.deps.logger.warn("Proxy", message),
     };
   }
 
-  /** The one way an exchange ends: the engine let go of and the request recorded, once. */
-  private end(status: number, tail?: string): void {
+  /** The one way an exchange ends: the engine let go of and the request recorded (its span
+   * ended: a whole answer is `tail`), once. */
+  private end(status: number, tail?: string, error?: string): void {
     if (this.phase === "ended") return;
     this.phase = "ended";
     this.req.signal.removeEventListener("abort", this.onClientAbort);
@@ -165,6 +169,10 @@ export class Exchange {
       generation: this.req.generation,
       tail,
     });
+    const { span } = this.req;
+    if (!span) return;
+    if (status >= 200 && status < 300) span.succeed(tail);
+    else span.fail(error ?? (status === 499 ? "The client closed the request" : `The request ended with status ${status}`));
   }
 }
 

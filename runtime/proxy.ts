@@ -111,9 +111,15 @@ export class EngineProxy implements Forwarding {
     return this.targets.of(this.lookup(name));
   }
 
-  /** Sends a request to the model it names, through that model's target. */
-  toModel(req: ProxyRequest): Promise<Response> {
-    return this.target(req.model).forward(req);
+  /** Sends a request to the model it names, through that model's target; a refusal or a failed
+   * load before the exchange fails the request's span. */
+  async toModel(req: ProxyRequest): Promise<Response> {
+    try {
+      return await this.target(req.model).forward(req);
+    } catch (err) {
+      req.span?.fail((err as Error).message);
+      throw err;
+    }
   }
 
   /** To a local engine: the model claimed (loaded when needed), then one exchange with its engine. */

@@ -3,6 +3,7 @@
 import type { ApiError } from "../lib/api-error.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { StreamRule } from "./stream-pump.ts";
+import type { InferenceSpan } from "../observability/telemetry.ts";
 import type { Json } from "../lib/json.ts";
 import type { ChatCompletionRequest, CompletionRequest } from "../spec/openai.ts";
 
@@ -42,6 +43,9 @@ export interface ProxyRequest {
   /** The client's body as it came, on the routes a collection may serve (chat, completions): a
    * router decides on it, an omni collection plans on it. */
   client?: ChatCompletionRequest | CompletionRequest;
+  /** The request's trace span, while telemetry is on: ended with the exchange, or failed with
+   * the load or refusal that stopped it first. */
+  span?: InferenceSpan;
 }
 
 export interface RecentRequest {

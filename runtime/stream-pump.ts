@@ -68,15 +68,16 @@ export interface StreamSource {
   /** The hang watchdog while the engine is read; returns its stop. */
   watch(): () => void;
   /** Engine output arrived (`first`: its first chunk). */
-  heard(first: boolean): void;
+  heard(first: boolean, chunk: Uint8Array): void;
   /** The engine request ends without a clean finish: stop it, so its slot is really free. */
   abandon(): void;
   /** The client started reading the body. */
   reading(): void;
   /** The client cancelled the stream. */
   cancelled(): void;
-  /** The stream is over: the status it ended with and the engine's last text (for timings). */
-  end(status: number, tail?: string): void;
+  /** The stream is over: the status it ended with and the engine's last text (for timings), or
+   * the error it failed with. */
+  end(status: number, tail?: string, error?: string): void;
   warn(message: string): void;
 }
 
@@ -123,10 +124,10 @@ export function pump(rule: StreamRule, src: StreamSource, { clock, pingMs }: Pum
     }
     stopTicking = clock.after(Math.max(1, lastWrite + pingMs - now), tick);
   };
-  const finish = (status: number, tail?: string) => {
+  const finish = (status: number, tail?: string, error?: string) => {
     over = true;
     stopTicking();
-    src.end(status, tail);
+    src.end(status, tail, error);
   };
   const body = new ReadableStream({
     type: "direct",
@@ -135,6 +136,7 @@ export function pump(rule: StreamRule, src: StreamSource, { clock, pingMs }: Pum
       sink = controller;
       let status = 200;
       let tail: string | undefined;
+      let error: string | undefined;
       try {
         write(framer.opening);
         lastWrite = clock.now();
@@ -162,6 +164,7 @@ export function pump(rule: StreamRule, src: StreamSource, { clock, pingMs }: Pum
         } else {
           const apiErr = err instanceof ApiError ? err : ApiError.of(E.backendStopped, `The ${src.modelId} engine stopped answering`);
           status = apiErr.status;
+          error = apiErr.message;
           src.warn(`Stream from ${src.modelId} failed: ${apiErr.message}`);
           try {
             write(framer.error(apiErr));
@@ -170,7 +173,7 @@ export function pump(rule: StreamRule, src: StreamSource, { clock, pingMs }: Pum
           }
         }
       }
-      finish(status, tail);
+      finish(status, tail, error);
       try {
         controller.close();
       } catch {
@@ -215,7 +218,7 @@ async function pipe(res: Response, rule: StreamRule, src: StreamSource, write: (
       }
       if (chunk.done) break;
       const value = chunk.value;
-      src.heard(!sent);
+      src.heard(!sent, value);
       sent = true;
       tail.push(value);
       if (tail.length > TAIL_CHUNKS) tail.shift();

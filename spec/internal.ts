@@ -103,7 +103,7 @@ export const internalSet = endpoint({
   summary: "Change settings, live where possible",
   availability: "fully_available",
   description:
-    "Sets one or more settings, `{\"key\": value, ...}`, nested keys written with dots (`llamacpp.backend`) or as objects. Each is checked against its default's type first (nothing is saved when one is refused), then saved in `config.json` atomically and applied at once where the server can: `max_loaded_models`, `log_level`, `ctx_size`, `offline`, `extra_models_dir` (rescanned), `host` and `port` (the server listens anew). The answer lists which took effect now and which are saved for the next start.",
+    "Sets one or more settings, `{\"key\": value, ...}`, nested keys written with dots (`llamacpp.backend`) or as objects. Each is checked against its default's type first (nothing is saved when one is refused), then saved in `config.json` atomically and applied at once where the server can: `max_loaded_models`, `log_level`, `ctx_size`, `offline`, `extra_models_dir` (rescanned), `host` and `port` (the server listens anew), every `telemetry.*` setting (the next span and the next export batch use it). The answer lists which took effect now and which are saved for the next start.",
   body: T.Record(T.String(), T.Unknown(), { description: "The settings to change." }),
   response: T.Object({
     status: T.Literal("success", { description: 'Always `"success"`' }),
@@ -137,6 +137,22 @@ export const internalPin = endpoint({
   errors: [{ status: 404, code: "model_not_loaded", when: "`model_name` is not loaded" }],
 });
 
+export const telemetryFlush = endpoint({
+  id: "lemonade.telemetry_flush",
+  method: "POST",
+  path: "/internal/telemetry/flush",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "admin",
+  summary: "Force-flush queued telemetry spans",
+  availability: "fully_available",
+  description:
+    "Sends every trace span queued in memory to the configured OTLP collector now, instead of at the next batch (`telemetry.otlp.send_batch_size` spans or `telemetry.otlp.batch_timeout_s`), and answers once they are sent. A batch waiting to be retried is tried once more, then dropped if it fails. With nothing queued, or telemetry never enabled, it answers at once.",
+  response: T.Object({ status: T.Literal("flushed", { description: 'Always `"flushed"`' }) }, { title: "TelemetryFlushResponse" }),
+  example: { response: '{"status": "flushed"}' },
+});
+
 export const internalShutdown = endpoint({
   id: "lemonade.internal_shutdown",
   method: "POST",
@@ -159,3 +175,4 @@ export type SettingsRequest = Static<typeof internalSet.body>;
 export type SettingsResponse = Static<typeof internalSet.response>;
 export type PinResponse = Static<typeof internalPin.response>;
 export type ShutdownResponse = Static<typeof internalShutdown.response>;
+export type TelemetryFlushResponse = Static<typeof telemetryFlush.response>;

@@ -2,6 +2,8 @@
 // stats, metrics, the log stream and the API reference.
 import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
+import { E } from "./errors.ts";
+import { internalSet } from "./internal.ts";
 import { ModelType, Nullable, PerModelType } from "./schemas.ts";
 
 export const LoadedModel = T.Object({
@@ -46,7 +48,17 @@ export const health = endpoint({
           "OS-assigned port of the dedicated WebSocket server (log stream, realtime transcription); the main port serves the same protocols",
       }),
     ),
-    telemetry: T.Object({ enabled: T.Boolean({ description: "Whether telemetry collection is active" }) }),
+    telemetry: T.Object(
+      {
+        enabled: T.Boolean({ description: "Whether telemetry collection is active" }),
+        captures: T.Optional(
+          T.Array(T.Union([T.Literal("inputs"), T.Literal("outputs"), T.Literal("thinking")]), {
+            description: "What spans capture besides token counts and timings (`inputs`, `outputs`, `thinking`: those the `telemetry.hide_*` settings do not hide); only while telemetry is enabled",
+          }),
+        ),
+      },
+      { title: "TelemetryState" },
+    ),
     update_check_done: T.Boolean({
       description: "Whether the start-up check for newer model revisions has finished",
     }),
@@ -330,6 +342,43 @@ export const docs = endpoint({
   availability: "fully_available",
   description: "An HTML page that renders `/openapi.json` as an interactive reference.",
   contentType: "text/html; charset=utf-8",
+});
+
+const PARAMS_DESCRIPTION =
+  "Changes settings as `POST /internal/set` does (same checks, same answer), on every API prefix and with the regular API key, as Lemonade registers it: `{\"key\": value, ...}`, nested keys written with dots or as objects. Meant for the `telemetry.*` settings (`telemetry.enabled`, `telemetry.otlp.endpoint`, `telemetry.hide_inputs`, ...), which take effect at once.";
+
+export const paramsSet = endpoint({
+  id: "lemonade.params_post",
+  method: "POST",
+  path: "/params",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "api",
+  rawBody: true,
+  summary: "Change settings (telemetry and more)",
+  availability: "fully_available",
+  description: PARAMS_DESCRIPTION,
+  body: T.Record(T.String(), T.Unknown(), { description: "The settings to change." }),
+  response: internalSet.response,
+  errors: [E.invalidJson, E.missingArgument, E.invalidArgument],
+  example: { body: { telemetry: { enabled: true, otlp: { protocol: "http/json" } } }, response: '{"status": "success", "applied": ["telemetry.enabled", "telemetry.otlp.protocol"], "saved": []}' },
+});
+
+export const paramsGet = endpoint({
+  id: "lemonade.params_get",
+  method: "GET",
+  path: "/params",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "api",
+  rawBody: true,
+  summary: "Change settings, by GET",
+  availability: "fully_available",
+  description: `${PARAMS_DESCRIPTION} Lemonade answers GET with the same handler, so a GET reads its JSON body as the POST does; without one it is refused as invalid JSON.`,
+  response: internalSet.response,
+  errors: [E.invalidJson, E.missingArgument, E.invalidArgument],
 });
 
 export type HealthResponse = Static<typeof health.response>;

@@ -170,19 +170,40 @@ ${SERVER_FLAGS_HELP}`,
       return 0;
     }
     if (action !== "set" || !args.length) throw new CliError(`usage: lemonade ${this.usage}`, 2);
-    const changes = Object.fromEntries(args.map(setting));
-    for (const [key, value] of Object.entries(changes)) {
-      const problem = settingProblem(key, value);
-      if (problem) throw new CliError(`${problem}. See the settings with: lemonade config`, 2);
-    }
-    if (up) {
-      const res = await client.json("POST", "/internal/set", changes);
-      if (res.applied.length) console.log(`Applied now: ${res.applied.join(", ")}`);
-      if (res.saved.length) console.log(`Saved for the next start: ${res.saved.join(", ")}`);
-    } else {
-      saveSettings({ cacheDir: defaultCacheDir() }, changes);
-      console.log(`Saved ${join(defaultCacheDir(), "config.json")}; the server reads it when it starts.`);
-    }
+    await change(client, up, Object.fromEntries(args.map(setting)));
+    return 0;
+  },
+};
+
+/** Checks settings, then sets them through a running server (live where it can) or in config.json. */
+async function change(client: Client, up: boolean, changes: Record<string, unknown>): Promise<void> {
+  for (const [key, value] of Object.entries(changes)) {
+    const problem = settingProblem(key, value);
+    if (problem) throw new CliError(`${problem}. See the settings with: lemonade config`, 2);
+  }
+  if (up) {
+    const res = await client.json("POST", "/internal/set", changes);
+    if (res.applied.length) console.log(`Applied now: ${res.applied.join(", ")}`);
+    if (res.saved.length) console.log(`Saved for the next start: ${res.saved.join(", ")}`);
+  } else {
+    saveSettings({ cacheDir: defaultCacheDir() }, changes);
+    console.log(`Saved ${join(defaultCacheDir(), "config.json")}; the server reads it when it starts.`);
+  }
+}
+
+export const telemetry: Command = {
+  name: "telemetry",
+  summary: "Turn OpenTelemetry tracing on or off, live",
+  usage: "telemetry on | telemetry off",
+  help: `Sets telemetry.enabled. Spans go to telemetry.otlp.endpoint (set it, and the other
+telemetry.* settings, with: lemonade config set telemetry.otlp.endpoint=URL).
+${SERVER_FLAGS_HELP}`,
+  options: SERVER_FLAGS,
+  async run(input) {
+    const [state, ...rest] = input.positionals;
+    if ((state !== "on" && state !== "off") || rest.length) throw new CliError(`usage: lemonade ${this.usage}`, 2);
+    const client = clientOf(input);
+    await change(client, await client.isUp(), { "telemetry.enabled": state === "on" });
     return 0;
   },
 };

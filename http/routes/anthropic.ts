@@ -6,7 +6,7 @@ import { anthropicPassthrough, messagesStream, splitKnown, toChatBody, toMessage
 import { engineAnswer, needsLlm, visionCheck } from "../../protocols/openai.ts";
 import type { Binder } from "../bind.ts";
 
-export function anthropicRoutes(bind: Binder, ctx: Pick<ServerContext, "logger" | "proxy">): void {
+export function anthropicRoutes(bind: Binder, ctx: Pick<ServerContext, "logger" | "proxy" | "telemetry">): void {
   const messagesLabel = metricsLabel(spec.messages);
   bind.http(spec.messages, async ({ body, request }) => {
     // A provider that speaks Anthropic's API gets the request as the client sent it.
@@ -18,6 +18,7 @@ export function anthropicRoutes(bind: Binder, ctx: Pick<ServerContext, "logger" 
         stream: body.stream === true ? anthropicPassthrough : undefined,
         check: needsLlm(),
         signal: request.signal,
+        span: ctx.telemetry.start("LLM", "chat.completions", body.model, body, request.headers),
         endpoint: messagesLabel,
         generation: true,
       });
@@ -35,6 +36,8 @@ export function anthropicRoutes(bind: Binder, ctx: Pick<ServerContext, "logger" 
       reshape: (answer) => toMessage(engineAnswer(answer), body.model, warnings),
       check: visionCheck(needsLlm(), chat),
       signal: request.signal,
+      // Traced as Lemonade traces it: the chat request it becomes.
+      span: ctx.telemetry.start("LLM", "chat.completions", body.model, chat, request.headers),
       endpoint: messagesLabel,
       generation: true,
     });

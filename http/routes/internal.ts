@@ -1,5 +1,5 @@
 // The admin-only /internal routes: model aliases (protocols/aliases.ts), the effective
-// configuration, live settings, pinning and shutdown (protocols/settings.ts).
+// configuration, live settings, pinning and shutdown (protocols/settings.ts), the telemetry flush.
 import { internal as spec } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import { effectiveSettings } from "../../config/settings.ts";
@@ -7,11 +7,15 @@ import { listAliases, removeAlias, setAlias } from "../../protocols/aliases.ts";
 import { pin, setSettings, shutdown } from "../../protocols/settings.ts";
 import type { Binder } from "../bind.ts";
 
-export function internalRoutes(bind: Binder, ctx: Pick<ServerContext, "aliases" | "catalog" | "config" | "lifecycle" | "logger" | "scheduler">): void {
+export function internalRoutes(bind: Binder, ctx: Pick<ServerContext, "aliases" | "catalog" | "config" | "lifecycle" | "logger" | "scheduler" | "telemetry">): void {
   bind.http(spec.internalConfig, () => effectiveSettings(ctx.config));
   bind.http(spec.internalSet, ({ body }) => setSettings(ctx, body));
   bind.http(spec.internalPin, ({ body }) => pin(ctx, body.model_name, body.pinned));
   bind.http(spec.internalShutdown, () => shutdown(ctx));
+  bind.http(spec.telemetryFlush, async () => {
+    await ctx.telemetry.flush();
+    return { status: "flushed" as const };
+  });
   bind.http(spec.aliasesList, () => listAliases(ctx));
   bind.http(spec.aliasesSet, ({ body }) => setAlias(ctx, body));
   bind.http(spec.aliasesDelete, ({ params }) => removeAlias(ctx, params.alias));

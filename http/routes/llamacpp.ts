@@ -11,7 +11,7 @@ import type { Binder } from "../bind.ts";
 /** Slot files are plain names inside the model's slot folder: no separators, no dot-files. */
 const SLOT_FILE = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,200}$/;
 
-export function llamacppRoutes(bind: Binder, ctx: Pick<ServerContext, "proxy">): void {
+export function llamacppRoutes(bind: Binder, ctx: Pick<ServerContext, "proxy" | "telemetry">): void {
   bind.http(spec.rerank, ({ body, request }) => {
     const { engineBody, loadOptions } = toEngineBody(body);
     return ctx.proxy.toModel({
@@ -21,6 +21,7 @@ export function llamacppRoutes(bind: Binder, ctx: Pick<ServerContext, "proxy">):
       check: needsReranker,
       loadOptions,
       signal: request.signal,
+      span: ctx.telemetry.start("RERANKER", "reranking", body.model, body, request.headers),
       endpoint: metricsLabel(spec.rerank),
       generation: false,
     });

@@ -7,12 +7,21 @@ import * as ollama from "../../protocols/ollama.ts";
 import type { Binder } from "../bind.ts";
 import { cachedJson } from "../view-cache.ts";
 
-export function ollamaRoutes(bind: Binder, ctx: Pick<ServerContext, "catalog" | "library" | "options" | "proxy" | "scheduler">): void {
-  bind.http(spec.chat, ({ body, request }) => ollama.chat(ctx, body, request.signal, metricsLabel(spec.chat)));
-  bind.http(spec.generate, ({ body, request }) => ollama.generate(ctx, body, request.signal, metricsLabel(spec.generate)));
+export function ollamaRoutes(bind: Binder, ctx: Pick<ServerContext, "catalog" | "library" | "options" | "proxy" | "scheduler" | "telemetry">): void {
+  // Traced as Lemonade traces them: as the chat, completion or embeddings request each becomes.
+  bind.http(spec.chat, ({ body, request }) =>
+    ollama.chat(ctx, body, request.signal, metricsLabel(spec.chat), ctx.telemetry.start("LLM", "chat.completions", body.model, body, request.headers)),
+  );
+  bind.http(spec.generate, ({ body, request }) =>
+    ollama.generate(ctx, body, request.signal, metricsLabel(spec.generate), ctx.telemetry.start("LLM", "completions", body.model, body, request.headers)),
+  );
   bind.http(spec.show, ({ body }) => ollama.show(ctx, body));
-  bind.http(spec.embed, ({ body, request }) => ollama.embed(ctx, body, request.signal, metricsLabel(spec.embed)));
-  bind.http(spec.embeddings, ({ body, request }) => ollama.embeddings(ctx, body, request.signal, metricsLabel(spec.embeddings)));
+  bind.http(spec.embed, ({ body, request }) =>
+    ollama.embed(ctx, body, request.signal, metricsLabel(spec.embed), ctx.telemetry.start("EMBEDDING", "embeddings", body.model, body, request.headers)),
+  );
+  bind.http(spec.embeddings, ({ body, request }) =>
+    ollama.embeddings(ctx, body, request.signal, metricsLabel(spec.embeddings), ctx.telemetry.start("EMBEDDING", "embeddings", body.model, { input: body.prompt }, request.headers)),
+  );
   bind.http(spec.pull, ({ body }) => ollama.pull(ctx, body));
   bind.http(spec.remove, ({ body }) => ollama.remove(ctx, body));
   bind.http(spec.tags, () => cachedJson(ctx, "ollama:tags", () => ollama.tags(ctx)));

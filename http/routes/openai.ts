@@ -19,16 +19,29 @@ import { checkResponsesBody, responsesCheck, responsesStream } from "../../proto
 import { speak, transcribe } from "../../protocols/audio.ts";
 import type { Binder } from "../bind.ts";
 import { jsonItems, type Json } from "../../lib/json.ts";
+import type { SpanKindName } from "../../observability/span-record.ts";
 
 /** The definitions forwarded to a model's engine once translated, and the bodies they take. */
 type Forwarded = typeof spec.chatCompletions | typeof spec.completions | typeof spec.responses | typeof spec.embeddings;
 type ForwardedBody = ChatCompletionRequest | CompletionRequest | ResponsesRequest | EmbeddingsRequest;
 
-export function openaiRoutes(bind: Binder, ctx: Pick<ServerContext, "catalog" | "config" | "library" | "logger" | "options" | "proxy" | "scheduler" | "standIns" | "stats">): void {
+export function openaiRoutes(
+  bind: Binder,
+  ctx: Pick<ServerContext, "catalog" | "config" | "library" | "logger" | "options" | "proxy" | "scheduler" | "standIns" | "stats" | "telemetry">,
+): void {
+  /** Each forwarded route's trace span: its OpenInference kind and its name. */
+  const spans = new Map<Forwarded, [SpanKindName, string]>([
+    [spec.chatCompletions, ["LLM", "chat.completions"]],
+    [spec.completions, ["LLM", "completions"]],
+    [spec.responses, ["LLM", "responses"]],
+    [spec.embeddings, ["EMBEDDING", "embeddings"]],
+  ]);
   /** Sends an inference request on to its model: `build` adds what the route's own request needs
    * (its stream rule, its check, the client's body where a collection may serve it). Each route
    * binds its own definition, so that its handler and `build` read the body as its `Static<>` type. */
-  const forward = (def: Forwarded, path: string, body: ForwardedBody, signal: AbortSignal, build: (engineBody: Json) => Partial<ProxyRequest>) => {
+  const forward = (def: Forwarded, path: string, body: ForwardedBody, request: Request, build: (engineBody: Json) => Partial<ProxyRequest>) => {
+    const [kind, name] = spans.get(def)!;
+    const span = ctx.telemetry.start(kind, name, body.model, body, request.headers);
     const { engineBody, loadOptions } = toEngineBody(body);
     delete engineBody.route_trace;
     const route = build(engineBody);
@@ -38,7 +51,8 @@ export function openaiRoutes(bind: Binder, ctx: Pick<ServerContext, "catalog" | 
       body: engineBody,
       check: needsLlm(),
       loadOptions,
-      signal,
+      signal: request.signal,
+      span,
       endpoint: metricsLabel(def),
       generation: true,
       ...route,
@@ -48,10 +62,10 @@ export function openaiRoutes(bind: Binder, ctx: Pick<ServerContext, "catalog" | 
   };
 
   bind.http(spec.chatCompletions, ({ body, request }) =>
-    forward(spec.chatCompletions, "/v1/chat/completions", body, request.signal, () => ({ stream: chatStream, check: visionCheck(needsLlm(), body), client: body })),
+    forward(spec.chatCompletions, "/v1/chat/completions", body, request, () => ({ stream: chatStream, check: visionCheck(needsLlm(), body), client: body })),
   );
   bind.http(spec.completions, ({ body, request }) =>
-    forward(spec.completions, "/v1/completions", body, request.signal, (engineBody) => {
+    forward(spec.completions, "/v1/completions", body, request, (engineBody) => {
       const { body: completion, logprobs } = toCompletionBody(engineBody);
       if (!logprobs) return { body: completion, stream: chatStream, client: body };
       const fix = (answer: Json) => {
@@ -71,10 +85,10 @@ export function openaiRoutes(bind: Binder, ctx: Pick<ServerContext, "catalog" | 
   );
   bind.http(spec.responses, ({ body, request }) => {
     checkResponsesBody(body);
-    return forward(spec.responses, "/v1/responses", body, request.signal, () => ({ stream: responsesStream(body.model), check: responsesCheck(body) }));
+    return forward(spec.responses, "/v1/responses", body, request, () => ({ stream: responsesStream(body.model), check: responsesCheck(body) }));
   });
   bind.http(spec.embeddings, ({ body, request }) =>
-    forward(spec.embeddings, "/v1/embeddings", body, request.signal, () => ({ check: needsEmbedder, generation: false })),
+    forward(spec.embeddings, "/v1/embeddings", body, request, () => ({ check: needsEmbedder, generation: false })),
   );
   bind.http(spec.audioSpeech, ({ body, request }) => speak(ctx, body, request.signal));
   bind.http(spec.audioTranscriptions, ({ request }) => transcribe(ctx, request));

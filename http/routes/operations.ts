@@ -1,16 +1,22 @@
-// Running the server: liveness, health, the last request's stats, system info and stats, and
-// metrics (protocols/operations.ts builds the larger answers). The log stream is logs.ts's, the API
-// reference docs.ts's.
+// Running the server: liveness, health, the last request's stats, system info and stats, the
+// settings of /v1/params, and metrics (protocols/operations.ts builds the larger answers). The log
+// stream is logs.ts's, the API reference docs.ts's.
 import { operations as spec } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import { health, systemInfo } from "../../protocols/operations.ts";
+import { setParams } from "../../protocols/settings.ts";
 import type { Binder } from "../bind.ts";
 
-export function operationsRoutes(bind: Binder, ctx: Pick<ServerContext, "backends" | "cloud" | "config" | "hostStats" | "metrics" | "proxy" | "scheduler" | "stats" | "version" | "websocketPort">): void {
+export function operationsRoutes(
+  bind: Binder,
+  ctx: Pick<ServerContext, "backends" | "catalog" | "cloud" | "config" | "hostStats" | "lifecycle" | "logger" | "metrics" | "proxy" | "scheduler" | "stats" | "telemetry" | "version" | "websocketPort">,
+): void {
   bind.http(spec.live, () => ({ status: "ok" }));
   bind.http(spec.health, () => health(ctx));
   bind.http(spec.stats, () => ctx.stats.snapshot());
   bind.http(spec.systemInfo, () => systemInfo(ctx));
   bind.http(spec.systemStats, () => ctx.hostStats.read());
+  bind.http(spec.paramsSet, async ({ request }) => setParams(ctx, await request.text()));
+  bind.http(spec.paramsGet, async ({ request }) => setParams(ctx, await request.text()));
   bind.http(spec.metrics, async () => new Response(await ctx.metrics.render(), { headers: { "content-type": ctx.metrics.contentType } }));
 }

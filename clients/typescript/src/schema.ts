@@ -3791,6 +3791,102 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/params": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Change settings, by GET
+         * @description Changes settings as `POST /internal/set` does (same checks, same answer), on every API prefix and with the regular API key, as Lemonade registers it: `{"key": value, ...}`, nested keys written with dots or as objects. Meant for the `telemetry.*` settings (`telemetry.enabled`, `telemetry.otlp.endpoint`, `telemetry.hide_inputs`, ...), which take effect at once. Lemonade answers GET with the same handler, so a GET reads its JSON body as the POST does; without one it is refused as invalid JSON.
+         */
+        get: operations["lemonade.params_get"];
+        put?: never;
+        /**
+         * Change settings (telemetry and more)
+         * @description Changes settings as `POST /internal/set` does (same checks, same answer), on every API prefix and with the regular API key, as Lemonade registers it: `{"key": value, ...}`, nested keys written with dots or as objects. Meant for the `telemetry.*` settings (`telemetry.enabled`, `telemetry.otlp.endpoint`, `telemetry.hide_inputs`, ...), which take effect at once.
+         */
+        post: operations["lemonade.params_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/params": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Change settings, by GET
+         * @description The same as `GET /v1/params`, documented there.
+         */
+        get: operations["lemonade.params_get.api_v1_params"];
+        put?: never;
+        /**
+         * Change settings (telemetry and more)
+         * @description The same as `POST /v1/params`, documented there.
+         */
+        post: operations["lemonade.params_post.api_v1_params"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/params": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Change settings, by GET
+         * @description The same as `GET /v1/params`, documented there.
+         */
+        get: operations["lemonade.params_get.v0_params"];
+        put?: never;
+        /**
+         * Change settings (telemetry and more)
+         * @description The same as `POST /v1/params`, documented there.
+         */
+        post: operations["lemonade.params_post.v0_params"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/params": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Change settings, by GET
+         * @description The same as `GET /v1/params`, documented there.
+         */
+        get: operations["lemonade.params_get.api_v0_params"];
+        put?: never;
+        /**
+         * Change settings (telemetry and more)
+         * @description The same as `POST /v1/params`, documented there.
+         */
+        post: operations["lemonade.params_post.api_v0_params"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs": {
         parameters: {
             query?: never;
@@ -4410,7 +4506,7 @@ export interface paths {
         put?: never;
         /**
          * Change settings, live where possible
-         * @description Sets one or more settings, `{"key": value, ...}`, nested keys written with dots (`llamacpp.backend`) or as objects. Each is checked against its default's type first (nothing is saved when one is refused), then saved in `config.json` atomically and applied at once where the server can: `max_loaded_models`, `log_level`, `ctx_size`, `offline`, `extra_models_dir` (rescanned), `host` and `port` (the server listens anew). The answer lists which took effect now and which are saved for the next start.
+         * @description Sets one or more settings, `{"key": value, ...}`, nested keys written with dots (`llamacpp.backend`) or as objects. Each is checked against its default's type first (nothing is saved when one is refused), then saved in `config.json` atomically and applied at once where the server can: `max_loaded_models`, `log_level`, `ctx_size`, `offline`, `extra_models_dir` (rescanned), `host` and `port` (the server listens anew), every `telemetry.*` setting (the next span and the next export batch use it). The answer lists which took effect now and which are saved for the next start.
          */
         post: operations["lemonade.internal_set"];
         delete?: never;
@@ -4433,6 +4529,26 @@ export interface paths {
          * @description Pins a loaded model so eviction never picks it, or unpins it. Idempotent.
          */
         post: operations["lemonade.internal_pin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/telemetry/flush": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Force-flush queued telemetry spans
+         * @description Sends every trace span queued in memory to the configured OTLP collector now, instead of at the next batch (`telemetry.otlp.send_batch_size` spans or `telemetry.otlp.batch_timeout_s`), and answers once they are sent. A batch waiting to be retried is tried once more, then dropped if it fails. With nothing queued, or telemetry never enabled, it answers at once.
+         */
+        post: operations["lemonade.telemetry_flush"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5988,10 +6104,7 @@ export interface components {
             };
             /** @description OS-assigned port of the dedicated WebSocket server (log stream, realtime transcription); the main port serves the same protocols */
             websocket_port?: number;
-            telemetry: {
-                /** @description Whether telemetry collection is active */
-                enabled: boolean;
-            };
+            telemetry: components["schemas"]["TelemetryState"];
             /** @description Whether the start-up check for newer model revisions has finished */
             update_check_done: boolean;
         };
@@ -6130,6 +6243,21 @@ export interface components {
         /** @description An OpenAPI 3.1 document */
         OpenapiResponse: {
             [key: string]: unknown;
+        };
+        /** @description The settings to change. */
+        ParamsPostRequest: {
+            [key: string]: unknown;
+        };
+        ParamsPostResponse: {
+            /**
+             * @description Always `"success"`
+             * @constant
+             */
+            status: "success";
+            /** @description Settings in effect now */
+            applied: string[];
+            /** @description Settings saved, which take effect at the next start */
+            saved: string[];
         };
         JobsCreateRequest: {
             /** @description A name for the job. */
@@ -6306,21 +6434,6 @@ export interface components {
         InternalConfigResponse: {
             [key: string]: unknown;
         };
-        /** @description The settings to change. */
-        InternalSetRequest: {
-            [key: string]: unknown;
-        };
-        InternalSetResponse: {
-            /**
-             * @description Always `"success"`
-             * @constant
-             */
-            status: "success";
-            /** @description Settings in effect now */
-            applied: string[];
-            /** @description Settings saved, which take effect at the next start */
-            saved: string[];
-        };
         InternalPinRequest: {
             /** @description A loaded model. */
             model_name: string;
@@ -6337,6 +6450,14 @@ export interface components {
             model_name: string;
             /** @description Its pinned state now */
             pinned: boolean;
+        };
+        /** TelemetryFlushResponse */
+        TelemetryFlushResponse: {
+            /**
+             * @description Always `"flushed"`
+             * @constant
+             */
+            status: "flushed";
         };
         InternalShutdownResponse: {
             /**
@@ -6480,6 +6601,13 @@ export interface components {
             env_var_set: boolean;
             /** @description A key set with `/v1/cloud/auth` is held in memory */
             runtime_key_set: boolean;
+        };
+        /** TelemetryState */
+        TelemetryState: {
+            /** @description Whether telemetry collection is active */
+            enabled: boolean;
+            /** @description What spans capture besides token counts and timings (`inputs`, `outputs`, `thinking`: those the `telemetry.hide_*` settings do not hide); only while telemetry is enabled */
+            captures?: ("inputs" | "outputs" | "thinking")[];
         };
         JobsCreateRequestStepsItem: {
             /** @description Unique within the job; not `inputs`, no `.`. The step's output lands in `context[id]`. */
@@ -6644,6 +6772,8 @@ export type SystemInfoResponse = components['schemas']['SystemInfoResponse'];
 export type SystemStatsResponse = components['schemas']['SystemStatsResponse'];
 export type LiveResponse = components['schemas']['LiveResponse'];
 export type OpenapiResponse = components['schemas']['OpenapiResponse'];
+export type ParamsPostRequest = components['schemas']['ParamsPostRequest'];
+export type ParamsPostResponse = components['schemas']['ParamsPostResponse'];
 export type JobsCreateRequest = components['schemas']['JobsCreateRequest'];
 export type JobsCreateResponse = components['schemas']['JobsCreateResponse'];
 export type JobsListResponse = components['schemas']['JobsListResponse'];
@@ -6657,10 +6787,9 @@ export type AliasesPostRequest = components['schemas']['AliasesPostRequest'];
 export type AliasesPostResponse = components['schemas']['AliasesPostResponse'];
 export type AliasesDeleteResponse = components['schemas']['AliasesDeleteResponse'];
 export type InternalConfigResponse = components['schemas']['InternalConfigResponse'];
-export type InternalSetRequest = components['schemas']['InternalSetRequest'];
-export type InternalSetResponse = components['schemas']['InternalSetResponse'];
 export type InternalPinRequest = components['schemas']['InternalPinRequest'];
 export type InternalPinResponse = components['schemas']['InternalPinResponse'];
+export type TelemetryFlushResponse = components['schemas']['TelemetryFlushResponse'];
 export type InternalShutdownResponse = components['schemas']['InternalShutdownResponse'];
 export type Usage = components['schemas']['Usage'];
 export type ImageData = components['schemas']['ImageData'];
@@ -6670,6 +6799,7 @@ export type OllamaModelDetails = components['schemas']['OllamaModelDetails'];
 export type DownloadJob = components['schemas']['DownloadJob'];
 export type InstallResult = components['schemas']['InstallResult'];
 export type CloudAuthState = components['schemas']['CloudAuthState'];
+export type TelemetryState = components['schemas']['TelemetryState'];
 export type JobsCreateRequestStepsItem = components['schemas']['JobsCreateRequestStepsItem'];
 export type JobBranchCase = components['schemas']['JobBranchCase'];
 export type ResponseOpenAiError = components['responses']['OpenAIError'];
@@ -13962,6 +14092,232 @@ export interface operations {
             403: components["responses"]["LemonadeError"];
         };
     };
+    "lemonade.params_get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParamsPostResponse"];
+                };
+            };
+            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
+            400: components["responses"]["LemonadeError"];
+            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
+            401: components["responses"]["LemonadeError"];
+            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
+            403: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.params_post": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "telemetry": {
+                 *         "enabled": true,
+                 *         "otlp": {
+                 *           "protocol": "http/json"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ParamsPostRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "applied": [
+                     *         "telemetry.enabled",
+                     *         "telemetry.otlp.protocol"
+                     *       ],
+                     *       "saved": []
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ParamsPostResponse"];
+                };
+            };
+            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
+            400: components["responses"]["LemonadeError"];
+            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
+            401: components["responses"]["LemonadeError"];
+            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
+            403: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.params_get.api_v1_params": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParamsPostResponse"];
+                };
+            };
+            400: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.params_post.api_v1_params": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ParamsPostRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParamsPostResponse"];
+                };
+            };
+            400: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.params_get.v0_params": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParamsPostResponse"];
+                };
+            };
+            400: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.params_post.v0_params": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ParamsPostRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParamsPostResponse"];
+                };
+            };
+            400: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.params_get.api_v0_params": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParamsPostResponse"];
+                };
+            };
+            400: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.params_post.api_v0_params": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ParamsPostRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParamsPostResponse"];
+                };
+            };
+            400: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+        };
+    };
     "lemonade.jobs_list": {
         parameters: {
             query?: never;
@@ -15155,7 +15511,7 @@ export interface operations {
                  *       "llamacpp.backend": "cpu"
                  *     }
                  */
-                "application/json": components["schemas"]["InternalSetRequest"];
+                "application/json": components["schemas"]["ParamsPostRequest"];
             };
         };
         responses: {
@@ -15176,7 +15532,7 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": components["schemas"]["InternalSetResponse"];
+                    "application/json": components["schemas"]["ParamsPostResponse"];
                 };
             };
             /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; A key is not a Lemonade setting, or its value has the wrong type or is out of range */
@@ -15217,6 +15573,35 @@ export interface operations {
             403: components["responses"]["LemonadeError"];
             /** @description `model_name` is not loaded */
             404: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.telemetry_flush": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "flushed"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TelemetryFlushResponse"];
+                };
+            };
+            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
+            401: components["responses"]["LemonadeError"];
+            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
+            403: components["responses"]["LemonadeError"];
         };
     };
     "lemonade.internal_shutdown": {
