@@ -5,6 +5,7 @@ import type { Config } from "../config/config.ts";
 import { removeStaleTemps } from "../lib/json-file.ts";
 import { VERSION } from "../lib/version.ts";
 import { Logger } from "../observability/logger.ts";
+import { SpanBus } from "../observability/span-bus.ts";
 import { Metrics, type LoadedModelInfo } from "../observability/metrics.ts";
 import { GenerationStats } from "../observability/stats.ts";
 import { HostStats } from "../observability/system.ts";
@@ -163,6 +164,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     scheduler,
     proxy,
     jobs,
+    spans: new SpanBus(),
     standIns: {
       of: (m, capability) => standInOf(RECIPES, m.recipe, capability),
       serving: (m, capability) => standInServes(RECIPES, engineEnv, m.recipe, capability, catalog.files(m).every((f) => f.exists)),

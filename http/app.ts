@@ -29,6 +29,7 @@ import { ollamaRoutes } from "./routes/ollama.ts";
 import { openaiRoutes } from "./routes/openai.ts";
 import { operationsRoutes } from "./routes/operations.ts";
 import { realtimeRoutes } from "./routes/realtime.ts";
+import { spansStreamRoute } from "./routes/spans.ts";
 
 /** The definitions a request path belongs to, from what was bound (exact paths first): one per method. */
 function routeTable(defs: readonly EndpointDef[]): (pathname: string) => EndpointDef[] {
@@ -157,6 +158,7 @@ export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
   }
   realtimeRoutes(binder, ctx);
   logStreamRoute(binder, ctx);
+  spansStreamRoute(binder, ctx);
   defsOf = routeTable(binder.bound);
   return { app, bound: binder.bound };
 }

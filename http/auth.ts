@@ -24,6 +24,18 @@ export function bearerSubprotocol(request: Request): string | null {
   return offered?.split(",").map((p) => p.trim()).find((p) => p.startsWith("bearer.")) ?? null;
 }
 
+/** Lemonade's own WebSocket subprotocol, which its clients offer beside a `bearer.<key>` entry. */
+export const LEMONADE_SUBPROTOCOL = "lemonade-realtime";
+
+/** The subprotocol an upgrade is answered with: `lemonade-realtime` when offered (a key offered
+ * beside it is not echoed back), else the `bearer.<key>` entry when that is all the client
+ * offered something for, else none. */
+export function answeredSubprotocol(request: Request): string | null {
+  const offered = request.headers.get("sec-websocket-protocol")?.split(",").map((p) => p.trim()) ?? [];
+  if (offered.includes(LEMONADE_SUBPROTOCOL)) return LEMONADE_SUBPROTOCOL;
+  return bearerSubprotocol(request);
+}
+
 function subprotocolKey(request: Request): string | null {
   const protocol = bearerSubprotocol(request);
   if (!protocol) return null;
@@ -56,6 +68,8 @@ export function isAllowed(access: Access, keys: Keys, key: string | null): boole
     case "api":
     case "metrics":
       return keys.apiKey === null || isUser || isAdmin;
+    case "telemetry":
+      return key === null || keys.apiKey === null || isUser || isAdmin;
     case "admin":
       if (keys.adminApiKey !== null) return isAdmin;
       return keys.apiKey === null || isUser;
@@ -63,6 +77,8 @@ export function isAllowed(access: Access, keys: Keys, key: string | null): boole
 }
 
 const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+const WEB_SCHEMES = new Set(["http:", "https:", "ws:", "wss:"]);
 
 const isLoopbackName = (name: string) =>
   name === "localhost" || name.endsWith(".localhost") || name === "[::1]" || name === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
@@ -85,8 +101,9 @@ export function isOriginAllowed(origin: string | null, allowed: string[]): boole
   if (allowed.includes("*") || allowed.includes(origin)) return true;
   try {
     const url = new URL(origin);
-    // Desktop apps' pages (Tauri, Electron's app://, file://) are as local as a loopback page.
-    if (url.protocol === "app:" || url.protocol === "file:" || url.protocol === "tauri:") return true;
+    // Desktop apps' pages (Lemonade's Tauri app, Electron's app://, file://: any scheme that is not
+    // the web's) are as local as a loopback page, as Lemonade's server rules it.
+    if (!WEB_SCHEMES.has(url.protocol)) return true;
     return LOOPBACK_HOSTS.has(url.hostname) || url.hostname.endsWith(".localhost");
   } catch {
     return false;
