@@ -17,7 +17,7 @@ import { ModelLibrary } from "../models/library.ts";
 import { OptionResolver, RecipeOptionsStore } from "../models/recipe-options.ts";
 import { EngineInstaller } from "../engines/installer.ts";
 import { EngineRegistry } from "../engines/orphans.ts";
-import { RECIPES, recipeStatuses, serverRecipes, standInOf, standInServes } from "../engines/recipes.ts";
+import { engineCall, RECIPES, recipeStatuses, serverRecipes, standInOf, standInServes } from "../engines/recipes.ts";
 import { RECIPE_SPECS } from "../spec/recipes.ts";
 import { Backends } from "../runtime/backends.ts";
 import { ExclusiveGate } from "../runtime/job-gate.ts";
@@ -131,6 +131,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     maxQueue: () => config.maxQueue,
     cloud,
     cloudTimeoutS: () => config.globalTimeoutS,
+    engineCall: (recipe, capability) => engineCall(RECIPES, recipe, capability),
     // A prompt is bounded by the context the engine runs with, or the one its load would use.
     contextSize: (model, loadOptions) =>
       "ctx_size" in (RECIPE_SPECS[model.recipe]?.options ?? {})

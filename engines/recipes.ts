@@ -1,7 +1,7 @@
 // The recipes this server runs: register a new recipe by adding it to this list (its spec
 // entries go in spec/recipes.ts).
 import { RECIPE_SPECS, type Capability } from "../spec/recipes.ts";
-import { isServer, type AnyRecipe, type EngineEnv, type InProcessRecipe, type OneShotRecipe, type Recipe, type RecipeStatus } from "./engine.ts";
+import { isServer, type AnyRecipe, type EngineCall, type EngineEnv, type InProcessRecipe, type OneShotRecipe, type Recipe, type RecipeStatus } from "./engine.ts";
 import { llamacpp } from "./llamacpp.ts";
 import { whispercpp } from "./whispercpp.ts";
 import { kokoro } from "./kokoro.ts";
@@ -10,8 +10,16 @@ import { sdCli, sdCpp } from "./sd-cpp.ts";
 import { onnxruntime } from "./onnxruntime.ts";
 import { cloud } from "./cloud.ts";
 import { vllm } from "./vllm.ts";
+import { trellis } from "./trellis.ts";
+import { acestep } from "./acestep.ts";
+import { thinksound } from "./thinksound.ts";
 
-export const RECIPES: readonly AnyRecipe[] = [llamacpp, whispercpp, kokoro, espeak, sdCpp, sdCli, onnxruntime, vllm, cloud];
+export const RECIPES: readonly AnyRecipe[] = [llamacpp, whispercpp, kokoro, espeak, sdCpp, sdCli, onnxruntime, vllm, trellis, acestep, thinksound, cloud];
+
+/** The engine call a server recipe serves `capability` with, when it has its own (engine.ts `generate`). */
+export function engineCall(recipes: readonly AnyRecipe[], recipe: string, capability: Capability): EngineCall | undefined {
+  return findRecipe(recipes, recipe)?.generate?.[capability];
+}
 
 /** The recipes whose engines are server processes: what the launcher starts and `/v1/system-info`
  * lists (an in-process or one-shot recipe reports through the recipe it stands in for). */

@@ -15,6 +15,7 @@ import { backendRoutes } from "./routes/backends.ts";
 import { classifyRoutes } from "./routes/classify.ts";
 import { docsRoutes } from "./routes/docs.ts";
 import { downloadRoutes } from "./routes/downloads.ts";
+import { generationRoutes } from "./routes/generation.ts";
 import { imageRoutes } from "./routes/images.ts";
 import { internalRoutes } from "./routes/internal.ts";
 import { jobRoutes } from "./routes/jobs.ts";
@@ -150,6 +151,7 @@ export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
     cloudRoutes(binder, ctx);
     openaiRoutes(binder, ctx);
     imageRoutes(binder, ctx);
+    generationRoutes(binder, ctx);
     llamacppRoutes(binder, ctx);
     anthropicRoutes(binder, ctx);
     mcpRoutes(binder, ctx);

@@ -107,6 +107,12 @@ export const E = {
   upscalerNotFound: row(404, "", "`model` names no model in the registry, or downloading it fails"),
   upscaleFailed: row(500, "", "The backend produces no upscaled image"),
   noAudio: row(502, "", "The engine produces no audio"),
+  cannotGenerateMeshes: row(400, "", "`model` is not a 3D-generation model (a `trellis` model)", "invalid_request_error"),
+  cannotGenerateAudio: row(400, "", "`model` is not an audio-generation model (an `acestep` or `thinksound` model)", "invalid_request_error"),
+  unsupportedMediaFormat: row(400, "", "`response_format` is not a format the backend produces natively", "invalid_request_error"),
+  invalidInputImage: row(400, "", "`image` is not base64 (or a base64 `data:` URL), or not a PNG, JPEG, BMP or GIF", "invalid_request_error"),
+  generationFailed: row(500, "", "The backend reports an error while generating", "backend_error"),
+  noGeneratedOutput: row(502, "", "The backend produces no output (it likely crashed or ran out of GPU memory)", "backend_error"),
 
   // The engine's answer: llama-server's and whisper-server's error types keep their names as the
   // code, and the engine's own status replaces the row's.

@@ -57,8 +57,8 @@ export const health = endpoint({
   "version": "0.1.0",
   "model_loaded": null,
   "all_models_loaded": [],
-  "max_models": {"llm": 1, "embedding": 1, "reranking": 1, "transcription": 1, "image": 1, "tts": 1, "classification": 1},
-  "pinned_models": {"llm": 0, "embedding": 0, "reranking": 0, "transcription": 0, "image": 0, "tts": 0, "classification": 0},
+  "max_models": {"llm": 1, "embedding": 1, "reranking": 1, "transcription": 1, "image": 1, "tts": 1, "audio-generation": 1, "classification": 1, "mesh": 1},
+  "pinned_models": {"llm": 0, "embedding": 0, "reranking": 0, "transcription": 0, "image": 0, "tts": 0, "audio-generation": 0, "classification": 0, "mesh": 0},
   "websocket_port": 41235,
   "telemetry": {"enabled": false},
   "update_check_done": true
