@@ -1,7 +1,7 @@
 // The recipes this server runs: register a new recipe by adding it to this list (its spec
 // entries go in spec/recipes.ts).
 import { RECIPE_SPECS, type Capability } from "../spec/recipes.ts";
-import { isServer, type AnyRecipe, type EngineCall, type EngineEnv, type InProcessRecipe, type OneShotRecipe, type Recipe, type RecipeStatus } from "./engine.ts";
+import { isServer, recipeStatus, unsupportedBackend, type AnyRecipe, type EngineCall, type EngineEnv, type InProcessRecipe, type OneShotRecipe, type Recipe, type RecipeStatus } from "./engine.ts";
 import { llamacpp } from "./llamacpp.ts";
 import { whispercpp } from "./whispercpp.ts";
 import { kokoro } from "./kokoro.ts";
@@ -29,9 +29,24 @@ export function findRecipe(recipes: readonly AnyRecipe[], name: string): Recipe 
   return serverRecipes(recipes).find((r) => r.name === name);
 }
 
-/** Every server recipe's backends as `/v1/system-info` reports them, read fresh from disk and PATH. */
+/** Lemonade's recipes this server has no engine for, with the backends Lemonade offers each: listed
+ * by `/v1/system-info`, unsupported, so that a client finds every recipe it knows, with its state. */
+const NOT_SERVED: Record<string, { displayName: string; backends: string[] }> = {
+  flm: { displayName: "FastFlowLM NPU", backends: ["npu"] },
+  "ryzenai-llm": { displayName: "Ryzen AI LLM", backends: ["npu"] },
+  moonshine: { displayName: "Moonshine", backends: ["cpu"] },
+  openmoss: { displayName: "OpenMOSS TTS", backends: ["cuda", "vulkan", "rocm"] },
+  thenoise: { displayName: "TheNoise ROCm", backends: ["rocm"] },
+};
+
+/** Every recipe's backends as `/v1/system-info` reports them (the server recipes' read fresh from
+ * disk and PATH), Lemonade's recipes this server does not run among them. */
 export function recipeStatuses(recipes: readonly AnyRecipe[], env: EngineEnv): Record<string, RecipeStatus> {
-  return Object.fromEntries(serverRecipes(recipes).map((r) => [r.name, r.status(env)]));
+  const served = Object.fromEntries(serverRecipes(recipes).map((r) => [r.name, r.status(env)]));
+  const others = Object.entries(NOT_SERVED)
+    .filter(([name]) => !(name in served))
+    .map(([name, r]) => [name, recipeStatus(Object.fromEntries(r.backends.map((b) => [b, unsupportedBackend(`${r.displayName} (${name}) is not available in this server: its models cannot be loaded here`)])))]);
+  return { ...served, ...Object.fromEntries(others) };
 }
 
 /** Whether a server recipe's engine can start here: its binary for the default backend is found. */

@@ -171,6 +171,7 @@ export const E = {
   insufficientStorage: row(507, "insufficient_storage", "The disk has too little free space for the download"),
   unsupportedBackend: row(400, "unsupported_backend", "The recipe/backend pair cannot be installed on this system"),
   installFailed: row(500, "install_failed", "The build fails; the message carries the end of the build's output"),
+  dryRunFailed: row(500, "", "The recipe/backend pair has no release to fetch on this platform (or for that GPU)"),
   providerNotFound: row(404, "provider_not_found", "The provider is not installed: `POST /v1/install` with `backend: \"cloud\"` first"),
   authConflict: row(
     409,

@@ -3279,6 +3279,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/install/dry-run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Show what installing a backend would fetch, without fetching it
+         * @description Resolves the release asset `/v1/install` would download for a recipe's backend on this platform — its repository, version, file name and URL — without downloading anything, so a stale pin can be caught for a GPU that is not there. `arch` names a ROCm ISA (such as `gfx1151` or `gfx1100`) to resolve as if that GPU were present: an ISA is resolved to the family its assets are published under (`gfx1100` -> `gfx110X`; one the map does not list, such as `gfx90a`, is its own). Without `arch` this machine's GPU is used.
+         */
+        post: operations["lemonade.install_dry_run"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/install/dry-run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Show what installing a backend would fetch, without fetching it
+         * @description The same as `POST /v1/install/dry-run`, documented there.
+         */
+        post: operations["lemonade.install_dry_run.api_v1_install_dry_run"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/install/dry-run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Show what installing a backend would fetch, without fetching it
+         * @description The same as `POST /v1/install/dry-run`, documented there.
+         */
+        post: operations["lemonade.install_dry_run.v0_install_dry_run"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/install/dry-run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Show what installing a backend would fetch, without fetching it
+         * @description The same as `POST /v1/install/dry-run`, documented there.
+         */
+        post: operations["lemonade.install_dry_run.api_v0_install_dry_run"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/uninstall": {
         parameters: {
             query?: never;
@@ -6040,6 +6120,33 @@ export interface components {
             /** @description `error`: what went wrong */
             error?: string;
         };
+        InstallDryRunRequest: {
+            /** @description Recipe name, such as `llamacpp`. */
+            recipe: string;
+            /** @description Backend name within the recipe, such as `rocm` or `vulkan`. */
+            backend: string;
+            /** @description A GPU's ROCm ISA to resolve the asset for, such as `gfx1151`; empty or absent uses this machine's. */
+            arch?: string;
+        };
+        /** InstallDryRunResponse */
+        InstallDryRunResponse: {
+            recipe: string;
+            backend: string;
+            /** @description The `arch` asked for (`""` when none) */
+            arch: string;
+            /** @description The GitHub repository the release is in */
+            repo: string;
+            /** @description The pinned release tag */
+            version: string;
+            /** @description The asset's file name, the GPU family resolved */
+            filename: string;
+            /** @description Where the asset would be downloaded from */
+            url: string;
+            /** @description Whether the asset may come split into parts (none here does) */
+            supports_split_archive: boolean;
+            /** @description Whether the backend runs on a GPU of `arch` (`true` when no `arch` is given) */
+            supported: boolean;
+        };
         UninstallRequest: {
             /** @description Recipe name, such as `llamacpp` or `whispercpp`; required unless `backend` is `cloud`. */
             recipe?: string;
@@ -6851,6 +6958,8 @@ export type AudioGenerationRequest = components['schemas']['AudioGenerationReque
 export type InstallRequest = components['schemas']['InstallRequest'];
 export type InstallResponse = components['schemas']['InstallResponse'];
 export type InstallProgressEvent = components['schemas']['InstallProgressEvent'];
+export type InstallDryRunRequest = components['schemas']['InstallDryRunRequest'];
+export type InstallDryRunResponse = components['schemas']['InstallDryRunResponse'];
 export type UninstallRequest = components['schemas']['UninstallRequest'];
 export type UninstallResponse = components['schemas']['UninstallResponse'];
 export type CloudAuthRequest = components['schemas']['CloudAuthRequest'];
@@ -13423,6 +13532,142 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["InstallResponse"];
                     "text/event-stream": components["schemas"]["InstallProgressEvent"];
+                };
+            };
+            400: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+            500: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.install_dry_run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "recipe": "llamacpp",
+                 *       "backend": "rocm",
+                 *       "arch": "gfx1100"
+                 *     }
+                 */
+                "application/json": components["schemas"]["InstallDryRunRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "recipe": "llamacpp",
+                     *       "backend": "rocm",
+                     *       "arch": "gfx1100",
+                     *       "repo": "lemonade-sdk/llamacpp-rocm",
+                     *       "version": "b10470",
+                     *       "filename": "llama-b10470-ubuntu-rocm-gfx110X-x64.zip",
+                     *       "url": "https://github.com/lemonade-sdk/llamacpp-rocm/releases/download/b10470/llama-b10470-ubuntu-rocm-gfx110X-x64.zip",
+                     *       "supports_split_archive": false,
+                     *       "supported": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["InstallDryRunResponse"];
+                };
+            };
+            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
+            400: components["responses"]["LemonadeError"];
+            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
+            401: components["responses"]["LemonadeError"];
+            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
+            403: components["responses"]["LemonadeError"];
+            /** @description The recipe/backend pair has no release to fetch on this platform (or for that GPU) */
+            500: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.install_dry_run.api_v1_install_dry_run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InstallDryRunRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallDryRunResponse"];
+                };
+            };
+            400: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+            500: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.install_dry_run.v0_install_dry_run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InstallDryRunRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallDryRunResponse"];
+                };
+            };
+            400: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+            500: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.install_dry_run.api_v0_install_dry_run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InstallDryRunRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallDryRunResponse"];
                 };
             };
             400: components["responses"]["LemonadeError"];
