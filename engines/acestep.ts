@@ -7,8 +7,7 @@
 // the WAV.
 import type { Json } from "../lib/json.ts";
 import type { Generated } from "./engine.ts";
-import { modelFolder } from "./trellis.ts";
-import { userBinaryRecipe } from "./user-binary.ts";
+import { modelFolder, userBinaryRecipe } from "./user-binary.ts";
 
 export const ACE_SERVER = "ace-server";
 

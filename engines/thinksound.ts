@@ -3,8 +3,7 @@
 // /generate takes `{caption, description, duration, steps, cfg, seed}` and answers the WAV.
 import type { Json } from "../lib/json.ts";
 import type { Generated } from "./engine.ts";
-import { modelFolder } from "./trellis.ts";
-import { engineErrorText, userBinaryRecipe } from "./user-binary.ts";
+import { engineErrorText, modelFolder, userBinaryRecipe } from "./user-binary.ts";
 
 export const TS_SERVER = "ts-server";
 

@@ -2,26 +2,15 @@
 // glTF-binary mesh. As the real server runs it: `--models <folder> --host 127.0.0.1 --port N --res
 // 512` and the user's `trellis_args`; GET /health is ready; POST /generate takes the image and
 // the settings as multipart fields and answers the mesh.
-import { statSync } from "node:fs";
-import { dirname } from "node:path";
 import { sniffImage } from "../lib/images.ts";
 import type { Json } from "../lib/json.ts";
-import { engineErrorText, userBinaryRecipe } from "./user-binary.ts";
+import { engineErrorText, modelFolder, userBinaryRecipe } from "./user-binary.ts";
 import type { Generated } from "./engine.ts";
 
 export const TRELLIS_SERVER = "trellis-server";
 
 /** Flags the server sets itself; users may not pass them in `trellis_args`. */
 export const RESERVED_TRELLIS_FLAGS = ["-m", "--models", "--host", "--port", "--res"];
-
-/** The folder of GGUFs a checkpoint names (its files' folder, or itself). */
-export function modelFolder(main: string): string {
-  try {
-    return statSync(main).isDirectory() ? main : dirname(main);
-  } catch {
-    return dirname(main);
-  }
-}
 
 /** The image's base64 payload, a `data:` URL's prefix removed. */
 const payload = (image: string) => (image.startsWith("data:") ? image.slice(image.indexOf(",") + 1) : image);

@@ -2,6 +2,8 @@
 // it here. A backend runs the binary config.json's `<section>.<backend>_bin` names (as sd-cpp's
 // do), or `system`, the binary on PATH; `auto` is the first configured backend, else `system`.
 import { checkReservedArgs, configuredBinary, configuredBinaryStatus, EngineConfigError, onPath, recipeStatus, systemBinaryStatus, type EngineCall, type EngineEnv, type LaunchInput, type LaunchPlan, type Recipe } from "./engine.ts";
+import { statSync } from "node:fs";
+import { dirname } from "node:path";
 import { splitArgs } from "../lib/args.ts";
 import type { Capability } from "../spec/recipes.ts";
 
@@ -74,6 +76,15 @@ export function userBinaryRecipe(engine: UserBinaryEngine): Recipe {
       };
     },
   };
+}
+
+/** The folder of GGUFs a checkpoint names (its files' folder, or itself). */
+export function modelFolder(main: string): string {
+  try {
+    return statSync(main).isDirectory() ? main : dirname(main);
+  } catch {
+    return dirname(main);
+  }
 }
 
 /** The engine's error text from a failed answer: its JSON `error` (object or string), else the status. */

@@ -75,6 +75,21 @@ describe("the catalog", () => {
   });
 });
 
+describe("the engines' command lines", () => {
+  test("each starts as the real server starts it, the user's trellis_args after; flags the server sets are refused", async () => {
+    const refused = await post("/v1/models/TRELLIS-3D/options", { trellis_args: "--port 9" });
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(await refused.json())).toContain("--port");
+    const load = await post("/v1/load", { model_name: "TRELLIS-3D", trellis_args: "--threads 4" });
+    expect(load.status, await load.clone().text()).toBe(200);
+    const health = await (await fetch(`${server.url}/v1/health`)).json();
+    const command = health.all_models_loaded.find((m: { model_name: string }) => m.model_name === "TRELLIS-3D").launch_command;
+    expect(command).toMatch(/generation-server --models \S+models--ilintar--trellis2-gguf\/snapshots\/fake0 --host 127\.0\.0\.1 --port \d+ --res 512 --threads 4$/);
+    expect(health.all_models_loaded[0]).toMatchObject({ type: "mesh", recipe: "trellis" });
+    await post("/v1/unload", { model_name: "TRELLIS-3D" });
+  });
+});
+
 describe("POST /v1/3d/generations", () => {
   test("each documented check answers 400 before anything is loaded", async () => {
     const cases: [unknown, string][] = [
