@@ -62,6 +62,8 @@ function corsHeaders(origin: string, request: Request): Record<string, string> {
     "access-control-allow-headers":
       request.headers.get("access-control-request-headers") ?? "authorization, content-type, x-api-key",
     "access-control-max-age": "600",
+    // Private Network Access: a public page's preflight to this loopback server asks leave to reach it.
+    ...(request.headers.get("access-control-request-private-network") === "true" ? { "access-control-allow-private-network": "true" } : {}),
     vary: "Origin",
   };
 }
@@ -78,6 +80,9 @@ export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
     .onRequest(({ request, set }) => {
       started.set(request, performance.now());
       ctx.activity.requests++;
+      // Every answer depends on the Origin (CORS headers or a refusal), whether one was sent or not,
+      // so a shared cache never hands one origin's answer to another.
+      set.headers.vary = "Origin";
       const url = new URL(request.url);
       const host = request.headers.get("host");
       if (!isHostAllowed(host, ctx.config.host, ctx.config.allowedHosts)) {
@@ -91,6 +96,7 @@ export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
         return errorResponse(
           ApiError.of(E.originNotAllowed, `Origin ${origin} is not allowed; add it to LEMONADE_ALLOWED_ORIGINS`),
           styleOf(url.pathname),
+          { vary: "Origin" },
         );
       }
       if (origin !== null) {

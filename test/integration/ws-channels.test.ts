@@ -152,12 +152,54 @@ describe("with LEMONADE_API_KEY and LEMONADE_ADMIN_API_KEY set", () => {
   });
 });
 
+describe("browser origins on the main HTTP port", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ LEMONADE_API_KEY: API, LEMONADE_ADMIN_API_KEY: ADMIN });
+  });
+  afterAll(() => server.close());
+
+  const preflight = (origin: string) =>
+    fetch(`${server.url}/api/v1/chat/completions`, {
+      method: "OPTIONS",
+      headers: { origin, "access-control-request-method": "POST", "access-control-request-private-network": "true" },
+    });
+
+  test("a local page's preflight is granted, Private Network Access included; another site's is a 403 without CORS headers", async () => {
+    const ok = await preflight("http://localhost:3000");
+    expect(ok.status).toBe(204);
+    expect(ok.headers.get("access-control-allow-origin")).toBe("http://localhost:3000");
+    expect(ok.headers.get("access-control-allow-private-network")).toBe("true");
+    expect(ok.headers.get("vary")).toBe("Origin");
+    const bad = await preflight("http://malicious.com");
+    expect(bad.status).toBe(403);
+    expect(bad.headers.get("access-control-allow-origin")).toBeNull();
+    expect(bad.headers.get("access-control-allow-private-network")).toBeNull();
+    expect(bad.headers.get("vary")).toBe("Origin");
+    // A simple text/plain POST (no preflight) from another site is refused before it is dispatched.
+    const mcp = await fetch(`${server.url}/mcp`, { method: "POST", headers: { origin: "http://malicious.com", "content-type": "text/plain" }, body: '{"jsonrpc": "2.0", "method": "tools/list", "id": 1}' });
+    expect(mcp.status).toBe(403);
+  });
+
+  test("a request without an Origin goes on, and its answer still varies by Origin", async () => {
+    const res = await fetch(`${server.url}/api/v1/health`, { headers: { authorization: `Bearer ${ADMIN}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("vary")).toBe("Origin");
+  });
+});
+
 describe("with only LEMONADE_API_KEY set (the admin fallback)", () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer({ LEMONADE_API_KEY: API });
   });
   afterAll(() => server.close());
+
+  test("the API key opens the internal routes; another key does not", async () => {
+    const set = (key: string) => fetch(`${server.url}/internal/set`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: JSON.stringify({ log_level: "warning" }) });
+    expect((await set(API)).status).toBe(200);
+    expect((await set("other_key")).status).toBe(401);
+  });
 
   test("the API key is the admin key: it sees every span", async () => {
     const client = await opened(`${server.url.replace("http", "ws")}/spans/stream?api_key=${API}`);
