@@ -142,11 +142,13 @@ describe("with LEMONADE_API_KEY and LEMONADE_ADMIN_API_KEY set", () => {
 
   test("a desktop app's origin is accepted, another site's refused", async () => {
     for (const { ws } of ports) {
-      for (const origin of ["tauri://localhost", "http://tauri.localhost", "app://lemonade", "file://", "http://localhost:5173"]) {
+      for (const origin of ["tauri://localhost", "http://tauri.localhost", "app://.", "jan://app", "file://", "http://localhost:5173"]) {
         const client = await opened(`${ws}/spans/stream`, { headers: { origin } });
         client.close();
       }
       expect(await open(`${ws}/spans/stream`, { headers: { origin: "https://evil.example" } })).toBe(false);
+      // A sandboxed iframe's opaque origin is refused unless LEMONADE_ALLOWED_ORIGINS lists `null`.
+      expect(await open(`${ws}/logs/stream?api_key=${API}`, { headers: { origin: "null" } })).toBe(false);
       expect(await open(`${ws}/logs/stream?api_key=${API}`, { headers: { origin: "https://evil.example" } })).toBe(false);
     }
   });
