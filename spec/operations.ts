@@ -308,7 +308,7 @@ export const SpansServerMessage = T.Union([
     spanId: T.String({ description: "The span, 16 hex digits" }),
     name: T.String({ description: "What the span measured, e.g. `chat`" }),
     attributes: T.Array(T.Object({ key: T.String(), value: T.Record(T.String(), T.Unknown()) })),
-  }, { title: "Span", additionalProperties: true }),
+  }, { title: "Span", description: "A finished span (OTLP/JSON; its other fields as the exporter writes them)", additionalProperties: true }),
 ]);
 
 export const spansStream = endpoint({
