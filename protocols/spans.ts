@@ -38,12 +38,6 @@ function accepted(keys: ChannelKeys, token: string): boolean {
   return token === keys.apiKey || (keys.adminApiKey !== null && token === keys.adminApiKey);
 }
 
-/** Whether an upgrade to the spans channel is let through: without a key always (it may
- * authenticate later), with one only when the key is accepted. */
-export function spansUpgradeAllowed(keys: ChannelKeys, token: string | null): boolean {
-  return token === null || accepted(keys, stripBearer(token));
-}
-
 export class SpansConnection {
   private authenticated: boolean;
   private token: string;
@@ -58,7 +52,7 @@ export class SpansConnection {
     this.token = token === null ? "" : stripBearer(token);
     this.tokenHash = hashToken(this.token);
     this.clientSessionId = clientSessionId ?? "";
-    // Upgrades with a refused key never get here (`spansUpgradeAllowed`).
+    // An upgrade with a refused key never gets here: the route's access class (`telemetry`) refuses it.
     this.authenticated = keys.apiKey === null || token !== null;
   }
 

@@ -239,6 +239,19 @@ describe("with no key set (guests)", () => {
     for (const c of [a, b, none]) c.close();
   });
 
+  test("the bus has a listener only while a spans connection is open (the tracer builds spans for it then)", async () => {
+    // A socket's close reaches the server a moment after the client closes it.
+    const closed = async () => {
+      for (let i = 0; i < 200 && server.ctx.spans.listening; i++) await Bun.sleep(10);
+      return server.ctx.spans.listening;
+    };
+    expect(await closed()).toBe(false);
+    const client = await opened(`${server.url.replace("http", "ws")}/spans/stream`);
+    expect(server.ctx.spans.listening).toBe(true);
+    client.close();
+    expect(await closed()).toBe(false);
+  });
+
   test("a connection with a key sees its key's spans, even on a keyless server", async () => {
     const client = await opened(`${server.url.replace("http", "ws")}/spans/stream`, { headers: { authorization: "Bearer my-own" } });
     await seesOnly(server, client, [span("not-mine", null), span(null, "tab-a")], span("my-own", null));
