@@ -5,6 +5,7 @@ import type { Config } from "../config/config.ts";
 import { removeStaleTemps } from "../lib/json-file.ts";
 import { VERSION } from "../lib/version.ts";
 import { Logger } from "../observability/logger.ts";
+import { SpanBus } from "../observability/span-bus.ts";
 import { Metrics, type LoadedModelInfo } from "../observability/metrics.ts";
 import { GenerationStats } from "../observability/stats.ts";
 import { HostStats } from "../observability/system.ts";
@@ -18,7 +19,7 @@ import { ModelLibrary } from "../models/library.ts";
 import { OptionResolver, RecipeOptionsStore } from "../models/recipe-options.ts";
 import { EngineInstaller } from "../engines/installer.ts";
 import { EngineRegistry } from "../engines/orphans.ts";
-import { RECIPES, recipeStatuses, serverRecipes, standInOf, standInServes } from "../engines/recipes.ts";
+import { engineCall, RECIPES, recipeStatuses, serverRecipes, standInOf, standInServes } from "../engines/recipes.ts";
 import { RECIPE_SPECS } from "../spec/recipes.ts";
 import { Backends } from "../runtime/backends.ts";
 import { ExclusiveGate } from "../runtime/job-gate.ts";
@@ -132,6 +133,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     maxQueue: () => config.maxQueue,
     cloud,
     cloudTimeoutS: () => config.globalTimeoutS,
+    engineCall: (recipe, capability) => engineCall(RECIPES, recipe, capability),
     // A prompt is bounded by the context the engine runs with, or the one its load would use.
     contextSize: (model, loadOptions) =>
       "ctx_size" in (RECIPE_SPECS[model.recipe]?.options ?? {})
@@ -139,7 +141,8 @@ export function createServerContext(config: Config, logger = new Logger(config.l
         : undefined,
   });
   const hostStats = new HostStats();
-  const telemetry = new Telemetry({ version: VERSION, logger });
+  const spans = new SpanBus();
+  const telemetry = new Telemetry({ version: VERSION, logger, spans });
   telemetry.configure(telemetrySettings(effectiveSettings(config).telemetry));
   const jobs = new JobEngine({
     file: join(config.cacheDir, "jobs.json"),
@@ -168,6 +171,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     scheduler,
     proxy,
     jobs,
+    spans,
     standIns: {
       of: (m, capability) => standInOf(RECIPES, m.recipe, capability),
       serving: (m, capability) => standInServes(RECIPES, engineEnv, m.recipe, capability, catalog.files(m).every((f) => f.exists)),

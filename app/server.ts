@@ -52,7 +52,7 @@ export async function startServer(overrides: Overrides = {}, env = process.env, 
   const port = app.server!.port!;
   config.port = port;
   // The dedicated WebSocket port older clients discover through /v1/health (OS-assigned): the
-  // same WebSocket routes (/realtime, /logs/stream), with the same keys and origins, and nothing else.
+  // same WebSocket routes (/realtime, /logs/stream, /spans/stream), with the same keys and origins, and nothing else.
   const { app: wsApp } = createApp(ctx, { websocketsOnly: true });
   wsApp.listen({ hostname: config.host, port: 0, ...limits });
   ctx.websocketPort = wsApp.server!.port!;

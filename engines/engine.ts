@@ -3,7 +3,8 @@
 // in the registered list (engines/recipes.ts) and drives it through this interface alone.
 // Engines know nothing of HTTP or of the catalog: a model reaches them as a LaunchInput.
 import { accessSync, constants } from "node:fs";
-import type { ModelType, Options } from "../spec/recipes.ts";
+import type { Capability, ModelType, Options } from "../spec/recipes.ts";
+import type { Json } from "../lib/json.ts";
 import type { SpeechFormat } from "../spec/openai.ts";
 import type { Devices } from "../lib/devices.ts";
 
@@ -133,6 +134,14 @@ export interface RunningEngine {
   stop(graceMs?: number): Promise<void>;
 }
 
+/** An engine's answer to one generation: the media's bytes (empty when it produced none), or the
+ * error it reported, with the status the request answers. */
+export type Generated = { bytes: Uint8Array<ArrayBuffer> } | { status: number; error: string };
+
+/** One generation in the engine's own API (which may be several requests: a job submitted, polled
+ * and fetched), on the engine at `url`, for a request the route has checked. */
+export type EngineCall = (url: string, request: Json, signal: AbortSignal) => Promise<Generated>;
+
 /** A recipe whose engine is a server process per model (the launcher starts it). */
 export interface Recipe {
   readonly kind?: "server";
@@ -158,6 +167,9 @@ export interface Recipe {
   /** Refuses a downloaded model whose files this engine cannot serve (EngineConfigError), before
    * room is made for it. Files are by role, as in LaunchInput. */
   checkFiles?(files: Record<string, string>): void;
+  /** The capabilities served by a conversation of the recipe's own rather than one forwarded
+   * request (3D and audio generation). */
+  readonly generate?: Partial<Record<Capability, EngineCall>>;
 }
 
 /** A recipe that runs in the server process, per request: speech (espeak-ng). */

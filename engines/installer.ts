@@ -5,8 +5,8 @@ import { rmSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Recipe, BuildRecipe } from "./engine.ts";
 import { findRecipe } from "./recipes.ts";
-import { installedRelease, installRelease, ReleaseInstallError, ReleaseUnavailable, backendVersions, releaseAsset } from "./release-install.ts";
-import { hardwareProblem } from "./release-backends.ts";
+import { installedRelease, installPlan, installRelease, ReleaseInstallError, ReleaseUnavailable, backendVersions, releaseAsset, rocmAssetFamily, type InstallPlan } from "./release-install.ts";
+import { backendSupportsArch, hardwareProblem, rocmIsa } from "./release-backends.ts";
 import { devices as probeDevices, type Devices } from "../lib/devices.ts";
 import { buildFromSource, cachedBinary, uninstallEngine, type Progress } from "./source-build.ts";
 
@@ -70,10 +70,19 @@ export class EngineInstaller {
     if (problem && !force) throw new InstallError(`${recipe}:${backend} cannot run here: ${problem} (force: true tries anyway)`);
     if (this.buildFor(recipe, backend)) return;
     try {
-      releaseAsset(backendVersions(this.cacheDir), recipe, backend, this.devices().platform);
+      releaseAsset(backendVersions(this.cacheDir), recipe, backend, this.devices().platform, rocmIsa(this.devices()));
     } catch (err) {
       throw new InstallError(`${recipe}:${backend} cannot be installed: ${(err as Error).message}`);
     }
+  }
+
+  /** What installing a backend would download, for this machine's GPU or the ROCm ISA `arch`
+ * names (resolved to its published family), and whether the backend runs on that GPU; throws
+ * when the backend has no release to fetch. */
+  dryRun(recipe: string, backend: string, arch: string): InstallPlan & { supported: boolean } {
+    const versions = backendVersions(this.cacheDir);
+    const plan = installPlan(versions, recipe, backend, this.devices().platform, arch || rocmIsa(this.devices()), this.releases.endpoint);
+    return { ...plan, supported: arch === "" || backendSupportsArch(backend, rocmAssetFamily(versions, arch)) };
   }
 
   /** The pinned release, else the source build (a CPU backend whose release cannot be had here). */
@@ -81,7 +90,7 @@ export class EngineInstaller {
     const build = this.buildFor(recipe, backend);
     if (this.hasRelease(recipe, backend)) {
       try {
-        return await installRelease(recipe, backend, { cacheDir: this.cacheDir, endpoint: this.releases.endpoint, apiEndpoint: this.releases.apiEndpoint, noFetch: this.releases.noFetch(), onProgress: progress, log: this.releases.log });
+        return await installRelease(recipe, backend, { cacheDir: this.cacheDir, endpoint: this.releases.endpoint, apiEndpoint: this.releases.apiEndpoint, noFetch: this.releases.noFetch(), gpuIsa: rocmIsa(this.devices()), onProgress: progress, log: this.releases.log });
       } catch (err) {
         // A failed install (checksum, archive, download) is the install's failure, not an unknown backend.
         if (err instanceof ReleaseInstallError) throw err;

@@ -31,8 +31,30 @@ export function hardwareProblem(backend: string, d: Devices): string | null {
   }
 }
 
+/** The ROCm targets llama.cpp's ROCm releases are built for, as Lemonade lists them: families
+ * (`gfx110X`) and single ISAs (the CDNA ones, which ship individually). */
+const ROCM_TARGETS = ["gfx103X", "gfx110X", "gfx1150", "gfx1151", "gfx1152", "gfx120X", "gfx908", "gfx90a", "gfx942", "gfx950"];
+
+/** Whether a backend runs on an AMD GPU of this ROCm family: ROCm on the families its releases
+ * are built for, Vulkan on any; the others need no AMD GPU's ISA (CUDA, Metal, the CPU). */
+export function backendSupportsArch(backend: string, family: string): boolean {
+  if (backend === "rocm") return ROCM_TARGETS.includes(family);
+  return backend === "vulkan";
+}
+
+/** The ROCm ISA of this machine's first AMD GPU that has one (`gfx1100`). */
+export const rocmIsa = (d: Devices): string | undefined => d.gpus.find((g) => g.vendor === "amd" && g.gfx)?.gfx;
+
 /** The release page a backend's pinned build comes from. */
 export const releaseUrl = (repo: string, tag: string) => `https://github.com/${repo}/releases/tag/${tag}`;
+
+/** `release_url` for a backend's status: the page of the release it is pinned to, when it has one. */
+export function pinnedReleaseUrl(cacheDir: string, recipe: string, backend: string): { release_url?: string } {
+  const versions = backendVersions(cacheDir);
+  const tag = (versions[recipe] as Record<string, string> | undefined)?.[backend];
+  const repo = versions.releases?.[recipe]?.backends?.[backend]?.repo;
+  return repo && tag ? { release_url: releaseUrl(repo, tag) } : {};
+}
 
 /** A release backend's state here. */
 export function releaseBackendStatus(recipe: string, backend: string, env: EngineEnv): BackendStatus {
@@ -41,12 +63,13 @@ export function releaseBackendStatus(recipe: string, backend: string, env: Engin
   const deviceNames = gpu ? d.gpus.map((g) => g.name) : ["cpu"];
   const installed = installedRelease(env.cacheDir, recipe, backend);
   const tag = (backendVersions(env.cacheDir)[recipe] as Record<string, string> | undefined)?.[backend];
-  const repo = backendVersions(env.cacheDir).releases?.[recipe]?.backends?.[backend]?.repo;
-  if (installed) return { devices: deviceNames, state: "installed", message: "", action: "", version: tag, ...(repo && tag ? { release_url: releaseUrl(repo, tag) } : {}) };
+  // The release page is known whatever this machine has: Lemonade reports it for every backend.
+  const page = pinnedReleaseUrl(env.cacheDir, recipe, backend);
+  if (installed) return { devices: deviceNames, state: "installed", message: "", action: "", version: tag, ...page };
   const problem = hardwareProblem(backend, d);
-  if (problem) return { devices: [], state: "unsupported", message: problem, action: "" };
+  if (problem) return { devices: [], state: "unsupported", message: problem, action: "", ...page };
   try {
-    const pin = releaseAsset(backendVersions(env.cacheDir), recipe, backend, d.platform);
+    const pin = releaseAsset(backendVersions(env.cacheDir), recipe, backend, d.platform, rocmIsa(d));
     return {
       devices: deviceNames,
       state: "installable",
@@ -56,7 +79,7 @@ export function releaseBackendStatus(recipe: string, backend: string, env: Engin
       release_url: releaseUrl(pin.repo, pin.tag),
     };
   } catch (err) {
-    if (err instanceof ReleaseUnavailable) return { devices: [], state: "unsupported", message: err.message, action: "" };
+    if (err instanceof ReleaseUnavailable) return { devices: [], state: "unsupported", message: err.message, action: "", ...page };
     throw err;
   }
 }

@@ -26,6 +26,8 @@ interface ReleaseBackend {
 interface VersionsFile {
   releases: Record<string, { binary: string; backends: Record<string, ReleaseBackend> }>;
   checksums: { github: Record<string, Record<string, Record<string, string>>> };
+  /** A GPU's ROCm ISA -> the family its assets are published under (`gfx1100` -> `gfx110X`). */
+  rocm_asset_families?: Record<string, string>;
   [recipe: string]: unknown;
 }
 
@@ -64,17 +66,42 @@ export function backendVersions(cacheDir: string): VersionsFile {
 
 export const platformKey = (platform = process.platform, arch = process.arch) => `${platform}-${arch}`;
 
-/** What a backend's release is for this platform; ReleaseUnavailable says why there is none. */
-export function releaseAsset(versions: VersionsFile, recipe: string, backend: string, platform = platformKey()): ReleaseAsset {
+/** The family a GPU's ROCm ISA is published under; an ISA the map does not list is its own. */
+export function rocmAssetFamily(versions: VersionsFile, isa: string): string {
+  return versions.rocm_asset_families?.[isa] ?? isa;
+}
+
+/** What a backend's release is for this platform (and, for an asset built per GPU family, for
+ * the GPU's ROCm ISA); ReleaseUnavailable says why there is none. */
+export function releaseAsset(versions: VersionsFile, recipe: string, backend: string, platform = platformKey(), gpuIsa?: string): ReleaseAsset {
   const release = versions.releases?.[recipe];
   const entry = release?.backends?.[backend];
   const tag = (versions[recipe] as Record<string, string> | undefined)?.[backend];
   if (!release || !entry || !tag) throw new ReleaseUnavailable(`${recipe}:${backend} has no prebuilt release`);
   const template = entry.assets[platform];
   if (!template) throw new ReleaseUnavailable(`${recipe}:${backend} has no release asset for ${platform}`);
-  const asset = template.replace("{tag}", tag).replace("{short}", tag.split("-").pop()!);
+  if (template.includes("{family}") && !gpuIsa) throw new ReleaseUnavailable(`${recipe}:${backend} is published per GPU family, and no ROCm GPU (gfx target) is found here`);
+  const asset = template
+    .replace("{tag}", tag)
+    .replace("{short}", tag.split("-").pop()!)
+    .replace("{family}", gpuIsa ? rocmAssetFamily(versions, gpuIsa) : "");
   const pinned = /^sha256:([0-9a-f]{64})$/.exec(versions.checksums?.github?.[entry.repo]?.[tag]?.[asset] ?? "")?.[1];
   return { recipe, backend, repo: entry.repo, tag, asset, ...(pinned ? { pinned } : {}), binary: release.binary };
+}
+
+/** What installing a backend would fetch, without fetching it (`/v1/install/dry-run`). */
+export interface InstallPlan {
+  repo: string;
+  version: string;
+  filename: string;
+  url: string;
+}
+
+/** The asset an install of the backend downloads on `platform` for a GPU of ROCm ISA `gpuIsa`
+ * (its family resolved as the release publishes it), from `endpoint`. */
+export function installPlan(versions: VersionsFile, recipe: string, backend: string, platform: string, gpuIsa: string | undefined, endpoint: string): InstallPlan {
+  const pin = releaseAsset(versions, recipe, backend, platform, gpuIsa);
+  return { repo: pin.repo, version: pin.tag, filename: pin.asset, url: `${endpoint.replace(/\/+$/, "")}/${pin.repo}/releases/download/${pin.tag}/${pin.asset}` };
 }
 
 /** The releases API beside a download endpoint: api.github.com for github.com, else the endpoint. */
@@ -244,6 +271,8 @@ export interface ReleaseOptions {
   apiEndpoint?: string;
   /** config.json `no_fetch_executables`: downloads are forbidden. */
   noFetch: boolean;
+  /** The GPU's ROCm ISA, for assets published per GPU family. */
+  gpuIsa?: string;
   onProgress?: Progress;
   log?: (line: string) => void;
 }
@@ -252,7 +281,7 @@ export interface ReleaseOptions {
 export async function installRelease(recipe: string, backend: string, opts: ReleaseOptions): Promise<string> {
   const { cacheDir } = opts;
   const onProgress = opts.onProgress ?? (() => {});
-  const pin = releaseAsset(backendVersions(cacheDir), recipe, backend);
+  const pin = releaseAsset(backendVersions(cacheDir), recipe, backend, platformKey(), opts.gpuIsa);
   const already = installedRelease(cacheDir, recipe, backend);
   if (already) return already;
   if (opts.noFetch) {

@@ -10,6 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { splitArgs } from "../lib/args.ts";
+import { pinnedReleaseUrl } from "./release-backends.ts";
 import { checkAllowedArgs, configuredBinary, configuredBinaryStatus, EngineConfigError, onPath, recipeStatus, systemBinaryStatus, unsupportedBackend, type AllowedFlags, type EngineEnv, type LaunchPlan, type OneShotRecipe, type Recipe } from "./engine.ts";
 
 export const SD_SERVER = "sd-server";
@@ -85,7 +86,7 @@ export const sdCpp: Recipe = {
   backendOption: "sdcpp_backend",
   status: (env) =>
     recipeStatus({
-      cpu: unsupportedBackend("stable-diffusion.cpp cannot be obtained on this machine (no release, no source build)"),
+      cpu: { ...unsupportedBackend("stable-diffusion.cpp cannot be obtained on this machine (no release, no source build)"), ...pinnedReleaseUrl(env.cacheDir, "sd-cpp", "cpu") },
       system: systemBinaryStatus(SD_SERVER, env),
       ...Object.fromEntries(Object.entries(env.binaries?.sdcpp ?? {}).map(([backend, path]) => [backend, configuredBinaryStatus(path)])),
     }),

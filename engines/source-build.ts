@@ -5,7 +5,7 @@
 import { cpSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { basename, dirname, join } from "node:path";
-import { bestGpuBackend, GPU_BACKENDS, gpuBackendStatuses, locateGpuRelease, releaseUrl } from "./release-backends.ts";
+import { bestGpuBackend, GPU_BACKENDS, gpuBackendStatuses, locateGpuRelease, pinnedReleaseUrl, releaseUrl } from "./release-backends.ts";
 import { backendVersions, installedRelease } from "./release-install.ts";
 import { readLines } from "../lib/lines.ts";
 import {
@@ -44,8 +44,10 @@ export function sourceBuiltStatus(cacheDir: string, engine: SourceBuiltEngine, b
     const repo = backendVersions(cacheDir).releases?.[engine.recipe]?.backends?.[backend]?.repo;
     return { devices: ["cpu"], state: "installed", message: "", action: "", version: `release ${tag}`, ...(repo ? { release_url: releaseUrl(repo, tag) } : {}) };
   }
+  // A build from source stands in for the pinned release, whose page is reported still.
+  const page = pinnedReleaseUrl(cacheDir, engine.recipe, backend);
   if (cachedBinary(cacheDir, engine)) {
-    return { devices: ["cpu"], state: "installed", message: "", action: "", version: engine.version };
+    return { devices: ["cpu"], state: "installed", message: "", action: "", version: engine.version, ...page };
   }
   return {
     devices: ["cpu"],
@@ -53,6 +55,7 @@ export function sourceBuiltStatus(cacheDir: string, engine: SourceBuiltEngine, b
     message: `${engine.description} is not built yet; installing builds it from source (a few minutes)`,
     action: `lemonade backends install ${engine.recipe}:${backend}`,
     version: engine.version,
+    ...page,
   };
 }
 

@@ -15,6 +15,7 @@ import { backendRoutes } from "./routes/backends.ts";
 import { classifyRoutes } from "./routes/classify.ts";
 import { docsRoutes } from "./routes/docs.ts";
 import { downloadRoutes } from "./routes/downloads.ts";
+import { generationRoutes } from "./routes/generation.ts";
 import { imageRoutes } from "./routes/images.ts";
 import { internalRoutes } from "./routes/internal.ts";
 import { jobRoutes } from "./routes/jobs.ts";
@@ -29,6 +30,7 @@ import { ollamaRoutes } from "./routes/ollama.ts";
 import { openaiRoutes } from "./routes/openai.ts";
 import { operationsRoutes } from "./routes/operations.ts";
 import { realtimeRoutes } from "./routes/realtime.ts";
+import { spansStreamRoute } from "./routes/spans.ts";
 
 /** The definitions a request path belongs to, from what was bound (exact paths first): one per method. */
 function routeTable(defs: readonly EndpointDef[]): (pathname: string) => EndpointDef[] {
@@ -60,6 +62,8 @@ function corsHeaders(origin: string, request: Request): Record<string, string> {
     "access-control-allow-headers":
       request.headers.get("access-control-request-headers") ?? "authorization, content-type, x-api-key",
     "access-control-max-age": "600",
+    // Private Network Access: a public page's preflight to this loopback server asks leave to reach it.
+    ...(request.headers.get("access-control-request-private-network") === "true" ? { "access-control-allow-private-network": "true" } : {}),
     vary: "Origin",
   };
 }
@@ -76,6 +80,9 @@ export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
     .onRequest(({ request, set }) => {
       started.set(request, performance.now());
       ctx.activity.requests++;
+      // Every answer depends on the Origin (CORS headers or a refusal), whether one was sent or not,
+      // so a shared cache never hands one origin's answer to another.
+      set.headers.vary = "Origin";
       const url = new URL(request.url);
       const host = request.headers.get("host");
       if (!isHostAllowed(host, ctx.config.host, ctx.config.allowedHosts)) {
@@ -89,6 +96,7 @@ export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
         return errorResponse(
           ApiError.of(E.originNotAllowed, `Origin ${origin} is not allowed; add it to LEMONADE_ALLOWED_ORIGINS`),
           styleOf(url.pathname),
+          { vary: "Origin" },
         );
       }
       if (origin !== null) {
@@ -149,6 +157,7 @@ export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
     cloudRoutes(binder, ctx);
     openaiRoutes(binder, ctx);
     imageRoutes(binder, ctx);
+    generationRoutes(binder, ctx);
     llamacppRoutes(binder, ctx);
     anthropicRoutes(binder, ctx);
     mcpRoutes(binder, ctx);
@@ -157,6 +166,7 @@ export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
   }
   realtimeRoutes(binder, ctx);
   logStreamRoute(binder, ctx);
+  spansStreamRoute(binder, ctx);
   defsOf = routeTable(binder.bound);
   return { app, bound: binder.bound };
 }

@@ -1,4 +1,5 @@
 // API-key and browser-origin checks. Which key a route needs comes from its spec (`access`).
+import { headerApiKey } from "../lib/api-key.ts";
 import type { Access } from "../spec/endpoint.ts";
 
 export interface Keys {
@@ -9,12 +10,7 @@ export interface Keys {
 /** The key a request presents: `Authorization: Bearer`, Anthropic's `x-api-key`, or `?api_key=`
  * (browsers cannot set headers on a WebSocket). */
 export function presentedKey(request: Request, url: URL): string | null {
-  const auth = request.headers.get("authorization");
-  if (auth) {
-    const m = /^Bearer\s+(.+)$/i.exec(auth.trim());
-    if (m) return m[1]!;
-  }
-  return request.headers.get("x-api-key") ?? url.searchParams.get("api_key") ?? subprotocolKey(request);
+  return headerApiKey(request.headers) ?? url.searchParams.get("api_key") ?? subprotocolKey(request);
 }
 
 /** The key a browser WebSocket sends as a subprotocol, `bearer.<base64url key>` (browsers cannot
@@ -22,6 +18,18 @@ export function presentedKey(request: Request, url: URL): string | null {
 export function bearerSubprotocol(request: Request): string | null {
   const offered = request.headers.get("sec-websocket-protocol");
   return offered?.split(",").map((p) => p.trim()).find((p) => p.startsWith("bearer.")) ?? null;
+}
+
+/** Lemonade's own WebSocket subprotocol, which its clients offer beside a `bearer.<key>` entry. */
+export const LEMONADE_SUBPROTOCOL = "lemonade-realtime";
+
+/** The subprotocol an upgrade is answered with: `lemonade-realtime` when offered (a key offered
+ * beside it is not echoed back), else the `bearer.<key>` entry when that is all the client
+ * offered something for, else none. */
+export function answeredSubprotocol(request: Request): string | null {
+  const offered = request.headers.get("sec-websocket-protocol")?.split(",").map((p) => p.trim()) ?? [];
+  if (offered.includes(LEMONADE_SUBPROTOCOL)) return LEMONADE_SUBPROTOCOL;
+  return bearerSubprotocol(request);
 }
 
 function subprotocolKey(request: Request): string | null {
@@ -56,6 +64,8 @@ export function isAllowed(access: Access, keys: Keys, key: string | null): boole
     case "api":
     case "metrics":
       return keys.apiKey === null || isUser || isAdmin;
+    case "telemetry":
+      return key === null || keys.apiKey === null || isUser || isAdmin;
     case "admin":
       if (keys.adminApiKey !== null) return isAdmin;
       return keys.apiKey === null || isUser;
@@ -63,6 +73,8 @@ export function isAllowed(access: Access, keys: Keys, key: string | null): boole
 }
 
 const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+const WEB_SCHEMES = new Set(["http:", "https:", "ws:", "wss:"]);
 
 const isLoopbackName = (name: string) =>
   name === "localhost" || name.endsWith(".localhost") || name === "[::1]" || name === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
@@ -85,8 +97,9 @@ export function isOriginAllowed(origin: string | null, allowed: string[]): boole
   if (allowed.includes("*") || allowed.includes(origin)) return true;
   try {
     const url = new URL(origin);
-    // Desktop apps' pages (Tauri, Electron's app://, file://) are as local as a loopback page.
-    if (url.protocol === "app:" || url.protocol === "file:" || url.protocol === "tauri:") return true;
+    // Desktop apps' pages (Lemonade's Tauri app, Electron's app://, file://: any scheme that is not
+    // the web's) are as local as a loopback page, as Lemonade's server rules it.
+    if (!WEB_SCHEMES.has(url.protocol)) return true;
     return LOOPBACK_HOSTS.has(url.hostname) || url.hostname.endsWith(".localhost");
   } catch {
     return false;

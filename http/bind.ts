@@ -6,7 +6,7 @@
 // definition's style and checks keys by its access class, and a test checks that spec/ and the
 // app agree.
 import type { Static, TSchema } from "@sinclair/typebox";
-import { bearerSubprotocol } from "./auth.ts";
+import { answeredSubprotocol } from "./auth.ts";
 import { parseJsonBody, type BodyLimits } from "./body.ts";
 import { mountedPaths, type EndpointDef } from "../spec/endpoint.ts";
 
@@ -31,7 +31,7 @@ export type Handler<D extends EndpointDef> = (ctx: HandlerContext<D>) => Promise
 /** The part of Elysia's socket wrapper the WebSocket routes use. */
 export interface Socket {
   id: string;
-  data: { query?: Record<string, string | undefined> };
+  data: { query?: Record<string, string | undefined>; request?: Request };
   send(data: unknown): unknown;
 }
 
@@ -103,9 +103,9 @@ export class Binder {
 
   ws(def: EndpointDef, handlers: SocketHandlers): void {
     if (def.method !== "WS") throw new Error(`${def.id}: only WebSocket routes are bound with ws()`);
-    // A client that sent its key as a `bearer.<key>` subprotocol must get it back, or it closes.
+    // A browser closes a socket whose answer names none of the subprotocols it offered.
     const upgrade = (context: { request: Request; set: { headers: Record<string, string> } }) => {
-      const protocol = bearerSubprotocol(context.request);
+      const protocol = answeredSubprotocol(context.request);
       if (protocol) context.set.headers["sec-websocket-protocol"] = protocol;
     };
     for (const path of this.record(def)) this.app.ws(path, { ...handlers, upgrade } as never);

@@ -142,6 +142,7 @@ const SECURITY: Record<EndpointDef["access"], Json[]> = {
   api: [{ apiKey: [] }, { xApiKey: [] }, {}],
   admin: [{ adminKey: [] }, { xApiKey: [] }, {}],
   metrics: [{ apiKey: [] }, { adminKey: [] }, { xApiKey: [] }, {}],
+  telemetry: [{ apiKey: [] }, { adminKey: [] }, {}],
   open: [],
 };
 

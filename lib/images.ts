@@ -3,6 +3,7 @@
 // rows IHDR promises; JPEG: the marker segments, a frame header, a scan and the end marker;
 // WebP: the RIFF container and its VP8/VP8L/VP8X header). A file that fails is what stb_image,
 // which sd.cpp decodes with, refuses or decodes to garbage (a truncated PNG, text named .png).
+// `sniffImage` reads only the magic, of PNG, JPEG, BMP and GIF: the inputs trellis-server takes.
 import { inflateSync } from "node:zlib";
 
 export type ImageFormat = "png" | "jpeg" | "webp";
@@ -129,4 +130,20 @@ function readWebp(b: Buffer): ImageInfo {
   }
   if (type === "VP8X") return { format: "webp", width: data.readUIntLE(4, 3) + 1, height: data.readUIntLE(7, 3) + 1 };
   throw new Error("the WebP has no VP8, VP8L or VP8X header");
+}
+
+/** What a sniffed image is: its usual file extension and its MIME type. */
+export interface SniffedImage {
+  extension: string;
+  mime: string;
+}
+
+/** PNG, JPEG, BMP or GIF by their first bytes: what trellis-server decodes. */
+export function sniffImage(bytes: Uint8Array): SniffedImage | null {
+  const starts = (...sig: number[]) => sig.every((b, i) => bytes[i] === b);
+  if (starts(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a)) return { extension: "png", mime: "image/png" };
+  if (starts(0xff, 0xd8, 0xff)) return { extension: "jpg", mime: "image/jpeg" };
+  if (starts(0x42, 0x4d)) return { extension: "bmp", mime: "image/bmp" };
+  if (starts(0x47, 0x49, 0x46, 0x38) && (bytes[4] === 0x37 || bytes[4] === 0x39) && bytes[5] === 0x61) return { extension: "gif", mime: "image/gif" };
+  return null;
 }

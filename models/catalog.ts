@@ -26,8 +26,10 @@ const DEPLOYMENT: Record<string, ModelType> = {
   transcription: "transcription",
   image: "image",
   tts: "tts",
+  "audio-generation": "audio-generation",
   classification: "classification",
   classifier: "classification",
+  "3d": "mesh",
 };
 
 export type ModelSource = "huggingface" | "extra_models_dir" | "local_path" | "cloud";
@@ -121,18 +123,17 @@ const LABEL_OF: Record<ModelType, string> = {
   transcription: "transcription",
   image: "image",
   tts: "tts",
+  "audio-generation": "audio-generation",
   classification: "classification",
+  mesh: "3d",
 };
-
-/** Labels that name a deployment mode no recipe here serves. */
-const OTHER_MODES = ["audio-generation", "3d"];
 
 /** The spelling a label is kept under (the docs accept `embedding` and `classifier` as aliases). */
 const canonicalLabel = (l: string) => (l === "embedding" ? "embeddings" : l === "classifier" ? "classification" : l);
 
 /** Normalizes labels and derives the model type; refuses label sets that describe no real model. */
 export function classify(id: string, recipe: string, labels: string[]): { type: ModelType; labels: string[] } {
-  const named = [...new Set(labels.filter((l) => l in DEPLOYMENT || OTHER_MODES.includes(l)).map(canonicalLabel))];
+  const named = [...new Set(labels.filter((l) => l in DEPLOYMENT).map(canonicalLabel))];
   if (named.length > 1) {
     throw new CatalogError(
       "invalid_labels",
@@ -141,7 +142,7 @@ export function classify(id: string, recipe: string, labels: string[]): { type: 
   }
   const served = RECIPE_SPECS[recipe]?.serves;
   const defaultLabel = RECIPE_SPECS[recipe]?.defaultLabel;
-  if (named.length && (OTHER_MODES.includes(named[0]!) || (served && !served.includes(DEPLOYMENT[named[0]!]!)))) {
+  if (named.length && served && !served.includes(DEPLOYMENT[named[0]!]!)) {
     const serves = served ? served.map((t) => `'${LABEL_OF[t]}'`).join(", ") : "none";
     throw new CatalogError(
       "invalid_labels",

@@ -301,6 +301,12 @@ class OtlpQueue implements SpanProcessor {
   }
 }
 
+/** One ended span as OTLP/JSON writes it (the same encoding the JSON exporter sends). */
+function otlpJsonSpan(span: ReadableSpan): Record<string, unknown> {
+  const request = JSON.parse(new TextDecoder().decode(JsonTraceSerializer.serializeRequest([span])));
+  return request.resourceSpans?.[0]?.scopeSpans?.[0]?.spans?.[0] ?? {};
+}
+
 export class OtlpExporter implements SpanExporter {
   private readonly queue: OtlpQueue;
   private readonly provider: TracerProvider;
@@ -327,7 +333,7 @@ export class OtlpExporter implements SpanExporter {
     return parsed ? trace.setSpanContext(ROOT_CONTEXT, { ...parsed, isRemote: true }) : ROOT_CONTEXT;
   }
 
-  export(record: SpanRecord, settings: TelemetrySettings): void {
+  export(record: SpanRecord, settings: TelemetrySettings, onEnded?: (span: Record<string, unknown>) => void): void {
     const span = this.tracer.startSpan(record.name, { kind: SpanKind.SERVER, startTime: record.startMs, attributes: spanAttributes(record, settings) }, this.parent(record.traceparent));
     span.setStatus(record.error ? { code: SpanStatusCode.ERROR, message: record.error } : { code: SpanStatusCode.OK });
     if (this.headers?.from !== settings.headers) {
@@ -335,6 +341,7 @@ export class OtlpExporter implements SpanExporter {
     }
     this.queue.routes.set(span, { settings, dest: { endpoint: settings.endpoint, protocol: settings.protocol, headers: this.headers.out } });
     span.end(record.endMs);
+    if (onEnded) onEnded(otlpJsonSpan(span as unknown as ReadableSpan));
   }
 
   flush(): Promise<void> {

@@ -58,6 +58,9 @@ export interface SpanRecord {
   sessionId?: string;
   /** The `X-Client-Session-Id` a Lemonade client sent. */
   clientSessionId?: string;
+  /** The API key the caller presented, for the /spans/stream channel's rules (hashed there, and
+   * never exported). */
+  callerKey?: string;
   /** The request's input, cut to length. */
   input: string;
   messages: { role: string; content: string }[];
@@ -70,7 +73,8 @@ export interface SpanRecord {
 
 /** The exporter's side: what otlp.ts's `OtlpExporter` does. */
 export interface SpanExporter {
-  export(record: SpanRecord, settings: TelemetrySettings): void;
+  /** Queues the span for export; `onEnded` gets it as an OTLP/JSON span object once it has ended. */
+  export(record: SpanRecord, settings: TelemetrySettings, onEnded?: (span: Record<string, unknown>) => void): void;
   flush(): Promise<void>;
   shutdown(): Promise<void>;
 }

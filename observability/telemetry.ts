@@ -6,7 +6,9 @@
 // (observability/otlp.ts) only once telemetry is enabled, so that a server that never traces
 // never pays for them in memory.
 import { isJson, jsonItems, type Json } from "../lib/json.ts";
+import { headerApiKey } from "../lib/api-key.ts";
 import type { Logger } from "./logger.ts";
+import { callerAttributes, type SpanAttribute, type SpanBus } from "./span-bus.ts";
 import { truncate, type Semantics, type SpanExporter, type SpanKindName, type SpanRecord, type TelemetrySettings, type TokenUsage, type ToolCall } from "./span-record.ts";
 
 const headerList = (v: unknown): string[] => (typeof v === "string" ? [v] : Array.isArray(v) ? v.filter((h): h is string => typeof h === "string") : []).map((h) => h.trim()).filter(Boolean);
@@ -257,7 +259,9 @@ export class Telemetry {
   private current: TelemetrySettings = telemetrySettings({});
   private exporter: Promise<SpanExporter> | null = null;
 
-  constructor(private readonly deps: { version: string; logger: Logger; fetch?: typeof fetch }) {}
+  /** `spans`: where ended spans also go, with who asked for them, while a /spans/stream client
+   * listens. */
+  constructor(private readonly deps: { version: string; logger: Logger; fetch?: typeof fetch; spans?: SpanBus }) {}
 
   get settings(): TelemetrySettings {
     return this.current;
@@ -298,6 +302,7 @@ export class Telemetry {
     const session = typeof body.session_id === "string" ? truncate(body.session_id, max) : this.sessionOf(headers, max);
     const traceparent = s.trustTraceContext ? headers.get("traceparent") ?? undefined : undefined;
     const clientSessionId = headers.get("x-client-session-id") ?? undefined;
+    const callerKey = headerApiKey(headers) ?? undefined;
     const record: SpanStart = {
       kind,
       name,
@@ -308,6 +313,7 @@ export class Telemetry {
       ...(typeof body.user === "string" ? { userId: truncate(body.user, max) } : {}),
       ...(session ? { sessionId: session } : {}),
       ...(clientSessionId ? { clientSessionId } : {}),
+      ...(callerKey ? { callerKey } : {}),
     };
     return new InferenceSpan(record, (ended) => this.submit(ended));
   }
@@ -327,9 +333,20 @@ export class Telemetry {
     const settings = this.current;
     if (!settings.enabled) return;
     this.loadExporter().then(
-      (exporter) => exporter.export(record, settings),
+      (exporter) => exporter.export(record, settings, this.publisher(record)),
       (err: Error) => this.deps.logger.error("Telemetry", `The OpenTelemetry exporter could not be loaded: ${err.message}`),
     );
+  }
+
+  /** Hands the ended span to the span bus, tied to its caller, when a channel listens. */
+  private publisher(record: SpanRecord): ((span: Record<string, unknown>) => void) | undefined {
+    const bus = this.deps.spans;
+    if (!bus?.listening) return undefined;
+    const caller = callerAttributes(record.callerKey ?? null, record.clientSessionId ?? null);
+    return (span) => {
+      const attributes = Array.isArray(span.attributes) ? (span.attributes as SpanAttribute[]) : [];
+      bus.publish({ ...span, attributes: [...attributes, ...caller] });
+    };
   }
 
   /** Sends every queued span now (POST /internal/telemetry/flush); resolves once they are sent. */

@@ -2,7 +2,7 @@
 // (built or fetched by runtime/backends.ts, at once or as Server-Sent Events), or a cloud provider
 // with `backend: "cloud"` (models/cloud.ts).
 import { E } from "../spec/errors.ts";
-import type { InstallRequest, InstallResponse, UninstallRequest, UninstallResponse } from "../spec/backends.ts";
+import type { InstallDryRunRequest, InstallDryRunResponse, InstallRequest, InstallResponse, UninstallRequest, UninstallResponse } from "../spec/backends.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { sseResponse } from "../lib/sse.ts";
 import type { ServerContext } from "../runtime/context.ts";
@@ -59,4 +59,12 @@ export async function uninstall(ctx: Pick<ServerContext, "backends" | "cloud">, 
   // Uninstalling what is gone already succeeds: the state asked for is the state there is.
   if (await ctx.backends.uninstall(recipe, body.backend)) return { status: "success", recipe, backend: body.backend };
   return { status: "success", recipe, backend: body.backend, message: `${recipe}:${body.backend} was not installed` };
+}
+
+/** POST /v1/install/dry-run: what `/v1/install` would fetch; nothing is downloaded. */
+export function installDryRun(ctx: Pick<ServerContext, "backends">, body: InstallDryRunRequest): InstallDryRunResponse {
+  const arch = body.arch ?? "";
+  const plan = ctx.backends.dryRun(body.recipe, body.backend, arch);
+  // No backend here is published as an archive split into parts.
+  return { recipe: body.recipe, backend: body.backend, arch, ...plan, supports_split_archive: false };
 }

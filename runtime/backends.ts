@@ -52,6 +52,15 @@ export class Backends {
     });
   }
 
+  /** What an install would fetch (`/v1/install/dry-run`); 500 when the backend has no release. */
+  dryRun(recipe: string, backend: string, arch: string) {
+    try {
+      return this.installer.dryRun(recipe, backend, arch);
+    } catch (err) {
+      throw ApiError.of(E.dryRunFailed, (err as Error).message);
+    }
+  }
+
   /** Unloads the models on the backend, then removes it; false when it was not installed. */
   async uninstall(recipe: string, backend: string): Promise<boolean> {
     if (!(await this.isInstalled(recipe, backend))) return false;

@@ -7,6 +7,7 @@ import type { Metrics } from "../observability/metrics.ts";
 import type { GenerationStats } from "../observability/stats.ts";
 import type { HostStats } from "../observability/system.ts";
 import type { Telemetry } from "../observability/telemetry.ts";
+import type { SpanBus } from "../observability/span-bus.ts";
 import type { AliasStore } from "../models/aliases.ts";
 import type { Catalog, CatalogModel } from "../models/catalog.ts";
 import type { CloudProviders } from "../models/cloud.ts";
@@ -52,6 +53,8 @@ export interface ServerContext {
   proxy: EngineProxy;
   /** Client-posted step lists run in the background (/v1/jobs). */
   jobs: JobEngine;
+  /** Finished spans, published by the tracer; the /spans/stream channel listens. */
+  spans: SpanBus;
   standIns: StandIns;
   /** The port the WebSocket APIs answer on, once listening. */
   websocketPort: number | null;

@@ -13,7 +13,7 @@ import type { Catalog, CatalogModel } from "../models/catalog.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import type { GenerationStats } from "../observability/stats.ts";
-import { EngineQueue } from "./engine-queue.ts";
+import { EngineQueue, type Ticket } from "./engine-queue.ts";
 import type { Lease, Scheduler, Instance } from "./scheduler.ts";
 import type { CloudProviders } from "../models/cloud.ts";
 import { upstreamUrl } from "../engines/cloud.ts";
@@ -23,6 +23,9 @@ import type { ModelCheck, ProxyRequest, RecentRequest } from "./request.ts";
 import type { StreamRule } from "./stream-pump.ts";
 import { cloudKind, engineKind, Targets, type Forwarding, type Target } from "./targets.ts";
 import type { Route } from "./transport.ts";
+import type { EngineCall, Generated } from "../engines/engine.ts";
+import type { Capability } from "../spec/recipes.ts";
+import type { Json } from "../lib/json.ts";
 
 export interface ProxyDeps {
   scheduler: Scheduler<CatalogModel>;
@@ -48,6 +51,18 @@ export interface ProxyDeps {
   /** The context a local model runs with (or a load with these options would), for recipes that
    * take one: a prompt that cannot fit it is refused before the engine sees it. */
   contextSize?: (model: CatalogModel, loadOptions?: Record<string, unknown>) => number | undefined;
+  /** The recipe's own engine conversation for a capability (3D and audio generation). */
+  engineCall?: (recipe: string, capability: Capability) => EngineCall | undefined;
+}
+
+/** One generation on a local engine, in its recipe's own API (`EngineProxy.generate`). */
+export interface GenerateRequest {
+  model: string;
+  capability: Capability;
+  /** The client's body, checked by the route. */
+  body: Json;
+  check: ModelCheck;
+  signal: AbortSignal;
 }
 
 export class EngineProxy implements Forwarding {
@@ -119,6 +134,31 @@ export class EngineProxy implements Forwarding {
     } catch (err) {
       req.span?.fail((err as Error).message);
       throw err;
+    }
+  }
+
+  /** A generation the recipe converses for itself (engines/<recipe>.ts `generate`): the model
+   * claimed (loaded when needed) and one of its engine's slots held for the whole conversation,
+   * which may be several requests (a job submitted, polled, fetched). */
+  async generate(req: GenerateRequest): Promise<Generated> {
+    const model = this.model(req.model, req.check);
+    const call = this.deps.engineCall?.(model.recipe, req.capability);
+    if (!call) throw new Error(`Recipe ${model.recipe} has no engine call for ${req.capability}`);
+    const lease = await this.deps.scheduler.acquire(model, { signal: req.signal });
+    let ticket: Ticket | undefined;
+    try {
+      ticket = this.queueOf(lease.instance).join(model.id, req.signal);
+      await ticket.ready;
+      return await call(lease.url, req.body, req.signal);
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      if (req.signal.aborted) throw ApiError.of(E.clientClosed, "The client closed the request");
+      // The engine did not answer: it is stopped and forgotten, so the next request starts it again.
+      await lease.fail();
+      throw ApiError.of(E.backendStopped, `${model.id}'s engine stopped answering: ${(err as Error).message}`);
+    } finally {
+      ticket?.leave();
+      lease.release();
     }
   }
 

@@ -34,6 +34,7 @@ const ACCESS_LINE = {
   api: "Requires `LEMONADE_API_KEY` when it is set.",
   admin: "Requires `LEMONADE_ADMIN_API_KEY` when it is set, else `LEMONADE_API_KEY` when that is set.",
   metrics: "Requires `LEMONADE_API_KEY` or `LEMONADE_ADMIN_API_KEY` when `LEMONADE_API_KEY` is set.",
+  telemetry: "Connects without a key; a key given at connection, or later in an `auth` message, must be `LEMONADE_API_KEY` or `LEMONADE_ADMIN_API_KEY` when `LEMONADE_API_KEY` is set.",
   open: "Never requires an API key.",
 };
 

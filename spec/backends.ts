@@ -2,6 +2,7 @@
 // `backend: "cloud"` (its keys are spec/cloud.ts's).
 import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
+import { E } from "./errors.ts";
 import { LLAMACPP } from "./recipes.ts";
 
 const InstallResult = T.Object(
@@ -90,6 +91,44 @@ export const install = endpoint({
   example: { body: { recipe: LLAMACPP, backend: "cpu", stream: false }, response: '{"status": "success", "recipe": "llamacpp", "backend": "cpu"}' },
 });
 
+export const installDryRun = endpoint({
+  id: "lemonade.install_dry_run",
+  method: "POST",
+  path: "/install/dry-run",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "api",
+  summary: "Show what installing a backend would fetch, without fetching it",
+  availability: "fully_available",
+  description:
+    "Resolves the release asset `/v1/install` would download for a recipe's backend on this platform — its repository, version, file name and URL — without downloading anything, so a stale pin can be caught for a GPU that is not there. `arch` names a ROCm ISA (such as `gfx1151` or `gfx1100`) to resolve as if that GPU were present: an ISA is resolved to the family its assets are published under (`gfx1100` -> `gfx110X`; one the map does not list, such as `gfx90a`, is its own). Without `arch` this machine's GPU is used.",
+  body: T.Object({
+    recipe: T.String({ minLength: 1, description: "Recipe name, such as `llamacpp`." }),
+    backend: T.String({ minLength: 1, description: "Backend name within the recipe, such as `rocm` or `vulkan`." }),
+    arch: T.Optional(T.String({ description: "A GPU's ROCm ISA to resolve the asset for, such as `gfx1151`; empty or absent uses this machine's." })),
+  }),
+  response: T.Object(
+    {
+      recipe: T.String(),
+      backend: T.String(),
+      arch: T.String({ description: "The `arch` asked for (`\"\"` when none)" }),
+      repo: T.String({ description: "The GitHub repository the release is in" }),
+      version: T.String({ description: "The pinned release tag" }),
+      filename: T.String({ description: "The asset's file name, the GPU family resolved" }),
+      url: T.String({ description: "Where the asset would be downloaded from" }),
+      supports_split_archive: T.Boolean({ description: "Whether the asset may come split into parts (none here does)" }),
+      supported: T.Boolean({ description: "Whether the backend runs on a GPU of `arch` (`true` when no `arch` is given)" }),
+    },
+    { title: "InstallDryRunResponse" },
+  ),
+  errors: [E.missingArgument, E.dryRunFailed],
+  example: {
+    body: { recipe: LLAMACPP, backend: "rocm", arch: "gfx1100" },
+    response: '{"recipe": "llamacpp", "backend": "rocm", "arch": "gfx1100", "repo": "lemonade-sdk/llamacpp-rocm", "version": "b10470", "filename": "llama-b10470-ubuntu-rocm-gfx110X-x64.zip", "url": "https://github.com/lemonade-sdk/llamacpp-rocm/releases/download/b10470/llama-b10470-ubuntu-rocm-gfx110X-x64.zip", "supports_split_archive": false, "supported": true}',
+  },
+});
+
 export const uninstall = endpoint({
   id: "lemonade.uninstall",
   method: "POST",
@@ -122,3 +161,5 @@ export type InstallRequest = Static<typeof install.body>;
 export type InstallResponse = Static<typeof install.response>;
 export type UninstallRequest = Static<typeof uninstall.body>;
 export type UninstallResponse = Static<typeof uninstall.response>;
+export type InstallDryRunRequest = Static<typeof installDryRun.body>;
+export type InstallDryRunResponse = Static<typeof installDryRun.response>;

@@ -15,8 +15,10 @@ export type Mount = "versioned" | "root";
 export type ErrorStyle = "openai" | "ollama" | "anthropic" | "lemonade";
 
 /** Who may call a route. `api`: LEMONADE_API_KEY when set; `admin`: LEMONADE_ADMIN_API_KEY when set;
- * `metrics`: either key, required only when LEMONADE_API_KEY is set; `open`: nobody is refused. */
-export type Access = "api" | "admin" | "metrics" | "open";
+ * `metrics`: either key, required only when LEMONADE_API_KEY is set; `telemetry`: anyone may
+ * connect, a key presented must be accepted (the spans channel authenticates later, by message);
+ * `open`: nobody is refused. */
+export type Access = "api" | "admin" | "metrics" | "telemetry" | "open";
 
 /** llama.cpp's page is named after its recipe. */
 export type DocPage = "openai" | "ollama" | "lemonade" | "anthropic" | "mcp" | typeof LLAMACPP;

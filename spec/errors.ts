@@ -107,6 +107,12 @@ export const E = {
   upscalerNotFound: row(404, "", "`model` names no model in the registry, or downloading it fails"),
   upscaleFailed: row(500, "", "The backend produces no upscaled image"),
   noAudio: row(502, "", "The engine produces no audio"),
+  cannotGenerateMeshes: row(400, "", "`model` is not a 3D-generation model (a `trellis` model)", "invalid_request_error"),
+  cannotGenerateAudio: row(400, "", "`model` is not an audio-generation model (an `acestep` or `thinksound` model)", "invalid_request_error"),
+  unsupportedMediaFormat: row(400, "", "`response_format` is not a format the backend produces natively", "invalid_request_error"),
+  invalidInputImage: row(400, "", "`image` is not base64 (or a base64 `data:` URL), or not a PNG, JPEG, BMP or GIF", "invalid_request_error"),
+  generationFailed: row(500, "", "The backend reports an error while generating", "backend_error"),
+  noGeneratedOutput: row(502, "", "The backend produces no output (it likely crashed or ran out of GPU memory)", "backend_error"),
 
   // The engine's answer: llama-server's and whisper-server's error types keep their names as the
   // code, and the engine's own status replaces the row's.
@@ -165,6 +171,7 @@ export const E = {
   insufficientStorage: row(507, "insufficient_storage", "The disk has too little free space for the download"),
   unsupportedBackend: row(400, "unsupported_backend", "The recipe/backend pair cannot be installed on this system"),
   installFailed: row(500, "install_failed", "The build fails; the message carries the end of the build's output"),
+  dryRunFailed: row(500, "", "The recipe/backend pair has no release to fetch on this platform (or for that GPU)"),
   providerNotFound: row(404, "provider_not_found", "The provider is not installed: `POST /v1/install` with `backend: \"cloud\"` first"),
   authConflict: row(
     409,

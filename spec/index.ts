@@ -10,6 +10,7 @@ import * as ollama from "./ollama.ts";
 import * as lifecycle from "./lifecycle.ts";
 import * as downloads from "./downloads.ts";
 import * as classify from "./classify.ts";
+import * as generation from "./generation.ts";
 import * as backends from "./backends.ts";
 import * as cloud from "./cloud.ts";
 import * as mcp from "./mcp.ts";
@@ -18,10 +19,10 @@ import * as web from "./web.ts";
 import * as internal from "./internal.ts";
 import * as jobs from "./jobs.ts";
 
-const modules = [openai, images, anthropic, models, llamacpp, ollama, lifecycle, downloads, classify, backends, cloud, mcp, operations, jobs, web, internal];
+const modules = [openai, images, anthropic, models, llamacpp, ollama, lifecycle, downloads, classify, generation, backends, cloud, mcp, operations, jobs, web, internal];
 
 export const endpoints: EndpointDef[] = modules.flatMap(definitionsOf);
 
 export * from "./endpoint.ts";
 export * from "./errors.ts";
-export { openai, images, anthropic, models, llamacpp, ollama, lifecycle, downloads, classify, backends, cloud, mcp, operations, jobs, web, internal };
+export { openai, images, anthropic, models, llamacpp, ollama, lifecycle, downloads, classify, generation, backends, cloud, mcp, operations, jobs, web, internal };

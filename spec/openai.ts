@@ -463,7 +463,7 @@ export const realtime = endpoint({
   id: "openai.realtime",
   method: "WS",
   path: "/realtime",
-  aliasPaths: ["/v1/realtime", "/api/v1/realtime"],
+  aliasPaths: ["/v1/realtime", "/api/v1/realtime", "/v0/realtime", "/api/v0/realtime"],
   mount: "root",
   page: "openai",
   errorStyle: "openai",

@@ -69,8 +69,8 @@ export const health = endpoint({
   "version": "0.1.0",
   "model_loaded": null,
   "all_models_loaded": [],
-  "max_models": {"llm": 1, "embedding": 1, "reranking": 1, "transcription": 1, "image": 1, "tts": 1, "classification": 1},
-  "pinned_models": {"llm": 0, "embedding": 0, "reranking": 0, "transcription": 0, "image": 0, "tts": 0, "classification": 0},
+  "max_models": {"llm": 1, "embedding": 1, "reranking": 1, "transcription": 1, "image": 1, "tts": 1, "audio-generation": 1, "classification": 1, "mesh": 1},
+  "pinned_models": {"llm": 0, "embedding": 0, "reranking": 0, "transcription": 0, "image": 0, "tts": 0, "audio-generation": 0, "classification": 0, "mesh": 0},
   "websocket_port": 41235,
   "telemetry": {"enabled": false},
   "update_check_done": true
@@ -296,6 +296,52 @@ export const logsStream = endpoint({
   example: {
     body: { type: "logs.subscribe", after_seq: null },
     response: `{"type": "logs.snapshot", "entries": [{"seq": 1, "timestamp": "2026-11-30 14:22:01.123", "severity": "Info", "tag": "Server", "line": "2026-11-30 14:22:01.123 [Info] (Server) Lemonade Server listening on http://127.0.0.1:13305"}]}`,
+  },
+});
+
+/** The message a spans-channel client authenticates with. */
+export const SpansAuth = T.Object({
+  type: T.Literal("auth", { description: "Authenticate this connection (again)" }),
+  token: T.Optional(T.String({ description: "The API key (or admin key); a leading `Bearer ` is ignored" })),
+  api_key: T.Optional(T.String({ description: "The key, when `token` is absent or empty" })),
+  client_session_id: T.Optional(T.String({ description: "The session whose keyless requests' spans a guest sees (the `X-Client-Session-Id` those requests send)" })),
+}, { title: "SpansAuth" });
+
+/** What the server sends on the spans channel: each finished span as an OTLP/JSON span object,
+ * `auth.ok`, or an error event. */
+export const SpansServerMessage = T.Union([
+  T.Object({ type: T.Literal("auth.ok") }, { title: "SpansAuthOk" }),
+  T.Object({
+    type: T.Literal("error"),
+    error: T.Object({ message: T.String(), type: T.Literal("invalid_request_error") }),
+  }, { title: "SpansError" }),
+  T.Object({
+    traceId: T.String({ description: "The span's trace, 32 hex digits" }),
+    spanId: T.String({ description: "The span, 16 hex digits" }),
+    name: T.String({ description: "What the span measured, e.g. `chat`" }),
+    attributes: T.Array(T.Object({ key: T.String(), value: T.Record(T.String(), T.Unknown()) })),
+  }, { title: "Span", description: "A finished span (OTLP/JSON; its other fields as the exporter writes them)", additionalProperties: true }),
+]);
+
+export const spansStream = endpoint({
+  id: "lemonade.spans_stream",
+  method: "WS",
+  path: "/spans/stream",
+  aliasPaths: ["/traces/stream", ...["/v1", "/api/v1", "/v0", "/api/v0"].flatMap((p) => [`${p}/spans/stream`, `${p}/traces/stream`])],
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "telemetry",
+  summary: "Stream finished inference spans over WebSocket",
+  availability: "fully_available",
+  description:
+    "Each finished span (the OpenTelemetry span the server exports, as OTLP/JSON) is sent as one message to the connections allowed to see it: a connection made with the admin key (`LEMONADE_ADMIN_API_KEY`, else `LEMONADE_API_KEY`) sees every span; one made with another accepted key sees the spans of requests made with that key; on a server without `LEMONADE_API_KEY`, a connection without a key sees only the spans of keyless requests that sent its own `X-Client-Session-Id` (given as `?client_session_id=` or in the `auth` message). This is the one WebSocket a client may open without a key when `LEMONADE_API_KEY` is set: it then sends `{\"type\": \"auth\", \"token\": KEY, \"client_session_id\": ID}` and is answered `{\"type\": \"auth.ok\"}`, or an `error` event of type `invalid_request_error`. The key is accepted at connection as for the other sockets (`Authorization`, `?api_key=`, a `bearer.<base64url key>` subprotocol); a wrong one is refused. Served on the main port and on the WebSocket port; also at `/traces/stream`.",
+  notes: "Spans are sent without the hash of the caller's key that the server records on them.",
+  body: SpansAuth,
+  response: SpansServerMessage,
+  example: {
+    body: { type: "auth", token: "<LEMONADE_API_KEY>", client_session_id: "tab-4f2a" },
+    response: `{"type": "auth.ok"}`,
   },
 });
 

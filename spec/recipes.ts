@@ -4,10 +4,11 @@
 // CLI flag and docs. The engines implement these recipes (engines/); the catalog, the protocols,
 // config, the CLI, metrics and memory admission read these facts. This module imports nothing of ours.
 
-export type ModelType = "llm" | "embedding" | "reranking" | "transcription" | "image" | "tts" | "classification";
+/** `audio-generation`: text to an audio clip (music, sound effects); `mesh`: an image to a 3D mesh. */
+export type ModelType = "llm" | "embedding" | "reranking" | "transcription" | "image" | "tts" | "audio-generation" | "classification" | "mesh";
 
 /** Every model type, in the order `/v1/health` lists per-type figures. */
-export const MODEL_TYPES: ModelType[] = ["llm", "embedding", "reranking", "transcription", "image", "tts", "classification"];
+export const MODEL_TYPES: ModelType[] = ["llm", "embedding", "reranking", "transcription", "image", "tts", "audio-generation", "classification", "mesh"];
 
 export type OptionValue = string | number | boolean | null;
 export type Options = Record<string, OptionValue>;
@@ -34,7 +35,9 @@ export type Capability =
   | "image.generate"
   | "image.edit"
   | "upscale"
-  | "classify";
+  | "classify"
+  | "audio.generate"
+  | "mesh.generate";
 
 /** `server`: an engine process per model, reached over HTTP; `in-process`: runs in the server per
  * request (espeak-ng speech); `one-shot`: one command per request (sd-cli upscaling). */
@@ -50,7 +53,8 @@ export interface RecipeSpec {
   /** The model types this recipe's engine serves. */
   serves: ModelType[];
   /** Each capability the recipe serves, at its path on its engine (`true` for an in-process or
-   * one-shot recipe, which has no engine to reach). */
+   * one-shot recipe, which has no engine to reach, and for a capability the recipe's engine serves
+   * through a conversation of its own, several routes long: engines/engine.ts `generate`). */
   capabilities: Partial<Record<Capability, string | true>>;
   /** Recipes of another kind that serve a capability for this recipe's models: always when the
    * recipe's engine lacks it (sd-cli upscales for sd-cpp), else until that engine is installed and
@@ -227,6 +231,55 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
     config: { section: "vllm", options: { backend: "vllm_backend", args: "vllm_args" } },
     metrics: { path: "/metrics", prefix: "vllm" },
     repositoryIndex: "config.json",
+  },
+  /** TRELLIS.2's trellis-server (trellis.cpp): an image to a textured mesh, one at a time. The
+   * checkpoint is a repository of GGUFs the engine reads as a folder. */
+  trellis: {
+    serves: ["mesh"],
+    capabilities: { "mesh.generate": true },
+    defaultLabel: "3d",
+    options: {
+      trellis_backend: { kind: "string", default: "auto", doc: "trellis: `auto` (default: the first backend config.json points at a binary, else `system`), `system` (`trellis-server` on PATH), or a backend config.json's `trellis.<backend>_bin` names." },
+      trellis_args: { kind: "string", default: "", doc: "trellis: extra trellis-server arguments; the server sets `--models`, `--host`, `--port` and `--res`." },
+      ...ARGS_MERGE,
+      ...COMMON,
+    },
+    backendOption: "trellis_backend",
+    cliFlag: "trellis",
+    cliHelp: "TRELLIS backend (auto, system, ...); --trellis-args ARGS",
+    config: { section: "trellis", options: { backend: "trellis_backend", args: "trellis_args" } },
+  },
+  /** ACE-Step's ace-server (acestep.cpp): music, instrumental or sung, as jobs the engine runs
+   * (`/lm` for the lyrics' audio codes, `/synth` for the audio, `/job` polled). */
+  acestep: {
+    serves: ["audio-generation"],
+    capabilities: { "audio.generate": true },
+    defaultLabel: "audio-generation",
+    options: {
+      acestep_backend: { kind: "string", default: "auto", doc: "acestep: `auto` (default: the first backend config.json points at a binary, else `system`), `system` (`ace-server` on PATH), or a backend config.json's `acestep.<backend>_bin` names." },
+      ...COMMON,
+    },
+    backendOption: "acestep_backend",
+    cliFlag: "acestep",
+    cliHelp: "ACE-Step backend (auto, system, ...)",
+    config: { section: "acestep", options: { backend: "acestep_backend" } },
+  },
+  /** ThinkSound's ts-server: sound effects from a caption, answered as WAV. The checkpoint is a
+   * repository of GGUFs (the diffusion, text and VAE networks and their tokenizers). */
+  thinksound: {
+    serves: ["audio-generation"],
+    capabilities: { "audio.generate": true },
+    defaultLabel: "audio-generation",
+    options: {
+      thinksound_backend: { kind: "string", default: "auto", doc: "thinksound: `auto` (default: the first backend config.json points at a binary, else `system`), `system` (`ts-server` on PATH), or a backend config.json's `thinksound.<backend>_bin` names." },
+      ...COMMON,
+    },
+    backendOption: "thinksound_backend",
+    cliFlag: "thinksound",
+    cliHelp: "ThinkSound backend (auto, system, ...)",
+    config: { section: "thinksound", options: { backend: "thinksound_backend" } },
+    repositoryIndex: "dit-bf16.gguf",
+    repositoryFiles: ["dit-bf16.gguf", "t5-bf16.gguf", "metaclip-text-f32.gguf", "vae-f32.gguf", "t5-tokenizer.gguf", "clip-tokenizer.gguf"],
   },
   /** espeak-ng in the server process, speaking (ffmpeg encoding) for kokoro models. */
   "espeak-ng": { kind: "in-process", serves: ["tts"], capabilities: { speech: true }, defaultLabel: "tts", options: {} },

@@ -18,7 +18,7 @@ export const MAX_MODEL_NAME_BYTES = 256;
 export const ModelName = T.String({ description: `The model to run; loaded on first use. At most ${MAX_MODEL_NAME_BYTES} characters.`, minLength: 1, maxLength: MAX_MODEL_NAME_BYTES });
 
 export const ModelType = T.Union(
-  ["llm", "embedding", "reranking", "transcription", "image", "tts"].map((v) => T.Literal(v)),
+  ["llm", "embedding", "reranking", "transcription", "image", "tts", "audio-generation", "classification", "mesh"].map((v) => T.Literal(v)),
   { description: "Model type." },
 );
 
@@ -31,7 +31,9 @@ export const PerModelType = (what: string) =>
     transcription: T.Integer({ description: `${what}: speech-to-text models` }),
     image: T.Integer({ description: `${what}: image models` }),
     tts: T.Integer({ description: `${what}: text-to-speech models` }),
+    "audio-generation": T.Integer({ description: `${what}: music and sound-effect generators` }),
     classification: T.Integer({ description: `${what}: text classifiers` }),
+    mesh: T.Integer({ description: `${what}: image-to-3D models` }),
   });
 
 export const OpenAIError = T.Object({

@@ -323,3 +323,28 @@ test("lemonade telemetry off / on, through the running server", async () => {
   await cli("on");
   expect((await (await fetch(`${server.url}/v1/health`)).json()).telemetry.enabled).toBe(true);
 });
+
+test("a traced request's span also reaches a /spans/stream connection, tied to its caller and without the key's hash", async () => {
+  const ws = new WebSocket(`${server.url.replace("http", "ws")}/spans/stream`);
+  const messages: any[] = [];
+  ws.onmessage = (ev) => messages.push(JSON.parse(String(ev.data)));
+  await new Promise<void>((resolve, reject) => {
+    ws.onopen = () => resolve();
+    ws.onerror = () => reject(new Error("the spans channel refused the connection"));
+  });
+  // A keyless server: a guest sees the keyless spans of its own client session only.
+  ws.send(JSON.stringify({ type: "auth", client_session_id: "tab-1" }));
+  await until(() => messages.some((m) => m.type === "auth.ok"));
+  expect((await chat({}, { "x-client-session-id": "tab-2" })).status).toBe(200);
+  expect((await chat({ max_tokens: 2 }, { "x-client-session-id": "tab-1" })).status).toBe(200);
+  await until(() => messages.some((m) => typeof m.spanId === "string"));
+  ws.close();
+  const spans = messages.filter((m) => typeof m.spanId === "string");
+  expect(spans).toHaveLength(1);
+  const keys = spans[0].attributes.map((a: { key: string }) => a.key);
+  expect(keys).toContain("lemon.client_session_id");
+  expect(keys).not.toContain("lemon.auth_token_hash");
+  const model = spans[0].attributes.find((a: { key: string }) => a.key === "gen_ai.request.model");
+  expect(model?.value.stringValue).toBe("extra.chat");
+  expect(spans[0].name).toBeString();
+});

@@ -89,7 +89,7 @@ test("auto picks CUDA on NVIDIA, ROCm on AMD, Vulkan on an Intel GPU — once th
       checksums: {
         github: {
           ...pin("lemonade-sdk/llama.cpp", "b10397", "llama-b10397-bin-ubuntu-cuda-x64.tar.gz"),
-          ...pin("lemonade-sdk/llamacpp-rocm", "b10470", "llama-b10470-ubuntu-rocm-x64.zip"),
+          ...pin("lemonade-sdk/llamacpp-rocm", "b10470", "llama-b10470-ubuntu-rocm-gfx110X-x64.zip"),
           "ggml-org/llama.cpp": { b10375: { "llama-b10375-bin-ubuntu-vulkan-x64.tar.gz": `sha256:${"b".repeat(64)}` } },
         },
       },
@@ -98,6 +98,10 @@ test("auto picks CUDA on NVIDIA, ROCm on AMD, Vulkan on an Intel GPU — once th
   const env = (d: Devices) => ({ cacheDir, path: "", devices: d });
   expect(bestGpuBackend("llamacpp", env(machine([{ vendor: "nvidia", name: "RTX" }])))).toBe("cuda");
   expect(bestGpuBackend("llamacpp", env(machine([{ vendor: "amd", name: "RX", gfx: "gfx1100" }])))).toBe("rocm");
+  // ROCm builds are published per GPU family: a gfx1100 fetches the gfx110X asset, checked against its pin.
+  expect(releaseBackendStatus("llamacpp", "rocm", env(machine([{ vendor: "amd", name: "RX", gfx: "gfx1100" }]))).message).toBe(
+    "downloads llama-b10470-ubuntu-rocm-gfx110X-x64.zip from lemonade-sdk/llamacpp-rocm b10470, checked against its pinned sha256",
+  );
   expect(bestGpuBackend("llamacpp", env(machine([{ vendor: "intel", name: "Arc" }])))).toBe("vulkan");
   expect(bestGpuBackend("llamacpp", env(machine([], { vulkan: false })))).toBeNull();
   expect(llamacpp.resolveBackend!("auto", env(machine([{ vendor: "nvidia", name: "RTX" }])))).toBe("cuda");

@@ -3039,6 +3039,166 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/3d/generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Generate a textured 3D mesh (GLB) from an image
+         * @description You provide an input image and receive a textured 3D mesh as a glTF-binary (`.glb`) file. Serves TRELLIS models (`TRELLIS-3D`, recipe `trellis`, on the `trellis-server` binary config.json's `trellis.<backend>_bin` names or PATH holds). The input image must be PNG, JPEG, BMP, or GIF. Every field is checked before the model is loaded. 3D reconstruction takes on the order of minutes on a GPU; higher cascade resolutions take longer.
+         */
+        post: operations["lemonade.3d_generations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/3d/generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Generate a textured 3D mesh (GLB) from an image
+         * @description The same as `POST /v1/3d/generations`, documented there.
+         */
+        post: operations["lemonade.3d_generations.api_v1_3d_generations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/3d/generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Generate a textured 3D mesh (GLB) from an image
+         * @description The same as `POST /v1/3d/generations`, documented there.
+         */
+        post: operations["lemonade.3d_generations.v0_3d_generations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/3d/generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Generate a textured 3D mesh (GLB) from an image
+         * @description The same as `POST /v1/3d/generations`, documented there.
+         */
+        post: operations["lemonade.3d_generations.api_v0_3d_generations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audio/generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Generate audio (music or sound effects) from a text prompt
+         * @description You provide a text prompt and receive a generated audio clip. The model decides the kind of audio: music with ACE-Step models (`ACE-Step-Music`, recipe `acestep`, on `ace-server`), sound effects with ThinkSound models (`ThinkSound-SFX`, recipe `thinksound`, on `ts-server`); each engine is the binary config.json's `<recipe>.<backend>_bin` names, or the one on PATH. ACE-Step sings `lyrics` when they are given and not `[Instrumental]`: a language-model pass turns them into audio codes first, so vocal tracks take longer.
+         */
+        post: operations["lemonade.audio_generations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/audio/generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Generate audio (music or sound effects) from a text prompt
+         * @description The same as `POST /v1/audio/generations`, documented there.
+         */
+        post: operations["lemonade.audio_generations.api_v1_audio_generations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/audio/generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Generate audio (music or sound effects) from a text prompt
+         * @description The same as `POST /v1/audio/generations`, documented there.
+         */
+        post: operations["lemonade.audio_generations.v0_audio_generations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/audio/generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Generate audio (music or sound effects) from a text prompt
+         * @description The same as `POST /v1/audio/generations`, documented there.
+         */
+        post: operations["lemonade.audio_generations.api_v0_audio_generations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/install": {
         parameters: {
             query?: never;
@@ -3113,6 +3273,86 @@ export interface paths {
          * @description The same as `POST /v1/install`, documented there.
          */
         post: operations["lemonade.install.api_v0_install"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/install/dry-run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Show what installing a backend would fetch, without fetching it
+         * @description Resolves the release asset `/v1/install` would download for a recipe's backend on this platform — its repository, version, file name and URL — without downloading anything, so a stale pin can be caught for a GPU that is not there. `arch` names a ROCm ISA (such as `gfx1151` or `gfx1100`) to resolve as if that GPU were present: an ISA is resolved to the family its assets are published under (`gfx1100` -> `gfx110X`; one the map does not list, such as `gfx90a`, is its own). Without `arch` this machine's GPU is used.
+         */
+        post: operations["lemonade.install_dry_run"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/install/dry-run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Show what installing a backend would fetch, without fetching it
+         * @description The same as `POST /v1/install/dry-run`, documented there.
+         */
+        post: operations["lemonade.install_dry_run.api_v1_install_dry_run"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/install/dry-run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Show what installing a backend would fetch, without fetching it
+         * @description The same as `POST /v1/install/dry-run`, documented there.
+         */
+        post: operations["lemonade.install_dry_run.v0_install_dry_run"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/install/dry-run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Show what installing a backend would fetch, without fetching it
+         * @description The same as `POST /v1/install/dry-run`, documented there.
+         */
+        post: operations["lemonade.install_dry_run.api_v0_install_dry_run"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5600,6 +5840,14 @@ export interface components {
             vllm_backend?: string | null;
             /** @description vllm: extra `vllm serve` arguments: only memory, parallelism, precision and scheduling flags (such as `--max-model-len`, `--gpu-memory-utilization`, `--dtype`, `--tensor-parallel-size`); the server sets `--host`, `--port`, `--model`, `--served-model-name`. */
             vllm_args?: string | null;
+            /** @description trellis: `auto` (default: the first backend config.json points at a binary, else `system`), `system` (`trellis-server` on PATH), or a backend config.json's `trellis.<backend>_bin` names. */
+            trellis_backend?: string | null;
+            /** @description trellis: extra trellis-server arguments; the server sets `--models`, `--host`, `--port` and `--res`. */
+            trellis_args?: string | null;
+            /** @description acestep: `auto` (default: the first backend config.json points at a binary, else `system`), `system` (`ace-server` on PATH), or a backend config.json's `acestep.<backend>_bin` names. */
+            acestep_backend?: string | null;
+            /** @description thinksound: `auto` (default: the first backend config.json points at a binary, else `system`), `system` (`ts-server` on PATH), or a backend config.json's `thinksound.<backend>_bin` names. */
+            thinksound_backend?: string | null;
         };
         LoadResponse: {
             /**
@@ -5895,6 +6143,48 @@ export interface components {
                 [key: string]: number;
             };
         };
+        /** MeshGenerationRequest */
+        MeshGenerationRequest: {
+            /** @description The model to run; loaded on first use. At most 256 characters. */
+            model: string;
+            /** @description Base64-encoded input image (optionally a `data:` URL): PNG, JPEG, BMP or GIF. */
+            image: string;
+            /** @description Cascade resolution: `512`, `1024`, or `1536`. Default: `512`. */
+            resolution?: 512 | 1024 | 1536 | "512" | "1024" | "1536";
+            /** @description Background removal mode: `threshold` or `birefnet` (for photos with real backgrounds). */
+            bg_removal?: "threshold" | "birefnet";
+            /** @description UV atlas method: `xatlas` (default; a full unwrap) or `box` (a faster 6-plane projection). */
+            uv?: "xatlas" | "box";
+            /** @description Random seed for reproducibility. */
+            seed?: number;
+            /** @description Output encoding: only `glb`, what the backend produces natively. Default: `glb`. */
+            response_format?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** AudioGenerationRequest */
+        AudioGenerationRequest: {
+            /** @description The model to run; loaded on first use. At most 256 characters. */
+            model: string;
+            /** @description Text description of the music or sound effect. For music, the style: genre, mood, tempo, instruments, and voice. */
+            prompt: string;
+            /** @description Lyrics to sing (ACE-Step only), one phrase per line, sections tagged `[verse]`, `[chorus]`, ... Empty or `[Instrumental]` (any case) makes an instrumental track. */
+            lyrics?: string;
+            /** @description BCP-47 language code of the lyrics (ACE-Step only). Default: `en`. */
+            vocal_language?: string;
+            /** @description Length of the clip in seconds. Defaults to the backend's native default. */
+            duration?: number;
+            /** @description Number of inference steps. */
+            steps?: number;
+            /** @description Classifier-free guidance strength (ThinkSound only). */
+            cfg?: number;
+            /** @description Random seed for reproducibility. */
+            seed?: number;
+            /** @description Output encoding: only `wav`, what the backend produces natively. Default: `wav`. */
+            response_format?: string;
+        } & {
+            [key: string]: unknown;
+        };
         InstallRequest: {
             /** @description Recipe name, such as `llamacpp` or `whispercpp`; required unless `backend` is `cloud`. */
             recipe?: string;
@@ -5945,6 +6235,33 @@ export interface components {
             backend?: string;
             /** @description `error`: what went wrong */
             error?: string;
+        };
+        InstallDryRunRequest: {
+            /** @description Recipe name, such as `llamacpp`. */
+            recipe: string;
+            /** @description Backend name within the recipe, such as `rocm` or `vulkan`. */
+            backend: string;
+            /** @description A GPU's ROCm ISA to resolve the asset for, such as `gfx1151`; empty or absent uses this machine's. */
+            arch?: string;
+        };
+        /** InstallDryRunResponse */
+        InstallDryRunResponse: {
+            recipe: string;
+            backend: string;
+            /** @description The `arch` asked for (`""` when none) */
+            arch: string;
+            /** @description The GitHub repository the release is in */
+            repo: string;
+            /** @description The pinned release tag */
+            version: string;
+            /** @description The asset's file name, the GPU family resolved */
+            filename: string;
+            /** @description Where the asset would be downloaded from */
+            url: string;
+            /** @description Whether the asset may come split into parts (none here does) */
+            supports_split_archive: boolean;
+            /** @description Whether the backend runs on a GPU of `arch` (`true` when no `arch` is given) */
+            supported: boolean;
         };
         UninstallRequest: {
             /** @description Recipe name, such as `llamacpp` or `whispercpp`; required unless `backend` is `cloud`. */
@@ -6044,7 +6361,7 @@ export interface components {
                 /** @description Unix timestamp of last access (load or inference) */
                 last_use: number;
                 /** @description Model type. */
-                type: "llm" | "embedding" | "reranking" | "transcription" | "image" | "tts";
+                type: "llm" | "embedding" | "reranking" | "transcription" | "image" | "tts" | "audio-generation" | "classification" | "mesh";
                 /** @description Space-separated device list: `"cpu"`, `"gpu"`, `"npu"` */
                 device: string;
                 /** @description Whether the model is pinned against automatic eviction */
@@ -6083,8 +6400,12 @@ export interface components {
                 image: number;
                 /** @description Most models of the type loaded at once (`max_loaded_models`; `-1` is unlimited): text-to-speech models */
                 tts: number;
+                /** @description Most models of the type loaded at once (`max_loaded_models`; `-1` is unlimited): music and sound-effect generators */
+                "audio-generation": number;
                 /** @description Most models of the type loaded at once (`max_loaded_models`; `-1` is unlimited): text classifiers */
                 classification: number;
+                /** @description Most models of the type loaded at once (`max_loaded_models`; `-1` is unlimited): image-to-3D models */
+                mesh: number;
             };
             pinned_models: {
                 /** @description Pinned models of the type loaded now: LLM/chat models */
@@ -6099,8 +6420,12 @@ export interface components {
                 image: number;
                 /** @description Pinned models of the type loaded now: text-to-speech models */
                 tts: number;
+                /** @description Pinned models of the type loaded now: music and sound-effect generators */
+                "audio-generation": number;
                 /** @description Pinned models of the type loaded now: text classifiers */
                 classification: number;
+                /** @description Pinned models of the type loaded now: image-to-3D models */
+                mesh: number;
             };
             /** @description OS-assigned port of the dedicated WebSocket server (log stream, realtime transcription); the main port serves the same protocols */
             websocket_port?: number;
@@ -6756,9 +7081,13 @@ export type DeleteRequest = components['schemas']['DeleteRequest'];
 export type DeleteResponse = components['schemas']['DeleteResponse'];
 export type ClassifyRequest = components['schemas']['ClassifyRequest'];
 export type ClassifyResponse = components['schemas']['ClassifyResponse'];
+export type MeshGenerationRequest = components['schemas']['MeshGenerationRequest'];
+export type AudioGenerationRequest = components['schemas']['AudioGenerationRequest'];
 export type InstallRequest = components['schemas']['InstallRequest'];
 export type InstallResponse = components['schemas']['InstallResponse'];
 export type InstallProgressEvent = components['schemas']['InstallProgressEvent'];
+export type InstallDryRunRequest = components['schemas']['InstallDryRunRequest'];
+export type InstallDryRunResponse = components['schemas']['InstallDryRunResponse'];
 export type UninstallRequest = components['schemas']['UninstallRequest'];
 export type UninstallResponse = components['schemas']['UninstallResponse'];
 export type CloudAuthRequest = components['schemas']['CloudAuthRequest'];
@@ -12899,6 +13228,314 @@ export interface operations {
             507: components["responses"]["OpenAIError"];
         };
     };
+    "lemonade.3d_generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "model": "TRELLIS-3D",
+                 *       "image": "<base64 PNG>",
+                 *       "resolution": 512,
+                 *       "seed": 42
+                 *     }
+                 */
+                "application/json": components["schemas"]["MeshGenerationRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "model/gltf-binary": string;
+                };
+            };
+            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `image` is not base64 (or a base64 `data:` URL), or not a PNG, JPEG, BMP or GIF; `response_format` is not a format the backend produces natively; `model` is not a 3D-generation model (a `trellis` model) */
+            400: components["responses"]["OpenAIError"];
+            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
+            401: components["responses"]["OpenAIError"];
+            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
+            403: components["responses"]["OpenAIError"];
+            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
+            404: components["responses"]["OpenAIError"];
+            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
+            409: components["responses"]["OpenAIError"];
+            /** @description The client closes the request before it is answered */
+            499: components["responses"]["OpenAIError"];
+            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start; The backend reports an error while generating */
+            500: components["responses"]["OpenAIError"];
+            /** @description The backend produces no output (it likely crashed or ran out of GPU memory) */
+            502: components["responses"]["OpenAIError"];
+            /** @description The server is shutting down */
+            503: components["responses"]["OpenAIError"];
+            /** @description The model needs more memory than is free, even after unloading every model that can be */
+            507: components["responses"]["OpenAIError"];
+        };
+    };
+    "lemonade.3d_generations.api_v1_3d_generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MeshGenerationRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "model/gltf-binary": string;
+                };
+            };
+            400: components["responses"]["OpenAIError"];
+            401: components["responses"]["OpenAIError"];
+            403: components["responses"]["OpenAIError"];
+            404: components["responses"]["OpenAIError"];
+            409: components["responses"]["OpenAIError"];
+            499: components["responses"]["OpenAIError"];
+            500: components["responses"]["OpenAIError"];
+            502: components["responses"]["OpenAIError"];
+            503: components["responses"]["OpenAIError"];
+            507: components["responses"]["OpenAIError"];
+        };
+    };
+    "lemonade.3d_generations.v0_3d_generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MeshGenerationRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "model/gltf-binary": string;
+                };
+            };
+            400: components["responses"]["OpenAIError"];
+            401: components["responses"]["OpenAIError"];
+            403: components["responses"]["OpenAIError"];
+            404: components["responses"]["OpenAIError"];
+            409: components["responses"]["OpenAIError"];
+            499: components["responses"]["OpenAIError"];
+            500: components["responses"]["OpenAIError"];
+            502: components["responses"]["OpenAIError"];
+            503: components["responses"]["OpenAIError"];
+            507: components["responses"]["OpenAIError"];
+        };
+    };
+    "lemonade.3d_generations.api_v0_3d_generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MeshGenerationRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "model/gltf-binary": string;
+                };
+            };
+            400: components["responses"]["OpenAIError"];
+            401: components["responses"]["OpenAIError"];
+            403: components["responses"]["OpenAIError"];
+            404: components["responses"]["OpenAIError"];
+            409: components["responses"]["OpenAIError"];
+            499: components["responses"]["OpenAIError"];
+            500: components["responses"]["OpenAIError"];
+            502: components["responses"]["OpenAIError"];
+            503: components["responses"]["OpenAIError"];
+            507: components["responses"]["OpenAIError"];
+        };
+    };
+    "lemonade.audio_generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "model": "ThinkSound-SFX",
+                 *       "prompt": "glass shattering on a stone floor",
+                 *       "duration": 5,
+                 *       "seed": 42
+                 *     }
+                 */
+                "application/json": components["schemas"]["AudioGenerationRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "audio/wav": string;
+                };
+            };
+            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `response_format` is not a format the backend produces natively; `model` is not an audio-generation model (an `acestep` or `thinksound` model) */
+            400: components["responses"]["OpenAIError"];
+            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
+            401: components["responses"]["OpenAIError"];
+            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
+            403: components["responses"]["OpenAIError"];
+            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
+            404: components["responses"]["OpenAIError"];
+            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
+            409: components["responses"]["OpenAIError"];
+            /** @description The client closes the request before it is answered */
+            499: components["responses"]["OpenAIError"];
+            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start; The backend reports an error while generating */
+            500: components["responses"]["OpenAIError"];
+            /** @description The backend produces no output (it likely crashed or ran out of GPU memory) */
+            502: components["responses"]["OpenAIError"];
+            /** @description The server is shutting down */
+            503: components["responses"]["OpenAIError"];
+            /** @description The model needs more memory than is free, even after unloading every model that can be */
+            507: components["responses"]["OpenAIError"];
+        };
+    };
+    "lemonade.audio_generations.api_v1_audio_generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AudioGenerationRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "audio/wav": string;
+                };
+            };
+            400: components["responses"]["OpenAIError"];
+            401: components["responses"]["OpenAIError"];
+            403: components["responses"]["OpenAIError"];
+            404: components["responses"]["OpenAIError"];
+            409: components["responses"]["OpenAIError"];
+            499: components["responses"]["OpenAIError"];
+            500: components["responses"]["OpenAIError"];
+            502: components["responses"]["OpenAIError"];
+            503: components["responses"]["OpenAIError"];
+            507: components["responses"]["OpenAIError"];
+        };
+    };
+    "lemonade.audio_generations.v0_audio_generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AudioGenerationRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "audio/wav": string;
+                };
+            };
+            400: components["responses"]["OpenAIError"];
+            401: components["responses"]["OpenAIError"];
+            403: components["responses"]["OpenAIError"];
+            404: components["responses"]["OpenAIError"];
+            409: components["responses"]["OpenAIError"];
+            499: components["responses"]["OpenAIError"];
+            500: components["responses"]["OpenAIError"];
+            502: components["responses"]["OpenAIError"];
+            503: components["responses"]["OpenAIError"];
+            507: components["responses"]["OpenAIError"];
+        };
+    };
+    "lemonade.audio_generations.api_v0_audio_generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AudioGenerationRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "audio/wav": string;
+                };
+            };
+            400: components["responses"]["OpenAIError"];
+            401: components["responses"]["OpenAIError"];
+            403: components["responses"]["OpenAIError"];
+            404: components["responses"]["OpenAIError"];
+            409: components["responses"]["OpenAIError"];
+            499: components["responses"]["OpenAIError"];
+            500: components["responses"]["OpenAIError"];
+            502: components["responses"]["OpenAIError"];
+            503: components["responses"]["OpenAIError"];
+            507: components["responses"]["OpenAIError"];
+        };
+    };
     "lemonade.install": {
         parameters: {
             query?: never;
@@ -13025,6 +13662,142 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["InstallResponse"];
                     "text/event-stream": components["schemas"]["InstallProgressEvent"];
+                };
+            };
+            400: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+            500: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.install_dry_run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "recipe": "llamacpp",
+                 *       "backend": "rocm",
+                 *       "arch": "gfx1100"
+                 *     }
+                 */
+                "application/json": components["schemas"]["InstallDryRunRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "recipe": "llamacpp",
+                     *       "backend": "rocm",
+                     *       "arch": "gfx1100",
+                     *       "repo": "lemonade-sdk/llamacpp-rocm",
+                     *       "version": "b10470",
+                     *       "filename": "llama-b10470-ubuntu-rocm-gfx110X-x64.zip",
+                     *       "url": "https://github.com/lemonade-sdk/llamacpp-rocm/releases/download/b10470/llama-b10470-ubuntu-rocm-gfx110X-x64.zip",
+                     *       "supports_split_archive": false,
+                     *       "supported": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["InstallDryRunResponse"];
+                };
+            };
+            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
+            400: components["responses"]["LemonadeError"];
+            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
+            401: components["responses"]["LemonadeError"];
+            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
+            403: components["responses"]["LemonadeError"];
+            /** @description The recipe/backend pair has no release to fetch on this platform (or for that GPU) */
+            500: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.install_dry_run.api_v1_install_dry_run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InstallDryRunRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallDryRunResponse"];
+                };
+            };
+            400: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+            500: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.install_dry_run.v0_install_dry_run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InstallDryRunRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallDryRunResponse"];
+                };
+            };
+            400: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+            500: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.install_dry_run.api_v0_install_dry_run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InstallDryRunRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallDryRunResponse"];
                 };
             };
             400: components["responses"]["LemonadeError"];
@@ -13515,7 +14288,9 @@ export interface operations {
                      *         "transcription": 1,
                      *         "image": 1,
                      *         "tts": 1,
-                     *         "classification": 1
+                     *         "audio-generation": 1,
+                     *         "classification": 1,
+                     *         "mesh": 1
                      *       },
                      *       "pinned_models": {
                      *         "llm": 0,
@@ -13524,7 +14299,9 @@ export interface operations {
                      *         "transcription": 0,
                      *         "image": 0,
                      *         "tts": 0,
-                     *         "classification": 0
+                     *         "audio-generation": 0,
+                     *         "classification": 0,
+                     *         "mesh": 0
                      *       },
                      *       "websocket_port": 41235,
                      *       "telemetry": {
