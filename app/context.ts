@@ -14,9 +14,14 @@ import { CloudProviders } from "../models/cloud.ts";
 import { DownloadManager } from "../models/downloads.ts";
 import { ModelLibrary } from "../models/library.ts";
 import { OptionResolver, RecipeOptionsStore } from "../models/recipe-options.ts";
+import { AutoTune, LocalTuneStore, ProfileSource } from "../models/tuning.ts";
+import { archetypeOf, type Archetype } from "../lib/archetype.ts";
+import { devices } from "../lib/devices.ts";
+import { systemClock } from "../lib/clock.ts";
+import { hostInfo } from "../observability/system.ts";
 import { EngineInstaller } from "../engines/installer.ts";
 import { EngineRegistry } from "../engines/orphans.ts";
-import { RECIPES, recipeStatuses, serverRecipes, standInOf, standInServes } from "../engines/recipes.ts";
+import { findRecipe, RECIPES, recipeStatuses, serverRecipes, standInOf, standInServes } from "../engines/recipes.ts";
 import { RECIPE_SPECS } from "../spec/recipes.ts";
 import { Backends } from "../runtime/backends.ts";
 import { ExclusiveGate } from "../runtime/job-gate.ts";
@@ -75,11 +80,35 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   const recipeOptions = new RecipeOptionsStore(config.cacheDir);
   // The scheduler is made below; the planner only reads its slots later.
   const planner = memoryPlanner(config, catalog, () => scheduler.list());
+  // The archetype comes from the same facts /v1/system-info reports, derived once per process.
+  let archetype: Archetype | undefined;
+  const tuning = new AutoTune({
+    enabled: () => config.autoTune,
+    archetype: () => (archetype ??= archetypeOf(hostInfo(config.hfCacheDir, devices()))),
+    profiles: new ProfileSource({
+      cacheDir: config.cacheDir,
+      url: () => config.autoTuneProfilesUrl,
+      offline: () => config.offline,
+      clock: systemClock,
+      log: { info: (m) => logger.info("AutoTune", m), warn: (m) => logger.warn("AutoTune", m) },
+    }),
+    local: new LocalTuneStore(config.cacheDir),
+    resolveBackend: (recipe, asked) => findRecipe(recipes, recipe)?.resolveBackend?.(asked, engineEnv) ?? asked,
+    available: (recipe, backend) => {
+      try {
+        return !!findRecipe(recipes, recipe)?.locate?.(backend, engineEnv);
+      } catch {
+        return false;
+      }
+    },
+  });
+  void tuning.profiles.refresh();
   const options = new OptionResolver<CatalogModel>(
     recipeOptions,
     () => ({ ...config.recipeDefaults, ctx_size: config.ctxSize }),
     (m) => catalog.maxContextWindow(m),
     (m) => planner.autoCtx(m),
+    tuning,
   );
   const hubs = {
     huggingface: { kind: "huggingface" as const, endpoint: config.hfEndpoint, token: config.hfToken ?? undefined, dir: config.hfCacheDir },
@@ -157,6 +186,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     cloud,
     recipeOptions,
     options,
+    tuning,
     library,
     downloads,
     backends,
