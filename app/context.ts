@@ -168,7 +168,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   const hostStats = new HostStats();
   const jobs = new JobEngine({
     file: join(config.cacheDir, "jobs.json"),
-    ops: jobOps({ aliases, backends, catalog, cloud, config, hostStats, library, options, proxy, recipeOptions, scheduler }),
+    ops: jobOps({ aliases, backends, catalog, cloud, config, hostStats, library, options, proxy, recipeOptions, scheduler, tuning }),
     scheduler,
     gate,
     modelId: (name) => catalog.find(name)?.id,

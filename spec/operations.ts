@@ -2,6 +2,7 @@
 // stats, metrics, the log stream and the API reference.
 import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
+import { Archetype, TuningStatus } from "./tuning.ts";
 import { ModelType, Nullable, PerModelType } from "./schemas.ts";
 
 export const LoadedModel = T.Object({
@@ -50,6 +51,7 @@ export const health = endpoint({
     update_check_done: T.Boolean({
       description: "Whether the start-up check for newer model revisions has finished",
     }),
+    auto_tune: T.Optional(TuningStatus),
   }),
   example: {
     response: `{
@@ -171,6 +173,7 @@ export const systemInfo = endpoint({
         { description: "Cloud providers; absent when none is installed" },
       ),
     ),
+    archetype: T.Optional(Archetype),
     recipes: T.Record(
       T.String(),
       T.Object({

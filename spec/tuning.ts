@@ -35,7 +35,11 @@ export const TuningParams = T.Object(
     kv_cache_type: T.Optional(T.Union(KV_TYPES.map((v) => T.Literal(v)), { description: "KV cache type for keys and values (llama.cpp `-ctk`/`-ctv`)" })),
     ctx_size: T.Optional(T.Integer({ minimum: 1, description: "Context size, where the archetype's memory calls for a fixed one" })),
   },
-  { title: "TuningParams", additionalProperties: false },
+  {
+    title: "TuningParams",
+    additionalProperties: false,
+    description: "Auto-tune performance parameters. In a `/v1/load` body (what `lemonade tune` tries) they come before the saved and profile ones, while flags in the model's own `*_args` still win",
+  },
 );
 
 /** Parameters keyed by `recipe:backend` (`llamacpp:vulkan`) or by recipe alone (any of its backends). */
@@ -105,7 +109,7 @@ export const TuningStatus = T.Object(
       { description: "Runtime monitor: loaded models whose recent generation speed is under half their tuned expectation" },
     ),
   },
-  { title: "AutoTuneStatus" },
+  { title: "AutoTuneStatus", description: "Lemonade extension: the machine's archetype, the tuning profiles in use and the runtime monitor's re-tune suggestions" },
 );
 
 export const profilesGet = endpoint({
@@ -136,6 +140,8 @@ export const profilesGet = endpoint({
 
 const ModelId = T.String({ description: "Model name" });
 
+const ModelTuning = T.Object({ model_name: T.String({ description: "The model" }), tuning: TuningView }, { title: "ModelTuning" });
+
 export const tuningPost = endpoint({
   id: "lemonade.models_id_tuning_post",
   method: "POST",
@@ -154,7 +160,7 @@ export const tuningPost = endpoint({
     params: TuningParams,
     tokens_per_second: T.Optional(T.Number({ minimum: 0, description: "The generation speed measured with them: the runtime monitor's expectation" })),
   }),
-  response: T.Object({ model_name: T.String(), tuning: TuningView }, { title: "ModelTuning" }),
+  response: ModelTuning,
   errors: [E.modelNotSupported, E.modelNotFound, E.optionsIoError],
   example: {
     path: "/v1/models/Qwen3-0.6B-GGUF/tuning",
@@ -175,7 +181,7 @@ export const tuningDelete = endpoint({
   availability: "fully_available",
   description: "Lemonade extension. Erases what `lemonade tune` saved for the model; the archetype profile applies again from the next load.",
   params: T.Object({ id: ModelId }),
-  response: T.Object({ model_name: T.String(), tuning: TuningView }, { title: "ModelTuning" }),
+  response: ModelTuning,
   errors: [E.modelNotSupported, E.modelNotFound, E.optionsIoError],
   example: {
     path: "/v1/models/Qwen3-0.6B-GGUF/tuning",
