@@ -132,10 +132,19 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     record,
     log: logger,
   });
+  const stats = new GenerationStats();
+  const effects = launcher.effects((model) => library.ensureDownloaded(model));
   const gate = new ExclusiveGate();
   const scheduler: Scheduler<CatalogModel> = new Scheduler<CatalogModel>({
     gate,
-    effects: launcher.effects((model) => library.ensureDownloaded(model)),
+    // The speed monitor judges an engine by its own requests: a new load starts a new record.
+    effects: {
+      ...effects,
+      start: (model, spec) => {
+        stats.forgetSpeeds(model.id);
+        return effects.start(model, spec);
+      },
+    },
     check: (model, request) => launcher.check(model, request ?? {}),
     resolve: (model, request) => options.spec(model, request),
     maxLoaded: () => config.maxLoadedModels,
@@ -147,7 +156,6 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     scheduler.list().map((s) => ({ model: s.model.id, recipe: s.model.recipe, type: s.model.type, url: s.engine.url, queued: proxy.queued(s) })),
     () => config.maxLoadedModels,
   );
-  const stats = new GenerationStats();
   const proxy: EngineProxy = new EngineProxy({
     scheduler,
     catalog,

@@ -27,7 +27,7 @@ export interface Archetype {
   /** `cpu` when no GPU is used, else the GPU's vendor. */
   accelerator: "cpu" | "nvidia" | "amd" | "apple";
   memory: MemoryKind;
-  /** The GPU's own memory (discrete) or the RAM it shares (unified, CPU), bucketed, in GB. */
+  /** The GPU's own memory (discrete) or the RAM it shares (unified, with an integrated GPU's carve-out; CPU), bucketed, in GB. */
   memory_gb: number;
   bandwidth_tier: BandwidthTier;
   /** Peak memory bandwidth from the chip's published figure, when it is in the table below. */
@@ -43,7 +43,7 @@ export interface Archetype {
 const BUCKETS = [1, 2, 4, 6, 8, 10, 12, 16, 20, 24, 32, 36, 48, 64, 80, 96, 128, 141, 192, 256, 384, 512, 768, 1024];
 
 export function memoryBucket(gb: number): number {
-  return BUCKETS.find((b) => gb <= b * 1.0) ?? Math.ceil(gb);
+  return BUCKETS.find((b) => gb <= b) ?? Math.ceil(gb);
 }
 
 /** NVIDIA compute capability -> architecture (the CUDA table in product-overview.md). */
@@ -129,8 +129,10 @@ export function archetypeOf(info: SystemInfoSnapshot): Archetype {
   }
   const integrated = amd.find((g) => AMD_UNIFIED[String(g.gfx ?? "")]);
   if (integrated) {
+    // The VRAM of an integrated GPU is a carve-out of the RAM the OS no longer counts: together they are the machine's memory.
     const family = AMD_UNIFIED[String(integrated.gfx)]!;
-    return make(family, "amd", "unified", ram, String(integrated.name ?? family), bandwidthOf(family));
+    const total = memoryBucket(gbOf(info["Physical Memory"]) + Number(integrated.vram_gb ?? 0));
+    return make(family, "amd", "unified", total, String(integrated.name ?? family), bandwidthOf(family));
   }
   const apple = /^Apple (M\d+)(?:\s+(Pro|Max|Ultra))?/i.exec(info.Processor);
   if (apple) {

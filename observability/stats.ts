@@ -61,6 +61,10 @@ export class GenerationStats {
     this.speeds.set(model, list);
   }
 
+  forgetSpeeds(model: string): void {
+    this.speeds.delete(model);
+  }
+
   recentSpeeds(model: string): number[] {
     return this.speeds.get(model) ?? [];
   }
