@@ -17,7 +17,7 @@ import { tempDir } from "../helpers/temp.ts";
 
 const CPU: Archetype = archetypeOf(JSON.parse(readFileSync(join(import.meta.dir, "..", "fixtures", "system-info", "cpu-only-box.json"), "utf8")));
 
-const model = (id = "tiny"): CatalogModel => ({ id, recipe: LLAMACPP, type: "llm", labels: [], checkpoints: { main: "/m/tiny.gguf" }, suggested: false, source: "local", registryOptions: {} }) as CatalogModel;
+const model = (id = "tiny"): CatalogModel => ({ id, recipe: LLAMACPP, type: "llm", labels: [], checkpoints: { main: "/m/tiny.gguf" }, suggested: false, source: "extra_models_dir", registryOptions: {} });
 
 const PROFILE: ArchetypeProfileT = {
   archetype: CPU.family,
