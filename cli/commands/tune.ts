@@ -8,16 +8,7 @@ import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command } from "../command.ts";
 import { bold, dim, green, table } from "../format.ts";
 import { measureLoaded, median } from "../bench-runs.ts";
 import { pullAndLoad } from "./run.ts";
-
-type Params = Record<string, string | number>;
-
-interface Trial {
-  params: Params;
-  backend?: string;
-  tokensPerSecond: number | null;
-  ttftMs: number | null;
-  error?: string;
-}
+import { sweep, sweepSpace, type SweepTrial } from "../../lib/sweep.ts";
 
 interface Archetype {
   id: string;
@@ -25,22 +16,7 @@ interface Archetype {
   cores: number;
 }
 
-/** The values worth trying for each parameter on an archetype, in sweep order. `threads` spans the
- * physical and logical cores; batch sizes llama.cpp's defaults (2048/512) and smaller/larger ones. */
-export function candidates(archetype: Archetype, logicalThreads: number): Record<string, (string | number)[]> {
-  const threads = [...new Set([archetype.cores, logicalThreads, Math.max(1, Math.floor(archetype.cores / 2))])].filter((n) => n >= 1);
-  const gpu = archetype.accelerator !== "cpu";
-  return {
-    threads,
-    batch_size: gpu ? [2048, 1024, 4096] : [2048, 512],
-    ubatch_size: gpu ? [512, 1024, 256] : [512, 128, 256],
-    flash_attn: ["auto", "on", "off"],
-    kv_cache_type: ["f16", "q8_0"],
-    ...(gpu ? { gpu_layers: ["all", 0] } : {}),
-  };
-}
-
-const describe = (t: Pick<Trial, "params" | "backend">) =>
+const describe = (t: Pick<SweepTrial, "params" | "backend">) =>
   [...(t.backend ? [`backend=${t.backend}`] : []), ...Object.entries(t.params).map(([k, v]) => `${k}=${v}`)].join(" ") || "(current settings)";
 
 export const tune: Command = {
@@ -87,28 +63,12 @@ ${SERVER_FLAGS_HELP}`,
     const fixed = Object.entries(view.tuning.params as Record<string, { source: string }>)
       .filter(([, p]) => ["saved", "registry", "config"].includes(p.source))
       .map(([k]) => k);
-    const space = Object.fromEntries(Object.entries(candidates(archetype, info.devices?.cpu?.threads ?? archetype.cores)).filter(([k]) => !fixed.includes(k)));
+    const space = Object.fromEntries(Object.entries(sweepSpace(archetype, info.devices?.cpu?.threads ?? archetype.cores)).filter(([k]) => !fixed.includes(k)));
     const backendFixed = view.provenance?.[`${view.recipe}_backend`] && !["default", "profile"].includes(view.provenance[`${view.recipe}_backend`]);
     const installed = Object.entries((info.recipes?.[view.recipe]?.backends ?? {}) as Record<string, { state: string }>)
       .filter(([, b]) => b.state === "installed")
       .map(([name]) => name);
     log(bold(`Tuning ${model} on ${archetype.id}`) + dim(` (budget ${budgetMs / 1000} s${fixed.length ? `; keeping your ${fixed.join(", ")}` : ""})`));
-
-    const trials: Trial[] = [];
-    const trial = async (params: Params, backend?: string): Promise<Trial> => {
-      const t: Trial = { params, ...(backend ? { backend } : {}), tokensPerSecond: null, ttftMs: null };
-      try {
-        await pullAndLoad(client, model, { tuning: params, ...(backend ? { [`${view.recipe}_backend`]: backend } : {}) });
-        const runs = await measureLoaded(client, model, measure);
-        t.tokensPerSecond = median(runs.map((r) => r.generation_tokens_per_second));
-        t.ttftMs = median(runs.map((r) => r.ttft_ms));
-      } catch (err) {
-        t.error = (err as Error).message.split("\n")[0];
-      }
-      trials.push(t);
-      log(`[${trials.length} ${elapsed()}s] ${describe(t)}: ${t.tokensPerSecond !== null ? `${t.tokensPerSecond.toFixed(1)} tok/s` : `failed (${t.error})`}`);
-      return t;
-    };
 
     // The baseline: the model as its next load would run it now (profile, earlier overlay and all),
     // its auto-tuned values made explicit so that the sweep varies them one at a time.
@@ -117,27 +77,19 @@ ${SERVER_FLAGS_HELP}`,
         .filter(([k]) => !fixed.includes(k))
         .map(([k, p]) => [k, p.value]),
     );
-    const baseline = await trial(current);
+    const { baseline, best, trials, exhausted } = await sweep({
+      start: current,
+      space,
+      backends: backendFixed ? [] : installed,
+      async measure(params, backend) {
+        await pullAndLoad(client, model, { tuning: params, ...(backend ? { [`${view.recipe}_backend`]: backend } : {}) });
+        const runs = await measureLoaded(client, model, measure);
+        return { tokensPerSecond: median(runs.map((r) => r.generation_tokens_per_second)), ttftMs: median(runs.map((r) => r.ttft_ms)) };
+      },
+      within: () => performance.now() - started < budgetMs,
+      onTrial: (t, i) => log(`[${i} ${elapsed()}s] ${describe(t)}: ${t.tokensPerSecond !== null ? `${t.tokensPerSecond.toFixed(1)} tok/s` : `failed (${t.error})`}`),
+    });
     if (baseline.tokensPerSecond === null) throw new CliError(`${model} does not run as it is: ${baseline.error}`);
-    let best = baseline;
-    const better = (t: Trial) => t.tokensPerSecond !== null && t.tokensPerSecond > best.tokensPerSecond! * 1.02;
-    const within = () => performance.now() - started < budgetMs;
-    if (!backendFixed && installed.length > 1) {
-      for (const backend of installed) {
-        if (!within()) break;
-        const t = await trial(best.params, backend);
-        if (better(t)) best = t;
-      }
-    }
-    for (const [param, values] of Object.entries(space)) {
-      for (const value of values) {
-        if (!within()) break;
-        if (best.params[param] === value) continue;
-        const t = await trial({ ...best.params, [param]: value }, best.backend);
-        if (better(t)) best = t;
-      }
-    }
-    const skipped = !within();
 
     const health = await client.json("GET", "/v1/health");
     const backend = best.backend ?? (health.all_models_loaded as { model_name: string; backend?: string }[]).find((m) => m.model_name === model)?.backend ?? view.tuning.backend;
@@ -154,7 +106,7 @@ ${SERVER_FLAGS_HELP}`,
       after_tokens_per_second: best.tokensPerSecond,
       best: { backend, params: best.params },
       saved,
-      budget_exhausted: skipped,
+      budget_exhausted: exhausted,
       seconds: elapsed(),
       trials: trials.map((t) => ({ backend: t.backend, params: t.params, tokens_per_second: t.tokensPerSecond, ttft_ms: t.ttftMs, ...(t.error ? { error: t.error } : {}) })),
     };
@@ -169,7 +121,7 @@ ${SERVER_FLAGS_HELP}`,
         trials.map((t, i) => [String(i + 1), describe(t), f(t.tokensPerSecond), f(t.ttftMs), t === best ? green("best") : t.error ? "failed" : ""]),
       ),
     );
-    console.log(`${model}: ${f(baseline.tokensPerSecond)} tok/s before, ${f(best.tokensPerSecond)} tok/s with ${describe(best)}${skipped ? dim(" (budget reached)") : ""}`);
+    console.log(`${model}: ${f(baseline.tokensPerSecond)} tok/s before, ${f(best.tokensPerSecond)} tok/s with ${describe(best)}${exhausted ? dim(" (budget reached)") : ""}`);
     console.log(saved ? `Saved as ${model}'s local tuning overlay; the next load uses it.` : "Dry run: nothing saved.");
     return 0;
   },

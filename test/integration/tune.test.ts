@@ -91,6 +91,25 @@ describe("lemonade tune", () => {
     expect(status.out).toContain(`auto-tune sets ${view.tuning.args}`);
   });
 
+  test("the Job Engine's tune op runs the same sweep in the server and saves the overlay", async () => {
+    await fetch(`${base()}/v1/models/${MODEL}/tuning`, { method: "DELETE" });
+    const created = await fetch(`${base()}/v1/jobs`, { method: "POST", body: JSON.stringify({ name: "tune", steps: [{ id: "tune", op: "tune", params: { model: MODEL, budget_s: 5, tokens: 8, runs: 1 } }] }) });
+    expect(created.status).toBe(202);
+    const { id } = await created.json();
+    let job: { status: string; steps: { output?: Record<string, unknown>; error?: string }[] } = { status: "queued", steps: [] };
+    for (let i = 0; i < 600 && !["completed", "failed"].includes(job.status); i++) {
+      await Bun.sleep(100);
+      job = await get(`/v1/jobs/${id}`);
+    }
+    expect(job.status, JSON.stringify(job.steps[0])).toBe("completed");
+    const out = job.steps[0]!.output as { saved: boolean; trials: unknown[]; best: { params: Record<string, string | number> }; after_tokens_per_second: number };
+    expect(out.saved).toBe(true);
+    expect(out.trials.length).toBeGreaterThan(0);
+    expect(out.after_tokens_per_second).toBeGreaterThan(0);
+    const view = await get(`/v1/models/${MODEL}/options`);
+    for (const [param, value] of Object.entries(out.best.params)) expect(view.tuning.params[param], param).toEqual({ value, source: "local_tune" });
+  });
+
   test("bench --submit writes an anonymised contribution with the archetype and the parameters", async () => {
     const file = join(cacheDir, "contribution.json");
     const r = await lemonade(["bench", MODEL, "--runs", "1", "--warmup", "0", "--tokens", "4", "--submit", file]);

@@ -3976,7 +3976,7 @@ export interface paths {
         };
         /**
          * List jobs
-         * @description Every job's summary, newest first. At most 50 jobs are kept: a new job evicts the oldest completed or failed one. Ops: `system_info`: the `/system-info` snapshot; `system_stats`: a CPU, memory, GPU and VRAM sample, as `/system-stats`; `models`: the model list, or one model's metadata when `params.id` is set; `sleep`: `{}` after `params.ms` milliseconds (an interrupt cuts it short); `load` (holds the model slot): loads `params.model` with the `/load` body's options (`ctx_size`, `llamacpp_backend`, `llamacpp_args`, `pinned`, `save_options`, …); outputs `{loaded, model, backend, ctx_size}`; `unload` (holds the model slot): unloads `params.model`, or every model when it is not set; outputs `{}`; `chat` (holds the model slot): `params` is a chat/completions request (not streamed); outputs the backend's answer, `usage` and `timings` included; `embeddings` (holds the model slot): `params` is an `/embeddings` request; outputs its answer; `tokenize` (holds the model slot): `params` is a `/tokenize` body for the most recently used model; outputs its answer.
+         * @description Every job's summary, newest first. At most 50 jobs are kept: a new job evicts the oldest completed or failed one. Ops: `system_info`: the `/system-info` snapshot; `system_stats`: a CPU, memory, GPU and VRAM sample, as `/system-stats`; `models`: the model list, or one model's metadata when `params.id` is set; `sleep`: `{}` after `params.ms` milliseconds (an interrupt cuts it short); `load` (holds the model slot): loads `params.model` with the `/load` body's options (`ctx_size`, `llamacpp_backend`, `llamacpp_args`, `pinned`, `save_options`, …); outputs `{loaded, model, backend, ctx_size}`; `unload` (holds the model slot): unloads `params.model`, or every model when it is not set; outputs `{}`; `chat` (holds the model slot): `params` is a chat/completions request (not streamed); outputs the backend's answer, `usage` and `timings` included; `embeddings` (holds the model slot): `params` is an `/embeddings` request; outputs its answer; `tokenize` (holds the model slot): `params` is a `/tokenize` body for the most recently used model; outputs its answer; `tune` (holds the model slot): Lemonade extension: `lemonade tune`'s sweep of `params.model` (`budget_s` 300, `tokens` 32, `runs` 2, `save` true), saving the best as its local tuning overlay; outputs `{before_tokens_per_second, after_tokens_per_second, best, saved, trials}`.
          */
         get: operations["lemonade.jobs_list"];
         put?: never;
@@ -6396,7 +6396,7 @@ export interface components {
             steps: {
                 /** @description Unique within the job; not `inputs`, no `.`. The step's output lands in `context[id]`. */
                 id: string;
-                /** @description The operation: `system_info`, `system_stats`, `models`, `sleep`, `load`, `unload`, `chat`, `embeddings`, `tokenize`. */
+                /** @description The operation: `system_info`, `system_stats`, `models`, `sleep`, `load`, `unload`, `chat`, `embeddings`, `tokenize`, `tune`. */
                 op: string;
                 /** @description The op's parameters, as posted */
                 params: {
@@ -6815,7 +6815,7 @@ export interface components {
         JobsCreateRequestStepsItem: {
             /** @description Unique within the job; not `inputs`, no `.`. The step's output lands in `context[id]`. */
             id: string;
-            /** @description The operation: `system_info`, `system_stats`, `models`, `sleep`, `load`, `unload`, `chat`, `embeddings`, `tokenize`. */
+            /** @description The operation: `system_info`, `system_stats`, `models`, `sleep`, `load`, `unload`, `chat`, `embeddings`, `tokenize`, `tune`. */
             op: string;
             /** @description The op's parameters; strings may hold `${path}` references into the context. */
             params?: {
