@@ -7,7 +7,6 @@ import { VERSION } from "../lib/version.ts";
 import { Logger } from "../observability/logger.ts";
 import { Metrics, type LoadedModelInfo } from "../observability/metrics.ts";
 import { GenerationStats } from "../observability/stats.ts";
-import { HostStats } from "../observability/system.ts";
 import { AliasStore } from "../models/aliases.ts";
 import { Catalog, type CatalogModel } from "../models/catalog.ts";
 import { CloudProviders } from "../models/cloud.ts";
@@ -18,7 +17,7 @@ import { AutoTune, LocalTuneStore, ProfileSource } from "../models/tuning.ts";
 import { archetypeOf, type Archetype } from "../lib/archetype.ts";
 import { devices } from "../lib/devices.ts";
 import { systemClock } from "../lib/clock.ts";
-import { hostInfo } from "../observability/system.ts";
+import { HostStats, hostFacts } from "../observability/system.ts";
 import { EngineInstaller } from "../engines/installer.ts";
 import { EngineRegistry } from "../engines/orphans.ts";
 import { findRecipe, RECIPES, recipeStatuses, serverRecipes, standInOf, standInServes } from "../engines/recipes.ts";
@@ -84,7 +83,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   let archetype: Archetype | undefined;
   const tuning = new AutoTune({
     enabled: () => config.autoTune,
-    archetype: () => (archetype ??= archetypeOf(hostInfo(config.hfCacheDir, devices()))),
+    archetype: () => (archetype ??= archetypeOf(hostFacts(devices()))),
     profiles: new ProfileSource({
       cacheDir: config.cacheDir,
       url: () => config.autoTuneProfilesUrl,

@@ -253,8 +253,8 @@ export class OptionResolver<M extends OptionedModel = OptionedModel> {
     // The backend first: the parameters are per backend.
     const recommended = profile?.recommended_backend?.[model.recipe];
     const tunedBackend = backendKey && recommended && t.available(model.recipe, recommended) ? { [backendKey]: recommended } : {};
-    const first = resolveWithSources(model.recipe, { ...base, tuned: { profile: tunedBackend } }, skipAuto);
-    const backend = t.resolveBackend(model.recipe, String(first.options[backendKey ?? ""] ?? ""));
+    const backendPass = resolveWithSources(model.recipe, { ...base, tuned: { profile: tunedBackend } }, skipAuto);
+    const backend = t.resolveBackend(model.recipe, String(backendPass.options[backendKey ?? ""] ?? ""));
     const local = enabled ? t.localFor(model.id, archetype.id, `${model.recipe}:${backend}`) : undefined;
     const autoParams: [AutoLayer, TuningParamsT | undefined][] = [
       ["local_tune", local?.params],
