@@ -23,6 +23,10 @@ export interface SweepResult {
 /** A candidate must beat the best by this share to replace it: less is measurement noise. */
 const MARGIN = 1.02;
 
+/** llama.cpp refuses a quantized V cache without flash attention, so such a KV type is tried with it on. */
+const withCompanions = (params: SweepParams, param: string, value: string | number): SweepParams =>
+  param === "kv_cache_type" && /^(q|iq)/.test(String(value)) ? { ...params, [param]: value, flash_attn: "on" } : { ...params, [param]: value };
+
 /** The values worth trying per parameter on a machine, in sweep order: threads over the physical
  * and logical cores; llama.cpp's default batch sizes (2048/512) with smaller (CPU) or larger (GPU)
  * ones; flash attention's three settings; an 8-bit KV cache; on a GPU, full and no offload. */
@@ -74,7 +78,7 @@ export async function sweep(opts: {
     for (const value of values) {
       if (!opts.within()) break;
       if (best.params[param] === value) continue;
-      const t = await trial({ ...best.params, [param]: value }, best.backend);
+      const t = await trial(withCompanions(best.params, param, value), best.backend);
       if (better(t)) best = t;
     }
   }

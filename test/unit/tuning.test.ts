@@ -14,6 +14,7 @@ import type { ArchetypeProfileT } from "../../spec/tuning.ts";
 import { FakeClock } from "../helpers/fake-clock.ts";
 import { FAKE_LLAMA_SERVER } from "../helpers/fake-engine.ts";
 import { tempDir } from "../helpers/temp.ts";
+import { sweep, sweepSpace, type SweepParams } from "../../lib/sweep.ts";
 
 const CPU: Archetype = archetypeOf(JSON.parse(readFileSync(join(import.meta.dir, "..", "fixtures", "system-info", "cpu-only-box.json"), "utf8")));
 
@@ -284,5 +285,55 @@ describe("profile distribution", () => {
     expect(reread.get("tiny", CPU.id, `${LLAMACPP}:cpu`)?.params).toEqual({ threads: 2 });
     expect(reread.get("tiny", "another-machine", `${LLAMACPP}:cpu`)).toBeUndefined();
     expect(reread.any("other")).toBeUndefined();
+  });
+});
+
+describe("the sweep", () => {
+  // A machine where one thread and a 512 batch are fastest, and a q8_0 KV cache fails without flash attention.
+  const speed = (p: SweepParams) => {
+    if (p.kv_cache_type === "q8_0" && p.flash_attn !== "on") throw new Error("V cache quantization requires flash_attn");
+    return 100 + (p.threads === 1 ? 50 : 0) + (p.batch_size === 512 ? 20 : 0) + (p.kv_cache_type === "q8_0" ? 1 : 0);
+  };
+  const measure = async (p: SweepParams) => ({ tokensPerSecond: speed(p), ttftMs: 1 });
+
+  test("keeps a value only when it is clearly faster, one parameter at a time from the best", async () => {
+    const seen: number[] = [];
+    const r = await sweep({ start: { threads: 2 }, space: { threads: [2, 1], batch_size: [2048, 512], kv_cache_type: ["f16", "q8_0"] }, backends: [], measure, within: () => true, onTrial: (_t, i) => seen.push(i) });
+    expect(r.baseline.tokensPerSecond).toBe(100);
+    // q8_0 is tried with flash attention on, and 1% faster is noise: the best stays without it.
+    expect(r.best.params).toEqual({ threads: 1, batch_size: 512 });
+    expect(r.trials.map((t) => t.params)).toContainEqual({ threads: 1, batch_size: 512, kv_cache_type: "q8_0", flash_attn: "on" });
+    expect(r.trials.every((t) => !t.error)).toBe(true);
+    expect(seen).toEqual(r.trials.map((_t, i) => i + 1));
+    expect(r.exhausted).toBe(false);
+  });
+
+  test("no trial starts once the time is up; a failing candidate is recorded and passed over", async () => {
+    let left = 2;
+    const r = await sweep({
+      start: {},
+      space: { threads: [1, 3], batch_size: [512] },
+      backends: [],
+      measure: async (p) => {
+        if (p.threads === 3) throw new Error("boom\nmore");
+        return measure(p);
+      },
+      within: () => left-- > 0,
+    });
+    expect(r.trials).toHaveLength(3);
+    expect(r.trials[2]!.error).toBe("boom");
+    expect(r.best.params).toEqual({ threads: 1 });
+    expect(r.exhausted).toBe(true);
+  });
+
+  test("several installed backends are compared first", async () => {
+    const r = await sweep({ start: {}, space: {}, backends: ["cpu", "vulkan"], measure: async (_p, b) => ({ tokensPerSecond: b === "vulkan" ? 300 : 100, ttftMs: 1 }), within: () => true });
+    expect(r.best.backend).toBe("vulkan");
+  });
+
+  test("the space: GPU layers and larger batches only where there is a GPU", () => {
+    expect(sweepSpace({ accelerator: "cpu", cores: 8 }, 16)).toMatchObject({ threads: [8, 16, 4], batch_size: [2048, 512] });
+    expect(sweepSpace({ accelerator: "cpu", cores: 2 }, 2).gpu_layers).toBeUndefined();
+    expect(sweepSpace({ accelerator: "nvidia", cores: 16 }, 32).gpu_layers).toEqual(["all", 0]);
   });
 });
