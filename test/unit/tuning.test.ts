@@ -1,7 +1,8 @@
 // Auto-tune: the profile schema, the layer merge and each value's provenance, the fallback spec,
 // the launcher's fallback-once on a tuned value that fails the engine, and profile distribution.
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { loadConfig } from "../../config/config.ts";
 import { join } from "node:path";
 import { archetypeOf, type Archetype } from "../../lib/archetype.ts";
 import { OptionResolver, RecipeOptionsStore, type TuningContext } from "../../models/recipe-options.ts";
@@ -335,5 +336,18 @@ describe("the sweep", () => {
     expect(sweepSpace({ accelerator: "cpu", cores: 8 }, 16)).toMatchObject({ threads: [8, 16, 4], batch_size: [2048, 512] });
     expect(sweepSpace({ accelerator: "cpu", cores: 2 }, 2).gpu_layers).toBeUndefined();
     expect(sweepSpace({ accelerator: "nvidia", cores: 16 }, 32).gpu_layers).toEqual(["all", 0]);
+  });
+});
+
+describe("the auto-tune settings", () => {
+  test("on by default; off by config.json's auto_tune or LEMONADE_AUTO_TUNE; the profiles URL from either", () => {
+    const dir = tempDir();
+    expect(loadConfig({ cacheDir: dir }, {})).toMatchObject({ autoTune: true, autoTuneProfilesUrl: null });
+    expect(loadConfig({ cacheDir: dir }, { LEMONADE_AUTO_TUNE: "off" }).autoTune).toBe(false);
+    writeFileSync(join(dir, "config.json"), JSON.stringify({ auto_tune: false, auto_tune_profiles_url: "http://127.0.0.1:1/p.json" }));
+    expect(loadConfig({ cacheDir: dir }, {})).toMatchObject({ autoTune: false, autoTuneProfilesUrl: "http://127.0.0.1:1/p.json" });
+    expect(loadConfig({ cacheDir: dir }, { LEMONADE_AUTO_TUNE: "1" }).autoTune).toBe(true);
+    writeFileSync(join(dir, "config.json"), JSON.stringify({ auto_tune: "no" }));
+    expect(() => loadConfig({ cacheDir: dir }, {})).toThrow('"auto_tune" must be a boolean');
   });
 });
