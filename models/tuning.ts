@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { Value } from "@sinclair/typebox/value";
 import type { Archetype } from "../lib/archetype.ts";
 import type { Clock } from "../lib/clock.ts";
-import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
+import { CorruptStateFileError, readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
 import { ProfileDocument, TuningParams, type ArchetypeProfileT, type ProfileDocumentT, type TuningParamsT } from "../spec/tuning.ts";
 import bundled from "./tuning-profiles.json" with { type: "json" };
 
@@ -66,7 +66,14 @@ export class ProfileSource {
 
   constructor(private readonly deps: ProfileSourceDeps) {
     this.path = join(deps.cacheDir, "tuning_profiles.json");
-    const raw = readJsonFile<CachedProfiles | null>(this.path, null);
+    let raw: CachedProfiles | null = null;
+    try {
+      raw = readJsonFile<CachedProfiles | null>(this.path, null);
+    } catch (err) {
+      // Only a cache of what the URL serves: a broken one is fetched again, never a reason not to start.
+      if (!(err instanceof CorruptStateFileError)) throw err;
+      deps.log.warn(`${this.path} is not JSON; using the bundled profiles until the next fetch`);
+    }
     this.cached = raw && typeof raw === "object" && documentProblem(raw.document) === null ? raw : null;
   }
 

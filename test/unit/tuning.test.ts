@@ -266,6 +266,13 @@ describe("profile distribution", () => {
     expect(unset.current().document).toBe(BUNDLED_PROFILES);
   });
 
+  test("a cache file that is not JSON is ignored (and fetched again), not a reason not to start", () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, "tuning_profiles.json"), "{nope");
+    expect(source(dir, new FakeClock()).current().source).toBe("bundled");
+    expect(logs.at(-1)).toContain("is not JSON");
+  });
+
   test("an invalid document is refused and what there was stays", async () => {
     const dir = tempDir();
     const clock = new FakeClock();
