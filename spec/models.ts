@@ -209,7 +209,9 @@ const optionsExample = (saved: string, ctx: number, resolved: number) => `{
   "effective": {"ctx_size": ${ctx}, "llamacpp_backend": "cpu", "llamacpp_args": "", "merge_args": true, "evict_idle_timeout": 300, "model_name": "Qwen3-0.6B-GGUF"},
   "defaults": {"ctx_size": 4096, "llamacpp_backend": "cpu", "llamacpp_args": "", "merge_args": true, "evict_idle_timeout": 300, "model_name": "Qwen3-0.6B-GGUF"},
   "resolved_ctx_size": ${resolved},
-  "load_command": "curl -X POST $LEMONADE_BASE_URL/v1/load -H \\"Content-Type: application/json\\" -d '{\\"ctx_size\\": ${ctx}, \\"llamacpp_backend\\": \\"cpu\\", \\"llamacpp_args\\": \\"\\", \\"merge_args\\": true, \\"evict_idle_timeout\\": 300, \\"model_name\\": \\"Qwen3-0.6B-GGUF\\"}'"
+  "load_command": "curl -X POST $LEMONADE_BASE_URL/v1/load -H \\"Content-Type: application/json\\" -d '{\\"ctx_size\\": ${ctx}, \\"llamacpp_backend\\": \\"cpu\\", \\"llamacpp_args\\": \\"\\", \\"merge_args\\": true, \\"evict_idle_timeout\\": 300, \\"model_name\\": \\"Qwen3-0.6B-GGUF\\"}'",
+  "provenance": {"ctx_size": "${saved === "{}" ? "config" : "saved"}", "llamacpp_backend": "default", "llamacpp_args": "default", "merge_args": "default", "evict_idle_timeout": "default"},
+  "tuning": {"enabled": true, "archetype": "cpu-avx2-8c-32gb", "backend": "cpu", "profile_source": "llama.cpp tools/completion/README.md: threads = physical cores", "params": {"threads": {"value": 8, "source": "profile"}}, "args": "-t 8"}
 }`;
 
 const optionsDescription =
