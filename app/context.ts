@@ -8,7 +8,6 @@ import { Logger } from "../observability/logger.ts";
 import { SpanBus } from "../observability/span-bus.ts";
 import { Metrics, type LoadedModelInfo } from "../observability/metrics.ts";
 import { GenerationStats } from "../observability/stats.ts";
-import { HostStats } from "../observability/system.ts";
 import { Telemetry, telemetrySettings } from "../observability/telemetry.ts";
 import { effectiveSettings } from "../config/settings.ts";
 import { AliasStore } from "../models/aliases.ts";
@@ -17,9 +16,14 @@ import { CloudProviders } from "../models/cloud.ts";
 import { DownloadManager } from "../models/downloads.ts";
 import { ModelLibrary } from "../models/library.ts";
 import { OptionResolver, RecipeOptionsStore } from "../models/recipe-options.ts";
+import { AutoTune, LocalTuneStore, ProfileSource } from "../models/tuning.ts";
+import { archetypeOf, type Archetype } from "../lib/archetype.ts";
+import { devices } from "../lib/devices.ts";
+import { systemClock } from "../lib/clock.ts";
+import { HostStats, hostFacts } from "../observability/system.ts";
 import { EngineInstaller } from "../engines/installer.ts";
 import { EngineRegistry } from "../engines/orphans.ts";
-import { engineCall, RECIPES, recipeStatuses, serverRecipes, standInOf, standInServes } from "../engines/recipes.ts";
+import { engineCall, findRecipe, RECIPES, recipeStatuses, serverRecipes, standInOf, standInServes } from "../engines/recipes.ts";
 import { RECIPE_SPECS } from "../spec/recipes.ts";
 import { Backends } from "../runtime/backends.ts";
 import { ExclusiveGate } from "../runtime/job-gate.ts";
@@ -78,11 +82,35 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   const recipeOptions = new RecipeOptionsStore(config.cacheDir);
   // The scheduler is made below; the planner only reads its slots later.
   const planner = memoryPlanner(config, catalog, () => scheduler.list());
+  // The archetype comes from the same facts /v1/system-info reports, derived once per process.
+  let archetype: Archetype | undefined;
+  const tuning = new AutoTune({
+    enabled: () => config.autoTune,
+    archetype: () => (archetype ??= archetypeOf(hostFacts(devices()))),
+    profiles: new ProfileSource({
+      cacheDir: config.cacheDir,
+      url: () => config.autoTuneProfilesUrl,
+      offline: () => config.offline,
+      clock: systemClock,
+      log: { info: (m) => logger.info("AutoTune", m), warn: (m) => logger.warn("AutoTune", m) },
+    }),
+    local: new LocalTuneStore(config.cacheDir),
+    resolveBackend: (recipe, asked) => findRecipe(recipes, recipe)?.resolveBackend?.(asked, engineEnv) ?? asked,
+    available: (recipe, backend) => {
+      try {
+        return !!findRecipe(recipes, recipe)?.locate?.(backend, engineEnv);
+      } catch {
+        return false;
+      }
+    },
+  });
+  void tuning.profiles.refresh();
   const options = new OptionResolver<CatalogModel>(
     recipeOptions,
     () => ({ ...config.recipeDefaults, ctx_size: config.ctxSize }),
     (m) => catalog.maxContextWindow(m),
     (m) => planner.autoCtx(m),
+    tuning,
   );
   const hubs = {
     huggingface: { kind: "huggingface" as const, endpoint: config.hfEndpoint, token: config.hfToken ?? undefined, dir: config.hfCacheDir },
@@ -106,10 +134,19 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     record,
     log: logger,
   });
+  const stats = new GenerationStats();
+  const effects = launcher.effects((model) => library.ensureDownloaded(model));
   const gate = new ExclusiveGate();
   const scheduler: Scheduler<CatalogModel> = new Scheduler<CatalogModel>({
     gate,
-    effects: launcher.effects((model) => library.ensureDownloaded(model)),
+    // The speed monitor judges an engine by its own requests: a new load starts a new record.
+    effects: {
+      ...effects,
+      start: (model, spec) => {
+        stats.forgetSpeeds(model.id);
+        return effects.start(model, spec);
+      },
+    },
     check: (model, request) => launcher.check(model, request ?? {}),
     resolve: (model, request) => options.spec(model, request),
     maxLoaded: () => config.maxLoadedModels,
@@ -121,7 +158,6 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     scheduler.list().map((s) => ({ model: s.model.id, recipe: s.model.recipe, type: s.model.type, url: s.engine.url, queued: proxy.queued(s) })),
     () => config.maxLoadedModels,
   );
-  const stats = new GenerationStats();
   const proxy: EngineProxy = new EngineProxy({
     scheduler,
     catalog,
@@ -146,7 +182,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   telemetry.configure(telemetrySettings(effectiveSettings(config).telemetry));
   const jobs = new JobEngine({
     file: join(config.cacheDir, "jobs.json"),
-    ops: jobOps({ aliases, backends, catalog, cloud, config, hostStats, library, options, proxy, recipeOptions, scheduler }),
+    ops: jobOps({ aliases, backends, catalog, cloud, config, hostStats, library, options, proxy, recipeOptions, scheduler, tuning }),
     scheduler,
     gate,
     modelId: (name) => catalog.find(name)?.id,
@@ -165,6 +201,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     cloud,
     recipeOptions,
     options,
+    tuning,
     library,
     downloads,
     backends,

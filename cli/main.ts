@@ -12,6 +12,7 @@ import { chat as chatCommand } from "./commands/chat.ts";
 import { launch } from "./commands/launch.ts";
 import { cleanupCache } from "./commands/cleanup.ts";
 import { serve } from "./commands/serve.ts";
+import { tune } from "./commands/tune.ts";
 
 const COMMANDS: Command[] = [
   serve,
@@ -36,6 +37,7 @@ const COMMANDS: Command[] = [
   models.checkUpdates,
   server.logs,
   chat.bench,
+  tune,
   cleanupCache,
 ];
 

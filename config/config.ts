@@ -68,6 +68,10 @@ export interface Config {
   noFetchExecutables: boolean;
   /** Memory a load may use, in bytes (LEMONADE_MEMORY_LIMIT_GB; default: what the system has available). */
   memoryLimitBytes: number | null;
+  /** Auto-tune (auto-tune.md): archetype profiles and local overlays applied at load; on by default. */
+  autoTune: boolean;
+  /** Where tuning profiles are fetched from; null: the bundled set only. */
+  autoTuneProfilesUrl: string | null;
   /** Cloud providers' keys from the environment (`LEMONADE_<PROVIDER>_API_KEY`), by variable name. */
   cloudKeys: Record<string, string>;
 }
@@ -85,6 +89,8 @@ interface ConfigFile {
   global_timeout?: number;
   no_fetch_executables?: boolean;
   disable_model_filtering?: boolean;
+  auto_tune?: boolean;
+  auto_tune_profiles_url?: string;
   /** The recipes' sections (spec/recipes.ts `config`). */
   [section: string]: unknown;
 }
@@ -124,6 +130,8 @@ const FILE_TYPES: Partial<Record<keyof ConfigFile, "string" | "integer" | "boole
   ctx_size: "integer",
   extra_models_dir: "string",
   offline: "boolean",
+  auto_tune: "boolean",
+  auto_tune_profiles_url: "string",
   max_queue: "integer",
 };
 
@@ -227,6 +235,8 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
     ...(env.LEMONADE_GITHUB_API_ENDPOINT ? { githubApiEndpoint: env.LEMONADE_GITHUB_API_ENDPOINT.replace(/\/+$/, "") } : {}),
     noFetchExecutables: file.no_fetch_executables === true,
     memoryLimitBytes: memoryLimit(env.LEMONADE_MEMORY_LIMIT_GB),
+    autoTune: env.LEMONADE_AUTO_TUNE ? !/^(0|false|no|off)$/i.test(env.LEMONADE_AUTO_TUNE) : file.auto_tune !== false,
+    autoTuneProfilesUrl: (env.LEMONADE_AUTO_TUNE_PROFILES_URL ?? file.auto_tune_profiles_url) || null,
     cloudKeys: Object.fromEntries(
       Object.entries(env).filter((e): e is [string, string] => /^LEMONADE_[A-Z0-9_]+_API_KEY$/.test(e[0]) && e[0] !== "LEMONADE_ADMIN_API_KEY" && !!e[1]),
     ),

@@ -96,6 +96,8 @@ export interface LaunchInput {
   ctxSize: number;
   /** A folder of the model's own for files the engine writes (llama.cpp's slot saves). */
   workDir: string;
+  /** Auto-tune's flags (spec/recipes.ts `tuning`), set by the server, before the model's own args. */
+  tuningArgs?: string[];
 }
 
 /** How to start an engine: nothing runs until the launcher spawns it. */

@@ -73,6 +73,8 @@ export interface LlamaLaunch {
   slotSavePath?: string;
   /** `llamacpp_device`: llama-server's `--device` list (e.g. `Vulkan0`); empty leaves its default. */
   device?: string;
+  /** Auto-tune's flags: the server's own (so `-ngl` may be among them), before the user's. */
+  tuningArgs?: string[];
 }
 
 /** The llama-server flags users may pass in `llamacpp_args`, from its `--help` (true: it takes a
@@ -149,7 +151,7 @@ export function llamaArgv(binary: string, port: number, launch: LlamaLaunch): st
   if (launch.mmprojPath) argv.push("--mmproj", launch.mmprojPath);
   if (launch.slotSavePath) argv.push("--slot-save-path", launch.slotSavePath);
   if (launch.device) argv.push("--device", launch.device);
-  return [...argv, ...launch.userArgs];
+  return [...argv, ...(launch.tuningArgs ?? []), ...launch.userArgs];
 }
 
 export const llamacpp: Recipe = {
@@ -177,6 +179,7 @@ export const llamacpp: Recipe = {
       userArgs: splitArgs(String(input.options.llamacpp_args ?? "")),
       slotSavePath: input.workDir,
       device: String(input.options.llamacpp_device ?? ""),
+      tuningArgs: input.tuningArgs,
     };
     return { argv: (port) => llamaArgv(binary, port, launch), healthPath: "/health", readyTimeoutMs: 120_000, slots: parallelSlots(launch.userArgs) };
   },

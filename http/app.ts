@@ -29,6 +29,7 @@ import { modelRoutes } from "./routes/models.ts";
 import { ollamaRoutes } from "./routes/ollama.ts";
 import { openaiRoutes } from "./routes/openai.ts";
 import { operationsRoutes } from "./routes/operations.ts";
+import { tuningRoutes } from "./routes/tuning.ts";
 import { realtimeRoutes } from "./routes/realtime.ts";
 import { spansStreamRoute } from "./routes/spans.ts";
 
@@ -152,6 +153,7 @@ export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
     classifyRoutes(binder, ctx);
     backendRoutes(binder, ctx);
     operationsRoutes(binder, ctx);
+    tuningRoutes(binder, ctx);
     jobRoutes(binder, ctx);
     internalRoutes(binder, ctx);
     cloudRoutes(binder, ctx);

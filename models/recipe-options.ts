@@ -1,11 +1,19 @@
 // Per-model recipe options: what each recipe accepts, the saved layer (recipe_options.json), and
-// the priority chain a load resolves through:
-//   request > saved (recipe_options.json) > registry row > server configuration > built-in default.
+// the priority chain a load resolves through, each value with the layer it came from:
+//   request > saved (recipe_options.json) > registry row > server configuration
+//   > auto-tune: the local overlay (`lemonade tune`) > the archetype profile's model overlay
+//   > the archetype profile's backend defaults > built-in default.
+// Auto-tune's performance parameters (threads, batch sizes, offload, flash attention, KV type)
+// follow the same chain; one the model's own `*_args` set belongs to that layer and wins.
 import { join } from "node:path";
 import { ApiError } from "../lib/api-error.ts";
+import { splitArgs } from "../lib/args.ts";
+import type { Archetype } from "../lib/archetype.ts";
 import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
 import { E } from "../spec/errors.ts";
-import { optionSpecs, type Options, type OptionValue } from "../spec/recipes.ts";
+import { optionSpecs, RECIPE_SPECS, type Options, type OptionValue } from "../spec/recipes.ts";
+import type { ArchetypeProfileT, Layer, TuningParamsT } from "../spec/tuning.ts";
+import { paramsFor, type LocalTune } from "./tuning.ts";
 
 /** An option value a recipe does not take: the documented 400 invalid_argument. */
 export class OptionError extends ApiError {
@@ -43,20 +51,44 @@ export interface Layers {
   saved: Options;
   registry: Record<string, unknown>;
   config: Options;
+  /** Auto-tune's layers, below the configuration. */
+  tuned?: Partial<Record<AutoLayer, Options>>;
+}
+
+/** The layers auto-tune adds, highest first. */
+export const AUTO_LAYERS = ["local_tune", "profile_model", "profile"] as const;
+export type AutoLayer = (typeof AUTO_LAYERS)[number];
+const isAuto = (layer: Layer) => (AUTO_LAYERS as readonly Layer[]).includes(layer);
+
+/** The first set value of `candidates`; with `skipAuto`, an auto-tune layer's winner gives way to
+ * the next layer down (the fallback when a tuned value made the engine fail). */
+function pick<V>(candidates: [Layer, V | undefined | null][], skipAuto = false): [Layer, V] | undefined {
+  const set = candidates.filter((c): c is [Layer, V] => c[1] !== undefined && c[1] !== null);
+  return skipAuto && set[0] && isAuto(set[0][0]) ? set[1] : set[0];
 }
 
 export function resolveOptions(recipe: string, layers: Layers): Options {
+  return resolveWithSources(recipe, layers).options;
+}
+
+/** The options and, for each, the layer it came from. */
+export function resolveWithSources(recipe: string, layers: Layers, skipAuto = false): { options: Options; sources: Record<string, Layer> } {
   const out: Options = {};
+  const sources: Record<string, Layer> = {};
   for (const [key, spec] of Object.entries(optionSpecs(recipe))) {
     const req = layers.request?.[key];
-    const candidates: unknown[] = [
-      req,
-      req === null ? undefined : layers.saved[key],
-      layers.registry[key],
-      layers.config[key],
-    ];
-    const found = candidates.find((v) => v !== undefined && v !== null);
-    out[key] = (found as OptionValue | undefined) ?? spec.default;
+    const found = pick<unknown>(
+      [
+        ["request", req],
+        ["saved", req === null ? undefined : layers.saved[key]],
+        ["registry", layers.registry[key]],
+        ["config", layers.config[key]],
+        ...AUTO_LAYERS.map((l): [Layer, unknown] => [l, layers.tuned?.[l]?.[key]]),
+      ],
+      skipAuto,
+    );
+    out[key] = (found?.[1] as OptionValue | undefined) ?? spec.default;
+    sources[key] = found?.[0] ?? "default";
   }
   const mergeArgs = out.merge_args !== false;
   for (const argsKey of Object.keys(out).filter((k) => k.endsWith("_args"))) {
@@ -66,8 +98,52 @@ export function resolveOptions(recipe: string, layers: Layers): Options {
       out[argsKey] = `${global} ${out[argsKey]}`.trim();
     }
   }
-  return out;
+  return { options: out, sources };
 }
+
+/** The word after `flag` (or after `flag=`) in argv words, when one of `aliases` is there. */
+function flagValue(words: string[], aliases: string[]): string | undefined {
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i]!;
+    const eq = w.indexOf("=");
+    const name = eq > 0 ? w.slice(0, eq) : w;
+    if (!aliases.includes(name)) continue;
+    if (eq > 0) return w.slice(eq + 1);
+    const next = words[i + 1];
+    return next !== undefined && !next.startsWith("-") ? next : "";
+  }
+  return undefined;
+}
+
+/** Auto-tune's view of a load: each performance parameter set, with its layer, and the engine
+ * flags auto-tune adds for those the model's own args leave unset. */
+export interface Tuning {
+  enabled: boolean;
+  archetype: string;
+  backend: string;
+  profileSource?: string;
+  params: Record<string, { value: string | number; source: Layer }>;
+  args: string[];
+  expectedTokensPerSecond?: number;
+}
+
+/** What auto-tune reads: the machine, its profile, the local overlays, and the backends here. */
+export interface TuningContext {
+  enabled(): boolean;
+  archetype(): Archetype;
+  profile(): ArchetypeProfileT | undefined;
+  localFor(model: string, archetype: string, backend: string): LocalTune | undefined;
+  /** `auto` resolved as the engine resolves it. */
+  resolveBackend(recipe: string, asked: string): string;
+  /** Whether a backend can run here, so that a profile's recommendation never names a missing one. */
+  available(recipe: string, backend: string): boolean;
+}
+
+/** The request's own `tuning` object (what `lemonade tune` loads each candidate with). */
+const requestTuning = (request?: Record<string, unknown>): TuningParamsT | undefined => {
+  const t = request?.tuning;
+  return typeof t === "object" && t !== null && !Array.isArray(t) ? (t as TuningParamsT) : undefined;
+};
 
 /** Checks the recipe options a load request carries (unknown keys are not options and pass). */
 export function validateRequestOptions(recipe: string, options: Record<string, unknown>): void {
@@ -123,6 +199,18 @@ export interface LoadSpec {
   ctxSize: number;
   /** Saved with the model (`pinned` written by a load with `save_options`): loads pinned. */
   pinned?: boolean;
+  /** Auto-tune's parameters and flags, for recipes that take them. */
+  tuning?: Tuning;
+  /** The same load with each auto-tuned value replaced by the next layer's: what the launcher
+   * starts, once, when the engine fails to start with the tuned values. */
+  fallback?: LoadSpec;
+}
+
+/** A resolution with each value's layer: what `/v1/models/{id}/options` shows. */
+export interface Resolution {
+  options: Options;
+  sources: Record<string, Layer>;
+  tuning?: Tuning;
 }
 
 /** The parts of a catalog model that options depend on. */
@@ -142,11 +230,80 @@ export class OptionResolver<M extends OptionedModel = OptionedModel> {
     private readonly trainedWindow: (model: M) => number | undefined,
     /** The automatic context that fits the memory free for the model, when it can be worked out. */
     private readonly autoCtx: (model: M) => number | undefined = () => undefined,
+    /** Auto-tune; absent, loads resolve as they did before it. */
+    private readonly tuning?: TuningContext,
   ) {}
 
   /** Options a load of `model` would use, without the request layer unless given. */
   resolve(model: M, request?: Record<string, unknown>, saved: Options = this.store.saved(model.id)): Options {
-    return resolveOptions(model.recipe, { request, saved, registry: model.registryOptions, config: this.configLayer() });
+    return this.resolution(model, request, saved).options;
+  }
+
+  /** The options, each one's layer, and auto-tune's parameters. With `skipAuto`, each value an
+   * auto-tune layer supplied gives way to the next layer's. */
+  resolution(model: M, request?: Record<string, unknown>, saved: Options = this.store.saved(model.id), skipAuto = false): Resolution {
+    const base: Layers = { request, saved, registry: model.registryOptions, config: this.configLayer() };
+    const recipe = RECIPE_SPECS[model.recipe];
+    const t = this.tuning;
+    if (!t || !recipe?.tuning) return resolveWithSources(model.recipe, base);
+    const enabled = t.enabled();
+    const archetype = t.archetype();
+    const profile = enabled ? t.profile() : undefined;
+    const backendKey = recipe.backendOption;
+    // The backend first: the parameters are per backend.
+    const recommended = profile?.recommended_backend?.[model.recipe];
+    const tunedBackend = backendKey && recommended && t.available(model.recipe, recommended) ? { [backendKey]: recommended } : {};
+    const backendPass = resolveWithSources(model.recipe, { ...base, tuned: { profile: tunedBackend } }, skipAuto);
+    const backend = t.resolveBackend(model.recipe, String(backendPass.options[backendKey ?? ""] ?? ""));
+    const local = enabled ? t.localFor(model.id, archetype.id, `${model.recipe}:${backend}`) : undefined;
+    const autoParams: [AutoLayer, TuningParamsT | undefined][] = [
+      ["local_tune", local?.params],
+      ["profile_model", paramsFor(profile?.models?.[model.id], model.recipe, backend)],
+      ["profile", paramsFor(profile?.backends, model.recipe, backend)],
+    ];
+    const ctxLayers = Object.fromEntries(autoParams.map(([l, p]): [AutoLayer, Options] => [l, p?.ctx_size ? { ctx_size: p.ctx_size } : {}]));
+    const { options, sources } = resolveWithSources(model.recipe, { ...base, tuned: { ...ctxLayers, profile: { ...ctxLayers.profile, ...tunedBackend } } }, skipAuto);
+
+    // Which layer's args set each flag: the request's, the saved entry's, the registry's, the config's.
+    const argsKey = recipe.tuning.args;
+    const words = (v: unknown) => splitArgs(typeof v === "string" ? v : "");
+    const argLayers: [Layer, string[]][] = [
+      ["request", words(request?.[argsKey])],
+      ["saved", request?.[argsKey] === null ? [] : words(saved[argsKey])],
+      ["registry", words(model.registryOptions[argsKey])],
+      ["config", words(this.configLayer()[argsKey])],
+    ];
+    const inEffective = words(options[argsKey]);
+    const fromRequest = requestTuning(request);
+    const params: Tuning["params"] = {};
+    const args: string[] = [];
+    for (const [param, flags] of Object.entries(recipe.tuning.flags)) {
+      const aliases = flags[0]!;
+      // Set in the args the engine gets: the first layer whose own args hold the flag is its source.
+      const inArgs = flagValue(inEffective, aliases);
+      if (inArgs !== undefined) {
+        params[param] = { value: inArgs, source: argLayers.find(([, w]) => flagValue(w, aliases) !== undefined)?.[0] ?? "request" };
+        continue;
+      }
+      const found = pick<string | number>(
+        [["request", fromRequest?.[param as keyof TuningParamsT]], ...autoParams.map(([l, p]): [Layer, string | number | undefined] => [l, p?.[param as keyof TuningParamsT]])],
+        skipAuto,
+      );
+      if (!found) continue;
+      const value = found[1] === "physical-cores" ? archetype.cores : found[1];
+      params[param] = { value, source: found[0] };
+      for (const group of flags) args.push(group[0]!, String(value));
+    }
+    const tuning: Tuning = {
+      enabled,
+      archetype: archetype.id,
+      backend,
+      ...(profile ? { profileSource: profile.source } : {}),
+      params,
+      args,
+      ...(local?.tokens_per_second !== undefined && Object.values(params).some((p) => p.source === "local_tune") ? { expectedTokensPerSecond: local.tokens_per_second } : {}),
+    };
+    return { options, sources, tuning };
   }
 
   ctxSize(model: M, options: Options): number {
@@ -155,9 +312,18 @@ export class OptionResolver<M extends OptionedModel = OptionedModel> {
   }
 
   spec(model: M, request?: Record<string, unknown>): LoadSpec {
-    const options = this.resolve(model, request);
-    const pinned = (this.store.saved(model.id) as Record<string, unknown>).pinned === true;
-    return { options, ctxSize: this.ctxSize(model, options), ...(pinned ? { pinned } : {}) };
+    const saved = this.store.saved(model.id);
+    const pinned = (saved as Record<string, unknown>).pinned === true;
+    const make = (r: Resolution): LoadSpec => ({
+      options: r.options,
+      ctxSize: this.ctxSize(model, r.options),
+      ...(pinned ? { pinned } : {}),
+      ...(r.tuning ? { tuning: r.tuning } : {}),
+    });
+    const first = this.resolution(model, request, saved);
+    const spec = make(first);
+    const tunedSomething = Object.values(first.sources).some(isAuto) || Object.values(first.tuning?.params ?? {}).some((p) => isAuto(p.source));
+    return tunedSomething ? { ...spec, fallback: make(this.resolution(model, request, saved, true)) } : spec;
   }
 }
 

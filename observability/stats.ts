@@ -25,6 +25,9 @@ export interface LastRequest {
   cache_tokens: number | null;
 }
 
+/** How many recent requests per model the speed monitor keeps. */
+const RECENT_SPEEDS = 8;
+
 export class GenerationStats {
   last: LastRequest = {
     time_to_first_token: null,
@@ -48,6 +51,22 @@ export class GenerationStats {
     this.routed.set(conversation, target);
     // Bounded: the oldest conversations are forgotten first.
     if (this.routed.size > 10_000) this.routed.delete(this.routed.keys().next().value!);
+  }
+
+  /** Each model's generation speeds of its last requests, newest last (the auto-tune monitor's). */
+  private readonly speeds = new Map<string, number[]>();
+
+  observeSpeed(model: string, tokensPerSecond: number): void {
+    const list = [...(this.speeds.get(model) ?? []), tokensPerSecond].slice(-RECENT_SPEEDS);
+    this.speeds.set(model, list);
+  }
+
+  forgetSpeeds(model: string): void {
+    this.speeds.delete(model);
+  }
+
+  recentSpeeds(model: string): number[] {
+    return this.speeds.get(model) ?? [];
   }
 
   /** Records one finished request; returns what was recorded. */

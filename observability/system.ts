@@ -27,12 +27,13 @@ export function modelStorage(path: string) {
 
 const gb = (bytes?: number) => (bytes === undefined ? undefined : Math.round((bytes / GiB) * 10) / 10);
 
-export function hostInfo(storagePath: string, d: Devices) {
+/** The host as `/v1/system-info` reports it, without the storage drive (what the archetype is
+ * derived from, lib/archetype.ts). */
+export function hostFacts(d: Devices) {
   return {
     "OS Version": osVersion(),
     Processor: d.cpu.name,
     "Physical Memory": `${(d.ramTotalBytes / GiB).toFixed(1)} GB`,
-    model_storage: modelStorage(storagePath),
     devices: {
       cpu: { name: d.cpu.name, cores: d.cpu.cores, threads: d.cpu.threads, avx2: d.cpu.avx2, avx512: d.cpu.avx512, available: true },
       amd_gpu: d.gpus.filter((g) => g.vendor === "amd").map((g) => ({ name: g.name, vram_gb: gb(g.vramTotalBytes), vram_free_gb: gb(g.vramFreeBytes), gfx: g.gfx, available: true })),
@@ -43,6 +44,11 @@ export function hostInfo(storagePath: string, d: Devices) {
       amd_npu: { name: "", available: false },
     },
   };
+}
+
+export function hostInfo(storagePath: string, d: Devices) {
+  const { devices, ...host } = hostFacts(d);
+  return { ...host, model_storage: modelStorage(storagePath), devices };
 }
 
 function cpuTimes() {

@@ -16,13 +16,15 @@ import { load, unload } from "./lifecycle.ts";
 import { listModels, modelObject } from "./models.ts";
 import { needs, needsEmbedder, needsLlm, toEngineBody } from "./openai.ts";
 import { systemInfo } from "./operations.ts";
+import { tuneOp } from "./tuning.ts";
+import { devices } from "../lib/devices.ts";
 
 type CreateBody = Static<typeof jobsSpec.jobsCreate.body>;
 type JsonObject = { [key: string]: JsonValue };
 
 export type JobOpsContext = Pick<
   ServerContext,
-  "aliases" | "backends" | "catalog" | "cloud" | "config" | "hostStats" | "library" | "options" | "proxy" | "recipeOptions" | "scheduler"
+  "aliases" | "backends" | "catalog" | "cloud" | "config" | "hostStats" | "library" | "options" | "proxy" | "recipeOptions" | "scheduler" | "tuning"
 >;
 
 /** A server answer as plain JSON, as the job's record keeps it. */
@@ -118,6 +120,8 @@ export function jobOps(ctx: JobOpsContext): Record<string, JobOp> {
         await ctx.proxy.toModel({ model: String(params.model ?? ""), path: "/v1/embeddings", body: engineBody, check: needsEmbedder, loadOptions, signal, endpoint: "embeddings", generation: false }),
       );
     },
+    tune: (params, signal) =>
+      tuneOp(ctx, params, signal, { load: (body) => load(ctx, body as Parameters<typeof load>[1]), chat: (request) => runs.chat(request as JsonObject, signal) }, devices().cpu.threads).then(plain),
     tokenize: async (params, signal) =>
       answer(await ctx.proxy.toRecent({ method: "POST", path: sharedEnginePath("tokenize"), body: params, signal, endpoint: "tokenize", check: needs("tokenize") })),
   };

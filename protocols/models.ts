@@ -11,6 +11,7 @@ import type { ServerContext } from "../runtime/context.ts";
 import { optionSpecs, type Options } from "../spec/recipes.ts";
 import type { ModelOptionsRequest, ModelOptionsResponse, ModelResponse } from "../spec/models.ts";
 import type { HealthResponse } from "../spec/operations.ts";
+import { tuningView } from "./tuning.ts";
 
 /** A model's checkpoints as a client sees them: a local model's files are named relative to the
  * extra-models folder (or by file name) unless the client asked for paths. */
@@ -111,7 +112,8 @@ export function listModels(ctx: Pick<ServerContext, "aliases" | "catalog" | "con
 }
 
 export function optionsView(ctx: Pick<ServerContext, "options" | "recipeOptions">, model: CatalogModel, saved: Options = ctx.recipeOptions.saved(model.id)): ModelOptionsResponse {
-  const effective = ctx.options.resolve(model, undefined, saved);
+  const resolution = ctx.options.resolution(model, undefined, saved);
+  const effective = resolution.options;
   const defaults = ctx.options.resolve(model, undefined, {});
   const takesCtx = "ctx_size" in optionSpecs(model.recipe);
   return {
@@ -123,6 +125,8 @@ export function optionsView(ctx: Pick<ServerContext, "options" | "recipeOptions"
     ...(takesCtx ? { resolved_ctx_size: ctx.options.ctxSize(model, effective) } : {}),
     // The load this view describes, ready to paste (as the real server prints it).
     load_command: `curl -X POST $LEMONADE_BASE_URL/v1/load -H "Content-Type: application/json" -d '${JSON.stringify({ ...effective, model_name: model.id })}'`,
+    provenance: resolution.sources,
+    ...(resolution.tuning ? { tuning: tuningView(resolution.tuning) } : {}),
   };
 }
 

@@ -6,12 +6,13 @@ import { devices } from "../lib/devices.ts";
 import { hostInfo } from "../observability/system.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { healthEntry } from "./models.ts";
+import { autoTuneStatus } from "./tuning.ts";
 
 // fromEntries cannot know its keys; they are MODEL_TYPES, every one.
 const perType = (value: (type: ModelType) => number) => Object.fromEntries(MODEL_TYPES.map((t) => [t, value(t)])) as Record<ModelType, number>;
 
 /** GET /v1/health. */
-export function health(ctx: Pick<ServerContext, "config" | "proxy" | "scheduler" | "telemetry" | "version" | "websocketPort">): HealthResponse {
+export function health(ctx: Pick<ServerContext, "config" | "proxy" | "scheduler" | "stats" | "telemetry" | "tuning" | "version" | "websocketPort">): HealthResponse {
   return {
     status: "ok",
     version: ctx.version,
@@ -22,11 +23,12 @@ export function health(ctx: Pick<ServerContext, "config" | "proxy" | "scheduler"
     ...(ctx.websocketPort !== null ? { websocket_port: ctx.websocketPort } : {}),
     telemetry: ctx.telemetry.health(),
     update_check_done: true,
+    auto_tune: autoTuneStatus(ctx),
   };
 }
 
 /** GET /v1/system-info. */
-export function systemInfo(ctx: Pick<ServerContext, "backends" | "cloud" | "config">): SystemInfoResponse {
+export function systemInfo(ctx: Pick<ServerContext, "backends" | "cloud" | "config" | "tuning">): SystemInfoResponse {
   const providers = ctx.cloud.systemInfo();
-  return { ...hostInfo(ctx.config.hfCacheDir, devices()), recipes: ctx.backends.statuses(), ...(providers.length ? { cloud: { providers } } : {}) };
+  return { ...hostInfo(ctx.config.hfCacheDir, devices()), archetype: ctx.tuning.archetype(), recipes: ctx.backends.statuses(), ...(providers.length ? { cloud: { providers } } : {}) };
 }

@@ -14,6 +14,7 @@ import type { CloudProviders } from "../models/cloud.ts";
 import type { DownloadManager } from "../models/downloads.ts";
 import type { ModelLibrary } from "../models/library.ts";
 import type { OptionResolver, RecipeOptionsStore } from "../models/recipe-options.ts";
+import type { AutoTune } from "../models/tuning.ts";
 import type { InProcessRecipe, OneShotInput, OneShotRecipe } from "../engines/engine.ts";
 import type { Backends } from "./backends.ts";
 import type { JobEngine } from "./jobs.ts";
@@ -46,6 +47,8 @@ export interface ServerContext {
   cloud: CloudProviders;
   recipeOptions: RecipeOptionsStore;
   options: OptionResolver<CatalogModel>;
+  /** Auto-tune: the archetype, the profiles in use, the local overlays. */
+  tuning: AutoTune;
   library: ModelLibrary;
   downloads: DownloadManager;
   backends: Backends;

@@ -23,7 +23,7 @@ export interface LauncherDeps {
   /** Installs a backend the first time a model needs it. */
   install(recipe: string, backend: string): Promise<unknown>;
   record?: SpawnRecord;
-  log: { info(tag: string, message: string): void; error(tag: string, message: string): void; debug(tag: string, message: string): void };
+  log: { info(tag: string, message: string): void; warn(tag: string, message: string): void; error(tag: string, message: string): void; debug(tag: string, message: string): void };
 }
 
 /** Downloaded files by role (`main`, `mmproj`, ...), as an engine takes them. */
@@ -82,12 +82,33 @@ export class Launcher {
         await download(model);
         this.checkFiles(model);
       },
-      start: (model, spec) => this.launch(model, spec),
+      start: (model, spec) => this.launchOrFallBack(model, spec),
       clock: systemClock,
     };
   }
 
-  private async launch(model: CatalogModel, spec: LoadSpec): Promise<RunningEngine> {
+  /** A load whose auto-tuned values make the engine fail (refused, or exiting before it is ready)
+   * is started once more with each of those values taken from the next layer down, logged; a
+   * tuned value never fails a load the untuned one would not. */
+  private async launchOrFallBack(model: CatalogModel, spec: LoadSpec): Promise<RunningEngine> {
+    if (!spec.fallback) return this.launch(model, spec);
+    try {
+      return await this.launch(model, spec, true);
+    } catch (err) {
+      if (!(err instanceof EngineConfigError || err instanceof EngineStartError)) throw err;
+      const tuned = Object.entries(spec.tuning?.params ?? {})
+        .filter(([, p]) => p.source === "local_tune" || p.source === "profile_model" || p.source === "profile")
+        .map(([k, p]) => `${k}=${p.value} (${p.source})`);
+      this.deps.log.warn(
+        "Scheduler",
+        `${model.id} failed to start with auto-tuned values [${tuned.join(", ") || spec.tuning?.backend}]: ${err.message.split("\n")[0]}; falling back to the next layer`,
+      );
+      return this.launch(model, spec.fallback);
+    }
+  }
+
+  /** Starts the engine; `rethrow` hands engine failures back instead of answering them as a failed load. */
+  private async launch(model: CatalogModel, spec: LoadSpec, rethrow = false): Promise<RunningEngine> {
     const recipe = this.recipeOf(model);
     if (!recipe?.locate || !recipe.plan) {
       throw ApiError.of(E.modelLoadError, `${model.id} needs the ${model.recipe} engine, which this server does not run`);
@@ -110,13 +131,14 @@ export class Launcher {
         options: recipe.backendOption ? { ...spec.options, [recipe.backendOption]: backend } : spec.options,
         ctxSize: spec.ctxSize,
         workDir: this.workDir(model.id),
+        ...(spec.tuning?.args.length ? { tuningArgs: spec.tuning.args } : {}),
       });
       const tag = `${model.recipe}:${model.id}`;
       const engine = await startEngine({ ...plan, backend }, (line) => this.deps.log.debug(tag, line), this.deps.record);
       this.deps.log.info("Scheduler", `Loaded ${model.id} in ${Math.round(performance.now() - started)} ms (pid ${engine.pid}, ${engine.url})`);
       return engine;
     } catch (err) {
-      if (err instanceof EngineConfigError || err instanceof EngineStartError) this.loadFailed(model, err);
+      if (!rethrow && (err instanceof EngineConfigError || err instanceof EngineStartError)) this.loadFailed(model, err);
       throw err;
     }
   }

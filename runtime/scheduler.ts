@@ -127,7 +127,8 @@ interface Waiter<M extends SchedulableModel> {
   fail(err: unknown): void;
 }
 
-const sameSpec = (a: LoadSpec, b: LoadSpec) => a.ctxSize === b.ctxSize && JSON.stringify(a.options) === JSON.stringify(b.options);
+const sameSpec = (a: LoadSpec, b: LoadSpec) =>
+  a.ctxSize === b.ctxSize && JSON.stringify(a.options) === JSON.stringify(b.options) && (a.tuning?.args ?? []).join(" ") === (b.tuning?.args ?? []).join(" ");
 
 /** An evicted engine has no request in flight and nothing to save, so it gets no grace period: a
  * graceful exit takes llama.cpp ~40 ms, nearly all of what a swap adds to the next engine's start. */

@@ -18,11 +18,12 @@ import * as operations from "./operations.ts";
 import * as web from "./web.ts";
 import * as internal from "./internal.ts";
 import * as jobs from "./jobs.ts";
+import * as tuning from "./tuning.ts";
 
-const modules = [openai, images, anthropic, models, llamacpp, ollama, lifecycle, downloads, classify, generation, backends, cloud, mcp, operations, jobs, web, internal];
+const modules = [openai, images, anthropic, models, llamacpp, ollama, lifecycle, downloads, classify, generation, backends, cloud, mcp, operations, tuning, jobs, web, internal];
 
 export const endpoints: EndpointDef[] = modules.flatMap(definitionsOf);
 
 export * from "./endpoint.ts";
 export * from "./errors.ts";
-export { openai, images, anthropic, models, llamacpp, ollama, lifecycle, downloads, classify, generation, backends, cloud, mcp, operations, jobs, web, internal };
+export { openai, images, anthropic, models, llamacpp, ollama, lifecycle, downloads, classify, generation, backends, cloud, mcp, operations, tuning, jobs, web, internal };

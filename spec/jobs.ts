@@ -19,6 +19,10 @@ export const JOB_OPS = {
   chat: { exclusive: true, doc: "`params` is a chat/completions request (not streamed); outputs the backend's answer, `usage` and `timings` included" },
   embeddings: { exclusive: true, doc: "`params` is an `/embeddings` request; outputs its answer" },
   tokenize: { exclusive: true, doc: "`params` is a `/tokenize` body for the most recently used model; outputs its answer" },
+  tune: {
+    exclusive: true,
+    doc: "Lemonade extension: `lemonade tune`'s sweep of `params.model` (`budget_s` 300, `tokens` 32, `runs` 2, `save` true), saving the best as its local tuning overlay; outputs `{before_tokens_per_second, after_tokens_per_second, best, saved, trials}`",
+  },
 } as const satisfies Record<string, { exclusive: boolean; doc: string }>;
 
 const Branch = T.Object({

@@ -2,6 +2,7 @@
 // each documented by its recipe's option docs (spec/recipes.ts OPTION_DOCS).
 import { Type as T, type Static, type TSchema } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
+import { TuningParams } from "./tuning.ts";
 import { E } from "./errors.ts";
 import { OPTION_DOCS, RECIPE_SPECS } from "./recipes.ts";
 
@@ -43,6 +44,7 @@ export const load = endpoint({
     save_options: T.Optional(
       T.Boolean({ description: "`true` saves the request's recipe options to `recipe_options.json`, replacing the model's entry." }),
     ),
+    tuning: T.Optional(TuningParams),
     ...loadOptionFields(),
   }),
   response: T.Object({

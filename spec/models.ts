@@ -1,6 +1,7 @@
 // Model listing and per-model options (openai.md: /v1/models and /v1/models/{id}...).
 import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
+import { LayerName, TuningView } from "./tuning.ts";
 import { E } from "./errors.ts";
 
 const IncludePaths = T.Optional(
@@ -197,6 +198,8 @@ const OptionsBody = T.Object({
     T.Integer({ description: "The context size a load right now would use, for recipes that take one: `effective.ctx_size` as is, or, when that is `-1`, the size the server picks" }),
   ),
   load_command: T.String({ description: "The curl command that reproduces the load: `effective` posted to `/v1/load`, with `$LEMONADE_BASE_URL` left for the caller to fill in" }),
+  provenance: T.Optional(T.Record(T.String(), LayerName, { description: "Lemonade extension: the layer each `effective` value came from" })),
+  tuning: T.Optional(TuningView),
 }, { title: "ModelOptions" });
 
 const optionsExample = (saved: string, ctx: number, resolved: number) => `{
@@ -206,7 +209,9 @@ const optionsExample = (saved: string, ctx: number, resolved: number) => `{
   "effective": {"ctx_size": ${ctx}, "llamacpp_backend": "cpu", "llamacpp_args": "", "merge_args": true, "evict_idle_timeout": 300, "model_name": "Qwen3-0.6B-GGUF"},
   "defaults": {"ctx_size": 4096, "llamacpp_backend": "cpu", "llamacpp_args": "", "merge_args": true, "evict_idle_timeout": 300, "model_name": "Qwen3-0.6B-GGUF"},
   "resolved_ctx_size": ${resolved},
-  "load_command": "curl -X POST $LEMONADE_BASE_URL/v1/load -H \\"Content-Type: application/json\\" -d '{\\"ctx_size\\": ${ctx}, \\"llamacpp_backend\\": \\"cpu\\", \\"llamacpp_args\\": \\"\\", \\"merge_args\\": true, \\"evict_idle_timeout\\": 300, \\"model_name\\": \\"Qwen3-0.6B-GGUF\\"}'"
+  "load_command": "curl -X POST $LEMONADE_BASE_URL/v1/load -H \\"Content-Type: application/json\\" -d '{\\"ctx_size\\": ${ctx}, \\"llamacpp_backend\\": \\"cpu\\", \\"llamacpp_args\\": \\"\\", \\"merge_args\\": true, \\"evict_idle_timeout\\": 300, \\"model_name\\": \\"Qwen3-0.6B-GGUF\\"}'",
+  "provenance": {"ctx_size": "${saved === "{}" ? "config" : "saved"}", "llamacpp_backend": "default", "llamacpp_args": "default", "merge_args": "default", "evict_idle_timeout": "default"},
+  "tuning": {"enabled": true, "archetype": "cpu-avx2-8c-32gb", "backend": "cpu", "profile_source": "llama.cpp tools/completion/README.md: threads = physical cores", "params": {"threads": {"value": 8, "source": "profile"}}, "args": "-t 8"}
 }`;
 
 const optionsDescription =

@@ -4,6 +4,7 @@ import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { E } from "./errors.ts";
 import { internalSet } from "./internal.ts";
+import { Archetype, TuningStatus } from "./tuning.ts";
 import { ModelType, Nullable, PerModelType } from "./schemas.ts";
 
 export const LoadedModel = T.Object({
@@ -62,6 +63,7 @@ export const health = endpoint({
     update_check_done: T.Boolean({
       description: "Whether the start-up check for newer model revisions has finished",
     }),
+    auto_tune: T.Optional(TuningStatus),
   }),
   example: {
     response: `{
@@ -183,6 +185,7 @@ export const systemInfo = endpoint({
         { description: "Cloud providers; absent when none is installed" },
       ),
     ),
+    archetype: T.Optional(Archetype),
     recipes: T.Record(
       T.String(),
       T.Object({

@@ -82,6 +82,10 @@ export interface RecipeSpec {
   /** The recipe serves its models before their files are downloaded (kokoro: espeak-ng speaks
    * until Kokoros and the model's files are there), so they count as downloaded. */
   servesWithoutFiles?: boolean;
+  /** How the engine takes each auto-tune performance parameter (spec/tuning.ts): per parameter,
+   * the flags it sets, each with its aliases (the first is the one the server writes). A flag the
+   * model's own `*_args` already hold is the user's, and auto-tune leaves it alone. */
+  tuning?: { args: string; flags: Record<string, string[][]> };
   /** The checkpoint names a whole repository, and this file inside it stands for the model. */
   repositoryIndex?: string;
   /** Files that must be beside the index for the model to count as downloaded (an interrupted
@@ -144,6 +148,18 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
     config: { section: "llamacpp", options: { backend: "llamacpp_backend", args: "llamacpp_args" } },
     metrics: { path: "/metrics", prefix: "llamacpp" },
     memory: "gguf",
+    // llama-server's flags (tools/server/README.md).
+    tuning: {
+      args: "llamacpp_args",
+      flags: {
+        threads: [["-t", "--threads"]],
+        batch_size: [["-b", "--batch-size"]],
+        ubatch_size: [["-ub", "--ubatch-size"]],
+        gpu_layers: [["-ngl", "--n-gpu-layers", "--gpu-layers"]],
+        flash_attn: [["-fa", "--flash-attn"]],
+        kv_cache_type: [["-ctk", "--cache-type-k"], ["-ctv", "--cache-type-v"]],
+      },
+    },
   },
   whispercpp: {
     serves: ["transcription"],

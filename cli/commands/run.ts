@@ -6,6 +6,8 @@ import { dim, table } from "../format.ts";
 import { LOAD_FLAGS, LOAD_FLAGS_HELP, loadOptionsFrom } from "../load-flags.ts";
 import { chatLoop, maxTokensFrom } from "./chat.ts";
 import { pullWithProgress } from "./models.ts";
+import { measureLoaded, median, type BenchRun } from "../bench-runs.ts";
+import { contribution, submission, type Contribution } from "../contribution.ts";
 
 const clientOf = (input: CommandInput) => new Client(target(input.values as { host?: string; port?: string }));
 
@@ -63,26 +65,6 @@ ${SERVER_FLAGS_HELP}`,
   },
 };
 
-interface BenchRun {
-  model: string;
-  run: number;
-  ttft_ms: number;
-  prompt_tokens_per_second: number;
-  generation_tokens_per_second: number;
-  peak_memory_mb: number | null;
-}
-
-/** The engine's peak resident memory (VmHWM), when it runs on this machine and /proc shows it. */
-function peakMemoryMb(pid: number | undefined): number | null {
-  if (!pid) return null;
-  try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-    return m ? Math.round(Number(m[1]) / 1024) : null;
-  } catch {
-    return null;
-  }
-}
-
 const positiveInt = (raw: unknown, flag: string, fallback: number, min = 1) => {
   if (raw === undefined) return fallback;
   const n = Number(raw);
@@ -93,7 +75,7 @@ const positiveInt = (raw: unknown, flag: string, fallback: number, min = 1) => {
 export const bench: Command = {
   name: "bench",
   summary: "Measure models: time to first token, prompt and generation tokens/s, peak memory",
-  usage: "bench MODEL... [--runs N] [--warmup N] [--tokens N] [--backend B] [--ctx-size N] [--json] [--output FILE] [--compare FILE]",
+  usage: "bench MODEL... [--runs N] [--warmup N] [--tokens N] [--backend B] [--ctx-size N] [--json] [--output FILE] [--compare FILE] [--submit FILE]",
   help: `Loads each model and runs fixed requests, reporting the engine's own timings per run.
   --runs N         Measured requests per model (default 3)
   --warmup N       Unmeasured requests first (default 1)
@@ -103,6 +85,8 @@ export const bench: Command = {
   --json           Print the runs as JSON
   --output FILE    Also write the runs as JSON to FILE
   --compare FILE   Show each median beside the one in FILE (an earlier --output)
+  --submit FILE    Also write an anonymised benchmark contribution for the tuning profiles
+                   (archetype, model, backend, parameters, tok/s, TTFT, memory) to FILE
 ${SERVER_FLAGS_HELP}`,
   options: {
     ...SERVER_FLAGS,
@@ -114,6 +98,7 @@ ${SERVER_FLAGS_HELP}`,
     json: { type: "boolean" },
     output: { type: "string" },
     compare: { type: "string" },
+    submit: { type: "string" },
   },
   async run(input) {
     const models = input.positionals;
@@ -133,35 +118,22 @@ ${SERVER_FLAGS_HELP}`,
         throw new CliError(`--compare ${v.compare} is not an earlier --output file: ${(err as Error).message}`);
       }
     }
+    const submit = v.submit === undefined ? undefined : String(v.submit);
     const client = clientOf(input);
     await ensureServer(client);
     const all: BenchRun[] = [];
+    const contributions: Contribution[] = [];
     for (const model of models) {
       await pullAndLoad(client, model, options);
-      const pid = ((await client.json("GET", "/v1/health")).all_models_loaded as any[]).find((m) => m.model_name === model)?.pid;
-      for (let i = 0; i < warmup + runs; i++) {
-        const res = await client.json("POST", "/v1/chat/completions", {
-          model,
-          messages: [{ role: "user", content: `Benchmark run ${i}: write a long story about a lemon.` }],
-          max_tokens: tokens,
-          ignore_eos: true,
-          cache_prompt: false,
-        });
-        const t = res.timings;
-        if (!t) throw new CliError(`${model}'s engine reports no timings; bench measures llama.cpp models`);
-        if (i < warmup) continue;
-        all.push({
-          model,
-          run: i - warmup + 1,
-          ttft_ms: t.prompt_ms,
-          prompt_tokens_per_second: t.prompt_per_second,
-          generation_tokens_per_second: t.predicted_per_second,
-          peak_memory_mb: peakMemoryMb(pid),
-        });
-      }
+      all.push(...(await measureLoaded(client, model, { runs, warmup, tokens })));
+      if (submit) contributions.push(await contribution(client, model, all.filter((r) => r.model === model), tokens));
     }
     const report = { tokens, runs: all };
     if (v.output) writeFileSync(String(v.output), JSON.stringify(report, null, 2) + "\n");
+    if (submit) {
+      writeFileSync(submit, JSON.stringify(await submission(client, contributions), null, 2) + "\n");
+      console.error(dim(`Wrote the benchmark contribution to ${submit}`));
+    }
     if (v.json) {
       console.log(JSON.stringify(report, null, 2));
       return 0;
@@ -173,7 +145,6 @@ ${SERVER_FLAGS_HELP}`,
         all.map((r) => [r.model, String(r.run), f(r.ttft_ms), f(r.prompt_tokens_per_second), f(r.generation_tokens_per_second), r.peak_memory_mb === null ? "" : String(r.peak_memory_mb)]),
       ),
     );
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     for (const model of models) {
       const mine = all.filter((r) => r.model === model);
       const theirs = baseline?.filter((r) => r.model === model) ?? [];

@@ -27,6 +27,11 @@ export const status: Command = {
       return 0;
     }
     console.log(`Lemonade Server ${health.version} is running at ${client.base}`);
+    const tuning = health.auto_tune;
+    if (tuning) {
+      console.log(`Hardware archetype: ${tuning.archetype.id}; auto-tune ${tuning.enabled ? "on" : "off"} (profiles ${tuning.profiles.version}, ${tuning.profiles.source})`);
+      for (const r of tuning.retune_suggested) console.log(yellow(`${r.model_name} runs at ${r.observed_tokens_per_second} tok/s, under half the ${r.expected_tokens_per_second} it was tuned for: run ${r.hint}`));
+    }
     if (!health.all_models_loaded.length) {
       console.log("No models loaded.");
       return 0;
@@ -40,6 +45,11 @@ export const status: Command = {
       m.is_busy ? yellow("busy") : green("idle"),
     ]);
     console.log(table(["MODEL", "TYPE", "PID", "BACKEND", "PINNED", "STATE"], rows));
+    // Auto-tune's overrides in effect: the flags each loaded model runs with beyond its own.
+    for (const m of health.all_models_loaded as { model_name: string; recipe: string }[]) {
+      const view = await client.json("GET", `/v1/models/${encodeURIComponent(m.model_name)}/options`).catch(() => null);
+      if (view?.tuning?.args) console.log(dim(`${m.model_name}: auto-tune sets ${view.tuning.args} (as its next load resolves it)`));
+    }
     return 0;
   },
 };

@@ -4127,6 +4127,182 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tuning/profiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tuning profiles in use
+         * @description Lemonade extension. The machine's archetype, the auto-tune state and the profile document in use: the bundled one, or the one fetched from `auto_tune_profiles_url` (cached with its version and age; not fetched when `offline` is on or the URL is unset).
+         */
+        get: operations["lemonade.profiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tuning/profiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tuning profiles in use
+         * @description The same as `GET /v1/tuning/profiles`, documented there.
+         */
+        get: operations["lemonade.profiles.api_v1_tuning_profiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/tuning/profiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tuning profiles in use
+         * @description The same as `GET /v1/tuning/profiles`, documented there.
+         */
+        get: operations["lemonade.profiles.v0_tuning_profiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/tuning/profiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tuning profiles in use
+         * @description The same as `GET /v1/tuning/profiles`, documented there.
+         */
+        get: operations["lemonade.profiles.api_v0_tuning_profiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/models/{id}/tuning": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Save a model's locally tuned overlay
+         * @description Lemonade extension, what `lemonade tune` saves: the best parameters measured on this machine for a model and backend. The overlay sits below the model's saved options (which always win) and above the archetype profile's, and applies from the next load.
+         */
+        post: operations["lemonade.models_id_tuning_post"];
+        /**
+         * Remove a model's locally tuned overlay
+         * @description Lemonade extension. Erases what `lemonade tune` saved for the model; the archetype profile applies again from the next load.
+         */
+        delete: operations["lemonade.models_id_tuning_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/models/{id}/tuning": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Save a model's locally tuned overlay
+         * @description The same as `POST /v1/models/{id}/tuning`, documented there.
+         */
+        post: operations["lemonade.models_id_tuning_post.api_v1_models_id_tuning"];
+        /**
+         * Remove a model's locally tuned overlay
+         * @description The same as `DELETE /v1/models/{id}/tuning`, documented there.
+         */
+        delete: operations["lemonade.models_id_tuning_delete.api_v1_models_id_tuning"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/models/{id}/tuning": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Save a model's locally tuned overlay
+         * @description The same as `POST /v1/models/{id}/tuning`, documented there.
+         */
+        post: operations["lemonade.models_id_tuning_post.v0_models_id_tuning"];
+        /**
+         * Remove a model's locally tuned overlay
+         * @description The same as `DELETE /v1/models/{id}/tuning`, documented there.
+         */
+        delete: operations["lemonade.models_id_tuning_delete.v0_models_id_tuning"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/models/{id}/tuning": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Save a model's locally tuned overlay
+         * @description The same as `POST /v1/models/{id}/tuning`, documented there.
+         */
+        post: operations["lemonade.models_id_tuning_post.api_v0_models_id_tuning"];
+        /**
+         * Remove a model's locally tuned overlay
+         * @description The same as `DELETE /v1/models/{id}/tuning`, documented there.
+         */
+        delete: operations["lemonade.models_id_tuning_delete.api_v0_models_id_tuning"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs": {
         parameters: {
             query?: never;
@@ -4136,7 +4312,7 @@ export interface paths {
         };
         /**
          * List jobs
-         * @description Every job's summary, newest first. At most 50 jobs are kept: a new job evicts the oldest completed or failed one. Ops: `system_info`: the `/system-info` snapshot; `system_stats`: a CPU, memory, GPU and VRAM sample, as `/system-stats`; `models`: the model list, or one model's metadata when `params.id` is set; `sleep`: `{}` after `params.ms` milliseconds (an interrupt cuts it short); `load` (holds the model slot): loads `params.model` with the `/load` body's options (`ctx_size`, `llamacpp_backend`, `llamacpp_args`, `pinned`, `save_options`, …); outputs `{loaded, model, backend, ctx_size}`; `unload` (holds the model slot): unloads `params.model`, or every model when it is not set; outputs `{}`; `chat` (holds the model slot): `params` is a chat/completions request (not streamed); outputs the backend's answer, `usage` and `timings` included; `embeddings` (holds the model slot): `params` is an `/embeddings` request; outputs its answer; `tokenize` (holds the model slot): `params` is a `/tokenize` body for the most recently used model; outputs its answer.
+         * @description Every job's summary, newest first. At most 50 jobs are kept: a new job evicts the oldest completed or failed one. Ops: `system_info`: the `/system-info` snapshot; `system_stats`: a CPU, memory, GPU and VRAM sample, as `/system-stats`; `models`: the model list, or one model's metadata when `params.id` is set; `sleep`: `{}` after `params.ms` milliseconds (an interrupt cuts it short); `load` (holds the model slot): loads `params.model` with the `/load` body's options (`ctx_size`, `llamacpp_backend`, `llamacpp_args`, `pinned`, `save_options`, …); outputs `{loaded, model, backend, ctx_size}`; `unload` (holds the model slot): unloads `params.model`, or every model when it is not set; outputs `{}`; `chat` (holds the model slot): `params` is a chat/completions request (not streamed); outputs the backend's answer, `usage` and `timings` included; `embeddings` (holds the model slot): `params` is an `/embeddings` request; outputs its answer; `tokenize` (holds the model slot): `params` is a `/tokenize` body for the most recently used model; outputs its answer; `tune` (holds the model slot): Lemonade extension: `lemonade tune`'s sweep of `params.model` (`budget_s` 300, `tokens` 32, `runs` 2, `save` true), saving the best as its local tuning overlay; outputs `{before_tokens_per_second, after_tokens_per_second, best, saved, trials}`.
          */
         get: operations["lemonade.jobs_list"];
         put?: never;
@@ -5436,6 +5612,11 @@ export interface components {
             resolved_ctx_size?: number;
             /** @description The curl command that reproduces the load: `effective` posted to `/v1/load`, with `$LEMONADE_BASE_URL` left for the caller to fill in */
             load_command: string;
+            /** @description Lemonade extension: the layer each `effective` value came from */
+            provenance?: {
+                [key: string]: "request" | "saved" | "registry" | "config" | "local_tune" | "profile_model" | "profile" | "default";
+            };
+            tuning?: components["schemas"]["Tuning"];
         };
         ModelsIdOptionsPostRequest: {
             /** @description Context size: a positive whole number, or `-1` to size it automatically. */
@@ -5802,6 +5983,7 @@ export interface components {
             pinned?: boolean;
             /** @description `true` saves the request's recipe options to `recipe_options.json`, replacing the model's entry. */
             save_options?: boolean;
+            tuning?: components["schemas"]["TuningParams"];
             /** @description llamacpp: context size. `-1` sizes it automatically from the model; omit it to use the saved value. */
             ctx_size?: number | null;
             /** @description llamacpp: `auto` (default), `cpu` (built from source into the cache), `system` (`llama-server` on PATH), or a backend config.json points at a binary. */
@@ -6432,6 +6614,7 @@ export interface components {
             telemetry: components["schemas"]["TelemetryState"];
             /** @description Whether the start-up check for newer model revisions has finished */
             update_check_done: boolean;
+            auto_tune?: components["schemas"]["AutoTuneStatus"];
         };
         StatsResponse: {
             /** @description Seconds until the first token was generated (prompt processing) */
@@ -6521,6 +6704,7 @@ export interface components {
                     models_discovered: number;
                 }[];
             };
+            archetype?: components["schemas"]["Archetype"];
             /** @description Each recipe (`llamacpp`, `whispercpp`, ...) and its backends */
             recipes: {
                 [key: string]: {
@@ -6583,6 +6767,24 @@ export interface components {
             applied: string[];
             /** @description Settings saved, which take effect at the next start */
             saved: string[];
+        };
+        ProfilesResponse: {
+            status: components["schemas"]["AutoTuneStatus"];
+            document: components["schemas"]["ProfileDocument"];
+            profile?: components["schemas"]["ArchetypeProfile"];
+        };
+        ModelsIdTuningPostRequest: {
+            /** @description The backend the parameters were measured on (`auto` resolved, such as `cpu`) */
+            backend: string;
+            params: components["schemas"]["TuningParams"];
+            /** @description The generation speed measured with them: the runtime monitor's expectation */
+            tokens_per_second?: number;
+        };
+        /** ModelTuning */
+        ModelTuning: {
+            /** @description The model */
+            model_name: string;
+            tuning: components["schemas"]["Tuning"];
         };
         JobsCreateRequest: {
             /** @description A name for the job. */
@@ -6647,7 +6849,7 @@ export interface components {
             steps: {
                 /** @description Unique within the job; not `inputs`, no `.`. The step's output lands in `context[id]`. */
                 id: string;
-                /** @description The operation: `system_info`, `system_stats`, `models`, `sleep`, `load`, `unload`, `chat`, `embeddings`, `tokenize`. */
+                /** @description The operation: `system_info`, `system_stats`, `models`, `sleep`, `load`, `unload`, `chat`, `embeddings`, `tokenize`, `tune`. */
                 op: string;
                 /** @description The op's parameters, as posted */
                 params: {
@@ -6836,6 +7038,29 @@ export interface components {
             /** @description Absolute path; only with `include_paths=true` and when present */
             path?: string;
         };
+        /** Tuning */
+        Tuning: {
+            /** @description Whether auto-tune applies (`auto_tune` in config.json, `LEMONADE_AUTO_TUNE`; on by default) */
+            enabled: boolean;
+            /** @description This machine's archetype id */
+            archetype: string;
+            /** @description The backend the parameters are for (`auto` resolved) */
+            backend: string;
+            /** @description The `source` of the archetype profile in use, when one matches */
+            profile_source?: string;
+            /** @description Each performance parameter that is set, with the layer it came from; one set in the request's or saved `llamacpp_args` counts as that layer's */
+            params: {
+                [key: string]: {
+                    value: string | number;
+                    /** @description The layer a value came from: `request` (the load), `saved` (`recipe_options.json`), `registry` (the model's catalog row), `config` (config.json), `local_tune` (`lemonade tune` on this machine), `profile_model` (the archetype profile's overlay for this model), `profile` (the archetype's backend defaults), `default` (the recipe's) */
+                    source: "request" | "saved" | "registry" | "config" | "local_tune" | "profile_model" | "profile" | "default";
+                };
+            };
+            /** @description The engine flags auto-tune adds before the model's own `*_args` (empty when none) */
+            args: string;
+            /** @description Generation speed `lemonade tune` measured for the saved overlay */
+            expected_tokens_per_second?: number;
+        };
         /**
          * OllamaModelDetails
          * @description Inferred from the model name, recipe and checkpoint
@@ -6859,6 +7084,26 @@ export interface components {
             parameter_size: string;
             /** @description From the checkpoint, e.g. `Q4_0`; empty when the checkpoint has none */
             quantization_level: string;
+        };
+        /**
+         * TuningParams
+         * @description Auto-tune performance parameters. In a `/v1/load` body (what `lemonade tune` tries) they come before the saved and profile ones, while flags in the model's own `*_args` still win
+         */
+        TuningParams: {
+            /** @description CPU threads for generation; `physical-cores` is the machine's physical core count */
+            threads?: number | "physical-cores";
+            /** @description Logical batch size (llama.cpp `-b`) */
+            batch_size?: number;
+            /** @description Physical micro-batch size (llama.cpp `-ub`) */
+            ubatch_size?: number;
+            /** @description Layers offloaded to the GPU (llama.cpp `-ngl`) */
+            gpu_layers?: number | "all" | "auto";
+            /** @description Flash attention (llama.cpp `-fa`) */
+            flash_attn?: "on" | "off" | "auto";
+            /** @description KV cache type for keys and values (llama.cpp `-ctk`/`-ctv`) */
+            kv_cache_type?: "f32" | "f16" | "bf16" | "q8_0" | "q4_0" | "q4_1" | "iq4_nl" | "q5_0" | "q5_1";
+            /** @description Context size, where the archetype's memory calls for a fixed one */
+            ctx_size?: number;
         };
         /**
          * DownloadJob
@@ -6934,10 +7179,96 @@ export interface components {
             /** @description What spans capture besides token counts and timings (`inputs`, `outputs`, `thinking`: those the `telemetry.hide_*` settings do not hide); only while telemetry is enabled */
             captures?: ("inputs" | "outputs" | "thinking")[];
         };
+        /**
+         * AutoTuneStatus
+         * @description Lemonade extension: the machine's archetype, the tuning profiles in use and the runtime monitor's re-tune suggestions
+         */
+        AutoTuneStatus: {
+            /** @description Whether auto-tune applies */
+            enabled: boolean;
+            archetype: components["schemas"]["Archetype"];
+            profiles: {
+                /** @description Version of the profile document in use */
+                version: string;
+                /** @description `bundled` with the server, or `cache` (fetched from `auto_tune_profiles_url`) */
+                source: "bundled" | "cache";
+                /** @description Seconds since the cached document was fetched */
+                age_s?: number;
+            };
+            /** @description Runtime monitor: loaded models whose recent generation speed is under half their tuned expectation */
+            retune_suggested: {
+                /** @description A loaded model running well below its expectation */
+                model_name: string;
+                /** @description What its tuned overlay measured */
+                expected_tokens_per_second: number;
+                /** @description The median of its recent requests */
+                observed_tokens_per_second: number;
+                /** @description What to run */
+                hint: string;
+            }[];
+        };
+        /**
+         * Archetype
+         * @description The machine's hardware archetype, derived from `/v1/system-info`; the same on every start of the same machine
+         */
+        Archetype: {
+            /** @description The exact class, e.g. `nvidia-ada-24gb`, `strix-halo-128gb`, `cpu-avx512-2c-8gb` */
+            id: string;
+            /** @description The class without its size (`nvidia-ada`, `strix-halo`, `cpu-avx2`); a profile may name it to cover every size */
+            family: string;
+            /** @description What runs the model: `cpu` when no GPU is used */
+            accelerator: "cpu" | "nvidia" | "amd" | "apple";
+            /** @description `discrete` VRAM, `unified` memory shared by CPU and GPU, or `system` RAM (CPU only) */
+            memory: "discrete" | "unified" | "system";
+            /** @description The memory models load into, bucketed to the size machines ship with (GB) */
+            memory_gb: number;
+            /** @description Memory bandwidth tier: under 150 GB/s, under 500 GB/s, above; `unknown` when the chip's figure is not known */
+            bandwidth_tier: "low" | "mid" | "high" | "unknown";
+            /** @description The chip's published peak memory bandwidth, when known */
+            bandwidth_gbps?: number;
+            /** @description The CPU's widest vector ISA */
+            isa: "avx512" | "avx2" | "neon" | "baseline";
+            /** @description Physical CPU cores */
+            cores: number;
+            /** @description The GPU the archetype is named after */
+            gpu?: string;
+        };
+        /** ProfileDocument */
+        ProfileDocument: {
+            /**
+             * @description The document format; this server reads version 1
+             * @constant
+             */
+            schema_version: 1;
+            /** @description The document's own version; a fetched one replaces the cache only when it differs */
+            version: string;
+            profiles: components["schemas"]["ArchetypeProfile"][];
+        };
+        /** ArchetypeProfile */
+        ArchetypeProfile: {
+            /** @description The archetype `id` or `family` the profile is for; an exact id wins over a family */
+            archetype: string;
+            /** @description Where the numbers came from (a document, a benchmark contribution); a profile without one is refused */
+            source: string;
+            /** @description Recipe -> the backend to use when a load asks for `auto` */
+            recommended_backend?: {
+                [key: string]: string;
+            };
+            /** @description Parameters by `recipe:backend` (such as `llamacpp:vulkan`) or by recipe alone (`llamacpp`, any backend); the exact backend wins */
+            backends: {
+                [key: string]: components["schemas"]["TuningParams"];
+            };
+            /** @description Per-model overlays: model name -> parameters by backend, over the archetype's */
+            models?: {
+                [key: string]: {
+                    [key: string]: components["schemas"]["TuningParams"];
+                };
+            };
+        };
         JobsCreateRequestStepsItem: {
             /** @description Unique within the job; not `inputs`, no `.`. The step's output lands in `context[id]`. */
             id: string;
-            /** @description The operation: `system_info`, `system_stats`, `models`, `sleep`, `load`, `unload`, `chat`, `embeddings`, `tokenize`. */
+            /** @description The operation: `system_info`, `system_stats`, `models`, `sleep`, `load`, `unload`, `chat`, `embeddings`, `tokenize`, `tune`. */
             op: string;
             /** @description The op's parameters; strings may hold `${path}` references into the context. */
             params?: {
@@ -7103,6 +7434,9 @@ export type LiveResponse = components['schemas']['LiveResponse'];
 export type OpenapiResponse = components['schemas']['OpenapiResponse'];
 export type ParamsPostRequest = components['schemas']['ParamsPostRequest'];
 export type ParamsPostResponse = components['schemas']['ParamsPostResponse'];
+export type ProfilesResponse = components['schemas']['ProfilesResponse'];
+export type ModelsIdTuningPostRequest = components['schemas']['ModelsIdTuningPostRequest'];
+export type ModelTuning = components['schemas']['ModelTuning'];
 export type JobsCreateRequest = components['schemas']['JobsCreateRequest'];
 export type JobsCreateResponse = components['schemas']['JobsCreateResponse'];
 export type JobsListResponse = components['schemas']['JobsListResponse'];
@@ -7124,11 +7458,17 @@ export type Usage = components['schemas']['Usage'];
 export type ImageData = components['schemas']['ImageData'];
 export type AnthropicMessage = components['schemas']['AnthropicMessage'];
 export type CheckpointStatus = components['schemas']['CheckpointStatus'];
+export type Tuning = components['schemas']['Tuning'];
 export type OllamaModelDetails = components['schemas']['OllamaModelDetails'];
+export type TuningParams = components['schemas']['TuningParams'];
 export type DownloadJob = components['schemas']['DownloadJob'];
 export type InstallResult = components['schemas']['InstallResult'];
 export type CloudAuthState = components['schemas']['CloudAuthState'];
 export type TelemetryState = components['schemas']['TelemetryState'];
+export type AutoTuneStatus = components['schemas']['AutoTuneStatus'];
+export type Archetype = components['schemas']['Archetype'];
+export type ProfileDocument = components['schemas']['ProfileDocument'];
+export type ArchetypeProfile = components['schemas']['ArchetypeProfile'];
 export type JobsCreateRequestStepsItem = components['schemas']['JobsCreateRequestStepsItem'];
 export type JobBranchCase = components['schemas']['JobBranchCase'];
 export type ResponseOpenAiError = components['responses']['OpenAIError'];
@@ -9697,7 +10037,27 @@ export interface operations {
                      *         "model_name": "Qwen3-0.6B-GGUF"
                      *       },
                      *       "resolved_ctx_size": 4096,
-                     *       "load_command": "curl -X POST $LEMONADE_BASE_URL/v1/load -H \"Content-Type: application/json\" -d '{\"ctx_size\": 4096, \"llamacpp_backend\": \"cpu\", \"llamacpp_args\": \"\", \"merge_args\": true, \"evict_idle_timeout\": 300, \"model_name\": \"Qwen3-0.6B-GGUF\"}'"
+                     *       "load_command": "curl -X POST $LEMONADE_BASE_URL/v1/load -H \"Content-Type: application/json\" -d '{\"ctx_size\": 4096, \"llamacpp_backend\": \"cpu\", \"llamacpp_args\": \"\", \"merge_args\": true, \"evict_idle_timeout\": 300, \"model_name\": \"Qwen3-0.6B-GGUF\"}'",
+                     *       "provenance": {
+                     *         "ctx_size": "config",
+                     *         "llamacpp_backend": "default",
+                     *         "llamacpp_args": "default",
+                     *         "merge_args": "default",
+                     *         "evict_idle_timeout": "default"
+                     *       },
+                     *       "tuning": {
+                     *         "enabled": true,
+                     *         "archetype": "cpu-avx2-8c-32gb",
+                     *         "backend": "cpu",
+                     *         "profile_source": "llama.cpp tools/completion/README.md: threads = physical cores",
+                     *         "params": {
+                     *           "threads": {
+                     *             "value": 8,
+                     *             "source": "profile"
+                     *           }
+                     *         },
+                     *         "args": "-t 8"
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["ModelOptions"];
@@ -9766,7 +10126,27 @@ export interface operations {
                      *         "model_name": "Qwen3-0.6B-GGUF"
                      *       },
                      *       "resolved_ctx_size": 8192,
-                     *       "load_command": "curl -X POST $LEMONADE_BASE_URL/v1/load -H \"Content-Type: application/json\" -d '{\"ctx_size\": 8192, \"llamacpp_backend\": \"cpu\", \"llamacpp_args\": \"\", \"merge_args\": true, \"evict_idle_timeout\": 300, \"model_name\": \"Qwen3-0.6B-GGUF\"}'"
+                     *       "load_command": "curl -X POST $LEMONADE_BASE_URL/v1/load -H \"Content-Type: application/json\" -d '{\"ctx_size\": 8192, \"llamacpp_backend\": \"cpu\", \"llamacpp_args\": \"\", \"merge_args\": true, \"evict_idle_timeout\": 300, \"model_name\": \"Qwen3-0.6B-GGUF\"}'",
+                     *       "provenance": {
+                     *         "ctx_size": "saved",
+                     *         "llamacpp_backend": "default",
+                     *         "llamacpp_args": "default",
+                     *         "merge_args": "default",
+                     *         "evict_idle_timeout": "default"
+                     *       },
+                     *       "tuning": {
+                     *         "enabled": true,
+                     *         "archetype": "cpu-avx2-8c-32gb",
+                     *         "backend": "cpu",
+                     *         "profile_source": "llama.cpp tools/completion/README.md: threads = physical cores",
+                     *         "params": {
+                     *           "threads": {
+                     *             "value": 8,
+                     *             "source": "profile"
+                     *           }
+                     *         },
+                     *         "args": "-t 8"
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["ModelOptions"];
@@ -9824,7 +10204,27 @@ export interface operations {
                      *         "model_name": "Qwen3-0.6B-GGUF"
                      *       },
                      *       "resolved_ctx_size": 4096,
-                     *       "load_command": "curl -X POST $LEMONADE_BASE_URL/v1/load -H \"Content-Type: application/json\" -d '{\"ctx_size\": 4096, \"llamacpp_backend\": \"cpu\", \"llamacpp_args\": \"\", \"merge_args\": true, \"evict_idle_timeout\": 300, \"model_name\": \"Qwen3-0.6B-GGUF\"}'"
+                     *       "load_command": "curl -X POST $LEMONADE_BASE_URL/v1/load -H \"Content-Type: application/json\" -d '{\"ctx_size\": 4096, \"llamacpp_backend\": \"cpu\", \"llamacpp_args\": \"\", \"merge_args\": true, \"evict_idle_timeout\": 300, \"model_name\": \"Qwen3-0.6B-GGUF\"}'",
+                     *       "provenance": {
+                     *         "ctx_size": "config",
+                     *         "llamacpp_backend": "default",
+                     *         "llamacpp_args": "default",
+                     *         "merge_args": "default",
+                     *         "evict_idle_timeout": "default"
+                     *       },
+                     *       "tuning": {
+                     *         "enabled": true,
+                     *         "archetype": "cpu-avx2-8c-32gb",
+                     *         "backend": "cpu",
+                     *         "profile_source": "llama.cpp tools/completion/README.md: threads = physical cores",
+                     *         "params": {
+                     *           "threads": {
+                     *             "value": 8,
+                     *             "source": "profile"
+                     *           }
+                     *         },
+                     *         "args": "-t 8"
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["ModelOptions"];
@@ -15093,6 +15493,441 @@ export interface operations {
             400: components["responses"]["LemonadeError"];
             401: components["responses"]["LemonadeError"];
             403: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.profiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": {
+                     *         "enabled": true,
+                     *         "archetype": {
+                     *           "id": "cpu-avx2-8c-32gb",
+                     *           "family": "cpu-avx2",
+                     *           "accelerator": "cpu",
+                     *           "memory": "system",
+                     *           "memory_gb": 32,
+                     *           "bandwidth_tier": "unknown",
+                     *           "isa": "avx2",
+                     *           "cores": 8
+                     *         },
+                     *         "profiles": {
+                     *           "version": "2026.12.1",
+                     *           "source": "bundled"
+                     *         },
+                     *         "retune_suggested": []
+                     *       },
+                     *       "document": {
+                     *         "schema_version": 1,
+                     *         "version": "2026.12.1",
+                     *         "profiles": [
+                     *           {
+                     *             "archetype": "cpu-avx2",
+                     *             "source": "llama.cpp tools/completion/README.md: threads = physical cores",
+                     *             "backends": {
+                     *               "llamacpp": {
+                     *                 "threads": "physical-cores"
+                     *               }
+                     *             }
+                     *           }
+                     *         ]
+                     *       },
+                     *       "profile": {
+                     *         "archetype": "cpu-avx2",
+                     *         "source": "llama.cpp tools/completion/README.md: threads = physical cores",
+                     *         "backends": {
+                     *           "llamacpp": {
+                     *             "threads": "physical-cores"
+                     *           }
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProfilesResponse"];
+                };
+            };
+            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
+            401: components["responses"]["LemonadeError"];
+            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
+            403: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.profiles.api_v1_tuning_profiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfilesResponse"];
+                };
+            };
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.profiles.v0_tuning_profiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfilesResponse"];
+                };
+            };
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.profiles.api_v0_tuning_profiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfilesResponse"];
+                };
+            };
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.models_id_tuning_post": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Model name */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "backend": "cpu",
+                 *       "params": {
+                 *         "threads": 2,
+                 *         "batch_size": 512,
+                 *         "ubatch_size": 256
+                 *       },
+                 *       "tokens_per_second": 41.5
+                 *     }
+                 */
+                "application/json": components["schemas"]["ModelsIdTuningPostRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "model_name": "Qwen3-0.6B-GGUF",
+                     *       "tuning": {
+                     *         "enabled": true,
+                     *         "archetype": "cpu-avx2-2c-8gb",
+                     *         "backend": "cpu",
+                     *         "params": {
+                     *           "threads": {
+                     *             "value": 2,
+                     *             "source": "local_tune"
+                     *           },
+                     *           "batch_size": {
+                     *             "value": 512,
+                     *             "source": "local_tune"
+                     *           },
+                     *           "ubatch_size": {
+                     *             "value": 256,
+                     *             "source": "local_tune"
+                     *           }
+                     *         },
+                     *         "args": "-t 2 -b 512 -ub 256",
+                     *         "expected_tokens_per_second": 41.5
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ModelTuning"];
+                };
+            };
+            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
+            400: components["responses"]["LemonadeError"];
+            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
+            401: components["responses"]["LemonadeError"];
+            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
+            403: components["responses"]["LemonadeError"];
+            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
+            404: components["responses"]["LemonadeError"];
+            /** @description Reading or saving the model's options fails, for example on an unwritable options file */
+            500: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.models_id_tuning_delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Model name */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "model_name": "Qwen3-0.6B-GGUF",
+                     *       "tuning": {
+                     *         "enabled": true,
+                     *         "archetype": "cpu-avx2-2c-8gb",
+                     *         "backend": "cpu",
+                     *         "params": {},
+                     *         "args": ""
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ModelTuning"];
+                };
+            };
+            /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
+            400: components["responses"]["LemonadeError"];
+            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
+            401: components["responses"]["LemonadeError"];
+            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
+            403: components["responses"]["LemonadeError"];
+            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
+            404: components["responses"]["LemonadeError"];
+            /** @description Reading or saving the model's options fails, for example on an unwritable options file */
+            500: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.models_id_tuning_post.api_v1_models_id_tuning": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Model name */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ModelsIdTuningPostRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelTuning"];
+                };
+            };
+            400: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+            404: components["responses"]["LemonadeError"];
+            500: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.models_id_tuning_delete.api_v1_models_id_tuning": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Model name */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelTuning"];
+                };
+            };
+            400: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+            404: components["responses"]["LemonadeError"];
+            500: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.models_id_tuning_post.v0_models_id_tuning": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Model name */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ModelsIdTuningPostRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelTuning"];
+                };
+            };
+            400: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+            404: components["responses"]["LemonadeError"];
+            500: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.models_id_tuning_delete.v0_models_id_tuning": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Model name */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelTuning"];
+                };
+            };
+            400: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+            404: components["responses"]["LemonadeError"];
+            500: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.models_id_tuning_post.api_v0_models_id_tuning": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Model name */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ModelsIdTuningPostRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelTuning"];
+                };
+            };
+            400: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+            404: components["responses"]["LemonadeError"];
+            500: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.models_id_tuning_delete.api_v0_models_id_tuning": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Model name */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelTuning"];
+                };
+            };
+            400: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+            404: components["responses"]["LemonadeError"];
+            500: components["responses"]["LemonadeError"];
         };
     };
     "lemonade.jobs_list": {
