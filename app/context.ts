@@ -21,6 +21,7 @@ import { RECIPE_SPECS } from "../spec/recipes.ts";
 import { Backends } from "../runtime/backends.ts";
 import { ExclusiveGate } from "../runtime/job-gate.ts";
 import { JobEngine } from "../runtime/jobs.ts";
+import { KvCache } from "../runtime/kv-cache.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { Launcher } from "../runtime/launcher.ts";
 import { EngineProxy } from "../runtime/proxy.ts";
@@ -103,10 +104,17 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     record,
     log: logger,
   });
+  const kvCache = new KvCache({
+    settings: () => config.kvCache,
+    dir: (id) => launcher.workDir(id),
+    root: launcher.slotsRoot,
+    files: (m) => catalog.files(m),
+    log: logger,
+  });
   const gate = new ExclusiveGate();
   const scheduler: Scheduler<CatalogModel> = new Scheduler<CatalogModel>({
     gate,
-    effects: launcher.effects((model) => library.ensureDownloaded(model)),
+    effects: launcher.effects((model) => library.ensureDownloaded(model), (instance) => kvCache.save(instance)),
     check: (model, request) => launcher.check(model, request ?? {}),
     resolve: (model, request) => options.spec(model, request),
     maxLoaded: () => config.maxLoadedModels,
@@ -130,6 +138,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     maxQueue: () => config.maxQueue,
     cloud,
     cloudTimeoutS: () => config.globalTimeoutS,
+    beforeSend: (lease, req) => kvCache.restore(lease, req.path, req.body),
     // A prompt is bounded by the context the engine runs with, or the one its load would use.
     contextSize: (model, loadOptions) =>
       "ctx_size" in (RECIPE_SPECS[model.recipe]?.options ?? {})
@@ -163,6 +172,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     scheduler,
     proxy,
     jobs,
+    kvCache,
     standIns: {
       of: (m, capability) => standInOf(RECIPES, m.recipe, capability),
       serving: (m, capability) => standInServes(RECIPES, engineEnv, m.recipe, capability, catalog.files(m).every((f) => f.exists)),

@@ -11,7 +11,7 @@ import { healthEntry } from "./models.ts";
 const perType = (value: (type: ModelType) => number) => Object.fromEntries(MODEL_TYPES.map((t) => [t, value(t)])) as Record<ModelType, number>;
 
 /** GET /v1/health. */
-export function health(ctx: Pick<ServerContext, "config" | "proxy" | "scheduler" | "version" | "websocketPort">): HealthResponse {
+export function health(ctx: Pick<ServerContext, "config" | "kvCache" | "proxy" | "scheduler" | "version" | "websocketPort">): HealthResponse {
   return {
     status: "ok",
     version: ctx.version,
@@ -22,6 +22,7 @@ export function health(ctx: Pick<ServerContext, "config" | "proxy" | "scheduler"
     ...(ctx.websocketPort !== null ? { websocket_port: ctx.websocketPort } : {}),
     telemetry: { enabled: false },
     update_check_done: true,
+    saved_kv_cache: ctx.kvCache.summary(),
   };
 }
 

@@ -17,6 +17,7 @@ import type { Backends } from "./backends.ts";
 import type { JobEngine } from "./jobs.ts";
 import type { EngineProxy } from "./proxy.ts";
 import type { Scheduler } from "./scheduler.ts";
+import type { KvCache } from "./kv-cache.ts";
 
 /** The registered recipes of the in-process and one-shot kinds, as protocols reach them. */
 export interface StandIns {
@@ -49,6 +50,8 @@ export interface ServerContext {
   proxy: EngineProxy;
   /** Client-posted step lists run in the background (/v1/jobs). */
   jobs: JobEngine;
+  /** The KV cache of evicted engines' recent conversations, restored on their next load. */
+  kvCache: KvCache;
   standIns: StandIns;
   /** The port the WebSocket APIs answer on, once listening. */
   websocketPort: number | null;

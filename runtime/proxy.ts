@@ -48,6 +48,8 @@ export interface ProxyDeps {
   /** The context a local model runs with (or a load with these options would), for recipes that
    * take one: a prompt that cannot fit it is refused before the engine sees it. */
   contextSize?: (model: CatalogModel, loadOptions?: Record<string, unknown>) => number | undefined;
+  /** Runs on a claimed local engine before the request goes to it (a saved KV cache restored). */
+  beforeSend?: (lease: Lease<CatalogModel>, req: ProxyRequest) => Promise<void>;
 }
 
 export class EngineProxy implements Forwarding {
@@ -123,6 +125,14 @@ export class EngineProxy implements Forwarding {
     this.checkFits(model, req);
     const opts = { options: req.loadOptions, signal: req.signal };
     const lease = await this.deps.scheduler.acquire(model, opts);
+    if (this.deps.beforeSend) {
+      try {
+        await this.deps.beforeSend(lease, req);
+      } catch (err) {
+        lease.release();
+        throw err;
+      }
+    }
     return this.forward(lease, { ...req, method: "POST" }, this.localRoute(model, opts, true), req);
   }
 

@@ -6,7 +6,7 @@ import type { ServerContext } from "../../runtime/context.ts";
 import { health, systemInfo } from "../../protocols/operations.ts";
 import type { Binder } from "../bind.ts";
 
-export function operationsRoutes(bind: Binder, ctx: Pick<ServerContext, "backends" | "cloud" | "config" | "hostStats" | "metrics" | "proxy" | "scheduler" | "stats" | "version" | "websocketPort">): void {
+export function operationsRoutes(bind: Binder, ctx: Pick<ServerContext, "backends" | "cloud" | "config" | "hostStats" | "kvCache" | "metrics" | "proxy" | "scheduler" | "stats" | "version" | "websocketPort">): void {
   bind.http(spec.live, () => ({ status: "ok" }));
   bind.http(spec.health, () => health(ctx));
   bind.http(spec.stats, () => ctx.stats.snapshot());

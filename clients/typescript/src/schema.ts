@@ -5994,6 +5994,8 @@ export interface components {
             };
             /** @description Whether the start-up check for newer model revisions has finished */
             update_check_done: boolean;
+            /** @description Lemonade extension: per model, the KV cache of the recent conversations saved when its engine was unloaded, restored when the model loads again and a prompt continues one (config.json `kv_cache_swap`) */
+            saved_kv_cache: components["schemas"]["SavedKvCache"][];
         };
         StatsResponse: {
             /** @description Seconds until the first token was generated (prompt processing) */
@@ -6481,6 +6483,15 @@ export interface components {
             /** @description A key set with `/v1/cloud/auth` is held in memory */
             runtime_key_set: boolean;
         };
+        /** SavedKvCache */
+        SavedKvCache: {
+            /** @description The model the conversations were saved from */
+            model_name: string;
+            /** @description Conversations saved */
+            conversations: number;
+            /** @description Bytes their files take on disk */
+            bytes: number;
+        };
         JobsCreateRequestStepsItem: {
             /** @description Unique within the job; not `inputs`, no `.`. The step's output lands in `context[id]`. */
             id: string;
@@ -6670,6 +6681,7 @@ export type OllamaModelDetails = components['schemas']['OllamaModelDetails'];
 export type DownloadJob = components['schemas']['DownloadJob'];
 export type InstallResult = components['schemas']['InstallResult'];
 export type CloudAuthState = components['schemas']['CloudAuthState'];
+export type SavedKvCache = components['schemas']['SavedKvCache'];
 export type JobsCreateRequestStepsItem = components['schemas']['JobsCreateRequestStepsItem'];
 export type JobBranchCase = components['schemas']['JobBranchCase'];
 export type ResponseOpenAiError = components['responses']['OpenAIError'];
@@ -13400,7 +13412,14 @@ export interface operations {
                      *       "telemetry": {
                      *         "enabled": false
                      *       },
-                     *       "update_check_done": true
+                     *       "update_check_done": true,
+                     *       "saved_kv_cache": [
+                     *         {
+                     *           "model_name": "Qwen3-0.6B-GGUF",
+                     *           "conversations": 2,
+                     *           "bytes": 18874368
+                     *         }
+                     *       ]
                      *     }
                      */
                     "application/json": components["schemas"]["HealthResponse"];
