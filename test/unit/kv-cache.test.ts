@@ -21,7 +21,7 @@ interface Slot {
 /** An engine's HTTP side: its slots, the files it saves (to `dir`), the restores it was asked for. */
 function engine(dir: string, slots: Slot[]) {
   const restores: { slot: number; file: string }[] = [];
-  const fetch = (async (input: string | URL | Request, init?: RequestInit) => {
+  const send = (async (input: string | URL | Request, init?: RequestInit) => {
     const url = new URL(String(input));
     const body = init?.body ? JSON.parse(String(init.body)) : {};
     if (url.pathname === "/slots") return Response.json(slots);
@@ -36,7 +36,7 @@ function engine(dir: string, slots: Slot[]) {
     if (!existsSync(file) || (await Bun.file(file).text()) !== "kv".repeat(50)) return Response.json({ error: { message: "invalid slot save file" } }, { status: 400 });
     return Response.json({ id_slot: slot, n_restored: 10 });
   }) as typeof fetch;
-  return { fetch, restores };
+  return { fetch: send, restores };
 }
 
 function setup(slots: Slot[], settings: Partial<KvCacheSettings> = {}, now = { t: 1_000_000 }) {
