@@ -66,38 +66,33 @@ export function buildExecutable(dir: string): string {
   return out;
 }
 
-/** What importing each part of the server adds to a fresh process's RSS, over importing nothing. */
+/** Where the server's RSS goes: its parts imported one after another into one fresh process, in
+ * the order start-up loads them, each with what it adds (what an earlier one loaded is not counted
+ * again); the engines' own dependencies last, for reference. */
 function importCosts(): Figure[] {
-  const rssAfter = (spec: string | null) => {
-    const code = `${spec ? `await import(${JSON.stringify(spec)});` : ""} Bun.gc(true); console.log(process.memoryUsage().rss / 1048576);`;
-    const out = Bun.spawnSync([process.execPath, "-e", code], { cwd: root, stderr: "ignore" });
-    return Number(out.stdout.toString().trim());
-  };
-  const bare = rssAfter(null);
   const parts: [string, string][] = [
-    ["elysia", "elysia"],
     ["@sinclair/typebox", "@sinclair/typebox"],
     ["spec/ (every endpoint's schemas)", "./spec/index.ts"],
+    ["elysia", "elysia"],
     ["config/", "./config/config.ts"],
-    ["models/catalog.ts", "./models/catalog.ts"],
-    ["engines/recipes.ts (every recipe)", "./engines/recipes.ts"],
-    ["runtime/proxy.ts", "./runtime/proxy.ts"],
-    ["runtime/jobs.ts (job engine)", "./runtime/jobs.ts"],
-    ["protocols/mcp.ts", "./protocols/mcp.ts"],
-    ["protocols/omni.ts", "./protocols/omni.ts"],
-    ["protocols/routing.ts", "./protocols/routing.ts"],
-    ["models/cloud.ts", "./models/cloud.ts"],
+    ["models/ (catalog, library, cloud)", "./models/library.ts"],
+    ["engines/ (every recipe, the installer)", "./engines/installer.ts"],
+    ["runtime/ (scheduler, proxy, jobs, KV cache)", "./runtime/jobs.ts"],
+    ["protocols/ (openai, ollama, anthropic, mcp, omni, routing)", "./protocols/mcp.ts"],
     ["observability/metrics.ts (prom-client on first scrape)", "./observability/metrics.ts"],
-    ["http/openapi.ts", "./http/openapi.ts"],
-    ["http/reference.ts (API docs pages)", "./http/reference.ts"],
-    ["http/app.ts (every route)", "./http/app.ts"],
-    ["app/context.ts (every part)", "./app/context.ts"],
-    ["app/server.ts (the whole server)", "./app/server.ts"],
-    ["prom-client", "prom-client"],
+    ["http/ (every route; OpenAPI and docs pages on first use)", "./http/app.ts"],
+    ["app/ and cli/ (the whole server)", "./cli/commands/serve.ts"],
+    ["http/openapi.ts (first GET /openapi.json)", "./http/openapi.ts"],
+    ["http/reference.ts (first /docs page)", "./http/reference.ts"],
+    ["prom-client (its lib modules)", "prom-client"],
     ["onnxruntime-node (its engine process only)", "onnxruntime-node"],
     ["@huggingface/tokenizers (its engine process only)", "@huggingface/tokenizers"],
   ];
-  return parts.map(([name, spec]) => ({ name: `import ${name}`, value: rssAfter(spec) - bare, unit: "MB" }));
+  const code = `const rss = () => (Bun.gc(true), process.memoryUsage().rss / 1048576);
+let before = rss();
+for (const spec of ${JSON.stringify(parts.map((p) => p[1]))}) { await import(spec); const now = rss(); console.log(now - before); before = now; }`;
+  const out = Bun.spawnSync([process.execPath, "-e", code], { cwd: root, stderr: "ignore" }).stdout.toString().trim().split("\n").map(Number);
+  return parts.map(([name], i) => ({ name: `import ${name}`, value: out[i] ?? NaN, unit: "MB" }));
 }
 
 export async function benchMemory(): Promise<Figure[]> {
@@ -121,7 +116,7 @@ export async function benchMemory(): Promise<Figure[]> {
     }
     console.log(table(`bench memory: server RSS (engines are other processes); Elysia hello-world idles at ${hello.toFixed(1)} MB in this run`, out));
     const costs = importCosts();
-    console.log(table("  where it goes: RSS each import adds to a fresh bun process (they overlap: shared dependencies count in each)", costs));
+    console.log(table("  where it goes: what each part adds to a fresh bun process's RSS, imported in start-up order", costs));
   } finally {
     rmSync(scratch, { recursive: true, force: true });
     w.cleanup();
