@@ -132,7 +132,7 @@ interface Waiter<M extends SchedulableModel> {
 
 const sameSpec = (a: LoadSpec, b: LoadSpec) => a.ctxSize === b.ctxSize && JSON.stringify(a.options) === JSON.stringify(b.options);
 
-/** An evicted engine has no request in flight and nothing to save, so it gets no grace period: a
+/** An evicted engine has no request in flight and nothing left to save (its `save` effect ran), so it gets no grace period: a
  * graceful exit takes llama.cpp ~40 ms, nearly all of what a swap adds to the next engine's start. */
 const EVICT_GRACE_MS = 0;
 
