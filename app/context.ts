@@ -28,6 +28,7 @@ import { RECIPE_SPECS } from "../spec/recipes.ts";
 import { Backends } from "../runtime/backends.ts";
 import { ExclusiveGate } from "../runtime/job-gate.ts";
 import { JobEngine } from "../runtime/jobs.ts";
+import { KvCache } from "../runtime/kv-cache.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { Launcher } from "../runtime/launcher.ts";
 import { EngineProxy } from "../runtime/proxy.ts";
@@ -134,8 +135,15 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     record,
     log: logger,
   });
+  const kvCache = new KvCache({
+    settings: () => config.kvCache,
+    dir: (id) => launcher.workDir(id),
+    root: launcher.slotsRoot,
+    files: (m) => catalog.files(m),
+    log: logger,
+  });
   const stats = new GenerationStats();
-  const effects = launcher.effects((model) => library.ensureDownloaded(model));
+  const effects = launcher.effects((model) => library.ensureDownloaded(model), (instance) => kvCache.save(instance));
   const gate = new ExclusiveGate();
   const scheduler: Scheduler<CatalogModel> = new Scheduler<CatalogModel>({
     gate,
@@ -170,6 +178,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     cloud,
     cloudTimeoutS: () => config.globalTimeoutS,
     engineCall: (recipe, capability) => engineCall(RECIPES, recipe, capability),
+    beforeSend: (lease, req) => kvCache.restore(lease, req.path, req.body),
     // A prompt is bounded by the context the engine runs with, or the one its load would use.
     contextSize: (model, loadOptions) =>
       "ctx_size" in (RECIPE_SPECS[model.recipe]?.options ?? {})
@@ -209,6 +218,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     proxy,
     jobs,
     spans,
+    kvCache,
     standIns: {
       of: (m, capability) => standInOf(RECIPES, m.recipe, capability),
       serving: (m, capability) => standInServes(RECIPES, engineEnv, m.recipe, capability, catalog.files(m).every((f) => f.exists)),

@@ -3,6 +3,7 @@
 import { readFileSync } from "node:fs";
 import { CliError, type Client } from "./client.ts";
 
+
 export interface BenchRun {
   model: string;
   run: number;
@@ -22,8 +23,6 @@ export function peakMemoryMb(pid: number | undefined): number | null {
     return null;
   }
 }
-
-export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** `warmup` unmeasured then `runs` measured requests of `tokens` generated tokens each, against the
  * model as it is loaded now. */

@@ -3,7 +3,8 @@
 // name, CPU serial, user or path), a model by its name, and the numbers are medians.
 import { VERSION } from "../lib/version.ts";
 import type { Client } from "./client.ts";
-import { median, type BenchRun } from "./bench-runs.ts";
+import { type BenchRun } from "./bench-runs.ts";
+import { median } from "../lib/bench.ts";
 
 export const CONTRIBUTION_FORMAT = "lemonade-bench-contribution";
 

@@ -74,6 +74,10 @@ export interface Config {
   autoTuneProfilesUrl: string | null;
   /** Cloud providers' keys from the environment (`LEMONADE_<PROVIDER>_API_KEY`), by variable name. */
   cloudKeys: Record<string, string>;
+  /** The KV cache of an evicted engine's recent conversations, saved and restored on its next load
+   * (runtime/kv-cache.ts): config.json `kv_cache_swap` (LEMONADE_KV_CACHE_SWAP; default on), its
+   * disk budget `kv_cache_swap_mb` (default 4096) and age `kv_cache_swap_hours` (default 24). */
+  kvCache: { enabled: boolean; budgetBytes: number; maxAgeMs: number };
 }
 
 /** The keys config.json may hold, as Lemonade spells them. */
@@ -91,6 +95,9 @@ interface ConfigFile {
   disable_model_filtering?: boolean;
   auto_tune?: boolean;
   auto_tune_profiles_url?: string;
+  kv_cache_swap?: boolean;
+  kv_cache_swap_mb?: number;
+  kv_cache_swap_hours?: number;
   /** The recipes' sections (spec/recipes.ts `config`). */
   [section: string]: unknown;
 }
@@ -133,6 +140,9 @@ const FILE_TYPES: Partial<Record<keyof ConfigFile, "string" | "integer" | "boole
   auto_tune: "boolean",
   auto_tune_profiles_url: "string",
   max_queue: "integer",
+  kv_cache_swap: "boolean",
+  kv_cache_swap_mb: "integer",
+  kv_cache_swap_hours: "integer",
 };
 
 function checkFileTypes(path: string, file: Record<string, unknown>): void {
@@ -247,5 +257,10 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
     maxBodyBytes: intSetting("LEMONADE_MAX_BODY_MB", env.LEMONADE_MAX_BODY_MB, 64, 1, 4096) * 1024 * 1024,
     allowedOrigins: list(env.LEMONADE_ALLOWED_ORIGINS),
     allowedHosts: list(env.LEMONADE_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
+    kvCache: {
+      enabled: env.LEMONADE_KV_CACHE_SWAP ? /^(1|true|yes|on)$/i.test(env.LEMONADE_KV_CACHE_SWAP) : file.kv_cache_swap !== false,
+      budgetBytes: intSetting("kv_cache_swap_mb", file.kv_cache_swap_mb, 4096, 0, 1_048_576) * 1024 * 1024,
+      maxAgeMs: intSetting("kv_cache_swap_hours", file.kv_cache_swap_hours, 24, 0, 87_600) * 3_600_000,
+    },
   };
 }

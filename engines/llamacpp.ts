@@ -181,6 +181,14 @@ export const llamacpp: Recipe = {
       device: String(input.options.llamacpp_device ?? ""),
       tuningArgs: input.tuningArgs,
     };
-    return { argv: (port) => llamaArgv(binary, port, launch), healthPath: "/health", readyTimeoutMs: 120_000, slots: parallelSlots(launch.userArgs) };
+    return {
+      argv: (port) => llamaArgv(binary, port, launch),
+      // `/slots` then lists each slot's last prompt, which a saved KV cache is matched on
+      // (runtime/kv-cache.ts); it costs a copy of each answer's text.
+      env: { LLAMA_SERVER_SLOTS_DEBUG: "1" },
+      healthPath: "/health",
+      readyTimeoutMs: 120_000,
+      slots: parallelSlots(launch.userArgs),
+    };
   },
 };

@@ -12,7 +12,7 @@ import { autoTuneStatus } from "./tuning.ts";
 const perType = (value: (type: ModelType) => number) => Object.fromEntries(MODEL_TYPES.map((t) => [t, value(t)])) as Record<ModelType, number>;
 
 /** GET /v1/health. */
-export function health(ctx: Pick<ServerContext, "config" | "proxy" | "scheduler" | "stats" | "telemetry" | "tuning" | "version" | "websocketPort">): HealthResponse {
+export function health(ctx: Pick<ServerContext, "config" | "kvCache" | "proxy" | "scheduler" | "stats" | "telemetry" | "tuning" | "version" | "websocketPort">): HealthResponse {
   return {
     status: "ok",
     version: ctx.version,
@@ -24,6 +24,7 @@ export function health(ctx: Pick<ServerContext, "config" | "proxy" | "scheduler"
     telemetry: ctx.telemetry.health(),
     update_check_done: true,
     auto_tune: autoTuneStatus(ctx),
+    saved_kv_cache: ctx.kvCache.summary(),
   };
 }
 

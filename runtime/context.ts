@@ -20,6 +20,7 @@ import type { Backends } from "./backends.ts";
 import type { JobEngine } from "./jobs.ts";
 import type { EngineProxy } from "./proxy.ts";
 import type { Scheduler } from "./scheduler.ts";
+import type { KvCache } from "./kv-cache.ts";
 
 /** The registered recipes of the in-process and one-shot kinds, as protocols reach them. */
 export interface StandIns {
@@ -58,6 +59,8 @@ export interface ServerContext {
   jobs: JobEngine;
   /** Finished spans, published by the tracer; the /spans/stream channel listens. */
   spans: SpanBus;
+  /** The KV cache of evicted engines' recent conversations, restored on their next load. */
+  kvCache: KvCache;
   standIns: StandIns;
   /** The port the WebSocket APIs answer on, once listening. */
   websocketPort: number | null;

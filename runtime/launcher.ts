@@ -67,17 +67,24 @@ export class Launcher {
     throw ApiError.of(E.modelLoadError, `Failed to load ${model.id}: ${scrubPaths(err.message)}`);
   }
 
-  /** The folder a model's saved slot files live in (created on demand). */
-  private workDir(modelId: string): string {
-    const dir = join(this.deps.env.cacheDir, "slots", modelId.replace(/[^A-Za-z0-9._-]/g, "_"));
+  /** The folder every model's slot folder is in. */
+  get slotsRoot(): string {
+    return join(this.deps.env.cacheDir, "slots");
+  }
+
+  /** The folder a model's saved slot files live in (created on demand): the engine's work folder. */
+  workDir(modelId: string): string {
+    const dir = join(this.slotsRoot, modelId.replace(/[^A-Za-z0-9._-]/g, "_"));
     mkdirSync(dir, { recursive: true });
     return dir;
   }
 
   /** The scheduler's effects: `download` fetches a model's files, which are then checked before
-   * the scheduler makes room; engines are processes; time is the system's. */
-  effects(download: (model: CatalogModel) => Promise<unknown>): SchedulerEffects<CatalogModel> {
+   * the scheduler makes room; engines are processes; time is the system's; `save` keeps an evicted
+   * engine's recent conversations (runtime/kv-cache.ts) before it stops. */
+  effects(download: (model: CatalogModel) => Promise<unknown>, save?: SchedulerEffects<CatalogModel>["save"]): SchedulerEffects<CatalogModel> {
     return {
+      ...(save ? { save } : {}),
       prepare: async (model) => {
         await download(model);
         this.checkFiles(model);

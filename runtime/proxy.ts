@@ -51,6 +51,8 @@ export interface ProxyDeps {
   /** The context a local model runs with (or a load with these options would), for recipes that
    * take one: a prompt that cannot fit it is refused before the engine sees it. */
   contextSize?: (model: CatalogModel, loadOptions?: Record<string, unknown>) => number | undefined;
+  /** Runs on a claimed local engine before the request goes to it (a saved KV cache restored). */
+  beforeSend?: (lease: Lease<CatalogModel>, req: ProxyRequest) => Promise<void>;
   /** The recipe's own engine conversation for a capability (3D and audio generation). */
   engineCall?: (recipe: string, capability: Capability) => EngineCall | undefined;
 }
@@ -169,6 +171,14 @@ export class EngineProxy implements Forwarding {
     this.checkFits(model, req);
     const opts = { options: req.loadOptions, signal: req.signal };
     const lease = await this.deps.scheduler.acquire(model, opts);
+    if (this.deps.beforeSend) {
+      try {
+        await this.deps.beforeSend(lease, req);
+      } catch (err) {
+        lease.release();
+        throw err;
+      }
+    }
     return this.forward(lease, { ...req, method: "POST" }, this.localRoute(model, opts, true), req);
   }
 

@@ -84,6 +84,9 @@ export interface SchedulerEffects<M extends SchedulableModel> {
   start(model: M, spec: LoadSpec): Promise<RunningEngine>;
   /** Last use, load times and the idle check are on this clock. */
   clock: Clock;
+  /** Keeps what an evicted engine holds (the KV cache of its recent conversations) before it is
+   * stopped; not on a crash or shutdown. Its failure is logged and the stop goes on. */
+  save?(instance: Instance<M>): Promise<void>;
 }
 
 export interface SchedulerDeps<M extends SchedulableModel> {
@@ -130,7 +133,7 @@ interface Waiter<M extends SchedulableModel> {
 const sameSpec = (a: LoadSpec, b: LoadSpec) =>
   a.ctxSize === b.ctxSize && JSON.stringify(a.options) === JSON.stringify(b.options) && (a.tuning?.args ?? []).join(" ") === (b.tuning?.args ?? []).join(" ");
 
-/** An evicted engine has no request in flight and nothing to save, so it gets no grace period: a
+/** An evicted engine has no request in flight and nothing left to save (its `save` effect ran), so it gets no grace period: a
  * graceful exit takes llama.cpp ~40 ms, nearly all of what a swap adds to the next engine's start. */
 const EVICT_GRACE_MS = 0;
 
@@ -443,7 +446,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
         if (streaming) instance.streaming--;
         instance.inflight--;
         instance.lastUse = this.clock.now();
-        if (instance.inflight === 0 && instance.state === "draining") void this.stopInstance(instance, EVICT_GRACE_MS);
+        if (instance.inflight === 0 && instance.state === "draining") void this.stopInstance(instance, EVICT_GRACE_MS, true);
       },
       fail: async () => {
         lease.release();
@@ -461,14 +464,19 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   private async evict(instance: Instance<M>): Promise<void> {
     if (instance.state === "ready") {
       instance.state = "draining";
-      if (instance.inflight === 0) void this.stopInstance(instance, EVICT_GRACE_MS);
+      if (instance.inflight === 0) void this.stopInstance(instance, EVICT_GRACE_MS, true);
     }
     await instance.gone.promise;
   }
 
-  private async stopInstance(instance: Instance<M>, graceMs?: number): Promise<void> {
+  /** `evicted`: stopped to make room or on request, so its `save` effect runs first. */
+  private async stopInstance(instance: Instance<M>, graceMs?: number, evicted = false): Promise<void> {
     if (instance.state === "stopping") return instance.gone.promise;
     instance.state = "stopping";
+    const save = this.deps.effects.save;
+    if (evicted && save && !this.closed) {
+      await save(instance).catch((err: Error) => this.deps.log.warn(`Could not save the state of ${instance.model.id} before unloading it: ${err.message}`));
+    }
     await instance.engine.stop(graceMs);
     this.forget(instance);
     this.deps.log.info(`Unloaded ${instance.model.id} (pid ${instance.engine.pid})`);

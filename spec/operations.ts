@@ -64,6 +64,20 @@ export const health = endpoint({
       description: "Whether the start-up check for newer model revisions has finished",
     }),
     auto_tune: T.Optional(TuningStatus),
+    saved_kv_cache: T.Array(
+      T.Object(
+        {
+          model_name: T.String({ description: "The model the conversations were saved from" }),
+          conversations: T.Integer({ description: "Conversations saved" }),
+          bytes: T.Integer({ description: "Bytes their files take on disk" }),
+        },
+        { title: "SavedKvCache" },
+      ),
+      {
+        description:
+          "Lemonade extension: per model, the KV cache of the recent conversations saved when its engine was unloaded, restored when the model loads again and a prompt continues one (config.json `kv_cache_swap`)",
+      },
+    ),
   }),
   example: {
     response: `{
@@ -75,7 +89,8 @@ export const health = endpoint({
   "pinned_models": {"llm": 0, "embedding": 0, "reranking": 0, "transcription": 0, "image": 0, "tts": 0, "audio-generation": 0, "classification": 0, "mesh": 0},
   "websocket_port": 41235,
   "telemetry": {"enabled": false},
-  "update_check_done": true
+  "update_check_done": true,
+  "saved_kv_cache": [{"model_name": "Qwen3-0.6B-GGUF", "conversations": 2, "bytes": 18874368}]
 }`,
   },
 });

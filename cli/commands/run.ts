@@ -1,12 +1,13 @@
 // `run`: load a model (downloading it first) and open its chat; `bench`: measure models.
 import { readFileSync, writeFileSync } from "node:fs";
-import { Client, CliError, ensureServer, target } from "../client.ts";
+import { kvRestoreFigures, median, servingRates, streamFigures, swapFigures, table as figureTable, type Figure, type Server } from "../../lib/bench.ts";
+import { apiKey, Client, CliError, ensureServer, target } from "../client.ts";
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
 import { dim, table } from "../format.ts";
 import { LOAD_FLAGS, LOAD_FLAGS_HELP, loadOptionsFrom } from "../load-flags.ts";
 import { chatLoop, maxTokensFrom } from "./chat.ts";
 import { pullWithProgress } from "./models.ts";
-import { measureLoaded, median, type BenchRun } from "../bench-runs.ts";
+import { measureLoaded, type BenchRun } from "../bench-runs.ts";
 import { contribution, submission, type Contribution } from "../contribution.ts";
 
 const clientOf = (input: CommandInput) => new Client(target(input.values as { host?: string; port?: string }));
@@ -72,11 +73,47 @@ const positiveInt = (raw: unknown, flag: string, fallback: number, min = 1) => {
   return n;
 };
 
+/** `bench --server` / `--base-url`: the tables `bun run bench` prints that a running server can
+ * give (lib/bench.ts measures both): request rates, a model's stream, swaps and the KV restore. */
+async function serverTables(input: CommandInput, runs: number): Promise<number> {
+  const v = input.values;
+  let base = v["base-url"] === undefined ? undefined : String(v["base-url"]).replace(/\/+$/, "");
+  if (!base) {
+    const client = clientOf(input);
+    await ensureServer(client);
+    base = client.base;
+  }
+  const key = apiKey();
+  const server: Server = { base, ...(key ? { headers: { authorization: `Bearer ${key}` } } : {}) };
+  const seconds = positiveInt(v.seconds, "seconds", 1);
+  const [model] = input.positionals;
+  const swapWith = v["swap-model"] === undefined ? undefined : String(v["swap-model"]);
+  const sections: [string, () => Promise<Figure[]>][] = [[`request rates, ${seconds} s each, 8 keep-alive clients`, () => servingRates(server, seconds)]];
+  if (model) sections.push([`streams of ${model}, ${runs} runs`, () => streamFigures(server, model, runs)]);
+  if (model && swapWith) {
+    sections.push([`swaps between ${model} and ${swapWith}, ${runs} runs (the server must hold one at a time)`, () => swapFigures(server, model, swapWith, runs)]);
+    sections.push([`KV cache across a swap, ${runs} conversations of each kind`, () => kvRestoreFigures(server, model, swapWith, runs)]);
+  }
+  console.log(`lemonade bench against ${base}`);
+  for (const [title, measure] of sections) console.log(figureTable(title, await measure()));
+  return 0;
+}
+
 export const bench: Command = {
   name: "bench",
-  summary: "Measure models: time to first token, prompt and generation tokens/s, peak memory",
-  usage: "bench MODEL... [--runs N] [--warmup N] [--tokens N] [--backend B] [--ctx-size N] [--json] [--output FILE] [--compare FILE] [--submit FILE]",
+  summary: "Measure models (time to first token, tokens/s, peak memory) or a server (rates, streams, swaps)",
+  usage: "bench MODEL... [--runs N] [--warmup N] [--tokens N] [--backend B] [--ctx-size N] [--json] [--output FILE] [--compare FILE] [--submit FILE]\n       lemonade bench --server|--base-url URL [MODEL] [--swap-model MODEL] [--runs N] [--seconds N]",
   help: `Loads each model and runs fixed requests, reporting the engine's own timings per run.
+With --server (the running server) or --base-url (any server: this one, Lemonade's own, or any
+OpenAI-compatible URL), prints the tables \`bun run bench\` prints, measured from the client's side
+with the same code: /v1/models and /v1/health req/s over /live's; with MODEL, a 32-token stream's
+time to first token and to headers; with --swap-model too, requests that swap the two models and
+a 3,000-token conversation's next turn after a swap with its KV cache restored, over the same
+turn never evicted (goal <= 1.3) and over a full prefill.
+  --server          Measure the running server (started when none answers)
+  --base-url URL    Measure the server at URL instead
+  --swap-model M    A second model, for the swap and KV cache tables
+  --seconds N       Seconds per request-rate figure (default 1)
   --runs N         Measured requests per model (default 3)
   --warmup N       Unmeasured requests first (default 1)
   --tokens N       Tokens to generate per request (default 64)
@@ -99,12 +136,17 @@ ${SERVER_FLAGS_HELP}`,
     output: { type: "string" },
     compare: { type: "string" },
     submit: { type: "string" },
+    server: { type: "boolean" },
+    "base-url": { type: "string" },
+    "swap-model": { type: "string" },
+    seconds: { type: "string" },
   },
   async run(input) {
     const models = input.positionals;
-    if (!models.length) throw new CliError(`usage: lemonade ${this.usage}`, 2);
     const v = input.values;
     const runs = positiveInt(v.runs, "runs", 3);
+    if (v.server || v["base-url"] !== undefined) return serverTables(input, runs);
+    if (!models.length) throw new CliError(`usage: lemonade ${this.usage}`, 2);
     const warmup = positiveInt(v.warmup, "warmup", 1, 0);
     const tokens = positiveInt(v.tokens, "tokens", 64);
     const options: Record<string, unknown> = {};

@@ -6,7 +6,8 @@
 import { Client, CliError, ensureServer, target } from "../client.ts";
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command } from "../command.ts";
 import { bold, dim, green, table } from "../format.ts";
-import { measureLoaded, median } from "../bench-runs.ts";
+import { measureLoaded } from "../bench-runs.ts";
+import { median } from "../../lib/bench.ts";
 import { pullAndLoad } from "./run.ts";
 import { sweep, sweepSpace, type SweepTrial } from "../../lib/sweep.ts";
 

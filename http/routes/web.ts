@@ -5,7 +5,6 @@ import { ApiError } from "../../lib/api-error.ts";
 import { E } from "../../spec/errors.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import type { Binder } from "../bind.ts";
-import { referencePages, swaggerInit } from "../reference.ts";
 import swaggerBundle from "swagger-ui-dist/swagger-ui-bundle.js" with { type: "file" };
 import swaggerCss from "swagger-ui-dist/swagger-ui.css" with { type: "file" };
 
@@ -35,14 +34,15 @@ const notFound = (file: string) => ApiError.of(E.fileNotFound, `No such file: ${
 const DOCS_FILES: Record<string, () => Promise<string> | string> = {
   "swagger-ui-bundle.js": () => Bun.file(swaggerBundle).text(),
   "swagger-ui.css": () => Bun.file(swaggerCss).text(),
-  "init.js": () => swaggerInit({ url: "/openapi.json" }),
+  "init.js": async () => (await import("../reference.ts")).swaggerInit({ url: "/openapi.json" }),
 };
 
-/** The markdown reference pages as HTML, rendered on the first request for one. */
-let pages: Record<string, string> | undefined;
-function referencePage(file: string): string | undefined {
-  pages ??= referencePages("/docs", "/docs/assets/");
-  return Object.hasOwn(pages, file) ? pages[file] : undefined;
+/** The markdown reference pages as HTML, rendered (marked and the pages loaded) on the first request for one. */
+let pages: Promise<Record<string, string>> | undefined;
+async function referencePage(file: string): Promise<string | undefined> {
+  pages ??= import("../reference.ts").then(({ referencePages }) => referencePages("/docs", "/docs/assets/"));
+  const all = await pages;
+  return Object.hasOwn(all, file) ? all[file] : undefined;
 }
 
 export function webRoutes(bind: Binder, ctx: Pick<ServerContext, "webAssets">): void {
@@ -53,7 +53,7 @@ export function webRoutes(bind: Binder, ctx: Pick<ServerContext, "webAssets">): 
     return new Response(body, { headers: { "content-type": typeOf(params.file), "cache-control": "no-cache", "x-content-type-options": "nosniff" } });
   });
   bind.http(spec.docsAsset, async ({ params }) => {
-    const body = Object.hasOwn(DOCS_FILES, params.file) ? await DOCS_FILES[params.file]!() : referencePage(params.file);
+    const body = Object.hasOwn(DOCS_FILES, params.file) ? await DOCS_FILES[params.file]!() : await referencePage(params.file);
     if (body === undefined) throw notFound(params.file);
     return new Response(body, {
       headers: { "content-type": typeOf(params.file), "content-security-policy": CSP, "cache-control": "max-age=86400", "x-content-type-options": "nosniff" },

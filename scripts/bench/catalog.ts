@@ -2,9 +2,9 @@
 // built-in catalog and 50 extra models (hard links to the tiny model: no disk used).
 import { linkSync } from "node:fs";
 import { join } from "node:path";
-import { median, rate, setup, spawnServer } from "./common.ts";
+import { median, rate, setup, spawnServer, type Figure } from "./common.ts";
 
-export async function benchCatalog(runs: number) {
+export async function benchCatalog(runs: number): Promise<Figure[]> {
   const w = setup();
   for (let i = 0; i < 50; i++) linkSync(w.modelPath, join(w.extra, `extra-model-${String(i).padStart(2, "0")}.gguf`));
   const server = await spawnServer(w);
@@ -17,11 +17,14 @@ export async function benchCatalog(runs: number) {
     const live = median(results.get("/live")!);
     const listed = (await (await fetch(`${server.base}/v1/models?show_all=true`)).json()).data.length;
     console.log(`bench catalog: ${runs} rounds of ${seconds} s per route, 8 keep-alive clients, ${listed} models with show_all (51 local)`);
+    const out: Figure[] = [];
     for (const r of routes) {
       const rps = median(results.get(r)!);
+      if (r !== "/live") out.push({ name: `catalog: ${r} req/s`, value: rps, unit: "req/s", baseline: { name: "/live", value: live }, ...(r === "/v1/models" ? { goal: { op: ">=", target: 0.3 } as const } : {}) });
       const goal = r === "/v1/models" ? "  (goal >= 0.3)" : "";
       console.log(`  ${r.padEnd(26)} ${rps.toFixed(0).padStart(7)} req/s, ratio to /live ${(rps / live).toFixed(3)}${goal}`);
     }
+    return out;
   } finally {
     await server.stop();
     w.cleanup();

@@ -4,7 +4,7 @@
 import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeClassifierModels } from "../make-test-models.ts";
-import { fmt, load, median, percentile, setup, spawnServer } from "./common.ts";
+import { fmt, load, median, percentile, setup, spawnServer, type Figure } from "./common.ts";
 
 const REPO = "bench-org/sentiment-ONNX";
 
@@ -28,7 +28,7 @@ async function timed(url: string, body: Record<string, unknown>): Promise<number
   return performance.now() - started;
 }
 
-export async function benchClassify(runs: number) {
+export async function benchClassify(runs: number): Promise<Figure[]> {
   const w = setup();
   const hf = join(w.cacheDir, "hf");
   seedCache(hf);
@@ -60,6 +60,7 @@ export async function benchClassify(runs: number) {
     console.log(`bench classify: ${runs} interleaved requests, one tiny BERT classifier on onnxruntime-node`);
     console.log(`  latency p50 direct ${fmt(median(d))}, through the server ${fmt(median(s))}, ratio ${(median(s) / median(d)).toFixed(2)}  (the tiny model answers in well under 1 ms, so the added time is the figure that carries over to a real one)`);
     console.log(`  added latency p50 ${fmt(percentile(added, 0.5))}, p95 ${fmt(percentile(added, 0.95))}  (goal p50 < 1 ms)`);
+    return [{ name: "classify: added latency p50", value: percentile(added, 0.5), unit: "ms", goal: { op: "<", target: 1 } }];
   } finally {
     await server.stop();
     w.cleanup();

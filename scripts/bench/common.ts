@@ -8,12 +8,11 @@ import { defaultCacheDir } from "../../config/config.ts";
 import { LLAMACPP } from "../../engines/llamacpp.ts";
 import { cachedBinary } from "../../engines/source-build.ts";
 import { freePort } from "../../engines/process.ts";
+import { timeChatStream, type StreamTiming } from "../../lib/bench.ts";
 import { engineFetch } from "../../runtime/transport.ts";
 import { makeTestModels, TEST_MODELS } from "../make-test-models.ts";
 
-export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-export const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
-export const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
+export { fmt, median, percentile, rate, type Figure, type StreamTiming } from "../../lib/bench.ts";
 
 export interface Work {
   binary: string;
@@ -41,19 +40,31 @@ export function setup(): Work {
 export interface ServerProcess {
   base: string;
   pid: number;
+  /** From spawn to the first /live that answers. */
+  startMs: number;
   post(path: string, body: unknown): Promise<Response>;
   /** The engine URL of a loaded model, from /v1/health. */
   engineUrl(model: string): Promise<string>;
   stop(): Promise<void>;
 }
 
-/** `lemonade serve` in its own process, the FAKE engine first on its PATH. */
-export async function spawnServer(w: Work, env: Record<string, string> = {}): Promise<ServerProcess> {
+/** The runtime settings the server is started with (package.json's `start`, the .deb's systemd
+ * unit): without JavaScriptCore's top JIT tier (FTL) the RSS a load test leaves is about half
+ * (bench memory: +14 % over idle after 10,000 requests with it, +7 % without), at no request rate
+ * bench catalog can tell apart; its other settings (--smol, a smaller RAM size or heap, mimalloc's
+ * purge delay) measured no better. */
+export const SERVER_RUNTIME_ENV = { BUN_JSC_useFTLJIT: "0" };
+
+/** `lemonade serve` in its own process (`npm start`'s command, or `command`: the single
+ * executable), the FAKE engine first on its PATH; settles once /live answers. */
+export async function spawnServer(w: Work, env: Record<string, string> = {}, command = [process.execPath, join(import.meta.dir, "..", "..", "cli", "main.ts")]): Promise<ServerProcess> {
   const fakeDir = join(import.meta.dir, "..", "fake-engine");
   const port = freePort();
-  const child = Bun.spawn([process.execPath, join(import.meta.dir, "..", "..", "cli", "main.ts"), "serve", "--port", String(port)], {
+  const t0 = performance.now();
+  const child = Bun.spawn([...command, "serve", "--port", String(port)], {
     env: {
       ...process.env,
+      ...SERVER_RUNTIME_ENV,
       PATH: `${fakeDir}:${dirname(process.execPath)}:${process.env.PATH}`,
       LEMONADE_CACHE_DIR: w.cacheDir,
       LEMONADE_EXTRA_MODELS_DIR: w.extra,
@@ -65,11 +76,13 @@ export async function spawnServer(w: Work, env: Record<string, string> = {}): Pr
     stderr: "inherit",
   });
   const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 200 && !(await fetch(`${base}/live`).then((r) => r.ok, () => false)); i++) await Bun.sleep(50);
+  for (let i = 0; i < 4000 && !(await fetch(`${base}/live`).then((r) => r.ok, () => false)); i++) await Bun.sleep(2);
+  const startMs = performance.now() - t0;
   const post = (path: string, body: unknown) => fetch(`${base}${path}`, { method: "POST", body: JSON.stringify(body) });
   return {
     base,
     pid: child.pid,
+    startMs,
     post,
     async engineUrl(model) {
       const health = await (await fetch(`${base}/v1/health`)).json();
@@ -88,64 +101,11 @@ export async function load(server: ServerProcess, body: Record<string, unknown>)
   if (!res.ok) throw new Error(`load failed: ${await res.text()}`);
 }
 
-export interface StreamTiming {
-  ttftMs: number;
-  totalMs: number;
-  events: number;
-  tokensPerSecond: number;
-}
-
-/** One streamed chat completion, timed from the client: first content event, last, and how many. */
-export async function timeStream(url: string, model: string, maxTokens: number): Promise<StreamTiming> {
-  const body = JSON.stringify({
-    model,
-    messages: [{ role: "user", content: "Tell me a story." }],
-    max_tokens: maxTokens,
-    ignore_eos: true,
-    seed: 1,
-    stream: true,
-  });
-  const t0 = performance.now();
-  // The same retry the server uses: llama-server may close a pooled connection as it is reused.
-  const res = await engineFetch(url, { method: "POST", body, headers: { "content-type": "application/json" } });
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  let first = 0;
-  let last = 0;
-  let events = 0;
-  let rest = "";
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    // Events can straddle reads: count only whole ones, carrying the partial rest over.
-    const parts = (rest + decoder.decode(value, { stream: true })).split("\n\n");
-    rest = parts.pop()!;
-    const n = parts.filter((e) => e.includes('"content":"')).length;
-    if (n > 0) {
-      last = performance.now();
-      if (!first) first = last;
-      events += n;
-    }
-  }
-  const totalMs = performance.now() - t0;
-  return { ttftMs: first - t0, totalMs, events, tokensPerSecond: ((events - 1) * 1000) / (last - first) };
-}
-
-/** Requests per second `clients` keep-alive clients get from `url` in `seconds`. */
-export async function rate(url: string, seconds: number, clients = 8): Promise<number> {
-  const end = performance.now() + seconds * 1000;
-  let count = 0;
-  await Promise.all(
-    Array.from({ length: clients }, async () => {
-      while (performance.now() < end) {
-        const res = await fetch(url);
-        if (!res.ok) throw new Error(`${url} answered ${res.status}`);
-        await res.arrayBuffer();
-        count++;
-      }
-    }),
-  );
-  return count / seconds;
+/** One streamed chat completion, timed from the client (lib/bench.ts), with the retry the server
+ * itself uses: llama-server may close a pooled connection as it is reused. */
+export function timeStream(url: string, model: string, maxTokens: number): Promise<StreamTiming> {
+  const body = { model, messages: [{ role: "user", content: "Tell me a story." }], max_tokens: maxTokens, ignore_eos: true, seed: 1 };
+  return timeChatStream(url, body, { send: engineFetch as typeof fetch });
 }
 
 /** A process's resident memory in MB (Linux /proc). */

@@ -1,6 +1,6 @@
 // bench concurrency: 1, 4 and 8 simultaneous streaming clients through the server vs the same
 // clients against llama-server directly: aggregate tokens/s ratio and the spread of per-stream TTFT.
-import { fmt, load, median, setup, spawnServer, timeStream, TEST_MODELS } from "./common.ts";
+import { fmt, load, median, setup, spawnServer, timeStream, TEST_MODELS, type Figure } from "./common.ts";
 
 interface Round {
   tokensPerSecond: number;
@@ -20,7 +20,7 @@ async function round(url: string, model: string, clients: number, tokens: number
   };
 }
 
-export async function benchConcurrency(runs: number) {
+export async function benchConcurrency(runs: number): Promise<Figure[]> {
   const w = setup();
   const server = await spawnServer(w);
   try {
@@ -31,6 +31,7 @@ export async function benchConcurrency(runs: number) {
     const tokens = 128;
     await round(direct, "x", 4, 8);
     await round(proxied, "extra.tiny-chat", 4, 8);
+    const out: Figure[] = [];
     console.log(`bench concurrency: ${runs} interleaved rounds per level, ${tokens} tokens per stream, ${TEST_MODELS.chat} (llama-server's 4 slots, unified KV)`);
     for (const clients of [1, 4, 8]) {
       const d: Round[] = [];
@@ -45,12 +46,14 @@ export async function benchConcurrency(runs: number) {
       const tps = (rs: Round[]) => median(rs.map((r) => r.tokensPerSecond));
       const ratio = tps(p) / tps(d);
       const goal = clients >= 4 ? "  (goal >= 0.98)" : "";
+      out.push({ name: `concurrency: ${clients} client(s), aggregate tokens/s through the server`, value: tps(p), unit: "tok/s", baseline: { name: "directly", value: tps(d) }, ...(clients >= 4 ? { goal: { op: ">=", target: 0.98 } as const } : {}) });
       console.log(`  ${clients} client(s): aggregate tokens/s direct ${tps(d).toFixed(1)}, through server ${tps(p).toFixed(1)}, ratio ${ratio.toFixed(3)}${goal}`);
       console.log(
         `    TTFT p50 direct ${fmt(median(d.map((r) => r.ttftP50Ms)))}, through server ${fmt(median(p.map((r) => r.ttftP50Ms)))}; ` +
           `spread (max - min) direct ${fmt(median(d.map((r) => r.ttftSpreadMs)))}, through server ${fmt(median(p.map((r) => r.ttftSpreadMs)))}`,
       );
     }
+    return out;
   } finally {
     await server.stop();
     w.cleanup();

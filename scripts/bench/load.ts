@@ -2,7 +2,7 @@
 import { startServer } from "../../app/server.ts";
 import { llamaArgv } from "../../engines/llamacpp.ts";
 import { freePort } from "../../engines/process.ts";
-import { fmt, median, setup, TEST_MODELS } from "./common.ts";
+import { fmt, median, setup, TEST_MODELS, type Figure } from "./common.ts";
 
 /** llama-server started by hand, polled every millisecond until /health answers 200. */
 async function directLoad(binary: string, modelPath: string): Promise<number> {
@@ -25,7 +25,7 @@ async function directLoad(binary: string, modelPath: string): Promise<number> {
   return ms;
 }
 
-export async function benchLoad(runs: number) {
+export async function benchLoad(runs: number): Promise<Figure[]> {
   const w = setup();
   const { binary, extra, modelPath } = w;
   const server = await startServer(
@@ -55,5 +55,6 @@ export async function benchLoad(runs: number) {
   console.log(`  llama-server alone, spawn -> /health 200   median ${fmt(d)}  (min ${fmt(Math.min(...direct))})`);
   console.log(`  POST /v1/load -> response                   median ${fmt(s)}  (min ${fmt(Math.min(...viaServer))})`);
   console.log(`  ratio server/direct ${(s / d).toFixed(3)}  (added ${fmt(s - d)})`);
+  return [{ name: "POST /v1/load -> ready p50", value: s, unit: "ms", baseline: { name: "llama-server alone -> /health", value: d } }];
 }
 

@@ -1,38 +1,125 @@
-// bench memory: the server's resident memory idle, after 10,000 requests, and after loading and
-// unloading a model 20 times (on the FAKE engine, whose own memory is another process's).
-import { copyFileSync } from "node:fs";
+// bench memory: the server's resident memory idle, after 10,000 keep-alive requests and after
+// loading and unloading a model 20 times (on the FAKE engine, whose own memory is another
+// process's), for `npm start` and for the single executable, against an Elysia hello-world measured
+// in the same run (the goal: idle <= hello-world + 5 MB, the others within 10 % of idle); then what
+// each part of the server costs at import, each in a fresh process.
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { load, rssMb, setup, spawnServer } from "./common.ts";
+import { freePort } from "../../engines/process.ts";
+import { table, type Figure } from "../../lib/bench.ts";
+import { load, rssMb, setup, spawnServer, type ServerProcess, type Work } from "./common.ts";
 
-export async function benchMemory() {
-  const w = setup();
-  copyFileSync(w.modelPath, join(w.extra, "fake-engine.gguf"));
-  const server = await spawnServer(w);
+const root = join(import.meta.dir, "..", "..");
+
+/** Resident memory once a process has settled (the server collects after 2 s of quiet). */
+async function settled(pid: number, ms: number): Promise<number> {
+  await Bun.sleep(ms);
+  return rssMb(pid);
+}
+
+/** An Elysia hello-world in its own process, measured idle: this runtime's floor for the server. */
+async function helloWorld(dir: string): Promise<number> {
+  const file = join(dir, "hello.ts");
+  writeFileSync(file, `import { Elysia } from ${JSON.stringify(join(root, "node_modules", "elysia"))};\nnew Elysia().get("/live", () => ({ status: "ok" })).listen({ hostname: "127.0.0.1", port: Number(process.argv[2]) });\n`);
+  const port = freePort();
+  const child = Bun.spawn([process.execPath, file, String(port)], { stdout: "ignore", stderr: "inherit" });
   try {
-    await Bun.sleep(1000);
-    const idle = rssMb(server.pid);
-    const routes = ["/live", "/v1/models", "/v1/health", "/api/tags", "/v1/models/extra.tiny-chat"];
-    for (let i = 0; i < 10_000; i += 8) {
-      await Promise.all(Array.from({ length: 8 }, (_, j) => fetch(`${server.base}${routes[(i + j) % routes.length]}`).then((r) => r.arrayBuffer())));
-    }
-    // Settled: the server collects once it has been quiet for 2 s.
-    await Bun.sleep(5000);
-    const afterRequests = rssMb(server.pid);
-    for (let i = 0; i < 20; i++) {
-      await load(server, { model_name: "extra.fake-engine", llamacpp_backend: "system" });
-      const res = await server.post("/v1/chat/completions", { model: "extra.fake-engine", messages: [{ role: "user", content: "hi" }], max_tokens: 50, stream: true });
-      await res.arrayBuffer();
-      await server.post("/v1/unload", { model_name: "extra.fake-engine" });
-    }
-    await Bun.sleep(5000);
-    const afterLoads = rssMb(server.pid);
-    const within = (mb: number) => `${(((mb - idle) / idle) * 100).toFixed(1)} % over idle`;
-    console.log("bench memory: server RSS (the engines are other processes)");
-    console.log(`  idle                          ${idle.toFixed(1)} MB  (goal <= 40 MB)`);
-    console.log(`  after 10,000 requests         ${afterRequests.toFixed(1)} MB, ${within(afterRequests)}  (goal within 10 %)`);
-    console.log(`  after 20 loads and unloads    ${afterLoads.toFixed(1)} MB, ${within(afterLoads)}  (goal within 10 %)`);
+    for (let i = 0; i < 200 && !(await fetch(`http://127.0.0.1:${port}/live`).then((r) => r.ok, () => false)); i++) await Bun.sleep(25);
+    return await settled(child.pid, 1500);
   } finally {
-    await server.stop();
+    child.kill();
+    await child.exited;
+  }
+}
+
+async function measure(server: ServerProcess): Promise<{ idle: number; afterRequests: number; afterLoads: number }> {
+  const idle = await settled(server.pid, 1500);
+  const routes = ["/live", "/v1/models", "/v1/health", "/api/tags", "/v1/models/extra.tiny-chat"];
+  for (let i = 0; i < 10_000; i += 8) {
+    await Promise.all(Array.from({ length: 8 }, (_, j) => fetch(`${server.base}${routes[(i + j) % routes.length]}`).then((r) => r.arrayBuffer())));
+  }
+  const afterRequests = await settled(server.pid, 4000);
+  for (let i = 0; i < 20; i++) {
+    await load(server, { model_name: "extra.fake-engine", llamacpp_backend: "system" });
+    const res = await server.post("/v1/chat/completions", { model: "extra.fake-engine", messages: [{ role: "user", content: "hi" }], max_tokens: 50, stream: true });
+    await res.arrayBuffer();
+    await server.post("/v1/unload", { model_name: "extra.fake-engine" });
+  }
+  const afterLoads = await settled(server.pid, 4000);
+  return { idle, afterRequests, afterLoads };
+}
+
+function figures(label: string, m: Awaited<ReturnType<typeof measure>>, hello: number): Figure[] {
+  return [
+    { name: `${label}: idle RSS`, value: m.idle, unit: "MB", baseline: { name: "Elysia hello-world + 5 MB", value: hello + 5 }, goal: { op: "<=", target: 1 } },
+    { name: `${label}: after 10,000 keep-alive requests`, value: m.afterRequests, unit: "MB", baseline: { name: "idle", value: m.idle }, goal: { op: "<=", target: 1.1 } },
+    { name: `${label}: after 20 loads and unloads`, value: m.afterLoads, unit: "MB", baseline: { name: "idle", value: m.idle }, goal: { op: "<=", target: 1.1 } },
+  ];
+}
+
+/** The single executable, built into the scratch folder as `bun run build` builds it. */
+export function buildExecutable(dir: string): string {
+  const out = join(dir, "lemonade");
+  const build = Bun.spawnSync([process.execPath, join(root, "scripts", "build.ts"), out], { stdout: "ignore", stderr: "inherit" });
+  if (build.exitCode !== 0) throw new Error("bun run build failed");
+  return out;
+}
+
+/** Where the server's RSS goes: its parts imported one after another into one fresh process, in
+ * the order start-up loads them, each with what it adds (what an earlier one loaded is not counted
+ * again); the engines' own dependencies last, for reference. */
+function importCosts(): Figure[] {
+  const parts: [string, string][] = [
+    ["@sinclair/typebox", "@sinclair/typebox"],
+    ["spec/ (every endpoint's schemas)", "./spec/index.ts"],
+    ["elysia", "elysia"],
+    ["config/", "./config/config.ts"],
+    ["models/ (catalog, library, cloud)", "./models/library.ts"],
+    ["engines/ (every recipe, the installer)", "./engines/installer.ts"],
+    ["runtime/ (scheduler, proxy, jobs, KV cache)", "./runtime/jobs.ts"],
+    ["protocols/ (openai, ollama, anthropic, mcp, omni, routing)", "./protocols/mcp.ts"],
+    ["observability/metrics.ts (prom-client on first scrape)", "./observability/metrics.ts"],
+    ["http/ (every route; OpenAPI and docs pages on first use)", "./http/app.ts"],
+    ["app/ and cli/ (the whole server)", "./cli/commands/serve.ts"],
+    ["http/openapi.ts (first GET /openapi.json)", "./http/openapi.ts"],
+    ["http/reference.ts (first /docs page)", "./http/reference.ts"],
+    ["prom-client (its lib modules)", "prom-client"],
+    ["onnxruntime-node (its engine process only)", "onnxruntime-node"],
+    ["@huggingface/tokenizers (its engine process only)", "@huggingface/tokenizers"],
+  ];
+  const code = `const rss = () => (Bun.gc(true), process.memoryUsage().rss / 1048576);
+let before = rss();
+for (const spec of ${JSON.stringify(parts.map((p) => p[1]))}) { await import(spec); const now = rss(); console.log(now - before); before = now; }`;
+  const out = Bun.spawnSync([process.execPath, "-e", code], { cwd: root, stderr: "ignore" }).stdout.toString().trim().split("\n").map(Number);
+  return parts.map(([name], i) => ({ name: `import ${name}`, value: out[i] ?? NaN, unit: "MB" }));
+}
+
+export async function benchMemory(): Promise<Figure[]> {
+  const w: Work = setup();
+  copyFileSync(w.modelPath, join(w.extra, "fake-engine.gguf"));
+  const scratch = mkdtempSync(join(tmpdir(), "lemonade-bench-exe-"));
+  const out: Figure[] = [];
+  try {
+    const hello = await helloWorld(scratch);
+    const npm = await spawnServer(w);
+    try {
+      out.push(...figures("npm start", await measure(npm), hello));
+    } finally {
+      await npm.stop();
+    }
+    const exe = await spawnServer(w, {}, [buildExecutable(scratch)]);
+    try {
+      out.push(...figures("single executable", await measure(exe), hello));
+    } finally {
+      await exe.stop();
+    }
+    console.log(table(`bench memory: server RSS (engines are other processes); Elysia hello-world idles at ${hello.toFixed(1)} MB in this run`, out));
+    const costs = importCosts();
+    console.log(table("  where it goes: what each part adds to a fresh bun process's RSS, imported in start-up order", costs));
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
     w.cleanup();
   }
+  return out;
 }

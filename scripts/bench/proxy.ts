@@ -3,9 +3,9 @@
 // fast as it can.
 import { copyFileSync } from "node:fs";
 import { join } from "node:path";
-import { fmt, load, median, percentile, setup, spawnServer, timeStream, TEST_MODELS, type StreamTiming } from "./common.ts";
+import { fmt, load, median, percentile, setup, spawnServer, timeStream, TEST_MODELS, type Figure, type StreamTiming } from "./common.ts";
 
-export async function benchProxy(runs: number) {
+export async function benchProxy(runs: number): Promise<Figure[]> {
   const w = setup();
   copyFileSync(w.modelPath, join(w.extra, "fake-engine.gguf"));
   const server = await spawnServer(w);
@@ -72,6 +72,11 @@ export async function benchProxy(runs: number) {
     console.log(`    direct ${fmt(fakeTotal(fake.direct))}, through server ${fmt(fakeTotal(fake.proxied))}`);
     console.log(`    per-chunk overhead ${perChunkUs.toFixed(2)} us  (goal < 20 us)`);
     console.log(`    added time to first chunk p50 ${fmt(percentile(fakeAdded, 0.5))}, p95 ${fmt(percentile(fakeAdded, 0.95))}`);
+    return [
+      { name: "proxy: stream tokens/s, through the server", value: tpsProxied, unit: "tok/s", baseline: { name: "llama-server directly", value: tpsDirect }, goal: { op: ">=", target: 0.99 } },
+      { name: "proxy: added time to first token p50", value: percentile(added, 0.5), unit: "ms", goal: { op: "<", target: 1 } },
+      { name: "proxy: per-chunk overhead (FAKE engine)", value: perChunkUs, unit: "us", goal: { op: "<", target: 20 } },
+    ];
   } finally {
     await server.stop();
     w.cleanup();

@@ -4,7 +4,7 @@ import { linkSync } from "node:fs";
 import { join } from "node:path";
 import { llamaArgv } from "../../engines/llamacpp.ts";
 import { freePort } from "../../engines/process.ts";
-import { fmt, median, setup, spawnServer } from "./common.ts";
+import { fmt, median, setup, spawnServer, type Figure } from "./common.ts";
 
 const chat = (model: string) => ({ model, messages: [{ role: "user", content: "hi" }], max_tokens: 4 });
 
@@ -26,7 +26,7 @@ async function coldStart(binary: string, modelPath: string): Promise<number> {
   return ms;
 }
 
-export async function benchSwap(runs: number) {
+export async function benchSwap(runs: number): Promise<Figure[]> {
   const w = setup();
   linkSync(w.modelPath, join(w.extra, "tiny-chat-b.gguf"));
   const server = await spawnServer(w, { LEMONADE_MAX_LOADED_MODELS: "1" });
@@ -50,6 +50,10 @@ export async function benchSwap(runs: number) {
     console.log(`  llama-server cold start + the request, by hand   median ${fmt(median(cold))}`);
     console.log(`  request forcing a swap, through the server       median ${fmt(median(swaps))}`);
     console.log(`  ratio ${ratio.toFixed(3)}  (goal <= 1.05), failed requests ${failed}  (goal 0)`);
+    return [
+      { name: "swap: request forcing a swap p50, through the server", value: median(swaps), unit: "ms", baseline: { name: "llama-server cold start + request", value: median(cold) }, goal: { op: "<=", target: 1.05 } },
+      { name: "swap: failed requests", value: failed, unit: "", goal: { op: "<=", target: 0 } },
+    ];
   } finally {
     await server.stop();
     w.cleanup();

@@ -3,7 +3,7 @@
 // process, no port, no timer: each ordering is the one the test chooses.
 import type { RunningEngine } from "../../engines/engine.ts";
 import { FakeClock } from "./fake-clock.ts";
-import { Scheduler, type SchedulableModel, type SchedulerDeps } from "../../runtime/scheduler.ts";
+import { Scheduler, type SchedulableModel, type SchedulerDeps, type SchedulerEffects } from "../../runtime/scheduler.ts";
 
 /** One engine of the in-memory engine: healthy while it runs, it stops when asked (at once, unless
  * the test holds its stops), and exits on its own when the test crashes it. */
@@ -113,13 +113,14 @@ export class MemoryEngines {
   }
 }
 
-/** A scheduler on the in-memory engine and a fake clock; `overrides` replace its dependencies. */
-export function memoryScheduler(max = 1, overrides: Partial<SchedulerDeps<SchedulableModel>> = {}) {
+/** A scheduler on the in-memory engine and a fake clock; `overrides` replace its dependencies,
+ * `effects` add to its effects (a `save` before an eviction's stop). */
+export function memoryScheduler(max = 1, overrides: Partial<SchedulerDeps<SchedulableModel>> = {}, effects: Partial<SchedulerEffects<SchedulableModel>> = {}) {
   const engines = new MemoryEngines();
   const clock = new FakeClock();
   const logs: string[] = [];
   const scheduler = new Scheduler<SchedulableModel>({
-    effects: { prepare: async () => {}, start: engines.start, clock },
+    effects: { prepare: async () => {}, start: engines.start, clock, ...effects },
     check: () => {},
     resolve: () => ({ options: {}, ctxSize: 4096 }),
     maxLoaded: () => max,

@@ -467,6 +467,13 @@ describe("Lemonade's CLI syntax", () => {
     expect(compared.out).toMatch(/median TTFT [\d.]+ \(was [\d.]+, [\d.]+x\) ms/);
   });
 
+  test("bench --base-url prints the server's rate and stream tables, each figure beside its baseline and goal", async () => {
+    const r = await lemonade(["bench", "--base-url", `http://127.0.0.1:${port}`, "extra.tiny-chat", "--runs", "1", "--seconds", "1"]);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toMatch(/\/v1\/models req\/s\s+\d+ req\/s\s+\/live \d+ req\/s\s+[\d.]+\s+ratio >= 0.3\s+(met|MISSED)/);
+    expect(r.out).toMatch(/time to first token p50 \(32-token stream, extra.tiny-chat\)\s+[\d.]+ ms/);
+  });
+
   test("import takes a /v1/models entry (id as the name)", async () => {
     const file = join(cacheDir, "entry.json");
     writeFileSync(file, JSON.stringify({ id: "FromId", recipe: "llamacpp", checkpoints: { main: "test-org/tiny-GGUF:Q4_0" } }));

@@ -346,3 +346,42 @@ test("a lease's release is idempotent and only the last one lets a draining mode
   (await forB).release();
   expect(engines.stopsAsked).toEqual(["a"]);
 });
+
+test("an evicted engine's state is saved before it stops; a crash, a failed lease and shutdown save nothing", async () => {
+  const saves: string[] = [];
+  let finishSave = () => {};
+  const { scheduler, engines } = memoryScheduler(1, {}, {
+    save: (instance) => {
+      saves.push(instance.model.id);
+      return new Promise<void>((resolve) => (finishSave = resolve));
+    },
+  });
+  engines.autoStart = true;
+  (await scheduler.acquire(model("a"))).release();
+  const forB = scheduler.acquire(model("b"));
+  await settle();
+  // The save runs while a's engine still answers, and b's start waits for the stop after it.
+  expect(saves).toEqual(["a"]);
+  expect(engines.stopsAsked).toEqual([]);
+  expect(engines.startsAsked).toEqual(["a"]);
+  finishSave();
+  (await forB).release();
+  expect(engines.stopsAsked).toEqual(["a"]);
+  expect(engines.startsAsked).toEqual(["a", "b"]);
+  engines.running.get("b")!.crash();
+  await settle();
+  await (await scheduler.acquire(model("b"))).fail();
+  const lease = await scheduler.acquire(model("b"));
+  lease.release();
+  await scheduler.shutdown();
+  expect(saves).toEqual(["a"]);
+});
+
+test("a save that fails is logged and the eviction goes on", async () => {
+  const { scheduler, engines, logs } = memoryScheduler(1, {}, { save: async () => Promise.reject(new Error("disk full")) });
+  engines.autoStart = true;
+  (await scheduler.acquire(model("a"))).release();
+  (await scheduler.acquire(model("b"))).release();
+  expect(engines.stopsAsked).toEqual(["a"]);
+  expect(logs.some((l) => l.includes("Could not save the state of a before unloading it: disk full"))).toBe(true);
+});

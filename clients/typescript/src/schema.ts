@@ -6615,6 +6615,8 @@ export interface components {
             /** @description Whether the start-up check for newer model revisions has finished */
             update_check_done: boolean;
             auto_tune?: components["schemas"]["AutoTuneStatus"];
+            /** @description Lemonade extension: per model, the KV cache of the recent conversations saved when its engine was unloaded, restored when the model loads again and a prompt continues one (config.json `kv_cache_swap`) */
+            saved_kv_cache: components["schemas"]["SavedKvCache"][];
         };
         StatsResponse: {
             /** @description Seconds until the first token was generated (prompt processing) */
@@ -7233,6 +7235,15 @@ export interface components {
             /** @description The GPU the archetype is named after */
             gpu?: string;
         };
+        /** SavedKvCache */
+        SavedKvCache: {
+            /** @description The model the conversations were saved from */
+            model_name: string;
+            /** @description Conversations saved */
+            conversations: number;
+            /** @description Bytes their files take on disk */
+            bytes: number;
+        };
         /** ProfileDocument */
         ProfileDocument: {
             /**
@@ -7467,6 +7478,7 @@ export type CloudAuthState = components['schemas']['CloudAuthState'];
 export type TelemetryState = components['schemas']['TelemetryState'];
 export type AutoTuneStatus = components['schemas']['AutoTuneStatus'];
 export type Archetype = components['schemas']['Archetype'];
+export type SavedKvCache = components['schemas']['SavedKvCache'];
 export type ProfileDocument = components['schemas']['ProfileDocument'];
 export type ArchetypeProfile = components['schemas']['ArchetypeProfile'];
 export type JobsCreateRequestStepsItem = components['schemas']['JobsCreateRequestStepsItem'];
@@ -14707,7 +14719,14 @@ export interface operations {
                      *       "telemetry": {
                      *         "enabled": false
                      *       },
-                     *       "update_check_done": true
+                     *       "update_check_done": true,
+                     *       "saved_kv_cache": [
+                     *         {
+                     *           "model_name": "Qwen3-0.6B-GGUF",
+                     *           "conversations": 2,
+                     *           "bytes": 18874368
+                     *         }
+                     *       ]
                      *     }
                      */
                     "application/json": components["schemas"]["HealthResponse"];
