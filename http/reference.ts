@@ -57,6 +57,9 @@ function nav(home: string, base: string): string {
   return `<nav><a href="${home}">API reference (OpenAPI)</a>${PAGES.map(([file, title]) => `<a href="${base}${file}">${title}</a>`).join("")}</nav>`;
 }
 
+/** The pages' icon, inline (a lemon), so that no browser asks for /favicon.ico. */
+export const FAVICON = `<link rel="icon" href="data:image/svg+xml,${encodeURIComponent('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><ellipse cx="8" cy="8.5" rx="6.5" ry="5" fill="#f2c53d" stroke="#c79a00"/><path d="M12 3.5c1.2-.6 2-1.6 2-2.5" stroke="#4c8c2b" fill="none"/></svg>')}" />`;
+
 /** The markdown pages as HTML files, by file name. `home` and `base` as for the nav. */
 export function referencePages(home: string, base: string): Record<string, string> {
   return Object.fromEntries(
@@ -68,6 +71,7 @@ export function referencePages(home: string, base: string): Record<string, strin
     <meta charset="utf-8" />
     <meta name="viewport" content="width=device-width, initial-scale=1" />
     <title>Lemonade Server API: ${title}</title>
+    ${FAVICON}
     <style>${STYLE}</style>
   </head>
   <body>
@@ -100,6 +104,7 @@ export function docsPage(home: string, base: string, scripts: string[] = []): st
   <head>
     <title>Lemonade Server API</title>
     <meta charset="utf-8" />
+    ${FAVICON}
     <meta name="viewport" content="width=device-width, initial-scale=1" />
     <link rel="stylesheet" href="${base}swagger-ui.css" />
     <style>${STYLE}</style>

@@ -94,7 +94,26 @@ export interface Model {
   suggested: boolean;
   context_length?: number;
   cloud_provider?: string;
+  /** `huggingface`, `extra_models_dir`, `local_path` or `cloud`. */
+  source?: string;
+  checkpoint_status?: { type: string; present: boolean }[];
 }
+
+/** A server-owned download job (GET /v1/downloads). */
+export interface Job {
+  id: string;
+  model_name: string;
+  status: "downloading" | "paused" | "cancelled" | "completed" | "error";
+  running: boolean;
+  file?: string;
+  percent: number;
+  total_download_size: number;
+  overall_bytes_downloaded: number;
+  error?: string;
+}
+
+/** Jobs that still hold a model's download: a cancelled one has deleted its partial files. */
+export const activeJob = (j: Job) => j.status === "downloading" || j.status === "paused" || j.status === "error";
 
 export interface Loaded {
   model_name: string;

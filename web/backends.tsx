@@ -4,6 +4,10 @@ import { useState } from "preact/hooks";
 import { events, getJson, postJson, request } from "./api.ts";
 import { usePoll } from "./hooks.ts";
 
+/** Backends that are part of the server itself (onnxruntime-node from npm, espeak-ng and binaries on
+ * PATH as `system`): installed, and nothing to uninstall. */
+const builtIn = (recipe: string, backend: string) => recipe === "cloud" || backend === "espeak" || backend === "system" || `${recipe}:${backend}` === "onnxruntime:cpu";
+
 export function Backends() {
   const info = usePoll(() => getJson("/v1/system-info"), 0);
   const [progress, setProgress] = useState<Record<string, string>>({});
@@ -34,7 +38,7 @@ export function Backends() {
   if (!info.data) return <p>Loading backends…</p>;
   return (
     <section>
-      <table>
+      <table class="backends cards">
         <thead>
           <tr>
             <th>Recipe</th>
@@ -42,7 +46,7 @@ export function Backends() {
             <th>State</th>
             <th>Version</th>
             <th>Next step</th>
-            <th />
+            <th>Actions</th>
           </tr>
         </thead>
         <tbody>
@@ -51,14 +55,22 @@ export function Backends() {
               const key = `${recipe}:${backend}`;
               return (
                 <tr key={key}>
-                  <td>{recipe}</td>
-                  <td>{backend}</td>
-                  <td class={`state ${b.state}`}>{progress[key] ?? b.state}</td>
-                  <td>{b.version ?? ""}</td>
-                  <td>{b.action || b.message}</td>
-                  <td>
-                    {b.state === "installable" || b.state === "update_required" ? <button onClick={() => install(recipe, backend)}>Install</button> : null}
-                    {b.state === "installed" && recipe !== "cloud" && backend !== "espeak" && backend !== "system" ? <button onClick={() => uninstall(recipe, backend)}>Uninstall</button> : null}
+                  <td data-label="Recipe">{recipe}</td>
+                  <td data-label="Backend">{backend}</td>
+                  <td data-label="State" class={`state ${b.state}`}>{progress[key] ?? b.state}</td>
+                  <td data-label="Version">{b.version ?? ""}</td>
+                  <td data-label="Next step">{b.action || b.message || (builtIn(recipe, backend) ? "built in" : "")}</td>
+                  <td data-label="Actions" class="actions">
+                    {b.state === "installable" || b.state === "update_required" ? (
+                      <button onClick={() => install(recipe, backend)}>
+                        Install
+                      </button>
+                    ) : null}
+                    {b.state === "installed" && !builtIn(recipe, backend) ? (
+                      <button onClick={() => uninstall(recipe, backend)}>
+                        Uninstall
+                      </button>
+                    ) : null}
                   </td>
                 </tr>
               );

@@ -1,6 +1,7 @@
-// The web app: one page with a panel per task, switched by the address's #fragment, and a status bar.
+// The web app: one page with a panel per task, switched by the address's #fragment, a status bar,
+// a theme toggle (system, light, dark) and toasts for what happens in the background.
 import { render } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import "./style.css";
 import { Chat } from "./chat.tsx";
 import { Models } from "./models.tsx";
@@ -9,10 +10,14 @@ import { Logs } from "./logs.tsx";
 import { Settings } from "./settings.tsx";
 import { TryIt } from "./tryit.tsx";
 import { StatusBar } from "./status.tsx";
+import { Downloads, useJobs } from "./downloads.tsx";
+import { useStored } from "./hooks.ts";
+import type { Job } from "./api.ts";
 
 const PANELS = [
   ["chat", "Chat"],
   ["models", "Model manager"],
+  ["downloads", "Downloads"],
   ["try", "Try it"],
   ["backends", "Backends"],
   ["logs", "Logs"],
@@ -21,9 +26,40 @@ const PANELS = [
 type Panel = (typeof PANELS)[number][0];
 
 const current = (): Panel => {
-  const hash = location.hash.slice(1);
+  // `#models?label=tts`: a panel, and what it opens with.
+  const hash = location.hash.slice(1).split("?")[0];
   return (PANELS.find(([id]) => id === hash)?.[0] ?? "chat") as Panel;
 };
+
+type Theme = "system" | "light" | "dark";
+
+interface Toast {
+  id: number;
+  text: string;
+  error?: boolean;
+}
+
+/** Toasts for download jobs that finished or failed since the last poll. */
+function useToasts(jobs: Job[] | undefined): [Toast[], (id: number) => void] {
+  const [toasts, setToasts] = useState<Toast[]>([]);
+  const seen = useRef<Map<string, Job["status"]> | null>(null);
+  const next = useRef(0);
+  useEffect(() => {
+    if (!jobs) return;
+    const before = seen.current;
+    seen.current = new Map(jobs.map((j) => [j.id, j.status]));
+    // The first poll is what was there already: nothing new to tell.
+    if (!before) return;
+    const news: Toast[] = [];
+    for (const j of jobs) {
+      if (before.get(j.id) === j.status) continue;
+      if (j.status === "completed") news.push({ id: next.current++, text: `Download of ${j.model_name} done` });
+      if (j.status === "error") news.push({ id: next.current++, text: `Download of ${j.model_name} failed: ${j.error ?? "error"}`, error: true });
+    }
+    if (news.length) setToasts((t) => [...t, ...news].slice(-4));
+  }, [jobs]);
+  return [toasts, (id) => setToasts((t) => t.filter((x) => x.id !== id))];
+}
 
 function App() {
   const [panel, setPanel] = useState<Panel>(current());
@@ -33,6 +69,14 @@ function App() {
     return () => removeEventListener("hashchange", onHash);
   }, []);
   const go = (p: Panel) => (location.hash = p);
+  const jobs = useJobs(2000);
+  const active = (jobs.data ?? []).filter((j) => j.status === "downloading").length;
+  const [toasts, dismiss] = useToasts(jobs.data);
+  const [theme, setTheme] = useStored<Theme>("lemonade.theme", "system");
+  useEffect(() => {
+    if (theme === "system") delete document.documentElement.dataset.theme;
+    else document.documentElement.dataset.theme = theme;
+  }, [theme]);
   return (
     <div class="app">
       <header>
@@ -41,22 +85,46 @@ function App() {
           {PANELS.map(([id, label]) => (
             <button key={id} class={panel === id ? "tab active" : "tab"} aria-current={panel === id ? "page" : undefined} onClick={() => go(id)}>
               {label}
+              {id === "downloads" && active > 0 && (
+                <span class="nav-badge" aria-label={`${active} active`}>
+                  {active}
+                </span>
+              )}
             </button>
           ))}
           <a class="tab" href="/docs">
             API docs
           </a>
         </nav>
+        <label class="theme">
+          Theme{" "}
+          <select value={theme} onChange={(e) => setTheme((e.target as HTMLSelectElement).value as Theme)}>
+            <option value="system">system</option>
+            <option value="light">light</option>
+            <option value="dark">dark</option>
+          </select>
+        </label>
       </header>
       <main>
         {panel === "chat" && <Chat onManageModels={() => go("models")} />}
         {panel === "models" && <Models />}
+        {panel === "downloads" && <Downloads />}
         {panel === "try" && <TryIt />}
         {panel === "backends" && <Backends />}
         {panel === "logs" && <Logs />}
         {panel === "settings" && <Settings />}
       </main>
       <StatusBar />
+      <div class="toasts" role="status" aria-live="polite">
+        {toasts.map((t) => (
+          <div key={t.id} class={t.error ? "toast error" : "toast"}>
+            <p>{t.text}</p>
+            <button class="link" aria-label="Dismiss" onClick={() => dismiss(t.id)}>
+              ×
+            </button>
+          </div>
+        ))}
+      </div>
     </div>
   );
 }

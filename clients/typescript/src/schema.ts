@@ -4399,6 +4399,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/internal/config/schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Describe every setting
+         * @description Every `config.json` setting, nested ones as `section.key`, with the type `POST /internal/set` checks, its default, and for those with an effect here what it does and the values it takes (a range, an allowed value outside it, or a list). The web app's Settings panel is built from it.
+         */
+        get: operations["lemonade.internal_config_schema"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/internal/set": {
         parameters: {
             query?: never;
@@ -6306,6 +6326,9 @@ export interface components {
         InternalConfigResponse: {
             [key: string]: unknown;
         };
+        InternalConfigSchemaResponse: {
+            [key: string]: components["schemas"]["SettingSchema"];
+        };
         /** @description The settings to change. */
         InternalSetRequest: {
             [key: string]: unknown;
@@ -6510,6 +6533,25 @@ export interface components {
             /** @description A later step's id. */
             goto: string;
         };
+        /** SettingSchema */
+        SettingSchema: {
+            /** @description The JSON type a value must have, its default's: `string`, `number`, `boolean`, `array` or `object` */
+            type: string;
+            /** @description Lemonade's default */
+            default: unknown;
+            /** @description What the setting does on this server; absent for keys kept but without effect here */
+            description?: string;
+            /** @description The only values it takes */
+            enum?: string[];
+            /** @description The smallest value it takes */
+            minimum?: number;
+            /** @description The largest value it takes */
+            maximum?: number;
+            /** @description One value it takes outside `minimum`..`maximum`, such as `-1` (automatic or unlimited) */
+            special?: number;
+            /** @description `true`: whole numbers only */
+            integer?: boolean;
+        };
     };
     responses: {
         /** @description An error, in the OpenAIError shape */
@@ -6657,6 +6699,7 @@ export type AliasesPostRequest = components['schemas']['AliasesPostRequest'];
 export type AliasesPostResponse = components['schemas']['AliasesPostResponse'];
 export type AliasesDeleteResponse = components['schemas']['AliasesDeleteResponse'];
 export type InternalConfigResponse = components['schemas']['InternalConfigResponse'];
+export type InternalConfigSchemaResponse = components['schemas']['InternalConfigSchemaResponse'];
 export type InternalSetRequest = components['schemas']['InternalSetRequest'];
 export type InternalSetResponse = components['schemas']['InternalSetResponse'];
 export type InternalPinRequest = components['schemas']['InternalPinRequest'];
@@ -6672,6 +6715,7 @@ export type InstallResult = components['schemas']['InstallResult'];
 export type CloudAuthState = components['schemas']['CloudAuthState'];
 export type JobsCreateRequestStepsItem = components['schemas']['JobsCreateRequestStepsItem'];
 export type JobBranchCase = components['schemas']['JobBranchCase'];
+export type SettingSchema = components['schemas']['SettingSchema'];
 export type ResponseOpenAiError = components['responses']['OpenAIError'];
 export type ResponseOllamaError = components['responses']['OllamaError'];
 export type ResponseAnthropicError = components['responses']['AnthropicError'];
@@ -15132,6 +15176,58 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["InternalConfigResponse"];
+                };
+            };
+            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
+            401: components["responses"]["LemonadeError"];
+            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
+            403: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.internal_config_schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ctx_size": {
+                     *         "type": "number",
+                     *         "default": -1,
+                     *         "description": "The default context size of a load; -1 sizes it automatically from the model and memory.",
+                     *         "minimum": 1,
+                     *         "maximum": 2147483647,
+                     *         "special": -1,
+                     *         "integer": true
+                     *       },
+                     *       "log_level": {
+                     *         "type": "string",
+                     *         "default": "info",
+                     *         "description": "How much the server logs.",
+                     *         "enum": [
+                     *           "trace",
+                     *           "debug",
+                     *           "info",
+                     *           "warning",
+                     *           "error",
+                     *           "critical",
+                     *           "fatal",
+                     *           "none"
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["InternalConfigSchemaResponse"];
                 };
             };
             /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
