@@ -7,7 +7,9 @@ import { usePoll } from "./hooks.ts";
 
 const ORDER: Record<Job["status"], number> = { downloading: 0, paused: 1, error: 2, cancelled: 3, completed: 4 };
 
-export const useJobs = (ms: number) => usePoll<Job[]>(() => getJson("/v1/downloads"), ms);
+export type Jobs = ReturnType<typeof useJobs>;
+
+export const useJobs = (ms: number, deps: unknown[] = []) => usePoll<Job[]>(() => getJson("/v1/downloads"), ms, deps);
 
 const size = (bytes: number) => (bytes >= 1e9 ? `${(bytes / 1e9).toFixed(2)} GB` : `${(bytes / 1e6).toFixed(1)} MB`);
 const duration = (s: number) => (s >= 3600 ? `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min` : s >= 60 ? `${Math.floor(s / 60)} min ${Math.round(s % 60)} s` : `${Math.ceil(s)} s`);
@@ -26,8 +28,7 @@ function useSpeeds(jobs: Job[] | undefined): Record<string, number> {
   return Object.fromEntries(Object.entries(last.current).map(([id, v]) => [id, v.speed]));
 }
 
-export function Downloads() {
-  const jobs = useJobs(1000);
+export function Downloads({ jobs }: { jobs: Jobs }) {
   const speeds = useSpeeds(jobs.data);
   const [message, setMessage] = useState("");
   const act = async (what: string, fn: () => Promise<unknown>) => {

@@ -69,7 +69,8 @@ function App() {
     return () => removeEventListener("hashchange", onHash);
   }, []);
   const go = (p: Panel) => (location.hash = p);
-  const jobs = useJobs(2000);
+  // One poll of the jobs for the badge, the toasts and the panels that show them: faster while one is open.
+  const jobs = useJobs(panel === "models" || panel === "downloads" ? 1000 : 3000, [panel]);
   const active = (jobs.data ?? []).filter((j) => j.status === "downloading").length;
   const [toasts, dismiss] = useToasts(jobs.data);
   const [theme, setTheme] = useStored<Theme>("lemonade.theme", "system");
@@ -107,8 +108,8 @@ function App() {
       </header>
       <main>
         {panel === "chat" && <Chat onManageModels={() => go("models")} />}
-        {panel === "models" && <Models />}
-        {panel === "downloads" && <Downloads />}
+        {panel === "models" && <Models jobs={jobs} />}
+        {panel === "downloads" && <Downloads jobs={jobs} />}
         {panel === "try" && <TryIt />}
         {panel === "backends" && <Backends />}
         {panel === "logs" && <Logs />}

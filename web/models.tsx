@@ -4,7 +4,7 @@
 import { useState } from "preact/hooks";
 import { activeJob, getJson, postJson, type Loaded, type Model } from "./api.ts";
 import { usePoll } from "./hooks.ts";
-import { useJobs } from "./downloads.tsx";
+import type { Jobs } from "./downloads.tsx";
 
 const COLLECTION = "collection.omni";
 
@@ -224,10 +224,9 @@ const deletePrompt = (m: Listed) =>
     ? `Delete the collection ${m.id}? Only the collection entry is removed; its components (${m.components?.join(", ")}) stay downloaded.`
     : `Delete ${m.id} and its files?`;
 
-export function Models() {
+export function Models({ jobs }: { jobs: Jobs }) {
   const models = usePoll(() => getJson("/v1/models?show_all=true"), 2000);
   const health = usePoll(() => getJson("/v1/health"), 2000);
-  const jobs = useJobs(1000);
   const [filter, setFilter] = useState(() => ({ search: "", recipe: "", label: new URLSearchParams(location.hash.split("?")[1] ?? "").get("label") ?? "", downloaded: false }));
   const [options, setOptions] = useState<string | null>(null);
   const [message, setMessage] = useState("");
