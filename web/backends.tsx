@@ -54,7 +54,7 @@ export function Backends() {
             Object.entries<any>(r.backends).map(([backend, b]) => {
               const key = `${recipe}:${backend}`;
               return (
-                <tr key={key}>
+                <tr key={key} data-backend={key}>
                   <td data-label="Recipe">{recipe}</td>
                   <td data-label="Backend">{backend}</td>
                   <td data-label="State" class={`state ${b.state}`}>{progress[key] ?? b.state}</td>

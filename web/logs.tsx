@@ -73,7 +73,7 @@ export function Logs() {
         <button onClick={() => setPaused(!paused)}>{paused ? "Resume" : "Pause"}</button>
         <span class="hint">{state}</span>
       </div>
-      <pre class="log-lines" aria-live="polite">
+      <pre class="log-lines" role="log" tabIndex={0} aria-label="Log lines">
         {shown.map((e) => (
           <div key={e.seq} class={`log ${e.severity}`}>
             {e.line}

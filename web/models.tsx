@@ -257,8 +257,9 @@ export function Models({ jobs }: { jobs: Jobs }) {
   // What is moving first (downloads), then loaded, then downloaded, then the catalog in its own order.
   const rank = (m: Model) => (jobOf(m.id) ? 0 : loaded.has(m.id) ? 1 : m.downloaded ? 2 : 3);
   shown.sort((a, b) => rank(a) - rank(b));
-  const recipes = [...new Set(all.map((m) => m.recipe))].sort();
-  const labels = [...new Set(all.flatMap((m) => m.labels))].sort();
+  // The filter asked for (`#models?label=image`) is an option before the list arrives, so the select shows it.
+  const recipes = [...new Set([...all.map((m) => m.recipe), ...(filter.recipe ? [filter.recipe] : [])])].sort();
+  const labels = [...new Set([...all.flatMap((m) => m.labels), ...(filter.label ? [filter.label] : [])])].sort();
   return (
     <section class="models">
       <div class="filters">
