@@ -76,6 +76,17 @@ export async function* events(res: Response): AsyncGenerator<{ event: string; da
   }
 }
 
+/** The pieces of a streamed /v1/chat/completions reply: text, reasoning, and the engine's timings. */
+export async function* chatStream(body: Record<string, unknown>, signal: AbortSignal): AsyncGenerator<{ content: string; reasoning: string; timings?: { predicted_per_second?: number; prompt_ms?: number } }> {
+  const res = await request("/v1/chat/completions", { method: "POST", body: JSON.stringify({ ...body, stream: true, stream_options: { include_usage: true } }), signal });
+  for await (const { data } of events(res)) {
+    if (data === "[DONE]") return;
+    if (data?.error) throw new Error(data.error.message);
+    const delta = data?.choices?.[0]?.delta ?? {};
+    yield { content: delta.content ?? "", reasoning: delta.reasoning_content ?? "", timings: data?.timings };
+  }
+}
+
 /** A WebSocket to the server, the key sent as the `bearer.<base64url>` subprotocol browsers allow. */
 export function socket(path: string): WebSocket {
   const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}${path}`;

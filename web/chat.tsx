@@ -5,7 +5,7 @@
 // export as Markdown or JSON; and under each reply what the user saw: tokens/s, the time to the
 // first token on the wire, and the model's load time when the reply had to wait for one.
 import { useEffect, useRef, useState } from "preact/hooks";
-import { events, getJson, request, type Loaded, type Model } from "./api.ts";
+import { chatStream, getJson, request, type Loaded, type Model } from "./api.ts";
 import { useStored } from "./hooks.ts";
 import { renderMarkdown } from "./markdown.ts";
 import { conversations as store } from "./store.ts";
@@ -311,8 +311,6 @@ export function Chat({ onManageModels }: { onManageModels: () => void }) {
     const body = {
       model: base.model,
       messages: wire,
-      stream: true,
-      stream_options: { include_usage: true },
       ...Object.fromEntries(SAMPLING.map(([k]) => [k, num(sampling[k])]).filter(([, v]) => v !== undefined)),
       ...(sampling.thinking ? {} : { chat_template_kwargs: { enable_thinking: false } }),
     };
@@ -320,16 +318,11 @@ export function Chat({ onManageModels }: { onManageModels: () => void }) {
     let promptMs: number | undefined;
     let tps: number | undefined;
     try {
-      const res = await request("/v1/chat/completions", { method: "POST", body: JSON.stringify(body), signal: controller.signal });
-      for await (const { data } of events(res)) {
-        if (data === "[DONE]") break;
-        if (data?.error) throw new Error(data.error.message);
-        const delta = data?.choices?.[0]?.delta ?? {};
-        if (delta.content || delta.reasoning_content) firstToken ??= performance.now();
-        answer = { ...answer, content: answer.content + (delta.content ?? ""), reasoning: (answer.reasoning ?? "") + (delta.reasoning_content ?? "") || undefined };
-        const t = data?.timings;
-        if (t?.predicted_per_second) tps = t.predicted_per_second;
-        if (t?.prompt_ms !== undefined) promptMs = t.prompt_ms;
+      for await (const piece of chatStream(body, controller.signal)) {
+        if (piece.content || piece.reasoning) firstToken ??= performance.now();
+        answer = { ...answer, content: answer.content + piece.content, reasoning: (answer.reasoning ?? "") + piece.reasoning || undefined };
+        if (piece.timings?.predicted_per_second) tps = piece.timings.predicted_per_second;
+        if (piece.timings?.prompt_ms !== undefined) promptMs = piece.timings.prompt_ms;
         show(answer);
       }
       answer = { ...answer, phase: undefined };

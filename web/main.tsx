@@ -10,6 +10,8 @@ import { Logs } from "./logs.tsx";
 import { Settings } from "./settings.tsx";
 import { TryIt } from "./tryit.tsx";
 import { StatusBar } from "./status.tsx";
+import { Dashboard } from "./dashboard.tsx";
+import { Compare } from "./compare.tsx";
 import { Downloads, useJobs } from "./downloads.tsx";
 import { useStored } from "./hooks.ts";
 import type { Job } from "./api.ts";
@@ -18,6 +20,8 @@ const PANELS = [
   ["chat", "Chat"],
   ["models", "Model manager"],
   ["downloads", "Downloads"],
+  ["compare", "Compare"],
+  ["dashboard", "Dashboard"],
   ["try", "Try it"],
   ["backends", "Backends"],
   ["logs", "Logs"],
@@ -110,6 +114,8 @@ function App() {
         {panel === "chat" && <Chat onManageModels={() => go("models")} />}
         {panel === "models" && <Models jobs={jobs} />}
         {panel === "downloads" && <Downloads jobs={jobs} />}
+        {panel === "compare" && <Compare />}
+        {panel === "dashboard" && <Dashboard />}
         {panel === "try" && <TryIt />}
         {panel === "backends" && <Backends />}
         {panel === "logs" && <Logs />}

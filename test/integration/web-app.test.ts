@@ -56,6 +56,8 @@ beforeAll(async () => {
   const extra = tempDir("lemonade-extra-");
   copyFileSync(join(models, MODELS.chat), join(extra, MODELS.chat));
   copyFileSync(join(models, MODELS.embed), join(extra, MODELS.embed));
+  // A second chat model, for Compare.
+  copyFileSync(join(models, MODELS.chat), join(extra, "tiny-chat-b.gguf"));
   const gguf = new Uint8Array(readFileSync(join(models, MODELS.chat)));
   hub = startFakeHub({
     "test-org/web-GGUF": { sha: "d".repeat(40), files: { "web-Q4_0.gguf": gguf } },
@@ -654,10 +656,45 @@ describe("the web app, second edition (issue 29)", () => {
     await close(page);
   });
 
+  test("compare: one prompt to two models, both streaming, tokens/s and time to first token under each", async () => {
+    const page = await open("/#compare");
+    await page.getByLabel("Left model").selectOption("extra.tiny-chat");
+    await page.getByLabel("Right model").selectOption("extra.tiny-chat-b");
+    await page.getByLabel("Max tokens").fill("8");
+    await page.getByLabel("Prompt").fill("Say something sour");
+    await page.getByRole("button", { name: "Send to both" }).click();
+    for (const side of ["left", "right"]) {
+      const stats = page.locator(`[data-side="${side}"] .stats`);
+      await stats.waitFor({ timeout: 30_000 });
+      expect(await stats.textContent()).toMatch(/[\d.]+ tokens\/s · TTFT \d+ ms/);
+    }
+    expect(await page.locator('[data-side="right"] .hint').textContent()).toBe("extra.tiny-chat-b");
+    await shot(page, "compare");
+    await page.setViewportSize({ width: 390, height: 844 });
+    await shot(page, "compare");
+    await close(page);
+  });
+
+  test("dashboard: loaded models, host figures and live charts from /metrics", async () => {
+    await fetch(`${server.url}/v1/load`, { method: "POST", body: JSON.stringify({ model_name: "extra.tiny-chat" }) });
+    const page = await open("/#dashboard");
+    await page.locator('tr[data-loaded="extra.tiny-chat"]').waitFor();
+    await page.locator(".dashboard .host").getByText(/RAM in use \d/).waitFor();
+    // A request between two scrapes shows in the charts.
+    await page.waitForResponse((r) => r.url().endsWith("/metrics"));
+    await api("/v1/chat/completions", { method: "POST", body: JSON.stringify({ model: "extra.tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 4 }) });
+    await page.locator('[data-chart="Requests per minute"] strong', { hasText: /^[1-9][\d.]* \/min$/ }).waitFor({ timeout: 15_000 });
+    expect(await page.locator(".chart canvas").count()).toBe(3);
+    await shot(page, "dashboard");
+    await page.setViewportSize({ width: 390, height: 844 });
+    await shot(page, "dashboard");
+    await close(page);
+  });
+
   test("accessibility: axe-core finds no serious or critical violation on any panel", async () => {
     const page = await open("/#chat");
     const found: string[] = [];
-    for (const panel of ["chat", "models", "downloads", "try", "backends", "logs", "settings"]) {
+    for (const panel of ["chat", "models", "downloads", "compare", "dashboard", "try", "backends", "logs", "settings"]) {
       await page.goto(`${server.url}/#${panel}`);
       await page.locator("main > *").first().waitFor();
       await page.waitForFunction(() => ![...document.querySelectorAll("main p")].some((p) => p.textContent!.startsWith("Loading")));
