@@ -103,6 +103,7 @@ export interface Model {
   size?: number;
   downloaded: boolean;
   suggested: boolean;
+  update_available?: boolean;
   context_length?: number;
   cloud_provider?: string;
   /** `huggingface`, `extra_models_dir`, `local_path` or `cloud`. */

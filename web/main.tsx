@@ -9,7 +9,7 @@ import { Backends } from "./backends.tsx";
 import { Logs } from "./logs.tsx";
 import { Settings } from "./settings.tsx";
 import { TryIt } from "./tryit.tsx";
-import { StatusBar } from "./status.tsx";
+import { StatusBar, useHealth } from "./status.tsx";
 import { Dashboard } from "./dashboard.tsx";
 import { Compare } from "./compare.tsx";
 import { Downloads, useJobs } from "./downloads.tsx";
@@ -43,11 +43,24 @@ interface Toast {
   error?: boolean;
 }
 
-/** Toasts for download jobs that finished or failed since the last poll. */
-function useToasts(jobs: Job[] | undefined): [Toast[], (id: number) => void] {
+/** Toasts for download jobs that finished or failed, and models that left memory, since the last poll. */
+function useToasts(jobs: Job[] | undefined, loaded: string[] | undefined): [Toast[], (id: number) => void] {
   const [toasts, setToasts] = useState<Toast[]>([]);
   const seen = useRef<Map<string, Job["status"]> | null>(null);
+  const resident = useRef<string[] | null>(null);
   const next = useRef(0);
+  useEffect(() => {
+    if (!loaded) return;
+    const before = resident.current;
+    resident.current = loaded;
+    if (!before) return;
+    const gone = before.filter((m) => !loaded.includes(m));
+    const came = loaded.filter((m) => !before.includes(m));
+    // A model that leaves as another arrives made room for it; one that leaves alone was unloaded
+    // (by a client, idle eviction, or its engine's end).
+    const news = gone.map((m) => ({ id: next.current++, text: came.length ? `${m} was evicted for ${came.join(", ")}` : `${m} was unloaded` }));
+    if (news.length) setToasts((t) => [...t, ...news].slice(-4));
+  }, [loaded?.join("\n")]);
   useEffect(() => {
     if (!jobs) return;
     const before = seen.current;
@@ -76,7 +89,8 @@ function App() {
   // One poll of the jobs for the badge, the toasts and the panels that show them: faster while one is open.
   const jobs = useJobs(panel === "models" || panel === "downloads" ? 1000 : 3000, [panel]);
   const active = (jobs.data ?? []).filter((j) => j.status === "downloading").length;
-  const [toasts, dismiss] = useToasts(jobs.data);
+  const health = useHealth();
+  const [toasts, dismiss] = useToasts(jobs.data, (health.data?.all_models_loaded as { model_name: string }[] | undefined)?.map((m) => m.model_name));
   const [theme, setTheme] = useStored<Theme>("lemonade.theme", "system");
   useEffect(() => {
     if (theme === "system") delete document.documentElement.dataset.theme;
@@ -121,7 +135,7 @@ function App() {
         {panel === "logs" && <Logs />}
         {panel === "settings" && <Settings />}
       </main>
-      <StatusBar />
+      <StatusBar health={health} />
       <div class="toasts" role="status" aria-live="polite">
         {toasts.map((t) => (
           <div key={t.id} class={t.error ? "toast error" : "toast"}>

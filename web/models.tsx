@@ -1,12 +1,16 @@
 // Model manager: the catalog with filters; downloads as server-owned jobs (they survive a reload)
 // with pause, resume and cancel; load, unload, pin, delete; a per-model options editor; and
 // registering a Hugging Face checkpoint (or a published Omni collection) as a user model.
+import { Fragment } from "preact";
 import { useState } from "preact/hooks";
 import { activeJob, getJson, postJson, type Loaded, type Model } from "./api.ts";
 import { usePoll } from "./hooks.ts";
 import type { Jobs } from "./downloads.tsx";
 
 const COLLECTION = "collection.omni";
+
+/** The model manager's sections, by `rank` in `Models`. */
+const SECTIONS = ["Downloading", "Loaded", "Downloaded", "Suggested for this machine", "All models"];
 
 /** A listed model; a collection adds the names of its components (none until a published one is downloaded). */
 type Listed = Model & { components?: string[] };
@@ -254,8 +258,8 @@ export function Models({ jobs }: { jobs: Jobs }) {
       (!filter.label || m.labels.includes(filter.label)) &&
       (!filter.downloaded || m.downloaded),
   );
-  // What is moving first (downloads), then loaded, then downloaded, then the catalog in its own order.
-  const rank = (m: Model) => (jobOf(m.id) ? 0 : loaded.has(m.id) ? 1 : m.downloaded ? 2 : 3);
+  // What is moving first (downloads), then loaded, then downloaded, then what suits this machine, then the rest.
+  const rank = (m: Model) => (jobOf(m.id) ? 0 : loaded.has(m.id) ? 1 : m.downloaded ? 2 : m.suggested ? 3 : 4);
   shown.sort((a, b) => rank(a) - rank(b));
   // The filter asked for (`#models?label=image`) is an option before the list arrives, so the select shows it.
   const recipes = [...new Set([...all.map((m) => m.recipe), ...(filter.recipe ? [filter.recipe] : [])])].sort();
@@ -305,13 +309,24 @@ export function Models({ jobs }: { jobs: Jobs }) {
           </tr>
         </thead>
         <tbody>
-          {shown.map((m) => {
+          {shown.map((m, i) => {
             const job = jobOf(m.id);
             const slot = loaded.get(m.id);
+            const section = SECTIONS[rank(m)]!;
+            const first = i === 0 || SECTIONS[rank(shown[i - 1]!)] !== section;
             return (
-              <tr key={m.id} data-model={m.id}>
+              <Fragment key={m.id}>
+              {first && (
+                <tr class="section">
+                  <th colSpan={6} scope="rowgroup">
+                    {section}
+                  </th>
+                </tr>
+              )}
+              <tr data-model={m.id}>
                 <td data-label="Model">
                   {m.id}
+                  {m.update_available && <span class="badge"> update available</span>}
                   {m.recipe === COLLECTION && (
                     <div class="hint">{m.components?.length ? `collection of ${m.components.join(", ")}` : "collection; its components are listed once it is downloaded"}</div>
                   )}
@@ -364,6 +379,7 @@ export function Models({ jobs }: { jobs: Jobs }) {
                   </div>
                 </td>
               </tr>
+              </Fragment>
             );
           })}
         </tbody>

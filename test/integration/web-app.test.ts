@@ -365,7 +365,8 @@ describe("the web app, second edition (issue 29)", () => {
     await page.getByText("Download of WebCancel started").waitFor();
     await row.locator("progress").waitFor();
     // Defect 4: the download in progress leads the table.
-    expect(await page.locator("table.catalog tbody tr").first().getAttribute("data-model")).toBe("WebCancel");
+    expect(await page.locator("table.catalog tbody tr[data-model]").first().getAttribute("data-model")).toBe("WebCancel");
+    expect(await page.locator("table.catalog tr.section").first().textContent()).toBe("Downloading");
     await page.locator("nav .nav-badge", { hasText: "1" }).waitFor();
     await shot(page, "models");
     await page.getByRole("button", { name: "Downloads" }).click();
@@ -688,6 +689,9 @@ describe("the web app, second edition (issue 29)", () => {
     await shot(page, "dashboard");
     await page.setViewportSize({ width: 390, height: 844 });
     await shot(page, "dashboard");
+    // A model leaving memory is a toast, whichever panel is open.
+    await fetch(`${server.url}/v1/unload`, { method: "POST", body: JSON.stringify({ model_name: "extra.tiny-chat" }) });
+    await page.locator(".toast", { hasText: "extra.tiny-chat was unloaded" }).waitFor({ timeout: 10_000 });
     await close(page);
   });
 
