@@ -11,6 +11,8 @@ export class ApiError extends Error {
   constructor(
     message: string,
     readonly status: number,
+    /** The request field the error is about, when the server names one. */
+    readonly param?: string,
   ) {
     super(message);
   }
@@ -31,7 +33,8 @@ export async function request(path: string, init: RequestInit = {}): Promise<Res
   const res = await fetch(path, { ...init, headers });
   if (!res.ok) {
     const body = await res.json().catch(() => ({}));
-    throw new ApiError(messageOf(body, res.status), res.status);
+    const param = body?.param ?? body?.error?.param;
+    throw new ApiError(messageOf(body, res.status), res.status, typeof param === "string" ? param : undefined);
   }
   return res;
 }

@@ -3,7 +3,7 @@
 // GET /internal/config, saved with POST /internal/set; a value is never coerced: what does not
 // parse is refused at its field, and so is what the server refuses. Also the API key this browser sends.
 import { useState } from "preact/hooks";
-import { apiKey, getJson, postJson } from "./api.ts";
+import { ApiError, apiKey, getJson, postJson } from "./api.ts";
 import { usePoll } from "./hooks.ts";
 
 interface SettingSchema {
@@ -112,9 +112,9 @@ export function Settings() {
       setProblems({});
       config.refresh();
     } catch (err) {
-      // The server names the key it refused ('key' must be ...): shown at that field.
+      // The server names the key it refused (`param`): its message is shown at that field.
       const text = (err as Error).message;
-      const named = /'([\w.]+)'/.exec(text)?.[1];
+      const named = err instanceof ApiError ? err.param : undefined;
       if (named && named in edits) setProblems({ ...problems, [named]: text });
       setMessage(`Nothing was saved: ${text}`);
     }

@@ -19,22 +19,38 @@ let server: TestServer;
 let hub: FakeHub;
 const foreign: string[] = [];
 
-async function open(path = "/", s: TestServer = server): Promise<Page> {
+/** Requests each open page has in flight. */
+const inFlight = new WeakMap<Page, Set<unknown>>();
+
+/** A page of the app at `path`; `before` runs once the page exists, before it loads. */
+async function open(path = "/", s: TestServer = server, before?: (page: Page) => Promise<void>): Promise<Page> {
   // A context of its own (not browser.newPage's), which axe-core's analysis needs.
   const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
   const host = new URL(s.url).host;
+  const pending = new Set<unknown>();
+  inFlight.set(page, pending);
   page.on("request", (r) => {
+    pending.add(r);
     const url = new URL(r.url());
     if (url.protocol !== "data:" && url.protocol !== "blob:" && url.host !== host) foreign.push(r.url());
   });
+  page.on("requestfinished", (r) => pending.delete(r));
+  page.on("requestfailed", (r) => pending.delete(r));
+  await before?.(page);
   await page.goto(`${s.url}${path}`);
   return page;
 }
 
-/** Leaves the app before closing its page: the app polls, and playwright-core under Bun trips over
- * the events of a request still in flight when its page is gone. */
+/** Closes a page once the app has stopped polling and its requests are done: playwright-core under
+ * Bun trips over the events of a request still in flight when its page is gone, and then fails
+ * every later call. Timer ids are counted up, so clearing each id up to a new one stops them all. */
 async function close(page: Page): Promise<void> {
-  await page.goto("about:blank");
+  await page.evaluate(() => {
+    const top = setTimeout(() => {}) as unknown as number;
+    for (let id = 0; id <= top; id++) clearTimeout(id);
+  });
+  const pending = inFlight.get(page)!;
+  for (let i = 0; i < 100 && pending.size; i++) await Bun.sleep(20);
   await page.context().close();
 }
 
@@ -439,7 +455,7 @@ describe("the web app, second edition (issue 29)", () => {
     await shot(page, "settings");
     // What the server refuses is shown at the field it names.
     await page.reload();
-    await page.route("**/internal/set", (route) => route.fulfill({ status: 400, contentType: "application/json", body: JSON.stringify({ error: { message: "'host' must be an address this machine has", type: "invalid_argument" } }) }));
+    await page.route("**/internal/set", (route) => route.fulfill({ status: 400, contentType: "application/json", body: JSON.stringify({ error: { message: "'host' must be an address this machine has", type: "invalid_argument" }, param: "host" }) }));
     await page.getByLabel("host", { exact: true }).fill("nowhere");
     await page.getByRole("button", { name: "Save settings" }).click();
     await page.locator('[data-setting="host"] .field-error', { hasText: "'host' must be an address" }).waitFor();
@@ -462,14 +478,14 @@ describe("the web app, second edition (issue 29)", () => {
   });
 
   test("logs reconnect after the stream closes (a server restart)", async () => {
-    const page = await browser.newPage();
     let connections = 0;
-    await page.routeWebSocket(/\/logs\/stream/, (ws) => {
-      // The first connection drops at once, as when the server goes away; the next one is the server's.
-      if (connections++ === 0) void ws.close();
-      else ws.connectToServer();
-    });
-    await page.goto(`${server.url}/#logs`);
+    const page = await open("/#logs", server, (p) =>
+      p.routeWebSocket(/\/logs\/stream/, (ws) => {
+        // The first connection drops at once, as when the server goes away; the next one is the server's.
+        if (connections++ === 0) void ws.close();
+        else ws.connectToServer();
+      }),
+    );
     await page.getByText("live", { exact: true }).waitFor({ timeout: 15_000 });
     expect(connections).toBeGreaterThanOrEqual(2);
     await fetch(`${server.url}/v1/install`, { method: "POST", body: JSON.stringify({ backend: "cloud", provider: "webagain", base_url: "http://127.0.0.1:9/v1" }) });

@@ -4232,7 +4232,7 @@ export interface paths {
         };
         /**
          * The web app
-         * @description The built-in app: chat, the model manager (downloads, options), backends, logs, settings and try-it panels for speech, transcription, embeddings, reranking and images. Its files come from this server alone, and it talks to the server only through this API; when `LEMONADE_API_KEY` is set, the page asks for the key and keeps it in the browser. `?model=NAME` opens the chat with that model.
+         * @description The built-in app: chat (conversations kept in the browser), the model manager (downloads, options), downloads, compare, a live dashboard, backends, logs, settings typed from `/internal/config/schema` and try-it panels for speech, transcription, embeddings, reranking and images. Its files come from this server alone, and it talks to the server only through this API; when `LEMONADE_API_KEY` is set, the page asks for the key and keeps it in the browser. `?model=NAME` opens the chat with that model.
          */
         get: operations["lemonade.web_app"];
         put?: never;
@@ -4241,7 +4241,7 @@ export interface paths {
         options?: never;
         /**
          * The web app (headers only)
-         * @description The built-in app: chat, the model manager (downloads, options), backends, logs, settings and try-it panels for speech, transcription, embeddings, reranking and images. Its files come from this server alone, and it talks to the server only through this API; when `LEMONADE_API_KEY` is set, the page asks for the key and keeps it in the browser. `?model=NAME` opens the chat with that model.
+         * @description The built-in app: chat (conversations kept in the browser), the model manager (downloads, options), downloads, compare, a live dashboard, backends, logs, settings typed from `/internal/config/schema` and try-it panels for speech, transcription, embeddings, reranking and images. Its files come from this server alone, and it talks to the server only through this API; when `LEMONADE_API_KEY` is set, the page asks for the key and keeps it in the browser. `?model=NAME` opens the chat with that model.
          */
         head: operations["lemonade.web_app.head"];
         patch?: never;
