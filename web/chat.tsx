@@ -94,7 +94,7 @@ function Bubble({ m, actions, busy }: { m: Message; actions: BubbleActions; busy
   const [editing, setEditing] = useState<string | null>(null);
   const [copied, setCopied] = useState(false);
   useEffect(() => addCopyButtons(ref.current), [m.content]);
-  const who = m.role === "user" ? "your message" : "the reply";
+  const who = m.role === "user" ? "what you wrote" : "the reply";
   return (
     <div class={`bubble ${m.role}`} data-role={m.role}>
       {m.reasoning && (
@@ -146,7 +146,7 @@ function Bubble({ m, actions, busy }: { m: Message; actions: BubbleActions; busy
             {copied ? "Copied" : "Copy"}
           </button>
           {actions.onEdit && (
-            <button class="link" aria-label="Edit and resend" onClick={() => setEditing(m.content)}>
+            <button class="link" aria-label="Edit what you wrote" onClick={() => setEditing(m.content)}>
               Edit
             </button>
           )}
@@ -295,13 +295,20 @@ export function Chat({ onManageModels }: { onManageModels: () => void }) {
     const started = performance.now();
     // A model not loaded yet loads before the first token: say so, and time it apart.
     let cold = false;
+    let phase = "Waiting for the first token…";
     try {
       const health = await getJson("/v1/health");
       cold = !(health.all_models_loaded as Loaded[]).some((m) => m.model_name === base.model);
+      if (cold) phase = `Loading ${base.model}…`;
+      // A backend that is not installed yet is installed (downloaded or built) before the load.
+      const recipe = models!.find((m) => m.id === base.model)?.recipe;
+      const info = cold && recipe ? (await getJson("/v1/system-info")).recipes?.[recipe] : undefined;
+      const backend = info?.default_backend;
+      if (backend && info.backends?.[backend] && info.backends[backend].state !== "installed") phase = `Installing ${recipe} (${backend}), then loading ${base.model}…`;
     } catch {
       // The chat request below reports what is wrong.
     }
-    answer = { ...answer, phase: cold ? `Loading ${base.model}…` : "Waiting for the first token…" };
+    answer = { ...answer, phase };
     show(answer);
     const wire = [
       ...(base.system ? [{ role: "system", content: base.system }] : []),

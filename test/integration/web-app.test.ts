@@ -492,6 +492,8 @@ describe("the web app, second edition (issue 29)", () => {
     await page.locator(".log", { hasText: "Cloud provider webagain could not be reached" }).waitFor();
     await fetch(`${server.url}/v1/uninstall`, { method: "POST", body: JSON.stringify({ backend: "cloud", provider: "webagain" }) });
     await shot(page, "logs");
+    await page.setViewportSize({ width: 390, height: 844 });
+    await shot(page, "logs");
     await close(page);
   });
 
@@ -524,6 +526,9 @@ describe("the web app, second edition (issue 29)", () => {
     await speech.getByRole("button", { name: "Speak" }).click();
     await speech.getByText("Type some text to speak.").waitFor();
     await shot(page, "try");
+    await page.setViewportSize({ width: 390, height: 844 });
+    await shot(page, "try");
+    await page.setViewportSize({ width: 1280, height: 800 });
     // No image model here: the panel's absence is explained, with a way to find one.
     const hint = page.locator(".missing li", { hasText: "Images needs a model labelled image" });
     await hint.getByRole("link").click();
@@ -561,7 +566,7 @@ describe("the web app, second edition (issue 29)", () => {
     await page.getByRole("button", { name: "Read the reply aloud" }).click();
     expect((await speech).status()).toBe(200);
     // Edit the question and resend: the answer after it is replaced.
-    await page.getByRole("button", { name: "Edit and resend" }).click();
+    await page.getByRole("button", { name: "Edit what you wrote" }).click();
     await page.getByLabel("Edit message").fill("Second question");
     await page.getByRole("button", { name: "Save and resend" }).click();
     await page.locator(".bubble.user", { hasText: "Second question" }).waitFor();
@@ -648,6 +653,26 @@ describe("the web app, second edition (issue 29)", () => {
       await page.getByAltText("Image to send").waitFor();
       await page.getByRole("button", { name: "Remove image" }).click();
     }
+
+    // Defect 2: before the first token the reply says what the server is doing: here an engine
+    // that is not installed (as system-info says, stood in for), then the load.
+    await fetch(`${server.url}/v1/unload`, { method: "POST", body: "{}" });
+    await page.route("**/v1/system-info", async (route) => {
+      const info = await (await route.fetch()).json();
+      info.recipes.llamacpp.default_backend = "cpu";
+      info.recipes.llamacpp.backends.cpu.state = "installable";
+      await route.fulfill({ json: info });
+    });
+    await page.route("**/v1/chat/completions", async (route) => {
+      await Bun.sleep(1500);
+      await route.continue();
+    });
+    await page.getByText("Sampling settings").click();
+    await page.getByLabel("Max tokens").fill("4");
+    await page.getByLabel("Message").fill("Hi");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.locator(".bubble.assistant .phase", { hasText: "Installing llamacpp (cpu), then loading extra.tiny-chat…" }).waitFor();
+    await page.locator(".bubble.assistant .stats").last().waitFor({ timeout: 30_000 });
     await close(page);
   });
 
