@@ -51,6 +51,17 @@ function OptionsEditor({ id, onClose }: { id: string; onClose: () => void }) {
       setMessage((err as Error).message);
     }
   };
+  // A load for this once, the saved options left as they are.
+  const loadWith = async () => {
+    if (Object.values(problems).some(Boolean)) return setMessage("Fix the values marked first; nothing was loaded.");
+    setMessage(`Loading ${id}…`);
+    try {
+      await postJson("/v1/load", { ...data.effective, ...edits, model_name: id });
+      setMessage(`Loaded ${id} with these options.`);
+    } catch (err) {
+      setMessage((err as Error).message);
+    }
+  };
   return (
     <div class="options" role="dialog" aria-label={`Options of ${id}`}>
       <h3>Options of {id}</h3>
@@ -122,6 +133,7 @@ function OptionsEditor({ id, onClose }: { id: string; onClose: () => void }) {
       <button class="primary" onClick={() => save(edits)} disabled={!Object.keys(edits).length}>
         Save options
       </button>{" "}
+      <button onClick={loadWith}>Load with these options</button>{" "}
       <button onClick={onClose}>Close</button>
       {message && <p role="status">{message}</p>}
     </div>

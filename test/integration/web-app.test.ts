@@ -474,6 +474,13 @@ describe("the web app, second edition (issue 29)", () => {
     await page.getByRole("button", { name: "Save options" }).click();
     await page.getByText("Fix the values marked first; nothing was saved.").waitFor();
     expect((await api("/v1/models/extra.tiny-chat/options")).saved).toEqual(saved);
+    // Load with options: this load only, nothing saved.
+    await page.getByLabel("New ctx_size").fill("2048");
+    await page.getByRole("button", { name: "Load with these options" }).click();
+    await page.getByText("Loaded extra.tiny-chat with these options.").waitFor({ timeout: 30_000 });
+    const entry = (await api("/v1/health")).all_models_loaded.find((m: any) => m.model_name === "extra.tiny-chat");
+    expect(entry.recipe_options.ctx_size).toBe(2048);
+    expect((await api("/v1/models/extra.tiny-chat/options")).saved).toEqual(saved);
     await close(page);
   });
 
