@@ -310,6 +310,22 @@ export function Chat({ onManageModels }: { onManageModels: () => void }) {
     }
     answer = { ...answer, phase };
     show(answer);
+    let firstToken: number | undefined;
+    // Until the first token: the server's installs under way (an engine this load needs) with their progress.
+    const recipe = models!.find((m) => m.id === base.model)?.recipe;
+    let installing = false;
+    const watch = cold
+      ? setInterval(async () => {
+          const mine = ((await getJson("/v1/installs").catch(() => [])) as { recipe: string; backend: string; phase: string; percent: number }[]).find((i) => i.recipe === recipe);
+          if (firstToken || !answer.phase) return;
+          if (mine) installing = true;
+          const next = mine ? `Installing ${mine.recipe} (${mine.backend}) — ${mine.phase}, ${Math.round(mine.percent)} %` : installing ? `Loading ${base.model}…` : answer.phase;
+          if (next !== answer.phase) {
+            answer = { ...answer, phase: next };
+            show(answer);
+          }
+        }, 1000)
+      : undefined;
     const wire = [
       ...(base.system ? [{ role: "system", content: base.system }] : []),
       ...messages.map((m) => (m.image ? { role: m.role, content: [{ type: "text", text: m.content }, { type: "image_url", image_url: { url: m.image } }] } : { role: m.role, content: m.content })),
@@ -321,7 +337,6 @@ export function Chat({ onManageModels }: { onManageModels: () => void }) {
       ...Object.fromEntries(SAMPLING.map(([k]) => [k, num(sampling[k])]).filter(([, v]) => v !== undefined)),
       ...(sampling.thinking ? {} : { chat_template_kwargs: { enable_thinking: false } }),
     };
-    let firstToken: number | undefined;
     let promptMs: number | undefined;
     let tps: number | undefined;
     try {
@@ -345,6 +360,7 @@ export function Chat({ onManageModels }: { onManageModels: () => void }) {
       if (!controller.signal.aborted) answer = { ...answer, error: `The reply failed: ${(err as Error).message}` };
       else answer = { ...answer, stats: "(stopped)" };
     } finally {
+      clearInterval(watch);
       show(answer, true);
       setBusy(null);
     }

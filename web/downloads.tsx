@@ -1,6 +1,7 @@
-// Downloads: every server-owned download job, active ones first, with progress, speed and time
-// left (from the bytes between two polls), and what each job's state allows: pause, resume,
-// retry, cancel (which deletes the partial files), remove from the list; finished jobs cleared.
+// Downloads: engine installs under way (GET /v1/installs), and every server-owned download job,
+// active ones first, with progress, speed and time left (from the bytes between two polls), and
+// what each job's state allows: pause, resume, retry, cancel (which deletes the partial files),
+// remove from the list; finished jobs cleared.
 import { useRef, useState } from "preact/hooks";
 import { getJson, postJson, type Job } from "./api.ts";
 import { usePoll } from "./hooks.ts";
@@ -28,7 +29,15 @@ function useSpeeds(jobs: Job[] | undefined): Record<string, number> {
   return Object.fromEntries(Object.entries(last.current).map(([id, v]) => [id, v.speed]));
 }
 
+interface Install {
+  recipe: string;
+  backend: string;
+  phase: string;
+  percent: number;
+}
+
 export function Downloads({ jobs }: { jobs: Jobs }) {
+  const installs = usePoll<Install[]>(() => getJson("/v1/installs"), 1000);
   const speeds = useSpeeds(jobs.data);
   const [message, setMessage] = useState("");
   const act = async (what: string, fn: () => Promise<unknown>) => {
@@ -50,7 +59,25 @@ export function Downloads({ jobs }: { jobs: Jobs }) {
       <h2>Downloads</h2>
       {jobs.error && <p class="error">{jobs.error}</p>}
       {message && <p class="error" role="alert">{message}</p>}
-      {jobs.data && !list.length && <p class="hint">No downloads. Start one in the Model manager.</p>}
+      {jobs.data && !list.length && !installs.data?.length && <p class="hint">No downloads. Start one in the Model manager.</p>}
+      {installs.data && installs.data.length > 0 && (
+        <ul class="job-list" aria-label="Engine installs">
+          {installs.data.map((i) => (
+            <li key={`${i.recipe}:${i.backend}`} class="card" data-install={`${i.recipe}:${i.backend}`}>
+              <div class="job-head">
+                <strong>
+                  {i.recipe} ({i.backend})
+                </strong>{" "}
+                <span class="badge">installing</span>
+              </div>
+              <progress max={100} value={i.percent} aria-label={`Install of ${i.recipe}:${i.backend}`} />
+              <div class="hint">
+                {i.phase}, {Math.round(i.percent)} % · an engine install runs to its end; the Backends panel removes it afterwards
+              </div>
+            </li>
+          ))}
+        </ul>
+      )}
       {finished.length > 0 && <button onClick={() => finished.forEach((j) => void control(j, "remove"))}>Clear finished ({finished.length})</button>}
       <ul class="job-list">
         {list.map((j) => {

@@ -7,4 +7,5 @@ import type { Binder } from "../bind.ts";
 export function backendRoutes(bind: Binder, ctx: Pick<ServerContext, "backends" | "cloud">): void {
   bind.http(spec.install, ({ body }) => install(ctx, body));
   bind.http(spec.uninstall, ({ body }) => uninstall(ctx, body));
+  bind.http(spec.installs, () => ctx.backends.installs());
 }

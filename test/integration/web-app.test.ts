@@ -671,15 +671,21 @@ describe("the web app, second edition (issue 29)", () => {
       await route.fulfill({ json: info });
     });
     await page.route("**/v1/chat/completions", async (route) => {
-      await Bun.sleep(1500);
+      await Bun.sleep(2500);
       await route.continue();
     });
+    // The server lists no install now (none runs); the page is shown one under way.
+    expect(await api("/v1/installs")).toEqual([]);
+    await page.route("**/v1/installs", (route) => route.fulfill({ json: [{ recipe: "llamacpp", backend: "cpu", phase: "build", percent: 40 }] }));
     await page.getByText("Sampling settings").click();
     await page.getByLabel("Max tokens").fill("4");
     await page.getByLabel("Message").fill("Hi");
     await page.getByRole("button", { name: "Send" }).click();
     await page.locator(".bubble.assistant .phase", { hasText: "Installing llamacpp (cpu), then loading extra.tiny-chat…" }).waitFor();
+    await page.locator(".bubble.assistant .phase", { hasText: "Installing llamacpp (cpu) — build, 40 %" }).waitFor();
     await page.locator(".bubble.assistant .stats").last().waitFor({ timeout: 30_000 });
+    await page.getByRole("button", { name: "Downloads" }).click();
+    await page.locator('li[data-install="llamacpp:cpu"]', { hasText: "build, 40 %" }).waitFor();
     await close(page);
   });
 

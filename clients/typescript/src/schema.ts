@@ -3199,6 +3199,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/installs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Backend installs in progress
+         * @description The backend installs under way, whoever started them (`POST /v1/install`, or a load or chat request whose engine is not installed yet), each with the phase and percent of its last progress report: what a client shows while a first request waits for its engine. An install leaves the list when it ends; `GET /v1/system-info` then says whether it is installed.
+         */
+        get: operations["lemonade.installs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/installs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Backend installs in progress
+         * @description The same as `GET /v1/installs`, documented there.
+         */
+        get: operations["lemonade.installs.api_v1_installs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/installs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Backend installs in progress
+         * @description The same as `GET /v1/installs`, documented there.
+         */
+        get: operations["lemonade.installs.v0_installs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/installs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Backend installs in progress
+         * @description The same as `GET /v1/installs`, documented there.
+         */
+        get: operations["lemonade.installs.api_v0_installs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/cloud/auth": {
         parameters: {
             query?: never;
@@ -5879,6 +5959,8 @@ export interface components {
             /** @description Models of the provider no longer listed */
             models_evicted: number;
         };
+        /** @description The installs under way; empty when none is */
+        InstallsResponse: components["schemas"]["InstallProgress"][];
         CloudAuthRequest: {
             /** @description Installed provider name. */
             provider: string;
@@ -6504,6 +6586,17 @@ export interface components {
             /** @description A key set with `/v1/cloud/auth` is held in memory */
             runtime_key_set: boolean;
         };
+        /** InstallProgress */
+        InstallProgress: {
+            /** @description The recipe, such as `llamacpp` */
+            recipe: string;
+            /** @description The backend, such as `cpu` */
+            backend: string;
+            /** @description `starting`, then the install's phases: `download`, `extract`, `configure`, `build`, `install` */
+            phase: string;
+            /** @description Progress of the install, 0 to 100 */
+            percent: number;
+        };
         JobsCreateRequestStepsItem: {
             /** @description Unique within the job; not `inputs`, no `.`. The step's output lands in `context[id]`. */
             id: string;
@@ -6675,6 +6768,7 @@ export type InstallResponse = components['schemas']['InstallResponse'];
 export type InstallProgressEvent = components['schemas']['InstallProgressEvent'];
 export type UninstallRequest = components['schemas']['UninstallRequest'];
 export type UninstallResponse = components['schemas']['UninstallResponse'];
+export type InstallsResponse = components['schemas']['InstallsResponse'];
 export type CloudAuthRequest = components['schemas']['CloudAuthRequest'];
 export type CloudAuthResponse = components['schemas']['CloudAuthResponse'];
 export type CloudAuthClearResponse = components['schemas']['CloudAuthClearResponse'];
@@ -6713,6 +6807,7 @@ export type OllamaModelDetails = components['schemas']['OllamaModelDetails'];
 export type DownloadJob = components['schemas']['DownloadJob'];
 export type InstallResult = components['schemas']['InstallResult'];
 export type CloudAuthState = components['schemas']['CloudAuthState'];
+export type InstallProgress = components['schemas']['InstallProgress'];
 export type JobsCreateRequestStepsItem = components['schemas']['JobsCreateRequestStepsItem'];
 export type JobBranchCase = components['schemas']['JobBranchCase'];
 export type SettingSchema = components['schemas']['SettingSchema'];
@@ -13074,6 +13169,106 @@ export interface operations {
             401: components["responses"]["LemonadeError"];
             403: components["responses"]["LemonadeError"];
             404: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.installs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "recipe": "llamacpp",
+                     *         "backend": "cpu",
+                     *         "phase": "build",
+                     *         "percent": 40
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["InstallsResponse"];
+                };
+            };
+            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
+            401: components["responses"]["LemonadeError"];
+            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
+            403: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.installs.api_v1_installs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallsResponse"];
+                };
+            };
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.installs.v0_installs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallsResponse"];
+                };
+            };
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.installs.api_v0_installs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallsResponse"];
+                };
+            };
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
         };
     };
     "lemonade.cloud_auth": {
