@@ -8,6 +8,43 @@ import { usePoll } from "./hooks.ts";
  * PATH as `system`): installed, and nothing to uninstall. */
 const builtIn = (recipe: string, backend: string) => recipe === "cloud" || backend === "espeak" || backend === "system" || `${recipe}:${backend}` === "onnxruntime:cpu";
 
+/** A cloud provider (any OpenAI-compatible server) added with its key; the key stays in the server's memory. */
+function CloudProvider({ onDone }: { onDone: () => void }) {
+  const [form, setForm] = useState({ provider: "", base_url: "", api_key: "" });
+  const [message, setMessage] = useState("");
+  const field = (k: keyof typeof form) => (e: Event) => setForm({ ...form, [k]: (e.target as HTMLInputElement).value });
+  const add = async (e: Event) => {
+    e.preventDefault();
+    try {
+      const res = await postJson("/v1/install", { backend: "cloud", provider: form.provider, base_url: form.base_url, ...(form.api_key ? { api_key: form.api_key } : {}) });
+      setMessage(`Added ${res.provider}: ${res.models_discovered} model(s) found${res.warning ? `; ${res.warning}` : ""}.`);
+      setForm({ ...form, api_key: "" });
+      onDone();
+    } catch (err) {
+      setMessage((err as Error).message);
+    }
+  };
+  return (
+    <details class="register">
+      <summary>Add a cloud provider</summary>
+      <form onSubmit={add} class="filters">
+        <label>
+          Provider name <input required value={form.provider} onInput={field("provider")} placeholder="fireworks" />
+        </label>
+        <label>
+          Base URL <input required type="url" value={form.base_url} onInput={field("base_url")} placeholder="https://api.example.com/v1" />
+        </label>
+        <label>
+          API key <input type="password" autocomplete="off" value={form.api_key} onInput={field("api_key")} />
+        </label>
+        <button type="submit">Add provider</button>
+      </form>
+      <p class="hint">The key is kept in the server's memory only; its models appear in the Model manager as provider.model.</p>
+      {message && <p role="status">{message}</p>}
+    </details>
+  );
+}
+
 export function Backends() {
   const info = usePoll(() => getJson("/v1/system-info"), 0);
   const [progress, setProgress] = useState<Record<string, string>>({});
@@ -38,6 +75,7 @@ export function Backends() {
   if (!info.data) return <p>Loading backends…</p>;
   return (
     <section>
+      <CloudProvider onDone={info.refresh} />
       <table class="backends cards">
         <thead>
           <tr>

@@ -420,6 +420,14 @@ describe("the web app, second edition (issue 29)", () => {
     await page.getByRole("button", { name: "Backends" }).click();
     await page.locator('tr[data-backend="onnxruntime:cpu"]').waitFor();
     expect(await page.locator('tr[data-backend="onnxruntime:cpu"]').getByRole("button", { name: "Uninstall" }).count()).toBe(0);
+    // A cloud provider with its key, added here (at a closed port: it lists no model).
+    await page.getByText("Add a cloud provider").click();
+    await page.getByLabel("Provider name").fill("webform");
+    await page.getByLabel("Base URL").fill("http://127.0.0.1:9/v1");
+    await page.getByLabel("API key").fill("sk-form");
+    await page.getByRole("button", { name: "Add provider" }).click();
+    await page.getByText("Added webform: 0 model(s) found").waitFor();
+    await fetch(`${server.url}/v1/uninstall`, { method: "POST", body: JSON.stringify({ backend: "cloud", provider: "webform" }) });
     await shot(page, "backends");
     // Defect 11: on a phone the tables are cards, their buttons within reach.
     await page.setViewportSize({ width: 390, height: 844 });
