@@ -81,7 +81,47 @@ const HEADER_LISTS = new Set(["telemetry.session.headers.id", "telemetry.session
 
 const typeOf = (v: unknown) => (Array.isArray(v) ? "array" : v === null ? "null" : typeof v);
 
-/** Why a `key = value` cannot be set, or null. Types follow the default; a few keys have ranges. */
+/** What a setting means here and the values it takes beyond its default's type: a range, one
+ * value outside it (`-1` for "automatic"), or a fixed list. Keys without an entry are kept as given. */
+interface SettingRule {
+  doc: string;
+  minimum?: number;
+  maximum?: number;
+  /** A value allowed outside the range, such as `-1`. */
+  special?: number;
+  integer?: boolean;
+  enum?: string[];
+}
+
+const LOG_LEVELS = ["trace", "debug", "info", "warning", "error", "critical", "fatal", "none"];
+
+const RULES: Record<string, SettingRule> = {
+  host: { doc: "The address the server listens on; changing it makes the server listen anew." },
+  port: { doc: "The port the server listens on; changing it makes the server listen anew.", minimum: 0, maximum: 65535, integer: true },
+  log_level: { doc: "How much the server logs.", enum: LOG_LEVELS },
+  max_loaded_models: { doc: "Models resident at once per type; -1 is unlimited. Loading one more evicts the one idle longest.", minimum: 1, special: -1, integer: true },
+  ctx_size: { doc: "The default context size of a load; -1 sizes it automatically from the model and memory.", minimum: 1, maximum: 2 ** 31 - 1, special: -1, integer: true },
+  offline: { doc: "Never reach the internet: no downloads, no update checks; only what is on disk is served." },
+  extra_models_dir: { doc: "A folder of extra GGUF models, listed as extra.<file name>; rescanned when changed. Empty for none." },
+  global_timeout: { doc: "Seconds a cloud provider's request may take.", minimum: 1, integer: true },
+  disable_model_filtering: { doc: "List every catalog model, also those this machine cannot run." },
+  no_fetch_executables: { doc: "Never download or build engines: only those installed are used." },
+  "llamacpp.backend": { doc: "The llama.cpp backend a load uses unless the model names one: auto, cpu, vulkan, rocm, cuda, metal or system." },
+  "llamacpp.args": { doc: "Extra llama-server arguments for every load (allow-listed flags only)." },
+  "whispercpp.backend": { doc: "The whisper.cpp backend: auto, cpu or system." },
+  "whispercpp.args": { doc: "Extra whisper-server arguments for every load." },
+  "sdcpp.backend": { doc: "The stable-diffusion.cpp backend." },
+  "sdcpp.args": { doc: "Extra sd-server arguments for every load." },
+  "sdcpp.steps": { doc: "Default inference steps of an image.", minimum: 1, integer: true },
+  "sdcpp.cfg_scale": { doc: "Default classifier-free guidance scale.", minimum: 0 },
+  "sdcpp.width": { doc: "Default image width in pixels.", minimum: 64, integer: true },
+  "sdcpp.height": { doc: "Default image height in pixels.", minimum: 64, integer: true },
+};
+
+const rangeText = (key: string, r: SettingRule) =>
+  `'${key}' must be ${r.special !== undefined ? `${r.special} or ` : ""}a ${r.integer ? "whole " : ""}number${r.minimum !== undefined ? ` from ${r.minimum}` : ""}${r.maximum !== undefined ? ` to ${r.maximum}` : ""}`;
+
+/** Why a `key = value` cannot be set, or null. Types follow the default; some keys have ranges or lists. */
 export function settingProblem(key: string, value: unknown): string | null {
   const d = defaultAt(key);
   if (d === undefined) return `'${key}' is not a Lemonade setting`;
@@ -92,18 +132,36 @@ export function settingProblem(key: string, value: unknown): string | null {
   }
   if (typeOf(value) !== typeOf(d)) return `'${key}' must be ${typeOf(d) === "object" ? "an object" : `a ${typeOf(d)}`} like its default ${JSON.stringify(d)}, got ${JSON.stringify(value)?.slice(0, 80)}`;
   if (key.startsWith("telemetry.")) return telemetryProblem(key, value);
-  const n = value as number;
-  switch (key) {
-    case "port":
-      return Number.isInteger(n) && n >= 0 && n <= 65535 ? null : "'port' must be a whole number from 0 to 65535";
-    case "max_loaded_models":
-      return Number.isInteger(n) && (n === -1 || n >= 1) ? null : "'max_loaded_models' must be -1 (unlimited) or a whole number from 1";
-    case "ctx_size":
-      return Number.isInteger(n) && (n === -1 || (n >= 1 && n < 2 ** 31)) ? null : "'ctx_size' must be -1 (automatic) or a whole number from 1 to 2^31 - 1";
-    case "log_level":
-      return ["trace", "debug", "info", "warning", "error", "critical", "fatal", "none"].includes(String(value)) ? null : `'log_level' must be one of trace, debug, info, warning, error`;
+  const rule = RULES[key];
+  if (!rule) return null;
+  if (rule.enum && !rule.enum.includes(String(value))) return `'${key}' must be one of ${rule.enum.join(", ")}`;
+  if (typeof value === "number" && value !== rule.special) {
+    const out = (rule.integer && !Number.isInteger(value)) || (rule.minimum !== undefined && value < rule.minimum) || (rule.maximum !== undefined && value > rule.maximum);
+    if (out) return rangeText(key, rule);
   }
   return null;
+}
+
+/** One setting as GET /internal/config/schema describes it. */
+export interface SettingSchema {
+  type: string;
+  default: unknown;
+  description?: string;
+  enum?: string[];
+  minimum?: number;
+  maximum?: number;
+  special?: number;
+  integer?: boolean;
+}
+
+/** Every setting (nested ones as `section.key`): its type and default, and what it means here. */
+export function settingsSchema(): Record<string, SettingSchema> {
+  const out: Record<string, SettingSchema> = {};
+  for (const [key, d] of Object.entries(flatten(DEFAULTS))) {
+    const { doc, ...rule } = RULES[key] ?? { doc: undefined };
+    out[key] = { type: typeOf(d), default: d, ...(doc ? { description: doc } : {}), ...rule };
+  }
+  return out;
 }
 
 /** The changes of a POST /internal/set body: `{"a.b": v}` or `{"a": {"b": v}}`, flattened. */

@@ -22,8 +22,16 @@ export interface ReleaseSettings {
 
 export class InstallError extends Error {}
 
+/** A backend install under way, as its last progress report left it. */
+export interface InstallProgress {
+  recipe: string;
+  backend: string;
+  phase: string;
+  percent: number;
+}
+
 export class EngineInstaller {
-  private readonly running = new Map<string, { promise: Promise<string>; listeners: Set<Progress> }>();
+  private readonly running = new Map<string, { promise: Promise<string>; listeners: Set<Progress>; progress: InstallProgress }>();
 
   constructor(
     private readonly recipes: readonly Recipe[],
@@ -119,8 +127,12 @@ export class EngineInstaller {
     let job = this.running.get(key);
     if (!job) {
       const listeners = new Set<Progress>();
-      const promise = this.fetchOrBuild(recipe, backend, (phase, pct) => listeners.forEach((l) => l(phase, pct)));
-      job = { promise, listeners };
+      const progress: InstallProgress = { recipe, backend, phase: "starting", percent: 0 };
+      const promise = this.fetchOrBuild(recipe, backend, (phase, pct) => {
+        Object.assign(progress, { phase, percent: pct });
+        listeners.forEach((l) => l(phase, pct));
+      });
+      job = { promise, listeners, progress };
       this.running.set(key, job);
       const done = () => this.running.delete(key);
       promise.then(done, done);
@@ -128,6 +140,11 @@ export class EngineInstaller {
     job.listeners.add(progress);
     const listeners = job.listeners;
     return job.promise.finally(() => listeners.delete(progress));
+  }
+
+  /** The installs under way (whoever asked for them: /v1/install, or a load that needs its engine). */
+  installs(): InstallProgress[] {
+    return [...this.running.values()].map((j) => ({ ...j.progress }));
   }
 
   /** Removes the backend's binaries (its release and its source build); false when none was installed. */

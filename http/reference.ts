@@ -2,6 +2,7 @@
 // pages (generated-docs/, part of the single executable) rendered by marked. The server serves
 // it at /docs (http/routes/docs.ts, web.ts); `bun run docs:site` writes the same files to a folder
 // that opens from disk. Nothing in it loads from another host.
+import { FAVICON } from "./favicon.ts";
 import { Marked } from "marked";
 import anthropicMd from "../generated-docs/anthropic.md" with { type: "text" };
 import lemonadeMd from "../generated-docs/lemonade.md" with { type: "text" };
@@ -57,6 +58,7 @@ function nav(home: string, base: string): string {
   return `<nav><a href="${home}">API reference (OpenAPI)</a>${PAGES.map(([file, title]) => `<a href="${base}${file}">${title}</a>`).join("")}</nav>`;
 }
 
+
 /** The markdown pages as HTML files, by file name. `home` and `base` as for the nav. */
 export function referencePages(home: string, base: string): Record<string, string> {
   return Object.fromEntries(
@@ -68,6 +70,7 @@ export function referencePages(home: string, base: string): Record<string, strin
     <meta charset="utf-8" />
     <meta name="viewport" content="width=device-width, initial-scale=1" />
     <title>Lemonade Server API: ${title}</title>
+    ${FAVICON}
     <style>${STYLE}</style>
   </head>
   <body>
@@ -100,6 +103,7 @@ export function docsPage(home: string, base: string, scripts: string[] = []): st
   <head>
     <title>Lemonade Server API</title>
     <meta charset="utf-8" />
+    ${FAVICON}
     <meta name="viewport" content="width=device-width, initial-scale=1" />
     <link rel="stylesheet" href="${base}swagger-ui.css" />
     <style>${STYLE}</style>

@@ -4,7 +4,7 @@ import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { EngineEnv, Recipe, RecipeStatus } from "../engines/engine.ts";
-import { InstallError, type EngineInstaller } from "../engines/installer.ts";
+import { InstallError, type EngineInstaller, type InstallProgress } from "../engines/installer.ts";
 import { findRecipe, recipeStatuses } from "../engines/recipes.ts";
 import type { Progress } from "../engines/source-build.ts";
 import type { Scheduler } from "./scheduler.ts";
@@ -28,6 +28,11 @@ export class Backends {
     private readonly env: EngineEnv,
     private readonly log: (message: string) => void,
   ) {}
+
+  /** The backend installs under way, with their phase and percent. */
+  installs(): InstallProgress[] {
+    return this.installer.installs();
+  }
 
   /** Every recipe's backends, read fresh from disk and PATH. */
   statuses(): Record<string, RecipeStatus> {

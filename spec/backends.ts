@@ -157,6 +157,33 @@ export const uninstall = endpoint({
   example: { body: { recipe: LLAMACPP, backend: "cpu" }, response: '{"status": "success", "recipe": "llamacpp", "backend": "cpu"}' },
 });
 
+export const installs = endpoint({
+  id: "lemonade.installs",
+  method: "GET",
+  path: "/installs",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "api",
+  summary: "Backend installs in progress",
+  availability: "fully_available",
+  description:
+    "The backend installs under way, whoever started them (`POST /v1/install`, or a load or chat request whose engine is not installed yet), each with the phase and percent of its last progress report: what a client shows while a first request waits for its engine. An install leaves the list when it ends; `GET /v1/system-info` then says whether it is installed.",
+  response: T.Array(
+    T.Object(
+      {
+        recipe: T.String({ description: "The recipe, such as `llamacpp`" }),
+        backend: T.String({ description: "The backend, such as `cpu`" }),
+        phase: T.String({ description: "`starting`, then the install's phases: `download`, `extract`, `configure`, `build`, `install`" }),
+        percent: T.Number({ description: "Progress of the install, 0 to 100" }),
+      },
+      { title: "InstallProgress" },
+    ),
+    { description: "The installs under way; empty when none is" },
+  ),
+  example: { response: '[{"recipe": "llamacpp", "backend": "cpu", "phase": "build", "percent": 40}]' },
+});
+
 export type InstallRequest = Static<typeof install.body>;
 export type InstallResponse = Static<typeof install.response>;
 export type UninstallRequest = Static<typeof uninstall.body>;

@@ -92,6 +92,39 @@ export const internalConfig = endpoint({
   response: T.Record(T.String(), T.Unknown()),
 });
 
+const SettingSchema = T.Object(
+  {
+    type: T.String({ description: "The JSON type a value must have, its default's: `string`, `number`, `boolean`, `array` or `object`" }),
+    default: T.Unknown({ description: "Lemonade's default" }),
+    description: T.Optional(T.String({ description: "What the setting does on this server; absent for keys kept but without effect here" })),
+    enum: T.Optional(T.Array(T.String(), { description: "The only values it takes" })),
+    minimum: T.Optional(T.Number({ description: "The smallest value it takes" })),
+    maximum: T.Optional(T.Number({ description: "The largest value it takes" })),
+    special: T.Optional(T.Number({ description: "One value it takes outside `minimum`..`maximum`, such as `-1` (automatic or unlimited)" })),
+    integer: T.Optional(T.Boolean({ description: "`true`: whole numbers only" })),
+  },
+  { title: "SettingSchema" },
+);
+
+export const internalConfigSchema = endpoint({
+  id: "lemonade.internal_config_schema",
+  method: "GET",
+  path: "/internal/config/schema",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "admin",
+  summary: "Describe every setting",
+  availability: "fully_available",
+  description:
+    "Every `config.json` setting, nested ones as `section.key`, with the type `POST /internal/set` checks, its default, and for those with an effect here what it does and the values it takes (a range, an allowed value outside it, or a list). The web app's Settings panel is built from it.",
+  response: T.Record(T.String(), SettingSchema),
+  example: {
+    response:
+      '{"ctx_size": {"type": "number", "default": -1, "description": "The default context size of a load; -1 sizes it automatically from the model and memory.", "minimum": 1, "maximum": 2147483647, "special": -1, "integer": true}, "log_level": {"type": "string", "default": "info", "description": "How much the server logs.", "enum": ["trace", "debug", "info", "warning", "error", "critical", "fatal", "none"]}}',
+  },
+});
+
 export const internalSet = endpoint({
   id: "lemonade.internal_set",
   method: "POST",

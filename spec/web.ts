@@ -16,7 +16,7 @@ export const webApp = endpoint({
   summary: "The web app",
   availability: "fully_available",
   description:
-    "The built-in app: chat, the model manager (downloads, options), backends, logs, settings and try-it panels for speech, transcription, embeddings, reranking and images. Its files come from this server alone, and it talks to the server only through this API; when `LEMONADE_API_KEY` is set, the page asks for the key and keeps it in the browser. `?model=NAME` opens the chat with that model.",
+    "The built-in app: chat (conversations kept in the browser), the model manager (downloads, options), downloads, compare, a live dashboard, backends, logs, settings typed from `/internal/config/schema` and try-it panels for speech, transcription, embeddings, reranking and images. Its files come from this server alone, and it talks to the server only through this API; when `LEMONADE_API_KEY` is set, the page asks for the key and keeps it in the browser. `?model=NAME` opens the chat with that model.",
   contentType: "text/html; charset=utf-8",
   head: true,
 });

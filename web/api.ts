@@ -11,6 +11,8 @@ export class ApiError extends Error {
   constructor(
     message: string,
     readonly status: number,
+    /** The request field the error is about, when the server names one. */
+    readonly param?: string,
   ) {
     super(message);
   }
@@ -31,7 +33,8 @@ export async function request(path: string, init: RequestInit = {}): Promise<Res
   const res = await fetch(path, { ...init, headers });
   if (!res.ok) {
     const body = await res.json().catch(() => ({}));
-    throw new ApiError(messageOf(body, res.status), res.status);
+    const param = body?.param ?? body?.error?.param;
+    throw new ApiError(messageOf(body, res.status), res.status, typeof param === "string" ? param : undefined);
   }
   return res;
 }
@@ -76,6 +79,17 @@ export async function* events(res: Response): AsyncGenerator<{ event: string; da
   }
 }
 
+/** The pieces of a streamed /v1/chat/completions reply: text, reasoning, and the engine's timings. */
+export async function* chatStream(body: Record<string, unknown>, signal: AbortSignal): AsyncGenerator<{ content: string; reasoning: string; timings?: { predicted_per_second?: number; prompt_ms?: number } }> {
+  const res = await request("/v1/chat/completions", { method: "POST", body: JSON.stringify({ ...body, stream: true, stream_options: { include_usage: true } }), signal });
+  for await (const { data } of events(res)) {
+    if (data === "[DONE]") return;
+    if (data?.error) throw new Error(data.error.message);
+    const delta = data?.choices?.[0]?.delta ?? {};
+    yield { content: delta.content ?? "", reasoning: delta.reasoning_content ?? "", timings: data?.timings };
+  }
+}
+
 /** A WebSocket to the server, the key sent as the `bearer.<base64url>` subprotocol browsers allow. */
 export function socket(path: string): WebSocket {
   const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}${path}`;
@@ -92,9 +106,29 @@ export interface Model {
   size?: number;
   downloaded: boolean;
   suggested: boolean;
+  update_available?: boolean;
   context_length?: number;
   cloud_provider?: string;
+  /** `huggingface`, `extra_models_dir`, `local_path` or `cloud`. */
+  source?: string;
+  checkpoint_status?: { type: string; present: boolean }[];
 }
+
+/** A server-owned download job (GET /v1/downloads). */
+export interface Job {
+  id: string;
+  model_name: string;
+  status: "downloading" | "paused" | "cancelled" | "completed" | "error";
+  running: boolean;
+  file?: string;
+  percent: number;
+  total_download_size: number;
+  overall_bytes_downloaded: number;
+  error?: string;
+}
+
+/** Jobs that still hold a model's download: a cancelled one has deleted its partial files. */
+export const activeJob = (j: Job) => j.status === "downloading" || j.status === "paused" || j.status === "error";
 
 export interface Loaded {
   model_name: string;

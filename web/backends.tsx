@@ -4,6 +4,47 @@ import { useState } from "preact/hooks";
 import { events, getJson, postJson, request } from "./api.ts";
 import { usePoll } from "./hooks.ts";
 
+/** Backends that are part of the server itself (onnxruntime-node from npm, espeak-ng and binaries on
+ * PATH as `system`): installed, and nothing to uninstall. */
+const builtIn = (recipe: string, backend: string) => recipe === "cloud" || backend === "espeak" || backend === "system" || `${recipe}:${backend}` === "onnxruntime:cpu";
+
+/** A cloud provider (any OpenAI-compatible server) added with its key; the key stays in the server's memory. */
+function CloudProvider({ onDone }: { onDone: () => void }) {
+  const [form, setForm] = useState({ provider: "", base_url: "", api_key: "" });
+  const [message, setMessage] = useState("");
+  const field = (k: keyof typeof form) => (e: Event) => setForm({ ...form, [k]: (e.target as HTMLInputElement).value });
+  const add = async (e: Event) => {
+    e.preventDefault();
+    try {
+      const res = await postJson("/v1/install", { backend: "cloud", provider: form.provider, base_url: form.base_url, ...(form.api_key ? { api_key: form.api_key } : {}) });
+      setMessage(`Added ${res.provider}: ${res.models_discovered} model(s) found${res.warning ? `; ${res.warning}` : ""}.`);
+      setForm({ ...form, api_key: "" });
+      onDone();
+    } catch (err) {
+      setMessage((err as Error).message);
+    }
+  };
+  return (
+    <details class="register">
+      <summary>Add a cloud provider</summary>
+      <form onSubmit={add} class="filters">
+        <label>
+          Provider name <input required value={form.provider} onInput={field("provider")} placeholder="fireworks" />
+        </label>
+        <label>
+          Base URL <input required type="url" value={form.base_url} onInput={field("base_url")} placeholder="https://api.example.com/v1" />
+        </label>
+        <label>
+          API key <input type="password" autocomplete="off" value={form.api_key} onInput={field("api_key")} />
+        </label>
+        <button type="submit">Add provider</button>
+      </form>
+      <p class="hint">The key is kept in the server's memory only; its models appear in the Model manager as provider.model.</p>
+      {message && <p role="status">{message}</p>}
+    </details>
+  );
+}
+
 export function Backends() {
   const info = usePoll(() => getJson("/v1/system-info"), 0);
   const [progress, setProgress] = useState<Record<string, string>>({});
@@ -34,7 +75,8 @@ export function Backends() {
   if (!info.data) return <p>Loading backends…</p>;
   return (
     <section>
-      <table>
+      <CloudProvider onDone={info.refresh} />
+      <table class="backends cards">
         <thead>
           <tr>
             <th>Recipe</th>
@@ -42,7 +84,7 @@ export function Backends() {
             <th>State</th>
             <th>Version</th>
             <th>Next step</th>
-            <th />
+            <th>Actions</th>
           </tr>
         </thead>
         <tbody>
@@ -50,15 +92,23 @@ export function Backends() {
             Object.entries<any>(r.backends).map(([backend, b]) => {
               const key = `${recipe}:${backend}`;
               return (
-                <tr key={key}>
-                  <td>{recipe}</td>
-                  <td>{backend}</td>
-                  <td class={`state ${b.state}`}>{progress[key] ?? b.state}</td>
-                  <td>{b.version ?? ""}</td>
-                  <td>{b.action || b.message}</td>
-                  <td>
-                    {b.state === "installable" || b.state === "update_required" ? <button onClick={() => install(recipe, backend)}>Install</button> : null}
-                    {b.state === "installed" && recipe !== "cloud" && backend !== "espeak" && backend !== "system" ? <button onClick={() => uninstall(recipe, backend)}>Uninstall</button> : null}
+                <tr key={key} data-backend={key}>
+                  <td data-label="Recipe">{recipe}</td>
+                  <td data-label="Backend">{backend}</td>
+                  <td data-label="State" class={`state ${b.state}`}>{progress[key] ?? b.state}</td>
+                  <td data-label="Version">{b.version ?? ""}</td>
+                  <td data-label="Next step">{b.action || b.message || (builtIn(recipe, backend) ? "built in" : "")}</td>
+                  <td data-label="Actions" class="actions">
+                    {b.state === "installable" || b.state === "update_required" ? (
+                      <button onClick={() => install(recipe, backend)}>
+                        Install
+                      </button>
+                    ) : null}
+                    {b.state === "installed" && !builtIn(recipe, backend) ? (
+                      <button onClick={() => uninstall(recipe, backend)}>
+                        Uninstall
+                      </button>
+                    ) : null}
                   </td>
                 </tr>
               );

@@ -1,6 +1,6 @@
 // Logs: the server's /logs/stream, live, with a level filter, pause and search.
 import { useEffect, useRef, useState } from "preact/hooks";
-import { socket } from "./api.ts";
+import { ApiError, getJson, socket } from "./api.ts";
 
 interface Entry {
   seq: number;
@@ -20,19 +20,40 @@ export function Logs() {
   const pausedRef = useRef(false);
   pausedRef.current = paused;
   useEffect(() => {
-    const ws = socket("/logs/stream");
+    let ws: WebSocket;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let stopped = false;
+    let attempt = 0;
     const add = (list: Entry[]) => !pausedRef.current && setEntries((e) => [...e, ...list].slice(-MAX));
-    ws.onopen = () => {
-      setState("live");
-      ws.send(JSON.stringify({ type: "logs.subscribe", after_seq: null }));
+    // The stream closes when the server stops or restarts: try again, a little later each time
+    // (up to 10 s). A restarted server numbers its lines anew, so each snapshot replaces the list.
+    const connect = () => {
+      ws = socket("/logs/stream");
+      ws.onopen = () => {
+        attempt = 0;
+        setState("live");
+        ws.send(JSON.stringify({ type: "logs.subscribe", after_seq: null }));
+      };
+      ws.onmessage = (ev) => {
+        const msg = JSON.parse(String(ev.data));
+        if (msg.type === "logs.snapshot") setEntries((msg.entries as Entry[]).slice(-MAX));
+        else if (msg.type === "logs.entry") add([msg.entry]);
+      };
+      ws.onclose = () => {
+        if (stopped) return;
+        const wait = Math.min(10_000, 500 * 2 ** attempt++);
+        setState(`disconnected: reconnecting in ${Math.ceil(wait / 1000)} s`);
+        timer = setTimeout(connect, wait);
+        // A socket says nothing of why it closed: a plain request tells a refused key from a server that is away.
+        getJson("/v1/health").catch((err) => !stopped && err instanceof ApiError && err.status === 401 && setState("closed: the server needs its API key: set it in Settings"));
+      };
     };
-    ws.onmessage = (ev) => {
-      const msg = JSON.parse(String(ev.data));
-      if (msg.type === "logs.snapshot") add(msg.entries);
-      else if (msg.type === "logs.entry") add([msg.entry]);
+    connect();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+      ws.close();
     };
-    ws.onclose = () => setState("closed: check the API key in Settings if the server needs one");
-    return () => ws.close();
   }, []);
   const shown = entries.filter((e) => (RANK[e.severity] ?? 2) >= RANK[level]! && (!search || e.line.toLowerCase().includes(search.toLowerCase())));
   return (
@@ -47,12 +68,12 @@ export function Logs() {
           </select>
         </label>
         <label>
-          Search <input type="search" value={search} onInput={(e) => setSearch((e.target as HTMLInputElement).value)} />
+          Search the log <input type="search" value={search} onInput={(e) => setSearch((e.target as HTMLInputElement).value)} />
         </label>
         <button onClick={() => setPaused(!paused)}>{paused ? "Resume" : "Pause"}</button>
         <span class="hint">{state}</span>
       </div>
-      <pre class="log-lines" aria-live="polite">
+      <pre class="log-lines" role="log" tabIndex={0} aria-label="Log lines">
         {shown.map((e) => (
           <div key={e.seq} class={`log ${e.severity}`}>
             {e.line}

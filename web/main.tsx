@@ -1,6 +1,7 @@
-// The web app: one page with a panel per task, switched by the address's #fragment, and a status bar.
+// The web app: one page with a panel per task, switched by the address's #fragment, a status bar,
+// a theme toggle (system, light, dark) and toasts for what happens in the background.
 import { render } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import "./style.css";
 import { Chat } from "./chat.tsx";
 import { Models } from "./models.tsx";
@@ -8,11 +9,19 @@ import { Backends } from "./backends.tsx";
 import { Logs } from "./logs.tsx";
 import { Settings } from "./settings.tsx";
 import { TryIt } from "./tryit.tsx";
-import { StatusBar } from "./status.tsx";
+import { StatusBar, useHealth } from "./status.tsx";
+import { Dashboard } from "./dashboard.tsx";
+import { Compare } from "./compare.tsx";
+import { Downloads, useJobs } from "./downloads.tsx";
+import { useStored } from "./hooks.ts";
+import type { Job } from "./api.ts";
 
 const PANELS = [
   ["chat", "Chat"],
   ["models", "Model manager"],
+  ["downloads", "Downloads"],
+  ["compare", "Compare"],
+  ["dashboard", "Dashboard"],
   ["try", "Try it"],
   ["backends", "Backends"],
   ["logs", "Logs"],
@@ -21,9 +30,53 @@ const PANELS = [
 type Panel = (typeof PANELS)[number][0];
 
 const current = (): Panel => {
-  const hash = location.hash.slice(1);
+  // `#models?label=tts`: a panel, and what it opens with.
+  const hash = location.hash.slice(1).split("?")[0];
   return (PANELS.find(([id]) => id === hash)?.[0] ?? "chat") as Panel;
 };
+
+type Theme = "system" | "light" | "dark";
+
+interface Toast {
+  id: number;
+  text: string;
+  error?: boolean;
+}
+
+/** Toasts for download jobs that finished or failed, and models that left memory, since the last poll. */
+function useToasts(jobs: Job[] | undefined, loaded: string[] | undefined): [Toast[], (id: number) => void] {
+  const [toasts, setToasts] = useState<Toast[]>([]);
+  const seen = useRef<Map<string, Job["status"]> | null>(null);
+  const resident = useRef<string[] | null>(null);
+  const next = useRef(0);
+  useEffect(() => {
+    if (!loaded) return;
+    const before = resident.current;
+    resident.current = loaded;
+    if (!before) return;
+    const gone = before.filter((m) => !loaded.includes(m));
+    const came = loaded.filter((m) => !before.includes(m));
+    // A model that leaves as another arrives made room for it; one that leaves alone was unloaded
+    // (by a client, idle eviction, or its engine's end).
+    const news = gone.map((m) => ({ id: next.current++, text: came.length ? `${m} was evicted for ${came.join(", ")}` : `${m} was unloaded` }));
+    if (news.length) setToasts((t) => [...t, ...news].slice(-4));
+  }, [loaded?.join("\n")]);
+  useEffect(() => {
+    if (!jobs) return;
+    const before = seen.current;
+    seen.current = new Map(jobs.map((j) => [j.id, j.status]));
+    // The first poll is what was there already: nothing new to tell.
+    if (!before) return;
+    const news: Toast[] = [];
+    for (const j of jobs) {
+      if (before.get(j.id) === j.status) continue;
+      if (j.status === "completed") news.push({ id: next.current++, text: `Download of ${j.model_name} done` });
+      if (j.status === "error") news.push({ id: next.current++, text: `Download of ${j.model_name} failed: ${j.error ?? "error"}`, error: true });
+    }
+    if (news.length) setToasts((t) => [...t, ...news].slice(-4));
+  }, [jobs]);
+  return [toasts, (id) => setToasts((t) => t.filter((x) => x.id !== id))];
+}
 
 function App() {
   const [panel, setPanel] = useState<Panel>(current());
@@ -33,6 +86,16 @@ function App() {
     return () => removeEventListener("hashchange", onHash);
   }, []);
   const go = (p: Panel) => (location.hash = p);
+  // One poll of the jobs for the badge, the toasts and the panels that show them: faster while one is open.
+  const jobs = useJobs(panel === "models" || panel === "downloads" ? 1000 : 3000, [panel]);
+  const active = (jobs.data ?? []).filter((j) => j.status === "downloading").length;
+  const health = useHealth();
+  const [toasts, dismiss] = useToasts(jobs.data, (health.data?.all_models_loaded as { model_name: string }[] | undefined)?.map((m) => m.model_name));
+  const [theme, setTheme] = useStored<Theme>("lemonade.theme", "system");
+  useEffect(() => {
+    if (theme === "system") delete document.documentElement.dataset.theme;
+    else document.documentElement.dataset.theme = theme;
+  }, [theme]);
   return (
     <div class="app">
       <header>
@@ -41,22 +104,48 @@ function App() {
           {PANELS.map(([id, label]) => (
             <button key={id} class={panel === id ? "tab active" : "tab"} aria-current={panel === id ? "page" : undefined} onClick={() => go(id)}>
               {label}
+              {id === "downloads" && active > 0 && (
+                <span class="nav-badge" aria-label={`${active} active`}>
+                  {active}
+                </span>
+              )}
             </button>
           ))}
           <a class="tab" href="/docs">
             API docs
           </a>
         </nav>
+        <label class="theme">
+          Theme{" "}
+          <select value={theme} onChange={(e) => setTheme((e.target as HTMLSelectElement).value as Theme)}>
+            <option value="system">system</option>
+            <option value="light">light</option>
+            <option value="dark">dark</option>
+          </select>
+        </label>
       </header>
       <main>
         {panel === "chat" && <Chat onManageModels={() => go("models")} />}
-        {panel === "models" && <Models />}
+        {panel === "models" && <Models jobs={jobs} />}
+        {panel === "downloads" && <Downloads jobs={jobs} />}
+        {panel === "compare" && <Compare />}
+        {panel === "dashboard" && <Dashboard />}
         {panel === "try" && <TryIt />}
         {panel === "backends" && <Backends />}
         {panel === "logs" && <Logs />}
         {panel === "settings" && <Settings />}
       </main>
-      <StatusBar />
+      <StatusBar health={health} />
+      <div class="toasts" role="status" aria-live="polite">
+        {toasts.map((t) => (
+          <div key={t.id} class={t.error ? "toast error" : "toast"}>
+            <p>{t.text}</p>
+            <button class="link" aria-label="Dismiss" onClick={() => dismiss(t.id)}>
+              ×
+            </button>
+          </div>
+        ))}
+      </div>
     </div>
   );
 }

@@ -1,36 +1,47 @@
 // Model manager: the catalog with filters; downloads as server-owned jobs (they survive a reload)
 // with pause, resume and cancel; load, unload, pin, delete; a per-model options editor; and
 // registering a Hugging Face checkpoint (or a published Omni collection) as a user model.
+import { Fragment } from "preact";
 import { useState } from "preact/hooks";
-import { getJson, postJson, type Loaded, type Model } from "./api.ts";
+import { activeJob, getJson, postJson, type Loaded, type Model } from "./api.ts";
 import { usePoll } from "./hooks.ts";
+import type { Jobs } from "./downloads.tsx";
 
 const COLLECTION = "collection.omni";
+
+/** The model manager's sections, by `rank` in `Models`. */
+const SECTIONS = ["Downloading", "Loaded", "Downloaded", "Suggested for this machine", "All models"];
 
 /** A listed model; a collection adds the names of its components (none until a published one is downloaded). */
 type Listed = Model & { components?: string[] };
 
-interface Job {
-  id: string;
-  model_name?: string;
-  status: string;
-  percent: number;
-  file?: string;
-  error?: string;
+/** A typed option value from the editor's text, or the reason it is not one. */
+function parseOption(text: string, like: unknown): { value?: unknown; problem?: string } {
+  if (typeof like === "number") {
+    const n = Number(text);
+    if (text.trim() === "" || !Number.isFinite(n)) return { problem: "must be a number" };
+    return { value: n };
+  }
+  return { value: text };
 }
 
 function OptionsEditor({ id, onClose }: { id: string; onClose: () => void }) {
   const { data, error, refresh } = usePoll(() => getJson(`/v1/models/${encodeURIComponent(id)}/options`), 0, [id]);
-  const [edits, setEdits] = useState<Record<string, string>>({});
+  const [edits, setEdits] = useState<Record<string, unknown>>({});
+  const [problems, setProblems] = useState<Record<string, string>>({});
   const [message, setMessage] = useState("");
   if (error) return <p class="error">{error}</p>;
   if (!data) return <p>Loading options…</p>;
-  const save = async () => {
-    const body: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(edits)) {
-      const before = data.effective[k];
-      body[k] = v === "" ? null : typeof before === "number" ? Number(v) : typeof before === "boolean" ? v === "true" : v;
-    }
+  // model_name names the model the options belong to: it is shown, not edited.
+  const keys = Object.keys(data.effective).filter((k) => k !== "model_name");
+  const like = (k: string) => data.defaults?.[k] ?? data.effective[k];
+  const edit = (k: string, text: string) => {
+    const { value, problem } = parseOption(text, like(k));
+    setProblems({ ...problems, [k]: problem ?? "" });
+    setEdits({ ...edits, [k]: problem ? text : value });
+  };
+  const save = async (body: Record<string, unknown>) => {
+    if (Object.values(problems).some(Boolean)) return setMessage("Fix the values marked first; nothing was saved.");
     try {
       await postJson(`/v1/models/${encodeURIComponent(id)}/options`, body);
       setMessage("Saved; the next load uses them.");
@@ -40,37 +51,89 @@ function OptionsEditor({ id, onClose }: { id: string; onClose: () => void }) {
       setMessage((err as Error).message);
     }
   };
+  // A load for this once, the saved options left as they are.
+  const loadWith = async () => {
+    if (Object.values(problems).some(Boolean)) return setMessage("Fix the values marked first; nothing was loaded.");
+    setMessage(`Loading ${id}…`);
+    try {
+      await postJson("/v1/load", { ...data.effective, ...edits, model_name: id });
+      setMessage(`Loaded ${id} with these options.`);
+    } catch (err) {
+      setMessage((err as Error).message);
+    }
+  };
   return (
     <div class="options" role="dialog" aria-label={`Options of ${id}`}>
       <h3>Options of {id}</h3>
-      <p>Context size the next load uses: {data.resolved_ctx_size ?? "n/a"}</p>
-      <table>
-        <thead>
-          <tr>
-            <th>Option</th>
-            <th>Effective</th>
-            <th>Default</th>
-            <th>Saved</th>
-            <th>New value</th>
-          </tr>
-        </thead>
-        <tbody>
-          {Object.keys(data.effective).map((k) => (
-            <tr key={k}>
-              <td>{k}</td>
-              <td>{String(data.effective[k])}</td>
-              <td>{String(data.defaults?.[k] ?? "")}</td>
-              <td>{k in (data.saved ?? {}) ? String(data.saved[k]) : ""}</td>
-              <td>
-                <input aria-label={`New ${k}`} name={k} value={edits[k] ?? ""} onInput={(e) => setEdits({ ...edits, [k]: (e.target as HTMLInputElement).value })} />
-              </td>
+      <p>
+        Recipe {data.recipe}; context size the next load uses: {data.resolved_ctx_size ?? "n/a"}
+      </p>
+      <div class="table-wrap">
+        <table class="cards">
+          <thead>
+            <tr>
+              <th>Option</th>
+              <th>Effective</th>
+              <th>Default</th>
+              <th>Saved</th>
+              <th>New value</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
-      <button class="primary" onClick={save} disabled={!Object.keys(edits).length}>
+          </thead>
+          <tbody>
+            {keys.map((k) => {
+              const saved = k in (data.saved ?? {});
+              const input =
+                typeof like(k) === "boolean" ? (
+                  <input
+                    type="checkbox"
+                    role="switch"
+                    aria-label={`New ${k}`}
+                    checked={Boolean(k in edits ? edits[k] : data.effective[k])}
+                    onChange={(e) => setEdits({ ...edits, [k]: (e.target as HTMLInputElement).checked })}
+                  />
+                ) : (
+                  <input
+                    aria-label={`New ${k}`}
+                    name={k}
+                    inputMode={typeof like(k) === "number" ? "decimal" : undefined}
+                    aria-invalid={problems[k] ? "true" : undefined}
+                    aria-describedby={problems[k] ? `problem-${k}` : undefined}
+                    value={k in edits ? String(edits[k]) : ""}
+                    onInput={(e) => edit(k, (e.target as HTMLInputElement).value)}
+                  />
+                );
+              return (
+                <tr key={k}>
+                  <td data-label="Option">{k}</td>
+                  <td data-label="Effective">{String(data.effective[k])}</td>
+                  <td data-label="Default">{String(data.defaults?.[k] ?? "")}</td>
+                  <td data-label="Saved">
+                    {saved ? String(data.saved[k]) : ""}
+                    {saved && (
+                      <button class="link" aria-label={`Clear saved ${k}`} onClick={() => save({ [k]: null })}>
+                        clear
+                      </button>
+                    )}
+                  </td>
+                  <td data-label="New value">
+                    {input}
+                    {problems[k] && (
+                      <span class="error" id={`problem-${k}`}>
+                        {" "}
+                        {k} {problems[k]}
+                      </span>
+                    )}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      </div>
+      <button class="primary" onClick={() => save(edits)} disabled={!Object.keys(edits).length}>
         Save options
       </button>{" "}
+      <button onClick={loadWith}>Load with these options</button>{" "}
       <button onClick={onClose}>Close</button>
       {message && <p role="status">{message}</p>}
     </div>
@@ -132,7 +195,7 @@ function Register({ onDone }: { onDone: () => void }) {
       <summary>Add a model from Hugging Face</summary>
       <form onSubmit={search}>
         <label>
-          Search <input value={query} onInput={(e) => setQuery((e.target as HTMLInputElement).value)} placeholder="qwen3 gguf" />
+          Search Hugging Face <input value={query} onInput={(e) => setQuery((e.target as HTMLInputElement).value)} placeholder="qwen3 gguf" />
         </label>{" "}
         <button type="submit">Search</button>{" "}
         <label>
@@ -165,28 +228,34 @@ function Register({ onDone }: { onDone: () => void }) {
   );
 }
 
+/** Whether Delete can work: a model with files of its own in the cache (none for an `extra.` model,
+ * whose file belongs to its folder, a cloud model, or a built-in engine's that serves without files),
+ * or a collection's entry. */
+const deletable = (m: Listed) =>
+  m.recipe.startsWith("collection.") || (m.downloaded && m.source !== "extra_models_dir" && m.source !== "cloud" && (m.checkpoint_status ?? []).some((c) => c.present));
+
 /** Deleting a collection removes only its entry: its components are models of their own. */
 const deletePrompt = (m: Listed) =>
   m.recipe === COLLECTION
     ? `Delete the collection ${m.id}? Only the collection entry is removed; its components (${m.components?.join(", ")}) stay downloaded.`
     : `Delete ${m.id} and its files?`;
 
-export function Models() {
+export function Models({ jobs }: { jobs: Jobs }) {
   const models = usePoll(() => getJson("/v1/models?show_all=true"), 2000);
   const health = usePoll(() => getJson("/v1/health"), 2000);
-  const jobs = usePoll<Job[]>(() => getJson("/v1/downloads"), 1000);
-  const [filter, setFilter] = useState({ search: "", recipe: "", label: "", downloaded: false });
+  const [filter, setFilter] = useState(() => ({ search: "", recipe: "", label: new URLSearchParams(location.hash.split("?")[1] ?? "").get("label") ?? "", downloaded: false }));
   const [options, setOptions] = useState<string | null>(null);
   const [message, setMessage] = useState("");
   const all: Listed[] = models.data?.data ?? [];
   const loaded = new Map<string, Loaded>(((health.data?.all_models_loaded ?? []) as Loaded[]).map((m) => [m.model_name, m]));
   // Jobs name a user model by its canonical `user.` id; the listing by its bare one.
-  const jobOf = (id: string) => jobs.data?.find((j) => (j.model_name === id || j.model_name === `user.${id}`) && j.status !== "completed");
-  const act = async (what: string, fn: () => Promise<unknown>) => {
-    setMessage(what);
+  const jobOf = (id: string) => jobs.data?.find((j) => (j.model_name === id || j.model_name === `user.${id}`) && activeJob(j));
+  /** `started` is what to say once a background job (a download) has begun, rather than "done". */
+  const act = async (what: string, fn: () => Promise<unknown>, started?: string) => {
+    setMessage(`${what}…`);
     try {
       await fn();
-      setMessage(`${what}: done`);
+      setMessage(started ?? `${what}: done`);
     } catch (err) {
       setMessage(`${what} failed: ${(err as Error).message}`);
     }
@@ -201,16 +270,17 @@ export function Models() {
       (!filter.label || m.labels.includes(filter.label)) &&
       (!filter.downloaded || m.downloaded),
   );
-  // What is here first: loaded, then downloaded, then the catalog in its own order.
-  const rank = (m: Model) => (loaded.has(m.id) ? 0 : m.downloaded ? 1 : 2);
+  // What is moving first (downloads), then loaded, then downloaded, then what suits this machine, then the rest.
+  const rank = (m: Model) => (jobOf(m.id) ? 0 : loaded.has(m.id) ? 1 : m.downloaded ? 2 : m.suggested ? 3 : 4);
   shown.sort((a, b) => rank(a) - rank(b));
-  const recipes = [...new Set(all.map((m) => m.recipe))].sort();
-  const labels = [...new Set(all.flatMap((m) => m.labels))].sort();
+  // The filter asked for (`#models?label=image`) is an option before the list arrives, so the select shows it.
+  const recipes = [...new Set([...all.map((m) => m.recipe), ...(filter.recipe ? [filter.recipe] : [])])].sort();
+  const labels = [...new Set([...all.flatMap((m) => m.labels), ...(filter.label ? [filter.label] : [])])].sort();
   return (
     <section class="models">
       <div class="filters">
         <label>
-          Search <input type="search" value={filter.search} onInput={(e) => setFilter({ ...filter, search: (e.target as HTMLInputElement).value })} />
+          Filter models <input type="search" value={filter.search} onInput={(e) => setFilter({ ...filter, search: (e.target as HTMLInputElement).value })} />
         </label>
         <label>
           Recipe{" "}
@@ -239,7 +309,7 @@ export function Models() {
       {models.error && <p class="error">{models.error}</p>}
       {options && <OptionsEditor id={options} onClose={() => setOptions(null)} />}
       <div class="table-wrap">
-      <table class="catalog">
+      <table class="catalog cards">
         <thead>
           <tr>
             <th>Model</th>
@@ -251,21 +321,32 @@ export function Models() {
           </tr>
         </thead>
         <tbody>
-          {shown.map((m) => {
+          {shown.map((m, i) => {
             const job = jobOf(m.id);
             const slot = loaded.get(m.id);
+            const section = SECTIONS[rank(m)]!;
+            const first = i === 0 || SECTIONS[rank(shown[i - 1]!)] !== section;
             return (
-              <tr key={m.id} data-model={m.id}>
-                <td>
+              <Fragment key={m.id}>
+              {first && (
+                <tr class="section">
+                  <th colSpan={6} scope="rowgroup">
+                    {section}
+                  </th>
+                </tr>
+              )}
+              <tr data-model={m.id}>
+                <td data-label="Model">
                   {m.id}
+                  {m.update_available && <span class="badge"> update available</span>}
                   {m.recipe === COLLECTION && (
                     <div class="hint">{m.components?.length ? `collection of ${m.components.join(", ")}` : "collection; its components are listed once it is downloaded"}</div>
                   )}
                 </td>
-                <td>{m.recipe}</td>
-                <td>{m.size !== undefined ? `${m.size} GB` : ""}</td>
-                <td>{m.labels.join(", ")}</td>
-                <td data-state={job ? "downloading" : slot ? "loaded" : m.downloaded ? "downloaded" : "available"}>
+                <td data-label="Recipe">{m.recipe}</td>
+                <td data-label="Size">{m.size !== undefined ? `${m.size} GB` : ""}</td>
+                <td data-label="Labels">{m.labels.join(", ")}</td>
+                <td data-label="State" data-state={job ? "downloading" : slot ? "loaded" : m.downloaded ? "downloaded" : "available"}>
                   {job ? (
                     <span class="job">
                       <progress max={100} value={job.percent} aria-label={`Download of ${m.id}`} /> {job.percent}% {job.status}
@@ -279,20 +360,27 @@ export function Models() {
                     ""
                   )}
                 </td>
-                <td class="actions">
+                <td class="actions" data-label="Actions">
+                  <div class="buttons">
                   {job && job.status === "downloading" && <button onClick={() => act(`Pause ${m.id}`, () => postJson("/v1/downloads/control", { id: job.id, action: "pause" }))}>Pause</button>}
                   {job && job.status !== "downloading" && (
-                    <button onClick={() => act(`Resume ${m.id}`, () => postJson("/v1/pull", { model_name: m.id, stream: true, subscribe: false }))}>Resume</button>
+                    <button onClick={() => act(`Resume ${m.id}`, () => postJson("/v1/pull", { model_name: m.id, stream: true, subscribe: false }), `Download of ${m.id} resumed`)}>
+                      {job.status === "error" ? "Retry" : "Resume"}
+                    </button>
                   )}
                   {job && <button onClick={() => act(`Cancel ${m.id}`, () => postJson("/v1/downloads/control", { id: job.id, action: "cancel" }))}>Cancel</button>}
-                  {!job && !m.downloaded && <button onClick={() => act(`Download ${m.id}`, () => postJson("/v1/pull", { model_name: m.id, stream: true, subscribe: false }))}>Download</button>}
+                  {!job && !m.downloaded && (
+                    <button onClick={() => act(`Download ${m.id}`, () => postJson("/v1/pull", { model_name: m.id, stream: true, subscribe: false }), `Download of ${m.id} started; follow it in Downloads`)}>
+                      Download
+                    </button>
+                  )}
                   {m.downloaded && !slot && <button onClick={() => act(`Load ${m.id}`, () => postJson("/v1/load", { model_name: m.id }))}>Load</button>}
                   {slot && <button onClick={() => act(`Unload ${m.id}`, () => postJson("/v1/unload", { model_name: m.id }))}>Unload</button>}
                   {slot && (
                     <button onClick={() => act(`${slot.pinned ? "Unpin" : "Pin"} ${m.id}`, () => postJson("/internal/pin", { model_name: m.id, pinned: !slot.pinned }))}>{slot.pinned ? "Unpin" : "Pin"}</button>
                   )}
                   <button onClick={() => setOptions(m.id)}>Options</button>
-                  {m.downloaded && m.recipe !== "cloud" && (
+                  {deletable(m) && (
                     <button
                       class="danger"
                       onClick={() => confirm(deletePrompt(m)) && act(`Delete ${m.id}`, () => postJson("/v1/delete", { model_name: m.id }))}
@@ -300,8 +388,10 @@ export function Models() {
                       Delete
                     </button>
                   )}
+                  </div>
                 </td>
               </tr>
+              </Fragment>
             );
           })}
         </tbody>

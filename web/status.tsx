@@ -3,8 +3,12 @@
 import { getJson } from "./api.ts";
 import { usePoll } from "./hooks.ts";
 
-export function StatusBar() {
-  const health = usePoll(() => getJson("/v1/health"), 3000);
+export type Health = ReturnType<typeof useHealth>;
+
+export const useHealth = () => usePoll(() => getJson("/v1/health"), 3000);
+
+/** `health` is the app shell's poll, which its toasts share. */
+export function StatusBar({ health }: { health: Health }) {
   const stats = usePoll(() => getJson("/v1/stats"), 3000);
   const system = usePoll(() => getJson("/v1/system-stats"), 5000);
   if (health.error) return <footer class="status error">Server unreachable: {health.error}</footer>;

@@ -29,6 +29,7 @@ function Speech({ models }: { models: Model[] }) {
   const [error, setError] = useState("");
   const speak = async () => {
     setError("");
+    if (!text.trim()) return setError("Type some text to speak.");
     try {
       const res = await request("/v1/audio/speech", { method: "POST", body: JSON.stringify({ model, input: text, voice, speed: Number(speed), response_format: "mp3" }) });
       setAudio(URL.createObjectURL(await res.blob()));
@@ -215,10 +216,12 @@ function Rerank({ models }: { models: Model[] }) {
   const [error, setError] = useState("");
   const rank = async () => {
     const documents = docs.split("\n").filter(Boolean);
+    setError("");
     try {
       const res = await postJson("/v1/rerank", { model, query, documents });
       setResult((res.results as any[]).map((r) => ({ text: documents[r.index]!, score: r.relevance_score })).sort((x, y) => y.score - x.score));
     } catch (err) {
+      setResult([]);
       setError((err as Error).message);
     }
   };
@@ -310,17 +313,38 @@ function Images({ models }: { models: Model[] }) {
   );
 }
 
+/** Each panel's model label and its name. */
+const KINDS = [
+  ["tts", "Text to speech"],
+  ["transcription", "Transcription"],
+  ["embeddings", "Embeddings"],
+  ["reranking", "Reranking"],
+  ["classification", "Classification"],
+  ["image", "Images"],
+] as const;
+
 export function TryIt() {
   const { data, error } = usePoll(() => getJson("/v1/models"), 0);
   if (error) return <p class="error">{error}</p>;
   if (!data) return <p>Loading models…</p>;
   const all = data.data as Model[];
   const having = (label: string) => all.filter((m) => m.labels.includes(label));
-  const [tts, asr, emb, rr, clf, img] = ["tts", "transcription", "embeddings", "reranking", "classification", "image"].map(having);
-  const none = ![tts, asr, emb, rr, clf, img].some((l) => l!.length);
+  const [tts, asr, emb, rr, clf, img] = KINDS.map(([label]) => having(label));
+  const missing = KINDS.filter(([label]) => !having(label).length);
   return (
     <section class="tryit">
-      {none && <p>Download a speech, transcription, embedding, reranking, classification or image model in the Model manager to try it here.</p>}
+      {missing.length > 0 && (
+        <div class="missing">
+          <p>Some panels are hidden because no model of their kind is here:</p>
+          <ul>
+            {missing.map(([label, panel]) => (
+              <li key={label}>
+                {panel} needs a model labelled <code>{label}</code>: <a href={`#models?label=${label}`}>find one in the Model manager</a>
+              </li>
+            ))}
+          </ul>
+        </div>
+      )}
       {tts!.length > 0 && <Speech models={tts!} />}
       {asr!.length > 0 && <Transcription models={asr!} />}
       {emb!.length > 0 && <Embeddings models={emb!} />}

@@ -219,6 +219,37 @@ export const del: Command = {
   },
 };
 
+/** POST /v1/load, saying meanwhile what the server does first: an engine install the load waits
+ * for (GET /v1/installs, each phase and every 10 % once), then the loading of the weights. */
+export async function loadWithPhases(client: Client, body: Record<string, unknown>, say: (line: string) => void, everyMs = 1000): Promise<any> {
+  const model = String(body.model_name);
+  say(`Loading ${model}...`);
+  let last = "";
+  let installed = false;
+  let done = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  // One look at a time, the next scheduled when this one is answered, so the lines keep their order.
+  const look = async () => {
+    const installs = (await client.json("GET", "/v1/installs").catch(() => [])) as { recipe: string; backend: string; phase: string; percent: number }[];
+    if (done) return;
+    const line = installs.length
+      ? installs.map((i) => `Installing ${i.recipe} (${i.backend}): ${i.phase}, ${Math.floor(i.percent / 10) * 10} %`).join("; ")
+      : installed
+        ? `Loading the weights of ${model}...`
+        : "";
+    installed ||= installs.length > 0;
+    if (line && line !== last) say((last = line));
+    timer = setTimeout(look, everyMs);
+  };
+  timer = setTimeout(look, everyMs);
+  try {
+    return await client.json("POST", "/v1/load", body);
+  } finally {
+    done = true;
+    clearTimeout(timer);
+  }
+}
+
 export const load: Command = {
   name: "load",
   summary: "Load a model into memory, with any recipe option",
@@ -229,7 +260,8 @@ ${SERVER_FLAGS_HELP}`,
   options: { ...SERVER_FLAGS, ...LOAD_FLAGS },
   async run(input) {
     const model = oneModel(input, this.usage);
-    console.log((await (await connect(input)).json("POST", "/v1/load", { model_name: model, ...loadOptionsFrom(input.values) })).message);
+    const said = (line: string) => process.stderr.write(dim(`${line}\n`));
+    console.log((await loadWithPhases(await connect(input), { model_name: model, ...loadOptionsFrom(input.values) }, said)).message);
     return 0;
   },
 };

@@ -6,7 +6,7 @@ import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from
 import { dim, table } from "../format.ts";
 import { LOAD_FLAGS, LOAD_FLAGS_HELP, loadOptionsFrom } from "../load-flags.ts";
 import { chatLoop, maxTokensFrom } from "./chat.ts";
-import { pullWithProgress } from "./models.ts";
+import { loadWithPhases, pullWithProgress } from "./models.ts";
 import { measureLoaded, type BenchRun } from "../bench-runs.ts";
 import { contribution, submission, type Contribution } from "../contribution.ts";
 
@@ -16,8 +16,7 @@ const clientOf = (input: CommandInput) => new Client(target(input.values as { ho
 export async function pullAndLoad(client: Client, model: string, options: Record<string, unknown> = {}): Promise<void> {
   const info = await client.json("GET", `/v1/models/${encodeURIComponent(model)}`);
   if (!info.downloaded) await pullWithProgress(client, { model_name: model });
-  process.stderr.write(dim(`Loading ${model}...\n`));
-  await client.json("POST", "/v1/load", { model_name: model, ...options });
+  await loadWithPhases(client, { model_name: model, ...options }, (line) => process.stderr.write(dim(`${line}\n`)));
 }
 
 /** Opens a URL in the desktop's browser; false when there is none to open it. */

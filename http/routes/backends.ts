@@ -8,4 +8,5 @@ export function backendRoutes(bind: Binder, ctx: Pick<ServerContext, "backends" 
   bind.http(spec.install, ({ body }) => install(ctx, body));
   bind.http(spec.installDryRun, ({ body }) => installDryRun(ctx, body));
   bind.http(spec.uninstall, ({ body }) => uninstall(ctx, body));
+  bind.http(spec.installs, () => ctx.backends.installs());
 }

@@ -2,13 +2,14 @@
 // configuration, live settings, pinning and shutdown (protocols/settings.ts), the telemetry flush.
 import { internal as spec } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
-import { effectiveSettings } from "../../config/settings.ts";
+import { effectiveSettings, settingsSchema } from "../../config/settings.ts";
 import { listAliases, removeAlias, setAlias } from "../../protocols/aliases.ts";
 import { pin, setSettings, shutdown } from "../../protocols/settings.ts";
 import type { Binder } from "../bind.ts";
 
 export function internalRoutes(bind: Binder, ctx: Pick<ServerContext, "aliases" | "catalog" | "config" | "lifecycle" | "logger" | "scheduler" | "telemetry">): void {
   bind.http(spec.internalConfig, () => effectiveSettings(ctx.config));
+  bind.http(spec.internalConfigSchema, () => settingsSchema());
   bind.http(spec.internalSet, ({ body }) => setSettings(ctx, body));
   bind.http(spec.internalPin, ({ body }) => pin(ctx, body.model_name, body.pinned));
   bind.http(spec.internalShutdown, () => shutdown(ctx));

@@ -5,6 +5,7 @@ import { ApiError } from "../../lib/api-error.ts";
 import { E } from "../../spec/errors.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import type { Binder } from "../bind.ts";
+import { FAVICON } from "../favicon.ts";
 import swaggerBundle from "swagger-ui-dist/swagger-ui-bundle.js" with { type: "file" };
 import swaggerCss from "swagger-ui-dist/swagger-ui.css" with { type: "file" };
 
@@ -17,7 +18,7 @@ const SHELL = `<!doctype html>
     <meta charset="utf-8" />
     <meta name="viewport" content="width=device-width, initial-scale=1" />
     <title>Lemonade</title>
-    <link rel="icon" href="data:," />
+    ${FAVICON}
     <link rel="stylesheet" href="/app/assets/app.css" />
   </head>
   <body>

@@ -60,6 +60,22 @@ test("nested settings by dots or objects are saved nested; a wrong type, a range
   await admin("/internal/set", { log_level: "info", "llamacpp.args": "" });
 });
 
+test("GET /internal/config/schema types every setting from its default, with the ranges and lists /internal/set enforces", async () => {
+  const schema = await (await admin("/internal/config/schema")).json();
+  expect(schema.ctx_size).toMatchObject({ type: "number", default: -1, minimum: 1, special: -1, integer: true });
+  expect(schema.log_level.enum).toContain("debug");
+  expect(schema.offline).toMatchObject({ type: "boolean", default: false });
+  expect(schema.offline.description).toContain("internet");
+  expect(schema["llamacpp.backend"].type).toBe("string");
+  // A key kept for Lemonade with no effect here has its type, and no description.
+  expect(schema["flm.args"]).toEqual({ type: "string", default: "" });
+  // The bounds are the ones the server checks: the value just outside them is refused.
+  const res = await admin("/internal/set", { "sdcpp.width": schema["sdcpp.width"].minimum - 1 });
+  expect(res.status).toBe(400);
+  expect((await res.json()).param).toBe("sdcpp.width");
+  expect((await fetch(`${server.url}/internal/config/schema`)).status).toBe(401);
+});
+
 test("/internal/pin pins and unpins a loaded model, idempotently; 404 when it is not loaded", async () => {
   await load("extra.a");
   for (const pinned of [true, true, false]) {

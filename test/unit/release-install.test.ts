@@ -144,6 +144,16 @@ describe("installing a pinned release", () => {
     expect(existsSync(join(cacheDir, "bin", "fakecpp", "cpu"))).toBe(false);
   });
 
+  test("an install under way is listed with its last phase and percent, and leaves the list when it ends", async () => {
+    const cacheDir = cacheWithPins({ [ASSET]: `sha256:${sha(good)}` });
+    const installer = installerFor(cacheDir, github.url);
+    const seen: { phase: string; listed: ReturnType<typeof installer.installs> }[] = [];
+    await installer.install("fakecpp", "cpu", (phase) => seen.push({ phase, listed: installer.installs() }));
+    expect(seen.length).toBeGreaterThan(0);
+    for (const { phase, listed } of seen) expect(listed).toEqual([{ recipe: "fakecpp", backend: "cpu", phase, percent: expect.any(Number) }]);
+    expect(installer.installs()).toEqual([]);
+  });
+
   test("a wrong sha256 fails the install and leaves nothing installed", async () => {
     const cacheDir = cacheWithPins({ [ASSET]: `sha256:${"0".repeat(64)}` });
     const installer = installerFor(cacheDir, github.url);

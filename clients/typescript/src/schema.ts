@@ -3439,6 +3439,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/installs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Backend installs in progress
+         * @description The backend installs under way, whoever started them (`POST /v1/install`, or a load or chat request whose engine is not installed yet), each with the phase and percent of its last progress report: what a client shows while a first request waits for its engine. An install leaves the list when it ends; `GET /v1/system-info` then says whether it is installed.
+         */
+        get: operations["lemonade.installs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/installs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Backend installs in progress
+         * @description The same as `GET /v1/installs`, documented there.
+         */
+        get: operations["lemonade.installs.api_v1_installs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/installs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Backend installs in progress
+         * @description The same as `GET /v1/installs`, documented there.
+         */
+        get: operations["lemonade.installs.v0_installs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/installs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Backend installs in progress
+         * @description The same as `GET /v1/installs`, documented there.
+         */
+        get: operations["lemonade.installs.api_v0_installs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/cloud/auth": {
         parameters: {
             query?: never;
@@ -4744,7 +4824,7 @@ export interface paths {
         };
         /**
          * The web app
-         * @description The built-in app: chat, the model manager (downloads, options), backends, logs, settings and try-it panels for speech, transcription, embeddings, reranking and images. Its files come from this server alone, and it talks to the server only through this API; when `LEMONADE_API_KEY` is set, the page asks for the key and keeps it in the browser. `?model=NAME` opens the chat with that model.
+         * @description The built-in app: chat (conversations kept in the browser), the model manager (downloads, options), downloads, compare, a live dashboard, backends, logs, settings typed from `/internal/config/schema` and try-it panels for speech, transcription, embeddings, reranking and images. Its files come from this server alone, and it talks to the server only through this API; when `LEMONADE_API_KEY` is set, the page asks for the key and keeps it in the browser. `?model=NAME` opens the chat with that model.
          */
         get: operations["lemonade.web_app"];
         put?: never;
@@ -4753,7 +4833,7 @@ export interface paths {
         options?: never;
         /**
          * The web app (headers only)
-         * @description The built-in app: chat, the model manager (downloads, options), backends, logs, settings and try-it panels for speech, transcription, embeddings, reranking and images. Its files come from this server alone, and it talks to the server only through this API; when `LEMONADE_API_KEY` is set, the page asks for the key and keeps it in the browser. `?model=NAME` opens the chat with that model.
+         * @description The built-in app: chat (conversations kept in the browser), the model manager (downloads, options), downloads, compare, a live dashboard, backends, logs, settings typed from `/internal/config/schema` and try-it panels for speech, transcription, embeddings, reranking and images. Its files come from this server alone, and it talks to the server only through this API; when `LEMONADE_API_KEY` is set, the page asks for the key and keeps it in the browser. `?model=NAME` opens the chat with that model.
          */
         head: operations["lemonade.web_app.head"];
         patch?: never;
@@ -4903,6 +4983,26 @@ export interface paths {
          * @description Every `config.json` setting as the server has it: Lemonade's defaults, then `config.json`, then the values it runs with (flags and environment included). Nested settings are objects (`llamacpp.backend` is `{"llamacpp": {"backend": ...}}`).
          */
         get: operations["lemonade.internal_config"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/config/schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Describe every setting
+         * @description Every `config.json` setting, nested ones as `section.key`, with the type `POST /internal/set` checks, its default, and for those with an effect here what it does and the values it takes (a range, an allowed value outside it, or a list). The web app's Settings panel is built from it.
+         */
+        get: operations["lemonade.internal_config_schema"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6474,6 +6574,8 @@ export interface components {
             /** @description Models of the provider no longer listed */
             models_evicted: number;
         };
+        /** @description The installs under way; empty when none is */
+        InstallsResponse: components["schemas"]["InstallProgress"][];
         CloudAuthRequest: {
             /** @description Installed provider name. */
             provider: string;
@@ -6963,6 +7065,9 @@ export interface components {
         InternalConfigResponse: {
             [key: string]: unknown;
         };
+        InternalConfigSchemaResponse: {
+            [key: string]: components["schemas"]["SettingSchema"];
+        };
         InternalPinRequest: {
             /** @description A loaded model. */
             model_name: string;
@@ -7174,6 +7279,17 @@ export interface components {
             /** @description A key set with `/v1/cloud/auth` is held in memory */
             runtime_key_set: boolean;
         };
+        /** InstallProgress */
+        InstallProgress: {
+            /** @description The recipe, such as `llamacpp` */
+            recipe: string;
+            /** @description The backend, such as `cpu` */
+            backend: string;
+            /** @description `starting`, then the install's phases: `download`, `extract`, `configure`, `build`, `install` */
+            phase: string;
+            /** @description Progress of the install, 0 to 100 */
+            percent: number;
+        };
         /** TelemetryState */
         TelemetryState: {
             /** @description Whether telemetry collection is active */
@@ -7305,6 +7421,25 @@ export interface components {
             /** @description A later step's id. */
             goto: string;
         };
+        /** SettingSchema */
+        SettingSchema: {
+            /** @description The JSON type a value must have, its default's: `string`, `number`, `boolean`, `array` or `object` */
+            type: string;
+            /** @description Lemonade's default */
+            default: unknown;
+            /** @description What the setting does on this server; absent for keys kept but without effect here */
+            description?: string;
+            /** @description The only values it takes */
+            enum?: string[];
+            /** @description The smallest value it takes */
+            minimum?: number;
+            /** @description The largest value it takes */
+            maximum?: number;
+            /** @description One value it takes outside `minimum`..`maximum`, such as `-1` (automatic or unlimited) */
+            special?: number;
+            /** @description `true`: whole numbers only */
+            integer?: boolean;
+        };
     };
     responses: {
         /** @description An error, in the OpenAIError shape */
@@ -7432,6 +7567,7 @@ export type InstallDryRunRequest = components['schemas']['InstallDryRunRequest']
 export type InstallDryRunResponse = components['schemas']['InstallDryRunResponse'];
 export type UninstallRequest = components['schemas']['UninstallRequest'];
 export type UninstallResponse = components['schemas']['UninstallResponse'];
+export type InstallsResponse = components['schemas']['InstallsResponse'];
 export type CloudAuthRequest = components['schemas']['CloudAuthRequest'];
 export type CloudAuthResponse = components['schemas']['CloudAuthResponse'];
 export type CloudAuthClearResponse = components['schemas']['CloudAuthClearResponse'];
@@ -7461,6 +7597,7 @@ export type AliasesPostRequest = components['schemas']['AliasesPostRequest'];
 export type AliasesPostResponse = components['schemas']['AliasesPostResponse'];
 export type AliasesDeleteResponse = components['schemas']['AliasesDeleteResponse'];
 export type InternalConfigResponse = components['schemas']['InternalConfigResponse'];
+export type InternalConfigSchemaResponse = components['schemas']['InternalConfigSchemaResponse'];
 export type InternalPinRequest = components['schemas']['InternalPinRequest'];
 export type InternalPinResponse = components['schemas']['InternalPinResponse'];
 export type TelemetryFlushResponse = components['schemas']['TelemetryFlushResponse'];
@@ -7475,6 +7612,7 @@ export type TuningParams = components['schemas']['TuningParams'];
 export type DownloadJob = components['schemas']['DownloadJob'];
 export type InstallResult = components['schemas']['InstallResult'];
 export type CloudAuthState = components['schemas']['CloudAuthState'];
+export type InstallProgress = components['schemas']['InstallProgress'];
 export type TelemetryState = components['schemas']['TelemetryState'];
 export type AutoTuneStatus = components['schemas']['AutoTuneStatus'];
 export type Archetype = components['schemas']['Archetype'];
@@ -7483,6 +7621,7 @@ export type ProfileDocument = components['schemas']['ProfileDocument'];
 export type ArchetypeProfile = components['schemas']['ArchetypeProfile'];
 export type JobsCreateRequestStepsItem = components['schemas']['JobsCreateRequestStepsItem'];
 export type JobBranchCase = components['schemas']['JobBranchCase'];
+export type SettingSchema = components['schemas']['SettingSchema'];
 export type ResponseOpenAiError = components['responses']['OpenAIError'];
 export type ResponseOllamaError = components['responses']['OllamaError'];
 export type ResponseAnthropicError = components['responses']['AnthropicError'];
@@ -14347,6 +14486,106 @@ export interface operations {
             404: components["responses"]["LemonadeError"];
         };
     };
+    "lemonade.installs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "recipe": "llamacpp",
+                     *         "backend": "cpu",
+                     *         "phase": "build",
+                     *         "percent": 40
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["InstallsResponse"];
+                };
+            };
+            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
+            401: components["responses"]["LemonadeError"];
+            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
+            403: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.installs.api_v1_installs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallsResponse"];
+                };
+            };
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.installs.v0_installs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallsResponse"];
+                };
+            };
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.installs.api_v0_installs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallsResponse"];
+                };
+            };
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+        };
+    };
     "lemonade.cloud_auth": {
         parameters: {
             query?: never;
@@ -17119,6 +17358,58 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["InternalConfigResponse"];
+                };
+            };
+            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
+            401: components["responses"]["LemonadeError"];
+            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
+            403: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.internal_config_schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ctx_size": {
+                     *         "type": "number",
+                     *         "default": -1,
+                     *         "description": "The default context size of a load; -1 sizes it automatically from the model and memory.",
+                     *         "minimum": 1,
+                     *         "maximum": 2147483647,
+                     *         "special": -1,
+                     *         "integer": true
+                     *       },
+                     *       "log_level": {
+                     *         "type": "string",
+                     *         "default": "info",
+                     *         "description": "How much the server logs.",
+                     *         "enum": [
+                     *           "trace",
+                     *           "debug",
+                     *           "info",
+                     *           "warning",
+                     *           "error",
+                     *           "critical",
+                     *           "fatal",
+                     *           "none"
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["InternalConfigSchemaResponse"];
                 };
             };
             /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
