@@ -97,10 +97,10 @@ function cloudFields(c: NonNullable<CatalogModel["cloud"]>) {
 
 /** Every model to list: downloaded ones (or all with `showAll`), plus aliases of listed models. */
 export function listModels(ctx: Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">, showAll: boolean, includePaths: boolean): ModelResponse[] {
-  const listed = ctx.catalog
-    .all()
+  const all = ctx.catalog.all();
+  const listed = all
     .filter((m) => ctx.catalog.isSupported(m) && (showAll || ctx.catalog.isDownloaded(m)))
-    .map((m) => modelObject(ctx, m, includePaths, ctx.catalog.publicId(m)));
+    .map((m) => modelObject(ctx, m, includePaths, ctx.catalog.publicId(m, all)));
   const byId = new Map(listed.map((m) => [m.id, m]));
   for (const { alias, target } of ctx.aliases.list()) {
     const model = ctx.catalog.find(target);
