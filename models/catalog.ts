@@ -351,7 +351,7 @@ export class Catalog {
   private extraModels(): CatalogModel[] {
     const dir = this.opts.extraModelsDir;
     if (!dir || !existsSync(dir)) return [];
-    return scanExtraModels(dir).map((m) => {
+    return scanExtraModels(dir).map((m): CatalogModel => {
       const id = `extra.${m.name}`;
       const { type, labels } = classify(id, GGUF_RECIPE, this.localLabels(m.main, !!m.mmproj));
       return {
@@ -362,7 +362,7 @@ export class Catalog {
         checkpoints: m.mmproj ? { main: m.main, mmproj: m.mmproj } : { main: m.main },
         suggested: false,
         size: Math.round((m.sizeBytes / 1e9) * 1000) / 1000,
-        source: "extra_models_dir" as const,
+        source: "extra_models_dir",
         registryOptions: {},
       };
     });
