@@ -21,6 +21,10 @@ export interface LiveSettings {
 
 const { _source, ...DEFAULTS } = defaultsFile as Json;
 
+/** Settings Lemonade reads with a default of its own, though its defaults file leaves them out
+ * (lemonade-docs-guide-configuration-multi-model.md): listed by GET /internal/config only once set. */
+const UNLISTED: Json = { auto_evict: false, auto_evict_threshold_pct: 0.9 };
+
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** Objects flattened to `a.b.c` keys; arrays and scalars are values. */
@@ -36,6 +40,7 @@ export function flatten(value: Json, prefix = ""): Record<string, unknown> {
 }
 
 function defaultAt(key: string): unknown {
+  if (key in UNLISTED) return UNLISTED[key];
   let node: unknown = DEFAULTS;
   for (const part of key.split(".")) node = isObject(node) ? node[part] : undefined;
   return node;
@@ -63,15 +68,55 @@ export function settingProblem(key: string, value: unknown): string | null {
       return Number.isInteger(n) && (n === -1 || n >= 1) ? null : "'max_loaded_models' must be -1 (unlimited) or a whole number from 1";
     case "ctx_size":
       return Number.isInteger(n) && (n === -1 || (n >= 1 && n < 2 ** 31)) ? null : "'ctx_size' must be -1 (automatic) or a whole number from 1 to 2^31 - 1";
+    case "auto_evict_threshold_pct":
+      return n >= 0 && n <= 1 ? null : "'auto_evict_threshold_pct' must be between 0.0 and 1.0";
     case "log_level":
       return ["trace", "debug", "info", "warning", "error", "critical", "fatal", "none"].includes(String(value)) ? null : `'log_level' must be one of trace, debug, info, warning, error`;
   }
   return null;
 }
 
-/** The changes of a POST /internal/set body: `{"a.b": v}` or `{"a": {"b": v}}`, flattened. */
+/** A set of changes that cannot be applied as given (two spellings of one setting disagree). */
+export class SettingsConflict extends Error {
+  constructor(
+    readonly key: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Backend sections: the defaults' sections that configure an engine (args, backend, binaries). */
+const isBackendSection = (name: string) => {
+  const d = DEFAULTS[name];
+  return isObject(d) && Object.keys(d).some((k) => k === "args" || k === "backend" || k.endsWith("_bin"));
+};
+
+/** The changes of a POST /internal/set body (or `lemonade config set`), flattened: `{"a.b": v}` or
+ * `{"a": {"b": v}}`; the flat spellings backend flags use (`vllm_args`, `llamacpp_backend`) are
+ * their section's keys; `no_broadcast` is `broadcast` negated; `rocm` is `rocm_channel`. */
 export function changesOf(body: Json): Record<string, unknown> {
-  return flatten(body);
+  const changes = flatten(body);
+  const put = (from: string, key: string, value: unknown) => {
+    delete changes[from];
+    if (key in changes && JSON.stringify(changes[key]) !== JSON.stringify(value)) {
+      throw new SettingsConflict(from, `Ambiguous config: both '${from}' and '${key}' were provided with different values`);
+    }
+    changes[key] = value;
+  };
+  if ("broadcast" in changes && "no_broadcast" in changes) throw new SettingsConflict("no_broadcast", "Cannot specify both 'broadcast' and 'no_broadcast'");
+  if ("no_broadcast" in changes) {
+    const v = changes.no_broadcast;
+    if (typeof v !== "boolean") throw new SettingsConflict("no_broadcast", "'no_broadcast' must be a boolean");
+    put("no_broadcast", "broadcast", !v);
+  }
+  if ("rocm" in changes) put("rocm", "rocm_channel", changes.rocm);
+  for (const key of Object.keys(changes)) {
+    const cut = key.indexOf("_");
+    if (key.includes(".") || cut < 0 || !isBackendSection(key.slice(0, cut))) continue;
+    put(key, `${key.slice(0, cut)}.${key.slice(cut + 1)}`, changes[key]);
+  }
+  return changes;
 }
 
 /** The first problem of a config.json's Lemonade settings (their types and ranges), or null.

@@ -4,7 +4,7 @@ import { apiKey, Client, CliError, ensureServer, errorMessage, target } from "..
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
 import { ProgressReporter, dim, green, red, sseEvents, table, yellow } from "../format.ts";
 import { defaultCacheDir, loadConfig } from "../../config/config.ts";
-import { effectiveSettings, saveSettings, settingProblem } from "../../config/settings.ts";
+import { changesOf, effectiveSettings, saveSettings, SettingsConflict, settingProblem } from "../../config/settings.ts";
 
 const clientOf = (input: CommandInput) => new Client(target(input.values as { host?: string; port?: string }));
 
@@ -170,7 +170,14 @@ ${SERVER_FLAGS_HELP}`,
       return 0;
     }
     if (action !== "set" || !args.length) throw new CliError(`usage: lemonade ${this.usage}`, 2);
-    const changes = Object.fromEntries(args.map(setting));
+    let changes: Record<string, unknown>;
+    try {
+      // The flat spellings (`vllm_args=...`, `no_broadcast=true`) are their settings' own.
+      changes = changesOf(Object.fromEntries(args.map(setting)));
+    } catch (err) {
+      if (err instanceof SettingsConflict) throw new CliError(err.message, 2);
+      throw err;
+    }
     for (const [key, value] of Object.entries(changes)) {
       const problem = settingProblem(key, value);
       if (problem) throw new CliError(`${problem}. See the settings with: lemonade config`, 2);

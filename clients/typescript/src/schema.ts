@@ -4410,7 +4410,7 @@ export interface paths {
         put?: never;
         /**
          * Change settings, live where possible
-         * @description Sets one or more settings, `{"key": value, ...}`, nested keys written with dots (`llamacpp.backend`) or as objects. Each is checked against its default's type first (nothing is saved when one is refused), then saved in `config.json` atomically and applied at once where the server can: `max_loaded_models`, `log_level`, `ctx_size`, `offline`, `extra_models_dir` (rescanned), `host` and `port` (the server listens anew). The answer lists which took effect now and which are saved for the next start.
+         * @description Sets one or more settings, `{"key": value, ...}`, nested keys written with dots (`llamacpp.backend`) or as objects; a backend key may also be written flat, as backend flags spell it (`llamacpp_args`, `vllm_args`), and `no_broadcast` is `broadcast` negated (two spellings of one key with different values are refused). `auto_evict` (`false` by default; the answer for models whose own is unset) and `auto_evict_threshold_pct` (`0.90`) are settings too. Each is checked against its default's type first (nothing is saved when one is refused), then saved in `config.json` atomically and applied at once where the server can: `max_loaded_models`, `log_level`, `ctx_size`, `offline`, `auto_evict`, `extra_models_dir` (rescanned), `host` and `port` (the server listens anew). The answer lists which took effect now and which are saved for the next start.
          */
         post: operations["lemonade.internal_set"];
         delete?: never;
@@ -6324,6 +6324,8 @@ export interface components {
         InternalPinRequest: {
             /** @description A loaded model. */
             model_name: string;
+            /** @description Accepted in place of `model_name`. */
+            model?: string;
             /** @description `true` pins, `false` unpins. */
             pinned: boolean;
         };
