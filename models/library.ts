@@ -11,7 +11,7 @@ import type { PullVariantsResponse } from "../spec/downloads.ts";
 import { OMNI_RECIPE, ROUTER_RECIPE, type Catalog, type CatalogModel, type RegistryRow } from "./catalog.ts";
 import { checkRouting, type Routing } from "./routing-policy.ts";
 import { MAX_MANIFEST_BYTES, parseOmniManifest, type OmniSpec } from "./omni-manifest.ts";
-import { normalizeCheckpoint, parseCheckpoint, repoCacheDir } from "./hf-cache.ts";
+import { checkpointRegistry, normalizeCheckpoint, parseCheckpoint, repoCacheDir } from "./hf-cache.ts";
 import type { DownloadManager, JobSnapshot, Progress } from "./downloads.ts";
 import { cachedRevision, ggufVariants, HubError, registryOf, readRepoFile, repoManifest, searchRepos, type HubOptions, type Registry } from "./hf-download.ts";
 import type { UncheckedJson as Json } from "../lib/json.ts";
@@ -40,12 +40,26 @@ function rowFrom(body: Json): RegistryRow {
   if (body.mmproj) row.mmproj = body.mmproj;
   if (body.size !== undefined) row.size = body.size;
   if (body.recipe_options) row.recipe_options = body.recipe_options;
-  if (registryOf(body.source) === "modelscope") row.source = "modelscope";
+  if (registryFor(body.source, [body.checkpoint, ...Object.values(body.checkpoints ?? {})]) === "modelscope") row.source = "modelscope";
   if (body.recipe === ROUTER_RECIPE) {
     row.version = body.version ?? "1";
     row.routing = body.routing;
   }
   return row;
+}
+
+/** The registry a registration downloads from: the one its checkpoints' URLs name, else its
+ * `source`. A URL naming another registry than `source` (or than another checkpoint's URL) is a
+ * 400, never a download from a host the client did not mean. */
+function registryFor(source: unknown, checkpoints: unknown[]): Registry {
+  const named = checkpoints.filter((c): c is string => typeof c === "string").map((c) => ({ c, r: checkpointRegistry(c) }));
+  const byUrl = named.filter((n) => n.r !== null);
+  const given = source === undefined || source === null ? null : registryOf(source);
+  for (const { c, r } of byUrl) {
+    if (given && r !== given) throw ApiError.of(E.invalidArgument, `\`source\` '${given}' and the checkpoint URL '${c.slice(0, 200)}' identify different registries`, "source");
+    if (r !== byUrl[0]!.r) throw ApiError.of(E.invalidArgument, "All checkpoints of one model must come from one registry", "checkpoints");
+  }
+  return given ?? byUrl[0]?.r ?? "huggingface";
 }
 
 function hubError(err: unknown): never {
@@ -229,11 +243,11 @@ export class ModelLibrary {
 
   /** GET /v1/pull/variants: what a GGUF repository offers, grouped for the pull form. */
   async variants(given: string, source?: string): Promise<PullVariantsResponse> {
-    const hub = this.opts.hubs[registryOf(source)];
+    const hub = this.opts.hubs[registryFor(source, [given])];
     const checkpoint = normalizeCheckpoint(given);
     const repo = parseCheckpoint(checkpoint).repo;
     if (!/^[^/\s]+\/[^/\s]+$/.test(repo)) {
-      throw ApiError.of(E.invalidArgument, `'checkpoint' must be a Hugging Face repo id like org/name, got ${JSON.stringify(checkpoint)}`, "checkpoint");
+      throw ApiError.of(E.invalidArgument, `checkpoint must be a repository id of the form 'owner/name', got ${JSON.stringify(checkpoint.slice(0, 200))}`, "checkpoint");
     }
     this.refuseOffline();
     const manifest = await repoManifest(hub, repo).catch(hubError);
