@@ -114,9 +114,13 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     log: { info: (m) => logger.info("Scheduler", m), warn: (m) => logger.warn("Scheduler", m), error: (m) => logger.error("Scheduler", m) },
   });
   const backends = new Backends(recipes, installer, scheduler, engineEnv, (m) => logger.info("Server", m));
-  const metrics: Metrics = new Metrics(VERSION, (): LoadedModelInfo[] =>
-    scheduler.list().map((s) => ({ model: s.model.id, recipe: s.model.recipe, type: s.model.type, url: s.engine.url, queued: proxy.queued(s) })),
+  const metrics: Metrics = new Metrics(
+    VERSION,
+    (): LoadedModelInfo[] =>
+      // The device as /v1/health reports it.
+      scheduler.list().map((s) => ({ model: s.model.id, checkpoint: s.model.checkpoints.main ?? "", recipe: s.model.recipe, type: s.model.type, device: "cpu", url: s.engine.url, queued: proxy.queued(s) })),
     () => config.maxLoadedModels,
+    () => ({ decisions: stats.routing.routing_decisions_total, switches: stats.routing.routing_switches_total }),
   );
   const stats = new GenerationStats();
   const proxy: EngineProxy = new EngineProxy({

@@ -246,3 +246,15 @@ test("/internal/pin takes `model` in place of `model_name`; a missing or non-boo
     expect((await bad.json()).type).toBe("invalid_request_error");
   }
 });
+
+test("load_command leaves the API key to the caller as $LEMONADE_API_KEY on a server that needs one, and has none otherwise", async () => {
+  const keyed = await startFakeServer(["lc"], { LEMONADE_API_KEY: "sk-lc" });
+  try {
+    const options = await (await fetch(`${keyed.url}/v1/models/extra.lc/options`, { headers: { authorization: "Bearer sk-lc" } })).json();
+    expect(options.load_command).toContain('-H "Authorization: Bearer $LEMONADE_API_KEY"');
+    expect(options.load_command).not.toContain("sk-lc");
+  } finally {
+    await keyed.close();
+  }
+  expect((await (await admin("/v1/models/extra.a/options")).json()).load_command).not.toContain("Authorization");
+});

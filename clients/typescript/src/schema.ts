@@ -5078,7 +5078,7 @@ export interface components {
             };
             /** @description The context size a load right now would use, for recipes that take one: `effective.ctx_size` as is, or, when that is `-1`, the size the server picks */
             resolved_ctx_size?: number;
-            /** @description The curl command that reproduces the load: `effective` posted to `/v1/load`, with `$LEMONADE_BASE_URL` left for the caller to fill in */
+            /** @description The curl command that reproduces the load: `effective` posted to `/v1/load`, with `$LEMONADE_BASE_URL` (and `$LEMONADE_API_KEY` on a key-protected server) left for the caller to fill in */
             load_command: string;
         };
         ModelsIdOptionsPostRequest: {
