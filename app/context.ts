@@ -66,7 +66,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
       msCacheDir: config.msCacheDir,
       extraModelsDir: config.extraModelsDir,
       // config.json's disable_model_filtering lists (and tries) every catalog model, as Lemonade does.
-      isRecipeSupported: (recipe) => config.disableModelFiltering || supported.has(recipe),
+      isRecipeSupported: (recipe) => config.disableModelFiltering || supported.has(recipe) || RECIPE_SPECS[recipe]?.listedEverywhere === true,
       onWarning: (message) => logger.warn("Catalog", message),
       remote: () => cloud.catalogModels(),
     },

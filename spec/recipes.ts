@@ -78,6 +78,10 @@ export interface RecipeSpec {
   /** The recipe serves its models before their files are downloaded (kokoro: espeak-ng speaks
    * until Kokoros and the model's files are there), so they count as downloaded. */
   servesWithoutFiles?: boolean;
+  /** Lemonade lists the recipe's models wherever it runs (its engine is one it downloads for
+   * every platform), so they are listed here too even when the engine cannot be had on this
+   * machine; loading one then fails saying why. */
+  listedEverywhere?: boolean;
   /** The checkpoint names a whole repository, and this file inside it stands for the model. */
   repositoryIndex?: string;
   /** Files that must be beside the index for the model to count as downloaded (an interrupted
@@ -182,6 +186,7 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
       ...COMMON,
     },
     backendOption: "sdcpp_backend",
+    listedEverywhere: true,
     cliFlag: "sdcpp",
     cliHelp: "sd.cpp backend; --sdcpp-args ARGS, --steps N, --cfg-scale X, --width N, --height N",
     config: {
