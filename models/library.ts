@@ -9,7 +9,7 @@ import { GGUF_RECIPE } from "../spec/recipes.ts";
 import { E } from "../spec/errors.ts";
 import type { PullVariantsResponse } from "../spec/downloads.ts";
 import { OMNI_RECIPE, ROUTER_RECIPE, type Catalog, type CatalogModel, type RegistryRow } from "./catalog.ts";
-import { checkRouting, type Routing } from "./routing-policy.ts";
+import { checkRouting, requireVersion, type Routing } from "./routing-policy.ts";
 import { MAX_MANIFEST_BYTES, parseOmniManifest, type OmniSpec } from "./omni-manifest.ts";
 import { checkpointRegistry, normalizeCheckpoint, parseCheckpoint, repoCacheDir } from "./hf-cache.ts";
 import type { DownloadManager, JobSnapshot, Progress } from "./downloads.ts";
@@ -42,7 +42,7 @@ function rowFrom(body: Json): RegistryRow {
   if (body.recipe_options) row.recipe_options = body.recipe_options;
   if (registryFor(body.source, [body.checkpoint, ...Object.values(body.checkpoints ?? {})]) === "modelscope") row.source = "modelscope";
   if (body.recipe === ROUTER_RECIPE) {
-    row.version = body.version ?? "1";
+    row.version = body.version;
     row.routing = body.routing;
   }
   return row;
@@ -107,7 +107,10 @@ export class ModelLibrary {
     if (!body.recipe) throw ApiError.of(E.missingArgument, "Missing required argument 'recipe' to register a model", "recipe");
     if (body.recipe === OMNI_RECIPE) return this.registerOmni(body, opts.definitions ?? true);
     // A routing policy is checked against what is registered before it is stored.
-    if (body.recipe === ROUTER_RECIPE) checkRouting(body, (name) => catalog.find(name) !== undefined, (name) => isClassifier(catalog.find(name)));
+    if (body.recipe === ROUTER_RECIPE) {
+      requireVersion(body);
+      checkRouting(body, (name) => catalog.find(name) !== undefined, (name) => isClassifier(catalog.find(name)));
+    }
     const model = catalog.registerUser(body.model_name, rowFrom(body));
     this.opts.log(`Registered ${model.id} (${model.checkpoints.main})`);
     return model;

@@ -87,7 +87,7 @@ export const E = {
   notReranker: row(400, "", "`model` is not a reranking model"),
   recentLacksCapability: row(400, "", "The most recently used model's recipe does not serve the route (slots, tokenize)"),
   omniChatOnly: row(400, "", "`model` is a `collection.omni`, and the route is not chat completions"),
-  routerChatOnly: row(400, "", "`model` is a `collection.router`, and the route is neither chat nor text completions"),
+  routerChatOnly: row(400, "", "`model` is a `collection.router`, and the route is not chat, text completions or responses"),
   noResponsesApi: row(400, "", "The request does not stream and `model` is a cloud model, which has no Responses API"),
   cloudWireMismatch: row(400, "", "`model`'s cloud provider speaks the other API (OpenAI or Anthropic) than the route"),
   cannotTranscribe: row(400, "", "`model` cannot transcribe; the error's `type` is `unsupported_operation`", "unsupported_operation"),

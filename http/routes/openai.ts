@@ -71,7 +71,7 @@ export function openaiRoutes(bind: Binder, ctx: Pick<ServerContext, "catalog" | 
   );
   bind.http(spec.responses, ({ body, request }) => {
     checkResponsesBody(body);
-    return forward(spec.responses, "/v1/responses", body, request.signal, () => ({ stream: responsesStream(body.model), check: responsesCheck(body) }));
+    return forward(spec.responses, "/v1/responses", body, request.signal, () => ({ stream: responsesStream(body.model), check: responsesCheck(body), client: body }));
   });
   bind.http(spec.embeddings, ({ body, request }) =>
     forward(spec.embeddings, "/v1/embeddings", body, request.signal, () => ({ check: needsEmbedder, generation: false })),

@@ -5695,18 +5695,25 @@ export interface components {
             models: string[];
         };
         RoutingValidateRequest: {
+            /** @description The policy to try: a `collection.router` definition, or a registered router's name */
+            policy?: string | components["schemas"]["InternalConfigResponse"];
+            /** @description The test request's text */
+            prompt?: string;
+            /** @description Whether the test request carries images */
+            has_images?: boolean;
+            /** @description Whether the test request carries tools */
+            has_tools?: boolean;
+            /** @description The test request's metadata */
+            metadata?: {
+                [key: string]: string;
+            };
             version?: string;
-            /** @description The routing block: candidates, default_model, rules (and classifiers), or router */
-            routing: unknown;
+            /** @description Without `policy`: the routing block: candidates, default_model, rules (and classifiers), or router */
+            routing?: unknown;
         } & {
             [key: string]: unknown;
         };
-        RoutingValidateResponse: {
-            /** @constant */
-            valid: true;
-            /** @description The normalised policy: candidates, default_model, classifiers, rules */
-            routing: unknown;
-        };
+        RoutingValidateResponse: components["schemas"]["RoutingTryResponse"] | components["schemas"]["RoutingValidResponse"];
         RegistrySearchResponse: {
             /** @description The search text */
             query: string;
@@ -6462,6 +6469,43 @@ export interface components {
             error?: string;
         };
         /**
+         * RoutingTryResponse
+         * @description With `policy`
+         */
+        RoutingTryResponse: {
+            decision: components["schemas"]["RouteDecision"];
+            /** @description The policy as evaluated: `routing` normalised, the `router` sugar desugared */
+            normalized_policy: {
+                [key: string]: unknown;
+            };
+        };
+        /** RouteDecision */
+        RouteDecision: {
+            /** @constant */
+            version: "1";
+            /** @description The candidate the request goes to */
+            route_to: string;
+            /** @description The rule that matched; empty when the default was used */
+            matched_rule: string;
+            default_used: boolean;
+            /** @description The matched rule's outputs */
+            outputs: {
+                [key: string]: unknown;
+            };
+            /** @description Each condition evaluated, with its result (and a classifier's label and score) */
+            trace: components["schemas"]["InternalConfigResponse"][];
+        };
+        /**
+         * RoutingValidResponse
+         * @description Without `policy`
+         */
+        RoutingValidResponse: {
+            /** @constant */
+            valid: true;
+            /** @description The normalised policy: candidates, default_model, classifiers, rules */
+            routing: unknown;
+        };
+        /**
          * InstallResult
          * @description A recipe's backend
          */
@@ -6670,6 +6714,9 @@ export type AnthropicMessage = components['schemas']['AnthropicMessage'];
 export type CheckpointStatus = components['schemas']['CheckpointStatus'];
 export type OllamaModelDetails = components['schemas']['OllamaModelDetails'];
 export type DownloadJob = components['schemas']['DownloadJob'];
+export type RoutingTryResponse = components['schemas']['RoutingTryResponse'];
+export type RouteDecision = components['schemas']['RouteDecision'];
+export type RoutingValidResponse = components['schemas']['RoutingValidResponse'];
 export type InstallResult = components['schemas']['InstallResult'];
 export type CloudAuthState = components['schemas']['CloudAuthState'];
 export type JobsCreateRequestStepsItem = components['schemas']['JobsCreateRequestStepsItem'];
@@ -11957,7 +12004,7 @@ export interface operations {
                     "application/json": components["schemas"]["RoutingValidateResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The policy is not valid; the message names the key and why */
+            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The policy is not valid (the message names the key and why), a `policy` name is no registered router, or `prompt`, `has_images`, `has_tools` or `metadata` has the wrong type */
             400: components["responses"]["LemonadeError"];
             /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
