@@ -2,7 +2,7 @@
 // The `lemonade` command: a client of the server's own HTTP API (plus `serve`, which is the server).
 import { parseArgs } from "node:util";
 import { CliError, globals } from "./client.ts";
-import type { Command } from "./command.ts";
+import { SERVER_FLAGS, type Command } from "./command.ts";
 import { red } from "./format.ts";
 import * as models from "./commands/models.ts";
 import * as server from "./commands/server.ts";
@@ -56,16 +56,19 @@ Run 'lemonade <command> --help' for a command's options.`;
 
 const helpOf = (c: Command) => `Usage: lemonade ${c.usage}\n\n${c.summary}.\n\n${c.help}`;
 
-/** Takes the global options out of the arguments, wherever they stand. */
+/** Takes the global options out of the arguments, wherever they stand; a flag the command
+ * declares itself (`cloud install --api-key`, the provider's key) is the command's. */
 function splitGlobals(argv: string[]) {
   const found: { host?: string; port?: string; apiKey?: string; helpAll?: boolean; version?: boolean } = {};
   const rest: string[] = [];
   const VALUED: Record<string, "host" | "port" | "apiKey"> = { "--host": "host", "--port": "port", "--api-key": "apiKey" };
+  const command = COMMANDS.find((c) => argv.includes(c.name));
+  const owned = (name: string) => command?.options?.[name.slice(2)] !== undefined && !(name.slice(2) in SERVER_FLAGS);
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const eq = arg.indexOf("=");
     const name = eq > 0 ? arg.slice(0, eq) : arg;
-    if (VALUED[name]) {
+    if (VALUED[name] && !owned(name)) {
       const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
       if (value === undefined) throw new CliError(`${name} needs a value. Run 'lemonade --help' for usage.`, 2);
       found[VALUED[name]] = value;

@@ -165,7 +165,14 @@ export const E = {
   insufficientStorage: row(507, "insufficient_storage", "The disk has too little free space for the download"),
   unsupportedBackend: row(400, "unsupported_backend", "The recipe/backend pair cannot be installed on this system"),
   installFailed: row(500, "install_failed", "The build fails; the message carries the end of the build's output"),
-  providerNotFound: row(404, "provider_not_found", "The provider is not installed: `POST /v1/install` with `backend: \"cloud\"` first"),
+  providerNotFound: row(404, "provider_not_found", "The provider is not installed: `POST /v1/install` with `backend: \"cloud\"` first", "invalid_request_error"),
+  insecureHttp: row(
+    400,
+    "insecure_http_requires_opt_in",
+    "The provider's `base_url` is `http://` and a key would travel over it, without `allow_insecure_http: true`",
+    "invalid_request_error",
+  ),
+  cloudNoKey: row(500, "", "The model's cloud provider has no key (none in the environment, none set with `/v1/cloud/auth`)", "backend_error"),
   authConflict: row(
     409,
     "auth_conflict",

@@ -216,18 +216,25 @@ describe("the single-file build", () => {
   });
 
   test("cloud: the server as its own provider (another Lemonade), listed, keyed, cleared and removed", async () => {
-    const install = await lemonade(["cloud", "install", "self", `http://127.0.0.1:${port}/v1`]);
+    // Without a key nothing is discovered; an http:// provider takes one only with the opt-in.
+    const keyless = await lemonade(["cloud", "install", "self", `http://127.0.0.1:${port}/v1`]);
+    expect(keyless.out).toContain("Installed self: 0 model(s) discovered");
+    const refused = await lemonade(["cloud", "install", "self", "--base-url", `http://127.0.0.1:${port}/v1`, "--api-key", "sk-any"]);
+    expect(refused.code).toBe(1);
+    expect(refused.err).toContain("allow_insecure_http");
+    const install = await lemonade(["cloud", "install", "self", "--base-url", `http://127.0.0.1:${port}/v1`, "--api-key", "sk-any", "--allow-insecure-http"]);
     expect(install.code, install.err).toBe(0);
     expect(install.out).toMatch(/Installed self: [1-9]\d* model\(s\) discovered/);
     const listed = JSON.parse((await lemonade(["cloud", "list", "--json"])).out);
-    expect(listed).toEqual([{ provider: "self", base_url: `http://127.0.0.1:${port}/v1`, models: expect.arrayContaining(["self.extra.tiny-chat"]) }]);
+    expect(listed).toEqual([{ provider: "self", base_url: `http://127.0.0.1:${port}/v1`, allow_insecure_http: true, models: expect.arrayContaining(["self.extra.tiny-chat"]) }]);
     expect((await lemonade(["cloud", "list"])).out).toMatch(/self\s+http:\/\/127\.0\.0\.1:\d+\/v1\s+[1-9]/);
     // The key goes in on standard input, so it never shows in the process list.
     const auth = await lemonade(["cloud", "auth", "self"], "sk-cli-key\n");
     expect(auth.code, auth.err).toBe(0);
     expect(auth.out).toContain("Key set for self");
     expect((await lemonade(["cloud", "clear", "self"])).out).toContain("Forgot the key of self");
-    expect((await lemonade(["cloud", "uninstall", "self"])).out).toMatch(/Removed self and its [1-9]\d* model\(s\)/);
+    // Its key gone, the provider's models are no longer listed.
+    expect((await lemonade(["cloud", "uninstall", "self"])).out).toContain("Removed self and its 0 model(s)");
     const missing = await lemonade(["cloud", "uninstall", "self"]);
     expect(missing.code).toBe(1);
     expect(missing.err).toContain("not installed");

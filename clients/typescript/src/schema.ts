@@ -5797,6 +5797,8 @@ export interface components {
             base_url?: string;
             /** @description Cloud install: a key kept in memory only (never written, logged or answered back). */
             api_key?: string;
+            /** @description Cloud install: `true` lets a key travel to an `http://` base URL (a provider on loopback or a trusted network); kept with the provider. Without it, an `http://` provider with a key is refused. */
+            allow_insecure_http?: boolean;
             /** @description Cloud install: the provider's API. `openai` (default; `anthropic` for a provider named `anthropic`) or `anthropic`, whose models are served through `/v1/messages` only, the request passed on as it is with `x-api-key`. */
             wire?: "openai" | "anthropic";
             /** @description `true` answers with Server-Sent Events reporting progress. Defaults to `false`. */
@@ -5871,6 +5873,8 @@ export interface components {
             provider: string;
             /** @description The key, held in memory only. */
             api_key: string;
+            /** @description `true` lets the key travel to the provider's `http://` base URL; kept with the provider. */
+            allow_insecure_http?: boolean;
         };
         CloudAuthResponse: {
             provider: string;
@@ -6797,7 +6801,7 @@ export interface operations {
             409: components["responses"]["OpenAIError"];
             /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
+            /** @description The model's cloud provider has no key (none in the environment, none set with `/v1/cloud/auth`); The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
             /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
@@ -6980,7 +6984,7 @@ export interface operations {
             409: components["responses"]["OpenAIError"];
             /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
+            /** @description The model's cloud provider has no key (none in the environment, none set with `/v1/cloud/auth`); The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
             /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
@@ -12855,7 +12859,7 @@ export interface operations {
                     "text/event-stream": components["schemas"]["InstallProgressEvent"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The recipe/backend pair cannot be installed on this system; `recipe` is missing for a backend install, or `provider`/`base_url` for a cloud one */
+            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The recipe/backend pair cannot be installed on this system; `recipe` is missing for a backend install, or `provider`/`base_url` for a cloud one; The provider's `base_url` is `http://` and a key would travel over it, without `allow_insecure_http: true` */
             400: components["responses"]["LemonadeError"];
             /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
@@ -13119,7 +13123,7 @@ export interface operations {
                     "application/json": components["schemas"]["CloudAuthResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
+            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The provider's `base_url` is `http://` and a key would travel over it, without `allow_insecure_http: true` */
             400: components["responses"]["OpenAIError"];
             /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
