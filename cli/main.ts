@@ -39,7 +39,7 @@ const COMMANDS: Command[] = [
 ];
 
 const GLOBAL_HELP = `Global options (before or after the command):
-  --host HOST      The server's address (LEMONADE_HOST: host, host:port or http://host:port)
+  --host HOST      The server's address: host, host:port or http(s)://host[:port] (LEMONADE_HOST)
   --port PORT      The server's port (LEMONADE_PORT, default 13305)
   --api-key KEY    The key to send (LEMONADE_API_KEY; LEMONADE_ADMIN_API_KEY for admin routes)
   -h, --help       Help for a command;  --help-all  every command's help
