@@ -38,17 +38,30 @@ const COMMANDS: Command[] = [
   cleanupCache,
 ];
 
-const GLOBAL_HELP = `Global options (before or after the command):
+const GLOBAL_HELP = `Global Options (before or after the command):
   --host HOST      The server's address: host, host:port or http(s)://host[:port] (LEMONADE_HOST)
   --port PORT      The server's port (LEMONADE_PORT, default 13305)
   --api-key KEY    The key to send (LEMONADE_API_KEY; LEMONADE_ADMIN_API_KEY for admin routes)
   -h, --help       Help for a command;  --help-all  every command's help
   -v, --version    The version`;
 
+/** The groups `lemonade --help` lists the commands in, as Lemonade's CLI groups them. */
+const GROUPS: [string, string[]][] = [
+  ["Quick Start", ["run", "chat", "launch"]],
+  ["Server", ["serve", "status", "logs", "backends", "cloud", "config"]],
+  ["Model Management", ["list", "pull", "alias", "import", "delete", "load", "unload", "pin", "unpin", "export", "check-updates", "cleanup-cache"]],
+  ["Benchmarking", ["bench"]],
+];
+
+// A command no group names is still listed, under Other.
+const others = COMMANDS.filter((c) => !GROUPS.some(([, names]) => names.includes(c.name))).map((c) => c.name);
+const grouped = [...GROUPS, ...(others.length ? [["Other", others] as [string, string[]]] : [])].map(
+  ([group, names]) => `${group}:\n${COMMANDS.filter((c) => names.includes(c.name)).map((c) => `  ${c.name.padEnd(14)} ${c.summary}`).join("\n")}`,
+);
+
 const USAGE = `Usage: lemonade <command> [options]
 
-Commands:
-${COMMANDS.map((c) => `  ${c.name.padEnd(14)} ${c.summary}`).join("\n")}
+${grouped.join("\n\n")}
 
 ${GLOBAL_HELP}
 

@@ -1,7 +1,8 @@
-// The CLI's --host as Lemonade's CLI reads it (lemonade-docs-guide-cli.md, Global Options): a bare
+// The CLI as lemonade-docs-guide-cli.md has it: --host read as Lemonade's CLI reads it (a bare
 // host, host:port, [v6]:port, or a URL whose scheme picks http or https and, without a port, its
-// own port; a path is dropped.
+// own port; a path is dropped), and the help's groups.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { join } from "node:path";
 import { Client, target } from "../../cli/client.ts";
 import { tempDir } from "../helpers/server.ts";
 
@@ -41,4 +42,24 @@ test("LEMONADE_HOST is read the same way when --host is not given", () => {
   } finally {
     delete process.env.LEMONADE_HOST;
   }
+});
+
+test("help is grouped as Lemonade's: Quick Start, Server, Model Management, Benchmarking; load's General and Recipe-Specific Options", async () => {
+  const run = async (args: string[]) => {
+    const child = Bun.spawn([process.execPath, "cli/main.ts", ...args], { cwd: join(import.meta.dir, "..", ".."), stdout: "pipe", stderr: "pipe" });
+    const out = await new Response(child.stdout).text();
+    expect(await child.exited).toBe(0);
+    return out;
+  };
+  const top = await run(["--help"]);
+  const at = (header: string) => top.indexOf(`\n${header}:\n`);
+  for (const header of ["Quick Start", "Server", "Model Management", "Benchmarking", "Global Options (before or after the command)"]) expect(at(header), header).toBeGreaterThan(0);
+  expect(at("Quick Start")).toBeLessThan(at("Server"));
+  expect(top.slice(at("Quick Start"), at("Server"))).toContain("  launch ");
+  expect(top.slice(at("Model Management"), at("Benchmarking"))).toContain("  import ");
+  expect(top).not.toContain("\nOther:\n");
+  const load = await run(["load", "--help"]);
+  expect(load.indexOf("\nGeneral Options:\n")).toBeGreaterThan(0);
+  expect(load.indexOf("\nGeneral Options:\n")).toBeLessThan(load.indexOf("\nRecipe-Specific Options:\n"));
+  expect(load.slice(load.indexOf("\nGeneral Options:\n"), load.indexOf("\nRecipe-Specific Options:\n"))).toContain("--pinned");
 });
