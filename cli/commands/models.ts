@@ -23,9 +23,10 @@ export const list: Command = {
   name: "list",
   summary: "List models: those here (Local) and the catalog's others (Available for Download)",
   usage: "list [--downloaded] [FILTER] [--json]",
-  help: `Lists the models on this machine under "Local", marking those loaded, then the catalog's
-models this system can run under "Available for Download". FILTER keeps names containing it.
-  --downloaded  Only the Local section
+  help: `Lists the models on this machine under "Local", then the catalog's models this system can run
+under "Available for Download": Model Name, Downloaded, Size (GB) and Details (the recipe; loaded
+ones say so). FILTER keeps names containing it.
+  --downloaded  Only the downloaded models, in one table
   --json        Print JSON for scripts (every listed model, with "loaded")
 ${SERVER_FLAGS_HELP}`,
   options: { ...SERVER_FLAGS, downloaded: { type: "boolean" }, all: { type: "boolean" }, json: { type: "boolean" } },
@@ -42,18 +43,27 @@ ${SERVER_FLAGS_HELP}`,
       console.log(JSON.stringify(models.map((m) => ({ ...m, loaded: loaded.has(m.id) })), null, 2));
       return 0;
     }
+    // As Lemonade's CLI prints it: Model Name (the API id, copy-paste safe), Downloaded, Size (GB),
+    // Details (the recipe; and here whether it is loaded); sorted by bare name, then source.
+    const bare = (id: string) => id.replace(/^(user|extra|builtin)\./, "");
+    const rank = (id: string) => (id.startsWith("user.") ? 1 : id.startsWith("extra.") ? 2 : id.startsWith("builtin.") ? 3 : 0);
+    models.sort((a, b) => bare(a.id).localeCompare(bare(b.id)) || rank(a.id) - rank(b.id) || a.id.localeCompare(b.id));
+    const size = (m: any) => (typeof m.size === "number" ? m.size.toFixed(2) : "-");
+    const print = (rows: any[]) =>
+      console.log(table(["Model Name", "Downloaded", "Size (GB)", "Details"], rows.map((m) => [m.id, m.downloaded ? "Yes" : "No", size(m), `${m.recipe || "-"}${loaded.has(m.id) ? ` ${green("(loaded)")}` : ""}`])));
+    if (onlyLocal) {
+      if (models.length) print(models);
+      else console.log(`No local models downloaded${filter ? ` matching '${filter}'` : ""}.`);
+      return 0;
+    }
     const local = models.filter((m) => m.downloaded);
     const available = models.filter((m) => !m.downloaded);
-    const size = (m: any) => (m.size !== undefined ? `${m.size} GB` : "");
     console.log(bold("Local"));
-    if (local.length) {
-      console.log(table(["MODEL", "STATE", "RECIPE", "SIZE", "LABELS"], local.map((m) => [m.id, loaded.has(m.id) ? green("loaded") : "", m.recipe, size(m), m.labels.join(",")])));
-    } else console.log(`  No models here${filter ? ` matching '${filter}'` : ""}. Download one with: lemonade pull <model>`);
-    if (!onlyLocal) {
-      console.log("\n" + bold("Available for Download"));
-      if (available.length) console.log(table(["MODEL", "RECIPE", "SIZE", "LABELS"], available.map((m) => [m.id, m.recipe, size(m), m.labels.join(",")])));
-      else console.log(`  None${filter ? ` matching '${filter}'` : ""}.`);
-    }
+    if (local.length) print(local);
+    else console.log(`No local models downloaded${filter ? ` matching '${filter}'` : ""}.`);
+    console.log("\n" + bold("Available for Download"));
+    if (available.length) print(available);
+    else console.log(`No models available for download${filter ? ` matching '${filter}'` : ""}.`);
     return 0;
   },
 };

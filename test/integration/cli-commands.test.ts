@@ -73,13 +73,15 @@ describe("the single-file build", () => {
     expect(list.code).toBe(0);
     // Two sections, as Lemonade's CLI prints them: what is here, then the catalog's others.
     const [local, available] = list.out.split("Available for Download");
-    expect(local).toMatch(/^Local\nMODEL\s+STATE\s+RECIPE/);
-    expect(local).toContain("extra.tiny-chat");
+    expect(local).toMatch(/^Local\nModel Name\s+Downloaded\s+Size \(GB\)\s+Details/);
+    expect(local).toMatch(/extra\.tiny-chat\s+Yes\s+\d+\.\d\d\s+llamacpp/);
     expect(available).toContain("Qwen3-0.6B-GGUF");
     expect(local).not.toContain("Qwen3-0.6B-GGUF");
     const filtered = await lemonade(["list", "--downloaded", "tiny"]);
     expect(filtered.out).toContain("extra.tiny-chat");
     expect(filtered.out).not.toContain("Available for Download");
+    expect(filtered.out).not.toContain("Local\n");
+    expect(filtered.out).toMatch(/^Model Name\s+Downloaded/);
 
     expect((await lemonade(["load", "extra.tiny-chat"])).out).toContain("Loaded model: extra.tiny-chat");
     const status = await lemonade(["status", "--json"]);
