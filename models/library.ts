@@ -128,9 +128,9 @@ export class ModelLibrary {
       return model;
     }
     if (!Array.isArray(components) || !components.length || !components.every((c) => typeof c === "string" && c)) {
-      throw ApiError.of(E.invalidArgument, "A collection.omni registration needs 'components': a non-empty list of model names", "components");
+      throw ApiError.of(E.invalidArgument, "Collection recipe requires a non-empty 'components' array", "components");
     }
-    this.registerComponents({ components, models: definitions && Array.isArray(body.models) ? body.models : [] });
+    this.registerComponents(body.model_name, { components, models: definitions && Array.isArray(body.models) ? body.models : [] });
     const row: RegistryRow = { recipe: OMNI_RECIPE, labels: body.labels ?? [], components, ...(typeof body.system_prompt === "string" ? { system_prompt: body.system_prompt } : {}) };
     const model = catalog.registerUser(body.model_name, row);
     this.opts.log(`Registered ${model.id} (collection of ${components.join(", ")})`);
@@ -140,8 +140,10 @@ export class ModelLibrary {
   /** Registers the components a collection defines and this server lacks (names that exist keep
    * their local definition), once every component is known to be a regular model: a refused
    * collection registers nothing. */
-  private registerComponents(spec: OmniSpec): void {
+  private registerComponents(collection: string, spec: OmniSpec): void {
     const { catalog } = this.opts;
+    // Lemonade's messages, word for word: scripts match them.
+    const bare = (name: string) => name.replace(/^user\./, "");
     const defined = new Map<string, Json>();
     for (const def of spec.models) {
       const given = typeof def?.model_name === "string" ? def.model_name : typeof def?.id === "string" ? def.id : undefined;
@@ -151,11 +153,20 @@ export class ModelLibrary {
       defined.set(name, fields);
     }
     for (const c of spec.components) {
+      if (bare(c) === bare(collection)) throw ApiError.of(E.invalidArgument, `Collection cannot reference itself: ${c}`, "components");
       const part = catalog.find(c);
       const def = defined.get(c);
-      if (!part && !def) throw ApiError.of(E.invalidArgument, `Component '${c}' is not a registered model (register it first, or define it in 'models')`, "components");
       if (part?.omni || part?.router || def?.recipe === OMNI_RECIPE || def?.recipe === ROUTER_RECIPE) {
-        throw ApiError.of(E.invalidArgument, `Component '${c}' is a collection; components must be regular models`, "components");
+        throw ApiError.of(E.invalidArgument, `Collection components must be regular models, not collections: '${c}'`, "components");
+      }
+      if (!part && !def) {
+        throw ApiError.of(
+          E.invalidArgument,
+          spec.models.length
+            ? `Inline collection component '${c}' has no matching definition in 'models' and is not a registered model. Every component must be defined inline (matching 'model_name') or reference an already-registered model.`
+            : `Collection component not registered: '${c}'. Pull or register it before referencing it in a collection.`,
+          "components",
+        );
       }
     }
     for (const [name, fields] of defined) this.modelFor({ ...fields, model_name: name.startsWith("user.") ? name : `user.${name}` });
@@ -176,7 +187,7 @@ export class ModelLibrary {
     if (model.omni) {
       if (!model.omni.spec && !catalog.files(model).every((f) => f.exists)) await this.download(model, onProgress);
       const spec = catalog.omniSpec(model)!;
-      if (!model.omni.spec) this.registerComponents(spec);
+      if (!model.omni.spec) this.registerComponents(model.id, spec);
       for (const c of spec.components) {
         const part = catalog.get(c);
         if (!catalog.isDownloaded(part)) await this.install(part, onProgress);
