@@ -181,6 +181,7 @@ export class CloudProviders {
     return [...this.providers.values()].map((p) => ({
       name: p.record.provider,
       base_url: p.record.base_url,
+      allow_insecure_http: p.record.allow_insecure_http === true,
       env_var: envKeyName(p.record.provider),
       ...this.authState(p.record.provider),
       models_discovered: p.models.length,

@@ -228,7 +228,10 @@ describe("the single-file build", () => {
     expect(install.code, install.err).toBe(0);
     expect(install.out).toMatch(/Installed self: [1-9]\d* model\(s\) discovered/);
     const listed = JSON.parse((await lemonade(["cloud", "list", "--json"])).out);
-    expect(listed).toEqual([{ provider: "self", base_url: `http://127.0.0.1:${port}/v1`, allow_insecure_http: true, models: expect.arrayContaining(["self.extra.tiny-chat"]) }]);
+    expect(listed).toEqual([
+      { name: "self", base_url: `http://127.0.0.1:${port}/v1`, allow_insecure_http: true, env_var: "LEMONADE_SELF_API_KEY", env_var_set: false, runtime_key_set: true, models_discovered: expect.any(Number) },
+    ]);
+    expect(listed[0].models_discovered).toBeGreaterThan(0);
     expect((await lemonade(["cloud", "list"])).out).toMatch(/self\s+http:\/\/127\.0\.0\.1:\d+\/v1\s+[1-9]/);
     // The key goes in on standard input, so it never shows in the process list.
     const auth = await lemonade(["cloud", "auth", "self"], "sk-cli-key\n");

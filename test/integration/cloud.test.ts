@@ -163,7 +163,7 @@ describe("another Lemonade behind an API key as a provider", () => {
     expect(sse.trim().endsWith("data: [DONE]")).toBe(true);
 
     const info = (await (await fetch(`${server.url}/v1/system-info`)).json()).cloud.providers.find((p: any) => p.name === "peer");
-    expect(info).toEqual({ name: "peer", base_url: `${peer.url}/v1`, env_var: "LEMONADE_PEER_API_KEY", env_var_set: false, runtime_key_set: true, models_discovered: await peerListed() });
+    expect(info).toEqual({ name: "peer", base_url: `${peer.url}/v1`, allow_insecure_http: true, env_var: "LEMONADE_PEER_API_KEY", env_var_set: false, runtime_key_set: true, models_discovered: await peerListed() });
     const clear = await fetch(`${server.url}/v1/cloud/auth/peer`, { method: "DELETE" });
     expect(await clear.json()).toEqual({ provider: "peer", cleared_runtime_key: true, auth_state: { env_var_set: false, runtime_key_set: false } });
     expect(await ids(server)).not.toContain("peer.extra.tiny-chat");

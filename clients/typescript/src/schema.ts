@@ -6084,6 +6084,8 @@ export interface components {
                     name: string;
                     /** @description Its base URL, as saved in `config.json` */
                     base_url: string;
+                    /** @description Whether its key may travel to an `http://` base URL */
+                    allow_insecure_http: boolean;
                     /** @description The environment variable its key is read from (the name, never the value) */
                     env_var: string;
                     /** @description Whether that variable is set */
