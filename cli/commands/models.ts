@@ -315,7 +315,7 @@ export const exportModel: Command = {
 let stdinLines: AsyncIterator<string> | undefined;
 
 /** A numbered choice on standard input (0 skips when `skip` is given); null when skipped. */
-async function chooseOne(title: string, options: string[], skip?: string): Promise<number | null> {
+export async function chooseOne(title: string, options: string[], skip?: string): Promise<number | null> {
   process.stderr.write(`${title}\n${skip ? `  0) ${skip}\n` : ""}${options.map((o, i) => `  ${i + 1}) ${o}\n`).join("")}Enter number: `);
   stdinLines ??= createInterface({ input: process.stdin })[Symbol.asyncIterator]();
   const next = await stdinLines.next();
