@@ -196,6 +196,9 @@ describe("the single-file build", () => {
     const list = () => lemonade(["list", "--json"]).then((r) => JSON.parse(r.out) as any[]);
     expect((await list()).find((m) => m.id === "Tiny-Omni")).toMatchObject({ recipe: "collection.omni", components: ["user.omni-chat", "kokoro-v1"], downloaded: true });
 
+    const missing = await lemonade(["pull", "user.CliGap", "--components", "user.omni-chat", "No-Such-Part"]);
+    expect(missing.code).toBe(1);
+    expect(missing.err).toContain("Collection component not registered: 'No-Such-Part'");
     const made = await lemonade(["pull", "user.CliKit", "--components", "user.omni-chat", "kokoro-v1"]);
     expect(made.code, made.err).toBe(0);
     const file = join(cacheDir, "kit.json");
