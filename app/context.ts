@@ -74,7 +74,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
       msCacheDir: config.msCacheDir,
       extraModelsDir: config.extraModelsDir,
       // config.json's disable_model_filtering lists (and tries) every catalog model, as Lemonade does.
-      isRecipeSupported: (recipe) => config.disableModelFiltering || supported.has(recipe),
+      isRecipeSupported: (recipe) => config.disableModelFiltering || supported.has(recipe) || RECIPE_SPECS[recipe]?.listedEverywhere === true,
       onWarning: (message) => logger.warn("Catalog", message),
       remote: () => cloud.catalogModels(),
     },
@@ -162,9 +162,13 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     log: { info: (m) => logger.info("Scheduler", m), warn: (m) => logger.warn("Scheduler", m), error: (m) => logger.error("Scheduler", m) },
   });
   const backends = new Backends(recipes, installer, scheduler, engineEnv, (m) => logger.info("Server", m));
-  const metrics: Metrics = new Metrics(VERSION, (): LoadedModelInfo[] =>
-    scheduler.list().map((s) => ({ model: s.model.id, recipe: s.model.recipe, type: s.model.type, url: s.engine.url, queued: proxy.queued(s) })),
+  const metrics: Metrics = new Metrics(
+    VERSION,
+    (): LoadedModelInfo[] =>
+      // The device as /v1/health reports it.
+      scheduler.list().map((s) => ({ model: s.model.id, checkpoint: s.model.checkpoints.main ?? "", recipe: s.model.recipe, type: s.model.type, device: "cpu", url: s.engine.url, queued: proxy.queued(s) })),
     () => config.maxLoadedModels,
+    () => ({ decisions: stats.routing.routing_decisions_total, switches: stats.routing.routing_switches_total }),
   );
   const proxy: EngineProxy = new EngineProxy({
     scheduler,

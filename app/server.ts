@@ -17,17 +17,21 @@ export interface RunningServer {
 /** Refused when something already listens there. Checked before anything else starts: making the
  * context reaps the engines `engines.json` lists, which would be the running server's own. */
 export class PortInUseError extends Error {
-  constructor(readonly port: number) {
-    super(`port ${port} is in use`);
+  constructor(
+    readonly port: number,
+    host: string,
+  ) {
+    // Lemonade's words, which scripts and users look for.
+    super(`Port ${port} on ${host} is already in use. Another Lemonade server (lemond) is likely already running on this port. This instance will now exit.`);
   }
 }
 
 /** Bun binds with SO_REUSEPORT unless told not to, so a second server would share the port. */
-function listenAlone(listen: () => void, port: number): void {
+function listenAlone(listen: () => void, host: string, port: number): void {
   try {
     listen();
   } catch (err) {
-    if ((err as { code?: string }).code === "EADDRINUSE" || /in use/i.test((err as Error).message)) throw new PortInUseError(port);
+    if ((err as { code?: string }).code === "EADDRINUSE" || /in use/i.test((err as Error).message)) throw new PortInUseError(port, host);
     throw err;
   }
 }
@@ -42,13 +46,13 @@ export interface ServerHooks {
 export async function startServer(overrides: Overrides = {}, env = process.env, hooks: ServerHooks = {}): Promise<RunningServer> {
   const config = loadConfig(overrides, env);
   if (config.port !== 0) {
-    listenAlone(() => Bun.serve({ hostname: config.host, port: config.port, reusePort: false, fetch: () => new Response(null) }).stop(true), config.port);
+    listenAlone(() => Bun.serve({ hostname: config.host, port: config.port, reusePort: false, fetch: () => new Response(null) }).stop(true), config.host, config.port);
   }
   const ctx = createServerContext(config, hooks.logToStderr ? new Logger(config.logLevel, (line) => process.stderr.write(line + "\n")) : undefined);
   const { app } = createApp(ctx);
   // Bun's own body limit (128 MB) stays the last guard; JSON bodies meet http/body.ts's first.
   const limits = { reusePort: false };
-  listenAlone(() => app.listen({ hostname: config.host, port: config.port, ...limits }), config.port);
+  listenAlone(() => app.listen({ hostname: config.host, port: config.port, ...limits }), config.host, config.port);
   const port = app.server!.port!;
   config.port = port;
   // The dedicated WebSocket port older clients discover through /v1/health (OS-assigned): the
@@ -84,7 +88,7 @@ export async function startServer(overrides: Overrides = {}, env = process.env, 
       const before = { host: config.host, port: config.port };
       void app.stop(false).then(() => {
         try {
-          listenAlone(() => app.listen({ hostname: newHost, port: newPort, ...limits }), newPort);
+          listenAlone(() => app.listen({ hostname: newHost, port: newPort, ...limits }), newHost, newPort);
           Object.assign(config, { host: newHost, port: app.server!.port! });
           ctx.logger.info("Server", `Listening on http://${newHost}:${config.port} now`);
         } catch (err) {

@@ -3,6 +3,7 @@
 import { openSync } from "node:fs";
 import { join } from "node:path";
 import { defaultCacheDir, loadConfig } from "../config/config.ts";
+import { parseHostSpec } from "../lib/host-spec.ts";
 
 export class CliError extends Error {
   constructor(
@@ -17,6 +18,8 @@ export class CliError extends Error {
 export interface Target {
   host: string;
   port: number;
+  /** The server is reached over https (`--host https://...`). */
+  ssl?: boolean;
 }
 
 /** Options given before or after any command: the server's address and the key to send it. */
@@ -30,18 +33,22 @@ export function apiKey(): string | undefined {
 /** Where the server is: flags, then LEMONADE_HOST/PORT, then config.json, then the defaults. */
 export function target(flags: { host?: string; port?: string }): Target {
   const config = loadConfig({});
-  const port = flags.port !== undefined ? Number(flags.port) : config.port;
+  // `--host` (or LEMONADE_HOST) may be a URL: its scheme, port and path are read as Lemonade's CLI
+  // reads them; a port in it wins over --port, and its scheme's own port stands in for none.
+  const given = flags.host ?? process.env.LEMONADE_HOST;
+  const spec = given !== undefined ? parseHostSpec(given) : undefined;
+  const port = spec?.port ?? (flags.port !== undefined ? Number(flags.port) : (spec?.schemePort ?? config.port));
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw new CliError(`--port must be 1-65535, got ${flags.port}`, 2);
   // A server bound to every address is reached on loopback.
-  const host = flags.host ?? (config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host);
-  return { host, port };
+  const host = spec?.host ?? (config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host);
+  return { host, port, ...(spec?.ssl ? { ssl: true } : {}) };
 }
 
 export class Client {
   readonly base: string;
 
   constructor(readonly at: Target) {
-    this.base = `http://${at.host.includes(":") ? `[${at.host}]` : at.host}:${at.port}`;
+    this.base = `${at.ssl ? "https" : "http"}://${at.host.includes(":") ? `[${at.host}]` : at.host}:${at.port}`;
   }
 
   private headers(): Record<string, string> {

@@ -27,12 +27,18 @@ export const LOAD_FLAGS: Options = {
   save: { type: "boolean" },
 };
 
-export const LOAD_FLAGS_HELP = `  --ctx-size N             Context size (-1: the model's own window)
-${WITH_FLAG.map((r) => `  ${`--${r.cliFlag} BACKEND`.padEnd(25)}${r.cliHelp ?? ""}`).join("\n")}
+// Grouped as Lemonade's `load --help` groups them: options of every load, then each recipe's.
+export const LOAD_FLAGS_HELP = `
+General Options:
+  --pinned                 Pin the model against eviction
+  --save-options           Save these options for the model (recipe_options.json)
   --[no-]merge-args        Add the args to the server-wide ones (default) or replace them
   --auto-evict, --evict-idle-timeout S, --evict-weight-factor X, --downsize-idle-timeout S
-  --pinned                 Pin the model against eviction
-  --save-options           Save these options for the model (recipe_options.json)`;
+
+Recipe-Specific Options:
+  --ctx-size N             Context size (-1: the model's own window)
+${WITH_FLAG.map((r) => `  ${`--${r.cliFlag} BACKEND`.padEnd(25)}${r.cliHelp ?? ""}`).join("\n")}
+`;
 
 /** The /v1/load fields the flags name, checked by kind. */
 export function loadOptionsFrom(values: Record<string, unknown>): Record<string, unknown> {

@@ -2,7 +2,7 @@
 // The `lemonade` command: a client of the server's own HTTP API (plus `serve`, which is the server).
 import { parseArgs } from "node:util";
 import { CliError, globals } from "./client.ts";
-import type { Command } from "./command.ts";
+import { SERVER_FLAGS, type Command } from "./command.ts";
 import { red } from "./format.ts";
 import * as models from "./commands/models.ts";
 import * as server from "./commands/server.ts";
@@ -41,17 +41,30 @@ const COMMANDS: Command[] = [
   cleanupCache,
 ];
 
-const GLOBAL_HELP = `Global options (before or after the command):
-  --host HOST      The server's address (LEMONADE_HOST: host, host:port or http://host:port)
+const GLOBAL_HELP = `Global Options (before or after the command):
+  --host HOST      The server's address: host, host:port or http(s)://host[:port] (LEMONADE_HOST)
   --port PORT      The server's port (LEMONADE_PORT, default 13305)
   --api-key KEY    The key to send (LEMONADE_API_KEY; LEMONADE_ADMIN_API_KEY for admin routes)
   -h, --help       Help for a command;  --help-all  every command's help
   -v, --version    The version`;
 
+/** The groups `lemonade --help` lists the commands in, as Lemonade's CLI groups them. */
+const GROUPS: [string, string[]][] = [
+  ["Quick Start", ["run", "chat", "launch"]],
+  ["Server", ["serve", "status", "logs", "backends", "cloud", "config", "telemetry"]],
+  ["Model Management", ["list", "pull", "alias", "import", "delete", "load", "unload", "pin", "unpin", "export", "check-updates", "cleanup-cache"]],
+  ["Benchmarking", ["bench", "tune"]],
+];
+
+// A command no group names is still listed, under Other.
+const others = COMMANDS.filter((c) => !GROUPS.some(([, names]) => names.includes(c.name))).map((c) => c.name);
+const grouped = [...GROUPS, ...(others.length ? [["Other", others] as [string, string[]]] : [])].map(
+  ([group, names]) => `${group}:\n${COMMANDS.filter((c) => names.includes(c.name)).map((c) => `  ${c.name.padEnd(14)} ${c.summary}`).join("\n")}`,
+);
+
 const USAGE = `Usage: lemonade <command> [options]
 
-Commands:
-${COMMANDS.map((c) => `  ${c.name.padEnd(14)} ${c.summary}`).join("\n")}
+${grouped.join("\n\n")}
 
 ${GLOBAL_HELP}
 
@@ -59,16 +72,19 @@ Run 'lemonade <command> --help' for a command's options.`;
 
 const helpOf = (c: Command) => `Usage: lemonade ${c.usage}\n\n${c.summary}.\n\n${c.help}`;
 
-/** Takes the global options out of the arguments, wherever they stand. */
+/** Takes the global options out of the arguments, wherever they stand; a flag the command
+ * declares itself (`cloud install --api-key`, the provider's key) is the command's. */
 function splitGlobals(argv: string[]) {
   const found: { host?: string; port?: string; apiKey?: string; helpAll?: boolean; version?: boolean } = {};
   const rest: string[] = [];
   const VALUED: Record<string, "host" | "port" | "apiKey"> = { "--host": "host", "--port": "port", "--api-key": "apiKey" };
+  const command = COMMANDS.find((c) => argv.includes(c.name));
+  const owned = (name: string) => command?.options?.[name.slice(2)] !== undefined && !(name.slice(2) in SERVER_FLAGS);
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const eq = arg.indexOf("=");
     const name = eq > 0 ? arg.slice(0, eq) : arg;
-    if (VALUED[name]) {
+    if (VALUED[name] && !owned(name)) {
       const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
       if (value === undefined) throw new CliError(`${name} needs a value. Run 'lemonade --help' for usage.`, 2);
       found[VALUED[name]] = value;

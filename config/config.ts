@@ -110,6 +110,8 @@ function recipeDefaultsFrom(file: ConfigFile): Record<string, string | number | 
     // Empty args add nothing; the others are values as Lemonade's defaults spell them.
     if ((typeof value === "string" && value !== "") || typeof value === "number" || typeof value === "boolean") out[option] = value;
   }
+  // The server-wide auto_evict answers for every model whose own is unset.
+  if (typeof file.auto_evict === "boolean") out.auto_evict = file.auto_evict;
   return out;
 }
 

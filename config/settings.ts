@@ -21,6 +21,10 @@ export interface LiveSettings {
 
 const { _source, ...DEFAULTS } = defaultsFile as Json;
 
+/** Settings Lemonade reads with a default of its own, though its defaults file leaves them out
+ * (the multi-model and telemetry guides), as flat keys: listed by GET /internal/config only once set. */
+const UNLISTED: Json = { auto_evict: false, auto_evict_threshold_pct: 0.9, "telemetry.max_attribute_length": 4096 };
+
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** Objects flattened to `a.b.c` keys; arrays and scalars are values. */
@@ -34,9 +38,6 @@ export function flatten(value: Json, prefix = ""): Record<string, unknown> {
   }
   return out;
 }
-
-/** Settings Lemonade takes that its defaults file does not list, with their defaults. */
-const UNLISTED: Record<string, unknown> = { "telemetry.max_attribute_length": 4096 };
 
 function defaultAt(key: string): unknown {
   if (key in UNLISTED) return UNLISTED[key];
@@ -104,6 +105,8 @@ const RULES: Record<string, SettingRule> = {
   offline: { doc: "Never reach the internet: no downloads, no update checks; only what is on disk is served." },
   extra_models_dir: { doc: "A folder of extra GGUF models, listed as extra.<file name>; rescanned when changed. Empty for none." },
   global_timeout: { doc: "Seconds a cloud provider's request may take.", minimum: 1, integer: true },
+  auto_evict: { doc: "Unload a model once it has been idle for its evict_idle_timeout, for models that set no auto_evict of their own." },
+  auto_evict_threshold_pct: { doc: "The share of memory in use past which loads evict idle models (0 to 1).", minimum: 0, maximum: 1 },
   disable_model_filtering: { doc: "List every catalog model, also those this machine cannot run." },
   no_fetch_executables: { doc: "Never download or build engines: only those installed are used." },
   "llamacpp.backend": { doc: "The llama.cpp backend a load uses unless the model names one: auto, cpu, vulkan, rocm, cuda, metal or system." },
@@ -164,9 +167,48 @@ export function settingsSchema(): Record<string, SettingSchema> {
   return out;
 }
 
-/** The changes of a POST /internal/set body: `{"a.b": v}` or `{"a": {"b": v}}`, flattened. */
+
+/** A set of changes that cannot be applied as given (two spellings of one setting disagree). */
+export class SettingsConflict extends Error {
+  constructor(
+    readonly key: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Backend sections: the defaults' sections that configure an engine (args, backend, binaries). */
+const isBackendSection = (name: string) => {
+  const d = DEFAULTS[name];
+  return isObject(d) && Object.keys(d).some((k) => k === "args" || k === "backend" || k.endsWith("_bin"));
+};
+
+/** The changes of a POST /internal/set body (or `lemonade config set`), flattened: `{"a.b": v}` or
+ * `{"a": {"b": v}}`; the flat spellings backend flags use (`vllm_args`, `llamacpp_backend`) are
+ * their section's keys; `no_broadcast` is `broadcast` negated; `rocm` is `rocm_channel`. */
 export function changesOf(body: Json): Record<string, unknown> {
-  return flatten(body);
+  const changes = flatten(body);
+  const put = (from: string, key: string, value: unknown) => {
+    delete changes[from];
+    if (key in changes && JSON.stringify(changes[key]) !== JSON.stringify(value)) {
+      throw new SettingsConflict(from, `Ambiguous config: both '${from}' and '${key}' were provided with different values`);
+    }
+    changes[key] = value;
+  };
+  if ("broadcast" in changes && "no_broadcast" in changes) throw new SettingsConflict("no_broadcast", "Cannot specify both 'broadcast' and 'no_broadcast'");
+  if ("no_broadcast" in changes) {
+    const v = changes.no_broadcast;
+    if (typeof v !== "boolean") throw new SettingsConflict("no_broadcast", "'no_broadcast' must be a boolean");
+    put("no_broadcast", "broadcast", !v);
+  }
+  if ("rocm" in changes) put("rocm", "rocm_channel", changes.rocm);
+  for (const key of Object.keys(changes)) {
+    const cut = key.indexOf("_");
+    if (key.includes(".") || cut < 0 || !isBackendSection(key.slice(0, cut))) continue;
+    put(key, `${key.slice(0, cut)}.${key.slice(cut + 1)}`, changes[key]);
+  }
+  return changes;
 }
 
 /** The first problem of a config.json's Lemonade settings (their types and ranges), or null.

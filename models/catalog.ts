@@ -1,7 +1,7 @@
 // The model catalog: built-in models (server_models.json), the user's registered models
 // (user_models.json, ids `user.*`), and every GGUF in the extra models folder (ids `extra.*`).
 // It answers which models exist, what they are (recipe, labels, type), and which files they need.
-import { existsSync, readdirSync, readFileSync, statSync, watch } from "node:fs";
+import { existsSync, readFileSync, statSync, watch } from "node:fs";
 import { dirname, join } from "node:path";
 import builtIn from "./server_models.json" with { type: "json" };
 import { checkpointProblem, findCachedFile, parseCheckpoint } from "./hf-cache.ts";
@@ -15,6 +15,7 @@ import { MAX_MODEL_NAME_BYTES } from "../spec/schemas.ts";
 import { GGUF_RECIPE, RECIPE_SPECS, type ModelType } from "../spec/recipes.ts";
 import type { AliasStore } from "./aliases.ts";
 import { checkRouting, type Routing } from "./routing-policy.ts";
+import { scanExtraModels } from "./extra-models.ts";
 import { MAX_MANIFEST_BYTES, manifestCheckpoint, parseOmniManifest, type OmniSpec } from "./omni-manifest.ts";
 
 /** Deployment labels and the model type each makes. */
@@ -351,45 +352,21 @@ export class Catalog {
   private extraModels(): CatalogModel[] {
     const dir = this.opts.extraModelsDir;
     if (!dir || !existsSync(dir)) return [];
-    const models: CatalogModel[] = [];
-    const isGguf = (f: string) => f.toLowerCase().endsWith(".gguf");
-    const isMmproj = (f: string) => /^mmproj/i.test(f);
-    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-      let main: string | undefined;
-      let mmproj: string | undefined;
-      let name: string;
-      if (entry.isFile() && isGguf(entry.name) && !isMmproj(entry.name)) {
-        main = join(dir, entry.name);
-        name = entry.name.replace(/\.gguf$/i, "");
-      } else if (entry.isDirectory()) {
-        // Regular files only: a FIFO or device named *.gguf is never opened.
-        const files = readdirSync(join(dir, entry.name), { withFileTypes: true })
-          .filter((f) => f.isFile() && isGguf(f.name))
-          .map((f) => f.name)
-          .sort();
-        const weights = files.filter((f) => !isMmproj(f));
-        const first = weights.find((f) => /-00001-of-/.test(f)) ?? weights[0];
-        if (!first) continue;
-        main = join(dir, entry.name, first);
-        const mm = files.find(isMmproj);
-        if (mm) mmproj = join(dir, entry.name, mm);
-        name = entry.name;
-      } else continue;
-      const id = `extra.${name}`;
-      const { type, labels } = classify(id, GGUF_RECIPE, this.localLabels(main, !!mmproj));
-      models.push({
+    return scanExtraModels(dir).map((m): CatalogModel => {
+      const id = `extra.${m.name}`;
+      const { type, labels } = classify(id, GGUF_RECIPE, this.localLabels(m.main, !!m.mmproj));
+      return {
         id,
         recipe: GGUF_RECIPE,
         type,
         labels,
-        checkpoints: mmproj ? { main, mmproj } : { main },
+        checkpoints: m.mmproj ? { main: m.main, mmproj: m.mmproj } : { main: m.main },
         suggested: false,
-        size: Math.round((statSync(main).size / 1e9) * 1000) / 1000,
+        size: Math.round((m.sizeBytes / 1e9) * 1000) / 1000,
         source: "extra_models_dir",
         registryOptions: {},
-      });
-    }
-    return models;
+      };
+    });
   }
 
   /** Every model known, supported here or not. */
@@ -411,11 +388,11 @@ export class Catalog {
       const lower = id.toLowerCase();
       return all.find((m) => m.id === id) ?? all.find((m) => m.id.toLowerCase() === lower);
     };
-    // A user model answers to its bare name too, before a built-in of that name, which then
-    // answers to `builtin.<name>` (lemonade.md's naming).
+    // A bare name is the registered model's, else the extra folder's, else the built-in's (which
+    // always answers to `builtin.<name>`): registered > imported > built-in.
     const byId = (id: string) => {
       if (id.startsWith(BUILTIN_PREFIX)) return this.builtIn.find((m) => m.id === id.slice(BUILTIN_PREFIX.length));
-      return exact(`user.${id}`) ?? exact(id);
+      return exact(`user.${id}`) ?? exact(`extra.${id}`) ?? exact(id);
     };
     const direct = byId(this.aliases.resolve(name));
     if (direct) return direct;
@@ -424,10 +401,18 @@ export class Catalog {
   }
 
   /** The name `/v1/models` lists a model by: a user model's bare name (the `user.` id stays its
-   * canonical name). */
-  publicId(model: CatalogModel): string {
+   * canonical name); an extra model's bare name where it shadows a built-in (else `extra.<name>`);
+   * a shadowed built-in's `builtin.<name>`. `all` is the catalog, when the caller has it. */
+  publicId(model: CatalogModel, all?: CatalogModel[]): string {
     if (model.id.startsWith("user.")) return model.id.slice("user.".length);
-    if (model.source === "huggingface" && this.user.some((u) => u.id === `user.${model.id}`)) return `${BUILTIN_PREFIX}${model.id}`;
+    const registered = (bare: string) => this.user.some((u) => u.id === `user.${bare}`);
+    if (model.source === "extra_models_dir") {
+      const bare = model.id.slice("extra.".length);
+      return !registered(bare) && this.builtIn.some((b) => b.id === bare) ? bare : model.id;
+    }
+    if (model.source === "huggingface" && this.builtIn.includes(model)) {
+      if (registered(model.id) || (all ?? this.all()).some((m) => m.source === "extra_models_dir" && m.id === `extra.${model.id}`)) return `${BUILTIN_PREFIX}${model.id}`;
+    }
     return model.id;
   }
 

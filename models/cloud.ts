@@ -21,6 +21,8 @@ export interface ProviderRecord {
   base_url: string;
   /** Absent: `openai`. */
   wire?: Wire;
+  /** A key may travel to this `http://` base URL (the user opted in). */
+  allow_insecure_http?: boolean;
 }
 
 const ANTHROPIC_VERSION = "2023-06-01";
@@ -70,6 +72,15 @@ export const envKeyName = (provider: string) => `LEMONADE_${provider.toUpperCase
 const notInstalled = (provider: string) =>
   ApiError.of(E.providerNotFound, `Cloud provider '${clip(provider)}' is not installed: POST /v1/install with backend "cloud" first`);
 
+const isHttp = (record: ProviderRecord) => record.base_url.startsWith("http://");
+
+const insecureRefused = (provider: string) =>
+  ApiError.of(
+    E.insecureHttp,
+    `Cloud provider '${clip(provider)}' uses http://. Set allow_insecure_http=true to explicitly opt in before storing or using an API key over plaintext HTTP.`,
+    "allow_insecure_http",
+  );
+
 const positive = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v > 0 ? v : undefined);
 
 /** One entry of an OpenAI-style `/models` answer, with what Lemonade and some providers add. */
@@ -116,7 +127,12 @@ export class CloudProviders {
     for (const raw of list as any[]) {
       const provider = raw?.provider ?? raw?.name;
       if (typeof provider === "string" && NAME.test(provider) && typeof raw?.base_url === "string") {
-        out.push({ provider, base_url: raw.base_url, ...(raw.wire === "anthropic" ? { wire: "anthropic" as const } : {}) });
+        out.push({
+          provider,
+          base_url: raw.base_url,
+          ...(raw.wire === "anthropic" ? { wire: "anthropic" as const } : {}),
+          ...(raw.allow_insecure_http === true ? { allow_insecure_http: true } : {}),
+        });
       }
       else this.opts.log.warn(`Skipping a config.json cloud_providers entry that is not {"provider", "base_url"}`);
     }
@@ -165,14 +181,17 @@ export class CloudProviders {
     return [...this.providers.values()].map((p) => ({
       name: p.record.provider,
       base_url: p.record.base_url,
+      allow_insecure_http: p.record.allow_insecure_http === true,
       env_var: envKeyName(p.record.provider),
       ...this.authState(p.record.provider),
       models_discovered: p.models.length,
     }));
   }
 
-  /** Adds or updates a provider, then reads its models. */
-  async install(provider: string, baseUrl: string, apiKey?: string, wire?: string) {
+  /** Adds or updates a provider, then reads its models. `allowInsecureHttp` unset keeps what the
+   * provider had. */
+  async install(provider: string, baseUrl: string, opts: { apiKey?: string; wire?: string; allowInsecureHttp?: boolean } = {}) {
+    const { apiKey, wire } = opts;
     if (!NAME.test(provider) || RESERVED.has(provider)) {
       throw ApiError.of(E.invalidArgument, `Invalid provider '${clip(provider)}': use lower-case letters, digits, '-' and '_' (not user, extra, builtin or admin)`, "provider");
     }
@@ -190,8 +209,15 @@ export class CloudProviders {
     }
     // Anthropic itself speaks its own API unless told otherwise.
     const anthropic = (wire ?? (provider === "anthropic" ? "anthropic" : "openai")) === "anthropic";
-    const record: ProviderRecord = { provider, base_url: baseUrl.replace(/\/+$/, ""), ...(anthropic ? { wire: "anthropic" as const } : {}) };
     const previous = this.providers.get(provider);
+    const insecure = opts.allowInsecureHttp ?? previous?.record.allow_insecure_http ?? false;
+    if (url.protocol === "http:" && !insecure && (apiKey || this.authState(provider).env_var_set)) throw insecureRefused(provider);
+    const record: ProviderRecord = {
+      provider,
+      base_url: baseUrl.replace(/\/+$/, ""),
+      ...(anthropic ? { wire: "anthropic" as const } : {}),
+      ...(insecure ? { allow_insecure_http: true } : {}),
+    };
     this.providers.set(provider, { record, models: previous?.models ?? [], available: false, failures: 0, nextRefresh: 0 });
     this.save();
     let warning: string | undefined;
@@ -217,8 +243,16 @@ export class CloudProviders {
   }
 
   /** Stores a key in memory and reads the models again; the environment's key wins (409). */
-  async setKey(provider: string, apiKey: string) {
-    if (!this.providers.has(provider)) throw notInstalled(provider);
+  async setKey(provider: string, apiKey: string, allowInsecureHttp?: boolean) {
+    const state = this.providers.get(provider);
+    if (!state) throw notInstalled(provider);
+    if (isHttp(state.record)) {
+      if (!allowInsecureHttp && !state.record.allow_insecure_http) throw insecureRefused(provider);
+      if (allowInsecureHttp && !state.record.allow_insecure_http) {
+        state.record = { ...state.record, allow_insecure_http: true };
+        this.save();
+      }
+    }
     const env = envKeyName(provider);
     if (this.opts.env[env]) {
       throw ApiError.of(E.authConflict, `${env} is set in the lemond process; the env var takes precedence and the supplied API key was not stored.`).with({ fields: { env_var: env } });
@@ -238,10 +272,20 @@ export class CloudProviders {
   }
 
   /** Reads a provider's `GET /models`; returns how many it lists. A provider that cannot be
-   * reached keeps its last list, marked unavailable; one that refuses the key lists none. */
+   * reached keeps its last list, marked unavailable; one that refuses the key lists none. Without a
+   * key (or with one that may not travel to its `http://` URL) it is not asked, and lists none. */
   async refresh(provider: string): Promise<number> {
     const state = this.providers.get(provider);
     if (!state) return 0;
+    if (!this.usableKey(state.record)) {
+      const why = this.key(provider) ? "its http:// base URL needs allow_insecure_http for the key" : `no key (set ${envKeyName(provider)} or POST /v1/cloud/auth)`;
+      if (state.models.length) changed();
+      state.models = [];
+      state.available = true;
+      state.nextRefresh = this.now() + this.refreshMs;
+      this.opts.log.info(`Skipping cloud discovery for ${provider}: ${why}`);
+      return 0;
+    }
     try {
       const res = await fetch(`${state.record.base_url}/models`, {
         headers: this.headersOf(state.record),
@@ -318,17 +362,28 @@ export class CloudProviders {
     return out;
   }
 
+  /** The key requests to a provider may carry: none to an `http://` URL the user did not open. */
+  private usableKey(record: ProviderRecord): string | undefined {
+    return isHttp(record) && !record.allow_insecure_http ? undefined : this.key(record.provider);
+  }
+
   /** The headers every request to a provider carries: its key, as its wire sends one. */
   private headersOf(record: ProviderRecord): Record<string, string> {
-    const key = this.key(record.provider);
+    const key = this.usableKey(record);
     if (record.wire === "anthropic") return { "anthropic-version": ANTHROPIC_VERSION, ...(key ? { "x-api-key": key } : {}) };
     return key ? { authorization: `Bearer ${key}` } : {};
   }
 
-  /** Where a request for a provider's model goes, and the headers it carries. */
+  /** Where a request for a provider's model goes, and the headers it carries; a provider with no
+   * key it may send answers Lemonade's missing-credentials error. */
   target(provider: string): { baseUrl: string; headers: Record<string, string>; wire: Wire } {
     const state = this.providers.get(provider);
     if (!state) throw notInstalled(provider);
+    if (!this.usableKey(state.record)) {
+      if (this.key(provider)) throw insecureRefused(provider);
+      const env = envKeyName(provider);
+      throw ApiError.of(E.cloudNoKey, `No API key for cloud provider '${provider}'. Set the ${env} env var or POST /v1/cloud/auth with {"provider":"${provider}","api_key":"..."}.`).with({ fields: { provider } });
+    }
     return { baseUrl: state.record.base_url, headers: this.headersOf(state.record), wire: state.record.wire ?? "openai" };
   }
 }

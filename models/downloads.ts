@@ -14,6 +14,7 @@ import {
   type Registry,
   type RepoFile,
   type RepoManifest,
+  writeProvenance,
 } from "./hf-download.ts";
 import { parseCheckpoint } from "./hf-cache.ts";
 
@@ -128,6 +129,11 @@ export class DownloadManager {
       };
       await downloadFile(hub, hub.dir, manifest, file, (fp) => report(fp.bytesDownloaded), signal);
       completed += file.size;
+    }
+    const mainRepo = model.checkpoints.main ? parseCheckpoint(model.checkpoints.main).repo : undefined;
+    const selection = [model.recipe, ...Object.keys(model.checkpoints).sort().map((role) => `${role}=${model.checkpoints[role]}`)].join("\n");
+    for (const manifest of manifests.values()) {
+      writeProvenance(hub.dir, model.registry ?? "huggingface", manifest, manifest.repo === mainRepo ? { id: model.id, selection } : undefined);
     }
   }
 

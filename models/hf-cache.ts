@@ -15,9 +15,21 @@ export function parseCheckpoint(checkpoint: string): CheckpointRef {
   return i < 0 ? { repo: checkpoint, variant: null } : { repo: checkpoint.slice(0, i), variant: checkpoint.slice(i + 1) || null };
 }
 
+/** A ModelScope model page: `https://modelscope.cn/models/org/repo[:variant]`. */
+const MODELSCOPE_URL = /^(?:https?:\/\/)?(?:www\.)?modelscope\.cn\/models\/([^/\s]+\/[^/:\s]+)(:[^?#/]+)?\/?(?:[?#].*)?$/;
+const HF_URL = /^(?:https?:\/\/)?(?:www\.)?(?:huggingface\.co|hf\.co)\//;
+
+/** The registry a checkpoint given as a URL names (the URL selects it), or null for a repo id. */
+export function checkpointRegistry(checkpoint: string): "huggingface" | "modelscope" | null {
+  if (MODELSCOPE_URL.test(checkpoint.trim())) return "modelscope";
+  return HF_URL.test(checkpoint.trim()) ? "huggingface" : null;
+}
+
 /** A checkpoint given as a Hugging Face URL (`https://huggingface.co/org/repo`, `hf.co/org/repo:Q4_K_M`,
  * `.../blob/main/file.gguf`) as `org/repo[:variant]`; anything else as it is. */
 export function normalizeCheckpoint(checkpoint: string): string {
+  const ms = MODELSCOPE_URL.exec(checkpoint.trim());
+  if (ms) return `${ms[1]}${ms[2] ?? ""}`;
   const m = /^(?:https?:\/\/)?(?:www\.)?(?:huggingface\.co|hf\.co)\/([^/\s]+\/[^/:\s]+)(?:\/(?:blob|resolve|tree)\/[^/]+\/([^?#]+))?(:[^?#]+)?\/?(?:[?#].*)?$/.exec(checkpoint.trim());
   if (!m) return checkpoint;
   const [, repo, file, variant] = m;

@@ -8,6 +8,8 @@ import { dirname, join, relative } from "node:path";
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
 import { changed } from "../lib/generation.ts";
+import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
+import { asJson, isJson, type Json } from "../lib/json.ts";
 import { isRelativeInside, parseCheckpoint, pickVariantFile, repoCacheDir } from "./hf-cache.ts";
 
 /** The registries models are downloaded from: the Hugging Face hub, or ModelScope. */
@@ -175,6 +177,23 @@ async function hashFile(path: string, hash: Bun.CryptoHasher): Promise<void> {
   for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
 }
 
+async function blobHash(path: string): Promise<string> {
+  const hash = new Bun.CryptoHasher("sha256");
+  await hashFile(path, hash);
+  return hash.digest("hex");
+}
+
+/** Records, beside a repository's cache, which registry and commit it came from and what each
+ * model pulled from it selected (`.lemonade_registry.json`, as Lemonade writes it), so that an
+ * update check compares against what was actually fetched. */
+export function writeProvenance(hubDir: string, registry: Registry, manifest: RepoManifest, model?: { id: string; selection: string }): void {
+  const path = join(repoCacheDir(hubDir, manifest.repo), ".lemonade_registry.json");
+  const previous = readJsonFile<unknown>(path, {});
+  const processed: Json = isJson(previous) ? asJson(previous.processed_models) : {};
+  if (model) processed[model.id] = { selection: model.selection, snapshot_id: manifest.sha };
+  writeJsonFileAtomic(path, { source: registry, repo_id: manifest.repo, revision: "main", snapshot_id: manifest.sha, processed_models: processed });
+}
+
 /** Points `snapshots/<sha>/<file>` at the blob and records the commit in `refs/main`. */
 function link(hubDir: string, manifest: RepoManifest, file: RepoFile, blob: string): void {
   const snap = snapshotFile(hubDir, manifest, file);
@@ -205,9 +224,13 @@ export async function downloadFile(
   const blob = blobPath(hubDir, manifest, file);
   mkdirSync(dirname(blob), { recursive: true });
   if (existsSync(blob) && statSync(blob).size === file.size) {
-    link(hubDir, manifest, file, blob);
-    onProgress({ file: file.path, bytesDownloaded: file.size, bytesTotal: file.size });
-    return;
+    // A cached blob is trusted only as far as its hash: one damaged on disk is fetched again.
+    if (!file.sha256 || (await blobHash(blob)) === file.sha256) {
+      link(hubDir, manifest, file, blob);
+      onProgress({ file: file.path, bytesDownloaded: file.size, bytesTotal: file.size });
+      return;
+    }
+    rmSync(blob, { force: true });
   }
   const partial = `${blob}.incomplete`;
   let have = existsSync(partial) ? statSync(partial).size : 0;

@@ -9,9 +9,9 @@ import { GGUF_RECIPE } from "../spec/recipes.ts";
 import { E } from "../spec/errors.ts";
 import type { PullVariantsResponse } from "../spec/downloads.ts";
 import { OMNI_RECIPE, ROUTER_RECIPE, type Catalog, type CatalogModel, type RegistryRow } from "./catalog.ts";
-import { checkRouting, type Routing } from "./routing-policy.ts";
+import { checkRouting, requireVersion, type Routing } from "./routing-policy.ts";
 import { MAX_MANIFEST_BYTES, parseOmniManifest, type OmniSpec } from "./omni-manifest.ts";
-import { normalizeCheckpoint, parseCheckpoint, repoCacheDir } from "./hf-cache.ts";
+import { checkpointRegistry, normalizeCheckpoint, parseCheckpoint, repoCacheDir } from "./hf-cache.ts";
 import type { DownloadManager, JobSnapshot, Progress } from "./downloads.ts";
 import { cachedRevision, ggufVariants, HubError, registryOf, readRepoFile, repoManifest, searchRepos, type HubOptions, type Registry } from "./hf-download.ts";
 import type { UncheckedJson as Json } from "../lib/json.ts";
@@ -40,12 +40,26 @@ function rowFrom(body: Json): RegistryRow {
   if (body.mmproj) row.mmproj = body.mmproj;
   if (body.size !== undefined) row.size = body.size;
   if (body.recipe_options) row.recipe_options = body.recipe_options;
-  if (registryOf(body.source) === "modelscope") row.source = "modelscope";
+  if (registryFor(body.source, [body.checkpoint, ...Object.values(body.checkpoints ?? {})]) === "modelscope") row.source = "modelscope";
   if (body.recipe === ROUTER_RECIPE) {
-    row.version = body.version ?? "1";
+    row.version = body.version;
     row.routing = body.routing;
   }
   return row;
+}
+
+/** The registry a registration downloads from: the one its checkpoints' URLs name, else its
+ * `source`. A URL naming another registry than `source` (or than another checkpoint's URL) is a
+ * 400, never a download from a host the client did not mean. */
+function registryFor(source: unknown, checkpoints: unknown[]): Registry {
+  const named = checkpoints.filter((c): c is string => typeof c === "string").map((c) => ({ c, r: checkpointRegistry(c) }));
+  const byUrl = named.filter((n) => n.r !== null);
+  const given = source === undefined || source === null ? null : registryOf(source);
+  for (const { c, r } of byUrl) {
+    if (given && r !== given) throw ApiError.of(E.invalidArgument, `\`source\` '${given}' and the checkpoint URL '${c.slice(0, 200)}' identify different registries`, "source");
+    if (r !== byUrl[0]!.r) throw ApiError.of(E.invalidArgument, "All checkpoints of one model must come from one registry", "checkpoints");
+  }
+  return given ?? byUrl[0]?.r ?? "huggingface";
 }
 
 function hubError(err: unknown): never {
@@ -93,7 +107,10 @@ export class ModelLibrary {
     if (!body.recipe) throw ApiError.of(E.missingArgument, "Missing required argument 'recipe' to register a model", "recipe");
     if (body.recipe === OMNI_RECIPE) return this.registerOmni(body, opts.definitions ?? true);
     // A routing policy is checked against what is registered before it is stored.
-    if (body.recipe === ROUTER_RECIPE) checkRouting(body, (name) => catalog.find(name) !== undefined, (name) => isClassifier(catalog.find(name)));
+    if (body.recipe === ROUTER_RECIPE) {
+      requireVersion(body);
+      checkRouting(body, (name) => catalog.find(name) !== undefined, (name) => isClassifier(catalog.find(name)));
+    }
     const model = catalog.registerUser(body.model_name, rowFrom(body));
     this.opts.log(`Registered ${model.id} (${model.checkpoints.main})`);
     return model;
@@ -111,9 +128,9 @@ export class ModelLibrary {
       return model;
     }
     if (!Array.isArray(components) || !components.length || !components.every((c) => typeof c === "string" && c)) {
-      throw ApiError.of(E.invalidArgument, "A collection.omni registration needs 'components': a non-empty list of model names", "components");
+      throw ApiError.of(E.invalidArgument, "Collection recipe requires a non-empty 'components' array", "components");
     }
-    this.registerComponents({ components, models: definitions && Array.isArray(body.models) ? body.models : [] });
+    this.registerComponents(body.model_name, { components, models: definitions && Array.isArray(body.models) ? body.models : [] });
     const row: RegistryRow = { recipe: OMNI_RECIPE, labels: body.labels ?? [], components, ...(typeof body.system_prompt === "string" ? { system_prompt: body.system_prompt } : {}) };
     const model = catalog.registerUser(body.model_name, row);
     this.opts.log(`Registered ${model.id} (collection of ${components.join(", ")})`);
@@ -123,8 +140,10 @@ export class ModelLibrary {
   /** Registers the components a collection defines and this server lacks (names that exist keep
    * their local definition), once every component is known to be a regular model: a refused
    * collection registers nothing. */
-  private registerComponents(spec: OmniSpec): void {
+  private registerComponents(collection: string, spec: OmniSpec): void {
     const { catalog } = this.opts;
+    // Lemonade's messages, word for word: scripts match them.
+    const bare = (name: string) => name.replace(/^user\./, "");
     const defined = new Map<string, Json>();
     for (const def of spec.models) {
       const given = typeof def?.model_name === "string" ? def.model_name : typeof def?.id === "string" ? def.id : undefined;
@@ -134,11 +153,20 @@ export class ModelLibrary {
       defined.set(name, fields);
     }
     for (const c of spec.components) {
+      if (bare(c) === bare(collection)) throw ApiError.of(E.invalidArgument, `Collection cannot reference itself: ${c}`, "components");
       const part = catalog.find(c);
       const def = defined.get(c);
-      if (!part && !def) throw ApiError.of(E.invalidArgument, `Component '${c}' is not a registered model (register it first, or define it in 'models')`, "components");
       if (part?.omni || part?.router || def?.recipe === OMNI_RECIPE || def?.recipe === ROUTER_RECIPE) {
-        throw ApiError.of(E.invalidArgument, `Component '${c}' is a collection; components must be regular models`, "components");
+        throw ApiError.of(E.invalidArgument, `Collection components must be regular models, not collections: '${c}'`, "components");
+      }
+      if (!part && !def) {
+        throw ApiError.of(
+          E.invalidArgument,
+          spec.models.length
+            ? `Inline collection component '${c}' has no matching definition in 'models' and is not a registered model. Every component must be defined inline (matching 'model_name') or reference an already-registered model.`
+            : `Collection component not registered: '${c}'. Pull or register it before referencing it in a collection.`,
+          "components",
+        );
       }
     }
     for (const [name, fields] of defined) this.modelFor({ ...fields, model_name: name.startsWith("user.") ? name : `user.${name}` });
@@ -159,7 +187,7 @@ export class ModelLibrary {
     if (model.omni) {
       if (!model.omni.spec && !catalog.files(model).every((f) => f.exists)) await this.download(model, onProgress);
       const spec = catalog.omniSpec(model)!;
-      if (!model.omni.spec) this.registerComponents(spec);
+      if (!model.omni.spec) this.registerComponents(model.id, spec);
       for (const c of spec.components) {
         const part = catalog.get(c);
         if (!catalog.isDownloaded(part)) await this.install(part, onProgress);
@@ -229,11 +257,11 @@ export class ModelLibrary {
 
   /** GET /v1/pull/variants: what a GGUF repository offers, grouped for the pull form. */
   async variants(given: string, source?: string): Promise<PullVariantsResponse> {
-    const hub = this.opts.hubs[registryOf(source)];
+    const hub = this.opts.hubs[registryFor(source, [given])];
     const checkpoint = normalizeCheckpoint(given);
     const repo = parseCheckpoint(checkpoint).repo;
     if (!/^[^/\s]+\/[^/\s]+$/.test(repo)) {
-      throw ApiError.of(E.invalidArgument, `'checkpoint' must be a Hugging Face repo id like org/name, got ${JSON.stringify(checkpoint)}`, "checkpoint");
+      throw ApiError.of(E.invalidArgument, `checkpoint must be a repository id of the form 'owner/name', got ${JSON.stringify(checkpoint.slice(0, 200))}`, "checkpoint");
     }
     this.refuseOffline();
     const manifest = await repoManifest(hub, repo).catch(hubError);

@@ -131,6 +131,14 @@ function checkExpr(e: unknown, path: string, classifiers: Map<string, Classifier
 
 /** Checks a `routing` block (and its document's `version`); `known(name)` says whether a model is
  * registered, `classifierModel(name)` (when given) whether it is a fixed-label classifier. */
+/** A policy document that is registered or tried must say its version (Lemonade's parser
+ * requires it); the routing checks alone take one without. */
+export function requireVersion(doc: { version?: unknown }): void {
+  if (typeof doc.version !== "string" || !doc.version) {
+    throw ApiError.of(E.invalidArgument, 'Invalid routing policy: collection.version must be a non-empty string (this server reads version "1")', "version");
+  }
+}
+
 export function checkRouting(doc: { version?: unknown; routing?: unknown }, known: (name: string) => boolean, classifierModel?: (name: string) => boolean): Routing {
   if (doc.version !== undefined && doc.version !== "1") {
     throw ApiError.of(E.invalidArgument, `Routing policy version ${JSON.stringify(doc.version)} is not supported: this server reads version "1"`, "version");

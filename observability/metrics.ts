@@ -10,8 +10,10 @@ import { RECIPE_SPECS } from "../spec/recipes.ts";
 
 export interface LoadedModelInfo {
   model: string;
+  checkpoint: string;
   recipe: string;
   type: string;
+  device: string;
   /** The engine's base URL, for scraping its own /metrics. */
   url: string;
   /** Requests waiting in the server's queue for the engine's slots. */
@@ -26,7 +28,9 @@ export class Metrics {
   readonly modelRequestDuration: Histogram<"model" | "endpoint">;
   readonly generatedTokens: Counter<"model">;
   readonly promptTokens: Counter<"model">;
-  readonly cacheTokens: Counter<"model">;
+  private readonly cacheTokens: Counter<"model">;
+  private readonly modelCacheTokensTotal: Counter<"model">;
+  private readonly cacheTokensTotal: Counter;
   readonly cloudRequests: Counter<"provider" | "model" | "status">;
   readonly timeToFirstToken: Histogram<"model">;
 
@@ -35,6 +39,8 @@ export class Metrics {
     private readonly loaded: () => LoadedModelInfo[] = () => [],
     /** `max_loaded_models` now (-1 unlimited). */
     maxLoaded: () => number = () => 1,
+    /** collection.router's decisions so far, and those that changed a conversation's model. */
+    routing: () => { decisions: number; switches: number } = () => ({ decisions: 0, switches: 0 }),
   ) {
     const registers = [this.registry];
     new Gauge({ name: "lemonade_server_up", help: "Whether the Lemonade server is running.", registers }).set(1);
@@ -73,14 +79,45 @@ export class Metrics {
       registers,
     });
     const loadedModels = this.loaded;
+    // Labelled as Lemonade labels it (model_name, checkpoint, type, device, recipe), and by `model`
+    // as this server's other per-model series are.
+    const infoLabels = (m: LoadedModelInfo) => ({ model: m.model, model_name: m.model, checkpoint: m.checkpoint, type: m.type, device: m.device, recipe: m.recipe });
     new Gauge({
       name: "lemonade_model_info",
-      help: "One sample per loaded model, labelled with its recipe and type.",
-      labelNames: ["model", "recipe", "type"],
+      help: "Metadata for each Lemonade model observed by this process.",
+      labelNames: ["model", "model_name", "checkpoint", "type", "device", "recipe"],
       registers,
       collect() {
         this.reset();
-        for (const m of loadedModels()) this.set({ model: m.model, recipe: m.recipe, type: m.type }, 1);
+        for (const m of loadedModels()) this.set(infoLabels(m), 1);
+      },
+    });
+    new Gauge({
+      name: "lemonade_model_loaded",
+      help: "Whether this model is currently loaded in Lemonade.",
+      labelNames: ["model", "model_name", "checkpoint", "type", "device", "recipe"],
+      registers,
+      collect() {
+        this.reset();
+        for (const m of loadedModels()) this.set(infoLabels(m), 1);
+      },
+    });
+    new Counter({
+      name: "lemonade_routing_decisions_total",
+      help: "Cumulative collection.router routing decisions.",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(routing().decisions);
+      },
+    });
+    new Counter({
+      name: "lemonade_routing_switches_total",
+      help: "Cumulative routing decisions that changed a conversation's routed model.",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(routing().switches);
       },
     });
     new Gauge({
@@ -148,6 +185,13 @@ export class Metrics {
       labelNames: ["model"],
       registers,
     });
+    this.modelCacheTokensTotal = new Counter({
+      name: "lemonade_model_cache_tokens_total",
+      help: "Cumulative prompt tokens served from the backend prefix cache for a model.",
+      labelNames: ["model"],
+      registers,
+    });
+    this.cacheTokensTotal = new Counter({ name: "lemonade_cache_tokens_total", help: "Cumulative prompt tokens served from backend prefix caches.", registers });
     this.cloudRequests = new Counter({
       name: "lemonade_cloud_requests_total",
       help: "Requests forwarded to cloud providers, by provider, model and status.",
@@ -168,6 +212,13 @@ export class Metrics {
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120],
       registers,
     });
+  }
+
+  /** Prompt tokens a model's engine served from its prefix cache: per model and in all. */
+  recordCacheTokens(model: string, tokens: number): void {
+    this.cacheTokens.inc({ model }, tokens);
+    this.modelCacheTokensTotal.inc({ model }, tokens);
+    this.cacheTokensTotal.inc(tokens);
   }
 
   get contentType(): string {

@@ -18,7 +18,7 @@ const required = (value: string | undefined, field: string): string => {
 
 async function installCloud(ctx: Pick<ServerContext, "cloud">, body: InstallRequest): Promise<CloudInstalled> {
   const provider = required(body.provider, "provider");
-  const result = await ctx.cloud.install(provider, required(body.base_url, "base_url"), body.api_key, body.wire);
+  const result = await ctx.cloud.install(provider, required(body.base_url, "base_url"), { apiKey: body.api_key, wire: body.wire, allowInsecureHttp: body.allow_insecure_http });
   return { status: "success", backend: "cloud", provider, ...result };
 }
 

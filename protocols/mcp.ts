@@ -379,10 +379,11 @@ async function handleOne(ctx: McpContext, msg: unknown, signal: AbortSignal): Pr
   }
 }
 
-/** A body the server cannot take at all (not JSON, too large or too deep, not a request): a
- * JSON-RPC error with no id, under an HTTP error status, as MCP's Streamable HTTP transport says. */
+/** A body the server cannot take: a JSON-RPC error with no id. One that is not JSON is answered
+ * 200, as every JSON-RPC error is (mcp.md's error model); one too large keeps its HTTP status. */
 export function mcpBodyError(status: number, message: string): Response {
-  return Response.json(rpcError(null, status === 400 && /JSON/.test(message) ? RPC.parseError : RPC.invalidRequest, message), { status });
+  if (status === 400) return Response.json(rpcError(null, /JSON/.test(message) ? RPC.parseError : RPC.invalidRequest, message));
+  return Response.json(rpcError(null, RPC.invalidRequest, message), { status });
 }
 
 /** One POST /mcp: a message or a batch in, the answers out (202 when nothing needs one). */
@@ -391,21 +392,18 @@ export async function handleMcp(ctx: McpContext, raw: string, signal: AbortSigna
   try {
     parsed = JSON.parse(raw);
   } catch (err) {
-    return Response.json(rpcError(null, RPC.parseError, `Parse error: ${(err as Error).message}`), { status: 400 });
+    return Response.json(rpcError(null, RPC.parseError, `Parse error: ${(err as Error).message}`));
   }
   if (!Array.isArray(parsed) && (typeof parsed !== "object" || parsed === null)) {
-    return Response.json(rpcError(null, RPC.invalidRequest, "Not a JSON-RPC 2.0 request: expected {jsonrpc: \"2.0\", method, id?, params?}"), { status: 400 });
+    return Response.json(rpcError(null, RPC.invalidRequest, "Not a JSON-RPC 2.0 request: expected {jsonrpc: \"2.0\", method, id?, params?}"));
   }
   if (Array.isArray(parsed)) {
-    if (parsed.length === 0) return Response.json(rpcError(null, RPC.invalidRequest, "Empty batch"), { status: 400 });
+    if (parsed.length === 0) return Response.json(rpcError(null, RPC.invalidRequest, "Empty batch"));
     const answers = (await Promise.all(parsed.map((m) => handleOne(ctx, m, signal)))).filter((a) => a !== null);
     if (!answers.length) return new Response(null, { status: 202 });
-    // A batch with no request in it at all is refused as a whole.
-    const refused = answers.every((a) => a!.error?.code === RPC.invalidRequest);
-    return Response.json(answers, refused ? { status: 400 } : undefined);
+    return Response.json(answers);
   }
   const answer = await handleOne(ctx, parsed, signal);
-  if (answer && answer.error?.code === RPC.invalidRequest) return Response.json(answer, { status: 400 });
   return answer ? Response.json(answer) : new Response(null, { status: 202 });
 }
 

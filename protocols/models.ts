@@ -98,10 +98,10 @@ function cloudFields(c: NonNullable<CatalogModel["cloud"]>) {
 
 /** Every model to list: downloaded ones (or all with `showAll`), plus aliases of listed models. */
 export function listModels(ctx: Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">, showAll: boolean, includePaths: boolean): ModelResponse[] {
-  const listed = ctx.catalog
-    .all()
+  const all = ctx.catalog.all();
+  const listed = all
     .filter((m) => ctx.catalog.isSupported(m) && (showAll || ctx.catalog.isDownloaded(m)))
-    .map((m) => modelObject(ctx, m, includePaths, ctx.catalog.publicId(m)));
+    .map((m) => modelObject(ctx, m, includePaths, ctx.catalog.publicId(m, all)));
   const byId = new Map(listed.map((m) => [m.id, m]));
   for (const { alias, target } of ctx.aliases.list()) {
     const model = ctx.catalog.find(target);
@@ -111,7 +111,7 @@ export function listModels(ctx: Pick<ServerContext, "aliases" | "catalog" | "con
   return listed;
 }
 
-export function optionsView(ctx: Pick<ServerContext, "options" | "recipeOptions">, model: CatalogModel, saved: Options = ctx.recipeOptions.saved(model.id)): ModelOptionsResponse {
+export function optionsView(ctx: Pick<ServerContext, "config" | "options" | "recipeOptions">, model: CatalogModel, saved: Options = ctx.recipeOptions.saved(model.id)): ModelOptionsResponse {
   const resolution = ctx.options.resolution(model, undefined, saved);
   const effective = resolution.options;
   const defaults = ctx.options.resolve(model, undefined, {});
@@ -124,7 +124,8 @@ export function optionsView(ctx: Pick<ServerContext, "options" | "recipeOptions"
     defaults: { ...defaults, model_name: model.id },
     ...(takesCtx ? { resolved_ctx_size: ctx.options.ctxSize(model, effective) } : {}),
     // The load this view describes, ready to paste (as the real server prints it).
-    load_command: `curl -X POST $LEMONADE_BASE_URL/v1/load -H "Content-Type: application/json" -d '${JSON.stringify({ ...effective, model_name: model.id })}'`,
+    // The key, on a server that needs one, is left for the caller as the base URL is (lemonade.md).
+    load_command: `curl -X POST $LEMONADE_BASE_URL/v1/load -H "Content-Type: application/json"${ctx.config.apiKey ? ' -H "Authorization: Bearer $LEMONADE_API_KEY"' : ""} -d '${JSON.stringify({ ...effective, model_name: model.id })}'`,
     provenance: resolution.sources,
     ...(resolution.tuning ? { tuning: tuningView(resolution.tuning) } : {}),
   };
@@ -132,7 +133,7 @@ export function optionsView(ctx: Pick<ServerContext, "options" | "recipeOptions"
 
 /** POST /v1/models/{id}/options: merges the body into the saved entry (or, with `dry_run`,
  * only shows what that would give). */
-export function saveOptions(ctx: Pick<ServerContext, "options" | "recipeOptions" | "scheduler">, model: CatalogModel, body: ModelOptionsRequest): ModelOptionsResponse {
+export function saveOptions(ctx: Pick<ServerContext, "config" | "options" | "recipeOptions" | "scheduler">, model: CatalogModel, body: ModelOptionsRequest): ModelOptionsResponse {
   const next = mergeSavedOptions(model.recipe, ctx.recipeOptions.saved(model.id), body);
   // A value the next load would fail on (a reserved flag, an unknown backend) is refused now, not then.
   ctx.scheduler.checkOptions(model, next);

@@ -4,7 +4,7 @@
 // `route_trace: true`, an `x_lemonade_route` object on the body or the first stream event.
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
-import type { Classifier } from "../models/routing-policy.ts";
+import { checkRouting, requireVersion, type Classifier } from "../models/routing-policy.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import type { StreamRule } from "../runtime/stream-pump.ts";
@@ -13,7 +13,8 @@ import { decide, routeInput, type Decision } from "../runtime/router-engine.ts";
 import { chatStream, embeddingVectors, engineAnswer, mappedStream, needsEmbedder, needsLlm } from "./openai.ts";
 import { classifyText } from "./classify.ts";
 import { jsonItems, type Json } from "../lib/json.ts";
-import type { ChatCompletionRequest, CompletionRequest } from "../spec/openai.ts";
+import type { ChatCompletionRequest, CompletionRequest, ResponsesRequest } from "../spec/openai.ts";
+import type { RoutingValidateRequest, RoutingValidateResponse } from "../spec/downloads.ts";
 
 export const ROUTE_HEADER = "x-lemonade-route";
 
@@ -92,6 +93,34 @@ async function onnxClassify(ctx: Pick<ServerContext, "catalog" | "proxy" | "sche
   return { scores: Object.fromEntries(c.labels.map((l) => [l, labels[l] ?? 0])) };
 }
 
+/** How a policy's classifiers are run: each kind on its model, as the server serves it. */
+function classifierRunner(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, signal: AbortSignal) {
+  return (c: Classifier, text: string) =>
+    c.type === "semantic_similarity" ? semanticClassify(ctx, c, text, signal) : c.type === "classifier" ? onnxClassify(ctx, c, text, signal) : llmClassify(ctx, c, text, signal);
+}
+
+/** POST /v1/routing/validate: with `policy` (inline, its names taken as given, or a registered
+ * router's name), the decision it makes for the test request, its classifiers run as a routed
+ * request runs them (one that fails, fails open); without, the body checked as a policy document. */
+export async function validateRouting(ctx: Pick<ServerContext, "catalog" | "library" | "proxy" | "scheduler">, body: RoutingValidateRequest, signal: AbortSignal): Promise<RoutingValidateResponse> {
+  if (body.policy === undefined) {
+    if (body.routing === undefined) throw ApiError.of(E.invalidArgument, "'policy' must be a JSON object (a collection.router definition) or a registered router's name", "policy");
+    return { valid: true, routing: ctx.library.validateRouting(body) };
+  }
+  let doc: Json;
+  if (typeof body.policy === "string") {
+    const named = ctx.catalog.find(body.policy);
+    if (!named?.router) throw ApiError.of(E.invalidArgument, `'policy' names '${body.policy.slice(0, 200)}', which is not a registered collection.router model`, "policy");
+    doc = { recipe: named.recipe, version: named.router.version, routing: named.router.routing };
+  } else {
+    doc = body.policy;
+    requireVersion(doc);
+  }
+  const policy = checkRouting(doc, () => true);
+  const decision = await decide(policy, { text: body.prompt ?? "", metadata: body.metadata ?? {}, hasImages: body.has_images === true, hasTools: body.has_tools === true }, classifierRunner(ctx, signal));
+  return { decision: { ...decision, trace: decision.trace.map((t) => ({ ...t })) }, normalized_policy: { ...doc, routing: policy } };
+}
+
 /** A conversation's identity for counting route switches: its system prompt and first user message. */
 function conversationKey(body: Json): string {
   const messages = jsonItems(body.messages);
@@ -108,7 +137,7 @@ export function routerKind(ctx: Pick<ServerContext, "catalog" | "logger" | "prox
       speaks: "openai",
       load: async () => ({ message: `${model.id} is a router: its candidates load as requests are routed to them`, checkpoint: "", tookOptions: false }),
       async forward(req) {
-        if (!req.client) throw ApiError.of(E.routerChatOnly, `Model ${model.id} is a collection.router, which routes chat and text completions only`, "model");
+        if (!req.client) throw ApiError.of(E.routerChatOnly, `Model ${model.id} is a collection.router, which routes chat, text completions and responses only`, "model");
         const { decision, trace } = await route(ctx, model, req.client, req.signal);
         const { reshape, stream } = req;
         const res = await ctx.proxy.toModel({
@@ -146,16 +175,14 @@ function tracedStream(trace: Json): StreamRule {
 async function route(
   ctx: Pick<ServerContext, "catalog" | "logger" | "proxy" | "scheduler" | "stats">,
   model: CatalogModel,
-  body: ChatCompletionRequest | CompletionRequest,
+  body: ChatCompletionRequest | CompletionRequest | ResponsesRequest,
   signal: AbortSignal,
 ): Promise<{ decision: Decision; trace: Json | null }> {
   const policy = model.router!.policy;
   for (const candidate of policy.candidates) {
     if (!ctx.catalog.find(candidate)) throw ApiError.of(E.modelNotFound, `Router ${model.id} routes to ${candidate}, which is no longer registered`);
   }
-  const decision = await decide(policy, routeInput(body), (c, text) =>
-    c.type === "semantic_similarity" ? semanticClassify(ctx, c, text, signal) : c.type === "classifier" ? onnxClassify(ctx, c, text, signal) : llmClassify(ctx, c, text, signal),
-  );
+  const decision = await decide(policy, routeInput(body), classifierRunner(ctx, signal));
   ctx.stats.recordRoute(conversationKey(body), decision.route_to);
   ctx.logger.info("Router", `${model.id} routed to ${decision.route_to} (${decision.matched_rule || "default"})`);
   // `route_trace` is Lemonade's, asked for in a field the OpenAI definitions do not name.

@@ -2,7 +2,7 @@
 // checked against Lemonade's defaults, saved in config.json, and applied at once where the server can.
 import { resolve } from "node:path";
 import { RECIPE_DEFAULT_KEYS } from "../spec/recipes.ts";
-import { changesOf, effectiveSettings, saveSettings, settingProblem } from "../config/settings.ts";
+import { changesOf, effectiveSettings, saveSettings, SettingsConflict, settingProblem } from "../config/settings.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { isJson } from "../lib/json.ts";
 import { parseLogLevel } from "../lib/log-level.ts";
@@ -13,7 +13,7 @@ import type { ServerContext } from "../runtime/context.ts";
 
 /** Settings this server applies while it runs (and every `telemetry.*` one); the rest take effect
  * at the next start. */
-const LIVE = new Set(["max_loaded_models", "log_level", "ctx_size", "offline", "extra_models_dir", "host", "port", ...Object.keys(RECIPE_DEFAULT_KEYS)]);
+const LIVE = new Set(["max_loaded_models", "log_level", "ctx_size", "offline", "extra_models_dir", "host", "port", "auto_evict", ...Object.keys(RECIPE_DEFAULT_KEYS)]);
 const isLive = (key: string) => LIVE.has(key) || key.startsWith("telemetry.");
 
 type SettingsContext = Pick<ServerContext, "catalog" | "config" | "lifecycle" | "logger" | "telemetry">;
@@ -31,7 +31,13 @@ export function setParams(ctx: SettingsContext, text: string): SettingsResponse 
 }
 
 export function setSettings(ctx: SettingsContext, body: SettingsRequest): SettingsResponse {
-  const changes = changesOf(body);
+  let changes: Record<string, unknown>;
+  try {
+    changes = changesOf(body);
+  } catch (err) {
+    if (err instanceof SettingsConflict) throw ApiError.of(E.invalidArgument, err.message, err.key);
+    throw err;
+  }
   const keys = Object.keys(changes);
   if (!keys.length) throw ApiError.of(E.missingArgument, "Send at least one setting, such as {\"max_loaded_models\": 2}");
   for (const key of keys) {
@@ -54,6 +60,10 @@ export function setSettings(ctx: SettingsContext, body: SettingsRequest): Settin
         break;
       case "offline":
         config.offline = value as boolean;
+        break;
+      case "auto_evict":
+        // The server-wide answer for models whose own auto_evict is unset.
+        config.recipeDefaults.auto_evict = value as boolean;
         break;
       default:
         // Server-wide recipe options (`llamacpp.args`, `sdcpp.steps`, ...): the next load uses them.

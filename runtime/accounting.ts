@@ -37,6 +37,6 @@ export function account({ metrics, stats }: AccountingDeps, ended: Ended): void 
   if (rec.tokens_per_second !== null && (rec.output_tokens ?? 0) > 1) stats.observeSpeed(modelId, rec.tokens_per_second);
   if (rec.output_tokens) metrics.generatedTokens.inc({ model: modelId }, rec.output_tokens);
   if (rec.prompt_tokens) metrics.promptTokens.inc({ model: modelId }, rec.prompt_tokens);
-  if (rec.cache_tokens) metrics.cacheTokens.inc({ model: modelId }, rec.cache_tokens);
+  if (rec.cache_tokens) metrics.recordCacheTokens(modelId, rec.cache_tokens);
   if (rec.time_to_first_token !== null) metrics.timeToFirstToken.observe({ model: modelId }, rec.time_to_first_token);
 }

@@ -5,7 +5,7 @@ import type { CatalogModel } from "../models/catalog.ts";
 import type { StreamRule } from "./stream-pump.ts";
 import type { InferenceSpan } from "../observability/telemetry.ts";
 import type { Json } from "../lib/json.ts";
-import type { ChatCompletionRequest, CompletionRequest } from "../spec/openai.ts";
+import type { ChatCompletionRequest, CompletionRequest, ResponsesRequest } from "../spec/openai.ts";
 
 /** Refuses a model a route cannot serve (checked before anything loads). */
 export type ModelCheck = (model: CatalogModel) => ApiError | null;
@@ -40,9 +40,9 @@ export interface ProxyRequest {
   endpoint: string;
   /** Whether the answer carries generation timings for /v1/stats. */
   generation: boolean;
-  /** The client's body as it came, on the routes a collection may serve (chat, completions): a
-   * router decides on it, an omni collection plans on it. */
-  client?: ChatCompletionRequest | CompletionRequest;
+  /** The client's body as it came, on the routes a collection may serve (chat, completions,
+   * responses): a router decides on it, an omni collection plans on it (chat only). */
+  client?: ChatCompletionRequest | CompletionRequest | ResponsesRequest;
   /** The request's trace span, while telemetry is on: ended with the exchange, or failed with
    * the load or refusal that stopped it first. */
   span?: InferenceSpan;

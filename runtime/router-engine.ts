@@ -37,16 +37,21 @@ const MAX_INPUT_BYTES = 1024 * 1024;
 
 const bytes = (s: string) => new TextEncoder().encode(s).length;
 
-/** The routing inputs of an OpenAI chat or completions body. */
+/** The routing inputs of an OpenAI chat, completions or Responses body (whose `input` is a
+ * string or items: messages, with `input_text` and `input_image` parts). */
 export function routeInput(body: Json): RouteInput {
   const textOf = (content: unknown): string =>
-    typeof content === "string" ? content : Array.isArray(content) ? content.map((p: unknown) => (isJson(p) && p.type === "text" ? String(p.text ?? "") : "")).join(" ") : "";
-  const messages = jsonItems(body.messages);
+    typeof content === "string"
+      ? content
+      : Array.isArray(content)
+        ? content.map((p: unknown) => (isJson(p) && (p.type === "text" || p.type === "input_text") ? String(p.text ?? "") : "")).join(" ")
+        : "";
+  const messages = typeof body.input === "string" ? [{ role: "user", content: body.input }] : [...jsonItems(body.messages), ...jsonItems(body.input)];
   const lastUser = [...messages].reverse().find((m) => m.role === "user");
   const text = lastUser ? textOf(lastUser.content) : typeof body.prompt === "string" ? body.prompt : "";
   const metadata: Record<string, string> = {};
   if (isJson(body.metadata)) for (const [k, v] of Object.entries(body.metadata)) if (typeof v === "string") metadata[k] = v;
-  const hasImages = messages.some((m) => jsonItems(m.content).some((p) => p.type === "image_url"));
+  const hasImages = messages.some((m) => jsonItems(m.content).some((p) => p.type === "image_url" || p.type === "input_image"));
   return { text: text.slice(0, MAX_INPUT_BYTES), metadata, hasTools: Array.isArray(body.tools) && body.tools.length > 0, hasImages };
 }
 

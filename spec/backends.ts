@@ -35,6 +35,9 @@ const CloudFields = {
   provider: T.Optional(T.String({ minLength: 1, description: 'Cloud: the provider\'s short name (`fireworks`), the prefix of its model ids. Lower-case letters, digits, `-`, `_`.' })),
   base_url: T.Optional(T.String({ minLength: 1, description: "Cloud install: the OpenAI-compatible base URL, ending where `/v1` does (`https://api.fireworks.ai/inference/v1`)." })),
   api_key: T.Optional(T.String({ minLength: 1, description: "Cloud install: a key kept in memory only (never written, logged or answered back)." })),
+  allow_insecure_http: T.Optional(
+    T.Boolean({ description: "Cloud install: `true` lets a key travel to an `http://` base URL (a provider on loopback or a trusted network); kept with the provider. Without it, an `http://` provider with a key is refused." }),
+  ),
   wire: T.Optional(
     T.Union([T.Literal("openai"), T.Literal("anthropic")], {
       description: "Cloud install: the provider's API. `openai` (default; `anthropic` for a provider named `anthropic`) or `anthropic`, whose models are served through `/v1/messages` only, the request passed on as it is with `x-api-key`.",
@@ -86,6 +89,7 @@ export const install = endpoint({
   errors: [
     { status: 400, code: "unsupported_backend", when: "The recipe/backend pair cannot be installed on this system" },
     { status: 400, code: "missing_argument", when: "`recipe` is missing for a backend install, or `provider`/`base_url` for a cloud one" },
+    E.insecureHttp,
     { status: 500, code: "install_failed", when: "The build fails; the message carries the end of the build's output" },
   ],
   example: { body: { recipe: LLAMACPP, backend: "cpu", stream: false }, response: '{"status": "success", "recipe": "llamacpp", "backend": "cpu"}' },

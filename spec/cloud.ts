@@ -21,6 +21,7 @@ export const cloudAuth = endpoint({
   body: T.Object({
     provider: T.String({ minLength: 1, description: "Installed provider name." }),
     api_key: T.String({ minLength: 1, description: "The key, held in memory only." }),
+    allow_insecure_http: T.Optional(T.Boolean({ description: "`true` lets the key travel to the provider's `http://` base URL; kept with the provider." })),
   }),
   response: T.Object({
     provider: T.String(),
@@ -30,6 +31,7 @@ export const cloudAuth = endpoint({
   errors: [
     E.authConflict,
     E.providerNotFound,
+    E.insecureHttp,
   ],
   example: {
     body: { provider: "fireworks", api_key: "fw-XXXXX" },

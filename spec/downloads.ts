@@ -227,12 +227,53 @@ export const routingValidate = endpoint({
   availability: "partially_available",
   description:
     "Checks a `collection.router` policy document (`version` \"1\", `routing`) as a registration would, against the models registered now, without registering anything. Candidates, `default_model`, every `route_to`, classifier references and labels, regexes (no nested unbounded quantifiers) and metadata comparators are checked; the answer is the policy as the engine runs it, the `router` sugar desugared into an `llm` classifier and identity rules. `llm`, `semantic_similarity` and `classifier` classifiers are evaluated (a `classifier` names an `onnxruntime` classification model and lists the labels its rules use; they score as `/v1/classify` scores them); the reserved presets (`pii_detection`, `prompt_safety`, ...) are refused: this server does not evaluate them yet.",
-  body: T.Object({ version: T.Optional(T.String()), routing: T.Unknown({ description: "The routing block: candidates, default_model, rules (and classifiers), or router" }) }, { additionalProperties: true }),
-  response: T.Object({
-    valid: T.Literal(true),
-    routing: T.Unknown({ description: "The normalised policy: candidates, default_model, classifiers, rules" }),
-  }),
-  errors: [{ status: 400, code: "invalid_argument", when: "The policy is not valid; the message names the key and why" }],
+  notes:
+    "Lemonade's form tries a policy on a test request: `policy` (a `collection.router` definition inline, `{\"version\": \"1\", \"routing\": {...}}`, whose names are taken as given, or a registered router's name), the test `prompt`, `has_images`, `has_tools` and `metadata` (string values); the answer is the `decision` (`route_to`, `matched_rule`, `default_used`, `outputs`, `trace`) and the `normalized_policy`. A classifier that cannot run fails open, as a routed request does: its `on_error` decides the condition. Without `policy`, the body itself is the policy document and the answer is `valid` and the normalised `routing`.",
+  body: T.Object(
+    {
+      policy: T.Optional(T.Union([T.String({ minLength: 1 }), T.Record(T.String(), T.Unknown())], { description: "The policy to try: a `collection.router` definition, or a registered router's name" })),
+      prompt: T.Optional(T.String({ description: "The test request's text" })),
+      has_images: T.Optional(T.Boolean({ description: "Whether the test request carries images" })),
+      has_tools: T.Optional(T.Boolean({ description: "Whether the test request carries tools" })),
+      metadata: T.Optional(T.Record(T.String(), T.String(), { description: "The test request's metadata" })),
+      version: T.Optional(T.String()),
+      routing: T.Optional(T.Unknown({ description: "Without `policy`: the routing block: candidates, default_model, rules (and classifiers), or router" })),
+    },
+    { additionalProperties: true },
+  ),
+  response: T.Union([
+    T.Object(
+      {
+        decision: T.Object(
+          {
+            version: T.Literal("1"),
+            route_to: T.String({ description: "The candidate the request goes to" }),
+            matched_rule: T.String({ description: "The rule that matched; empty when the default was used" }),
+            default_used: T.Boolean(),
+            outputs: T.Record(T.String(), T.Unknown(), { description: "The matched rule's outputs" }),
+            trace: T.Array(T.Record(T.String(), T.Unknown()), { description: "Each condition evaluated, with its result (and a classifier's label and score)" }),
+          },
+          { title: "RouteDecision" },
+        ),
+        normalized_policy: T.Record(T.String(), T.Unknown(), { description: "The policy as evaluated: `routing` normalised, the `router` sugar desugared" }),
+      },
+      { title: "RoutingTryResponse", description: "With `policy`" },
+    ),
+    T.Object(
+      {
+        valid: T.Literal(true),
+        routing: T.Unknown({ description: "The normalised policy: candidates, default_model, classifiers, rules" }),
+      },
+      { title: "RoutingValidResponse", description: "Without `policy`" },
+    ),
+  ]),
+  errors: [
+    {
+      status: 400,
+      code: "invalid_argument",
+      when: "The policy is not valid (the message names the key and why), a `policy` name is no registered router, or `prompt`, `has_images`, `has_tools` or `metadata` has the wrong type",
+    },
+  ],
   example: {
     body: { version: "1", routing: { candidates: ["Qwen3-0.6B-GGUF"], default_model: "Qwen3-0.6B-GGUF", rules: [] } },
     response: '{"valid": true, "routing": {"candidates": ["Qwen3-0.6B-GGUF"], "default_model": "Qwen3-0.6B-GGUF", "classifiers": [], "rules": []}}',
@@ -378,3 +419,5 @@ export type RegistrySearchResponse = Static<typeof registrySearch.response>;
 export type DownloadsControlRequest = Static<typeof downloadsControl.body>;
 export type DownloadsControlResponse = Static<typeof downloadsControl.response>;
 export type DeleteModelResponse = Static<typeof deleteModel.response>;
+export type RoutingValidateRequest = Static<typeof routingValidate.body>;
+export type RoutingValidateResponse = Static<typeof routingValidate.response>;

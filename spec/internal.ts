@@ -136,7 +136,7 @@ export const internalSet = endpoint({
   summary: "Change settings, live where possible",
   availability: "fully_available",
   description:
-    "Sets one or more settings, `{\"key\": value, ...}`, nested keys written with dots (`llamacpp.backend`) or as objects. Each is checked against its default's type first (nothing is saved when one is refused), then saved in `config.json` atomically and applied at once where the server can: `max_loaded_models`, `log_level`, `ctx_size`, `offline`, `extra_models_dir` (rescanned), `host` and `port` (the server listens anew), every `telemetry.*` setting (the next span and the next export batch use it). The answer lists which took effect now and which are saved for the next start.",
+    "Sets one or more settings, `{\"key\": value, ...}`, nested keys written with dots (`llamacpp.backend`) or as objects; a backend key may also be written flat, as backend flags spell it (`llamacpp_args`, `vllm_args`), and `no_broadcast` is `broadcast` negated (two spellings of one key with different values are refused). `auto_evict` (`false` by default; the answer for models whose own is unset) and `auto_evict_threshold_pct` (`0.90`) are settings too. Each is checked against its default's type first (nothing is saved when one is refused), then saved in `config.json` atomically and applied at once where the server can: `max_loaded_models`, `log_level`, `ctx_size`, `offline`, `auto_evict`, `extra_models_dir` (rescanned), `host` and `port` (the server listens anew), every `telemetry.*` setting (the next span and the next export batch use it). The answer lists which took effect now and which are saved for the next start.",
   body: T.Record(T.String(), T.Unknown(), { description: "The settings to change." }),
   response: T.Object({
     status: T.Literal("success", { description: 'Always `"success"`' }),
@@ -158,8 +158,10 @@ export const internalPin = endpoint({
   summary: "Pin or unpin a loaded model",
   availability: "fully_available",
   description: "Pins a loaded model so eviction never picks it, or unpins it. Idempotent.",
+  bodyAliases: { model: "model_name" },
   body: T.Object({
     model_name: T.String({ minLength: 1, description: "A loaded model." }),
+    model: T.Optional(T.String({ description: "Accepted in place of `model_name`." })),
     pinned: T.Boolean({ description: "`true` pins, `false` unpins." }),
   }),
   response: T.Object({

@@ -197,7 +197,7 @@ const OptionsBody = T.Object({
   resolved_ctx_size: T.Optional(
     T.Integer({ description: "The context size a load right now would use, for recipes that take one: `effective.ctx_size` as is, or, when that is `-1`, the size the server picks" }),
   ),
-  load_command: T.String({ description: "The curl command that reproduces the load: `effective` posted to `/v1/load`, with `$LEMONADE_BASE_URL` left for the caller to fill in" }),
+  load_command: T.String({ description: "The curl command that reproduces the load: `effective` posted to `/v1/load`, with `$LEMONADE_BASE_URL` (and `$LEMONADE_API_KEY` on a key-protected server) left for the caller to fill in" }),
   provenance: T.Optional(T.Record(T.String(), LayerName, { description: "Lemonade extension: the layer each `effective` value came from" })),
   tuning: T.Optional(TuningView),
 }, { title: "ModelOptions" });

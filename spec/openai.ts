@@ -46,7 +46,7 @@ const common = {
 /** What a request forwarded to the model's engine can answer. */
 const forwardErrors = [...LOADING_ERRORS, ...ENGINE_ERRORS];
 
-const inferenceErrors = [E.notAnLlm, E.noVision, E.cloudWireMismatch, ...forwardErrors];
+const inferenceErrors = [E.notAnLlm, E.noVision, E.cloudWireMismatch, E.cloudNoKey, ...forwardErrors];
 
 const streamNotes =
   "Streaming passes the backend's server-sent events through as they arrive and ends with `data: [DONE]`. When the backend fails after the stream has started, an error event `{\"error\": {\"message\", \"type\": \"backend_error\", \"status_code\"}}` is sent in place of the rest of the stream, with no `[DONE]` after it. A client that disconnects cancels the backend request.";

@@ -190,6 +190,7 @@ export const systemInfo = endpoint({
             T.Object({
               name: T.String({ description: "The provider, its models' id prefix" }),
               base_url: T.String({ description: "Its base URL, as saved in `config.json`" }),
+              allow_insecure_http: T.Boolean({ description: "Whether its key may travel to an `http://` base URL" }),
               env_var: T.String({ description: "The environment variable its key is read from (the name, never the value)" }),
               env_var_set: T.Boolean({ description: "Whether that variable is set" }),
               runtime_key_set: T.Boolean({ description: "Whether a key was set with `POST /v1/cloud/auth`" }),

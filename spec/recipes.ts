@@ -86,6 +86,10 @@ export interface RecipeSpec {
    * the flags it sets, each with its aliases (the first is the one the server writes). A flag the
    * model's own `*_args` already hold is the user's, and auto-tune leaves it alone. */
   tuning?: { args: string; flags: Record<string, string[][]> };
+  /** Lemonade lists the recipe's models wherever it runs (its engine is one it downloads for
+   * every platform), so they are listed here too even when the engine cannot be had on this
+   * machine; loading one then fails saying why. */
+  listedEverywhere?: boolean;
   /** The checkpoint names a whole repository, and this file inside it stands for the model. */
   repositoryIndex?: string;
   /** Files that must be beside the index for the model to count as downloaded (an interrupted
@@ -202,6 +206,7 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
       ...COMMON,
     },
     backendOption: "sdcpp_backend",
+    listedEverywhere: true,
     cliFlag: "sdcpp",
     cliHelp: "sd.cpp backend; --sdcpp-args ARGS, --steps N, --cfg-scale X, --width N, --height N",
     config: {

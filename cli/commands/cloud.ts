@@ -15,35 +15,45 @@ async function keyFrom(arg: string | undefined): Promise<string> {
 export const cloud: Command = {
   name: "cloud",
   summary: "Use OpenAI-compatible providers (another Lemonade, vLLM, a hosted API) beside local models",
-  usage: "cloud list [--json] | cloud install PROVIDER BASE_URL | cloud uninstall PROVIDER | cloud auth PROVIDER [KEY] | cloud clear PROVIDER",
+  usage:
+    "cloud list [--json] | cloud install PROVIDER (BASE_URL | --base-url URL) [--api-key KEY] [--allow-insecure-http] | cloud uninstall PROVIDER | cloud auth PROVIDER [KEY | --api-key KEY] [--allow-insecure-http] | cloud clear PROVIDER",
   help: `A provider's models are listed as PROVIDER.<id> with recipe "cloud" and answer like local ones.
-  list                       Providers and how many models each lists (--json for scripts)
-  install PROVIDER BASE_URL  Add a provider; BASE_URL ends where /v1 does (http://gpu-box:8080/v1)
+  list                       Providers, how many models each lists and their key's state (--json: the
+                             providers as /v1/system-info gives them)
+  install PROVIDER BASE_URL  Add a provider; BASE_URL (or --base-url URL) ends where /v1 does (http://gpu-box:8080/v1)
+    --api-key KEY            Hold a key for it in the server's memory; without one its models are not listed
+    --allow-insecure-http    Let the key travel to an http:// BASE_URL (kept with the provider)
   uninstall PROVIDER         Remove it and its models
-  auth PROVIDER [KEY]        Hold a key in the server's memory (read from standard input when KEY is left out)
+  auth PROVIDER [KEY]        Hold a key in the server's memory (KEY or --api-key KEY; read from standard input
+                             when left out); --allow-insecure-http as for install
   clear PROVIDER             Forget that key
 LEMONADE_<PROVIDER>_API_KEY in the server's environment takes precedence over a key set here.
 ${SERVER_FLAGS_HELP}`,
-  options: { ...SERVER_FLAGS, json: { type: "boolean" } },
+  options: { ...SERVER_FLAGS, json: { type: "boolean" }, "base-url": { type: "string" }, "api-key": { type: "string" }, "allow-insecure-http": { type: "boolean" } },
   async run(input) {
     const [action, ...args] = input.positionals;
+    const flags = input.values as { "base-url"?: string; "api-key"?: string; "allow-insecure-http"?: boolean };
+    const insecure = flags["allow-insecure-http"] ? { allow_insecure_http: true } : {};
     const client = clientOf(input);
     await ensureServer(client);
     if (action === "list" && args.length === 0) {
-      const providers = ((await client.json("GET", "/internal/config")).cloud_providers ?? []) as { provider: string; base_url: string }[];
-      const models = ((await client.json("GET", "/v1/models?show_all=true")).data as any[]).filter((m) => m.recipe === "cloud");
-      const rows = providers.map((p) => ({ ...p, models: models.filter((m) => m.cloud_provider === p.provider).map((m) => m.id) }));
+      // What /v1/system-info says of each provider (Lemonade's `cloud list --json` is that payload).
+      const rows = ((await client.json("GET", "/v1/system-info")).cloud?.providers ?? []) as { name: string; base_url: string; env_var: string; env_var_set: boolean; runtime_key_set: boolean; models_discovered: number }[];
       if (input.values.json) console.log(JSON.stringify(rows, null, 2));
       else if (!rows.length) console.log("No cloud providers. Add one with: lemonade cloud install PROVIDER BASE_URL");
-      else console.log(table(["PROVIDER", "BASE URL", "MODELS"], rows.map((r) => [r.provider, r.base_url, String(r.models.length)])));
-    } else if (action === "install" && args.length === 2) {
-      const res = await client.json("POST", "/v1/install", { backend: "cloud", provider: args[0], base_url: args[1] });
+      else {
+        const auth = (r: (typeof rows)[number]) => (r.env_var_set ? `${r.env_var} set` : r.runtime_key_set ? "runtime key" : "no key");
+        console.log(table(["PROVIDER", "BASE URL", "MODELS", "AUTH"], rows.map((r) => [r.name, r.base_url, String(r.models_discovered), auth(r)])));
+      }
+    } else if (action === "install" && (args.length === 2 || (args.length === 1 && flags["base-url"]))) {
+      const key = flags["api-key"] ? { api_key: flags["api-key"] } : {};
+      const res = await client.json("POST", "/v1/install", { backend: "cloud", provider: args[0], base_url: args[1] ?? flags["base-url"], ...key, ...insecure });
       console.log(`Installed ${args[0]}: ${res.models_discovered} model(s) discovered${res.models_discovered ? "" : " (set a key with: lemonade cloud auth " + args[0] + ")"}`);
     } else if (action === "uninstall" && args.length === 1) {
       const res = await client.json("POST", "/v1/uninstall", { backend: "cloud", provider: args[0] });
       console.log(`Removed ${args[0]} and its ${res.models_evicted} model(s)`);
     } else if (action === "auth" && (args.length === 1 || args.length === 2)) {
-      const res = await client.json("POST", "/v1/cloud/auth", { provider: args[0], api_key: await keyFrom(args[1]) });
+      const res = await client.json("POST", "/v1/cloud/auth", { provider: args[0], api_key: await keyFrom(args[1] ?? flags["api-key"]), ...insecure });
       console.log(`Key set for ${args[0]}: ${res.models_discovered} model(s) discovered`);
     } else if (action === "clear" && args.length === 1) {
       const res = await client.json("DELETE", `/v1/cloud/auth/${encodeURIComponent(args[0]!)}`);

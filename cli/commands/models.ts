@@ -23,9 +23,10 @@ export const list: Command = {
   name: "list",
   summary: "List models: those here (Local) and the catalog's others (Available for Download)",
   usage: "list [--downloaded] [FILTER] [--json]",
-  help: `Lists the models on this machine under "Local", marking those loaded, then the catalog's
-models this system can run under "Available for Download". FILTER keeps names containing it.
-  --downloaded  Only the Local section
+  help: `Lists the models on this machine under "Local", then the catalog's models this system can run
+under "Available for Download": Model Name, Downloaded, Size (GB) and Details (the recipe; loaded
+ones say so). FILTER keeps names containing it.
+  --downloaded  Only the downloaded models, in one table
   --json        Print JSON for scripts (every listed model, with "loaded")
 ${SERVER_FLAGS_HELP}`,
   options: { ...SERVER_FLAGS, downloaded: { type: "boolean" }, all: { type: "boolean" }, json: { type: "boolean" } },
@@ -42,18 +43,27 @@ ${SERVER_FLAGS_HELP}`,
       console.log(JSON.stringify(models.map((m) => ({ ...m, loaded: loaded.has(m.id) })), null, 2));
       return 0;
     }
+    // As Lemonade's CLI prints it: Model Name (the API id, copy-paste safe), Downloaded, Size (GB),
+    // Details (the recipe; and here whether it is loaded); sorted by bare name, then source.
+    const bare = (id: string) => id.replace(/^(user|extra|builtin)\./, "");
+    const rank = (id: string) => (id.startsWith("user.") ? 1 : id.startsWith("extra.") ? 2 : id.startsWith("builtin.") ? 3 : 0);
+    models.sort((a, b) => bare(a.id).localeCompare(bare(b.id)) || rank(a.id) - rank(b.id) || a.id.localeCompare(b.id));
+    const size = (m: any) => (typeof m.size === "number" ? m.size.toFixed(2) : "-");
+    const print = (rows: any[]) =>
+      console.log(table(["Model Name", "Downloaded", "Size (GB)", "Details"], rows.map((m) => [m.id, m.downloaded ? "Yes" : "No", size(m), `${m.recipe || "-"}${loaded.has(m.id) ? ` ${green("(loaded)")}` : ""}`])));
+    if (onlyLocal) {
+      if (models.length) print(models);
+      else console.log(`No local models downloaded${filter ? ` matching '${filter}'` : ""}.`);
+      return 0;
+    }
     const local = models.filter((m) => m.downloaded);
     const available = models.filter((m) => !m.downloaded);
-    const size = (m: any) => (m.size !== undefined ? `${m.size} GB` : "");
     console.log(bold("Local"));
-    if (local.length) {
-      console.log(table(["MODEL", "STATE", "RECIPE", "SIZE", "LABELS"], local.map((m) => [m.id, loaded.has(m.id) ? green("loaded") : "", m.recipe, size(m), m.labels.join(",")])));
-    } else console.log(`  No models here${filter ? ` matching '${filter}'` : ""}. Download one with: lemonade pull <model>`);
-    if (!onlyLocal) {
-      console.log("\n" + bold("Available for Download"));
-      if (available.length) console.log(table(["MODEL", "RECIPE", "SIZE", "LABELS"], available.map((m) => [m.id, m.recipe, size(m), m.labels.join(",")])));
-      else console.log(`  None${filter ? ` matching '${filter}'` : ""}.`);
-    }
+    if (local.length) print(local);
+    else console.log(`No local models downloaded${filter ? ` matching '${filter}'` : ""}.`);
+    console.log("\n" + bold("Available for Download"));
+    if (available.length) print(available);
+    else console.log(`No models available for download${filter ? ` matching '${filter}'` : ""}.`);
     return 0;
   },
 };
@@ -332,25 +342,113 @@ export const exportModel: Command = {
   },
 };
 
+/** Standard input's lines, one reader for every prompt of a command (a reader per prompt would
+ * swallow the answers piped for the next). */
+let stdinLines: AsyncIterator<string> | undefined;
+
+/** A numbered choice on standard input (0 skips when `skip` is given); null when skipped. */
+export async function chooseOne(title: string, options: string[], skip?: string): Promise<number | null> {
+  process.stderr.write(`${title}\n${skip ? `  0) ${skip}\n` : ""}${options.map((o, i) => `  ${i + 1}) ${o}\n`).join("")}Enter number: `);
+  stdinLines ??= createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+  const next = await stdinLines.next();
+  if (next.done) throw new CliError("Failed to read a selection: standard input ended.", 2);
+  const answer = String(next.value).trim();
+  const n = /^\d+$/.test(answer) ? Number(answer) : NaN;
+  if (skip && n === 0) return null;
+  if (!(n >= 1 && n <= options.length)) throw new CliError(`'${answer}' is not one of 1-${options.length}.`, 2);
+  return n - 1;
+}
+
+interface RecipeEntry {
+  name: string;
+  type: string;
+  download_url?: string | null;
+}
+
+/** The remote recipes (github.com/lemonade-sdk/recipes) under a folder, through GitHub's contents
+ * API (LEMONADE_GITHUB_API_ENDPOINT stands in for api.github.com). */
+async function recipeContents(dir: string): Promise<RecipeEntry[]> {
+  const api = (process.env.LEMONADE_GITHUB_API_ENDPOINT ?? "https://api.github.com").replace(/\/+$/, "");
+  const url = `${api}/repos/lemonade-sdk/recipes/contents${dir ? `/${dir.split("/").map(encodeURIComponent).join("/")}` : ""}`;
+  const res = await fetch(url, { headers: { "X-GitHub-Api-Version": "2022-11-28", accept: "application/vnd.github+json" } }).catch((err: Error) => {
+    throw new CliError(`GitHub API request failed: ${err.message}`);
+  });
+  if (!res.ok) throw new CliError(`GitHub API request failed with status ${res.status}${dir ? ` (no recipes directory '${dir}'?)` : ""}`);
+  const body = await res.json();
+  if (!Array.isArray(body)) throw new CliError("Unexpected GitHub API response shape (expected array).");
+  return body as RecipeEntry[];
+}
+
+/** A remote recipe's definition: `--directory` and `--recipe-file`, each asked for when missing. */
+async function remoteRecipe(directory: string | undefined, recipeFile: string | undefined, skipPrompt: boolean): Promise<{ body: Record<string, unknown>; from: string } | null> {
+  if (skipPrompt && (!directory || !recipeFile)) throw new CliError("In non-interactive mode (--skip-prompt or --yes), both --directory and --recipe-file are required.", 2);
+  let dir = directory;
+  if (!dir) {
+    const dirs = (await recipeContents("")).filter((e) => e.type === "dir").map((e) => e.name);
+    if (!dirs.length) throw new CliError("No recipe directories found in lemonade-sdk/recipes.");
+    const picked = await chooseOne("Recipe directories:", dirs, "Skip recipe import");
+    if (picked === null) return null;
+    dir = dirs[picked]!;
+  }
+  const files = (await recipeContents(dir)).filter((e) => e.type === "file" && e.name.endsWith(".json"));
+  let file = files.find((f) => f.name === recipeFile);
+  if (recipeFile && !file) throw new CliError(`No recipe '${recipeFile}' in ${dir}. Its recipes: ${files.map((f) => f.name).join(", ") || "none"}`);
+  if (!file) {
+    if (!files.length) throw new CliError(`No recipe files in ${dir}.`);
+    const picked = await chooseOne(`Recipes in ${dir}:`, files.map((f) => f.name), "Skip recipe import");
+    if (picked === null) return null;
+    file = files[picked]!;
+  }
+  if (!file.download_url) throw new CliError(`${dir}/${file.name} has no download URL.`);
+  const res = await fetch(file.download_url).catch((err: Error) => {
+    throw new CliError(`Recipe download failed: ${err.message}`);
+  });
+  if (!res.ok) throw new CliError(`Recipe download failed (HTTP ${res.status})`);
+  try {
+    return { body: await res.json(), from: `${dir}/${file.name}` };
+  } catch (err) {
+    throw new CliError(`${dir}/${file.name} is not a JSON model definition: ${(err as Error).message}`);
+  }
+}
+
 export const importModel: Command = {
   name: "import",
-  summary: "Register and download a model from an exported file",
-  usage: "import <file>",
+  summary: "Register and download a model from an exported file or a remote recipe",
+  usage: "import [JSON_FILE] [--directory DIR] [--recipe-file FILE] [--skip-prompt | --yes]",
   help: `Posts an exported definition to /v1/pull. A model name outside the user. namespace is imported
-as user.<name>.\n${SERVER_FLAGS_HELP}`,
-  options: SERVER_FLAGS,
+as user.<name>. Without JSON_FILE, imports a recipe from github.com/lemonade-sdk/recipes, asking
+for the directory and the recipe file on standard input:
+  --directory DIR      The recipes directory (e.g. coding-agents)
+  --recipe-file FILE   The recipe's JSON file in it
+  --skip-prompt        Ask nothing: --directory and --recipe-file are then both required
+  --yes                Same as --skip-prompt
+${SERVER_FLAGS_HELP}`,
+  options: { ...SERVER_FLAGS, directory: { type: "string" }, "recipe-file": { type: "string" }, "skip-prompt": { type: "boolean" }, yes: { type: "boolean" } },
   async run(input) {
-    const file = oneModel(input, this.usage);
+    const [file, ...extra] = input.positionals;
+    if (extra.length) throw new CliError(`usage: lemonade ${this.usage}`, 2);
+    const flags = input.values as { directory?: string; "recipe-file"?: string; "skip-prompt"?: boolean; yes?: boolean };
     let body: Record<string, unknown>;
-    try {
-      body = JSON.parse(readFileSync(file, "utf8"));
-    } catch (err) {
-      throw new CliError(`${file} is not a readable JSON model definition: ${(err as Error).message}`);
+    let from: string;
+    if (file) {
+      try {
+        body = JSON.parse(readFileSync(file, "utf8"));
+      } catch (err) {
+        throw new CliError(`${file} is not a readable JSON model definition: ${(err as Error).message}`);
+      }
+      from = file;
+    } else {
+      const remote = await remoteRecipe(flags.directory, flags["recipe-file"], flags["skip-prompt"] === true || flags.yes === true);
+      if (!remote) {
+        console.log("Skipped recipe import.");
+        return 0;
+      }
+      ({ body, from } = remote);
     }
     // `/v1/models` entries name the model `id`; exported bodies, `model_name`.
     const name = String(body.model_name ?? body.id ?? "");
     delete body.id;
-    if (!name) throw new CliError(`${file} has no model_name (or id). Export one with: lemonade export MODEL -o FILE`);
+    if (!name) throw new CliError(`${from} has no model_name (or id). Export one with: lemonade export MODEL -o FILE`);
     body.model_name = name.startsWith("user.") ? name : `user.${name.replace(/^(extra\.)/, "")}`;
     await pullWithProgress(await connect(input), body);
     console.log(`Imported ${body.model_name}`);

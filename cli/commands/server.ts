@@ -4,7 +4,7 @@ import { apiKey, Client, CliError, ensureServer, errorMessage, target } from "..
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
 import { ProgressReporter, dim, green, red, sseEvents, table, yellow } from "../format.ts";
 import { defaultCacheDir, loadConfig } from "../../config/config.ts";
-import { effectiveSettings, saveSettings, settingProblem } from "../../config/settings.ts";
+import { changesOf, effectiveSettings, saveSettings, SettingsConflict, settingProblem } from "../../config/settings.ts";
 
 const clientOf = (input: CommandInput) => new Client(target(input.values as { host?: string; port?: string }));
 
@@ -180,7 +180,15 @@ ${SERVER_FLAGS_HELP}`,
       return 0;
     }
     if (action !== "set" || !args.length) throw new CliError(`usage: lemonade ${this.usage}`, 2);
-    await change(client, up, Object.fromEntries(args.map(setting)));
+    let changes: Record<string, unknown>;
+    try {
+      // The flat spellings (`vllm_args=...`, `no_broadcast=true`) are their settings' own.
+      changes = changesOf(Object.fromEntries(args.map(setting)));
+    } catch (err) {
+      if (err instanceof SettingsConflict) throw new CliError(err.message, 2);
+      throw err;
+    }
+    await change(client, up, changes);
     return 0;
   },
 };

@@ -5,6 +5,6 @@ import type { ServerContext } from "../../runtime/context.ts";
 import type { Binder } from "../bind.ts";
 
 export function cloudRoutes(bind: Binder, ctx: Pick<ServerContext, "cloud">): void {
-  bind.http(spec.cloudAuth, ({ body }) => ctx.cloud.setKey(body.provider, body.api_key));
+  bind.http(spec.cloudAuth, ({ body }) => ctx.cloud.setKey(body.provider, body.api_key, body.allow_insecure_http));
   bind.http(spec.cloudAuthClear, ({ params }) => ctx.cloud.clearKey(params.provider));
 }

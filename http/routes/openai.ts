@@ -85,7 +85,7 @@ export function openaiRoutes(
   );
   bind.http(spec.responses, ({ body, request }) => {
     checkResponsesBody(body);
-    return forward(spec.responses, "/v1/responses", body, request, () => ({ stream: responsesStream(body.model), check: responsesCheck(body) }));
+    return forward(spec.responses, "/v1/responses", body, request, () => ({ stream: responsesStream(body.model), check: responsesCheck(body), client: body }));
   });
   bind.http(spec.embeddings, ({ body, request }) =>
     forward(spec.embeddings, "/v1/embeddings", body, request, () => ({ check: needsEmbedder, generation: false })),

@@ -73,13 +73,15 @@ describe("the single-file build", () => {
     expect(list.code).toBe(0);
     // Two sections, as Lemonade's CLI prints them: what is here, then the catalog's others.
     const [local, available] = list.out.split("Available for Download");
-    expect(local).toMatch(/^Local\nMODEL\s+STATE\s+RECIPE/);
-    expect(local).toContain("extra.tiny-chat");
+    expect(local).toMatch(/^Local\nModel Name\s+Downloaded\s+Size \(GB\)\s+Details/);
+    expect(local).toMatch(/extra\.tiny-chat\s+Yes\s+\d+\.\d\d\s+llamacpp/);
     expect(available).toContain("Qwen3-0.6B-GGUF");
     expect(local).not.toContain("Qwen3-0.6B-GGUF");
     const filtered = await lemonade(["list", "--downloaded", "tiny"]);
     expect(filtered.out).toContain("extra.tiny-chat");
     expect(filtered.out).not.toContain("Available for Download");
+    expect(filtered.out).not.toContain("Local\n");
+    expect(filtered.out).toMatch(/^Model Name\s+Downloaded/);
 
     expect((await lemonade(["load", "extra.tiny-chat"])).out).toContain("Loaded model: extra.tiny-chat");
     const status = await lemonade(["status", "--json"]);
@@ -194,6 +196,9 @@ describe("the single-file build", () => {
     const list = () => lemonade(["list", "--json"]).then((r) => JSON.parse(r.out) as any[]);
     expect((await list()).find((m) => m.id === "Tiny-Omni")).toMatchObject({ recipe: "collection.omni", components: ["user.omni-chat", "kokoro-v1"], downloaded: true });
 
+    const missing = await lemonade(["pull", "user.CliGap", "--components", "user.omni-chat", "No-Such-Part"]);
+    expect(missing.code).toBe(1);
+    expect(missing.err).toContain("Collection component not registered: 'No-Such-Part'");
     const made = await lemonade(["pull", "user.CliKit", "--components", "user.omni-chat", "kokoro-v1"]);
     expect(made.code, made.err).toBe(0);
     const file = join(cacheDir, "kit.json");
@@ -216,18 +221,28 @@ describe("the single-file build", () => {
   });
 
   test("cloud: the server as its own provider (another Lemonade), listed, keyed, cleared and removed", async () => {
-    const install = await lemonade(["cloud", "install", "self", `http://127.0.0.1:${port}/v1`]);
+    // Without a key nothing is discovered; an http:// provider takes one only with the opt-in.
+    const keyless = await lemonade(["cloud", "install", "self", `http://127.0.0.1:${port}/v1`]);
+    expect(keyless.out).toContain("Installed self: 0 model(s) discovered");
+    const refused = await lemonade(["cloud", "install", "self", "--base-url", `http://127.0.0.1:${port}/v1`, "--api-key", "sk-any"]);
+    expect(refused.code).toBe(1);
+    expect(refused.err).toContain("allow_insecure_http");
+    const install = await lemonade(["cloud", "install", "self", "--base-url", `http://127.0.0.1:${port}/v1`, "--api-key", "sk-any", "--allow-insecure-http"]);
     expect(install.code, install.err).toBe(0);
     expect(install.out).toMatch(/Installed self: [1-9]\d* model\(s\) discovered/);
     const listed = JSON.parse((await lemonade(["cloud", "list", "--json"])).out);
-    expect(listed).toEqual([{ provider: "self", base_url: `http://127.0.0.1:${port}/v1`, models: expect.arrayContaining(["self.extra.tiny-chat"]) }]);
+    expect(listed).toEqual([
+      { name: "self", base_url: `http://127.0.0.1:${port}/v1`, allow_insecure_http: true, env_var: "LEMONADE_SELF_API_KEY", env_var_set: false, runtime_key_set: true, models_discovered: expect.any(Number) },
+    ]);
+    expect(listed[0].models_discovered).toBeGreaterThan(0);
     expect((await lemonade(["cloud", "list"])).out).toMatch(/self\s+http:\/\/127\.0\.0\.1:\d+\/v1\s+[1-9]/);
     // The key goes in on standard input, so it never shows in the process list.
     const auth = await lemonade(["cloud", "auth", "self"], "sk-cli-key\n");
     expect(auth.code, auth.err).toBe(0);
     expect(auth.out).toContain("Key set for self");
     expect((await lemonade(["cloud", "clear", "self"])).out).toContain("Forgot the key of self");
-    expect((await lemonade(["cloud", "uninstall", "self"])).out).toMatch(/Removed self and its [1-9]\d* model\(s\)/);
+    // Its key gone, the provider's models are no longer listed.
+    expect((await lemonade(["cloud", "uninstall", "self"])).out).toContain("Removed self and its 0 model(s)");
     const missing = await lemonade(["cloud", "uninstall", "self"]);
     expect(missing.code).toBe(1);
     expect(missing.err).toContain("not installed");
@@ -391,38 +406,69 @@ describe("Lemonade's CLI syntax", () => {
     expect(printed.out).toContain(`Open ${url} in your browser`);
   });
 
-  test("launch claude runs the agent with the server's URL, a token and the model; a missing agent says how to install it", async () => {
+  test("launch runs each agent as Lemonade's CLI does: its URL, key and model; codex's -c provider; opencode's config file; --provider for codex only; a missing agent fails at once", async () => {
     const bin = tempDir("lemonade-agents-");
+    const home = tempDir("lemonade-agent-home-");
     const record = join(bin, "record.txt");
-    writeFileSync(join(bin, "claude"), `#!/bin/sh\n{ env; echo "ARGV $*"; } > "${record}"\nexit 7\n`, { mode: 0o755 });
-    const r = await lemonade(["launch", "claude", "--model", "extra.tiny-chat", "--", "--print", "hello"], undefined, { PATH: `${bin}:/usr/bin:/bin` });
+    const agentEnv = { PATH: `${bin}:/usr/bin:/bin`, HOME: home, XDG_CONFIG_HOME: join(home, ".config") };
+    const fakeAgent = (name: string, code = 0) => writeFileSync(join(bin, name), `#!/bin/sh\n{ env; echo "ARGV $*"; } > "${record}"\nexit ${code}\n`, { mode: 0o755 });
+    fakeAgent("claude", 7);
+    const r = await lemonade(["launch", "claude", "--model", "extra.tiny-chat", "--agent-args", "--print hello", "--", "--verbose"], undefined, agentEnv);
     expect(r.code).toBe(7);
+    expect(r.out).toContain("Loading model in background: extra.tiny-chat");
     const seen = readFileSync(record, "utf8");
     expect(seen).toContain(`ANTHROPIC_BASE_URL=http://127.0.0.1:${port}\n`);
     expect(seen).toContain("ANTHROPIC_AUTH_TOKEN=lemonade\n");
-    expect(seen).toContain("ANTHROPIC_MODEL=extra.tiny-chat\n");
-    expect(seen).toContain("ARGV --print hello");
-    // The model was loaded first.
-    expect((await (await fetch(`http://127.0.0.1:${port}/v1/health`)).json()).model_loaded).toBe("extra.tiny-chat");
-    const codex = await lemonade(["launch", "codex", "--model", "extra.tiny-chat"]);
-    expect(codex.code).toBe(1);
-    expect(codex.err).toContain("npm install -g @openai/codex");
-    // The OpenAI-speaking agents get the /v1 base URL, a key and the model in their own flags.
-    const expected: Record<string, [string, string]> = {
-      codex: ["OPENAI_BASE_URL", "ARGV -m extra.tiny-chat"],
-      opencode: ["OPENAI_BASE_URL", "ARGV --model openai/extra.tiny-chat"],
-      aider: ["OPENAI_API_BASE", "ARGV --model openai/extra.tiny-chat"],
-    };
-    for (const [agent, [baseVar, argv]] of Object.entries(expected)) {
-      writeFileSync(join(bin, agent), `#!/bin/sh\n{ env; echo "ARGV $*"; } > "${record}"\n`, { mode: 0o755 });
-      const r = await lemonade(["launch", agent, "--model", "extra.tiny-chat"], undefined, { PATH: `${bin}:/usr/bin:/bin` });
-      expect(r.code, `${agent}: ${r.err}`).toBe(0);
-      const env = readFileSync(record, "utf8");
-      expect(env, agent).toContain(`${baseVar}=http://127.0.0.1:${port}/v1\n`);
-      expect(env, agent).toContain("OPENAI_API_KEY=lemonade\n");
-      expect(env, agent).toContain(argv);
-    }
-    expect((await lemonade(["launch", "notepad"])).code).toBe(2);
+    expect(seen).toContain("ANTHROPIC_DEFAULT_SONNET_MODEL=extra.tiny-chat\n");
+    expect(seen).toContain("ARGV --print hello --verbose");
+    // The API key given is the agent's too.
+    await lemonade(["launch", "claude", "--model", "extra.tiny-chat"], undefined, { ...agentEnv, LEMONADE_API_KEY: "sk-agent" });
+    expect(readFileSync(record, "utf8")).toContain("ANTHROPIC_AUTH_TOKEN=sk-agent\n");
+
+    const missing = await lemonade(["launch", "codex", "--model", "extra.tiny-chat"], undefined, agentEnv);
+    expect(missing.code).toBe(1);
+    expect(missing.err).toContain("Agent binary not found for codex");
+    expect(missing.err).toContain("Install Codex CLI and ensure 'codex' is on PATH.");
+
+    fakeAgent("codex");
+    expect((await lemonade(["launch", "codex", "--model", "extra.tiny-chat"], undefined, agentEnv)).code).toBe(0);
+    const codex = readFileSync(record, "utf8");
+    expect(codex).toContain("OPENAI_API_KEY=lemonade\n");
+    expect(codex).toContain(`-c model_providers.lemonade={ name='Lemonade', base_url='http://127.0.0.1:${port}/v1', wire_api='responses'`);
+    expect(codex).toContain('-c model_provider="lemonade"');
+    expect(codex).toContain("-m extra.tiny-chat");
+    expect((await lemonade(["launch", "codex", "--model", "extra.tiny-chat", "--provider", "mine"], undefined, agentEnv)).code).toBe(0);
+    const mine = readFileSync(record, "utf8");
+    expect(mine).toContain('-c model_provider="mine"');
+    expect(mine).not.toContain("model_providers.");
+    // -p alone: Codex's own config.toml, provider lemonade.
+    expect((await lemonade(["launch", "codex", "--model", "extra.tiny-chat", "-p"], undefined, agentEnv)).code).toBe(0);
+    expect(readFileSync(record, "utf8")).toContain('-c model_provider="lemonade"');
+    expect(readFileSync(record, "utf8")).not.toContain("model_providers.");
+    const refused = await lemonade(["launch", "claude", "--model", "extra.tiny-chat", "--provider", "mine"], undefined, agentEnv);
+    expect(refused.code).toBe(1);
+    expect(refused.err).toContain("--provider is only supported for 'lemonade launch codex'.");
+
+    // opencode: its config file is created with the Lemonade provider, refreshed, and keeps the rest.
+    fakeAgent("opencode");
+    const configPath = join(home, ".config", "opencode", "opencode.json");
+    mkdirSync(join(configPath, ".."), { recursive: true });
+    writeFileSync(configPath, JSON.stringify({ theme: "dark", provider: { Other: { name: "x" } } }));
+    expect((await lemonade(["launch", "opencode", "--model", "extra.tiny-chat"], undefined, agentEnv)).code).toBe(0);
+    expect(readFileSync(record, "utf8")).toContain("ARGV -m Lemonade/extra.tiny-chat");
+    const config = JSON.parse(readFileSync(configPath, "utf8"));
+    expect(config).toMatchObject({ $schema: "https://opencode.ai/config.json", theme: "dark", provider: { Other: { name: "x" }, Lemonade: { npm: "@ai-sdk/openai-compatible", options: { baseURL: `http://127.0.0.1:${port}/v1`, apiKey: "lemonade" } } } });
+    expect(Object.keys(config.provider.Lemonade.models)).toContain("extra.tiny-chat");
+
+    const unknown = await lemonade(["launch", "notepad"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.err).toContain("Unsupported agent: notepad. Supported agents: claude, codex, opencode, pi.");
+    // Without an agent named, it asks for one by number.
+    fakeAgent("pi");
+    const picked = await lemonade(["launch", "--model", "extra.tiny-chat"], "4\n", agentEnv);
+    expect(picked.code, picked.err).toBe(0);
+    expect(picked.err).toContain("4) pi");
+    expect(readFileSync(record, "utf8")).toContain("ARGV --provider Lemonade --model extra.tiny-chat");
   });
 
   test("pull owner/repo: the recommended variant when piped, a numbered choice on a terminal; --checkpoint TYPE C; --label checked", async () => {

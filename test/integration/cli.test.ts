@@ -107,7 +107,7 @@ test("engines left by a server killed outright are stopped by the next server on
   expect(await new Response(second.stderr).text()).toContain(`left running by a server that was killed (pids ${enginePid})`);
 });
 
-test("a second server on a busy port exits 1 with 'port N is in use', and the first keeps serving", async () => {
+test("a second server on a busy port exits 1 with Lemonade's 'Port N on HOST is already in use', and the first keeps serving", async () => {
   const port = freePort();
   const cache = tempDir();
   const first = cli(["serve", "--port", String(port)], { LEMONADE_CACHE_DIR: cache });
@@ -115,7 +115,7 @@ test("a second server on a busy port exits 1 with 'port N is in use', and the fi
     await waitForLive(`http://127.0.0.1:${port}`, first);
     const second = cli(["serve", "--port", String(port)], { LEMONADE_CACHE_DIR: cache });
     expect(await second.exited).toBe(1);
-    expect(await new Response(second.stderr).text()).toContain(`port ${port} is in use`);
+    expect(await new Response(second.stderr).text()).toContain(`Port ${port} on 127.0.0.1 is already in use`);
     expect(await new Response(second.stdout).text()).not.toContain("listening");
     for (let i = 0; i < 5; i++) expect((await fetch(`http://127.0.0.1:${port}/live`)).status).toBe(200);
   } finally {

@@ -55,13 +55,18 @@ afterAll(async () => {
 
 describe("a llama-server on another box as a provider", () => {
   test("install discovers its models; they are listed, never loaded, and chat works with the official clients", async () => {
-    const res = await post(server, "/v1/install", { backend: "cloud", provider: "gpu-box", base_url: `${llama.url}/v1` });
+    // A key is what makes a provider worth asking; over plain http:// only with the opt-in.
+    const res = await post(server, "/v1/install", { backend: "cloud", provider: "gpu-box", base_url: `${llama.url}/v1`, api_key: "sk-gpu-box", allow_insecure_http: true });
     expect(res.status).toBe(200);
     const body = await res.json();
-    expect(body).toMatchObject({ status: "success", backend: "cloud", provider: "gpu-box", models_discovered: 1, auth_state: { env_var_set: false, runtime_key_set: false } });
-    // The base URL is saved; nothing else about the provider is.
+    expect(body).toMatchObject({ status: "success", backend: "cloud", provider: "gpu-box", models_discovered: 1, auth_state: { env_var_set: false, runtime_key_set: true } });
+    // The base URL and the opt-in are saved; the key is not.
     const saved = JSON.parse(readFileSync(join(server.cacheDir, "config.json"), "utf8"));
-    expect(saved.cloud_providers).toEqual([{ provider: "gpu-box", base_url: `${llama.url}/v1` }]);
+    expect(saved.cloud_providers).toEqual([{ provider: "gpu-box", base_url: `${llama.url}/v1`, allow_insecure_http: true }]);
+    // Installing again (a refresh) changes nothing: the same models, none twice.
+    const again = await (await post(server, "/v1/install", { backend: "cloud", provider: "gpu-box", base_url: `${llama.url}/v1`, api_key: "sk-gpu-box" })).json();
+    expect(again.models_discovered).toBe(1);
+    expect((await ids(server)).filter((id) => id === "gpu-box.tiny")).toHaveLength(1);
 
     const list = (await (await fetch(`${server.url}/v1/models`)).json()).data;
     const model = list.find((m: any) => m.id === "gpu-box.tiny");
@@ -132,11 +137,15 @@ describe("a llama-server on another box as a provider", () => {
 describe("another Lemonade behind an API key as a provider", () => {
   test("models are discovered exactly when the key is there: set, used, cleared", async () => {
     const install = await (await post(server, "/v1/install", { backend: "cloud", provider: "peer", base_url: `${peer.url}/v1` })).json();
-    // Without a key the peer refuses to list its models.
+    // Without a key the peer is not even asked for its models.
     expect(install.models_discovered).toBe(0);
     expect(await ids(server)).not.toContain("peer.extra.tiny-chat");
+    // A key for an http:// provider needs the opt-in.
+    const plain = await post(server, "/v1/cloud/auth", { provider: "peer", api_key: KEY });
+    expect(plain.status).toBe(400);
+    expect((await plain.json()).error).toMatchObject({ code: "insecure_http_requires_opt_in", type: "invalid_request_error" });
 
-    const auth = await post(server, "/v1/cloud/auth", { provider: "peer", api_key: KEY });
+    const auth = await post(server, "/v1/cloud/auth", { provider: "peer", api_key: KEY, allow_insecure_http: true });
     expect(auth.status).toBe(200);
     expect(await auth.json()).toEqual({ provider: "peer", auth_state: { env_var_set: false, runtime_key_set: true }, models_discovered: await peerListed() });
     const listed = (await (await fetch(`${server.url}/v1/models`)).json()).data.find((m: any) => m.id === "peer.extra.tiny-chat");
@@ -147,20 +156,27 @@ describe("another Lemonade behind an API key as a provider", () => {
     const res = await post(server, "/v1/chat/completions", { model: "peer.extra.tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 3 });
     expect(res.status).toBe(200);
     expect((await res.json()).usage.completion_tokens).toBe(3);
+    const streamed = await post(server, "/v1/chat/completions", { model: "peer.extra.tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 3, stream: true });
+    expect(streamed.headers.get("content-type")).toContain("text/event-stream");
+    const sse = await streamed.text();
+    expect(sse).toContain('"chat.completion.chunk"');
+    expect(sse.trim().endsWith("data: [DONE]")).toBe(true);
 
     const info = (await (await fetch(`${server.url}/v1/system-info`)).json()).cloud.providers.find((p: any) => p.name === "peer");
-    expect(info).toEqual({ name: "peer", base_url: `${peer.url}/v1`, env_var: "LEMONADE_PEER_API_KEY", env_var_set: false, runtime_key_set: true, models_discovered: await peerListed() });
+    expect(info).toEqual({ name: "peer", base_url: `${peer.url}/v1`, allow_insecure_http: true, env_var: "LEMONADE_PEER_API_KEY", env_var_set: false, runtime_key_set: true, models_discovered: await peerListed() });
     const clear = await fetch(`${server.url}/v1/cloud/auth/peer`, { method: "DELETE" });
     expect(await clear.json()).toEqual({ provider: "peer", cleared_runtime_key: true, auth_state: { env_var_set: false, runtime_key_set: false } });
     expect(await ids(server)).not.toContain("peer.extra.tiny-chat");
     const again = await fetch(`${server.url}/v1/cloud/auth/peer`, { method: "DELETE" });
     expect((await again.json()).cleared_runtime_key).toBe(false);
-    expect((await post(server, "/v1/cloud/auth", { provider: "nobody", api_key: "x" })).status).toBe(404);
+    const nobody = await post(server, "/v1/cloud/auth", { provider: "nobody", api_key: "x" });
+    expect(nobody.status).toBe(404);
+    expect((await nobody.json()).error.type).toBe("invalid_request_error");
     expect((await post(server, "/v1/cloud/auth", { provider: "peer", api_key: "" })).status).toBe(400);
   });
 
   test("as an Anthropic-API provider: /v1/messages passes through with x-api-key; OpenAI routes are refused", async () => {
-    const install = await (await post(server, "/v1/install", { backend: "cloud", provider: "claude-box", base_url: `${peer.url}/v1`, wire: "anthropic", api_key: KEY })).json();
+    const install = await (await post(server, "/v1/install", { backend: "cloud", provider: "claude-box", base_url: `${peer.url}/v1`, wire: "anthropic", api_key: KEY, allow_insecure_http: true })).json();
     expect(install).toMatchObject({ wire: "anthropic", models_discovered: await peerListed() });
     const anthropic = new Anthropic({ baseURL: server.url, apiKey: "unused" });
     const message = await anthropic.messages.create({ model: "claude-box.extra.tiny-chat", max_tokens: 3, messages: [{ role: "user", content: "hi" }] });
@@ -178,7 +194,7 @@ describe("another Lemonade behind an API key as a provider", () => {
   test("the key from the environment wins: 409 auth_conflict, and the supplied key is not stored", async () => {
     const withEnv = await startTestServer({ LEMONADE_PEER_API_KEY: KEY });
     try {
-      const install = await (await post(withEnv, "/v1/install", { backend: "cloud", provider: "peer", base_url: `${peer.url}/v1`, api_key: "sk-other" })).json();
+      const install = await (await post(withEnv, "/v1/install", { backend: "cloud", provider: "peer", base_url: `${peer.url}/v1`, api_key: "sk-other", allow_insecure_http: true })).json();
       expect(install.models_discovered).toBe(await peerListed());
       expect(install.auth_state).toEqual({ env_var_set: true, runtime_key_set: false });
       expect(install.warning).toContain("LEMONADE_PEER_API_KEY");
@@ -214,7 +230,7 @@ test("an upstream that dies mid-stream ends the stream with one error event and 
   mkdirSync(join(fakeModel, ".."), { recursive: true });
   const fake = await startUpstream((port) => [process.execPath, FAKE_LLAMA_SERVER, "-m", fakeModel, "--port", String(port), "--alias", "fake"]);
   try {
-    await post(server, "/v1/install", { backend: "cloud", provider: "flaky", base_url: `${fake.url}/v1` });
+    await post(server, "/v1/install", { backend: "cloud", provider: "flaky", base_url: `${fake.url}/v1`, api_key: "sk-fake", allow_insecure_http: true });
     const res = await post(server, "/v1/chat/completions", {
       model: "flaky.fake",
       stream: true,
@@ -248,7 +264,7 @@ test("a provider slower than global_timeout is cut off with a 504, and the serve
   const fakeModel = join(tempDir("lemonade-fake-upstream-"), "fake.gguf");
   const fake = await startUpstream((port) => [process.execPath, FAKE_LLAMA_SERVER, "-m", fakeModel, "--port", String(port), "--alias", "slow"]);
   try {
-    await post(timed, "/v1/install", { backend: "cloud", provider: "slow", base_url: `${fake.url}/v1` });
+    await post(timed, "/v1/install", { backend: "cloud", provider: "slow", base_url: `${fake.url}/v1`, api_key: "sk-fake", allow_insecure_http: true });
     const started = performance.now();
     const res = await post(timed, "/v1/chat/completions", { model: "slow.slow", messages: [{ role: "user", content: '[[fake {"ttft_ms": 5000}]] hi' }] });
     expect(res.status).toBe(504);

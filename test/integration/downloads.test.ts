@@ -233,6 +233,63 @@ describe("discovery and updates", () => {
     expect(model).toMatchObject({ checkpoint: "test-org/tiny-GGUF:Q4_0", downloaded: true });
   });
 
+  test("a checkpoint URL of one registry with a `source` naming another is a 400 naming both; nothing is fetched", async () => {
+    const s = await start();
+    const res = await post("/v1/pull", { model_name: "user.Mixed", checkpoint: "https://modelscope.cn/models/test-org/tiny-GGUF:Q4_0", recipe: "llamacpp", source: "huggingface" });
+    expect(res.status).toBe(400);
+    const body = await res.json();
+    expect(body).toMatchObject({ param: "source", type: "invalid_request_error" });
+    expect(body.message).toContain("modelscope.cn");
+    expect((await fetch(`${s.url}/v1/models/user.Mixed`)).status).toBe(404);
+    const variants = await fetch(`${s.url}/v1/pull/variants?checkpoint=${encodeURIComponent("https://huggingface.co/test-org/tiny-GGUF")}&source=modelscope`);
+    expect(variants.status).toBe(400);
+    expect(hub.ranges.size).toBe(0);
+  });
+
+  test("the variants error for a checkpoint that is no repository names the form owner/name", async () => {
+    await start();
+    const res = await fetch(`${server!.url}/v1/pull/variants?checkpoint=noslash`);
+    expect(res.status).toBe(400);
+    expect((await res.json()).message).toContain("owner/name");
+  });
+
+  test("a pull records the repository's registry and commit, and what the model selected from it, in .lemonade_registry.json", async () => {
+    const s = await start();
+    expect((await post("/v1/pull", { model_name: "user.Prov", checkpoint: "test-org/tiny-GGUF:Q4_0", recipe: "llamacpp" })).status).toBe(200);
+    const provenance = JSON.parse(readFileSync(join(repoDir(s), ".lemonade_registry.json"), "utf8"));
+    expect(provenance).toEqual({
+      source: "huggingface",
+      repo_id: "test-org/tiny-GGUF",
+      revision: "main",
+      snapshot_id: "a".repeat(40),
+      processed_models: { "user.Prov": { selection: "llamacpp\nmain=test-org/tiny-GGUF:Q4_0", snapshot_id: "a".repeat(40) } },
+    });
+  });
+
+  test("a cached blob damaged on disk fails its sha256 on the next pull and is downloaded again", async () => {
+    const s = await start();
+    const pull = () => post("/v1/pull", { model_name: "user.Damaged", checkpoint: "test-org/tiny-GGUF:Q4_0", recipe: "llamacpp" });
+    expect((await pull()).status).toBe(200);
+    const blob = join(repoDir(s), "blobs", sha256(chat));
+    const damaged = readFileSync(blob);
+    damaged[damaged.length - 1]! ^= 0xff;
+    writeFileSync(blob, damaged);
+    expect((await pull()).status).toBe(200);
+    expect(sha256(readFileSync(blob))).toBe(sha256(chat));
+  });
+
+  test("stream: true, subscribe: false answers a job snapshot on every prefix, and the job is listed there", async () => {
+    await start();
+    for (const prefix of ["/api/v0", "/api/v1", "/v0", "/v1"]) {
+      const name = `user.Sub${prefix.replace(/\//g, "")}`;
+      const res = await post(`${prefix}/pull`, { model_name: name, checkpoint: "test-org/tiny-GGUF:Q4_0", recipe: "llamacpp", stream: true, subscribe: false });
+      expect(res.headers.get("content-type"), prefix).toContain("application/json");
+      expect(await res.json(), prefix).toMatchObject({ id: `model:${name}`, model_name: name, type: "model" });
+      const listed = (await (await fetch(`${server!.url}${prefix}/downloads`)).json()) as any[];
+      expect(listed.map((j) => j.model_name), prefix).toContain(name);
+    }
+  });
+
   test("registry search finds repositories on the hub", async () => {
     await start();
     const res = await (await fetch(`${server!.url}/v1/registry/search?query=tiny&format=gguf`)).json();

@@ -135,9 +135,10 @@ describe("JSON-RPC edge cases", () => {
   test("the error codes table", async () => {
     const code = async (body: unknown) => (await (await rpc(body)).json()).error.code;
     expect(await code("{not json")).toBe(-32700);
-    // A body that is no request at all is refused with an HTTP error too (MCP's Streamable HTTP).
-    expect((await rpc("{not json")).status).toBe(400);
-    expect((await rpc({ id: 1, method: "ping" })).status).toBe(400);
+    // Every JSON-RPC error is answered 200, a body that is no request at all too (mcp.md's error model).
+    expect((await rpc("{not json")).status).toBe(200);
+    expect((await rpc({ id: 1, method: "ping" })).status).toBe(200);
+    expect((await rpc([])).status).toBe(200);
     expect(await code({ id: 1, method: "ping" })).toBe(-32600);
     expect(await code({ jsonrpc: "2.0", id: 1 })).toBe(-32600);
     expect(await code([])).toBe(-32600);

@@ -47,3 +47,16 @@ test("the concept whose phrase the input matches routes; other inputs fall throu
   expect((await other.json()).x_lemonade_route.trace.find((t: any) => t.condition === "classifier:topic").score).toBeLessThan(0.999);
   expect((await embedCalls()) - calls).toBe(1);
 });
+
+test("the Responses API routes through the router too: a string input, typed input items, and a stream", async () => {
+  const plain = await post("/v1/responses", { model: "Desk", input: "my invoice is wrong", max_output_tokens: 2 });
+  expect(plain.status).toBe(200);
+  expect(plain.headers.get("x-lemonade-route")).toBe("billing");
+  expect((await plain.json()).object).toBe("response");
+  const typed = await post("/v1/responses", { model: "Desk", input: [{ role: "user", content: [{ type: "input_text", text: "please refund my last order" }] }], max_output_tokens: 2 });
+  expect(typed.headers.get("x-lemonade-route")).toBe("billing");
+  const streamed = await post("/v1/responses", { model: "Desk", input: [{ role: "user", content: [{ type: "input_text", text: "tell me about the weather on mars today" }] }], stream: true, max_output_tokens: 2 });
+  expect(streamed.status).toBe(200);
+  expect(streamed.headers.get("x-lemonade-route")).toBe("default");
+  expect(await streamed.text()).toContain("response.completed");
+});

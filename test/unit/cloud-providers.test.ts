@@ -1,5 +1,5 @@
-// The provider registry on its own: discovery against a loopback upstream that lists, fails and
-// refuses, with the clock in the test's hands.
+// The provider registry on its own: discovery against a loopback upstream (http://, so opted in
+// with allowInsecureHttp) that lists, fails and refuses, with the clock in the test's hands.
 import { afterAll, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -37,11 +37,13 @@ function registry(cacheDir = tempDir(), env: Record<string, string> = {}) {
 }
 
 const base = () => `http://127.0.0.1:${upstream.port}/v1`;
+/** A key the loopback upstream takes, allowed over its plain http://. */
+const keyed = { apiKey: "sk-test", allowInsecureHttp: true };
 
 test("discovery lists the provider's models by their short ids, with what it reports, and skips others' cloud models", async () => {
   mode = "list";
   const { cloud } = registry();
-  const result = await cloud.install("acme", base());
+  const result = await cloud.install("acme", base(), keyed);
   expect(result.models_discovered).toBe(3);
   const models = cloud.catalogModels();
   const ids = models.map((m) => m.id);
@@ -56,7 +58,7 @@ test("discovery lists the provider's models by their short ids, with what it rep
 test("a provider that fails keeps its last list, marked unavailable, and is asked again later and later", async () => {
   mode = "list";
   const r = registry();
-  await r.cloud.install("acme", base());
+  await r.cloud.install("acme", base(), keyed);
   mode = "fail";
   expect(await r.cloud.refresh("acme")).toBe(3);
   expect(r.cloud.catalogModels().every((m) => m.cloud!.available === false)).toBe(true);
@@ -73,19 +75,36 @@ test("a provider that fails keeps its last list, marked unavailable, and is aske
   expect(r.warnings.some((w) => w.includes("keeping its last list"))).toBe(true);
 });
 
-test("a provider that refuses without a key lists nothing; the key is sent as a bearer token only when there is one", async () => {
-  mode = "refuse";
+test("without a key a provider is not asked and lists nothing; with one it is, as a bearer token; a refused key lists nothing", async () => {
+  mode = "list";
   const r = registry();
   seenAuth = [];
   expect((await r.cloud.install("acme", base())).models_discovered).toBe(0);
-  expect(seenAuth).toEqual([null]);
-  mode = "list";
-  await r.cloud.setKey("acme", "sk-runtime");
-  expect(seenAuth.at(-1)).toBe("Bearer sk-runtime");
+  expect(seenAuth).toEqual([]);
+  expect(() => r.cloud.target("acme")).toThrow(/No API key for cloud provider 'acme'. Set the LEMONADE_ACME_API_KEY env var/);
+  await r.cloud.setKey("acme", "sk-runtime", true);
+  expect(seenAuth).toEqual(["Bearer sk-runtime"]);
+  expect(r.cloud.catalogModels()).toHaveLength(3);
   expect(r.cloud.target("acme").headers).toEqual({ authorization: "Bearer sk-runtime" });
+  mode = "refuse";
+  expect(await r.cloud.refresh("acme")).toBe(0);
   await r.cloud.clearKey("acme");
-  expect(seenAuth.at(-1)).toBeNull();
-  expect(r.cloud.target("acme").headers).toEqual({});
+  expect(seenAuth).toHaveLength(2);
+  expect(r.cloud.catalogModels()).toEqual([]);
+});
+
+test("a key travels to an http:// provider only with allow_insecure_http, which is kept with it", async () => {
+  mode = "list";
+  const r = registry();
+  await expect(r.cloud.install("plain", base(), { apiKey: "sk-x" })).rejects.toMatchObject({ status: 400, code: "insecure_http_requires_opt_in" });
+  expect(r.cloud.names()).not.toContain("plain");
+  await r.cloud.install("plain", base());
+  await expect(r.cloud.setKey("plain", "sk-x")).rejects.toMatchObject({ status: 400, code: "insecure_http_requires_opt_in" });
+  expect((await r.cloud.setKey("plain", "sk-x", true)).models_discovered).toBe(3);
+  const saved = JSON.parse(readFileSync(join(r.cacheDir, "config.json"), "utf8")).cloud_providers;
+  expect(saved).toEqual([{ provider: "plain", base_url: base(), allow_insecure_http: true }]);
+  // A later install that does not say keeps the opt-in.
+  expect((await r.cloud.install("plain", base(), { apiKey: "sk-y" })).models_discovered).toBe(3);
 });
 
 test("providers persist in config.json beside its other keys, keys never; a restart reads them back", async () => {
@@ -95,10 +114,10 @@ test("providers persist in config.json beside its other keys, keys never; a rest
   const first = registry(cacheDir);
   expect(first.cloud.names()).toEqual(["legacy"]);
   expect(first.warnings.length).toBe(1);
-  await first.cloud.install("acme", base() + "/", "sk-never-written");
+  await first.cloud.install("acme", base() + "/", { apiKey: "sk-never-written", allowInsecureHttp: true });
   const file = JSON.parse(readFileSync(join(cacheDir, "config.json"), "utf8"));
   expect(file.max_loaded_models).toBe(3);
-  expect(file.cloud_providers).toEqual([{ provider: "legacy", base_url: base() }, { provider: "acme", base_url: base() }]);
+  expect(file.cloud_providers).toEqual([{ provider: "legacy", base_url: base() }, { provider: "acme", base_url: base(), allow_insecure_http: true }]);
   expect(JSON.stringify(file)).not.toContain("sk-never-written");
   const second = registry(cacheDir);
   expect(second.cloud.names()).toEqual(["legacy", "acme"]);
@@ -108,10 +127,10 @@ test("providers persist in config.json beside its other keys, keys never; a rest
 test("the environment's key wins over one set at runtime", async () => {
   mode = "list";
   const r = registry(tempDir(), { LEMONADE_ACME_API_KEY: "sk-env" });
-  const result = await r.cloud.install("acme", base(), "sk-runtime");
+  const result = await r.cloud.install("acme", base(), { apiKey: "sk-runtime", allowInsecureHttp: true });
   expect(result.warning).toContain("LEMONADE_ACME_API_KEY");
   expect(r.cloud.target("acme").headers).toEqual({ authorization: "Bearer sk-env" });
-  await expect(r.cloud.setKey("acme", "sk-runtime")).rejects.toMatchObject({ status: 409, code: "auth_conflict" });
+  await expect(r.cloud.setKey("acme", "sk-runtime", true)).rejects.toMatchObject({ status: 409, code: "auth_conflict" });
   for (const bad of ["user", "extra", "builtin", "admin", "Upper", "has space", "a.b"]) {
     await expect(r.cloud.install(bad, base())).rejects.toMatchObject({ status: 400, param: "provider" });
   }

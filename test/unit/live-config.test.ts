@@ -194,3 +194,83 @@ test("config.json's llamacpp.args are server-wide recipe options; /internal/set 
     await other.close();
   }
 });
+
+test("auto_evict and auto_evict_threshold_pct are settings (multi-model guide); the server-wide auto_evict answers for models that set none", async () => {
+  const other = await startFakeServer(["ae"]);
+  try {
+    const set = (body: unknown) => fetch(`${other.url}/internal/set`, { method: "POST", body: JSON.stringify(body) });
+    const effective = async () => (await (await fetch(`${other.url}/v1/models/extra.ae/options`)).json()).effective;
+    expect((await effective()).auto_evict).toBeNull();
+    const ok = await set({ auto_evict: true, auto_evict_threshold_pct: 0.8 });
+    expect(await ok.json()).toEqual({ status: "success", applied: ["auto_evict"], saved: ["auto_evict_threshold_pct"] });
+    expect((await effective()).auto_evict).toBe(true);
+    expect(JSON.parse(readFileSync(join(other.cacheDir, "config.json"), "utf8"))).toMatchObject({ auto_evict: true, auto_evict_threshold_pct: 0.8 });
+    expect(loadConfig({}, { LEMONADE_CACHE_DIR: other.cacheDir }).recipeDefaults.auto_evict).toBe(true);
+    for (const body of [{ auto_evict: "yes" }, { auto_evict_threshold_pct: 1.5 }]) {
+      const res = await set(body);
+      expect(res.status).toBe(400);
+      expect((await res.json()).param).toBe(Object.keys(body)[0]);
+    }
+  } finally {
+    await other.close();
+  }
+});
+
+test("flat backend keys (vllm_args, llamacpp_backend) are their section's settings; no_broadcast is broadcast negated; two spellings that disagree are a 400", async () => {
+  const other = await startFakeServer(["fk"]);
+  try {
+    const set = (body: unknown) => fetch(`${other.url}/internal/set`, { method: "POST", body: JSON.stringify(body) });
+    const ok = await set({ llamacpp_args: "--no-mmap", vllm_args: "--enforce-eager", no_broadcast: true });
+    expect(await ok.json()).toEqual({ status: "success", applied: ["llamacpp.args", "vllm.args"], saved: ["broadcast"] });
+    const file = JSON.parse(readFileSync(join(other.cacheDir, "config.json"), "utf8"));
+    expect(file).toMatchObject({ llamacpp: { args: "--no-mmap" }, vllm: { args: "--enforce-eager" }, broadcast: false });
+    expect(file).not.toHaveProperty("llamacpp_args");
+    for (const body of [{ llamacpp_args: "-a", "llamacpp.args": "-b" }, { broadcast: true, no_broadcast: true }]) {
+      const res = await set(body);
+      expect(res.status).toBe(400);
+      expect((await res.json()).message).toMatch(/Ambiguous config|Cannot specify both/);
+    }
+  } finally {
+    await other.close();
+  }
+});
+
+test("a load request's llamacpp_args replace the saved ones and still follow the server-wide args", async () => {
+  const other = await startFakeServer(["la"]);
+  try {
+    const post = (path: string, body: unknown) => fetch(`${other.url}${path}`, { method: "POST", body: JSON.stringify(body) });
+    expect((await post("/internal/set", { "llamacpp.args": "--no-mmap" })).status).toBe(200);
+    expect((await post("/v1/models/extra.la/options", { llamacpp_args: "--threads 2" })).status).toBe(200);
+    expect((await post("/v1/load", { model_name: "extra.la", llamacpp_args: "--threads 1" })).status).toBe(200);
+    const command: string = (await (await fetch(`${other.url}/v1/health`)).json()).all_models_loaded[0].launch_command;
+    expect(command).toContain("--no-mmap");
+    expect(command).toContain("--threads 1");
+    expect(command).not.toContain("--threads 2");
+  } finally {
+    await other.close();
+  }
+});
+
+test("/internal/pin takes `model` in place of `model_name`; a missing or non-boolean `pinned` is a 400", async () => {
+  await load("extra.a");
+  const res = await admin("/internal/pin", { model: "extra.a", pinned: true });
+  expect(await res.json()).toEqual({ status: "success", model_name: "extra.a", pinned: true });
+  await admin("/internal/pin", { model: "extra.a", pinned: false });
+  for (const body of [{ model: "extra.a" }, { model: "extra.a", pinned: "yes" }, { pinned: true }]) {
+    const bad = await admin("/internal/pin", body);
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).type).toBe("invalid_request_error");
+  }
+});
+
+test("load_command leaves the API key to the caller as $LEMONADE_API_KEY on a server that needs one, and has none otherwise", async () => {
+  const keyed = await startFakeServer(["lc"], { LEMONADE_API_KEY: "sk-lc" });
+  try {
+    const options = await (await fetch(`${keyed.url}/v1/models/extra.lc/options`, { headers: { authorization: "Bearer sk-lc" } })).json();
+    expect(options.load_command).toContain('-H "Authorization: Bearer $LEMONADE_API_KEY"');
+    expect(options.load_command).not.toContain("sk-lc");
+  } finally {
+    await keyed.close();
+  }
+  expect((await (await admin("/v1/models/extra.a/options")).json()).load_command).not.toContain("Authorization");
+});

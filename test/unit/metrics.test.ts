@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { startFakeServer } from "../helpers/fake-engine.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 
 let server: TestServer;
@@ -68,6 +69,25 @@ test("request counters count requests by route and status", async () => {
   await fetch(`${server.url}/internal/aliases`, { method: "POST", body: "{" });
   expect(await count("/v1/health", "200")).toBe(before + 3);
   expect(await count("/internal/aliases", "400")).toBe(beforeBad + 1);
+});
+
+test("a loaded model has its lemonade_model_info and lemonade_model_loaded samples, labelled as Lemonade labels them; the cache and routing totals are there", async () => {
+  const fake = await startFakeServer(["info"]);
+  try {
+    const scrape = async () => parsePrometheus(await (await fetch(`${fake.url}/metrics`)).text()).samples;
+    expect((await scrape()).filter((s) => s.name === "lemonade_model_info")).toEqual([]);
+    expect((await fetch(`${fake.url}/v1/load`, { method: "POST", body: JSON.stringify({ model_name: "extra.info" }) })).status).toBe(200);
+    const samples = await scrape();
+    const info = samples.find((s) => s.name === "lemonade_model_info");
+    expect(info?.value).toBe(1);
+    expect(info?.labels).toMatchObject({ model_name: "extra.info", type: "llm", device: "cpu", recipe: "llamacpp", checkpoint: expect.stringMatching(/info\.gguf$/) });
+    expect(samples.find((s) => s.name === "lemonade_model_loaded" && s.labels.model_name === "extra.info")?.value).toBe(1);
+    for (const total of ["lemonade_cache_tokens_total", "lemonade_routing_decisions_total", "lemonade_routing_switches_total"]) {
+      expect(samples.find((s) => s.name === total)?.value, total).toBe(0);
+    }
+  } finally {
+    await fake.close();
+  }
 });
 
 test("the reader rejects what is not Prometheus text", () => {

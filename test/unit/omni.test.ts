@@ -59,9 +59,15 @@ test("the collection registers as a unit and lists its components with their def
   expect(kit.models.map((m: any) => m.id)).toEqual(["extra.planner", "SD-Turbo", "kokoro-v1"]);
   const unknown = await post("/v1/pull", { model_name: "user.Broken", recipe: "collection.omni", components: ["extra.planner", "No-Such"] });
   expect(unknown.status).toBe(400);
-  expect((await unknown.json()).message).toContain("'No-Such' is not a registered model");
+  // Lemonade's messages for a missing component, a nested collection and a self-reference.
+  expect((await unknown.json()).message).toBe("Collection component not registered: 'No-Such'. Pull or register it before referencing it in a collection.");
   const nested = await post("/v1/pull", { model_name: "user.Nested", recipe: "collection.omni", components: ["Kit"] });
-  expect((await nested.json()).message).toContain("is a collection");
+  expect((await nested.json()).message).toBe("Collection components must be regular models, not collections: 'Kit'");
+  const itself = await post("/v1/pull", { model_name: "user.Self", recipe: "collection.omni", components: ["extra.planner", "Self"] });
+  expect(itself.status).toBe(400);
+  expect((await itself.json()).message).toBe("Collection cannot reference itself: Self");
+  const empty = await post("/v1/pull", { model_name: "user.Empty", recipe: "collection.omni", components: [] });
+  expect((await empty.json()).message).toBe("Collection recipe requires a non-empty 'components' array");
 });
 
 test("speech and images made by the built-in tools are embedded in the answer", async () => {
@@ -157,7 +163,7 @@ test("/v1/models/register takes one definition: a collection's embedded models a
   };
   const registered = await post("/v1/models/register", body);
   expect(registered.status).toBe(400);
-  expect((await registered.json()).message).toContain("'user.imported-planner' is not a registered model");
+  expect((await registered.json()).message).toContain("Collection component not registered: 'user.imported-planner'");
   expect((await fetch(`${server.url}/v1/models/user.imported-planner`)).status).toBe(404);
   const pulled = await post("/v1/pull", body);
   expect(pulled.status).toBe(200);

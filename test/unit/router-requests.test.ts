@@ -102,3 +102,46 @@ test("POST /v1/routing/validate checks without registering and answers the norma
   expect(bad.status).toBe(400);
   expect((await bad.json()).message).toContain("nested unbounded quantifier");
 });
+
+test("POST /v1/routing/validate tries a policy, inline or by name, on a test prompt, images, tools and metadata, and answers the decision", async () => {
+  const policy = { recipe: "collection.router", version: "1", routing };
+  const byKeyword = await (await post("/v1/routing/validate", { policy, prompt: "write python" })).json();
+  expect(byKeyword.decision).toMatchObject({ route_to: "extra.b", matched_rule: "code", default_used: false, outputs: { tier: "code" } });
+  expect(byKeyword.normalized_policy).toMatchObject({ recipe: "collection.router", routing: { candidates: ["extra.a", "extra.b"], default_model: "extra.a" } });
+  const byMetadata = await (await post("/v1/routing/validate", { policy, prompt: "hi", metadata: { task: "code" } })).json();
+  expect(byMetadata.decision.route_to).toBe("extra.b");
+  const plain = await (await post("/v1/routing/validate", { policy: "Auto", prompt: "hello", has_images: false, has_tools: true })).json();
+  expect(plain.decision).toMatchObject({ route_to: "extra.a", matched_rule: "", default_used: true });
+  // Names in an inline policy are taken as given; a classifier that cannot run fails open.
+  const llm = await post("/v1/routing/validate", { policy: { version: "1", routing: { candidates: ["x.one", "x.two"], default_model: "x.one", router: { type: "llm", model: "x.nobody", prompt: "pick" } } }, prompt: "anything" });
+  expect(llm.status).toBe(200);
+  expect((await llm.json()).decision).toMatchObject({ route_to: "x.one", default_used: true });
+});
+
+test("POST /v1/routing/validate refuses a body with no policy, a name that is no router, and test fields of the wrong type, naming the field", async () => {
+  for (const [body, field] of [
+    [{ prompt: "hi" }, "policy"],
+    [{ policy: "extra.a" }, "policy"],
+    [{ policy: { version: "1", routing }, prompt: 5 }, "prompt"],
+    [{ policy: { version: "1", routing }, has_images: "yes" }, "has_images"],
+    [{ policy: { version: "1", routing }, has_tools: 1 }, "has_tools"],
+    [{ policy: { version: "1", routing }, metadata: { task: 1 } }, "metadata"],
+    [{ policy: { version: "1", routing: { ...routing, default_model: "elsewhere" } } }, "routing"],
+  ] as const) {
+    const res = await post("/v1/routing/validate", body);
+    expect(res.status, JSON.stringify(body)).toBe(400);
+    expect(String((await res.json()).param), JSON.stringify(body)).toStartWith(field);
+  }
+});
+
+test("a router's load is a virtual no-op that loads no candidate; a router pulled without a version is refused", async () => {
+  await post("/v1/unload", {});
+  const load = await post("/v1/load", { model_name: "Auto" });
+  expect(load.status).toBe(200);
+  expect(await load.json()).toMatchObject({ status: "success", model_name: "user.Auto", recipe: "collection.router" });
+  expect((await (await fetch(`${server.url}/v1/health`)).json()).all_models_loaded).toEqual([]);
+  const unversioned = await post("/v1/pull", { model_name: "user.NoVersion", recipe: "collection.router", routing });
+  expect(unversioned.status).toBe(400);
+  expect(await unversioned.json()).toMatchObject({ param: "version" });
+  expect((await fetch(`${server.url}/v1/models/user.NoVersion`)).status).toBe(404);
+});

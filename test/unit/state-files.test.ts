@@ -117,6 +117,20 @@ describe("configuration", () => {
 });
 
 describe("the built-in catalog", () => {
+  test("image models are listed with their image_defaults even where sd-server cannot be had, as Lemonade lists them", async () => {
+    const bare = await startTestServer({ PATH: "/nonexistent" }, undefined, { engines: false });
+    try {
+      const models = (await (await fetch(`${bare.url}/v1/models?show_all=true`)).json()).data as { id: string; recipe: string; labels: string[]; recipe_options: Record<string, unknown> }[];
+      const turbo = models.find((m) => m.id === "SD-Turbo");
+      expect(turbo).toMatchObject({ recipe: "sd-cpp", labels: expect.arrayContaining(["image"]), recipe_options: { steps: 4, cfg_scale: 1, width: 512, height: 512 } });
+      // Loading one says what is missing, rather than that the model does not exist here.
+      const load = await fetch(`${bare.url}/v1/load`, { method: "POST", body: JSON.stringify({ model_name: "SD-Turbo" }) });
+      expect((await load.json()).code).not.toBe("model_not_supported");
+    } finally {
+      await bare.close();
+    }
+  });
+
   test("all 220 Lemonade models; show_all lists those this machine can run, disable_model_filtering all of them", async () => {
     const listed = async (s: { url: string }) => (await (await fetch(`${s.url}/v1/models?show_all=true`)).json()).data.map((m: any) => m.id) as string[];
     const filtered = await startTestServer({}, undefined, { engines: false });

@@ -5022,7 +5022,7 @@ export interface paths {
         put?: never;
         /**
          * Change settings, live where possible
-         * @description Sets one or more settings, `{"key": value, ...}`, nested keys written with dots (`llamacpp.backend`) or as objects. Each is checked against its default's type first (nothing is saved when one is refused), then saved in `config.json` atomically and applied at once where the server can: `max_loaded_models`, `log_level`, `ctx_size`, `offline`, `extra_models_dir` (rescanned), `host` and `port` (the server listens anew), every `telemetry.*` setting (the next span and the next export batch use it). The answer lists which took effect now and which are saved for the next start.
+         * @description Sets one or more settings, `{"key": value, ...}`, nested keys written with dots (`llamacpp.backend`) or as objects; a backend key may also be written flat, as backend flags spell it (`llamacpp_args`, `vllm_args`), and `no_broadcast` is `broadcast` negated (two spellings of one key with different values are refused). `auto_evict` (`false` by default; the answer for models whose own is unset) and `auto_evict_threshold_pct` (`0.90`) are settings too. Each is checked against its default's type first (nothing is saved when one is refused), then saved in `config.json` atomically and applied at once where the server can: `max_loaded_models`, `log_level`, `ctx_size`, `offline`, `auto_evict`, `extra_models_dir` (rescanned), `host` and `port` (the server listens anew), every `telemetry.*` setting (the next span and the next export batch use it). The answer lists which took effect now and which are saved for the next start.
          */
         post: operations["lemonade.internal_set"];
         delete?: never;
@@ -5710,7 +5710,7 @@ export interface components {
             };
             /** @description The context size a load right now would use, for recipes that take one: `effective.ctx_size` as is, or, when that is `-1`, the size the server picks */
             resolved_ctx_size?: number;
-            /** @description The curl command that reproduces the load: `effective` posted to `/v1/load`, with `$LEMONADE_BASE_URL` left for the caller to fill in */
+            /** @description The curl command that reproduces the load: `effective` posted to `/v1/load`, with `$LEMONADE_BASE_URL` (and `$LEMONADE_API_KEY` on a key-protected server) left for the caller to fill in */
             load_command: string;
             /** @description Lemonade extension: the layer each `effective` value came from */
             provenance?: {
@@ -6341,18 +6341,25 @@ export interface components {
             models: string[];
         };
         RoutingValidateRequest: {
+            /** @description The policy to try: a `collection.router` definition, or a registered router's name */
+            policy?: string | components["schemas"]["InternalConfigResponse"];
+            /** @description The test request's text */
+            prompt?: string;
+            /** @description Whether the test request carries images */
+            has_images?: boolean;
+            /** @description Whether the test request carries tools */
+            has_tools?: boolean;
+            /** @description The test request's metadata */
+            metadata?: {
+                [key: string]: string;
+            };
             version?: string;
-            /** @description The routing block: candidates, default_model, rules (and classifiers), or router */
-            routing: unknown;
+            /** @description Without `policy`: the routing block: candidates, default_model, rules (and classifiers), or router */
+            routing?: unknown;
         } & {
             [key: string]: unknown;
         };
-        RoutingValidateResponse: {
-            /** @constant */
-            valid: true;
-            /** @description The normalised policy: candidates, default_model, classifiers, rules */
-            routing: unknown;
-        };
+        RoutingValidateResponse: components["schemas"]["RoutingTryResponse"] | components["schemas"]["RoutingValidResponse"];
         RegistrySearchResponse: {
             /** @description The search text */
             query: string;
@@ -6478,6 +6485,8 @@ export interface components {
             base_url?: string;
             /** @description Cloud install: a key kept in memory only (never written, logged or answered back). */
             api_key?: string;
+            /** @description Cloud install: `true` lets a key travel to an `http://` base URL (a provider on loopback or a trusted network); kept with the provider. Without it, an `http://` provider with a key is refused. */
+            allow_insecure_http?: boolean;
             /** @description Cloud install: the provider's API. `openai` (default; `anthropic` for a provider named `anthropic`) or `anthropic`, whose models are served through `/v1/messages` only, the request passed on as it is with `x-api-key`. */
             wire?: "openai" | "anthropic";
             /** @description `true` answers with Server-Sent Events reporting progress. Defaults to `false`. */
@@ -6581,6 +6590,8 @@ export interface components {
             provider: string;
             /** @description The key, held in memory only. */
             api_key: string;
+            /** @description `true` lets the key travel to the provider's `http://` base URL; kept with the provider. */
+            allow_insecure_http?: boolean;
         };
         CloudAuthResponse: {
             provider: string;
@@ -6798,6 +6809,8 @@ export interface components {
                     name: string;
                     /** @description Its base URL, as saved in `config.json` */
                     base_url: string;
+                    /** @description Whether its key may travel to an `http://` base URL */
+                    allow_insecure_http: boolean;
                     /** @description The environment variable its key is read from (the name, never the value) */
                     env_var: string;
                     /** @description Whether that variable is set */
@@ -7071,6 +7084,8 @@ export interface components {
         InternalPinRequest: {
             /** @description A loaded model. */
             model_name: string;
+            /** @description Accepted in place of `model_name`. */
+            model?: string;
             /** @description `true` pins, `false` unpins. */
             pinned: boolean;
         };
@@ -7256,6 +7271,43 @@ export interface components {
             complete: boolean;
             /** @description Failed jobs only: what went wrong */
             error?: string;
+        };
+        /**
+         * RoutingTryResponse
+         * @description With `policy`
+         */
+        RoutingTryResponse: {
+            decision: components["schemas"]["RouteDecision"];
+            /** @description The policy as evaluated: `routing` normalised, the `router` sugar desugared */
+            normalized_policy: {
+                [key: string]: unknown;
+            };
+        };
+        /** RouteDecision */
+        RouteDecision: {
+            /** @constant */
+            version: "1";
+            /** @description The candidate the request goes to */
+            route_to: string;
+            /** @description The rule that matched; empty when the default was used */
+            matched_rule: string;
+            default_used: boolean;
+            /** @description The matched rule's outputs */
+            outputs: {
+                [key: string]: unknown;
+            };
+            /** @description Each condition evaluated, with its result (and a classifier's label and score) */
+            trace: components["schemas"]["InternalConfigResponse"][];
+        };
+        /**
+         * RoutingValidResponse
+         * @description Without `policy`
+         */
+        RoutingValidResponse: {
+            /** @constant */
+            valid: true;
+            /** @description The normalised policy: candidates, default_model, classifiers, rules */
+            routing: unknown;
         };
         /**
          * InstallResult
@@ -7610,6 +7662,9 @@ export type Tuning = components['schemas']['Tuning'];
 export type OllamaModelDetails = components['schemas']['OllamaModelDetails'];
 export type TuningParams = components['schemas']['TuningParams'];
 export type DownloadJob = components['schemas']['DownloadJob'];
+export type RoutingTryResponse = components['schemas']['RoutingTryResponse'];
+export type RouteDecision = components['schemas']['RouteDecision'];
+export type RoutingValidResponse = components['schemas']['RoutingValidResponse'];
 export type InstallResult = components['schemas']['InstallResult'];
 export type CloudAuthState = components['schemas']['CloudAuthState'];
 export type InstallProgress = components['schemas']['InstallProgress'];
@@ -7698,7 +7753,7 @@ export interface operations {
             409: components["responses"]["OpenAIError"];
             /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
+            /** @description The model's cloud provider has no key (none in the environment, none set with `/v1/cloud/auth`); The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
             /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
@@ -7881,7 +7936,7 @@ export interface operations {
             409: components["responses"]["OpenAIError"];
             /** @description The client closes the request before it is answered */
             499: components["responses"]["OpenAIError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
+            /** @description The model's cloud provider has no key (none in the environment, none set with `/v1/cloud/auth`); The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
             /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
@@ -12965,7 +13020,7 @@ export interface operations {
                     "application/json": components["schemas"]["RoutingValidateResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The policy is not valid; the message names the key and why */
+            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The policy is not valid (the message names the key and why), a `policy` name is no registered router, or `prompt`, `has_images`, `has_tools` or `metadata` has the wrong type */
             400: components["responses"]["LemonadeError"];
             /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
@@ -14124,7 +14179,7 @@ export interface operations {
                     "text/event-stream": components["schemas"]["InstallProgressEvent"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The recipe/backend pair cannot be installed on this system; `recipe` is missing for a backend install, or `provider`/`base_url` for a cloud one */
+            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The recipe/backend pair cannot be installed on this system; `recipe` is missing for a backend install, or `provider`/`base_url` for a cloud one; The provider's `base_url` is `http://` and a key would travel over it, without `allow_insecure_http: true` */
             400: components["responses"]["LemonadeError"];
             /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
@@ -14624,7 +14679,7 @@ export interface operations {
                     "application/json": components["schemas"]["CloudAuthResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
+            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The provider's `base_url` is `http://` and a key would travel over it, without `allow_insecure_http: true` */
             400: components["responses"]["OpenAIError"];
             /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["OpenAIError"];
