@@ -115,6 +115,8 @@ export function Dashboard() {
   const host = usePoll(() => getJson("/v1/system-stats"), EVERY_MS);
   const { series, error } = useSeries();
   const loaded = (health.data?.all_models_loaded ?? []) as any[];
+  // The runtime monitor's flags (auto-tune): models running well under their tuned speed.
+  const retune = (health.data?.auto_tune?.retune_suggested ?? []) as { model_name: string; expected_tokens_per_second: number; observed_tokens_per_second: number; hint: string }[];
   const pct = (v: number | null | undefined) => (v == null ? "n/a" : `${v.toFixed(0)} %`);
   return (
     <section class="dashboard">
@@ -136,6 +138,15 @@ export function Dashboard() {
         <Chart title="Time to first token" unit="ms" t={series.t} values={series.ttft} />
         <Chart title="Requests per minute" unit="/min" t={series.t} values={series.rpm} />
       </div>
+      {retune.length > 0 && (
+        <div class="retune" role="status">
+          {retune.map((r) => (
+            <p key={r.model_name} class="warning" data-retune={r.model_name}>
+              {r.model_name} runs at {r.observed_tokens_per_second.toFixed(1)} tokens/s, under half the {r.expected_tokens_per_second.toFixed(1)} its tuning measured: re-tune it with <code>{r.hint}</code>
+            </p>
+          ))}
+        </div>
+      )}
       <h3>Loaded models</h3>
       {loaded.length === 0 ? (
         <p class="hint">No model is loaded.</p>

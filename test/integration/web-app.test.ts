@@ -757,6 +757,21 @@ describe("the web app, second edition (issue 29)", () => {
     await close(page);
   });
 
+  test("dashboard: a model the runtime monitor flags as slow is shown with the re-tune it suggests", async () => {
+    const page = await open("/#dashboard");
+    // The monitor's own rule (under half the tuned speed) is tested on the server; here, that its flag reaches the user.
+    await page.route("**/v1/health", async (route) => {
+      const health = await (await route.fetch()).json();
+      const retune = [{ model_name: "extra.tiny-chat", expected_tokens_per_second: 240, observed_tokens_per_second: 60.5, hint: "lemonade tune extra.tiny-chat" }];
+      await route.fulfill({ json: { ...health, auto_tune: { ...health.auto_tune, retune_suggested: retune } } });
+    });
+    const flag = page.locator('[data-retune="extra.tiny-chat"]');
+    await flag.waitFor({ timeout: 10_000 });
+    expect(await flag.textContent()).toContain("lemonade tune extra.tiny-chat");
+    expect(await flag.textContent()).toContain("60.5 tokens/s");
+    await close(page);
+  });
+
   test("accessibility: axe-core finds no serious or critical violation on any panel", async () => {
     const page = await open("/#chat");
     const found: string[] = [];
