@@ -11,12 +11,14 @@ const builtIn = (recipe: string, backend: string) => recipe === "cloud" || backe
 /** A cloud provider (any OpenAI-compatible server) added with its key; the key stays in the server's memory. */
 function CloudProvider({ onDone }: { onDone: () => void }) {
   const [form, setForm] = useState({ provider: "", base_url: "", api_key: "" });
+  // A key sent to an http:// provider travels in the clear: the server takes it only on this opt-in.
+  const [insecure, setInsecure] = useState(false);
   const [message, setMessage] = useState("");
   const field = (k: keyof typeof form) => (e: Event) => setForm({ ...form, [k]: (e.target as HTMLInputElement).value });
   const add = async (e: Event) => {
     e.preventDefault();
     try {
-      const res = await postJson("/v1/install", { backend: "cloud", provider: form.provider, base_url: form.base_url, ...(form.api_key ? { api_key: form.api_key } : {}) });
+      const res = await postJson("/v1/install", { backend: "cloud", provider: form.provider, base_url: form.base_url, ...(form.api_key ? { api_key: form.api_key } : {}), ...(insecure ? { allow_insecure_http: true } : {}) });
       setMessage(`Added ${res.provider}: ${res.models_discovered} model(s) found${res.warning ? `; ${res.warning}` : ""}.`);
       setForm({ ...form, api_key: "" });
       onDone();
@@ -37,6 +39,11 @@ function CloudProvider({ onDone }: { onDone: () => void }) {
         <label>
           API key <input type="password" autocomplete="off" value={form.api_key} onInput={field("api_key")} />
         </label>
+        {form.base_url.startsWith("http://") && (
+          <label>
+            <input type="checkbox" checked={insecure} onChange={(e) => setInsecure((e.target as HTMLInputElement).checked)} /> Send the key over plain http (unencrypted)
+          </label>
+        )}
         <button type="submit">Add provider</button>
       </form>
       <p class="hint">The key is kept in the server's memory only; its models appear in the Model manager as provider.model.</p>

@@ -272,7 +272,8 @@ describe("the single-file build", () => {
     expect((await lemonade(["list", "--bogus"])).code).toBe(2);
     const missing = await lemonade(["load", "No-Such-Model"]);
     expect(missing.code).toBe(1);
-    expect(missing.err).toStartWith("error: Model not found: No-Such-Model");
+    // A load says what it is doing first ("Loading ..."); the error is the line that ends it.
+    expect(missing.err.trimEnd().split("\n").at(-1)).toStartWith("error: Model not found: No-Such-Model");
     expect(missing.err).not.toContain("\x1b[");
   });
 

@@ -303,7 +303,8 @@ describe("catalog and options", () => {
     const all = await (await fetch(`${s.url}/v1/models?show_all=true`)).json();
     const qwen = all.data.find((m: any) => m.id === "Qwen3-0.6B-GGUF");
     expect(qwen).toMatchObject({ downloaded: false, recipe: "llamacpp", checkpoint: "unsloth/Qwen3-0.6B-GGUF:Q4_0", registry_source: "huggingface" });
-    expect(all.data.some((m: any) => m.id === "SD-Turbo")).toBe(false);
+    // Image models are listed wherever Lemonade lists them, even where sd-server cannot be had.
+    expect(all.data.find((m: any) => m.id === "SD-Turbo")).toMatchObject({ recipe: "sd-cpp", downloaded: false });
 
     const one = await (await fetch(`${s.url}/v1/models/extra.tiny-chat:latest`)).json();
     expect(one.id).toBe("extra.tiny-chat");

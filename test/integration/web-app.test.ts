@@ -157,7 +157,8 @@ describe("the web app", () => {
     const page = await open("/#logs");
     await page.getByText("live", { exact: true }).waitFor();
     // A provider at a closed port: the server warns that it cannot be reached.
-    await fetch(`${server.url}/v1/install`, { method: "POST", body: JSON.stringify({ backend: "cloud", provider: "weblog", base_url: "http://127.0.0.1:9/v1" }) });
+    // It has a key (a keyless provider is never asked), sent over plain http to loopback by opt-in.
+    await fetch(`${server.url}/v1/install`, { method: "POST", body: JSON.stringify({ backend: "cloud", provider: "weblog", base_url: "http://127.0.0.1:9/v1", api_key: "k", allow_insecure_http: true }) });
     await page.locator(".log", { hasText: "Cloud provider weblog could not be reached" }).waitFor();
     await fetch(`${server.url}/v1/uninstall`, { method: "POST", body: JSON.stringify({ backend: "cloud", provider: "weblog" }) });
     await close(page);
@@ -425,6 +426,8 @@ describe("the web app, second edition (issue 29)", () => {
     await page.getByLabel("Provider name").fill("webform");
     await page.getByLabel("Base URL").fill("http://127.0.0.1:9/v1");
     await page.getByLabel("API key").fill("sk-form");
+    // A key to a plain-http provider needs the opt-in, which the form offers only for http:// URLs.
+    await page.getByLabel("Send the key over plain http (unencrypted)").check();
     await page.getByRole("button", { name: "Add provider" }).click();
     await page.getByText("Added webform: 0 model(s) found").waitFor();
     await fetch(`${server.url}/v1/uninstall`, { method: "POST", body: JSON.stringify({ backend: "cloud", provider: "webform" }) });
@@ -503,7 +506,7 @@ describe("the web app, second edition (issue 29)", () => {
     );
     await page.getByText("live", { exact: true }).waitFor({ timeout: 15_000 });
     expect(connections).toBeGreaterThanOrEqual(2);
-    await fetch(`${server.url}/v1/install`, { method: "POST", body: JSON.stringify({ backend: "cloud", provider: "webagain", base_url: "http://127.0.0.1:9/v1" }) });
+    await fetch(`${server.url}/v1/install`, { method: "POST", body: JSON.stringify({ backend: "cloud", provider: "webagain", base_url: "http://127.0.0.1:9/v1", api_key: "k", allow_insecure_http: true }) });
     await page.locator(".log", { hasText: "Cloud provider webagain could not be reached" }).waitFor();
     await fetch(`${server.url}/v1/uninstall`, { method: "POST", body: JSON.stringify({ backend: "cloud", provider: "webagain" }) });
     await shot(page, "logs");
