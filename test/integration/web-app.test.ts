@@ -271,7 +271,7 @@ describe("a first start", () => {
   });
 });
 
-// On the FAKE engines, as test/unit/omni.test.ts: the planner is the fake llama-server scripted to
+// On the FAKE engines, as test/integration/omni.test.ts: the planner is the fake llama-server scripted to
 // call a tool, images come from the fake sd-server, speech from espeak-ng.
 describe("an Omni collection", () => {
   test("registered from its repository, its row lists its components; in chat its speech plays and its image shows", async () => {

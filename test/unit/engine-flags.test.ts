@@ -2,7 +2,7 @@
 // every allowed flag is one the engine lists, taking a value as --help shows, and anything else
 // (reserved, unsafe or unlisted) is refused before an engine starts. The engines' own --help is
 // read where they are built in the cache (skipped with a message otherwise); sd-server's is the
-// FAKE's, which reproduces the real one's (test/unit/sd-server-fidelity.test.ts).
+// FAKE's, which reproduces the real one's (test/integration/sd-server-fidelity.test.ts).
 import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
