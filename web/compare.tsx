@@ -3,25 +3,13 @@
 import { useEffect, useState } from "preact/hooks";
 import { chatStream, getJson, type Model } from "./api.ts";
 import { renderMarkdown } from "./markdown.ts";
+import { ModelPicker } from "./model-picker.tsx";
 
 interface Side {
   model: string;
   text: string;
   stats?: string;
   error?: string;
-}
-
-function ModelPicker({ label, models, value, onChange }: { label: string; models: Model[]; value: string; onChange: (v: string) => void }) {
-  return (
-    <label>
-      {label}{" "}
-      <select value={value} onChange={(e) => onChange((e.target as HTMLSelectElement).value)}>
-        {models.map((m) => (
-          <option key={m.id}>{m.id}</option>
-        ))}
-      </select>
-    </label>
-  );
 }
 
 export function Compare() {

@@ -4,21 +4,9 @@
 import { useRef, useState } from "preact/hooks";
 import { getJson, postJson, request, socket, type Model } from "./api.ts";
 import { usePoll } from "./hooks.ts";
+import { ModelPicker } from "./model-picker.tsx";
 
 const VOICES = ["alloy", "ash", "ballad", "coral", "echo", "fable", "onyx", "nova", "sage", "shimmer", "verse"];
-
-function Picker({ models, value, onChange, label }: { models: Model[]; value: string; onChange: (v: string) => void; label: string }) {
-  return (
-    <label>
-      {label}{" "}
-      <select value={value} onChange={(e) => onChange((e.target as HTMLSelectElement).value)}>
-        {models.map((m) => (
-          <option key={m.id}>{m.id}</option>
-        ))}
-      </select>
-    </label>
-  );
-}
 
 function Speech({ models }: { models: Model[] }) {
   const [model, setModel] = useState(models[0]!.id);
@@ -40,7 +28,7 @@ function Speech({ models }: { models: Model[] }) {
   return (
     <fieldset>
       <legend>Text to speech</legend>
-      <Picker models={models} value={model} onChange={setModel} label="Model" />
+      <ModelPicker models={models} value={model} onChange={setModel} label="Model" />
       <label>
         Text <textarea value={text} onInput={(e) => setText((e.target as HTMLTextAreaElement).value)} />
       </label>
@@ -163,7 +151,7 @@ function Transcription({ models }: { models: Model[] }) {
   return (
     <fieldset>
       <legend>Transcription</legend>
-      <Picker models={models} value={model} onChange={setModel} label="Model" />
+      <ModelPicker models={models} value={model} onChange={setModel} label="Model" />
       <label>
         Audio file <input type="file" accept="audio/*" onChange={(e) => (e.target as HTMLInputElement).files?.[0] && send((e.target as HTMLInputElement).files![0]!, (e.target as HTMLInputElement).files![0]!.name)} />
       </label>
@@ -195,7 +183,7 @@ function Embeddings({ models }: { models: Model[] }) {
   return (
     <fieldset>
       <legend>Embeddings</legend>
-      <Picker models={models} value={model} onChange={setModel} label="Model" />
+      <ModelPicker models={models} value={model} onChange={setModel} label="Model" />
       <label>
         First text <input value={a} onInput={(e) => setA((e.target as HTMLInputElement).value)} />
       </label>
@@ -228,7 +216,7 @@ function Rerank({ models }: { models: Model[] }) {
   return (
     <fieldset>
       <legend>Reranking</legend>
-      <Picker models={models} value={model} onChange={setModel} label="Model" />
+      <ModelPicker models={models} value={model} onChange={setModel} label="Model" />
       <label>
         Query <input value={query} onInput={(e) => setQuery((e.target as HTMLInputElement).value)} />
       </label>
@@ -264,7 +252,7 @@ function Classify({ models }: { models: Model[] }) {
   return (
     <fieldset>
       <legend>Classification</legend>
-      <Picker models={models} value={model} onChange={setModel} label="Model" />
+      <ModelPicker models={models} value={model} onChange={setModel} label="Model" />
       <label>
         Text <textarea value={input} onInput={(e) => setInput((e.target as HTMLTextAreaElement).value)} />
       </label>
@@ -302,7 +290,7 @@ function Images({ models }: { models: Model[] }) {
   return (
     <fieldset>
       <legend>Images</legend>
-      <Picker models={models} value={model} onChange={setModel} label="Model" />
+      <ModelPicker models={models} value={model} onChange={setModel} label="Model" />
       <label>
         Prompt <input value={prompt} onInput={(e) => setPrompt((e.target as HTMLInputElement).value)} />
       </label>
