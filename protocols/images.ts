@@ -18,7 +18,7 @@ import { generations, type ImageGenerationRequest, type ImagesResponse, type Ups
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import type { ModelCheck } from "../runtime/request.ts";
-import { Value } from "@sinclair/typebox/value";
+import { checkedRequest } from "./request-check.ts";
 import { isJson, jsonItems, type Json } from "../lib/json.ts";
 
 /** The prompt the real server sends for a variation (the docs: the prompt is ignored). */
@@ -155,11 +155,7 @@ function checkResponseFormat(format: unknown): void {
 /** A generation's answer as JSON, for the routes that wrap it (Ollama, MCP, omni): their request
  * is checked as the route checks its body, so no caller reaches the engine with less. */
 export async function generateImages(ctx: Pick<ServerContext, "options" | "proxy">, body: Json, signal: AbortSignal, endpoint: string): Promise<Json> {
-  if (!Value.Check(generations.body, body)) {
-    const first = Value.Errors(generations.body, body).First();
-    throw ApiError.of(E.invalidArgument, `Not an image generation request: ${first ? `${first.path || "/"} ${first.message}` : "invalid"}`, first?.path.slice(1) || undefined);
-  }
-  const res = await generate(ctx, body, signal, endpoint);
+  const res = await generate(ctx, checkedRequest(generations.body, body, "Not an image generation request"), signal, endpoint);
   const answer: unknown = await res.json();
   return isJson(answer) ? answer : {};
 }

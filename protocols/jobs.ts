@@ -2,10 +2,7 @@
 // called in-process (the lifecycle's load and unload, the proxy for chat, embeddings and tokenize,
 // system info and stats, the model list), and the routes' calls into the engine (runtime/jobs.ts).
 import type { Static } from "@sinclair/typebox";
-import { Value } from "@sinclair/typebox/value";
 import { openai } from "../spec/index.ts";
-import { E } from "../spec/errors.ts";
-import { ApiError } from "../lib/api-error.ts";
 import type * as jobsSpec from "../spec/jobs.ts";
 import { JOB_OPS } from "../spec/jobs.ts";
 import { sharedEnginePath } from "../spec/recipes.ts";
@@ -16,6 +13,7 @@ import { load, unload } from "./lifecycle.ts";
 import { listModels, modelObject } from "./models.ts";
 import { needs, needsEmbedder, needsLlm, toEngineBody } from "./openai.ts";
 import { systemInfo } from "./operations.ts";
+import { checkedRequest } from "./request-check.ts";
 import { tuneOp } from "./tuning.ts";
 import { devices } from "../lib/devices.ts";
 
@@ -94,11 +92,7 @@ export function jobOps(ctx: JobOpsContext): Record<string, JobOp> {
     },
     chat: async (params, signal) => {
       // A chat step's params are a chat request, checked as the route would check its body.
-      const request = { ...params, stream: false };
-      if (!Value.Check(openai.chatCompletions.body, request)) {
-        const first = Value.Errors(openai.chatCompletions.body, request).First();
-        throw ApiError.of(E.invalidArgument, `The chat step's params are not a chat request: ${first ? `${first.path || "/"} ${first.message}` : "invalid"}`);
-      }
+      const request = checkedRequest(openai.chatCompletions.body, { ...params, stream: false }, "The chat step's params are not a chat request");
       const { engineBody, loadOptions } = toEngineBody(request);
       return answer(
         await ctx.proxy.toModel({
