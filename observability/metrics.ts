@@ -82,26 +82,22 @@ export class Metrics {
     // Labelled as Lemonade labels it (model_name, checkpoint, type, device, recipe), and by `model`
     // as this server's other per-model series are.
     const infoLabels = (m: LoadedModelInfo) => ({ model: m.model, model_name: m.model, checkpoint: m.checkpoint, type: m.type, device: m.device, recipe: m.recipe });
-    new Gauge({
-      name: "lemonade_model_info",
-      help: "Metadata for each Lemonade model observed by this process.",
-      labelNames: ["model", "model_name", "checkpoint", "type", "device", "recipe"],
-      registers,
-      collect() {
-        this.reset();
-        for (const m of loadedModels()) this.set(infoLabels(m), 1);
-      },
-    });
-    new Gauge({
-      name: "lemonade_model_loaded",
-      help: "Whether this model is currently loaded in Lemonade.",
-      labelNames: ["model", "model_name", "checkpoint", "type", "device", "recipe"],
-      registers,
-      collect() {
-        this.reset();
-        for (const m of loadedModels()) this.set(infoLabels(m), 1);
-      },
-    });
+    // Lemonade exports both series for each loaded model, with the same labels and value.
+    for (const [name, help] of [
+      ["lemonade_model_info", "Metadata for each Lemonade model observed by this process."],
+      ["lemonade_model_loaded", "Whether this model is currently loaded in Lemonade."],
+    ] as const) {
+      new Gauge({
+        name,
+        help,
+        labelNames: ["model", "model_name", "checkpoint", "type", "device", "recipe"],
+        registers,
+        collect() {
+          this.reset();
+          for (const m of loadedModels()) this.set(infoLabels(m), 1);
+        },
+      });
+    }
     new Counter({
       name: "lemonade_routing_decisions_total",
       help: "Cumulative collection.router routing decisions.",
