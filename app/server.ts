@@ -76,6 +76,7 @@ export async function startServer(overrides: Overrides = {}, env = process.env, 
     async stop() {
       stopCollector();
       ctx.cloud.stop();
+      ctx.proxy.pools.close();
       await ctx.jobs.stop();
       await ctx.scheduler.shutdown();
       await ctx.telemetry.shutdown(3000);

@@ -2,7 +2,9 @@
 // llama-server on a bigger box) whose models are listed beside local ones as `<provider>.<id>`.
 // Base URLs live in config.json `cloud_providers`; keys only in memory (POST /v1/cloud/auth) or
 // in the server's environment (`LEMONADE_<PROVIDER>_API_KEY`, which wins). A key is never written,
-// logged or answered back: only provider names and states leave this module.
+// logged or answered back: only provider names and states leave this module. A provider may be a
+// pool: several member servers serving the same models (replicas), each request going to one
+// (runtime/pool.ts chooses), each member with its own key or the provider's.
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
 import { changed } from "../lib/generation.ts";
@@ -18,7 +20,10 @@ export type Wire = "openai" | "anthropic";
 /** One provider as config.json keeps it. */
 export interface ProviderRecord {
   provider: string;
+  /** The first member's, for a pool. */
   base_url: string;
+  /** A pool's member base URLs (two or more, `base_url` first); absent for one server. */
+  members?: string[];
   /** Absent: `openai`. */
   wire?: Wire;
   /** A key may travel to this `http://` base URL (the user opted in). */
@@ -61,7 +66,14 @@ export interface CloudOptions {
   now?: () => number;
 }
 
+/** What /v1/install names a pool member by: its base URL and, optionally, its own key. */
+export interface MemberInput {
+  base_url: string;
+  api_key?: string;
+}
+
 const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+const MAX_MEMBERS = 32;
 /** Names that are model-id prefixes of their own. */
 // `admin` would read its key from LEMONADE_ADMIN_API_KEY.
 const RESERVED = new Set(["user", "extra", "builtin", "admin"]);
@@ -72,7 +84,10 @@ export const envKeyName = (provider: string) => `LEMONADE_${provider.toUpperCase
 const notInstalled = (provider: string) =>
   ApiError.of(E.providerNotFound, `Cloud provider '${clip(provider)}' is not installed: POST /v1/install with backend "cloud" first`);
 
-const isHttp = (record: ProviderRecord) => record.base_url.startsWith("http://");
+/** Every base URL a provider's requests may go to: its pool's members, or its one server. */
+export const urlsOf = (record: ProviderRecord): string[] => record.members ?? [record.base_url];
+
+const isHttp = (record: ProviderRecord) => urlsOf(record).some((u) => u.startsWith("http://"));
 
 const insecureRefused = (provider: string) =>
   ApiError.of(
@@ -80,6 +95,21 @@ const insecureRefused = (provider: string) =>
     `Cloud provider '${clip(provider)}' uses http://. Set allow_insecure_http=true to explicitly opt in before storing or using an API key over plaintext HTTP.`,
     "allow_insecure_http",
   );
+
+/** A base URL as saved: http(s), with no credentials in it (a key travels as a header), no
+ * trailing slash. */
+function checkedUrl(baseUrl: string): string {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw ApiError.of(E.invalidArgument, `Invalid base_url '${clip(baseUrl)}': give an http(s) URL such as https://api.example.com/v1`, "base_url");
+  }
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || url.username || url.password) {
+    throw ApiError.of(E.invalidArgument, "Invalid base_url: it must be http(s) and carry no credentials (send the key as api_key)", "base_url");
+  }
+  return baseUrl.replace(/\/+$/, "");
+}
 
 const positive = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v > 0 ? v : undefined);
 
@@ -103,6 +133,8 @@ function entryOf(raw: any): CloudEntry | null {
 export class CloudProviders {
   private readonly providers = new Map<string, ProviderState>();
   private readonly runtimeKeys = new Map<string, string>();
+  /** Per provider, the keys its pool's members were installed with (by base URL). */
+  private readonly memberKeys = new Map<string, Map<string, string>>();
   private timer: ReturnType<typeof setInterval> | undefined;
   private readonly now: () => number;
   private readonly refreshMs: number;
@@ -126,10 +158,12 @@ export class CloudProviders {
     const out: ProviderRecord[] = [];
     for (const raw of list as any[]) {
       const provider = raw?.provider ?? raw?.name;
+      const members = Array.isArray(raw?.members) && raw.members.length > 1 && raw.members.every((m: unknown) => typeof m === "string") ? (raw.members as string[]) : undefined;
       if (typeof provider === "string" && NAME.test(provider) && typeof raw?.base_url === "string") {
         out.push({
           provider,
-          base_url: raw.base_url,
+          base_url: members?.[0] ?? raw.base_url,
+          ...(members ? { members } : {}),
           ...(raw.wire === "anthropic" ? { wire: "anthropic" as const } : {}),
           ...(raw.allow_insecure_http === true ? { allow_insecure_http: true } : {}),
         });
@@ -155,13 +189,19 @@ export class CloudProviders {
     return this.providers.has(provider);
   }
 
-  /** The key requests to a provider carry: the environment's, else the one set at runtime. */
-  private key(provider: string): string | undefined {
-    return this.opts.env[envKeyName(provider)] || this.runtimeKeys.get(provider);
+  /** The key requests to a provider's server carry: the environment's, else the member's own,
+   * else the one set at runtime for the provider. */
+  private key(provider: string, url: string): string | undefined {
+    return this.opts.env[envKeyName(provider)] || this.memberKeys.get(provider)?.get(url) || this.runtimeKeys.get(provider);
   }
 
   authState(provider: string): AuthState {
-    return { env_var_set: !!this.opts.env[envKeyName(provider)], runtime_key_set: this.runtimeKeys.has(provider) };
+    return { env_var_set: !!this.opts.env[envKeyName(provider)], runtime_key_set: this.runtimeKeys.has(provider) || (this.memberKeys.get(provider)?.size ?? 0) > 0 };
+  }
+
+  /** A pool's member base URLs; undefined for a provider of one server (or none installed). */
+  members(provider: string): string[] | undefined {
+    return this.providers.get(provider)?.record.members;
   }
 
   /** Every provider, for `lemonade cloud list` and system-info. */
@@ -169,6 +209,7 @@ export class CloudProviders {
     return [...this.providers.values()].map((p) => ({
       provider: p.record.provider,
       base_url: p.record.base_url,
+      ...(p.record.members ? { members: p.record.members } : {}),
       wire: p.record.wire ?? "openai",
       available: p.available,
       models: p.models.length,
@@ -181,6 +222,7 @@ export class CloudProviders {
     return [...this.providers.values()].map((p) => ({
       name: p.record.provider,
       base_url: p.record.base_url,
+      ...(p.record.members ? { members: p.record.members } : {}),
       allow_insecure_http: p.record.allow_insecure_http === true,
       env_var: envKeyName(p.record.provider),
       ...this.authState(p.record.provider),
@@ -188,22 +230,19 @@ export class CloudProviders {
     }));
   }
 
-  /** Adds or updates a provider, then reads its models. `allowInsecureHttp` unset keeps what the
-   * provider had. */
-  async install(provider: string, baseUrl: string, opts: { apiKey?: string; wire?: string; allowInsecureHttp?: boolean } = {}) {
+  /** Adds or updates a provider, then reads its models: one server's base URL, or a pool's
+   * members (each with its own key, or none). `allowInsecureHttp` unset keeps what the provider had. */
+  async install(provider: string, server: string | MemberInput[], opts: { apiKey?: string; wire?: string; allowInsecureHttp?: boolean } = {}) {
     const { apiKey, wire } = opts;
     if (!NAME.test(provider) || RESERVED.has(provider)) {
       throw ApiError.of(E.invalidArgument, `Invalid provider '${clip(provider)}': use lower-case letters, digits, '-' and '_' (not user, extra, builtin or admin)`, "provider");
     }
-    let url: URL;
-    try {
-      url = new URL(baseUrl);
-    } catch {
-      throw ApiError.of(E.invalidArgument, `Invalid base_url '${clip(baseUrl)}': give an http(s) URL such as https://api.example.com/v1`, "base_url");
+    const inputs = typeof server === "string" ? [{ base_url: server }] : server;
+    if (typeof server !== "string" && (inputs.length < 2 || inputs.length > MAX_MEMBERS)) {
+      throw ApiError.of(E.invalidArgument, `A pool has 2 to ${MAX_MEMBERS} members; for one server give base_url`, "members");
     }
-    if ((url.protocol !== "http:" && url.protocol !== "https:") || url.username || url.password) {
-      throw ApiError.of(E.invalidArgument, "Invalid base_url: it must be http(s) and carry no credentials (send the key as api_key)", "base_url");
-    }
+    const urls = inputs.map((m) => checkedUrl(m.base_url));
+    if (new Set(urls).size !== urls.length) throw ApiError.of(E.invalidArgument, "A pool names each member once", "members");
     if (wire !== undefined && wire !== "openai" && wire !== "anthropic") {
       throw ApiError.of(E.invalidArgument, `Invalid wire '${clip(wire)}': use openai or anthropic`, "wire");
     }
@@ -211,23 +250,32 @@ export class CloudProviders {
     const anthropic = (wire ?? (provider === "anthropic" ? "anthropic" : "openai")) === "anthropic";
     const previous = this.providers.get(provider);
     const insecure = opts.allowInsecureHttp ?? previous?.record.allow_insecure_http ?? false;
-    if (url.protocol === "http:" && !insecure && (apiKey || this.authState(provider).env_var_set)) throw insecureRefused(provider);
+    const keyed = apiKey || inputs.some((m) => m.api_key) || this.authState(provider).env_var_set;
+    if (urls.some((u) => u.startsWith("http://")) && !insecure && keyed) throw insecureRefused(provider);
     const record: ProviderRecord = {
       provider,
-      base_url: baseUrl.replace(/\/+$/, ""),
+      base_url: urls[0]!,
+      ...(urls.length > 1 ? { members: urls } : {}),
       ...(anthropic ? { wire: "anthropic" as const } : {}),
       ...(insecure ? { allow_insecure_http: true } : {}),
     };
     this.providers.set(provider, { record, models: previous?.models ?? [], available: false, failures: 0, nextRefresh: 0 });
     this.save();
     let warning: string | undefined;
-    if (apiKey) {
-      if (this.authState(provider).env_var_set) warning = `${envKeyName(provider)} is set in the server's environment; it takes precedence and the supplied api_key was not stored`;
-      else this.runtimeKeys.set(provider, apiKey);
+    const envSet = this.authState(provider).env_var_set;
+    // A member's key belongs to that member: reinstalling the pool replaces them all.
+    this.memberKeys.delete(provider);
+    if (apiKey || inputs.some((m) => m.api_key)) {
+      if (envSet) warning = `${envKeyName(provider)} is set in the server's environment; it takes precedence and the supplied key was not stored`;
+      else {
+        if (apiKey) this.runtimeKeys.set(provider, apiKey);
+        const own = new Map(inputs.flatMap((m, i) => (m.api_key ? [[urls[i]!, m.api_key] as const] : [])));
+        if (own.size) this.memberKeys.set(provider, own);
+      }
     }
     this.opts.log.info(`Installed cloud provider ${provider}`);
     const models_discovered = await this.refresh(provider);
-    return { models_discovered, auth_state: this.authState(provider), base_url: record.base_url, wire: record.wire ?? "openai", ...(warning ? { warning } : {}) };
+    return { models_discovered, auth_state: this.authState(provider), base_url: record.base_url, ...(record.members ? { members: record.members } : {}), wire: record.wire ?? "openai", ...(warning ? { warning } : {}) };
   }
 
   /** Removes a provider and its models; 404 when it was never installed. */
@@ -236,6 +284,7 @@ export class CloudProviders {
     if (!state) throw notInstalled(provider);
     this.providers.delete(provider);
     this.runtimeKeys.delete(provider);
+    this.memberKeys.delete(provider);
     this.save();
     changed();
     this.opts.log.info(`Removed cloud provider ${provider} and its ${state.models.length} model(s)`);
@@ -262,23 +311,26 @@ export class CloudProviders {
     return { provider, auth_state: this.authState(provider), models_discovered };
   }
 
-  /** Forgets the in-memory key; without one from the environment the models are read again,
-   * and a provider that needs a key then lists none. */
+  /** Forgets the in-memory keys (the provider's and its members'); without one from the
+   * environment the models are read again, and a provider that needs a key then lists none. */
   async clearKey(provider: string) {
     if (!this.providers.has(provider)) throw notInstalled(provider);
-    const cleared = this.runtimeKeys.delete(provider);
+    const clearedMembers = this.memberKeys.delete(provider);
+    const cleared = this.runtimeKeys.delete(provider) || clearedMembers;
     if (cleared && !this.authState(provider).env_var_set) await this.refresh(provider);
     return { provider, cleared_runtime_key: cleared, auth_state: this.authState(provider) };
   }
 
   /** Reads a provider's `GET /models`; returns how many it lists. A provider that cannot be
    * reached keeps its last list, marked unavailable; one that refuses the key lists none. Without a
-   * key (or with one that may not travel to its `http://` URL) it is not asked, and lists none. */
+   * key (or with one that may not travel to its `http://` URL) it is not asked, and lists none. A
+   * pool's members are replicas: the first member that answers lists the pool's models. */
   async refresh(provider: string): Promise<number> {
     const state = this.providers.get(provider);
     if (!state) return 0;
-    if (!this.usableKey(state.record)) {
-      const why = this.key(provider) ? "its http:// base URL needs allow_insecure_http for the key" : `no key (set ${envKeyName(provider)} or POST /v1/cloud/auth)`;
+    const askable = urlsOf(state.record).filter((u) => this.usableKey(state.record, u));
+    if (!askable.length) {
+      const why = urlsOf(state.record).some((u) => this.key(provider, u)) ? "its http:// base URL needs allow_insecure_http for the key" : `no key (set ${envKeyName(provider)} or POST /v1/cloud/auth)`;
       if (state.models.length) changed();
       state.models = [];
       state.available = true;
@@ -287,17 +339,17 @@ export class CloudProviders {
       return 0;
     }
     try {
-      const res = await fetch(`${state.record.base_url}/models`, {
-        headers: this.headersOf(state.record),
-        signal: AbortSignal.timeout(DISCOVERY_TIMEOUT_MS),
-      });
+      const res = await this.firstAnswer(state.record, askable);
       if (res.status === 401 || res.status === 403) {
         await res.body?.cancel();
         state.models = [];
         state.available = true;
-        this.opts.log.warn(`Cloud provider ${provider} refused ${this.key(provider) ? "its key" : "to list models without a key"} (HTTP ${res.status})`);
+        this.opts.log.warn(`Cloud provider ${provider} refused its key (HTTP ${res.status})`);
       } else {
-        if (!res.ok) throw new Error(`HTTP ${res.status}`);
+        if (!res.ok) {
+          await res.body?.cancel();
+          throw new Error(`HTTP ${res.status}`);
+        }
         const body: any = await res.json();
         const list = Array.isArray(body?.data) ? body.data : Array.isArray(body?.models) ? body.models : [];
         state.models = list.map(entryOf).filter((e: CloudEntry | null): e is CloudEntry => e !== null);
@@ -313,6 +365,23 @@ export class CloudProviders {
     }
     changed();
     return state.models.length;
+  }
+
+  /** The `GET /models` answer of the first of the servers that gives one below 500; throws the
+   * last failure when none does. */
+  private async firstAnswer(record: ProviderRecord, urls: string[]): Promise<Response> {
+    let failure: Error = new Error("no server to ask");
+    for (const url of urls) {
+      try {
+        const res = await fetch(`${url}/models`, { headers: this.headersOf(record, url), signal: AbortSignal.timeout(DISCOVERY_TIMEOUT_MS) });
+        if (res.status < 500 || url === urls.at(-1)) return res;
+        await res.body?.cancel();
+        failure = new Error(`HTTP ${res.status}`);
+      } catch (err) {
+        failure = err as Error;
+      }
+    }
+    throw failure;
   }
 
   /** Refreshes the providers that are due, on a timer that never keeps the process alive. */
@@ -362,28 +431,31 @@ export class CloudProviders {
     return out;
   }
 
-  /** The key requests to a provider may carry: none to an `http://` URL the user did not open. */
-  private usableKey(record: ProviderRecord): string | undefined {
-    return isHttp(record) && !record.allow_insecure_http ? undefined : this.key(record.provider);
+  /** The key requests to one of a provider's servers may carry: none to an `http://` URL the user
+   * did not open. */
+  private usableKey(record: ProviderRecord, url: string): string | undefined {
+    return url.startsWith("http://") && !record.allow_insecure_http ? undefined : this.key(record.provider, url);
   }
 
-  /** The headers every request to a provider carries: its key, as its wire sends one. */
-  private headersOf(record: ProviderRecord): Record<string, string> {
-    const key = this.usableKey(record);
+  /** The headers every request to one of a provider's servers carries: its key, as its wire sends one. */
+  private headersOf(record: ProviderRecord, url: string): Record<string, string> {
+    const key = this.usableKey(record, url);
     if (record.wire === "anthropic") return { "anthropic-version": ANTHROPIC_VERSION, ...(key ? { "x-api-key": key } : {}) };
     return key ? { authorization: `Bearer ${key}` } : {};
   }
 
-  /** Where a request for a provider's model goes, and the headers it carries; a provider with no
-   * key it may send answers Lemonade's missing-credentials error. */
-  target(provider: string): { baseUrl: string; headers: Record<string, string>; wire: Wire } {
+  /** Where a request for a provider's model may go (one server, or a pool's members), with the
+   * headers each takes; a server with no key it may send answers Lemonade's missing-credentials error. */
+  target(provider: string): { servers: { baseUrl: string; headers: Record<string, string> }[]; wire: Wire } {
     const state = this.providers.get(provider);
     if (!state) throw notInstalled(provider);
-    if (!this.usableKey(state.record)) {
-      if (this.key(provider)) throw insecureRefused(provider);
+    const urls = urlsOf(state.record);
+    for (const url of urls) {
+      if (this.usableKey(state.record, url)) continue;
+      if (this.key(provider, url)) throw insecureRefused(provider);
       const env = envKeyName(provider);
       throw ApiError.of(E.cloudNoKey, `No API key for cloud provider '${provider}'. Set the ${env} env var or POST /v1/cloud/auth with {"provider":"${provider}","api_key":"..."}.`).with({ fields: { provider } });
     }
-    return { baseUrl: state.record.base_url, headers: this.headersOf(state.record), wire: state.record.wire ?? "openai" };
+    return { servers: urls.map((baseUrl) => ({ baseUrl, headers: this.headersOf(state.record, baseUrl) })), wire: state.record.wire ?? "openai" };
   }
 }

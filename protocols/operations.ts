@@ -12,7 +12,8 @@ import { autoTuneStatus } from "./tuning.ts";
 const perType = (value: (type: ModelType) => number) => Object.fromEntries(MODEL_TYPES.map((t) => [t, value(t)])) as Record<ModelType, number>;
 
 /** GET /v1/health. */
-export function health(ctx: Pick<ServerContext, "config" | "kvCache" | "proxy" | "scheduler" | "stats" | "telemetry" | "tuning" | "version" | "websocketPort">): HealthResponse {
+export function health(ctx: Pick<ServerContext, "cloud" | "config" | "kvCache" | "proxy" | "scheduler" | "stats" | "telemetry" | "tuning" | "version" | "websocketPort">): HealthResponse {
+  const pools = poolHealth(ctx);
   return {
     status: "ok",
     version: ctx.version,
@@ -24,8 +25,20 @@ export function health(ctx: Pick<ServerContext, "config" | "kvCache" | "proxy" |
     telemetry: ctx.telemetry.health(),
     update_check_done: true,
     auto_tune: autoTuneStatus(ctx),
+    ...(pools.length ? { pools } : {}),
     saved_kv_cache: ctx.kvCache.summary(),
   };
+}
+
+/** Each model a pool of servers serves, with its members' states. */
+function poolHealth(ctx: Pick<ServerContext, "cloud" | "proxy">): NonNullable<HealthResponse["pools"]> {
+  const out: NonNullable<HealthResponse["pools"]> = [];
+  for (const model of ctx.cloud.catalogModels()) {
+    const provider = model.cloud?.provider;
+    const pool = provider === undefined ? undefined : ctx.proxy.pools.of(provider);
+    if (pool) out.push({ model_name: model.id, provider: pool.provider, members: pool.health() });
+  }
+  return out;
 }
 
 /** GET /v1/system-info. */

@@ -1,9 +1,11 @@
 // A claim on a cloud model, shaped like a scheduler lease so that the one proxy forwards to a
 // provider exactly as to a local engine. Nothing is loaded, so a cloud model never counts
-// against max_loaded_models, never appears in /v1/health, and has nothing to stop when it fails.
+// against max_loaded_models, is not among /v1/health's loaded models, and has nothing to stop
+// when it fails; a pool's member that fails is marked down (runtime/pool.ts).
 import type { CatalogModel } from "../models/catalog.ts";
 import type { RunningEngine } from "../engines/engine.ts";
 import type { Lease, Instance } from "./scheduler.ts";
+import type { MemberClaim } from "./pool.ts";
 
 /** Requests one cloud model serves at once before the rest wait in the server's queue. */
 const CLOUD_SLOTS = 64;
@@ -29,7 +31,9 @@ function remoteEngine(baseUrl: string): RunningEngine {
 export class CloudLeases {
   private readonly instances = new Map<string, Instance<CatalogModel>>();
 
-  lease(model: CatalogModel, baseUrl: string): Lease<CatalogModel> {
+  /** A claim on the model at its provider's base URL (a pool's first member's), the request going
+   * to `member` when a pool chose one. */
+  lease(model: CatalogModel, baseUrl: string, member?: MemberClaim): Lease<CatalogModel> {
     let instance = this.instances.get(model.id);
     if (!instance || instance.engine.url !== baseUrl) {
       instance = {
@@ -52,15 +56,19 @@ export class CloudLeases {
     let released = false;
     const lease: Lease<CatalogModel> = {
       instance: s,
-      url: baseUrl,
+      url: member?.url ?? baseUrl,
       streaming: () => {},
       release: () => {
         if (released) return;
         released = true;
         s.inflight--;
         s.lastUse = Date.now();
+        member?.done();
       },
-      fail: async () => lease.release(),
+      fail: async (why) => {
+        member?.failed(why ?? "failed");
+        lease.release();
+      },
     };
     return lease;
   }

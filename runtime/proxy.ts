@@ -1,6 +1,7 @@
 // Where chat (and every other engine request) is proxied: the model a request names is looked up
 // and resolved to its target (runtime/targets.ts); a local engine's model is claimed from the
-// scheduler, a cloud model's provider reached instead, and the request goes as one Exchange
+// scheduler, a cloud model's provider reached instead (a pool's member chosen by runtime/pool.ts),
+// and the request goes as one Exchange
 // (runtime/exchange.ts): sent by the transport
 // (runtime/transport.ts: queue, replay, hang watchdog, deadline), streamed by the pump
 // (runtime/stream-pump.ts: translation, framing, keep-alives, the one error event), recorded at
@@ -18,6 +19,7 @@ import type { Lease, Scheduler, Instance } from "./scheduler.ts";
 import type { CloudProviders } from "../models/cloud.ts";
 import { upstreamUrl } from "../engines/cloud.ts";
 import { CloudLeases } from "./cloud-lease.ts";
+import { Pools, type MemberClaim } from "./pool.ts";
 import { Exchange, type ExchangeDeps, type ExchangeRequest } from "./exchange.ts";
 import type { ModelCheck, ProxyRequest, RecentRequest } from "./request.ts";
 import type { StreamRule } from "./stream-pump.ts";
@@ -67,10 +69,15 @@ export interface GenerateRequest {
   signal: AbortSignal;
 }
 
+/** How long a pool's down member has to answer its probe. */
+const PROBE_TIMEOUT_MS = 5000;
+
 export class EngineProxy implements Forwarding {
   private readonly queues = new WeakMap<Instance<CatalogModel>, EngineQueue>();
   private readonly cloudLeases = new CloudLeases();
   private readonly exchangeDeps: ExchangeDeps;
+  /** The cloud providers that are pools: their members' states (reported by /v1/health). */
+  readonly pools: Pools;
   /** Every kind of model a request may name; collections add theirs (app/context.ts). */
   readonly targets: Targets;
   /** Each model's longest token, read from its GGUF once (the catalog makes a new object when a
@@ -88,6 +95,23 @@ export class EngineProxy implements Forwarding {
       hangCheckMs: deps.hangCheckMs ?? 10_000,
       pingMs: deps.pingMs ?? 1000,
     };
+    const send = this.exchangeDeps.fetch;
+    this.pools = new Pools({
+      clock: this.exchangeDeps.clock,
+      log: { info: (m) => deps.logger.info("Proxy", m), warn: (m) => deps.logger.warn("Proxy", m) },
+      members: (provider) => deps.cloud?.members(provider),
+      async probe(provider, url) {
+        const server = deps.cloud?.target(provider).servers.find((s) => s.baseUrl === url);
+        let res: Response;
+        try {
+          res = await send(`${url}/models`, { headers: server?.headers ?? {}, signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+        } catch (err) {
+          throw new Error(`could not be reached (${(err as Error).message})`);
+        }
+        await res.body?.cancel().catch(() => {});
+        if (res.status >= 500) throw new Error(`answered HTTP ${res.status}`);
+      },
+    });
   }
 
   /** The queue in front of a loaded model's engine. */
@@ -196,13 +220,15 @@ export class EngineProxy implements Forwarding {
     }
   }
 
-  /** A cloud model's request goes to its provider, the model named by the provider's own id. */
+  /** A cloud model's request goes to its provider, the model named by the provider's own id; a
+   * pool's goes to the member it chooses, and on to the next while members fail before answering. */
   async toCloud(model: CatalogModel, req: ProxyRequest): Promise<Response> {
     const refusal = req.check(model);
     if (refusal) throw refusal;
     const { cloud, cloudTimeoutS } = this.deps;
     if (!cloud) throw ApiError.of(E.modelNotFound, `Model not found: ${model.id}`);
-    const { baseUrl, headers, wire } = cloud.target(model.cloud!.provider);
+    const provider = model.cloud!.provider;
+    const { servers, wire } = cloud.target(provider);
     const messages = req.path.startsWith("/v1/messages");
     if ((wire === "anthropic") !== messages) {
       throw ApiError.of(E.cloudWireMismatch, wire === "anthropic"
@@ -213,22 +239,37 @@ export class EngineProxy implements Forwarding {
     if (req.path === "/v1/responses" && !req.stream) {
       throw ApiError.of(E.noResponsesApi, `Model ${model.id} is a cloud model, which has no Responses API: use /v1/chat/completions, or stream`, "model");
     }
-    const lease = this.cloudLeases.lease(model, baseUrl);
+    const baseUrl = servers[0]!.baseUrl;
+    const headers = new Map(servers.map((s) => [s.baseUrl, s.headers]));
+    const pool = this.pools.of(provider);
+    // Each member at most once per request: one that failed it is down, and the next is asked.
+    const tried = new Set<string>();
+    const claim = () => {
+      let member: MemberClaim | undefined;
+      if (pool) {
+        member = pool.pick(tried);
+        if (!member) throw pool.unavailable(model.id);
+        tried.add(member.url);
+      }
+      return this.cloudLeases.lease(model, baseUrl, member);
+    };
     const route: Route = {
       url: (l, path) => upstreamUrl(l.url, path),
-      headers,
-      reclaim: null,
+      headers: (l) => headers.get(l.url) ?? {},
+      // A pool's member that failed before answering served nothing, so another may; a lone
+      // provider's request is never sent twice.
+      replay: pool ? { claim: async () => claim(), times: servers.length, how: "sending the request to the pool's next member", failsOver: (status) => status >= 500 } : null,
       timeoutMs: (cloudTimeoutS?.() ?? 600) * 1000,
       join: (l, signal) => this.queueOf(l.instance).join(l.instance.model.id, signal),
     };
-    return this.forward(lease, { ...req, method: "POST", body: { ...req.body, model: model.cloud!.upstreamId } }, route, req);
+    return this.forward(claim(), { ...req, method: "POST", body: { ...req.body, model: model.cloud!.upstreamId } }, route, req);
   }
 
   private localRoute(model: CatalogModel, opts: { options?: Record<string, unknown>; signal?: AbortSignal }, queued: boolean): Route {
     return {
       url: (lease, path) => lease.url + path,
-      headers: {},
-      reclaim: () => this.deps.scheduler.acquire(model, opts),
+      headers: () => ({}),
+      replay: { claim: () => this.deps.scheduler.acquire(model, opts), times: 1, how: "loading it again to send the request once more" },
       join: queued ? (lease, signal) => this.queueOf(lease.instance).join(lease.instance.model.id, signal) : null,
     };
   }

@@ -63,9 +63,9 @@ export interface Lease<M extends SchedulableModel = SchedulableModel> {
   streaming(): void;
   /** Ends the request's claim on the model; idempotent. */
   release(): void;
-  /** The engine did not answer (dead or hung): ends the claim, stops the engine at once and
-   * forgets it, so that the next request starts it again. Settles once it is gone. */
-  fail(): Promise<void>;
+  /** The engine did not answer (dead or hung; `why` says how): ends the claim, stops the engine
+   * at once and forgets it, so that the next request starts it again. Settles once it is gone. */
+  fail(why?: string): Promise<void>;
 }
 
 export interface Logger {

@@ -2,7 +2,9 @@
 // watchdog, the deadline, and the replay policy: an engine found dead (the request could not reach
 // it, or it broke off before sending a byte, or it failed its health checks while silent) is
 // stopped, the model loaded again and the request sent once more; only when that fails too does
-// the client get a retryable 503. Every failure here is thrown as the ApiError the client gets.
+// the client get a retryable 503. A pool's member found dead (or answering 5xx) is marked down
+// and the request goes to the next member instead. Every failure here is thrown as the ApiError
+// the client gets.
 import { E } from "../spec/errors.ts";
 import { ApiError } from "../lib/api-error.ts";
 import type { Clock } from "../lib/clock.ts";
@@ -26,15 +28,28 @@ export async function engineFetch(url: string, init: RequestInit, send: typeof f
   }
 }
 
+/** How a request goes again once its engine was found dead. */
+export interface Replay {
+  /** Claims an engine again: the model loaded again, or a pool's next member. A retryable
+   * ApiError it throws (a pool with no member left) is the client's answer as it is. */
+  claim(): Promise<Lease<CatalogModel>>;
+  /** How many times one request may be sent again. */
+  times: number;
+  /** What the log line says is done about it. */
+  how: string;
+  /** Answers that count as the engine gone (a pool member's 5xx); without it only a request that
+   * fails, breaks off or hangs does. */
+  failsOver?: (status: number) => boolean;
+}
+
 /** How an exchange reaches its engine. */
 export interface Route {
   /** The URL for an engine path on the lease's engine. */
   url(lease: Lease<CatalogModel>, path: string): string;
-  /** Headers every request carries (a provider's key). */
-  headers: Record<string, string>;
-  /** Claims the model again after its engine was found dead; null: no replay (a provider may
-   * already have received, and billed, the request). */
-  reclaim: (() => Promise<Lease<CatalogModel>>) | null;
+  /** Headers every request to the lease's engine carries (a provider's key). */
+  headers(lease: Lease<CatalogModel>): Record<string, string>;
+  /** null: no replay (a provider may already have received, and billed, the request). */
+  replay: Replay | null;
   /** The whole exchange's deadline, in ms. */
   timeoutMs?: number;
   /** The model's place in its engine's queue; null for requests that take no slot (slots, tokenize). */
@@ -74,7 +89,8 @@ export class Transport {
   /** Aborts the engine request (renewed for a replay). */
   private upstream = new AbortController();
   private cause: AbortCause | null = null;
-  private attempt: 1 | 2 = 1;
+  /** Times the request was sent again. */
+  private replays = 0;
   private ticket: Ticket;
   private readonly stopDeadline: () => void;
 
@@ -112,45 +128,53 @@ export class Transport {
     for (;;) {
       await this.ticket.ready;
       const stopWatch = this.watch();
+      let res: Response;
       try {
         const { form, method } = this.out;
-        return await engineFetch(this.route.url(this.lease, this.out.path), {
+        const headers = this.route.headers(this.lease);
+        res = await engineFetch(this.route.url(this.lease, this.out.path), {
           method,
           // A form sets its own multipart Content-Type, boundary included.
-          headers: form ? this.route.headers : { "content-type": "application/json", ...this.route.headers },
+          headers: form ? headers : { "content-type": "application/json", ...headers },
           body: method !== "POST" ? undefined : form ?? JSON.stringify(this.out.body),
           signal: this.upstream.signal,
         }, this.deps.fetch);
-      } catch {
-        await this.engineGone();
+      } catch (err) {
+        await this.engineGone(this.cause ? undefined : `could not be reached (${(err as Error)?.message ?? err})`);
+        continue;
       } finally {
         stopWatch();
       }
+      if (!this.route.replay?.failsOver?.(res.status)) return res;
+      await res.body?.cancel().catch(() => {});
+      await this.engineGone(`answered HTTP ${res.status}`);
     }
   }
 
-  /** The engine did not answer: unless the client left, the deadline passed or this was the
-   * replay, load the model again and let the caller send once more; else throw the error the
-   * client gets. */
-  async engineGone(): Promise<void> {
+  /** The engine did not answer (`detail`: how, when known): unless the client left, the deadline
+   * passed or the replays are used up, claim an engine again and let the caller send once more;
+   * else throw the error the client gets. */
+  async engineGone(detail?: string): Promise<void> {
     if (this.clientGone) throw clientClosed();
     if (this.cause === "deadline") throw this.timeoutError();
     const id = this.modelId;
     const why = this.cause === "hung" ? "stopped answering its health checks" : "could not be reached";
-    if (!this.route.reclaim) throw engineUnavailable(id, why);
+    const { replay } = this.route;
+    if (!replay) throw engineUnavailable(id, why);
     this.ticket.leave();
     this.ticket = NO_TICKET;
-    await this.lease.fail();
+    await this.lease.fail(detail ?? why);
     this.cause = null;
     this.upstream = new AbortController();
     if (this.clientGone) throw clientClosed();
-    if (this.attempt === 2) throw engineUnavailable(id, `${why} twice`);
-    this.attempt = 2;
-    this.deps.logger.warn("Proxy", `The ${id} engine ${why}; loading it again to send the request once more`);
+    if (this.replays >= replay.times) throw engineUnavailable(id, `${why} twice`);
+    this.replays++;
+    this.deps.logger.warn("Proxy", `The ${id} engine ${detail ?? why}; ${replay.how}`);
     try {
-      this.lease = await this.route.reclaim();
+      this.lease = await replay.claim();
     } catch (err) {
-      throw err instanceof ApiError && err.status === 499 ? err : engineUnavailable(id, `${why}, and loading it again failed`);
+      if (err instanceof ApiError && (err.status === 499 || err.extras.retryable)) throw err;
+      throw engineUnavailable(id, `${why}, and loading it again failed`);
     }
     this.ticket = this.join();
     // The client left while the model loaded again: nothing is to be sent.

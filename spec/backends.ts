@@ -16,14 +16,15 @@ const InstallResult = T.Object(
 
 export const AuthState = T.Object({
   env_var_set: T.Boolean({ description: "`LEMONADE_<PROVIDER>_API_KEY` is set in the server's environment (it wins)" }),
-  runtime_key_set: T.Boolean({ description: "A key set with `/v1/cloud/auth` is held in memory" }),
+  runtime_key_set: T.Boolean({ description: "A key set with `/v1/cloud/auth` (or given with the install, for the provider or a pool member) is held in memory" }),
 }, { title: "CloudAuthState" });
 
 const CloudInstallResult = T.Object({
   status: T.Literal("success"),
   backend: T.Literal("cloud"),
   provider: T.String({ description: "The provider, the prefix of its models' ids" }),
-  base_url: T.String({ description: "The provider's base URL, as saved" }),
+  base_url: T.String({ description: "The provider's base URL, as saved (a pool's first member's)" }),
+  members: T.Optional(T.Array(T.String(), { description: "A pool's member base URLs, as saved" })),
   models_discovered: T.Integer({ description: "Models the provider's `GET /models` listed; `0` when it refused to list them" }),
   wire: T.String({ description: "`openai` or `anthropic`" }),
   auth_state: AuthState,
@@ -33,7 +34,21 @@ const CloudInstallResult = T.Object({
 /** `/v1/install` and `/v1/uninstall` fields for a cloud provider (`backend: "cloud"`). */
 const CloudFields = {
   provider: T.Optional(T.String({ minLength: 1, description: 'Cloud: the provider\'s short name (`fireworks`), the prefix of its model ids. Lower-case letters, digits, `-`, `_`.' })),
-  base_url: T.Optional(T.String({ minLength: 1, description: "Cloud install: the OpenAI-compatible base URL, ending where `/v1` does (`https://api.fireworks.ai/inference/v1`)." })),
+  base_url: T.Optional(T.String({ minLength: 1, description: "Cloud install: the OpenAI-compatible base URL, ending where `/v1` does (`https://api.fireworks.ai/inference/v1`). Required unless `members` is given." })),
+  members: T.Optional(
+    T.Array(
+      T.Object({
+        base_url: T.String({ minLength: 1, description: "The member's OpenAI-compatible base URL, ending where `/v1` does." }),
+        api_key: T.Optional(T.String({ minLength: 1, description: "The member's own key, kept in memory only; without one it takes the provider's (`api_key`, `/v1/cloud/auth`). `LEMONADE_<PROVIDER>_API_KEY` wins over both." })),
+      }, { title: "CloudPoolMember" }),
+      {
+        minItems: 2,
+        maxItems: 32,
+        description:
+          "Cloud install, in place of `base_url`: a pool, several servers serving the same models (other Lemonade servers, llama-server, vLLM). Each request goes to the healthy member with the fewest requests in flight; one that cannot be reached or answers 5xx before sending anything is marked down, the request goes to the next, and it is probed again after a back-off. Saved in `config.json` as `members`; `/v1/health` `pools` shows each member's state.",
+      },
+    ),
+  ),
   api_key: T.Optional(T.String({ minLength: 1, description: "Cloud install: a key kept in memory only (never written, logged or answered back)." })),
   allow_insecure_http: T.Optional(
     T.Boolean({ description: "Cloud install: `true` lets a key travel to an `http://` base URL (a provider on loopback or a trusted network); kept with the provider. Without it, an `http://` provider with a key is refused." }),

@@ -132,6 +132,12 @@ export const E = {
     "The engine cannot be reached, even after the model is loaded again; sending the request again may succeed",
     "backend_error",
   ),
+  poolUnavailable: row(
+    503,
+    "pool_unavailable",
+    "`model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again",
+    "backend_error",
+  ),
   backendStopped: row(
     502,
     "backend_error",
@@ -206,6 +212,7 @@ export const ENGINE_ERRORS: ErrorRow[] = [
   E.backendStopped,
   E.serverBusy,
   E.backendUnavailable,
+  E.poolUnavailable,
   E.backendTimeout,
 ];
 

@@ -25,6 +25,17 @@ export const LoadedModel = T.Object({
   backend_url: T.String({ description: "URL of the backend process serving this model" }),
 });
 
+const PoolMember = T.Object(
+  {
+    url: T.String({ description: "The member's base URL (never a key)" }),
+    state: T.Union([T.Literal("up"), T.Literal("down")], { description: "`down` after it failed a request before answering (unreachable, or a 5xx), until a probe finds it answering again" }),
+    in_flight: T.Integer({ description: "Requests it is serving now, for any of the provider's models" }),
+    last_error: Nullable(T.String(), { description: "Why it last failed; `null` if it never did" }),
+    next_retry: Nullable(T.Number(), { description: "Unix timestamp of its next probe while down; `null` while up" }),
+  },
+  { title: "PoolMemberHealth" },
+);
+
 export const health = endpoint({
   id: "lemonade.health",
   method: "GET",
@@ -64,6 +75,22 @@ export const health = endpoint({
       description: "Whether the start-up check for newer model revisions has finished",
     }),
     auto_tune: T.Optional(TuningStatus),
+    pools: T.Optional(
+      T.Array(
+        T.Object(
+          {
+            model_name: T.String({ description: "A model the pool serves (`<provider>.<id>`)" }),
+            provider: T.String({ description: "The cloud provider whose members the pool is" }),
+            members: T.Array(PoolMember, { description: "Each member, shared by all of the provider's models" }),
+          },
+          { title: "PoolHealth" },
+        ),
+        {
+          description:
+            "Lemonade extension: each model served by a pool of servers (a cloud provider installed with `members`), with its members' states; absent when there is none",
+        },
+      ),
+    ),
     saved_kv_cache: T.Array(
       T.Object(
         {
@@ -189,11 +216,12 @@ export const systemInfo = endpoint({
           providers: T.Array(
             T.Object({
               name: T.String({ description: "The provider, its models' id prefix" }),
-              base_url: T.String({ description: "Its base URL, as saved in `config.json`" }),
+              base_url: T.String({ description: "Its base URL, as saved in `config.json` (a pool's first member's)" }),
+              members: T.Optional(T.Array(T.String(), { description: "A pool's member base URLs; absent for one server" })),
               allow_insecure_http: T.Boolean({ description: "Whether its key may travel to an `http://` base URL" }),
               env_var: T.String({ description: "The environment variable its key is read from (the name, never the value)" }),
               env_var_set: T.Boolean({ description: "Whether that variable is set" }),
-              runtime_key_set: T.Boolean({ description: "Whether a key was set with `POST /v1/cloud/auth`" }),
+              runtime_key_set: T.Boolean({ description: "Whether a key was set with `POST /v1/cloud/auth` (or with a pool member at install)" }),
               models_discovered: T.Integer({ description: "Its models in the catalog" }),
             }),
           ),

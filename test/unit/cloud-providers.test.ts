@@ -85,7 +85,7 @@ test("without a key a provider is not asked and lists nothing; with one it is, a
   await r.cloud.setKey("acme", "sk-runtime", true);
   expect(seenAuth).toEqual(["Bearer sk-runtime"]);
   expect(r.cloud.catalogModels()).toHaveLength(3);
-  expect(r.cloud.target("acme").headers).toEqual({ authorization: "Bearer sk-runtime" });
+  expect(r.cloud.target("acme").servers).toEqual([{ baseUrl: base(), headers: { authorization: "Bearer sk-runtime" } }]);
   mode = "refuse";
   expect(await r.cloud.refresh("acme")).toBe(0);
   await r.cloud.clearKey("acme");
@@ -129,7 +129,7 @@ test("the environment's key wins over one set at runtime", async () => {
   const r = registry(tempDir(), { LEMONADE_ACME_API_KEY: "sk-env" });
   const result = await r.cloud.install("acme", base(), { apiKey: "sk-runtime", allowInsecureHttp: true });
   expect(result.warning).toContain("LEMONADE_ACME_API_KEY");
-  expect(r.cloud.target("acme").headers).toEqual({ authorization: "Bearer sk-env" });
+  expect(r.cloud.target("acme").servers[0]!.headers).toEqual({ authorization: "Bearer sk-env" });
   await expect(r.cloud.setKey("acme", "sk-runtime", true)).rejects.toMatchObject({ status: 409, code: "auth_conflict" });
   for (const bad of ["user", "extra", "builtin", "admin", "Upper", "has space", "a.b"]) {
     await expect(r.cloud.install(bad, base())).rejects.toMatchObject({ status: 400, param: "provider" });

@@ -239,7 +239,7 @@ describe("the proxy alone, on a fake clock", () => {
 
   test("deadline: a cloud request still unanswered at global_timeout is aborted and answered 504, never sent again", async () => {
     const bodies: Record<string, unknown>[] = [];
-    const cloud = { target: () => ({ baseUrl: "http://cloud.test/v1", headers: { authorization: "Bearer k" }, wire: "openai" }) } as unknown as CloudProviders;
+    const cloud = { members: () => undefined, target: () => ({ servers: [{ baseUrl: "http://cloud.test/v1", headers: { authorization: "Bearer k" } }], wire: "openai" }) } as unknown as CloudProviders;
     const model = { ...MODEL, id: "box.m", recipe: "cloud", cloud: { provider: "box", upstreamId: "m-upstream" } } as unknown as CatalogModel;
     const t = setup({
       model,
@@ -261,7 +261,7 @@ describe("the proxy alone, on a fake clock", () => {
 
   test("targets: a model resolves to the first kind that claims it, else its local engine; a cloud model loads nothing", async () => {
     let sent = 0;
-    const cloud = { target: () => ({ baseUrl: "http://cloud.test/v1", headers: {}, wire: "anthropic" }) } as unknown as CloudProviders;
+    const cloud = { members: () => undefined, target: () => ({ servers: [{ baseUrl: "http://cloud.test/v1", headers: {} }], wire: "anthropic" }) } as unknown as CloudProviders;
     const t = setup({ cloud, fetch: async () => (sent++, Response.json({ choices: [] })) });
     expect((await t.proxy.toModel(request())).status).toBe(200);
     expect(sent).toBe(1);
