@@ -50,7 +50,7 @@ export const cloudAuthClear = endpoint({
   summary: "Clear a cloud provider's key",
   availability: "fully_available",
   description:
-    "Forgets the in-memory key of a provider; a key from the environment stays in effect. Without one, the provider's models are read again without a key, so a provider that needs one lists none.",
+    "Forgets the in-memory keys of a provider (its own, and its pool members' given at install); a key from the environment stays in effect. Without one, the provider's models are read again without a key, so a provider that needs one lists none.",
   params: T.Object({ provider: T.String({ description: "Installed provider name." }) }),
   response: T.Object({
     provider: T.String(),

@@ -5,6 +5,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CloudProviders } from "../../models/cloud.ts";
 import { tempDir } from "../helpers/server.ts";
+import { freePort } from "../../engines/process.ts";
 
 let mode: "list" | "fail" | "refuse" = "list";
 let seenAuth: (string | null)[] = [];
@@ -135,4 +136,49 @@ test("the environment's key wins over one set at runtime", async () => {
     await expect(r.cloud.install(bad, base())).rejects.toMatchObject({ status: 400, param: "provider" });
   }
   await expect(r.cloud.install("ok", "ftp://example/v1")).rejects.toMatchObject({ status: 400, param: "base_url" });
+});
+
+test("a pool: its members saved, its keys never; each member takes its own key or the provider's; discovery asks the first that answers", async () => {
+  mode = "list";
+  const r = registry();
+  const gone = `http://127.0.0.1:${freePort()}/v1`;
+  seenAuth = [];
+  const result = await r.cloud.install("farm", [{ base_url: gone, api_key: "sk-gone" }, { base_url: base() + "/" }], keyed);
+  expect(result).toMatchObject({ models_discovered: 3, base_url: gone, members: [gone, base()], auth_state: { env_var_set: false, runtime_key_set: true } });
+  // The unreachable first member was skipped; the second was asked with the provider's key.
+  expect(seenAuth).toEqual(["Bearer sk-test"]);
+  expect(r.cloud.members("farm")).toEqual([gone, base()]);
+  expect(r.cloud.target("farm").servers).toEqual([
+    { baseUrl: gone, headers: { authorization: "Bearer sk-gone" } },
+    { baseUrl: base(), headers: { authorization: "Bearer sk-test" } },
+  ]);
+  const file = readFileSync(join(r.cacheDir, "config.json"), "utf8");
+  expect(JSON.parse(file).cloud_providers).toEqual([{ provider: "farm", base_url: gone, members: [gone, base()], allow_insecure_http: true }]);
+  expect(file).not.toContain("sk-");
+  expect(r.cloud.systemInfo()[0]).toMatchObject({ name: "farm", base_url: gone, members: [gone, base()] });
+  // A restart reads the pool back; its keys are gone with the process.
+  const again = registry(r.cacheDir);
+  expect(again.cloud.members("farm")).toEqual([gone, base()]);
+  expect(again.cloud.authState("farm").runtime_key_set).toBe(false);
+  // Clearing forgets the members' keys too: then no member has one.
+  expect((await r.cloud.clearKey("farm")).cleared_runtime_key).toBe(true);
+  expect(() => r.cloud.target("farm")).toThrow(/No API key for cloud provider 'farm'/);
+  // A member without a key of its own or the provider's leaves the pool without one.
+  await r.cloud.install("farm", [{ base_url: gone, api_key: "sk-gone" }, { base_url: base() }], { allowInsecureHttp: true });
+  expect(() => r.cloud.target("farm")).toThrow(/No API key/);
+});
+
+test("a pool's members are refused when fewer than two, named twice, not http(s) or carrying credentials; the environment's key wins over theirs", async () => {
+  mode = "list";
+  const r = registry(tempDir(), { LEMONADE_FARM_API_KEY: "sk-env" });
+  await expect(r.cloud.install("farm", [{ base_url: base() }])).rejects.toMatchObject({ status: 400, param: "members" });
+  await expect(r.cloud.install("farm", [{ base_url: base() }, { base_url: base() + "/" }])).rejects.toMatchObject({ status: 400, param: "members" });
+  await expect(r.cloud.install("farm", [{ base_url: base() }, { base_url: "http://u:p@127.0.0.1:9/v1" }])).rejects.toMatchObject({ status: 400, param: "base_url" });
+  await expect(r.cloud.install("farm", [{ base_url: base() }, { base_url: "ftp://x/v1" }])).rejects.toMatchObject({ status: 400, param: "base_url" });
+  // A key over http:// still needs the opt-in, whichever member it is for.
+  await expect(r.cloud.install("farm", [{ base_url: "https://a.example/v1" }, { base_url: base() }])).rejects.toMatchObject({ code: "insecure_http_requires_opt_in" });
+  expect(r.cloud.names()).toEqual([]);
+  const result = await r.cloud.install("farm", [{ base_url: base(), api_key: "sk-member" }, { base_url: `http://127.0.0.1:${freePort()}/v1` }], { allowInsecureHttp: true });
+  expect(result.warning).toContain("LEMONADE_FARM_API_KEY");
+  expect(r.cloud.target("farm").servers.map((s) => s.headers.authorization)).toEqual(["Bearer sk-env", "Bearer sk-env"]);
 });

@@ -3611,7 +3611,7 @@ export interface paths {
         post?: never;
         /**
          * Clear a cloud provider's key
-         * @description Forgets the in-memory key of a provider; a key from the environment stays in effect. Without one, the provider's models are read again without a key, so a provider that needs one lists none.
+         * @description Forgets the in-memory keys of a provider (its own, and its pool members' given at install); a key from the environment stays in effect. Without one, the provider's models are read again without a key, so a provider that needs one lists none.
          */
         delete: operations["lemonade.cloud_auth_clear"];
         options?: never;
@@ -6481,8 +6481,10 @@ export interface components {
             backend: string;
             /** @description Cloud: the provider's short name (`fireworks`), the prefix of its model ids. Lower-case letters, digits, `-`, `_`. */
             provider?: string;
-            /** @description Cloud install: the OpenAI-compatible base URL, ending where `/v1` does (`https://api.fireworks.ai/inference/v1`). */
+            /** @description Cloud install: the OpenAI-compatible base URL, ending where `/v1` does (`https://api.fireworks.ai/inference/v1`). Required unless `members` is given. */
             base_url?: string;
+            /** @description Cloud install, in place of `base_url`: a pool, several servers serving the same models (other Lemonade servers, llama-server, vLLM). Each request goes to the healthy member with the fewest requests in flight; one that cannot be reached or answers 5xx before sending anything is marked down, the request goes to the next, and it is probed again after a back-off. Saved in `config.json` as `members`; `/v1/health` `pools` shows each member's state. */
+            members?: components["schemas"]["CloudPoolMember"][];
             /** @description Cloud install: a key kept in memory only (never written, logged or answered back). */
             api_key?: string;
             /** @description Cloud install: `true` lets a key travel to an `http://` base URL (a provider on loopback or a trusted network); kept with the provider. Without it, an `http://` provider with a key is refused. */
@@ -6501,8 +6503,10 @@ export interface components {
             backend: "cloud";
             /** @description The provider, the prefix of its models' ids */
             provider: string;
-            /** @description The provider's base URL, as saved */
+            /** @description The provider's base URL, as saved (a pool's first member's) */
             base_url: string;
+            /** @description A pool's member base URLs, as saved */
+            members?: string[];
             /** @description Models the provider's `GET /models` listed; `0` when it refused to list them */
             models_discovered: number;
             /** @description `openai` or `anthropic` */
@@ -6728,6 +6732,8 @@ export interface components {
             /** @description Whether the start-up check for newer model revisions has finished */
             update_check_done: boolean;
             auto_tune?: components["schemas"]["AutoTuneStatus"];
+            /** @description Lemonade extension: each model served by a pool of servers (a cloud provider installed with `members`), with its members' states; absent when there is none */
+            pools?: components["schemas"]["PoolHealth"][];
             /** @description Lemonade extension: per model, the KV cache of the recent conversations saved when its engine was unloaded, restored when the model loads again and a prompt continues one (config.json `kv_cache_swap`) */
             saved_kv_cache: components["schemas"]["SavedKvCache"][];
         };
@@ -6807,15 +6813,17 @@ export interface components {
                 providers: {
                     /** @description The provider, its models' id prefix */
                     name: string;
-                    /** @description Its base URL, as saved in `config.json` */
+                    /** @description Its base URL, as saved in `config.json` (a pool's first member's) */
                     base_url: string;
+                    /** @description A pool's member base URLs; absent for one server */
+                    members?: string[];
                     /** @description Whether its key may travel to an `http://` base URL */
                     allow_insecure_http: boolean;
                     /** @description The environment variable its key is read from (the name, never the value) */
                     env_var: string;
                     /** @description Whether that variable is set */
                     env_var_set: boolean;
-                    /** @description Whether a key was set with `POST /v1/cloud/auth` */
+                    /** @description Whether a key was set with `POST /v1/cloud/auth` (or with a pool member at install) */
                     runtime_key_set: boolean;
                     /** @description Its models in the catalog */
                     models_discovered: number;
@@ -7309,6 +7317,13 @@ export interface components {
             /** @description The normalised policy: candidates, default_model, classifiers, rules */
             routing: unknown;
         };
+        /** CloudPoolMember */
+        CloudPoolMember: {
+            /** @description The member's OpenAI-compatible base URL, ending where `/v1` does. */
+            base_url: string;
+            /** @description The member's own key, kept in memory only; without one it takes the provider's (`api_key`, `/v1/cloud/auth`). `LEMONADE_<PROVIDER>_API_KEY` wins over both. */
+            api_key?: string;
+        };
         /**
          * InstallResult
          * @description A recipe's backend
@@ -7328,7 +7343,7 @@ export interface components {
         CloudAuthState: {
             /** @description `LEMONADE_<PROVIDER>_API_KEY` is set in the server's environment (it wins) */
             env_var_set: boolean;
-            /** @description A key set with `/v1/cloud/auth` is held in memory */
+            /** @description A key set with `/v1/cloud/auth` (or given with the install, for the provider or a pool member) is held in memory */
             runtime_key_set: boolean;
         };
         /** InstallProgress */
@@ -7402,6 +7417,28 @@ export interface components {
             cores: number;
             /** @description The GPU the archetype is named after */
             gpu?: string;
+        };
+        /** PoolHealth */
+        PoolHealth: {
+            /** @description A model the pool serves (`<provider>.<id>`) */
+            model_name: string;
+            /** @description The cloud provider whose members the pool is */
+            provider: string;
+            /** @description Each member, shared by all of the provider's models */
+            members: components["schemas"]["PoolMemberHealth"][];
+        };
+        /** PoolMemberHealth */
+        PoolMemberHealth: {
+            /** @description The member's base URL (never a key) */
+            url: string;
+            /** @description `down` after it failed a request before answering (unreachable, or a 5xx), until a probe finds it answering again */
+            state: "up" | "down";
+            /** @description Requests it is serving now, for any of the provider's models */
+            in_flight: number;
+            /** @description Why it last failed; `null` if it never did */
+            last_error: string | null;
+            /** @description Unix timestamp of its next probe while down; `null` while up */
+            next_retry: number | null;
         };
         /** SavedKvCache */
         SavedKvCache: {
@@ -7665,12 +7702,15 @@ export type DownloadJob = components['schemas']['DownloadJob'];
 export type RoutingTryResponse = components['schemas']['RoutingTryResponse'];
 export type RouteDecision = components['schemas']['RouteDecision'];
 export type RoutingValidResponse = components['schemas']['RoutingValidResponse'];
+export type CloudPoolMember = components['schemas']['CloudPoolMember'];
 export type InstallResult = components['schemas']['InstallResult'];
 export type CloudAuthState = components['schemas']['CloudAuthState'];
 export type InstallProgress = components['schemas']['InstallProgress'];
 export type TelemetryState = components['schemas']['TelemetryState'];
 export type AutoTuneStatus = components['schemas']['AutoTuneStatus'];
 export type Archetype = components['schemas']['Archetype'];
+export type PoolHealth = components['schemas']['PoolHealth'];
+export type PoolMemberHealth = components['schemas']['PoolMemberHealth'];
 export type SavedKvCache = components['schemas']['SavedKvCache'];
 export type ProfileDocument = components['schemas']['ProfileDocument'];
 export type ArchetypeProfile = components['schemas']['ArchetypeProfile'];
@@ -7757,7 +7797,7 @@ export interface operations {
             500: components["responses"]["OpenAIError"];
             /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
+            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed; `model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again */
             503: components["responses"]["OpenAIError"];
             /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
@@ -7940,7 +7980,7 @@ export interface operations {
             500: components["responses"]["OpenAIError"];
             /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
+            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed; `model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again */
             503: components["responses"]["OpenAIError"];
             /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
@@ -8100,7 +8140,7 @@ export interface operations {
             500: components["responses"]["OpenAIError"];
             /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
+            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed; `model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again */
             503: components["responses"]["OpenAIError"];
             /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
@@ -8292,7 +8332,7 @@ export interface operations {
             501: components["responses"]["OpenAIError"];
             /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
+            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed; `model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again */
             503: components["responses"]["OpenAIError"];
             /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
@@ -8585,7 +8625,7 @@ export interface operations {
             500: components["responses"]["OpenAIError"];
             /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
+            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed; `model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again */
             503: components["responses"]["OpenAIError"];
             /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
@@ -9341,7 +9381,7 @@ export interface operations {
             500: components["responses"]["AnthropicError"];
             /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["AnthropicError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
+            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed; `model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again */
             503: components["responses"]["AnthropicError"];
             /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["AnthropicError"];
@@ -10780,7 +10820,7 @@ export interface operations {
             500: components["responses"]["OpenAIError"];
             /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed */
+            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed; `model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again */
             503: components["responses"]["OpenAIError"];
             /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
