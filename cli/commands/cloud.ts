@@ -16,11 +16,13 @@ export const cloud: Command = {
   name: "cloud",
   summary: "Use OpenAI-compatible providers (another Lemonade, vLLM, a hosted API) beside local models",
   usage:
-    "cloud list [--json] | cloud install PROVIDER (BASE_URL | --base-url URL) [--api-key KEY] [--allow-insecure-http] | cloud uninstall PROVIDER | cloud auth PROVIDER [KEY | --api-key KEY] [--allow-insecure-http] | cloud clear PROVIDER",
+    "cloud list [--json] | cloud install PROVIDER (BASE_URL... | --base-url URL) [--api-key KEY] [--allow-insecure-http] | cloud uninstall PROVIDER | cloud auth PROVIDER [KEY | --api-key KEY] [--allow-insecure-http] | cloud clear PROVIDER",
   help: `A provider's models are listed as PROVIDER.<id> with recipe "cloud" and answer like local ones.
   list                       Providers, how many models each lists and their key's state (--json: the
                              providers as /v1/system-info gives them)
-  install PROVIDER BASE_URL  Add a provider; BASE_URL (or --base-url URL) ends where /v1 does (http://gpu-box:8080/v1)
+  install PROVIDER BASE_URL  Add a provider; BASE_URL (or --base-url URL) ends where /v1 does (http://gpu-box:8080/v1).
+                             Several BASE_URLs make a pool: servers with the same models, each request sent
+                             to the least busy one that answers (/v1/health shows each member's state)
     --api-key KEY            Hold a key for it in the server's memory; without one its models are not listed
     --allow-insecure-http    Let the key travel to an http:// BASE_URL (kept with the provider)
   uninstall PROVIDER         Remove it and its models
@@ -38,16 +40,18 @@ ${SERVER_FLAGS_HELP}`,
     await ensureServer(client);
     if (action === "list" && args.length === 0) {
       // What /v1/system-info says of each provider (Lemonade's `cloud list --json` is that payload).
-      const rows = ((await client.json("GET", "/v1/system-info")).cloud?.providers ?? []) as { name: string; base_url: string; env_var: string; env_var_set: boolean; runtime_key_set: boolean; models_discovered: number }[];
+      const rows = ((await client.json("GET", "/v1/system-info")).cloud?.providers ?? []) as { name: string; base_url: string; members?: string[]; env_var: string; env_var_set: boolean; runtime_key_set: boolean; models_discovered: number }[];
       if (input.values.json) console.log(JSON.stringify(rows, null, 2));
       else if (!rows.length) console.log("No cloud providers. Add one with: lemonade cloud install PROVIDER BASE_URL");
       else {
         const auth = (r: (typeof rows)[number]) => (r.env_var_set ? `${r.env_var} set` : r.runtime_key_set ? "runtime key" : "no key");
-        console.log(table(["PROVIDER", "BASE URL", "MODELS", "AUTH"], rows.map((r) => [r.name, r.base_url, String(r.models_discovered), auth(r)])));
+        console.log(table(["PROVIDER", "BASE URL", "MODELS", "AUTH"], rows.map((r) => [r.name, (r.members ?? [r.base_url]).join(" "), String(r.models_discovered), auth(r)])));
       }
-    } else if (action === "install" && (args.length === 2 || (args.length === 1 && flags["base-url"]))) {
+    } else if (action === "install" && (args.length >= 2 || (args.length === 1 && flags["base-url"]))) {
       const key = flags["api-key"] ? { api_key: flags["api-key"] } : {};
-      const res = await client.json("POST", "/v1/install", { backend: "cloud", provider: args[0], base_url: args[1] ?? flags["base-url"], ...key, ...insecure });
+      const urls = [...args.slice(1), ...(flags["base-url"] ? [flags["base-url"]] : [])];
+      const server = urls.length > 1 ? { members: urls.map((base_url) => ({ base_url })) } : { base_url: urls[0] };
+      const res = await client.json("POST", "/v1/install", { backend: "cloud", provider: args[0], ...server, ...key, ...insecure });
       console.log(`Installed ${args[0]}: ${res.models_discovered} model(s) discovered${res.models_discovered ? "" : " (set a key with: lemonade cloud auth " + args[0] + ")"}`);
     } else if (action === "uninstall" && args.length === 1) {
       const res = await client.json("POST", "/v1/uninstall", { backend: "cloud", provider: args[0] });

@@ -236,6 +236,11 @@ describe("the single-file build", () => {
     ]);
     expect(listed[0].models_discovered).toBeGreaterThan(0);
     expect((await lemonade(["cloud", "list"])).out).toMatch(/self\s+http:\/\/127\.0\.0\.1:\d+\/v1\s+[1-9]/);
+    // Several base URLs make a pool (here this server twice, by two names).
+    const pool = await lemonade(["cloud", "install", "twin", `http://127.0.0.1:${port}/v1`, `http://localhost:${port}/v1`, "--api-key", "sk-any", "--allow-insecure-http"]);
+    expect(pool.code, pool.err).toBe(0);
+    expect((await lemonade(["cloud", "list"])).out).toMatch(/twin\s+http:\/\/127\.0\.0\.1:\d+\/v1 http:\/\/localhost:\d+\/v1\s+[1-9]/);
+    expect((await lemonade(["cloud", "uninstall", "twin"])).code).toBe(0);
     // The key goes in on standard input, so it never shows in the process list.
     const auth = await lemonade(["cloud", "auth", "self"], "sk-cli-key\n");
     expect(auth.code, auth.err).toBe(0);
