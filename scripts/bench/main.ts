@@ -12,6 +12,7 @@
 //   swap         alternating two models with max_loaded_models 1, per swap vs the engine's cold start
 //   kv           a long conversation's next turn after a swap, KV cache restored vs never evicted
 //   cloud        one stream through a cloud provider (the server's own engine) vs that engine directly
+//   pool         one stream through a pool of two llama-servers vs one provider, and a failover's cost
 //   classify     /v1/classify through the server vs the onnxruntime engine's own /classify
 //   all          every one of them
 import { table, type Figure } from "../../lib/bench.ts";
@@ -23,6 +24,7 @@ import { benchConcurrency } from "./concurrency.ts";
 import { benchKv } from "./kv.ts";
 import { benchLoad } from "./load.ts";
 import { benchMemory } from "./memory.ts";
+import { benchPool } from "./pool.ts";
 import { benchProxy } from "./proxy.ts";
 import { benchStart } from "./start.ts";
 import { benchSwap } from "./swap.ts";
@@ -38,6 +40,7 @@ const BENCHES: Record<string, (runs?: number) => Promise<Figure[]>> = {
   swap: (n) => benchSwap(n ?? 9),
   kv: (n) => benchKv(n ?? 5),
   cloud: (n) => benchCloud(n ?? 20),
+  pool: (n) => benchPool(n ?? 20),
   classify: (n) => benchClassify(n ?? 200),
 };
 
