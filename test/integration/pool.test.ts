@@ -130,7 +130,7 @@ test("the pool is one model; requests spread over both members, streaming and no
 test("a member killed mid-run: its streams end with one error event, the other's whole; the next requests succeed on the other; /v1/health shows it down", async () => {
   // Four streams, two on each member (each takes the one with fewer in flight), all under way
   // (their first tokens read) when a is killed.
-  const running = await Promise.all([1, 2, 3, 4].map(() => openStream(120)));
+  const running = await Promise.all([1, 2, 3, 4].map(() => openStream(80)));
   await kill(a);
   const texts = await Promise.all(running.map((r) => r.rest()));
   const cut = texts.filter((text) => !text.trim().endsWith("data: [DONE]"));
