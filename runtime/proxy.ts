@@ -71,6 +71,10 @@ export interface GenerateRequest {
 
 /** How long a pool's down member has to answer its probe. */
 const PROBE_TIMEOUT_MS = 5000;
+/** The answers that say a pool's member is not serving (it, or what stands in front of it); a 500
+ * is the request's own failure (llama-server's answer to one it cannot process), so it goes to the
+ * client rather than taking each member down in turn. */
+const UNAVAILABLE = new Set([502, 503, 504]);
 
 export class EngineProxy implements Forwarding {
   private readonly queues = new WeakMap<Instance<CatalogModel>, EngineQueue>();
@@ -258,7 +262,7 @@ export class EngineProxy implements Forwarding {
       headers: (l) => headers.get(l.url) ?? {},
       // A pool's member that failed before answering served nothing, so another may; a lone
       // provider's request is never sent twice.
-      replay: pool ? { claim: async () => claim(), times: servers.length, how: "sending the request to the pool's next member", failsOver: (status) => status >= 500 } : null,
+      replay: pool ? { claim: async () => claim(), times: servers.length, how: "sending the request to the pool's next member", failsOver: (status) => UNAVAILABLE.has(status) } : null,
       timeoutMs: (cloudTimeoutS?.() ?? 600) * 1000,
       join: (l, signal) => this.queueOf(l.instance).join(l.instance.model.id, signal),
     };

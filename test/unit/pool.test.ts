@@ -232,7 +232,7 @@ describe("the proxy and a pool", () => {
     expect((await (await t.proxy.toModel(request())).json()).choices[0].message.content).toBe("a");
   });
 
-  test("a 5xx before any byte fails over, whole answers and streams alike; a 4xx is the client's answer and marks nothing down", async () => {
+  test("a 502/503/504 before any byte fails over, whole answers and streams alike; a 400 or a 500 is the client's answer and marks nothing down", async () => {
     let aStatus = 502;
     const t = setup({
       a: async () => Response.json({ error: { message: "bad gateway" } }, { status: aStatus }),
@@ -259,9 +259,12 @@ describe("the proxy and a pool", () => {
     aStatus = 400;
     await t.clock.advance(2000);
     expect(t.health()[0]!.state).toBe("up");
-    const refusedByA = t.proxy.toModel(request());
-    await expect(refusedByA).rejects.toMatchObject({ status: 400 });
+    await expect(t.proxy.toModel(request())).rejects.toMatchObject({ status: 400 });
+    expect((await t.proxy.toModel(request())).status).toBe(200);
+    aStatus = 500;
+    await expect(t.proxy.toModel(request())).rejects.toMatchObject({ status: 500, message: "bad gateway" });
     expect(t.health()[0]!.state).toBe("up");
+    expect(t.sent.filter((s) => s.includes("/chat/")).map((s) => s[0])).toEqual(["a", "b", "a", "b", "a", "b", "a"]);
   });
 
   test("a stream that breaks after its first bytes is not sent again: one error event, and the member is still up", async () => {
