@@ -2,6 +2,7 @@
 // provider exactly as to a local engine. Nothing is loaded, so a cloud model never counts
 // against max_loaded_models, is not among /v1/health's loaded models, and has nothing to stop
 // when it fails; a pool's member that fails is marked down (runtime/pool.ts).
+import type { Clock } from "../lib/clock.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { RunningEngine } from "../engines/engine.ts";
 import type { Lease, Instance } from "./scheduler.ts";
@@ -12,8 +13,9 @@ const CLOUD_SLOTS = 64;
 
 const NEVER = new Promise<number>(() => {});
 
-/** A stand-in for an engine that is always there: the provider's own health is its business. */
-function remoteEngine(baseUrl: string): RunningEngine {
+/** A stand-in for an engine that is always there: a lone provider's health is its business; a
+ * pool's member answers its probe, so that one that hangs is found out and left for the next. */
+function remoteEngine(baseUrl: string, health: () => Promise<boolean>): RunningEngine {
   return {
     url: baseUrl,
     pid: 0,
@@ -22,41 +24,45 @@ function remoteEngine(baseUrl: string): RunningEngine {
     exited: NEVER,
     isStopping: false,
     lastLines: "",
-    health: async () => true,
+    health,
     stop: async () => {},
   };
 }
 
-/** One instance per cloud model, so that its queue and counters persist across requests. */
+/** One instance per cloud model (per member, for a pool), so that its queue and counters persist
+ * across requests and a silent member's hang check is its own. */
 export class CloudLeases {
   private readonly instances = new Map<string, Instance<CatalogModel>>();
 
-  /** A claim on the model at its provider's base URL (a pool's first member's), the request going
-   * to `member` when a pool chose one. */
+  constructor(private readonly clock: Clock) {}
+
+  /** A claim on the model at its provider's base URL, or at the member a pool chose. */
   lease(model: CatalogModel, baseUrl: string, member?: MemberClaim): Lease<CatalogModel> {
-    let instance = this.instances.get(model.id);
-    if (!instance || instance.engine.url !== baseUrl) {
+    const url = member?.url ?? baseUrl;
+    const key = member ? `${model.id} ${url}` : model.id;
+    let instance = this.instances.get(key);
+    if (!instance || instance.engine.url !== url) {
       instance = {
         model,
-        engine: remoteEngine(baseUrl),
+        engine: remoteEngine(url, member?.health ?? (async () => true)),
         spec: { options: {}, ctxSize: model.cloud?.contextLength ?? 0 },
         pinned: false,
         lastUse: Date.now(),
         inflight: 0,
         streaming: 0,
-        lastOutput: Date.now(),
+        lastOutput: this.clock.now(),
         loadMs: 0,
         state: "ready",
         gone: Promise.withResolvers<void>(),
       };
-      this.instances.set(model.id, instance);
+      this.instances.set(key, instance);
     }
     const s = instance;
     s.inflight++;
     let released = false;
     const lease: Lease<CatalogModel> = {
       instance: s,
-      url: member?.url ?? baseUrl,
+      url,
       streaming: () => {},
       release: () => {
         if (released) return;

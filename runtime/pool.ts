@@ -25,6 +25,9 @@ export interface MemberClaim {
   done(): void;
   /** The member failed the request before any of it reached the client: it is down. */
   failed(why: string): void;
+  /** Whether the member answers its probe now, within `timeoutMs` (the hang check of a request
+   * it is silent on). */
+  health(timeoutMs?: number): Promise<boolean>;
 }
 
 /** The first back-off after a member fails, doubled on each failed probe up to the last. */
@@ -44,8 +47,9 @@ interface Member {
 
 export interface PoolDeps {
   clock: Clock;
-  /** Resolves when the member answers (its `GET /models`), rejects with why not. */
-  probe(url: string): Promise<void>;
+  /** Resolves when the member answers (its `GET /models`) within `timeoutMs` (absent: the probe's
+   * own limit), rejects with why not. */
+  probe(url: string, timeoutMs?: number): Promise<void>;
   log: { info(message: string): void; warn(message: string): void };
 }
 
@@ -94,6 +98,7 @@ export class Pool {
         m.inflight--;
       },
       failed: (why) => this.markDown(m, why),
+      health: (timeoutMs) => this.deps.probe(m.url, timeoutMs).then(() => true, () => false),
     };
   }
 
@@ -169,7 +174,7 @@ export class Pools {
     private readonly deps: Omit<PoolDeps, "probe"> & {
       /** The provider's members now; undefined once it is no longer a pool. */
       members(provider: string): string[] | undefined;
-      probe(provider: string, url: string): Promise<void>;
+      probe(provider: string, url: string, timeoutMs?: number): Promise<void>;
     },
   ) {}
 
@@ -186,13 +191,13 @@ export class Pools {
       pool = new Pool(provider, {
         clock: this.deps.clock,
         log: this.deps.log,
-        probe: async (url) => {
+        probe: async (url, timeoutMs) => {
           // A member no longer installed is not asked again (and the pool goes with its provider).
           if (!this.deps.members(provider)?.includes(url)) {
             this.of(provider);
             return;
           }
-          await this.deps.probe(provider, url);
+          await this.deps.probe(provider, url, timeoutMs);
         },
       });
       this.pools.set(provider, pool);

@@ -69,7 +69,7 @@ export interface GenerateRequest {
   signal: AbortSignal;
 }
 
-/** How long a pool's down member has to answer its probe. */
+/** How long a pool's down member has to answer its probe (a hang check gives its own interval). */
 const PROBE_TIMEOUT_MS = 5000;
 /** The answers that say a pool's member is not serving (it, or what stands in front of it); a 500
  * is the request's own failure (llama-server's answer to one it cannot process), so it goes to the
@@ -78,7 +78,7 @@ const UNAVAILABLE = new Set([502, 503, 504]);
 
 export class EngineProxy implements Forwarding {
   private readonly queues = new WeakMap<Instance<CatalogModel>, EngineQueue>();
-  private readonly cloudLeases = new CloudLeases();
+  private readonly cloudLeases: CloudLeases;
   private readonly exchangeDeps: ExchangeDeps;
   /** The cloud providers that are pools: their members' states (reported by /v1/health). */
   readonly pools: Pools;
@@ -99,16 +99,17 @@ export class EngineProxy implements Forwarding {
       hangCheckMs: deps.hangCheckMs ?? 10_000,
       pingMs: deps.pingMs ?? 1000,
     };
+    this.cloudLeases = new CloudLeases(this.exchangeDeps.clock);
     const send = this.exchangeDeps.fetch;
     this.pools = new Pools({
       clock: this.exchangeDeps.clock,
       log: { info: (m) => deps.logger.info("Proxy", m), warn: (m) => deps.logger.warn("Proxy", m) },
       members: (provider) => deps.cloud?.members(provider),
-      async probe(provider, url) {
+      async probe(provider, url, timeoutMs = PROBE_TIMEOUT_MS) {
         const server = deps.cloud?.target(provider).servers.find((s) => s.baseUrl === url);
         let res: Response;
         try {
-          res = await send(`${url}/models`, { headers: server?.headers ?? {}, signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+          res = await send(`${url}/models`, { headers: server?.headers ?? {}, signal: AbortSignal.timeout(timeoutMs) });
         } catch (err) {
           throw new Error(`could not be reached (${(err as Error).message})`);
         }

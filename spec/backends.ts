@@ -45,7 +45,7 @@ const CloudFields = {
         minItems: 2,
         maxItems: 32,
         description:
-          "Cloud install, in place of `base_url`: a pool, several servers serving the same models (other Lemonade servers, llama-server, vLLM). Each request goes to the healthy member with the fewest requests in flight; one that cannot be reached, breaks off before sending anything or answers 502, 503 or 504 is marked down, the request goes to the next, and it is probed again after a back-off. A member's other errors (a 500 included: a request it cannot process) are the client's answer. Saved in `config.json` as `members`; `/v1/health` `pools` shows each member's state.",
+          "Cloud install, in place of `base_url`: a pool, several servers serving the same models (other Lemonade servers, llama-server, vLLM). Each request goes to the healthy member with the fewest requests in flight; one that cannot be reached, breaks off before sending anything, answers 502, 503 or 504, or hangs (silent on a request and failing three probes in a row, `LEMONADE_HANG_CHECK_MS` apart) is marked down, the request goes to the next, and it is probed again after a back-off. A member's other errors (a 500 included: a request it cannot process) are the client's answer. Saved in `config.json` as `members`; `/v1/health` `pools` shows each member's state.",
       },
     ),
   ),

@@ -28,7 +28,7 @@ export const LoadedModel = T.Object({
 const PoolMember = T.Object(
   {
     url: T.String({ description: "The member's base URL (never a key)" }),
-    state: T.Union([T.Literal("up"), T.Literal("down")], { description: "`down` after it failed a request before answering (unreachable, or answering 502, 503 or 504), until a probe finds it answering again" }),
+    state: T.Union([T.Literal("up"), T.Literal("down")], { description: "`down` after it failed a request before answering (unreachable, hung, or answering 502, 503 or 504), until a probe finds it answering again" }),
     in_flight: T.Integer({ description: "Requests it is serving now, for any of the provider's models" }),
     last_error: Nullable(T.String(), { description: "Why it last failed; `null` if it never did" }),
     next_retry: Nullable(T.Number(), { description: "Unix timestamp of its next probe while down; `null` while up" }),

@@ -1,7 +1,7 @@
 // A pool of two real llama-server processes (the tiny chat model, on loopback ports) installed as
 // one cloud provider: requests spread over both, one member killed mid-run (the next requests
 // succeed on the other, /v1/health shows it down), started again on its port (back up after its
-// probe), and both gone (a 503 naming them).
+// probe), one stopped (SIGSTOP: found by the hang check), and both gone (a 503 naming them).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { join } from "node:path";
 import OpenAI from "openai";
@@ -85,7 +85,8 @@ async function openStream(max_tokens: number): Promise<{ rest(): Promise<string>
 
 beforeAll(async () => {
   await Promise.all(members.map(start));
-  server = await startTestServer({});
+  // A hung member is found after three failed checks, half a second apart.
+  server = await startTestServer({ LEMONADE_HANG_CHECK_MS: "500" });
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused" });
   // llama-server asks for no key; a cloud provider needs one to be asked at all, over http:// only with the opt-in.
   const install = await post("/v1/install", { backend: "cloud", provider: "farm", members: members.map((m) => ({ base_url: `${m.url}/v1` })), api_key: KEY, allow_insecure_http: true });
@@ -163,6 +164,23 @@ test("the killed member started again is back up after its probe, and takes requ
   const onA = await generated(a);
   for (let i = 0; i < 2; i++) await chat();
   expect((await generated(a)) - onA).toBe(4);
+});
+
+test("a member that hangs (stopped) is found by the hang check and left for the other; continued, it is back up", async () => {
+  a.proc!.kill("SIGSTOP");
+  try {
+    // Ties take the members in turn: one of the two goes to the stopped member first.
+    for (let i = 0; i < 2; i++) expect((await chat()).usage!.completion_tokens).toBe(4);
+    const [hung, up] = (await pools())[0]!.members;
+    expect(hung).toMatchObject({ state: "down", in_flight: 0 });
+    // Its own probe, a second on, may have timed out by now too.
+    expect(hung!.last_error).toMatch(/stopped answering its health checks|timed out/);
+    expect(up).toMatchObject({ state: "up", in_flight: 0 });
+  } finally {
+    a.proc!.kill("SIGCONT");
+  }
+  for (let i = 0; i < 300 && (await memberState())[0] !== "up"; i++) await Bun.sleep(100);
+  expect(await memberState()).toEqual(["up", "up"]);
 });
 
 test("every member gone: a retryable 503 naming them, for a stream too (refused before it starts)", async () => {

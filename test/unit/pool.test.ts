@@ -161,7 +161,7 @@ describe("the proxy and a pool", () => {
   type Member = (init: RequestInit) => Promise<Response>;
 
   /** A pool provider `farm` of two in-process members, installed as config.json keeps it. */
-  function setup(members: Record<string, Member>) {
+  function setup(members: Record<string, Member>, hangCheckMs = 0) {
     const cacheDir = tempDir();
     writeFileSync(join(cacheDir, "config.json"), JSON.stringify({ cloud_providers: [{ provider: "farm", base_url: A, members: [A, B], allow_insecure_http: true }] }));
     const cloud = new CloudProviders({ cacheDir, env: { LEMONADE_FARM_API_KEY: "sk-farm" }, log: quiet });
@@ -176,7 +176,7 @@ describe("the proxy and a pool", () => {
       stats: new GenerationStats(),
       logger,
       clock,
-      hangCheckMs: 0,
+      hangCheckMs,
       cloud,
       cloudTimeoutS: () => 30,
       fetch: (async (url: string, init: RequestInit) => {
@@ -265,6 +265,36 @@ describe("the proxy and a pool", () => {
     await expect(t.proxy.toModel(request())).rejects.toMatchObject({ status: 500, message: "bad gateway" });
     expect(t.health()[0]!.state).toBe("up");
     expect(t.sent.filter((s) => s.includes("/chat/")).map((s) => s[0])).toEqual(["a", "b", "a", "b", "a", "b", "a"]);
+  });
+
+  test("a member that hangs is found by the hang check (three failed probes while it is silent), marked down, and the request goes to the other", async () => {
+    const hangs: Member = (init) =>
+      init.body === undefined
+        ? refused(init)
+        : new Promise<Response>((_, reject) => init.signal?.addEventListener("abort", () => reject(new Error("aborted"))));
+    const t = setup({ a: hangs, b: answers("b") }, 5000);
+    let settled = false;
+    const answer = t.proxy.toModel(request()).finally(() => (settled = true));
+    await t.clock.advance(14_999);
+    expect(settled).toBe(false);
+    expect(t.sent.filter((s) => s.startsWith("a /models"))).toHaveLength(2);
+    await t.clock.advance(1);
+    expect((await (await answer).json()).choices[0].message.content).toBe("b");
+    expect(t.health()[0]).toMatchObject({ state: "down", last_error: "stopped answering its health checks", in_flight: 0 });
+    expect(t.health()[1]).toMatchObject({ state: "up", in_flight: 0 });
+  });
+
+  test("a slow member that answers its probes is waited for, never left for the other", async () => {
+    let answer: ((res: Response) => void) | undefined;
+    const slow: Member = (init) => (init.body === undefined ? answers("a")(init) : new Promise<Response>((resolve) => (answer = resolve)));
+    const t = setup({ a: slow, b: answers("b") }, 5000);
+    const pending = t.proxy.toModel(request());
+    await t.clock.advance(60_000);
+    expect(t.sent.filter((s) => s.startsWith("a /models"))).toHaveLength(12);
+    answer!(Response.json({ choices: [{ message: { content: "a, at last" } }] }));
+    expect((await (await pending).json()).choices[0].message.content).toBe("a, at last");
+    expect(t.sent.some((s) => s.startsWith("b "))).toBe(false);
+    expect(t.health()[0]!.state).toBe("up");
   });
 
   test("a stream that breaks after its first bytes is not sent again: one error event, and the member is still up", async () => {

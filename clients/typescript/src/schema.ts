@@ -6483,7 +6483,7 @@ export interface components {
             provider?: string;
             /** @description Cloud install: the OpenAI-compatible base URL, ending where `/v1` does (`https://api.fireworks.ai/inference/v1`). Required unless `members` is given. */
             base_url?: string;
-            /** @description Cloud install, in place of `base_url`: a pool, several servers serving the same models (other Lemonade servers, llama-server, vLLM). Each request goes to the healthy member with the fewest requests in flight; one that cannot be reached, breaks off before sending anything or answers 502, 503 or 504 is marked down, the request goes to the next, and it is probed again after a back-off. A member's other errors (a 500 included: a request it cannot process) are the client's answer. Saved in `config.json` as `members`; `/v1/health` `pools` shows each member's state. */
+            /** @description Cloud install, in place of `base_url`: a pool, several servers serving the same models (other Lemonade servers, llama-server, vLLM). Each request goes to the healthy member with the fewest requests in flight; one that cannot be reached, breaks off before sending anything, answers 502, 503 or 504, or hangs (silent on a request and failing three probes in a row, `LEMONADE_HANG_CHECK_MS` apart) is marked down, the request goes to the next, and it is probed again after a back-off. A member's other errors (a 500 included: a request it cannot process) are the client's answer. Saved in `config.json` as `members`; `/v1/health` `pools` shows each member's state. */
             members?: components["schemas"]["CloudPoolMember"][];
             /** @description Cloud install: a key kept in memory only (never written, logged or answered back). */
             api_key?: string;
@@ -7431,7 +7431,7 @@ export interface components {
         PoolMemberHealth: {
             /** @description The member's base URL (never a key) */
             url: string;
-            /** @description `down` after it failed a request before answering (unreachable, or answering 502, 503 or 504), until a probe finds it answering again */
+            /** @description `down` after it failed a request before answering (unreachable, hung, or answering 502, 503 or 504), until a probe finds it answering again */
             state: "up" | "down";
             /** @description Requests it is serving now, for any of the provider's models */
             in_flight: number;
