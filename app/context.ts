@@ -169,6 +169,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
       scheduler.list().map((s) => ({ model: s.model.id, checkpoint: s.model.checkpoints.main ?? "", recipe: s.model.recipe, type: s.model.type, device: "cpu", url: s.engine.url, queued: proxy.queued(s) })),
     () => config.maxLoadedModels,
     () => ({ decisions: stats.routing.routing_decisions_total, switches: stats.routing.routing_switches_total }),
+    () => cloud.names().flatMap((provider) => proxy.pools.of(provider)?.health().map((m) => ({ provider, member: m.url, up: m.state === "up", inFlight: m.in_flight })) ?? []),
   );
   const proxy: EngineProxy = new EngineProxy({
     scheduler,

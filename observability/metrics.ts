@@ -20,6 +20,15 @@ export interface LoadedModelInfo {
   queued: number;
 }
 
+/** A cloud pool's member now (runtime/pool.ts). */
+export interface PoolMemberInfo {
+  provider: string;
+  /** Its base URL, which carries no credentials. */
+  member: string;
+  up: boolean;
+  inFlight: number;
+}
+
 export class Metrics {
   readonly registry = new Registry();
   readonly httpRequests: Counter<"method" | "route" | "status">;
@@ -41,6 +50,7 @@ export class Metrics {
     maxLoaded: () => number = () => 1,
     /** collection.router's decisions so far, and those that changed a conversation's model. */
     routing: () => { decisions: number; switches: number } = () => ({ decisions: 0, switches: 0 }),
+    pools: () => PoolMemberInfo[] = () => [],
   ) {
     const registers = [this.registry];
     new Gauge({ name: "lemonade_server_up", help: "Whether the Lemonade server is running.", registers }).set(1);
@@ -124,6 +134,26 @@ export class Metrics {
       collect() {
         this.reset();
         for (const m of loadedModels()) this.set({ model: m.model }, m.queued);
+      },
+    });
+    new Gauge({
+      name: "lemonade_pool_member_up",
+      help: "Whether a cloud pool's member takes requests (1) or is down until its probe answers (0), by provider and member base URL.",
+      labelNames: ["provider", "member"],
+      registers,
+      collect() {
+        this.reset();
+        for (const m of pools()) this.set({ provider: m.provider, member: m.member }, m.up ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: "lemonade_pool_member_in_flight",
+      help: "Requests a cloud pool's member is serving now, by provider and member base URL.",
+      labelNames: ["provider", "member"],
+      registers,
+      collect() {
+        this.reset();
+        for (const m of pools()) this.set({ provider: m.provider, member: m.member }, m.inFlight);
       },
     });
     new Gauge({

@@ -152,6 +152,10 @@ test("a member killed mid-run: its streams end with one error event, the other's
   expect(down!.last_error).toContain("could not be reached");
   expect(down!.next_retry).toBeGreaterThan(Date.now() / 1000 - 1);
   expect(up).toMatchObject({ url: `${b.url}/v1`, state: "up", in_flight: 0 });
+  const metrics = await (await fetch(`${server.url}/metrics`)).text();
+  expect(metrics).toContain(`lemonade_pool_member_up{provider="farm",member="${a.url}/v1"} 0`);
+  expect(metrics).toContain(`lemonade_pool_member_up{provider="farm",member="${b.url}/v1"} 1`);
+  expect(metrics).toContain(`lemonade_pool_member_in_flight{provider="farm",member="${b.url}/v1"} 0`);
   expect(server.ctx.logger.snapshot().some((e) => e.line.includes(`member ${a.url}/v1 is down`))).toBe(true);
 });
 
