@@ -2,9 +2,9 @@
 // watchdog, the deadline, and the replay policy: an engine found dead (the request could not reach
 // it, or it broke off before sending a byte, or it failed its health checks while silent) is
 // stopped, the model loaded again and the request sent once more; only when that fails too does
-// the client get a retryable 503. A pool's member found dead (or answering 502, 503, 504) is marked down
-// and the request goes to the next member instead. Every failure here is thrown as the ApiError
-// the client gets.
+// the client get a retryable 503. A pool's member found dead (or answering 502, 503, 504) is
+// marked down and the request goes to the next member instead. Every failure here is thrown as
+// the ApiError the client gets.
 import { E } from "../spec/errors.ts";
 import { ApiError } from "../lib/api-error.ts";
 import type { Clock } from "../lib/clock.ts";
@@ -37,8 +37,8 @@ export interface Replay {
   times: number;
   /** What the log line says is done about it. */
   how: string;
-  /** Answers that count as the engine gone (a pool member's 502, 503, 504); without it only a request that
-   * fails, breaks off or hangs does. */
+  /** Answers that count as the engine gone (a pool member's 502, 503, 504); without it only a
+   * request that fails, breaks off or hangs does. */
   failsOver?: (status: number) => boolean;
 }
 
