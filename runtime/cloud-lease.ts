@@ -43,6 +43,9 @@ export class CloudLeases {
         lastOutput: Date.now(),
         loadMs: 0,
         state: "ready",
+        tier: "full",
+        autoEvicting: false,
+        downsizeFailed: false,
         gone: Promise.withResolvers<void>(),
       };
       this.instances.set(model.id, instance);

@@ -14,7 +14,11 @@ export const LoadedModel = T.Object({
   type: ModelType,
   device: T.String({ description: 'Space-separated device list: `"cpu"`, `"gpu"`, `"npu"`' }),
   pinned: T.Boolean({ description: "Whether the model is pinned against automatic eviction" }),
-  is_busy: T.Boolean({ description: "Whether the model has requests in flight or a load in progress" }),
+  is_busy: T.Boolean({ description: "Whether the model has requests in flight, a load or a downsize in progress" }),
+  status: T.Union([T.Literal("ready"), T.Literal("in_use"), T.Literal("downsizing"), T.Literal("downsized"), T.Literal("evicting")], {
+    description:
+      "Where the model is in its life: `ready` (idle, whole), `in_use` (requests in flight), `downsizing` or `downsized` (idle past `downsize_idle_timeout`: its KV cache freed, its weights loaded; the next request restores it), `evicting` (being unloaded)",
+  }),
   is_streaming: T.Boolean({ description: "Whether the model is streaming output tokens right now" }),
   queue_depth: T.Integer({ description: "Lemonade extension: requests waiting for one of the engine's slots (beyond `max_queue`, LEMONADE_MAX_QUEUE, 512 by default, a request is refused with 503 `server_busy` and `Retry-After`)" }),
   recipe: T.String({ description: "Recipe used to load the model, e.g. `llamacpp`" }),
