@@ -70,6 +70,8 @@ export interface GenerateRequest {
 export class EngineProxy implements Forwarding {
   private readonly queues = new WeakMap<Instance<CatalogModel>, EngineQueue>();
   private readonly cloudLeases = new CloudLeases();
+  /** Cloud models loaded by name (`/v1/load`): they answer until unloaded, whatever the catalog lists. */
+  private readonly cloudLoaded = new Map<string, CatalogModel>();
   private readonly exchangeDeps: ExchangeDeps;
   /** Every kind of model a request may name; collections add theirs (app/context.ts). */
   readonly targets: Targets;
@@ -78,7 +80,7 @@ export class EngineProxy implements Forwarding {
   private readonly longestTokens = new WeakMap<CatalogModel, number | undefined>();
 
   constructor(private readonly deps: ProxyDeps) {
-    this.targets = new Targets(engineKind(deps.scheduler, this), [cloudKind(this)]);
+    this.targets = new Targets(engineKind(deps.scheduler, this), [cloudKind(this, this.cloudLoaded)]);
     this.exchangeDeps = {
       logger: deps.logger,
       metrics: deps.metrics,
@@ -115,7 +117,15 @@ export class EngineProxy implements Forwarding {
   }
 
   private lookup(name: string): CatalogModel {
-    return this.deps.scheduler.ready(name) ?? this.deps.catalog.get(name);
+    return this.deps.scheduler.ready(name) ?? this.cloudLoaded.get(name) ?? this.deps.catalog.get(name);
+  }
+
+  /** Forgets a loaded cloud model (every one without a name); whether one was loaded. */
+  unloadCloud(id?: string): boolean {
+    if (id !== undefined) return this.cloudLoaded.delete(id);
+    const any = this.cloudLoaded.size > 0;
+    this.cloudLoaded.clear();
+    return any;
   }
 
   /** Claims the model a request names (loading it when needed). */
