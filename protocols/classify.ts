@@ -47,8 +47,14 @@ function modelName(ctx: Pick<ServerContext, "scheduler">, named: string | undefi
 }
 
 /** Label scores, highest first, from the classifier (loaded when it is not), through the proxy:
- * its queue, its watch for a hung engine and its one replay after a crash. */
-export async function classifyText(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, req: Classification, signal: AbortSignal): Promise<{ model: string; labels: Record<string, number> }> {
+ * its queue, its watch for a hung engine and its one replay after a crash. `helper`: for a
+ * router's policy, so the model is held as a routing helper. */
+export async function classifyText(
+  ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">,
+  req: Classification,
+  signal: AbortSignal,
+  helper = false,
+): Promise<{ model: string; labels: Record<string, number> }> {
   const name = modelName(ctx, req.model);
   const res = await ctx.proxy.toModel({
     model: name,
@@ -58,6 +64,7 @@ export async function classifyText(ctx: Pick<ServerContext, "catalog" | "proxy" 
     signal,
     endpoint: "classify",
     generation: false,
+    helper,
   });
   const model = ctx.catalog.find(name);
   return { model: model ? ctx.catalog.publicId(model) : name, labels: (await res.json()).labels };

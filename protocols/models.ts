@@ -170,6 +170,8 @@ export function healthEntry(instance: Instance<CatalogModel>, loading: boolean, 
     is_streaming: instance.streaming > 0,
     queue_depth: queued,
     recipe: instance.model.recipe,
+    residency_class: instance.residency,
+    slot_pool: `${instance.residency}/${instance.model.type}`,
     pid: instance.engine.pid,
     // Only what was set (by the load, the saved options or the catalog): defaults are left out.
     recipe_options: { ...setOptions(instance.model.recipe, instance.spec.options), ...("ctx_size" in instance.spec.options ? { ctx_size: instance.spec.ctxSize } : {}) },

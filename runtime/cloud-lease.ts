@@ -43,6 +43,7 @@ export class CloudLeases {
         lastOutput: Date.now(),
         loadMs: 0,
         state: "ready",
+        residency: "standard",
         tier: "full",
         autoEvicting: false,
         downsizeFailed: false,

@@ -7,6 +7,11 @@
 
 export type ResidentState = "loading" | "ready" | "draining" | "stopping";
 
+/** The pool a model counts in (multi-model guide): `standard` models count against
+ * `max_loaded_models` per type; a `routing_helper` (a model a collection's routing runs on, not the
+ * client) has a pool of its own per helper model, so it evicts no standard model by count. */
+export type Residency = "standard" | "routing_helper";
+
 /** How much of itself a ready model holds: all of it, its KV cache being freed, or weights only. */
 export type Tier = "full" | "downsizing" | "downsized";
 
@@ -15,6 +20,7 @@ export interface Resident {
   id: string;
   /** Its model type (`llm`, `embedding`, ...): `max_loaded_models` counts per type. */
   type: string;
+  residency: Residency;
   state: ResidentState;
   pinned: boolean;
   /** ms since the epoch of the last request's start or end. */
@@ -38,6 +44,8 @@ export interface Resident {
 export interface Incoming {
   id: string;
   type: string;
+  /** The pool it loads into; standard unless set. */
+  residency?: Residency;
   /** Its `auto_evict`: whether a load that does not fit in memory may evict a model to make room. */
   autoEvict: boolean;
   /** What its load needs and what memory is free for it (itself aside), in bytes; undefined when
@@ -80,10 +88,12 @@ const leaving = (r: Resident) => r.state === "draining" || r.state === "stopping
  * a time: after an eviction or a wait the scheduler asks again, so no second model is evicted for
  * room the first one's leaving will make. */
 export function decideAdmission(residents: readonly Resident[], incoming: Incoming, limits: Limits, now: number): Admission {
-  const ofType = residents.filter((r) => r.type === incoming.type);
   // One load at a time per type, so a type never holds more engines than its limit.
-  if (ofType.some((r) => r.state === "loading")) return { kind: "wait" };
-  if (limits.maxLoaded >= 0 && ofType.length >= limits.maxLoaded) {
+  if (residents.some((r) => r.type === incoming.type && r.state === "loading")) return { kind: "wait" };
+  const residency = incoming.residency ?? "standard";
+  const ofType = residents.filter((r) => r.type === incoming.type && r.residency === residency);
+  // A routing helper's pool is its own model's: it never counts against another.
+  if (residency === "standard" && limits.maxLoaded >= 0 && ofType.length >= limits.maxLoaded) {
     if (ofType.some(leaving)) return { kind: "wait" };
     const victim = pickVictim(ofType, now);
     if (victim) return { kind: "evict", victim: victim.id, reason: "count" };

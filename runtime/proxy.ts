@@ -179,7 +179,7 @@ export class EngineProxy implements Forwarding {
     const refusal = req.check(model);
     if (refusal) throw refusal;
     this.checkFits(model, req);
-    const opts = { options: req.loadOptions, signal: req.signal };
+    const opts = { options: req.loadOptions, signal: req.signal, residency: req.helper ? ("routing_helper" as const) : ("standard" as const) };
     const lease = await this.deps.scheduler.acquire(model, opts);
     if (this.deps.beforeSend) {
       try {

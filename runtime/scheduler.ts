@@ -28,7 +28,7 @@ import { changed } from "../lib/generation.ts";
 import { E } from "../spec/errors.ts";
 import type { LoadSpec } from "../models/recipe-options.ts";
 import type { RunningEngine } from "../engines/engine.ts";
-import { decideAdmission, idleDegradation, pressureVictim, type Admission, type Incoming, type Resident, type Tier } from "./eviction.ts";
+import { decideAdmission, idleDegradation, pickVictim, pressureVictim, type Admission, type Incoming, type Resident, type Residency, type Tier } from "./eviction.ts";
 import type { ExclusiveGate } from "./job-gate.ts";
 
 /** What the scheduler needs of a model. */
@@ -56,6 +56,9 @@ export interface Instance<M extends SchedulableModel = SchedulableModel> {
   /** How long the engine took to start (ms), for the eviction score. */
   loadMs: number;
   state: InstanceState;
+  /** The pool it counts in: the one its last use asked for (a model a router's classifier runs
+   * on is a routing helper; a client's request moves it into the standard pool, in place). */
+  residency: Residency;
   /** Whole, being downsized, or downsized (its KV cache freed while idle). */
   tier: Tier;
   /** Its last downsize failed: not tried again until a request uses it. */
@@ -141,6 +144,8 @@ export interface AcquireOptions {
   options?: Record<string, unknown>;
   /** The client's request: once it aborts, the request leaves the queue. */
   signal?: AbortSignal;
+  /** The pool the request holds the model in: `routing_helper` for a collection's routing, else standard. */
+  residency?: Residency;
 }
 
 export interface LoadRequest {
@@ -154,6 +159,7 @@ interface Waiter<M extends SchedulableModel> {
   spec: LoadSpec;
   /** An explicit load: it reloads a model running with other options, and takes no lease. */
   explicit: boolean;
+  residency: Residency;
   signal?: AbortSignal;
   grant(instance: Instance<M>): void;
   fail(err: unknown): void;
@@ -170,8 +176,8 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   private readonly instances = new Map<string, Instance<M>>();
   /** Models pinned by a load or /internal/pin: an engine that crashes comes back pinned. */
   private readonly pinnedIds = new Set<string>();
-  /** Models whose engine is starting, by id. */
-  private readonly loading = new Map<string, M>();
+  /** Models whose engine is starting, by id, with the pool each loads into. */
+  private readonly loading = new Map<string, { model: M; residency: Residency }>();
   private waiters: Waiter<M>[] = [];
   private readonly stopIdleCheck: () => void;
   private readonly stopPressureCheck: () => void;
@@ -240,15 +246,19 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   async acquire(model: M, opts: AcquireOptions = {}): Promise<Lease<M>> {
     if (opts.signal?.aborted) throw clientGone();
     await this.deps.gate?.pass(opts.signal);
+    const residency = opts.residency ?? "standard";
     const resident = this.instances.get(model.id);
-    if (resident && this.takeBack(resident)) return this.leaseOf(resident);
-    return this.wait(model, opts.options, false, opts.signal, (instance) => this.leaseOf(instance));
+    if (resident && this.takeBack(resident)) {
+      this.moveTo(resident, residency);
+      return this.leaseOf(resident);
+    }
+    return this.wait(model, opts.options, false, opts.signal, residency, (instance) => this.leaseOf(instance));
   }
 
   /** Loads a model explicitly (reloading it when it runs with other options). */
   async load(model: M, req: LoadRequest = {}): Promise<Instance<M>> {
     await this.deps.gate?.pass();
-    return this.wait(model, req.options, true, undefined, (instance) => {
+    return this.wait(model, req.options, true, undefined, "standard", (instance) => {
       if (req.pinned !== undefined) {
         instance.pinned = req.pinned;
         if (req.pinned) this.pinnedIds.add(model.id);
@@ -267,6 +277,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     options: Record<string, unknown> | undefined,
     explicit: boolean,
     signal: AbortSignal | undefined,
+    residency: Residency,
     take: (instance: Instance<M>) => T,
   ): Promise<T> {
     let spec: LoadSpec;
@@ -279,7 +290,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
       this.preparing--;
     }
     return new Promise<T>((resolve, reject) =>
-      this.enqueue({ model, spec, explicit, signal, grant: (instance) => resolve(take(instance)), fail: reject }),
+      this.enqueue({ model, spec, explicit, residency, signal, grant: (instance) => resolve(take(instance)), fail: reject }),
     );
   }
 
@@ -337,6 +348,12 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
       const instance = this.instances.get(w.model.id);
       if (instance?.state === "ready" && !(w.explicit && !sameSpec(instance.spec, w.spec))) {
         this.remove(w);
+        try {
+          this.moveTo(instance, w.residency);
+        } catch (err) {
+          w.fail(err);
+          continue;
+        }
         w.grant(instance);
       }
     }
@@ -354,7 +371,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
         continue;
       }
       if (instance) continue;
-      const incoming = { id: w.model.id, type, autoEvict: w.spec.options.auto_evict === true, memory: this.deps.memory?.(w.model, w.spec) };
+      const incoming = { id: w.model.id, type, residency: w.residency, autoEvict: w.spec.options.auto_evict === true, memory: this.deps.memory?.(w.model, w.spec) };
       this.act(w, incoming.memory, decideAdmission(this.residents(), incoming, { maxLoaded: this.deps.maxLoaded() }, this.clock.now()));
     }
   }
@@ -377,10 +394,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
       case "refuse": {
         const err =
           admission.status === 409
-            ? ApiError.of(
-                E.slotsPinned,
-                `Every loaded ${w.model.type} model is pinned (${admission.pinned.join(", ")}), so none can be unloaded to make room; unload one or raise max_loaded_models`,
-              )
+            ? pinnedError(w.model.type, admission.pinned)
             : ApiError.of(
                 E.insufficientMemory,
                 `${w.model.id} needs ${gb(admission.need)} of memory and ${gb(admission.free)} is free${admission.evictable ? "; unload a model, or load with auto_evict on to let one be evicted" : ""}`,
@@ -401,7 +415,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   private residents(): Resident[] {
     const now = this.clock.now();
     const starting = [...this.loading.values()].map(
-      (m): Resident => ({ id: m.id, type: m.type, state: "loading", pinned: false, lastUse: now, inflight: 0, idleTimeoutS: 0, downsizeTimeoutS: 0, autoEvict: false, tier: "full", loadMs: 0, weight: 1 }),
+      ({ model: m, residency }): Resident => ({ id: m.id, type: m.type, residency, state: "loading", pinned: false, lastUse: now, inflight: 0, idleTimeoutS: 0, downsizeTimeoutS: 0, autoEvict: false, tier: "full", loadMs: 0, weight: 1 }),
     );
     return [...[...this.instances.values()].map((s) => this.resident(s)), ...starting];
   }
@@ -411,6 +425,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     return {
       id: s.model.id,
       type: s.model.type,
+      residency: s.residency,
       state: s.state,
       pinned: s.pinned,
       lastUse: s.lastUse,
@@ -427,7 +442,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
 
   private startLoad(w: Waiter<M>): void {
     const { model, spec } = w;
-    this.loading.set(model.id, model);
+    this.loading.set(model.id, { model, residency: w.residency });
     this.starts++;
     const startedAt = this.clock.now();
     void this.deps.effects.start(model, spec).then(
@@ -445,6 +460,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
           inflight: 0,
           streaming: 0,
           state: "ready",
+          residency: w.residency,
           tier: "full",
           autoEvicting: false,
           downsizeFailed: false,
@@ -539,6 +555,27 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     }
     instance.gone.resolve();
     this.dispatch();
+  }
+
+  /** Moves a resident model into the pool a request holds it in, in place (no second process):
+   * into the routing-helper pool freely; into the standard pool under its admission, the model
+   * idle longest for its load time making room, and 409 when every standard one is pinned. */
+  private moveTo(instance: Instance<M>, residency: Residency): void {
+    if (instance.residency === residency) return;
+    if (residency === "standard") {
+      const max = this.deps.maxLoaded();
+      const pool = this.residents().filter((r) => r.id !== instance.model.id && r.type === instance.model.type && r.residency === "standard");
+      const staying = pool.filter((r) => r.state === "ready" || r.state === "loading");
+      if (max >= 0 && staying.length >= max) {
+        const victim = pickVictim(pool, this.clock.now());
+        if (!victim) throw pinnedError(instance.model.type, pool.map((r) => r.id));
+        this.deps.log.info(`Evicting ${victim.id} to make room in the standard pool for ${instance.model.id}`);
+        void this.evict(this.instances.get(victim.id)!);
+      }
+    }
+    this.deps.log.info(`${instance.model.id} moves from the ${instance.residency} pool to the ${residency} pool`);
+    instance.residency = residency;
+    changed();
   }
 
   /** Whether a request may use the instance now: a ready one (a downsize under way is
@@ -639,6 +676,10 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     );
     this.forget(instance);
   }
+}
+
+function pinnedError(type: string, pinned: string[]): ApiError {
+  return ApiError.of(E.slotsPinned, `Every loaded ${type} model is pinned (${pinned.join(", ")}), so none can be unloaded to make room; unload one or raise max_loaded_models`);
 }
 
 function shuttingDown(): ApiError {

@@ -9,6 +9,7 @@ const NOW = 100_000;
 const r = (id: string, over: Partial<Resident> = {}): Resident => ({
   id,
   type: "llm",
+  residency: "standard",
   state: "ready",
   pinned: false,
   lastUse: 0,

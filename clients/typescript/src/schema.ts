@@ -6671,6 +6671,10 @@ export interface components {
                 queue_depth: number;
                 /** @description Recipe used to load the model, e.g. `llamacpp` */
                 recipe: string;
+                /** @description The pool the model counts in: `standard` (against `max_loaded_models` per type) or `routing_helper` (loaded for a collection's routing, a pool per helper model); a model moves between them in place as its use changes */
+                residency_class: "standard" | "routing_helper";
+                /** @description The residency pool, `<residency_class>/<type>` (e.g. `standard/llm`) */
+                slot_pool: string;
                 /** @description Process ID of the backend engine serving this model */
                 pid: number;
                 /** @description The options the model was loaded with that differ from the recipe's defaults, and its context size */
@@ -6705,23 +6709,43 @@ export interface components {
                 mesh: number;
             };
             pinned_models: {
-                /** @description Pinned models of the type loaded now: LLM/chat models */
+                /** @description Pinned models of the type loaded now in the standard pool (the ones `max_models` counts): LLM/chat models */
                 llm: number;
-                /** @description Pinned models of the type loaded now: embedding models */
+                /** @description Pinned models of the type loaded now in the standard pool (the ones `max_models` counts): embedding models */
                 embedding: number;
-                /** @description Pinned models of the type loaded now: reranking models */
+                /** @description Pinned models of the type loaded now in the standard pool (the ones `max_models` counts): reranking models */
                 reranking: number;
-                /** @description Pinned models of the type loaded now: speech-to-text models */
+                /** @description Pinned models of the type loaded now in the standard pool (the ones `max_models` counts): speech-to-text models */
                 transcription: number;
-                /** @description Pinned models of the type loaded now: image models */
+                /** @description Pinned models of the type loaded now in the standard pool (the ones `max_models` counts): image models */
                 image: number;
-                /** @description Pinned models of the type loaded now: text-to-speech models */
+                /** @description Pinned models of the type loaded now in the standard pool (the ones `max_models` counts): text-to-speech models */
                 tts: number;
-                /** @description Pinned models of the type loaded now: music and sound-effect generators */
+                /** @description Pinned models of the type loaded now in the standard pool (the ones `max_models` counts): music and sound-effect generators */
                 "audio-generation": number;
-                /** @description Pinned models of the type loaded now: text classifiers */
+                /** @description Pinned models of the type loaded now in the standard pool (the ones `max_models` counts): text classifiers */
                 classification: number;
-                /** @description Pinned models of the type loaded now: image-to-3D models */
+                /** @description Pinned models of the type loaded now in the standard pool (the ones `max_models` counts): image-to-3D models */
+                mesh: number;
+            };
+            pinned_helper_models: {
+                /** @description Pinned routing helpers of the type loaded now: LLM/chat models */
+                llm: number;
+                /** @description Pinned routing helpers of the type loaded now: embedding models */
+                embedding: number;
+                /** @description Pinned routing helpers of the type loaded now: reranking models */
+                reranking: number;
+                /** @description Pinned routing helpers of the type loaded now: speech-to-text models */
+                transcription: number;
+                /** @description Pinned routing helpers of the type loaded now: image models */
+                image: number;
+                /** @description Pinned routing helpers of the type loaded now: text-to-speech models */
+                tts: number;
+                /** @description Pinned routing helpers of the type loaded now: music and sound-effect generators */
+                "audio-generation": number;
+                /** @description Pinned routing helpers of the type loaded now: text classifiers */
+                classification: number;
+                /** @description Pinned routing helpers of the type loaded now: image-to-3D models */
                 mesh: number;
             };
             /** @description OS-assigned port of the dedicated WebSocket server (log stream, realtime transcription); the main port serves the same protocols */
@@ -15001,6 +15025,17 @@ export interface operations {
                      *         "mesh": 1
                      *       },
                      *       "pinned_models": {
+                     *         "llm": 0,
+                     *         "embedding": 0,
+                     *         "reranking": 0,
+                     *         "transcription": 0,
+                     *         "image": 0,
+                     *         "tts": 0,
+                     *         "audio-generation": 0,
+                     *         "classification": 0,
+                     *         "mesh": 0
+                     *       },
+                     *       "pinned_helper_models": {
                      *         "llm": 0,
                      *         "embedding": 0,
                      *         "reranking": 0,
