@@ -41,7 +41,8 @@ function modelName(ctx: Pick<ServerContext, "scheduler">, named: string | undefi
   const loaded = ctx.scheduler
     .list()
     .filter((s) => s.model.type === "classification")
-    .sort((a, b) => b.lastUse - a.lastUse);
+    // A standard model before a router's helper (multi-model guide), then the most recently used.
+    .sort((a, b) => Number(a.residency !== "standard") - Number(b.residency !== "standard") || b.lastUse - a.lastUse);
   if (!loaded.length) throw ApiError.of(E.missingArgument, "'model' is required when no classification model is loaded", "model");
   return loaded[0]!.model.id;
 }

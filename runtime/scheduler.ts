@@ -654,12 +654,9 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   private async checkPressure(pressure: PressureMonitor): Promise<void> {
     if (this.sampling || !pressure.enabled() || this.deps.gate?.holder) return;
     this.sampling = true;
-    let used: number | undefined;
-    try {
-      used = await pressure.sample();
-    } finally {
-      this.sampling = false;
-    }
+    // A sampler that fails reads as "unknown": no eviction, and the next sample tries again.
+    const used = await pressure.sample().catch(() => undefined);
+    this.sampling = false;
     const threshold = pressure.threshold();
     if (used === undefined || used < threshold || this.closed || this.deps.gate?.holder) return;
     const victim = pressureVictim(this.residents(), this.clock.now());
