@@ -82,6 +82,15 @@ describe("with the SDK client", () => {
     const omni = await client.callTool({ name: "lemonade_omni", arguments: { model: CHAT, messages: [{ role: "user", content: "x" }] } });
     expect(omni.isError).toBe(true);
     expect(textOf(omni)[0]).toContain("lemonade_chat");
+    // No collection named and none downloaded: Lemonade's needs_model answer, nothing fetched.
+    const unnamed = await client.callTool({ name: "lemonade_omni", arguments: { messages: [{ role: "user", content: "x" }] } });
+    expect(unnamed.isError).toBe(true);
+    expect(JSON.parse(textOf(unnamed)[1])).toEqual({
+      status: "needs_model",
+      tool_type: "omni",
+      default_model: "LMX-Omni-5.5B-Lite",
+      retry_with: { model: "an Omni collection name, recipe=collection.omni", allow_download: true },
+    });
     const audio = await client.callTool({ name: "lemonade_transcribe_audio", arguments: { model: CHAT, audio_path: "/nonexistent.wav" } });
     expect(audio.isError).toBe(true);
   });

@@ -29,6 +29,11 @@ test("the router's helper is a routing_helper and its candidate standard/llm, bo
   const res = await route("I pick extra.a");
   expect(res.headers.get("x-lemonade-route")).toBe("router.extra.a");
   expect(await pools()).toEqual({ "extra.judge": "routing_helper routing_helper/llm", "extra.a": "standard standard/llm" });
+  // Pins are reported per pool: the helper's apart from the standard summary.
+  expect((await post("/internal/pin", { model_name: "extra.judge", pinned: true })).status).toBe(200);
+  const h = await (await fetch(`${server.url}/v1/health`)).json();
+  expect([h.pinned_models.llm, h.pinned_helper_models.llm]).toEqual([0, 1]);
+  expect((await post("/internal/pin", { model_name: "extra.judge", pinned: false })).status).toBe(200);
 });
 
 test("the router's own model picked as the candidate is demoted into the standard pool in the request: one process, reported standard/llm", async () => {
