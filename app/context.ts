@@ -18,7 +18,7 @@ import { ModelLibrary } from "../models/library.ts";
 import { OptionResolver, RecipeOptionsStore } from "../models/recipe-options.ts";
 import { AutoTune, LocalTuneStore, ProfileSource } from "../models/tuning.ts";
 import { archetypeOf, type Archetype } from "../lib/archetype.ts";
-import { devices } from "../lib/devices.ts";
+import { devices, gpuMemoryUse } from "../lib/devices.ts";
 import { systemClock } from "../lib/clock.ts";
 import { HostStats, hostFacts } from "../observability/system.ts";
 import { EngineInstaller } from "../engines/installer.ts";
@@ -26,6 +26,7 @@ import { EngineRegistry } from "../engines/orphans.ts";
 import { engineCall, findRecipe, RECIPES, recipeStatuses, serverRecipes, standInOf, standInServes } from "../engines/recipes.ts";
 import { RECIPE_SPECS } from "../spec/recipes.ts";
 import { Backends } from "../runtime/backends.ts";
+import { eraseSlots } from "../runtime/downsize.ts";
 import { ExclusiveGate } from "../runtime/job-gate.ts";
 import { JobEngine } from "../runtime/jobs.ts";
 import { KvCache } from "../runtime/kv-cache.ts";
@@ -150,6 +151,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     // The speed monitor judges an engine by its own requests: a new load starts a new record.
     effects: {
       ...effects,
+      downsize: (instance, signal) => eraseSlots(instance, signal),
       start: (model, spec) => {
         stats.forgetSpeeds(model.id);
         return effects.start(model, spec);
@@ -159,6 +161,8 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     resolve: (model, request) => options.spec(model, request),
     maxLoaded: () => config.maxLoadedModels,
     memory: (model, spec) => planner.memory(model, spec),
+    // The multi-model guide's monitor: GPU memory is read only while the server-wide auto_evict is on.
+    pressure: { enabled: () => config.recipeDefaults.auto_evict === true, threshold: () => config.autoEvictThresholdPct, sample: () => gpuMemoryUse(), everyMs: 2000 },
     log: { info: (m) => logger.info("Scheduler", m), warn: (m) => logger.warn("Scheduler", m), error: (m) => logger.error("Scheduler", m) },
   });
   const backends = new Backends(recipes, installer, scheduler, engineEnv, (m) => logger.info("Server", m));

@@ -78,6 +78,9 @@ export interface Config {
    * (runtime/kv-cache.ts): config.json `kv_cache_swap` (LEMONADE_KV_CACHE_SWAP; default on), its
    * disk budget `kv_cache_swap_mb` (default 4096) and age `kv_cache_swap_hours` (default 24). */
   kvCache: { enabled: boolean; budgetBytes: number; maxAgeMs: number };
+  /** config.json `auto_evict_threshold_pct` (default 0.90): with the server-wide `auto_evict` on,
+   * the share of GPU memory in use at which the most disposable idle model is evicted. */
+  autoEvictThresholdPct: number;
 }
 
 /** The keys config.json may hold, as Lemonade spells them. */
@@ -98,6 +101,7 @@ interface ConfigFile {
   kv_cache_swap?: boolean;
   kv_cache_swap_mb?: number;
   kv_cache_swap_hours?: number;
+  auto_evict_threshold_pct?: number;
   /** The recipes' sections (spec/recipes.ts `config`). */
   [section: string]: unknown;
 }
@@ -192,6 +196,13 @@ function intSetting(name: string, raw: string | number | undefined, fallback: nu
   return n;
 }
 
+/** A share from 0 to 1 (`auto_evict_threshold_pct`), else the default. */
+function shareSetting(name: string, raw: unknown, fallback: number): number {
+  if (raw === undefined) return fallback;
+  if (typeof raw !== "number" || !(raw >= 0 && raw <= 1)) throw new Error(`${name} must be a number from 0 to 1, got ${JSON.stringify(raw)}`);
+  return raw;
+}
+
 /** LEMONADE_MEMORY_LIMIT_GB: a positive number of GiB, or unset (the system's available memory). */
 function memoryLimit(raw: string | undefined): number | null {
   if (!raw) return null;
@@ -264,5 +275,6 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
       budgetBytes: intSetting("kv_cache_swap_mb", file.kv_cache_swap_mb, 4096, 0, 1_048_576) * 1024 * 1024,
       maxAgeMs: intSetting("kv_cache_swap_hours", file.kv_cache_swap_hours, 24, 0, 87_600) * 3_600_000,
     },
+    autoEvictThresholdPct: shareSetting("auto_evict_threshold_pct", file.auto_evict_threshold_pct, 0.9),
   };
 }

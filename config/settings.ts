@@ -105,8 +105,10 @@ const RULES: Record<string, SettingRule> = {
   offline: { doc: "Never reach the internet: no downloads, no update checks; only what is on disk is served." },
   extra_models_dir: { doc: "A folder of extra GGUF models, listed as extra.<file name>; rescanned when changed. Empty for none." },
   global_timeout: { doc: "Seconds a cloud provider's request may take.", minimum: 1, integer: true },
-  auto_evict: { doc: "Unload a model once it has been idle for its evict_idle_timeout, for models that set no auto_evict of their own." },
-  auto_evict_threshold_pct: { doc: "The share of memory in use past which loads evict idle models (0 to 1).", minimum: 0, maximum: 1 },
+  auto_evict: {
+    doc: "Dynamic VRAM management, for models that set no auto_evict of their own: an idle model is downsized after its downsize_idle_timeout and unloaded after its evict_idle_timeout; on, GPU memory is also watched against auto_evict_threshold_pct.",
+  },
+  auto_evict_threshold_pct: { doc: "With auto_evict on: the share of GPU memory in use (the fullest GPU's, 0 to 1) at which the most disposable idle model is unloaded.", minimum: 0, maximum: 1 },
   disable_model_filtering: { doc: "List every catalog model, also those this machine cannot run." },
   no_fetch_executables: { doc: "Never download or build engines: only those installed are used." },
   "llamacpp.backend": { doc: "The llama.cpp backend a load uses unless the model names one: auto, cpu, vulkan, rocm, cuda, metal or system." },

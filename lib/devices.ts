@@ -169,3 +169,40 @@ export function availableMemoryBytes(): number {
   const available = readText("/proc/meminfo")?.match(/^MemAvailable:\s+(\d+) kB/m)?.[1];
   return available ? Number(available) * 1024 : freemem();
 }
+
+/** `nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader,nounits`: each GPU's
+ * share of memory in use (0 to 1). */
+export function parseNvidiaMemoryUse(csv: string): number[] {
+  return csv
+    .split("\n")
+    .map((line) => line.split(",").map((s) => Number(s.trim())))
+    .filter(([used, total]) => Number.isFinite(used) && Number.isFinite(total) && used! >= 0 && total! > 0)
+    .map(([used, total]) => Math.min(1, used! / total!));
+}
+
+type AsyncRunner = (argv: string[]) => Promise<string | null>;
+
+/** A tool's output, or null when it is missing, fails or takes longer than 3 s; the event loop
+ * goes on while it runs (the pressure monitor samples every few seconds). */
+const runToolAsync: AsyncRunner = async (argv) => {
+  if (!Bun.which(argv[0]!)) return null;
+  try {
+    const proc = Bun.spawn(argv, { stdout: "pipe", stderr: "ignore", timeout: 3000 });
+    const [out, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+    return code === 0 ? out : null;
+  } catch {
+    return null;
+  }
+};
+
+/** The share of GPU memory in use on the fullest GPU (NVIDIA through `nvidia-smi`, AMD through
+ * sysfs), as the multi-model guide's VRAM monitor reads it; undefined when no GPU reports it. */
+export async function gpuMemoryUse(run: AsyncRunner = runToolAsync, drmRoot?: string): Promise<number | undefined> {
+  const shares: number[] = [];
+  const smi = await run(["nvidia-smi", "--query-gpu=memory.used,memory.total", "--format=csv,noheader,nounits"]);
+  if (smi) shares.push(...parseNvidiaMemoryUse(smi));
+  for (const gpu of readDrmGpus(drmRoot)) {
+    if (gpu.vramTotalBytes && gpu.vramFreeBytes !== undefined) shares.push(Math.min(1, (gpu.vramTotalBytes - gpu.vramFreeBytes) / gpu.vramTotalBytes));
+  }
+  return shares.length ? Math.max(...shares) : undefined;
+}

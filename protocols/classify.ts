@@ -41,14 +41,21 @@ function modelName(ctx: Pick<ServerContext, "scheduler">, named: string | undefi
   const loaded = ctx.scheduler
     .list()
     .filter((s) => s.model.type === "classification")
-    .sort((a, b) => b.lastUse - a.lastUse);
+    // A standard model before a router's helper (multi-model guide), then the most recently used.
+    .sort((a, b) => Number(a.residency !== "standard") - Number(b.residency !== "standard") || b.lastUse - a.lastUse);
   if (!loaded.length) throw ApiError.of(E.missingArgument, "'model' is required when no classification model is loaded", "model");
   return loaded[0]!.model.id;
 }
 
 /** Label scores, highest first, from the classifier (loaded when it is not), through the proxy:
- * its queue, its watch for a hung engine and its one replay after a crash. */
-export async function classifyText(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, req: Classification, signal: AbortSignal): Promise<{ model: string; labels: Record<string, number> }> {
+ * its queue, its watch for a hung engine and its one replay after a crash. `helper`: for a
+ * router's policy, so the model is held as a routing helper. */
+export async function classifyText(
+  ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">,
+  req: Classification,
+  signal: AbortSignal,
+  helper = false,
+): Promise<{ model: string; labels: Record<string, number> }> {
   const name = modelName(ctx, req.model);
   const res = await ctx.proxy.toModel({
     model: name,
@@ -58,6 +65,7 @@ export async function classifyText(ctx: Pick<ServerContext, "catalog" | "proxy" 
     signal,
     endpoint: "classify",
     generation: false,
+    helper,
   });
   const model = ctx.catalog.find(name);
   return { model: model ? ctx.catalog.publicId(model) : name, labels: (await res.json()).labels };

@@ -40,11 +40,14 @@ export async function load(ctx: LoadContext, body: LoadRequest): Promise<LoadRes
 }
 
 /** POST /v1/unload: the model named, or every model when none is. */
-export async function unload(ctx: Pick<ServerContext, "catalog" | "scheduler">, name: string | undefined): Promise<UnloadResponse> {
+export async function unload(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, name: string | undefined): Promise<UnloadResponse> {
   if (name === undefined) {
     await ctx.scheduler.unloadWhere();
+    ctx.proxy.unloadCloud();
     return { status: "success", message: "All models unloaded successfully" };
   }
+  // A loaded cloud model is unloaded by its name even once its provider no longer lists it.
+  if (ctx.proxy.unloadCloud(ctx.catalog.find(name)?.id ?? name)) return { status: "success", message: `Model unloaded successfully: ${name}` };
   const model = ctx.catalog.find(name);
   if (!model || !(await ctx.scheduler.unload(model.id))) throw ApiError.of(E.modelNotLoaded, `Model not loaded: ${clip(name)}`);
   return { status: "success", message: `Model unloaded successfully: ${name}` };

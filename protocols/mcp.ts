@@ -12,7 +12,8 @@ import { PROTOCOL_VERSIONS, RPC, type McpRequest, type McpResponse } from "../sp
 import { toWav16k } from "./audio.ts";
 import { generateImages } from "./images.ts";
 import { omniTurn } from "./omni.ts";
-import { listModels } from "./models.ts";
+import { healthEntry } from "./models.ts";
+import type { CatalogModel } from "../models/catalog.ts";
 import { TRANSCRIPTION_FORMATS, transcriptText, whisperInference } from "./whisper.ts";
 import { isJson, type Json } from "../lib/json.ts";
 
@@ -120,7 +121,8 @@ const TOOLS = [
     inputSchema: {
       type: "object",
       properties: {
-        model: { type: "string", description: "A collection.omni model; defaults to LMX-Omni-5.5B-Lite." },
+        model: { type: "string", description: "A collection.omni model (its id as lemonade_list_models gives it); omitted, a downloaded collection, else LMX-Omni-5.5B-Lite with allow_download." },
+        allow_download: { type: "boolean", description: "Permit downloading the default collection when none is downloaded. Defaults to false." },
         messages: { type: "array", items: { type: "object" } },
         tools: { type: "array", items: { type: "object" } },
         tool_choice: {},
@@ -162,32 +164,40 @@ function requireString(args: Json, key: string): string {
 }
 
 function requireMessages(args: Json): unknown[] {
-  if (!Array.isArray(args.messages) || args.messages.length === 0) {
-    throw new ToolError("Argument 'messages' is required: a non-empty array of {role, content}");
-  }
+  if (!Array.isArray(args.messages) || args.messages.length === 0) throw new ToolError("Missing or non-array argument: messages");
   return args.messages;
 }
 
-async function listModelsTool(ctx: Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">, args: Json): Promise<ToolResult> {
-  const loaded = ctx.scheduler.list().map((s) => s.model.id);
-  const downloaded = listModels(ctx, false, false).map((m) => m.id);
-  const available = args.include_available === false ? [] : downloaded.filter((id) => !loaded.includes(id));
-  const suggested =
-    args.include_suggested === false
+/** The collection lemonade_omni runs when none is named (its default, as Lemonade's). */
+const DEFAULT_OMNI = "LMX-Omni-5.5B-Lite";
+
+/** What lemonade_list_models reports, as Lemonade's gateway does: the loaded models as
+ * /v1/health lists them; the downloaded and the suggested ones by their registered ids (`user.`
+ * prefixed for user models and collections, the names the other tools take). */
+async function listModelsTool(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, args: Json): Promise<ToolResult> {
+  const loaded = ctx.scheduler.list().map((s) => healthEntry(s, ctx.scheduler.isLoading(s.model.id), ctx.proxy.queued(s)));
+  const supported = ctx.catalog.all().filter((m) => ctx.catalog.isSupported(m));
+  const entry = (m: CatalogModel): { model_name: string; recipe: string; labels: string[]; size_gb?: number } => ({ model_name: m.id, recipe: m.recipe, labels: m.labels, ...(m.size ? { size_gb: m.size } : {}) });
+  const available =
+    args.include_available === false
       ? []
-      : ctx.catalog
-          .all()
-          .filter((m) => m.suggested && ctx.catalog.isSupported(m) && !downloaded.includes(m.id))
-          .map((m) => m.id);
-  const chatModels = [...loaded, ...available].filter((id) => ctx.catalog.find(id)?.type === "llm");
-  const summary = {
-    loaded,
-    available,
-    suggested_to_pull: suggested,
-    recommended_chat_model: chatModels[0] ?? null,
-  };
-  const line = `Loaded: ${loaded.join(", ") || "none"}. Downloaded: ${available.join(", ") || "none"}. Recommended chat model: ${summary.recommended_chat_model ?? "none downloaded"}.`;
-  return toolResult([text(line), text(JSON.stringify(summary))]);
+      : supported.filter((m) => ctx.catalog.isDownloaded(m)).map((m) => ({ ...entry(m), downloaded: true, suggested: m.suggested }));
+  const suggested = args.include_suggested === false ? [] : supported.filter((m) => m.suggested && !ctx.catalog.isDownloaded(m)).map(entry);
+  // A loaded LLM, else the model loaded last.
+  const recommended = (loaded.find((m) => m.type === "llm") ?? loaded.at(-1))?.model_name ?? "";
+  const summary = { loaded, available, suggested_to_pull: suggested, recommended_chat_model: recommended };
+  const line = loaded.length
+    ? `Loaded models: ${loaded.map((m) => `${m.model_name} (${m.type})`).join(", ")}. ${recommended ? `Use \`${recommended}\` for chat unless the user asks otherwise.` : ""}`
+    : `No models are currently loaded. Downloaded: ${available.map((m) => m.model_name).join(", ") || "none"}.`;
+  return toolResult([text(line.trim()), text(JSON.stringify(summary))]);
+}
+
+/** A tool that found no model to run and asks the caller to name one or allow the default's
+ * download (Lemonade's `needs_model` answer). */
+function needsModel(kind: string, defaultModel: string, hint: string): ToolResult {
+  const status = { status: "needs_model", tool_type: kind, default_model: defaultModel, retry_with: { model: hint, allow_download: true } };
+  const message = `No ${kind} model is currently loaded or downloaded on this lemonade server. Re-call this tool with an explicit \`model\` (${hint}; call \`lemonade_list_models\` to see what's available), or pass \`allow_download: true\` to download and load the default (${defaultModel}), which may be a multi-GB download.`;
+  return { content: [text(message), text(JSON.stringify(status))], isError: true };
 }
 
 async function chatTool(ctx: Pick<ServerContext, "proxy">, args: Json, signal: AbortSignal): Promise<ToolResult> {
@@ -276,10 +286,19 @@ async function omniTool(ctx: Pick<ServerContext, "catalog" | "config" | "library
   const messages = requireMessages(args);
   // The folder is checked first: a refused path is refused whatever the model.
   const dir = args.output_dir !== undefined ? sandboxPath(ctx.config.mcpImageDir, String(args.output_dir)) : undefined;
-  const name = typeof args.model === "string" && args.model ? args.model : "LMX-Omni-5.5B-Lite";
+  // Named, else a downloaded collection (no network), else the default only with allow_download.
+  let name = typeof args.model === "string" && args.model ? args.model : ctx.catalog.all().find((m) => m.omni && ctx.catalog.isDownloaded(m))?.id;
+  if (!name) {
+    if (args.allow_download !== true) return needsModel("omni", DEFAULT_OMNI, "an Omni collection name, recipe=collection.omni");
+    name = DEFAULT_OMNI;
+  }
   const model = ctx.catalog.find(name);
-  if (!model) throw new ToolError(`Model ${name} is not in the registry; lemonade_list_models lists what is`);
-  if (!model.omni) throw new ToolError(`Model ${model.id} is not a collection.omni model; use lemonade_chat for plain text`);
+  if (!model) {
+    throw new ToolError(`Unknown model '${name}'. Call \`lemonade_list_models\` to discover available Omni collections (recipe = collection.omni), or omit \`model\` to use the default (${DEFAULT_OMNI}).`);
+  }
+  if (!model.omni) {
+    throw new ToolError(`Model '${name}' is not an Omni collection (recipe='${model.recipe}'). Use \`lemonade_chat\` for plain LLMs, or pass an Omni collection name (e.g. ${DEFAULT_OMNI}).`);
+  }
   const body: Json = { model: model.id, messages };
   for (const k of ["tools", "tool_choice", "max_tokens", "temperature"]) if (args[k] !== undefined) body[k] = args[k];
   const { answer, text: said, artifacts } = await omniTurn(ctx, ctx.catalog.get(model.id), body, signal);

@@ -36,6 +36,7 @@ async function llmClassify(ctx: Pick<ServerContext, "proxy">, c: Classifier, tex
     signal,
     endpoint: "routing",
     generation: false,
+    helper: true,
   });
   const answer = String(engineAnswer(await res.json()).choices?.[0]?.message?.content ?? "").trim();
   // The longest label first, so that `big` does not win over `big-coder` in "big-coder".
@@ -48,7 +49,7 @@ async function llmClassify(ctx: Pick<ServerContext, "proxy">, c: Classifier, tex
 const phraseVectors = new Map<string, Promise<Record<string, number[][]>>>();
 
 async function embed(ctx: Pick<ServerContext, "proxy">, model: string, input: string[], signal: AbortSignal): Promise<number[][]> {
-  const res = await ctx.proxy.toModel({ model, path: "/v1/embeddings", body: { input, encoding_format: "float" }, check: needsEmbedder, signal, endpoint: "routing", generation: false });
+  const res = await ctx.proxy.toModel({ model, path: "/v1/embeddings", body: { input, encoding_format: "float" }, check: needsEmbedder, signal, endpoint: "routing", generation: false, helper: true });
   return embeddingVectors(await res.json());
 }
 
@@ -89,7 +90,7 @@ async function semanticClassify(ctx: Pick<ServerContext, "proxy">, c: Classifier
 /** A `classifier` classifier: the model's label scores (/v1/classify); a label the policy names
  * that the model does not output scores 0. */
 async function onnxClassify(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, c: Classifier, text: string, signal: AbortSignal) {
-  const { labels } = await classifyText(ctx, { model: c.model, input: text }, signal);
+  const { labels } = await classifyText(ctx, { model: c.model, input: text }, signal, true);
   return { scores: Object.fromEntries(c.labels.map((l) => [l, labels[l] ?? 0])) };
 }
 

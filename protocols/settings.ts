@@ -13,7 +13,7 @@ import type { ServerContext } from "../runtime/context.ts";
 
 /** Settings this server applies while it runs (and every `telemetry.*` one); the rest take effect
  * at the next start. */
-const LIVE = new Set(["max_loaded_models", "log_level", "ctx_size", "offline", "extra_models_dir", "host", "port", "auto_evict", ...Object.keys(RECIPE_DEFAULT_KEYS)]);
+const LIVE = new Set(["max_loaded_models", "log_level", "ctx_size", "offline", "extra_models_dir", "host", "port", "auto_evict", "auto_evict_threshold_pct", ...Object.keys(RECIPE_DEFAULT_KEYS)]);
 const isLive = (key: string) => LIVE.has(key) || key.startsWith("telemetry.");
 
 type SettingsContext = Pick<ServerContext, "catalog" | "config" | "lifecycle" | "logger" | "telemetry">;
@@ -64,6 +64,9 @@ export function setSettings(ctx: SettingsContext, body: SettingsRequest): Settin
       case "auto_evict":
         // The server-wide answer for models whose own auto_evict is unset.
         config.recipeDefaults.auto_evict = value as boolean;
+        break;
+      case "auto_evict_threshold_pct":
+        config.autoEvictThresholdPct = value as number;
         break;
       default:
         // Server-wide recipe options (`llamacpp.args`, `sdcpp.steps`, ...): the next load uses them.

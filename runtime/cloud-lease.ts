@@ -53,6 +53,10 @@ export class CloudLeases {
         lastOutput: this.clock.now(),
         loadMs: 0,
         state: "ready",
+        residency: "standard",
+        tier: "full",
+        autoEvicting: false,
+        downsizeFailed: false,
         gone: Promise.withResolvers<void>(),
       };
       this.instances.set(key, instance);

@@ -1,15 +1,26 @@
 // Where eviction is decided: pure functions over the models resident (or starting), so every rule
 // is unit-tested without an engine. `decideAdmission` is the one answer to "may this model load
 // now?": the per-type count limit and the memory admission, with one victim rule (`pickVictim`).
-// The scheduler acts on what it returns.
+// `idleDegradation` and `pressureVictim` are the dynamic VRAM management of the multi-model guide:
+// idle models downsized then evicted, and the most disposable one evicted under GPU memory pressure.
+// The scheduler acts on what they return.
 
 export type ResidentState = "loading" | "ready" | "draining" | "stopping";
+
+/** The pool a model counts in (multi-model guide): `standard` models count against
+ * `max_loaded_models` per type; a `routing_helper` (a model a collection's routing runs on, not the
+ * client) has a pool of its own per helper model, so it evicts no standard model by count. */
+export type Residency = "standard" | "routing_helper";
+
+/** How much of itself a ready model holds: all of it, its KV cache being freed, or weights only. */
+export type Tier = "full" | "downsizing" | "downsized";
 
 /** What eviction needs to know of one model in memory, or on its way in ("loading"). */
 export interface Resident {
   id: string;
   /** Its model type (`llm`, `embedding`, ...): `max_loaded_models` counts per type. */
   type: string;
+  residency: Residency;
   state: ResidentState;
   pinned: boolean;
   /** ms since the epoch of the last request's start or end. */
@@ -17,6 +28,12 @@ export interface Resident {
   inflight: number;
   /** `evict_idle_timeout` in seconds when `auto_evict` is on; 0 or less never expires. */
   idleTimeoutS: number;
+  /** `downsize_idle_timeout` in seconds when `auto_evict` is on; 0 or less never downsizes. */
+  downsizeTimeoutS: number;
+  /** Its `auto_evict` (its own, else the server's): idle and pressure eviction may take it. */
+  autoEvict: boolean;
+  /** A failed downsize counts as `downsized`, so it is not tried again until the model is used. */
+  tier: Tier;
   /** How long its engine took to load (ms): a model slow to load again is kept longer. */
   loadMs: number;
   /** `evict_weight_factor`: above 1 keeps the model longer, below 1 lets it go sooner. */
@@ -27,6 +44,8 @@ export interface Resident {
 export interface Incoming {
   id: string;
   type: string;
+  /** The pool it loads into; standard unless set. */
+  residency?: Residency;
   /** Its `auto_evict`: whether a load that does not fit in memory may evict a model to make room. */
   autoEvict: boolean;
   /** What its load needs and what memory is free for it (itself aside), in bytes; undefined when
@@ -69,10 +88,12 @@ const leaving = (r: Resident) => r.state === "draining" || r.state === "stopping
  * a time: after an eviction or a wait the scheduler asks again, so no second model is evicted for
  * room the first one's leaving will make. */
 export function decideAdmission(residents: readonly Resident[], incoming: Incoming, limits: Limits, now: number): Admission {
-  const ofType = residents.filter((r) => r.type === incoming.type);
   // One load at a time per type, so a type never holds more engines than its limit.
-  if (ofType.some((r) => r.state === "loading")) return { kind: "wait" };
-  if (limits.maxLoaded >= 0 && ofType.length >= limits.maxLoaded) {
+  if (residents.some((r) => r.type === incoming.type && r.state === "loading")) return { kind: "wait" };
+  const residency = incoming.residency ?? "standard";
+  const ofType = residents.filter((r) => r.type === incoming.type && r.residency === residency);
+  // A routing helper's pool is its own model's: it never counts against another.
+  if (residency === "standard" && limits.maxLoaded >= 0 && ofType.length >= limits.maxLoaded) {
     if (ofType.some(leaving)) return { kind: "wait" };
     const victim = pickVictim(ofType, now);
     if (victim) return { kind: "evict", victim: victim.id, reason: "count" };
@@ -86,9 +107,28 @@ export function decideAdmission(residents: readonly Resident[], incoming: Incomi
   return { kind: "refuse", status: 507, need: mem.need, free: mem.free, evictable: victim !== undefined };
 }
 
+/** Ready, unpinned, nothing in flight: what idle and pressure eviction may touch (a pinned model
+ * is never downsized nor evicted by them). */
+const idle = (r: Resident) => r.state === "ready" && !r.pinned && r.inflight === 0;
+
 /** Models idle past their `evict_idle_timeout`: ready, unpinned, nothing in flight. */
 export function idleExpired(residents: readonly Resident[], now: number): Resident[] {
-  return residents.filter(
-    (r) => r.state === "ready" && !r.pinned && r.inflight === 0 && r.idleTimeoutS > 0 && now - r.lastUse >= r.idleTimeoutS * 1000,
+  return residents.filter((r) => idle(r) && r.idleTimeoutS > 0 && now - r.lastUse >= r.idleTimeoutS * 1000);
+}
+
+/** Tiered degradation (multi-model guide): past `evict_idle_timeout` a model is evicted; else past
+ * `downsize_idle_timeout` one still whole is downsized (its KV cache freed, its weights kept). */
+export function idleDegradation(residents: readonly Resident[], now: number): { evict: Resident[]; downsize: Resident[] } {
+  const evict = idleExpired(residents, now);
+  const downsize = residents.filter(
+    (r) => idle(r) && !evict.includes(r) && r.tier === "full" && r.downsizeTimeoutS > 0 && now - r.lastUse >= r.downsizeTimeoutS * 1000,
   );
+  return { evict, downsize };
+}
+
+/** Under GPU memory pressure: the most disposable idle `auto_evict` model, by the eviction score;
+ * none while a model is already leaving (its memory is on its way back). */
+export function pressureVictim(residents: readonly Resident[], now: number): Resident | undefined {
+  if (residents.some(leaving)) return undefined;
+  return pickVictim(residents.filter((r) => idle(r) && r.autoEvict), now);
 }

@@ -79,6 +79,8 @@ const UNAVAILABLE = new Set([502, 503, 504]);
 export class EngineProxy implements Forwarding {
   private readonly queues = new WeakMap<Instance<CatalogModel>, EngineQueue>();
   private readonly cloudLeases: CloudLeases;
+  /** Cloud models loaded by name (`/v1/load`): they answer until unloaded, whatever the catalog lists. */
+  private readonly cloudLoaded = new Map<string, CatalogModel>();
   private readonly exchangeDeps: ExchangeDeps;
   /** The cloud providers that are pools: their members' states (reported by /v1/health). */
   readonly pools: Pools;
@@ -89,7 +91,7 @@ export class EngineProxy implements Forwarding {
   private readonly longestTokens = new WeakMap<CatalogModel, number | undefined>();
 
   constructor(private readonly deps: ProxyDeps) {
-    this.targets = new Targets(engineKind(deps.scheduler, this), [cloudKind(this)]);
+    this.targets = new Targets(engineKind(deps.scheduler, this), [cloudKind(this, this.cloudLoaded)]);
     this.exchangeDeps = {
       logger: deps.logger,
       metrics: deps.metrics,
@@ -144,7 +146,15 @@ export class EngineProxy implements Forwarding {
   }
 
   private lookup(name: string): CatalogModel {
-    return this.deps.scheduler.ready(name) ?? this.deps.catalog.get(name);
+    return this.deps.scheduler.ready(name) ?? this.cloudLoaded.get(name) ?? this.deps.catalog.get(name);
+  }
+
+  /** Forgets a loaded cloud model (every one without a name); whether one was loaded. */
+  unloadCloud(id?: string): boolean {
+    if (id !== undefined) return this.cloudLoaded.delete(id);
+    const any = this.cloudLoaded.size > 0;
+    this.cloudLoaded.clear();
+    return any;
   }
 
   /** Claims the model a request names (loading it when needed). */
@@ -198,7 +208,7 @@ export class EngineProxy implements Forwarding {
     const refusal = req.check(model);
     if (refusal) throw refusal;
     this.checkFits(model, req);
-    const opts = { options: req.loadOptions, signal: req.signal };
+    const opts = { options: req.loadOptions, signal: req.signal, residency: req.helper ? ("routing_helper" as const) : ("standard" as const) };
     const lease = await this.deps.scheduler.acquire(model, opts);
     if (this.deps.beforeSend) {
       try {

@@ -40,6 +40,9 @@ export interface ProxyRequest {
   endpoint: string;
   /** Whether the answer carries generation timings for /v1/stats. */
   generation: boolean;
+  /** The request runs a collection's routing (a router's classifier), not the client's: its
+   * model is held in the routing-helper pool (multi-model guide). */
+  helper?: boolean;
   /** The client's body as it came, on the routes a collection may serve (chat, completions,
    * responses): a router decides on it, an omni collection plans on it (chat only). */
   client?: ChatCompletionRequest | CompletionRequest | ResponsesRequest;

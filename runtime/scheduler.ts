@@ -16,6 +16,11 @@
 // - pinned models are never evicted; when only pinned models fill a type, a load fails with 409;
 //   a load that does not fit in memory evicts (its auto_evict on) or fails with 507;
 // - a request whose client has gone leaves the queue, and no load starts for it;
+// - dynamic VRAM management (multi-model guide), for `auto_evict` models that are not pinned: idle
+//   past `downsize_idle_timeout` a model is downsized (its KV cache freed, weights kept; the next
+//   request uses it as it is), past `evict_idle_timeout` it is evicted, and while GPU memory use is
+//   past `auto_evict_threshold_pct` the most disposable idle one is evicted; a request that comes
+//   mid-downsize or mid-eviction interrupts it and is served by the engine still there;
 // - an engine that exits on its own is logged, forgotten, and started again by the next request.
 import { ApiError } from "../lib/api-error.ts";
 import type { Clock } from "../lib/clock.ts";
@@ -23,7 +28,7 @@ import { changed } from "../lib/generation.ts";
 import { E } from "../spec/errors.ts";
 import type { LoadSpec } from "../models/recipe-options.ts";
 import type { RunningEngine } from "../engines/engine.ts";
-import { decideAdmission, idleExpired, type Admission, type Incoming, type Resident } from "./eviction.ts";
+import { decideAdmission, idleDegradation, pickVictim, pressureVictim, type Admission, type Incoming, type Resident, type Residency, type Tier } from "./eviction.ts";
 import type { ExclusiveGate } from "./job-gate.ts";
 
 /** What the scheduler needs of a model. */
@@ -51,6 +56,16 @@ export interface Instance<M extends SchedulableModel = SchedulableModel> {
   /** How long the engine took to start (ms), for the eviction score. */
   loadMs: number;
   state: InstanceState;
+  /** The pool it counts in: the one its last use asked for (a model a router's classifier runs
+   * on is a routing helper; a client's request moves it into the standard pool, in place). */
+  residency: Residency;
+  /** Whole, being downsized, or downsized (its KV cache freed while idle). */
+  tier: Tier;
+  /** Its last downsize failed: not tried again until a request uses it. */
+  downsizeFailed: boolean;
+  /** An idle or pressure eviction under way: until the engine is told to stop, a request takes the
+   * model back. */
+  autoEvicting: boolean;
   /** Settles once the engine has stopped (asked to, or on its own). */
   gone: PromiseWithResolvers<void>;
 }
@@ -87,6 +102,21 @@ export interface SchedulerEffects<M extends SchedulableModel> {
   /** Keeps what an evicted engine holds (the KV cache of its recent conversations) before it is
    * stopped; not on a crash or shutdown. Its failure is logged and the stop goes on. */
   save?(instance: Instance<M>): Promise<void>;
+  /** Frees what an idle engine holds beyond its weights (llama-server: erases its slots' KV cache);
+   * `signal` aborts when a request comes. Without it a downsize changes nothing but the tier. */
+  downsize?(instance: Instance<M>, signal: AbortSignal): Promise<void>;
+}
+
+/** VRAM-pressure eviction (multi-model guide): sampled only while `enabled()`. */
+export interface PressureMonitor {
+  /** The server-wide `auto_evict`. */
+  enabled(): boolean;
+  /** `auto_evict_threshold_pct`: the share of GPU memory in use (0 to 1) at which a model goes. */
+  threshold(): number;
+  /** The share of GPU memory in use now (the fullest GPU's), or undefined when it cannot be read. */
+  sample(): Promise<number | undefined>;
+  /** How often it is sampled (ms). */
+  everyMs: number;
 }
 
 export interface SchedulerDeps<M extends SchedulableModel> {
@@ -101,8 +131,10 @@ export interface SchedulerDeps<M extends SchedulableModel> {
   /** Models of one type resident at once; -1 is unlimited. Read at each decision. */
   maxLoaded(): number;
   log: Logger;
-  /** How often idle models are checked for `evict_idle_timeout` (ms). */
+  /** How often idle models are checked for `downsize_idle_timeout` and `evict_idle_timeout` (ms). */
   idleCheckMs?: number;
+  /** GPU memory pressure; none: no pressure eviction. */
+  pressure?: PressureMonitor;
   /** The gate an exclusive job holds: loads, unloads and requests wait at it, and idle eviction pauses. */
   gate?: ExclusiveGate;
 }
@@ -112,6 +144,8 @@ export interface AcquireOptions {
   options?: Record<string, unknown>;
   /** The client's request: once it aborts, the request leaves the queue. */
   signal?: AbortSignal;
+  /** The pool the request holds the model in: `routing_helper` for a collection's routing, else standard. */
+  residency?: Residency;
 }
 
 export interface LoadRequest {
@@ -125,6 +159,7 @@ interface Waiter<M extends SchedulableModel> {
   spec: LoadSpec;
   /** An explicit load: it reloads a model running with other options, and takes no lease. */
   explicit: boolean;
+  residency: Residency;
   signal?: AbortSignal;
   grant(instance: Instance<M>): void;
   fail(err: unknown): void;
@@ -141,10 +176,15 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   private readonly instances = new Map<string, Instance<M>>();
   /** Models pinned by a load or /internal/pin: an engine that crashes comes back pinned. */
   private readonly pinnedIds = new Set<string>();
-  /** Models whose engine is starting, by id. */
-  private readonly loading = new Map<string, M>();
+  /** Models whose engine is starting, by id, with the pool each loads into. */
+  private readonly loading = new Map<string, { model: M; residency: Residency }>();
   private waiters: Waiter<M>[] = [];
   private readonly stopIdleCheck: () => void;
+  private readonly stopPressureCheck: () => void;
+  /** Downsizes under way, each with what interrupts it. */
+  private readonly downsizing = new Map<Instance<M>, AbortController>();
+  /** A pressure sample is being read (one at a time). */
+  private sampling = false;
   private readonly clock: Clock;
   private closed = false;
   /** Requests fetching their model's files before they queue. */
@@ -156,7 +196,9 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
 
   constructor(private readonly deps: SchedulerDeps<M>) {
     this.clock = deps.effects.clock;
-    this.stopIdleCheck = this.clock.every(deps.idleCheckMs ?? 1000, () => this.evictIdle());
+    this.stopIdleCheck = this.clock.every(deps.idleCheckMs ?? 1000, () => this.degradeIdle());
+    const pressure = deps.pressure;
+    this.stopPressureCheck = pressure ? this.clock.every(pressure.everyMs, () => void this.checkPressure(pressure)) : () => {};
   }
 
   /** Models resident now (ready or finishing their requests), oldest load first. */
@@ -204,15 +246,19 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   async acquire(model: M, opts: AcquireOptions = {}): Promise<Lease<M>> {
     if (opts.signal?.aborted) throw clientGone();
     await this.deps.gate?.pass(opts.signal);
-    const ready = this.instances.get(model.id);
-    if (ready?.state === "ready") return this.leaseOf(ready);
-    return this.wait(model, opts.options, false, opts.signal, (instance) => this.leaseOf(instance));
+    const residency = opts.residency ?? "standard";
+    const resident = this.instances.get(model.id);
+    if (resident && this.takeBack(resident)) {
+      this.moveTo(resident, residency);
+      return this.leaseOf(resident);
+    }
+    return this.wait(model, opts.options, false, opts.signal, residency, (instance) => this.leaseOf(instance));
   }
 
   /** Loads a model explicitly (reloading it when it runs with other options). */
   async load(model: M, req: LoadRequest = {}): Promise<Instance<M>> {
     await this.deps.gate?.pass();
-    return this.wait(model, req.options, true, undefined, (instance) => {
+    return this.wait(model, req.options, true, undefined, "standard", (instance) => {
       if (req.pinned !== undefined) {
         instance.pinned = req.pinned;
         if (req.pinned) this.pinnedIds.add(model.id);
@@ -231,6 +277,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     options: Record<string, unknown> | undefined,
     explicit: boolean,
     signal: AbortSignal | undefined,
+    residency: Residency,
     take: (instance: Instance<M>) => T,
   ): Promise<T> {
     let spec: LoadSpec;
@@ -243,7 +290,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
       this.preparing--;
     }
     return new Promise<T>((resolve, reject) =>
-      this.enqueue({ model, spec, explicit, signal, grant: (instance) => resolve(take(instance)), fail: reject }),
+      this.enqueue({ model, spec, explicit, residency, signal, grant: (instance) => resolve(take(instance)), fail: reject }),
     );
   }
 
@@ -269,6 +316,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   async shutdown(): Promise<void> {
     this.closed = true;
     this.stopIdleCheck();
+    this.stopPressureCheck();
     const waiting = this.waiters;
     this.waiters = [];
     for (const w of waiting) w.fail(shuttingDown());
@@ -300,6 +348,12 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
       const instance = this.instances.get(w.model.id);
       if (instance?.state === "ready" && !(w.explicit && !sameSpec(instance.spec, w.spec))) {
         this.remove(w);
+        try {
+          this.moveTo(instance, w.residency);
+        } catch (err) {
+          w.fail(err);
+          continue;
+        }
         w.grant(instance);
       }
     }
@@ -317,7 +371,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
         continue;
       }
       if (instance) continue;
-      const incoming = { id: w.model.id, type, autoEvict: w.spec.options.auto_evict === true, memory: this.deps.memory?.(w.model, w.spec) };
+      const incoming = { id: w.model.id, type, residency: w.residency, autoEvict: w.spec.options.auto_evict === true, memory: this.deps.memory?.(w.model, w.spec) };
       this.act(w, incoming.memory, decideAdmission(this.residents(), incoming, { maxLoaded: this.deps.maxLoaded() }, this.clock.now()));
     }
   }
@@ -340,10 +394,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
       case "refuse": {
         const err =
           admission.status === 409
-            ? ApiError.of(
-                E.slotsPinned,
-                `Every loaded ${w.model.type} model is pinned (${admission.pinned.join(", ")}), so none can be unloaded to make room; unload one or raise max_loaded_models`,
-              )
+            ? pinnedError(w.model.type, admission.pinned)
             : ApiError.of(
                 E.insufficientMemory,
                 `${w.model.id} needs ${gb(admission.need)} of memory and ${gb(admission.free)} is free${admission.evictable ? "; unload a model, or load with auto_evict on to let one be evicted" : ""}`,
@@ -364,22 +415,26 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   private residents(): Resident[] {
     const now = this.clock.now();
     const starting = [...this.loading.values()].map(
-      (m): Resident => ({ id: m.id, type: m.type, state: "loading", pinned: false, lastUse: now, inflight: 0, idleTimeoutS: 0, loadMs: 0, weight: 1 }),
+      ({ model: m, residency }): Resident => ({ id: m.id, type: m.type, residency, state: "loading", pinned: false, lastUse: now, inflight: 0, idleTimeoutS: 0, downsizeTimeoutS: 0, autoEvict: false, tier: "full", loadMs: 0, weight: 1 }),
     );
     return [...[...this.instances.values()].map((s) => this.resident(s)), ...starting];
   }
 
   private resident(s: Instance<M>): Resident {
-    const { evict_idle_timeout: timeout, auto_evict: autoEvict, evict_weight_factor: weight } = s.spec.options;
+    const { evict_idle_timeout: timeout, downsize_idle_timeout: downsize, auto_evict: autoEvict, evict_weight_factor: weight } = s.spec.options;
     return {
       id: s.model.id,
       type: s.model.type,
+      residency: s.residency,
       state: s.state,
       pinned: s.pinned,
       lastUse: s.lastUse,
       inflight: s.inflight,
       // Idle eviction is off unless auto_evict is on (lemonade.md's default).
       idleTimeoutS: autoEvict === true && typeof timeout === "number" ? timeout : 0,
+      downsizeTimeoutS: autoEvict === true && typeof downsize === "number" ? downsize : 0,
+      autoEvict: autoEvict === true,
+      tier: s.downsizeFailed ? "downsized" : s.tier,
       loadMs: s.loadMs,
       weight: typeof weight === "number" ? weight : 1,
     };
@@ -387,7 +442,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
 
   private startLoad(w: Waiter<M>): void {
     const { model, spec } = w;
-    this.loading.set(model.id, model);
+    this.loading.set(model.id, { model, residency: w.residency });
     this.starts++;
     const startedAt = this.clock.now();
     void this.deps.effects.start(model, spec).then(
@@ -405,6 +460,10 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
           inflight: 0,
           streaming: 0,
           state: "ready",
+          residency: w.residency,
+          tier: "full",
+          autoEvicting: false,
+          downsizeFailed: false,
           gone: Promise.withResolvers<void>(),
         };
         this.instances.set(model.id, instance);
@@ -426,6 +485,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   }
 
   private leaseOf(instance: Instance<M>): Lease<M> {
+    this.restore(instance);
     instance.inflight++;
     instance.lastUse = this.clock.now();
     this.mostRecent = instance.model.id;
@@ -473,10 +533,14 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   private async stopInstance(instance: Instance<M>, graceMs?: number, evicted = false): Promise<void> {
     if (instance.state === "stopping") return instance.gone.promise;
     instance.state = "stopping";
+    this.interruptDownsize(instance);
     const save = this.deps.effects.save;
     if (evicted && save && !this.closed) {
       await save(instance).catch((err: Error) => this.deps.log.warn(`Could not save the state of ${instance.model.id} before unloading it: ${err.message}`));
     }
+    // A request that came during the save took the model back (takeBack).
+    if (instance.state !== "stopping") return;
+    instance.autoEvicting = false;
     await instance.engine.stop(graceMs);
     this.forget(instance);
     this.deps.log.info(`Unloaded ${instance.model.id} (pid ${instance.engine.pid})`);
@@ -493,14 +557,112 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     this.dispatch();
   }
 
-  private evictIdle(): void {
+  /** Moves a resident model into the pool a request holds it in, in place (no second process):
+   * into the routing-helper pool freely; into the standard pool under its admission, the model
+   * idle longest for its load time making room, and 409 when every standard one is pinned. */
+  private moveTo(instance: Instance<M>, residency: Residency): void {
+    if (instance.residency === residency) return;
+    if (residency === "standard") {
+      const max = this.deps.maxLoaded();
+      const pool = this.residents().filter((r) => r.id !== instance.model.id && r.type === instance.model.type && r.residency === "standard");
+      const staying = pool.filter((r) => r.state === "ready" || r.state === "loading");
+      if (max >= 0 && staying.length >= max) {
+        const victim = pickVictim(pool, this.clock.now());
+        if (!victim) throw pinnedError(instance.model.type, pool.map((r) => r.id));
+        this.deps.log.info(`Evicting ${victim.id} to make room in the standard pool for ${instance.model.id}`);
+        void this.evict(this.instances.get(victim.id)!);
+      }
+    }
+    this.deps.log.info(`${instance.model.id} moves from the ${instance.residency} pool to the ${residency} pool`);
+    instance.residency = residency;
+    changed();
+  }
+
+  /** Whether a request may use the instance now: a ready one (a downsize under way is
+   * interrupted by the lease), or one an idle or pressure eviction has not yet told to stop. */
+  private takeBack(instance: Instance<M>): boolean {
+    if (instance.state === "ready") return true;
+    if (!instance.autoEvicting || this.closed) return false;
+    instance.state = "ready";
+    instance.autoEvicting = false;
+    this.deps.log.info(`A request for ${instance.model.id} interrupted its eviction; it stays loaded`);
+    changed();
+    return true;
+  }
+
+  /** Before a request: a model downsizing stops downsizing, a downsized one is whole again (the
+   * engine allocates its KV cache anew as the request needs it). */
+  private restore(instance: Instance<M>): void {
+    instance.downsizeFailed = false;
+    if (instance.tier === "full") return;
+    if (this.interruptDownsize(instance)) this.deps.log.info(`A request for ${instance.model.id} interrupted its downsize`);
+    else this.deps.log.info(`Restoring ${instance.model.id} from its downsized state`);
+    instance.tier = "full";
+    changed();
+  }
+
+  /** Aborts the instance's downsize, if one is under way; true if it was. */
+  private interruptDownsize(instance: Instance<M>): boolean {
+    const controller = this.downsizing.get(instance);
+    if (!controller) return false;
+    this.downsizing.delete(instance);
+    controller.abort();
+    return true;
+  }
+
+  private downsize(instance: Instance<M>, idleS: number): void {
+    const controller = new AbortController();
+    this.downsizing.set(instance, controller);
+    instance.tier = "downsizing";
+    changed();
+    this.deps.log.info(`Downsizing ${instance.model.id}: idle for ${idleS} s (downsize_idle_timeout)`);
+    const effect = this.deps.effects.downsize;
+    void (effect ? effect(instance, controller.signal) : Promise.resolve()).then(
+      () => this.downsized(instance, controller, true),
+      (err: Error) => {
+        if (this.downsizing.get(instance) === controller) this.deps.log.warn(`Could not downsize ${instance.model.id}: ${err.message}; it stays whole`);
+        this.downsized(instance, controller, false);
+      },
+    );
+  }
+
+  private downsized(instance: Instance<M>, controller: AbortController, ok: boolean): void {
+    // Interrupted: the request that did it has made the model whole.
+    if (this.downsizing.get(instance) !== controller) return;
+    this.downsizing.delete(instance);
+    instance.tier = ok ? "downsized" : "full";
+    instance.downsizeFailed = !ok;
+    if (ok) this.deps.log.info(`Downsized ${instance.model.id}`);
+    changed();
+  }
+
+  /** An eviction a request may still interrupt (idle or pressure), unlike one that makes room. */
+  private autoEvict(instance: Instance<M>, why: string): void {
+    this.deps.log.info(`Unloading ${instance.model.id}: ${why}`);
+    instance.autoEvicting = true;
+    void this.evict(instance);
+  }
+
+  private degradeIdle(): void {
     // An exclusive job's models stay put while it runs.
     if (this.deps.gate?.holder) return;
-    for (const r of idleExpired(this.residents(), this.clock.now())) {
-      const instance = this.instances.get(r.id)!;
-      this.deps.log.info(`Unloading ${r.id}: idle for ${r.idleTimeoutS} s (evict_idle_timeout)`);
-      void this.evict(instance);
-    }
+    const { evict, downsize } = idleDegradation(this.residents(), this.clock.now());
+    for (const r of evict) this.autoEvict(this.instances.get(r.id)!, `idle for ${r.idleTimeoutS} s (evict_idle_timeout)`);
+    for (const r of downsize) this.downsize(this.instances.get(r.id)!, r.downsizeTimeoutS);
+  }
+
+  private async checkPressure(pressure: PressureMonitor): Promise<void> {
+    if (this.sampling || !pressure.enabled() || this.deps.gate?.holder) return;
+    this.sampling = true;
+    // A sampler that fails reads as "unknown": no eviction, and the next sample tries again.
+    const used = await pressure.sample().catch(() => undefined);
+    this.sampling = false;
+    const threshold = pressure.threshold();
+    if (used === undefined || used < threshold || this.closed || this.deps.gate?.holder) return;
+    const victim = pressureVictim(this.residents(), this.clock.now());
+    if (!victim) return;
+    const pct = (n: number) => `${Math.round(n * 100)}%`;
+    this.autoEvict(this.instances.get(victim.id)!, `GPU memory is ${pct(used)} used, at or past auto_evict_threshold_pct ${pct(threshold)}`);
   }
 
   private onExit(instance: Instance<M>, code: number): void {
@@ -511,6 +673,10 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     );
     this.forget(instance);
   }
+}
+
+function pinnedError(type: string, pinned: string[]): ApiError {
+  return ApiError.of(E.slotsPinned, `Every loaded ${type} model is pinned (${pinned.join(", ")}), so none can be unloaded to make room; unload one or raise max_loaded_models`);
 }
 
 function shuttingDown(): ApiError {

@@ -80,17 +80,22 @@ export function engineKind(scheduler: Scheduler<CatalogModel>, forwarding: Forwa
   };
 }
 
-/** A model a cloud provider serves: there is nothing to load, and its requests go to the provider. */
-export function cloudKind(forwarding: Forwarding): TargetKind {
+/** A model a cloud provider serves: there is nothing to load, and its requests go to the provider.
+ * A load is remembered in `loaded`, so that the model keeps answering by its name (with the
+ * provider's missing-credentials error once its key is cleared) after the catalog drops it. */
+export function cloudKind(forwarding: Forwarding, loaded: Map<string, CatalogModel>): TargetKind {
   return {
     claims: (model) => model.cloud !== undefined,
     target: (model) => ({
       speaks: model.cloud!.wire,
-      load: async () => ({
-        message: `${model.id} is served by the ${model.cloud!.provider} cloud provider; nothing to load`,
-        checkpoint: model.cloud!.upstreamId,
-        tookOptions: false,
-      }),
+      load: async () => {
+        loaded.set(model.id, model);
+        return {
+          message: `${model.id} is served by the ${model.cloud!.provider} cloud provider; nothing to load`,
+          checkpoint: model.cloud!.upstreamId,
+          tookOptions: false,
+        };
+      },
       forward: (req) => forwarding.toCloud(model, req),
     }),
   };

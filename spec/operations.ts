@@ -14,10 +14,19 @@ export const LoadedModel = T.Object({
   type: ModelType,
   device: T.String({ description: 'Space-separated device list: `"cpu"`, `"gpu"`, `"npu"`' }),
   pinned: T.Boolean({ description: "Whether the model is pinned against automatic eviction" }),
-  is_busy: T.Boolean({ description: "Whether the model has requests in flight or a load in progress" }),
+  is_busy: T.Boolean({ description: "Whether the model has requests in flight, a load or a downsize in progress" }),
+  status: T.Union([T.Literal("ready"), T.Literal("in_use"), T.Literal("downsizing"), T.Literal("downsized"), T.Literal("evicting")], {
+    description:
+      "Where the model is in its life: `ready` (idle, whole), `in_use` (requests in flight), `downsizing` or `downsized` (idle past `downsize_idle_timeout`: its KV cache freed, its weights loaded; the next request restores it), `evicting` (being unloaded)",
+  }),
   is_streaming: T.Boolean({ description: "Whether the model is streaming output tokens right now" }),
   queue_depth: T.Integer({ description: "Lemonade extension: requests waiting for one of the engine's slots (beyond `max_queue`, LEMONADE_MAX_QUEUE, 512 by default, a request is refused with 503 `server_busy` and `Retry-After`)" }),
   recipe: T.String({ description: "Recipe used to load the model, e.g. `llamacpp`" }),
+  residency_class: T.Union([T.Literal("standard"), T.Literal("routing_helper")], {
+    description:
+      "The pool the model counts in: `standard` (against `max_loaded_models` per type) or `routing_helper` (loaded for a collection's routing, a pool per helper model); a model moves between them in place as its use changes",
+  }),
+  slot_pool: T.String({ description: "The residency pool, `<residency_class>/<type>` (e.g. `standard/llm`)" }),
   pid: T.Integer({ description: "Process ID of the backend engine serving this model" }),
   recipe_options: T.Record(T.String(), T.Unknown(), { description: "The options the model was loaded with that differ from the recipe's defaults, and its context size" }),
   launch_command: T.String({ description: "The engine's command line, as a shell would take it" }),
@@ -53,7 +62,8 @@ export const health = endpoint({
     model_loaded: Nullable(T.String(), { description: "Model name of the most recently accessed model" }),
     all_models_loaded: T.Array(LoadedModel, { description: "All models currently loaded" }),
     max_models: PerModelType("Most models of the type loaded at once (`max_loaded_models`; `-1` is unlimited)"),
-    pinned_models: PerModelType("Pinned models of the type loaded now"),
+    pinned_models: PerModelType("Pinned models of the type loaded now in the standard pool (the ones `max_models` counts)"),
+    pinned_helper_models: PerModelType("Pinned routing helpers of the type loaded now"),
     websocket_port: T.Optional(
       T.Integer({
         description:
@@ -114,6 +124,7 @@ export const health = endpoint({
   "all_models_loaded": [],
   "max_models": {"llm": 1, "embedding": 1, "reranking": 1, "transcription": 1, "image": 1, "tts": 1, "audio-generation": 1, "classification": 1, "mesh": 1},
   "pinned_models": {"llm": 0, "embedding": 0, "reranking": 0, "transcription": 0, "image": 0, "tts": 0, "audio-generation": 0, "classification": 0, "mesh": 0},
+  "pinned_helper_models": {"llm": 0, "embedding": 0, "reranking": 0, "transcription": 0, "image": 0, "tts": 0, "audio-generation": 0, "classification": 0, "mesh": 0},
   "websocket_port": 41235,
   "telemetry": {"enabled": false},
   "update_check_done": true,

@@ -104,13 +104,21 @@ export const LLAMACPP = "llamacpp";
  * registration or a CLI `pull` naming no recipe. */
 export const GGUF_RECIPE = LLAMACPP;
 
-/** Every recipe's residency options (lemonade.md): idle eviction is off unless `auto_evict` is
- * on; `evict_weight_factor` weighs a model's load time in the eviction score;
- * `downsize_idle_timeout` is accepted and saved, with no effect in this server. */
+/** Every recipe's residency options (lemonade.md, the multi-model guide's dynamic VRAM
+ * management): idle downsize and eviction are off unless `auto_evict` is on; `evict_weight_factor`
+ * weighs a model's load time in the eviction score. */
 const COMMON: Record<string, OptionSpec> = {
-  auto_evict: { kind: "bool", default: null, doc: "`true` unloads the model after `evict_idle_timeout` seconds idle; unset or `false` keeps it (the default)." },
+  auto_evict: {
+    kind: "bool",
+    default: null,
+    doc: "`true` downsizes the model after `downsize_idle_timeout` seconds idle and unloads it after `evict_idle_timeout`, and lets GPU memory pressure evict it; unset takes the server's `auto_evict` setting (`false` by default). A pinned model is never downsized or evicted so.",
+  },
   evict_idle_timeout: { kind: "int", default: 300, doc: "Seconds idle before an `auto_evict` model is unloaded; `0` never. Default `300`." },
-  downsize_idle_timeout: { kind: "int", default: 60, doc: "Accepted and saved for Lemonade compatibility; no effect in this server. Default `60`." },
+  downsize_idle_timeout: {
+    kind: "int",
+    default: 60,
+    doc: "Seconds idle before an `auto_evict` model is downsized: its KV cache is freed (llama.cpp: its slots erased) and its weights stay loaded; the next request is served as before. `0` never. Default `60`.",
+  },
   evict_weight_factor: {
     kind: "number",
     default: 1.0,

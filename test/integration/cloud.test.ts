@@ -175,6 +175,25 @@ describe("another Lemonade behind an API key as a provider", () => {
     expect((await post(server, "/v1/cloud/auth", { provider: "peer", api_key: "" })).status).toBe(400);
   });
 
+  test("a loaded cloud model whose key was cleared answers the missing-credentials error until it is unloaded; one never loaded is not found", async () => {
+    await post(server, "/v1/install", { backend: "cloud", provider: "peer", base_url: `${peer.url}/v1` });
+    expect((await post(server, "/v1/cloud/auth", { provider: "peer", api_key: KEY, allow_insecure_http: true })).status).toBe(200);
+    expect((await post(server, "/v1/load", { model_name: "peer.extra.tiny-chat" })).status).toBe(200);
+    await fetch(`${server.url}/v1/cloud/auth/peer`, { method: "DELETE" });
+    const chat = () => post(server, "/v1/chat/completions", { model: "peer.extra.tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 3 });
+    const res = await chat();
+    expect(res.status).toBe(500);
+    expect((await res.json()).error).toMatchObject({
+      type: "backend_error",
+      provider: "peer",
+      message: `No API key for cloud provider 'peer'. Set the LEMONADE_PEER_API_KEY env var or POST /v1/cloud/auth with {"provider":"peer","api_key":"..."}.`,
+    });
+    expect((await post(server, "/v1/unload", { model_name: "peer.extra.tiny-chat" })).status).toBe(200);
+    const gone = await chat();
+    expect(gone.status).toBe(404);
+    expect((await gone.json()).error.code).toBe("model_not_found");
+  });
+
   test("as an Anthropic-API provider: /v1/messages passes through with x-api-key; OpenAI routes are refused", async () => {
     const install = await (await post(server, "/v1/install", { backend: "cloud", provider: "claude-box", base_url: `${peer.url}/v1`, wire: "anthropic", api_key: KEY, allow_insecure_http: true })).json();
     expect(install).toMatchObject({ wire: "anthropic", models_discovered: await peerListed() });

@@ -54,9 +54,12 @@ describe("with the SDK client", () => {
     expect(result.isError).toBe(false);
     const [, json] = textOf(result);
     const summary = JSON.parse(json);
-    expect([...summary.loaded, ...summary.available]).toContain(CHAT);
-    expect(summary.recommended_chat_model).toBe(CHAT);
-    expect(summary.suggested_to_pull).toContain("Qwen3-0.6B-GGUF");
+    // Lemonade's shapes: the loaded models as /v1/health lists them, the rest by registered id.
+    expect([...summary.loaded, ...summary.available].map((m: { model_name: string }) => m.model_name)).toContain(CHAT);
+    expect(summary.available.find((m: { model_name: string }) => m.model_name === CHAT)).toMatchObject({ recipe: "llamacpp", downloaded: true });
+    expect(summary.suggested_to_pull.map((m: { model_name: string }) => m.model_name)).toContain("Qwen3-0.6B-GGUF");
+    // Only a loaded model is recommended; none is loaded yet.
+    expect(summary.recommended_chat_model).toBe(summary.loaded.find((m: { type: string }) => m.type === "llm")?.model_name ?? "");
   });
 
   test("lemonade_chat answers from the real engine", async () => {
@@ -79,6 +82,15 @@ describe("with the SDK client", () => {
     const omni = await client.callTool({ name: "lemonade_omni", arguments: { model: CHAT, messages: [{ role: "user", content: "x" }] } });
     expect(omni.isError).toBe(true);
     expect(textOf(omni)[0]).toContain("lemonade_chat");
+    // No collection named and none downloaded: Lemonade's needs_model answer, nothing fetched.
+    const unnamed = await client.callTool({ name: "lemonade_omni", arguments: { messages: [{ role: "user", content: "x" }] } });
+    expect(unnamed.isError).toBe(true);
+    expect(JSON.parse(textOf(unnamed)[1])).toEqual({
+      status: "needs_model",
+      tool_type: "omni",
+      default_model: "LMX-Omni-5.5B-Lite",
+      retry_with: { model: "an Omni collection name, recipe=collection.omni", allow_download: true },
+    });
     const audio = await client.callTool({ name: "lemonade_transcribe_audio", arguments: { model: CHAT, audio_path: "/nonexistent.wav" } });
     expect(audio.isError).toBe(true);
   });

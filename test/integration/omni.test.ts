@@ -215,6 +215,33 @@ test("lemonade_omni over MCP: inline image and audio blocks, or files in a folde
   expect(plain.content[0].text).toContain("lemonade_chat");
 });
 
+test("MCP names a user collection by its prefixed id: lemonade_list_models lists user.Kit, lemonade_omni runs it by that id or, unnamed, as the downloaded collection", async () => {
+  const listed: any = await mcp.callTool({ name: "lemonade_list_models", arguments: {} });
+  const summary = JSON.parse(listed.content[1].text);
+  expect(summary.available).toContainEqual(expect.objectContaining({ model_name: "user.Kit", recipe: "collection.omni", downloaded: true }));
+  expect(summary.available.map((m: any) => m.model_name)).not.toContain("Kit");
+  const messages = [{ role: "user", content: `${call("text_to_speech", { text: "hello" })} speak` }];
+  const byId: any = await mcp.callTool({ name: "lemonade_omni", arguments: { model: "user.Kit", messages } });
+  expect(byId.isError).toBeFalsy();
+  expect(byId.content.map((c: any) => c.type)).toEqual(["text", "audio"]);
+  const unnamed: any = await mcp.callTool({ name: "lemonade_omni", arguments: { messages } });
+  expect(unnamed.isError).toBeFalsy();
+  expect(unnamed.content.map((c: any) => c.type)).toEqual(["text", "audio"]);
+});
+
+test("lemonade_omni's errors, as Lemonade words them: an unknown model, a plain LLM, no messages", async () => {
+  const messages = [{ role: "user", content: "hi" }];
+  const unknown: any = await mcp.callTool({ name: "lemonade_omni", arguments: { model: "user.NoSuchKit", messages } });
+  expect(unknown.isError).toBe(true);
+  expect(unknown.content[0].text).toBe(
+    "Unknown model 'user.NoSuchKit'. Call `lemonade_list_models` to discover available Omni collections (recipe = collection.omni), or omit `model` to use the default (LMX-Omni-5.5B-Lite).",
+  );
+  const plain: any = await mcp.callTool({ name: "lemonade_omni", arguments: { model: "extra.planner", messages } });
+  expect(plain.content[0].text).toBe("Model 'extra.planner' is not an Omni collection (recipe='llamacpp'). Use `lemonade_chat` for plain LLMs, or pass an Omni collection name (e.g. LMX-Omni-5.5B-Lite).");
+  const none: any = await mcp.callTool({ name: "lemonade_omni", arguments: { model: "user.Kit" } });
+  expect(none).toMatchObject({ isError: true, content: [{ type: "text", text: "Missing or non-array argument: messages" }] });
+});
+
 test("a published collection (the catalog's LMX-Omni-5.5B-Lite) pulls its manifest, then its components", async () => {
   const listed = async () => (await (await fetch(`${server.url}/v1/models?show_all=true`)).json()).data.find((m: any) => m.id === "LMX-Omni-5.5B-Lite");
   // Listed by its repository, as the registry names it.

@@ -2,7 +2,7 @@
 import { expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { detectDevices, parseCpuinfo, parseNvidiaSmi, readDrmGpus, type Devices } from "../../lib/devices.ts";
+import { detectDevices, gpuMemoryUse, parseCpuinfo, parseNvidiaMemoryUse, parseNvidiaSmi, readDrmGpus, type Devices } from "../../lib/devices.ts";
 import { bestGpuBackend, hardwareProblem, releaseBackendStatus } from "../../engines/release-backends.ts";
 import { llamacpp } from "../../engines/llamacpp.ts";
 import { tempDir } from "../helpers/server.ts";
@@ -53,6 +53,20 @@ test("sysfs: an AMD GPU with its VRAM and gfx target, an Intel iGPU, an NVIDIA c
     { vendor: "amd", name: "Radeon RX 7900 XTX", vramTotalBytes: 24 * 2 ** 30, vramFreeBytes: 22 * 2 ** 30, gfx: "gfx1100" },
     { vendor: "intel", name: "Intel GPU" },
   ]);
+});
+
+test("GPU memory in use, as the VRAM-pressure monitor samples it: the fullest GPU's share, NVIDIA's and AMD's alike", async () => {
+  expect(parseNvidiaMemoryUse("20000, 24564\n143000, 143771\n")).toEqual([20000 / 24564, 143000 / 143771]);
+  expect(parseNvidiaMemoryUse("[N/A], 24564\n")).toEqual([]);
+  const root = tempDir("lemonade-sysfs-");
+  mkdirSync(join(root, "card0", "device"), { recursive: true });
+  for (const [f, v] of Object.entries({ vendor: "0x1002", mem_info_vram_total: String(16 * 2 ** 30), mem_info_vram_used: String(12 * 2 ** 30) })) writeFileSync(join(root, "card0", "device", f), v);
+  const asked: string[][] = [];
+  const smi = (csv: string | null) => async (argv: string[]) => (asked.push(argv), csv);
+  expect(await gpuMemoryUse(smi("5000, 10000\n"), root)).toBe(0.75);
+  expect(await gpuMemoryUse(smi("9500, 10000\n"), root)).toBe(0.95);
+  expect(asked[0]).toEqual(["nvidia-smi", "--query-gpu=memory.used,memory.total", "--format=csv,noheader,nounits"]);
+  expect(await gpuMemoryUse(smi(null), join(root, "none"))).toBeUndefined();
 });
 
 const machine = (gpus: Devices["gpus"], over: Partial<Devices> = {}): Devices => ({

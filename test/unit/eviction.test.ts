@@ -1,7 +1,7 @@
 // The eviction choices, as pure functions: decideAdmission's table (count limits per type, memory
 // admission, one victim rule), the victim rule itself and the idle timeout.
 import { describe, expect, test } from "bun:test";
-import { decideAdmission, idleExpired, pickVictim, type Admission, type Incoming, type Resident } from "../../runtime/eviction.ts";
+import { decideAdmission, idleDegradation, idleExpired, pickVictim, pressureVictim, type Admission, type Incoming, type Resident } from "../../runtime/eviction.ts";
 
 const GB = 1024 ** 3;
 const NOW = 100_000;
@@ -9,11 +9,15 @@ const NOW = 100_000;
 const r = (id: string, over: Partial<Resident> = {}): Resident => ({
   id,
   type: "llm",
+  residency: "standard",
   state: "ready",
   pinned: false,
   lastUse: 0,
   inflight: 0,
   idleTimeoutS: 300,
+  downsizeTimeoutS: 60,
+  autoEvict: true,
+  tier: "full",
   loadMs: 1000,
   weight: 1,
   ...over,
@@ -41,6 +45,10 @@ describe("decideAdmission", () => {
     ["other types do not count against the limit", [r("e", { type: "embedding" }), r("t", { type: "tts" })], llm(), 1, { kind: "load" }],
     ["the count victim is of the incoming type", [r("e", { type: "embedding", lastUse: 0 }), r("a", { lastUse: 50 })], llm(), 1, { kind: "evict", victim: "a", reason: "count" }],
     ["an embedding type full of pinned models: 409 names them", [r("e", { type: "embedding", pinned: true })], llm({ type: "embedding" }), 1, { kind: "refuse", status: 409, pinned: ["e"] }],
+    // The routing-helper pool (multi-model guide): helpers neither count nor are counted.
+    ["a routing helper takes no standard slot", [r("judge", { residency: "routing_helper" })], llm(), 1, { kind: "load" }],
+    ["a full standard pool does not limit a helper's load", [r("a")], llm({ residency: "routing_helper" }), 1, { kind: "load" }],
+    ["the count victim is a standard model, never the helper", [r("judge", { residency: "routing_helper", lastUse: 0 }), r("a", { lastUse: 50 })], llm(), 1, { kind: "evict", victim: "a", reason: "count" }],
     // Memory admission, shared by every type.
     ["memory unknown: loads", [r("a")], llm({ memory: undefined }), -1, { kind: "load" }],
     ["memory fits: loads", [r("a")], llm({ memory: fits }), -1, { kind: "load" }],
@@ -84,4 +92,32 @@ test("idleExpired: ready, unpinned, idle and past a positive timeout", () => {
     r("loading", { lastUse: 0, state: "loading" }),
   ];
   expect(idleExpired(residents, now).map((x) => x.id)).toEqual(["expired"]);
+});
+
+test("idleDegradation: evict past evict_idle_timeout, else downsize a whole model past downsize_idle_timeout", () => {
+  const now = 1_000_000;
+  const residents = [
+    r("evict", { lastUse: now - 301_000 }),
+    r("downsize", { lastUse: now - 61_000 }),
+    r("fresh", { lastUse: now - 59_000 }),
+    r("downsized", { lastUse: now - 61_000, tier: "downsized" }),
+    r("downsizing", { lastUse: now - 61_000, tier: "downsizing" }),
+    r("pinned", { lastUse: now - 900_000, pinned: true }),
+    r("busy", { lastUse: now - 900_000, inflight: 1 }),
+    r("never", { lastUse: now - 200_000, downsizeTimeoutS: 0 }),
+  ];
+  const { evict, downsize } = idleDegradation(residents, now);
+  expect(evict.map((x) => x.id)).toEqual(["evict"]);
+  expect(downsize.map((x) => x.id)).toEqual(["downsize"]);
+});
+
+test("pressureVictim: the most disposable idle auto_evict model; none while one is leaving", () => {
+  const now = 1_000_000;
+  const slow = r("slow", { lastUse: now - 100_000, loadMs: 20_000 });
+  const quick = r("quick", { lastUse: now - 10_000, loadMs: 100 });
+  expect(pressureVictim([slow, quick], now)?.id).toBe("quick");
+  expect(pressureVictim([slow, { ...quick, autoEvict: false }], now)?.id).toBe("slow");
+  expect(pressureVictim([slow, { ...quick, inflight: 1 }], now)?.id).toBe("slow");
+  expect(pressureVictim([{ ...slow, pinned: true }, { ...quick, pinned: true }], now)).toBeUndefined();
+  expect(pressureVictim([slow, quick, r("leaving", { state: "stopping" })], now)).toBeUndefined();
 });

@@ -202,10 +202,11 @@ test("auto_evict and auto_evict_threshold_pct are settings (multi-model guide); 
     const effective = async () => (await (await fetch(`${other.url}/v1/models/extra.ae/options`)).json()).effective;
     expect((await effective()).auto_evict).toBeNull();
     const ok = await set({ auto_evict: true, auto_evict_threshold_pct: 0.8 });
-    expect(await ok.json()).toEqual({ status: "success", applied: ["auto_evict"], saved: ["auto_evict_threshold_pct"] });
+    expect(await ok.json()).toEqual({ status: "success", applied: ["auto_evict", "auto_evict_threshold_pct"], saved: [] });
     expect((await effective()).auto_evict).toBe(true);
     expect(JSON.parse(readFileSync(join(other.cacheDir, "config.json"), "utf8"))).toMatchObject({ auto_evict: true, auto_evict_threshold_pct: 0.8 });
     expect(loadConfig({}, { LEMONADE_CACHE_DIR: other.cacheDir }).recipeDefaults.auto_evict).toBe(true);
+    expect(loadConfig({}, { LEMONADE_CACHE_DIR: other.cacheDir }).autoEvictThresholdPct).toBe(0.8);
     for (const body of [{ auto_evict: "yes" }, { auto_evict_threshold_pct: 1.5 }]) {
       const res = await set(body);
       expect(res.status).toBe(400);

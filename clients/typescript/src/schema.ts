@@ -5022,7 +5022,7 @@ export interface paths {
         put?: never;
         /**
          * Change settings, live where possible
-         * @description Sets one or more settings, `{"key": value, ...}`, nested keys written with dots (`llamacpp.backend`) or as objects; a backend key may also be written flat, as backend flags spell it (`llamacpp_args`, `vllm_args`), and `no_broadcast` is `broadcast` negated (two spellings of one key with different values are refused). `auto_evict` (`false` by default; the answer for models whose own is unset) and `auto_evict_threshold_pct` (`0.90`) are settings too. Each is checked against its default's type first (nothing is saved when one is refused), then saved in `config.json` atomically and applied at once where the server can: `max_loaded_models`, `log_level`, `ctx_size`, `offline`, `auto_evict`, `extra_models_dir` (rescanned), `host` and `port` (the server listens anew), every `telemetry.*` setting (the next span and the next export batch use it). The answer lists which took effect now and which are saved for the next start.
+         * @description Sets one or more settings, `{"key": value, ...}`, nested keys written with dots (`llamacpp.backend`) or as objects; a backend key may also be written flat, as backend flags spell it (`llamacpp_args`, `vllm_args`), and `no_broadcast` is `broadcast` negated (two spellings of one key with different values are refused). `auto_evict` (`false` by default; the answer for models whose own is unset) and `auto_evict_threshold_pct` (`0.90`) are settings too. Each is checked against its default's type first (nothing is saved when one is refused), then saved in `config.json` atomically and applied at once where the server can: `max_loaded_models`, `log_level`, `ctx_size`, `offline`, `auto_evict`, `auto_evict_threshold_pct`, `extra_models_dir` (rescanned), `host` and `port` (the server listens anew), every `telemetry.*` setting (the next span and the next export batch use it). The answer lists which took effect now and which are saved for the next start.
          */
         post: operations["lemonade.internal_set"];
         delete?: never;
@@ -6094,11 +6094,11 @@ export interface components {
             llamacpp_device?: string | null;
             /** @description `true` (default) appends the model's `*_args` to the server-wide ones; `false` uses the model's alone. */
             merge_args?: boolean | null;
-            /** @description `true` unloads the model after `evict_idle_timeout` seconds idle; unset or `false` keeps it (the default). */
+            /** @description `true` downsizes the model after `downsize_idle_timeout` seconds idle and unloads it after `evict_idle_timeout`, and lets GPU memory pressure evict it; unset takes the server's `auto_evict` setting (`false` by default). A pinned model is never downsized or evicted so. */
             auto_evict?: boolean | null;
             /** @description Seconds idle before an `auto_evict` model is unloaded; `0` never. Default `300`. */
             evict_idle_timeout?: number | null;
-            /** @description Accepted and saved for Lemonade compatibility; no effect in this server. Default `60`. */
+            /** @description Seconds idle before an `auto_evict` model is downsized: its KV cache is freed (llama.cpp: its slots erased) and its weights stay loaded; the next request is served as before. `0` never. Default `60`. */
             downsize_idle_timeout?: number | null;
             /** @description Weighs the model's load time in the eviction score (idle time over load time times this); above 1 keeps it longer. Default `1.0`. */
             evict_weight_factor?: number | null;
@@ -6665,14 +6665,20 @@ export interface components {
                 device: string;
                 /** @description Whether the model is pinned against automatic eviction */
                 pinned: boolean;
-                /** @description Whether the model has requests in flight or a load in progress */
+                /** @description Whether the model has requests in flight, a load or a downsize in progress */
                 is_busy: boolean;
+                /** @description Where the model is in its life: `ready` (idle, whole), `in_use` (requests in flight), `downsizing` or `downsized` (idle past `downsize_idle_timeout`: its KV cache freed, its weights loaded; the next request restores it), `evicting` (being unloaded) */
+                status: "ready" | "in_use" | "downsizing" | "downsized" | "evicting";
                 /** @description Whether the model is streaming output tokens right now */
                 is_streaming: boolean;
                 /** @description Lemonade extension: requests waiting for one of the engine's slots (beyond `max_queue`, LEMONADE_MAX_QUEUE, 512 by default, a request is refused with 503 `server_busy` and `Retry-After`) */
                 queue_depth: number;
                 /** @description Recipe used to load the model, e.g. `llamacpp` */
                 recipe: string;
+                /** @description The pool the model counts in: `standard` (against `max_loaded_models` per type) or `routing_helper` (loaded for a collection's routing, a pool per helper model); a model moves between them in place as its use changes */
+                residency_class: "standard" | "routing_helper";
+                /** @description The residency pool, `<residency_class>/<type>` (e.g. `standard/llm`) */
+                slot_pool: string;
                 /** @description Process ID of the backend engine serving this model */
                 pid: number;
                 /** @description The options the model was loaded with that differ from the recipe's defaults, and its context size */
@@ -6707,23 +6713,43 @@ export interface components {
                 mesh: number;
             };
             pinned_models: {
-                /** @description Pinned models of the type loaded now: LLM/chat models */
+                /** @description Pinned models of the type loaded now in the standard pool (the ones `max_models` counts): LLM/chat models */
                 llm: number;
-                /** @description Pinned models of the type loaded now: embedding models */
+                /** @description Pinned models of the type loaded now in the standard pool (the ones `max_models` counts): embedding models */
                 embedding: number;
-                /** @description Pinned models of the type loaded now: reranking models */
+                /** @description Pinned models of the type loaded now in the standard pool (the ones `max_models` counts): reranking models */
                 reranking: number;
-                /** @description Pinned models of the type loaded now: speech-to-text models */
+                /** @description Pinned models of the type loaded now in the standard pool (the ones `max_models` counts): speech-to-text models */
                 transcription: number;
-                /** @description Pinned models of the type loaded now: image models */
+                /** @description Pinned models of the type loaded now in the standard pool (the ones `max_models` counts): image models */
                 image: number;
-                /** @description Pinned models of the type loaded now: text-to-speech models */
+                /** @description Pinned models of the type loaded now in the standard pool (the ones `max_models` counts): text-to-speech models */
                 tts: number;
-                /** @description Pinned models of the type loaded now: music and sound-effect generators */
+                /** @description Pinned models of the type loaded now in the standard pool (the ones `max_models` counts): music and sound-effect generators */
                 "audio-generation": number;
-                /** @description Pinned models of the type loaded now: text classifiers */
+                /** @description Pinned models of the type loaded now in the standard pool (the ones `max_models` counts): text classifiers */
                 classification: number;
-                /** @description Pinned models of the type loaded now: image-to-3D models */
+                /** @description Pinned models of the type loaded now in the standard pool (the ones `max_models` counts): image-to-3D models */
+                mesh: number;
+            };
+            pinned_helper_models: {
+                /** @description Pinned routing helpers of the type loaded now: LLM/chat models */
+                llm: number;
+                /** @description Pinned routing helpers of the type loaded now: embedding models */
+                embedding: number;
+                /** @description Pinned routing helpers of the type loaded now: reranking models */
+                reranking: number;
+                /** @description Pinned routing helpers of the type loaded now: speech-to-text models */
+                transcription: number;
+                /** @description Pinned routing helpers of the type loaded now: image models */
+                image: number;
+                /** @description Pinned routing helpers of the type loaded now: text-to-speech models */
+                tts: number;
+                /** @description Pinned routing helpers of the type loaded now: music and sound-effect generators */
+                "audio-generation": number;
+                /** @description Pinned routing helpers of the type loaded now: text classifiers */
+                classification: number;
+                /** @description Pinned routing helpers of the type loaded now: image-to-3D models */
                 mesh: number;
             };
             /** @description OS-assigned port of the dedicated WebSocket server (log stream, realtime transcription); the main port serves the same protocols */
@@ -15039,6 +15065,17 @@ export interface operations {
                      *         "mesh": 1
                      *       },
                      *       "pinned_models": {
+                     *         "llm": 0,
+                     *         "embedding": 0,
+                     *         "reranking": 0,
+                     *         "transcription": 0,
+                     *         "image": 0,
+                     *         "tts": 0,
+                     *         "audio-generation": 0,
+                     *         "classification": 0,
+                     *         "mesh": 0
+                     *       },
+                     *       "pinned_helper_models": {
                      *         "llm": 0,
                      *         "embedding": 0,
                      *         "reranking": 0,
