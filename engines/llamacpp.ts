@@ -1,27 +1,38 @@
 // The llamacpp recipe: llama.cpp's llama-server for LLMs, embeddings and rerankers. Where its
 // binary is per backend, how it is built from source, and the argv a model starts with (add a
 // llama-server flag in `llamaArgv`).
+import { statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { splitArgs } from "../lib/args.ts";
 import {
   checkAllowedArgs,
   checkReservedArgs,
+  EngineConfigError,
   type AllowedFlags,
+  type Attachment,
   type BuildRecipe,
   type LaunchInput,
   type LaunchPlan,
   type Recipe,
+  type RpcSettings,
   type SourceBuiltEngine,
 } from "./engine.ts";
+import { openTunnel, parseWorkerAddress, probeWorker, RpcWorkerError, statusProblem, type Tunnel, type WorkerAddress, type WorkerStatus } from "./rpc-link.ts";
 import { autoBackend, locateSourceBuilt, sourceBuiltRecipeStatus } from "./source-build.ts";
+
+/** llama.cpp's RPC worker binary, built beside llama-server (tools/rpc). */
+export const RPC_SERVER_BINARY = "ggml-rpc-server";
 
 export const LLAMACPP: SourceBuiltEngine = {
   recipe: "llamacpp",
   binary: "llama-server",
-  version: "node-llama-cpp-3.21.1",
+  // `-rpc`: the build gained ggml's RPC backend and its worker binary, so older builds rebuild.
+  version: "node-llama-cpp-3.21.1-rpc",
   description: "llama.cpp",
+  extras: [{ binary: RPC_SERVER_BINARY, use: "lemonade worker" }],
 };
+
 
 const LLAMACPP_BUILD: BuildRecipe = {
   engine: LLAMACPP,
@@ -36,8 +47,10 @@ const LLAMACPP_BUILD: BuildRecipe = {
     "-DLLAMA_BUILD_EXAMPLES=OFF",
     // One self-contained binary: a shared build would carry its build folder as RUNPATH.
     "-DBUILD_SHARED_LIBS=OFF",
+    // The RPC backend in llama-server (`--rpc`) and its worker, `ggml-rpc-server` (`lemonade worker`).
+    "-DGGML_RPC=ON",
   ],
-  target: "llama-server",
+  targets: ["llama-server", RPC_SERVER_BINARY],
 };
 
 /** Flags the server sets itself; users may not pass them in `llamacpp_args`. */
@@ -154,6 +167,96 @@ export function llamaArgv(binary: string, port: number, launch: LlamaLaunch): st
   return [...argv, ...(launch.tuningArgs ?? []), ...launch.userArgs];
 }
 
+const listOf = (text: string) => text.split(",").map((w) => w.trim()).filter(Boolean);
+
+/** The workers a model's `rpc` option asks for, or null for none: `all` is every configured one,
+ * a list names some of them (each must be configured: the secret is the configured workers'). */
+function rpcChoice(option: string, rpc: RpcSettings | undefined): { addresses: WorkerAddress[]; all: boolean } | null {
+  if (!option) return null;
+  const configured = (rpc?.workers ?? []).map(parseWorkerAddress);
+  if (option === "all") {
+    if (!configured.length) throw new EngineConfigError("rpc=all, but no workers are configured (config.json llamacpp.rpc_workers)");
+    return { addresses: configured, all: true };
+  }
+  const addresses = listOf(option).map(parseWorkerAddress);
+  const unknown = addresses.filter((a) => !configured.some((c) => c.text === a.text));
+  if (unknown.length) throw new EngineConfigError(`rpc names ${unknown.map((a) => a.text).join(", ")}, not in config.json llamacpp.rpc_workers (${configured.map((c) => c.text).join(", ") || "none"})`);
+  return { addresses, all: false };
+}
+
+function modelBytes(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+}
+
+/** llama-server's line for the weights one device holds: `load_tensors:  RPC0[127.0.0.1:40111] model buffer size = 12.50 MiB`. */
+const BUFFER_LINE = /load_tensors:\s+(\S+) model buffer size =\s+([\d.]+) MiB/;
+
+/** Health-checks the workers (all at once, so one slow to answer costs its own timeout, not the
+ * sum), keeps those that answer, and opens a tunnel to each: the engine starts with `--rpc` on
+ * the tunnels' loopback ports. `all` goes on without the missing workers while those that answer
+ * can hold the model's weights; a list needs every worker it names. Nothing stays open on failure. */
+export async function attachWorkers(choice: { addresses: WorkerAddress[]; all: boolean }, secret: string | null, split: string, weightBytes: number, timeoutMs = 3000): Promise<Attachment> {
+  if (!secret) throw new RpcWorkerError(choice.addresses[0]!.text, "rpc workers need the shared secret: set LEMONADE_RPC_SECRET (or llamacpp.rpc_secret in config.json)");
+  const checks = await Promise.all(
+    choice.addresses.map(async (address) => {
+      try {
+        const status = await probeWorker(address, secret, timeoutMs);
+        const problem = statusProblem(address, status);
+        return problem ? { address, problem } : { address, status };
+      } catch (err) {
+        return { address, problem: (err as Error).message };
+      }
+    }),
+  );
+  const missing = checks.filter((c) => "problem" in c);
+  const ready = checks.filter((c): c is { address: WorkerAddress; status: WorkerStatus } => "status" in c);
+  const free = ready.reduce((sum, c) => sum + c.status.devices.reduce((s, d) => s + d.free, 0), 0);
+  if (missing.length && (!choice.all || !ready.length || free < weightBytes)) {
+    const why = missing.map((m) => (m as { problem: string }).problem).join("; ");
+    const rest = choice.all && ready.length ? ` (the workers that answer have ${(free / 2 ** 30).toFixed(2)} GiB free, the model's weights take ${(weightBytes / 2 ** 30).toFixed(2)} GiB)` : "";
+    throw new RpcWorkerError(missing[0]!.address.text, why + rest);
+  }
+  const tunnels: Tunnel[] = [];
+  let lost: string | null = null;
+  try {
+    for (const c of ready) tunnels.push(await openTunnel(c.address, secret, timeoutMs, (why) => (lost ??= why)));
+  } catch (err) {
+    for (const t of tunnels) t.close();
+    throw err;
+  }
+  const buffers: Record<string, number> = {};
+  return {
+    args: ["--rpc", tunnels.map((t) => `127.0.0.1:${t.port}`).join(","), "-ngl", "all", ...(split ? ["--tensor-split", split] : [])],
+    onLine(line) {
+      const m = BUFFER_LINE.exec(line);
+      if (m) buffers[m[1]!] = Number(m[2]);
+    },
+    detail: () => ({
+      workers: ready.map((c, i) => {
+        const device = Object.keys(buffers).find((d) => d.endsWith(`[127.0.0.1:${tunnels[i]!.port}]`));
+        return {
+          address: c.address.text,
+          devices: c.status.devices.map((d) => d.name),
+          model_buffer_mib: device ? buffers[device]! : null,
+          bytes_sent: tunnels[i]!.bytes.sent,
+          bytes_received: tunnels[i]!.bytes.received,
+        };
+      }),
+      missing_workers: missing.map((m) => m.address.text),
+      tensor_split: split || "by free memory",
+      local_model_buffer_mib: Object.entries(buffers).filter(([d]) => !d.startsWith("RPC")).reduce((s, [, v]) => s + v, 0),
+      ...(lost ? { lost } : {}),
+    }),
+    close() {
+      for (const t of tunnels) t.close();
+    },
+  };
+}
+
 export const llamacpp: Recipe = {
   name: "llamacpp",
   displayName: "llama.cpp",
@@ -164,6 +267,10 @@ export const llamacpp: Recipe = {
 
   checkOptions(options) {
     if (typeof options.llamacpp_args === "string") checkUserArgs(splitArgs(options.llamacpp_args));
+    if (typeof options.rpc === "string" && options.rpc !== "all") for (const w of listOf(options.rpc)) parseWorkerAddress(w);
+    if (typeof options.tensor_split === "string" && options.tensor_split && !/^\d+(\.\d+)?(,\d+(\.\d+)?)*$/.test(options.tensor_split)) {
+      throw new EngineConfigError(`tensor_split must be comma-separated shares such as 1,1 or 3,2,1, got '${options.tensor_split}'`);
+    }
   },
 
   /** `cpu` is the build in the cache, `system` the binary on PATH. */
@@ -181,7 +288,10 @@ export const llamacpp: Recipe = {
       device: String(input.options.llamacpp_device ?? ""),
       tuningArgs: input.tuningArgs,
     };
+    const workers = rpcChoice(String(input.options.rpc ?? ""), input.rpc);
+    const split = String(input.options.tensor_split ?? "");
     return {
+      ...(workers ? { attach: () => attachWorkers(workers, input.rpc?.secret ?? null, split, modelBytes(input.files.main!)) } : {}),
       argv: (port) => llamaArgv(binary, port, launch),
       // `/slots` then lists each slot's last prompt, which a saved KV cache is matched on
       // (runtime/kv-cache.ts); it costs a copy of each answer's text.

@@ -47,7 +47,9 @@ export function sourceBuiltStatus(cacheDir: string, engine: SourceBuiltEngine, b
   // A build from source stands in for the pinned release, whose page is reported still.
   const page = pinnedReleaseUrl(cacheDir, engine.recipe, backend);
   if (cachedBinary(cacheDir, engine)) {
-    return { devices: ["cpu"], state: "installed", message: "", action: "", version: engine.version, ...page };
+    const extras = (engine.extras ?? []).filter((e) => existsSync(join(engineDir(cacheDir, engine), e.binary)));
+    const message = extras.map((e) => `with ${e.binary} (${e.use})`).join(", ");
+    return { devices: ["cpu"], state: "installed", message, action: "", version: engine.version, ...page };
   }
   return {
     devices: ["cpu"],
@@ -176,7 +178,7 @@ export async function buildFromSource(
     progress("configure", 10);
     await runCommand(["cmake", "-B", "build", "-DCMAKE_BUILD_TYPE=Release", ...recipe.cmakeFlags], src);
     const jobs = String(Math.max(1, availableParallelism()));
-    await runCommand(["cmake", "--build", "build", "--target", recipe.target, "-j", jobs], src, (line) => {
+    await runCommand(["cmake", "--build", "build", "--target", ...recipe.targets, "-j", jobs], src, (line) => {
       const m = /^\[\s*(\d+)%\]/.exec(line);
       if (m) progress("build", 10 + Math.round(Number(m[1]) * 0.85));
     });

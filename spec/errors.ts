@@ -132,6 +132,12 @@ export const E = {
     "The engine cannot be reached, even after the model is loaded again; sending the request again may succeed",
     "backend_error",
   ),
+  rpcWorkerUnavailable: row(
+    503,
+    "rpc_worker_unavailable",
+    "A worker the model is split across (llamacpp `rpc`) does not answer, refuses the secret, runs another RPC protocol version or serves another model, and the workers that answer cannot hold the model; the message names the worker",
+    "backend_error",
+  ),
   backendStopped: row(
     502,
     "backend_error",
@@ -198,6 +204,7 @@ export const LOADING_ERRORS: ErrorRow[] = [
   E.clientClosed,
   E.shuttingDown,
   E.insufficientMemory,
+  E.rpcWorkerUnavailable,
 ];
 
 /** What a request the proxy forwards to an engine can answer beside the loading errors. */
