@@ -194,6 +194,9 @@ export interface Recipe {
   locate?(backend: string, env: EngineEnv): string;
   /** The launch plan for a model on that binary. */
   plan?(binary: string, input: LaunchInput): LaunchPlan;
+  /** Checks, before the load queues, what the options need outside this machine (llama.cpp's
+   * RPC workers answering); throws when the load could not succeed. */
+  precheck?(options: Options, env: EngineEnv): Promise<void>;
   /** Refuses a downloaded model whose files this engine cannot serve (EngineConfigError), before
    * room is made for it. Files are by role, as in LaunchInput. */
   checkFiles?(files: Record<string, string>): void;

@@ -195,11 +195,13 @@ function modelBytes(path: string): number {
 /** llama-server's line for the weights one device holds: `load_tensors:  RPC0[127.0.0.1:40111] model buffer size = 12.50 MiB`. */
 const BUFFER_LINE = /load_tensors:\s+(\S+) model buffer size =\s+([\d.]+) MiB/;
 
-/** Health-checks the workers (all at once, so one slow to answer costs its own timeout, not the
- * sum), keeps those that answer, and opens a tunnel to each: the engine starts with `--rpc` on
- * the tunnels' loopback ports. `all` goes on without the missing workers while those that answer
- * can hold the model's weights; a list needs every worker it names. Nothing stays open on failure. */
-export async function attachWorkers(choice: { addresses: WorkerAddress[]; all: boolean }, secret: string | null, split: string, weightBytes: number, timeoutMs = 3000): Promise<Attachment> {
+type WorkerChoice = { addresses: WorkerAddress[]; all: boolean };
+type ReadyWorker = { address: WorkerAddress; status: WorkerStatus };
+
+/** Health-checks the workers, all at once (so one slow to answer costs its own timeout, not the
+ * sum), and keeps those that answer: `all` goes on without the missing ones while those that
+ * answer can hold the model's weights; a list needs every worker it names. */
+async function checkWorkers(choice: WorkerChoice, secret: string | null, weightBytes: number, timeoutMs: number): Promise<{ ready: ReadyWorker[]; missing: WorkerAddress[] }> {
   if (!secret) throw new RpcWorkerError(choice.addresses[0]!.text, "rpc workers need the shared secret: set LEMONADE_RPC_SECRET (or llamacpp.rpc_secret in config.json)");
   const checks = await Promise.all(
     choice.addresses.map(async (address) => {
@@ -213,13 +215,20 @@ export async function attachWorkers(choice: { addresses: WorkerAddress[]; all: b
     }),
   );
   const missing = checks.filter((c) => "problem" in c);
-  const ready = checks.filter((c): c is { address: WorkerAddress; status: WorkerStatus } => "status" in c);
+  const ready = checks.filter((c): c is ReadyWorker => "status" in c);
   const free = ready.reduce((sum, c) => sum + c.status.devices.reduce((s, d) => s + d.free, 0), 0);
   if (missing.length && (!choice.all || !ready.length || free < weightBytes)) {
     const why = missing.map((m) => (m as { problem: string }).problem).join("; ");
     const rest = choice.all && ready.length ? ` (the workers that answer have ${(free / 2 ** 30).toFixed(2)} GiB free, the model's weights take ${(weightBytes / 2 ** 30).toFixed(2)} GiB)` : "";
     throw new RpcWorkerError(missing[0]!.address.text, why + rest);
   }
+  return { ready, missing: missing.map((m) => m.address) };
+}
+
+/** Checks the workers and opens a tunnel to each that answers: the engine starts with `--rpc` on
+ * the tunnels' loopback ports. Nothing stays open on failure. */
+async function attachWorkers(choice: WorkerChoice, secret: string, split: string, weightBytes: number, timeoutMs = 3000): Promise<Attachment> {
+  const { ready, missing } = await checkWorkers(choice, secret, weightBytes, timeoutMs);
   const tunnels: Tunnel[] = [];
   let lost: string | null = null;
   try {
@@ -246,7 +255,7 @@ export async function attachWorkers(choice: { addresses: WorkerAddress[]; all: b
           bytes_received: tunnels[i]!.bytes.received,
         };
       }),
-      missing_workers: missing.map((m) => m.address.text),
+      missing_workers: missing.map((m) => m.text),
       tensor_split: split || "by free memory",
       local_model_buffer_mib: Object.entries(buffers).filter(([d]) => !d.startsWith("RPC")).reduce((s, [, v]) => s + v, 0),
       ...(lost ? { lost } : {}),
@@ -273,6 +282,13 @@ export const llamacpp: Recipe = {
     }
   },
 
+  /** The workers a model split across them needs answer before its load queues (their weights'
+   * share is checked at the load itself, once the files are known). */
+  async precheck(options, env) {
+    const workers = rpcChoice(String(options.rpc ?? ""), env.rpc);
+    if (workers) await checkWorkers(workers, env.rpc?.secret ?? null, 0, 3000);
+  },
+
   /** `cpu` is the build in the cache, `system` the binary on PATH. */
   resolveBackend: (backend, env) => (backend === "auto" ? autoBackend(LLAMACPP, env) : backend),
   locate: (backend, env) => locateSourceBuilt(LLAMACPP, backend, env),
@@ -291,7 +307,7 @@ export const llamacpp: Recipe = {
     const workers = rpcChoice(String(input.options.rpc ?? ""), input.rpc);
     const split = String(input.options.tensor_split ?? "");
     return {
-      ...(workers ? { attach: () => attachWorkers(workers, input.rpc?.secret ?? null, split, modelBytes(input.files.main!)) } : {}),
+      ...(workers ? { attach: () => attachWorkers(workers, input.rpc?.secret ?? "", split, modelBytes(input.files.main!)) } : {}),
       argv: (port) => llamaArgv(binary, port, launch),
       // `/slots` then lists each slot's last prompt, which a saved KV cache is matched on
       // (runtime/kv-cache.ts); it costs a copy of each answer's text.

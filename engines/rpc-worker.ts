@@ -25,7 +25,7 @@ export interface WorkerOptions {
   /** rpc-server's `-t`: CPU threads. */
   threads?: number;
   /** rpc-server's `-c` file cache of large tensors, in this folder (its `LLAMA_CACHE`). */
-  cacheDir?: string;
+  tensorCacheDir?: string;
   /** Memory to offer, in bytes: the free memory reported is capped at it, and the server sizes
    * its share of the model by that report (rpc-server has no limit of its own). */
   memoryLimitBytes?: number;
@@ -104,12 +104,12 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   const argv = [opts.rpcBinary, "-H", "127.0.0.1", "-p", String(rpcPort)];
   if (opts.devices) argv.push("-d", opts.devices);
   if (opts.threads) argv.push("-t", String(opts.threads));
-  if (opts.cacheDir) argv.push("-c");
+  if (opts.tensorCacheDir) argv.push("-c");
   const child = Bun.spawn(argv, {
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",
-    env: { ...process.env, ...(opts.cacheDir ? { LLAMA_CACHE: opts.cacheDir } : {}) },
+    env: { ...process.env, ...(opts.tensorCacheDir ? { LLAMA_CACHE: opts.tensorCacheDir } : {}) },
   });
   const names: { name: string; description: string }[] = [];
   const listening = Promise.withResolvers<void>();

@@ -90,9 +90,26 @@ export class Launcher {
         await download(model);
         this.checkFiles(model);
       },
+      precheck: (model, spec) => this.precheck(model, spec),
       start: (model, spec) => this.launchOrFallBack(model, spec),
       clock: systemClock,
     };
+  }
+
+  private async precheck(model: CatalogModel, spec: LoadSpec): Promise<void> {
+    try {
+      await this.recipeOf(model)?.precheck?.(spec.options, this.deps.env);
+    } catch (err) {
+      if (err instanceof RpcWorkerError) this.workerFailed(model, err);
+      if (err instanceof EngineConfigError) this.loadFailed(model, err);
+      throw err;
+    }
+  }
+
+  /** A worker missing, refusing or of another version: the load may succeed once it answers. */
+  private workerFailed(model: CatalogModel, err: RpcWorkerError): never {
+    this.deps.log.error("Scheduler", `Failed to load ${model.id}: ${err.message}`);
+    throw ApiError.of(E.rpcWorkerUnavailable, `Failed to load ${model.id}: ${err.message}`);
   }
 
   /** A load whose auto-tuned values make the engine fail (refused, or exiting before it is ready)
@@ -147,11 +164,7 @@ export class Launcher {
       this.deps.log.info("Scheduler", `Loaded ${model.id} in ${Math.round(performance.now() - started)} ms (pid ${engine.pid}, ${engine.url})`);
       return engine;
     } catch (err) {
-      // A worker missing, refusing or of another version: the load may succeed once it answers.
-      if (err instanceof RpcWorkerError) {
-        this.deps.log.error("Scheduler", `Failed to load ${model.id}: ${err.message}`);
-        throw ApiError.of(E.rpcWorkerUnavailable, `Failed to load ${model.id}: ${err.message}`);
-      }
+      if (err instanceof RpcWorkerError) this.workerFailed(model, err);
       if (!rethrow && (err instanceof EngineConfigError || err instanceof EngineStartError)) this.loadFailed(model, err);
       throw err;
     }

@@ -14,7 +14,7 @@ export interface WorkerSettings {
   devices?: string;
   threads?: number;
   memoryLimitBytes?: number;
-  cacheDir?: string;
+  tensorCacheDir?: string;
 }
 
 /** Reads `worker`'s flags; a bad value is a usage error (exit 2). The secret comes from
@@ -42,7 +42,7 @@ export function workerSettings(values: CommandInput["values"], env: Record<strin
     ...(typeof values.device === "string" && values.device ? { devices: values.device } : {}),
     ...(threads ? { threads } : {}),
     ...(gb ? { memoryLimitBytes: gb * 1024 ** 3 } : {}),
-    ...(typeof values["cache-dir"] === "string" ? { cacheDir: values["cache-dir"] } : {}),
+    ...(typeof values["cache-dir"] === "string" ? { tensorCacheDir: values["cache-dir"] } : {}),
   };
 }
 

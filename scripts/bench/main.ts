@@ -13,6 +13,8 @@
 //   kv           a long conversation's next turn after a swap, KV cache restored vs never evicted
 //   cloud        one stream through a cloud provider (the server's own engine) vs that engine directly
 //   classify     /v1/classify through the server vs the onnxruntime engine's own /classify
+//   rpc          the tiny model split across two loopback RPC workers vs local: tokens/s, added
+//                TTFT, bytes over the TLS links per token
 //   all          every one of them
 import { table, type Figure } from "../../lib/bench.ts";
 import { benchCatalog } from "./catalog.ts";
@@ -24,6 +26,7 @@ import { benchKv } from "./kv.ts";
 import { benchLoad } from "./load.ts";
 import { benchMemory } from "./memory.ts";
 import { benchProxy } from "./proxy.ts";
+import { benchRpc } from "./rpc.ts";
 import { benchStart } from "./start.ts";
 import { benchSwap } from "./swap.ts";
 
@@ -39,6 +42,7 @@ const BENCHES: Record<string, (runs?: number) => Promise<Figure[]>> = {
   kv: (n) => benchKv(n ?? 5),
   cloud: (n) => benchCloud(n ?? 20),
   classify: (n) => benchClassify(n ?? 200),
+  rpc: (n) => benchRpc(n ?? 5),
 };
 
 const [what, arg] = process.argv.slice(2);
