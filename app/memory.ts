@@ -30,10 +30,10 @@ export function memoryPlanner(config: Config, catalog: Catalog, loaded: () => In
     let used = 0;
     for (const instance of loaded()) {
       if (instance.model.id === except) continue;
-      // A model split across workers holds here only what llama-server reports it put here.
-      const split = instance.engine.detail?.() as { local_model_buffer_mib?: number } | undefined;
+      // A model split across workers holds here only the weights it did not send them.
+      const split = instance.engine.detail?.() as { local_weights_mib?: number | null } | undefined;
       const shape = shapeOf(instance.model);
-      if (split?.local_model_buffer_mib !== undefined) used += split.local_model_buffer_mib * 2 ** 20;
+      if (typeof split?.local_weights_mib === "number") used += split.local_weights_mib * 2 ** 20;
       else if (shape) used += footprintBytes(shape, instance.spec.ctxSize);
     }
     return config.memoryLimitBytes - used;

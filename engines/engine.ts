@@ -118,8 +118,8 @@ export interface RpcSettings {
  * tunnels): its flags, appended to the command line, and what `/v1/health` shows of it. */
 export interface Attachment {
   args: string[];
-  /** Sees each line the engine prints (the devices it split the model over). */
-  onLine?(line: string): void;
+  /** Called once the engine is ready. */
+  ready?(): void;
   detail(): Json;
   close(): void;
 }

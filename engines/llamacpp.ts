@@ -192,9 +192,6 @@ function modelBytes(path: string): number {
   }
 }
 
-/** llama-server's line for the weights one device holds: `load_tensors:  RPC0[127.0.0.1:40111] model buffer size = 12.50 MiB`. */
-const BUFFER_LINE = /load_tensors:\s+(\S+) model buffer size =\s+([\d.]+) MiB/;
-
 type WorkerChoice = { addresses: WorkerAddress[]; all: boolean };
 type ReadyWorker = { address: WorkerAddress; status: WorkerStatus };
 
@@ -237,27 +234,26 @@ async function attachWorkers(choice: WorkerChoice, secret: string, split: string
     for (const t of tunnels) t.close();
     throw err;
   }
-  const buffers: Record<string, number> = {};
+  // What each link carried until the engine was ready is that worker's share of the weights
+  // (llama-server prints its per-device buffers only at a verbose log level).
+  let loaded: number[] | null = null;
+  const mib = (bytes: number) => Math.round((bytes / 2 ** 20) * 100) / 100;
   return {
     args: ["--rpc", tunnels.map((t) => `127.0.0.1:${t.port}`).join(","), "-ngl", "all", ...(split ? ["--tensor-split", split] : [])],
-    onLine(line) {
-      const m = BUFFER_LINE.exec(line);
-      if (m) buffers[m[1]!] = Number(m[2]);
+    ready() {
+      loaded = tunnels.map((t) => t.bytes.sent);
     },
     detail: () => ({
-      workers: ready.map((c, i) => {
-        const device = Object.keys(buffers).find((d) => d.endsWith(`[127.0.0.1:${tunnels[i]!.port}]`));
-        return {
-          address: c.address.text,
-          devices: c.status.devices.map((d) => d.name),
-          model_buffer_mib: device ? buffers[device]! : null,
-          bytes_sent: tunnels[i]!.bytes.sent,
-          bytes_received: tunnels[i]!.bytes.received,
-        };
-      }),
+      workers: ready.map((c, i) => ({
+        address: c.address.text,
+        devices: c.status.devices.map((d) => d.name),
+        weights_mib: loaded ? mib(loaded[i]!) : null,
+        bytes_sent: tunnels[i]!.bytes.sent,
+        bytes_received: tunnels[i]!.bytes.received,
+      })),
       missing_workers: missing.map((m) => m.text),
       tensor_split: split || "by free memory",
-      local_model_buffer_mib: Object.entries(buffers).filter(([d]) => !d.startsWith("RPC")).reduce((s, [, v]) => s + v, 0),
+      local_weights_mib: loaded ? mib(Math.max(0, weightBytes - loaded.reduce((a, b) => a + b, 0))) : null,
       ...(lost ? { lost } : {}),
     }),
     close() {

@@ -47,10 +47,9 @@ export function freePort(): number {
 export async function startEngine(plan: LaunchPlan, onLine: LineSink, record?: SpawnRecord): Promise<RunningEngine> {
   const attached = await plan.attach?.();
   const port = freePort();
-  const sink: LineSink = attached?.onLine ? (line, stream) => (attached.onLine!(line), onLine(line, stream)) : onLine;
   let engine: EngineProcess;
   try {
-    engine = new EngineProcess({ argv: [...plan.argv(port), ...(attached?.args ?? [])], env: plan.env, onLine: sink, record }, `http://127.0.0.1:${port}`, plan.healthPath, plan.slots, plan.backend);
+    engine = new EngineProcess({ argv: [...plan.argv(port), ...(attached?.args ?? [])], env: plan.env, onLine, record }, `http://127.0.0.1:${port}`, plan.healthPath, plan.slots, plan.backend);
   } catch (err) {
     attached?.close();
     throw err;
@@ -65,6 +64,7 @@ export async function startEngine(plan: LaunchPlan, onLine: LineSink, record?: S
     await engine.stop(1000);
     throw err;
   }
+  attached?.ready?.();
   return engine;
 }
 

@@ -95,6 +95,15 @@ async function askRpcServer(port: number): Promise<{ protocol: string; memory: {
   }
 }
 
+/** Whether something accepts connections on this loopback port (closed again at once). */
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect({ host: "127.0.0.1", port });
+    s.once("connect", () => (s.destroy(), resolve(true)));
+    s.once("error", () => resolve(false));
+  });
+}
+
 /** A device line of rpc-server's start-up banner: `  CPU: AMD Ryzen 9 (64000 MiB, 60000 MiB free)`. */
 const DEVICE_LINE = /^\s+([^\s:]+): (.*) \(\d+ MiB, \d+ MiB free\)$/;
 
@@ -112,12 +121,14 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     env: { ...process.env, ...(opts.tensorCacheDir ? { LLAMA_CACHE: opts.tensorCacheDir } : {}) },
   });
   const names: { name: string; description: string }[] = [];
-  const listening = Promise.withResolvers<void>();
+  // rpc-server's banner sits in its stdout buffer until it accepts its first client (it flushes
+  // then): the device names arrive after the first status query, which waits for them.
+  const banner = Promise.withResolvers<void>();
   const pump = async (stream: ReadableStream<Uint8Array>) => {
     for await (const line of readLines(stream)) {
       const d = DEVICE_LINE.exec(line);
       if (d) names.push({ name: d[1]!, description: d[2]! });
-      if (/^\s+transport\s*:/.test(line)) listening.resolve();
+      if (/^\s+transport\s*:|Accepted client connection/.test(line)) banner.resolve();
       if (line.trim()) opts.log(`rpc-server: ${line}`);
     }
   };
@@ -125,8 +136,18 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   void pump(child.stderr);
   const stopChild = () => child.kill("SIGKILL");
   process.on("exit", stopChild);
-  const early = await Promise.race([listening.promise.then(() => null), child.exited]);
-  if (early !== null) throw new EngineStartError(`rpc-server exited with code ${early} before it listened`);
+  let exitCode: number | null = null;
+  void child.exited.then((c) => (exitCode = c));
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (exitCode !== null) throw new EngineStartError(`rpc-server exited with code ${exitCode} before it listened`);
+    if (await canConnect(rpcPort)) break;
+    if (Date.now() > deadline) {
+      stopChild();
+      throw new EngineStartError("rpc-server did not listen within 30 s");
+    }
+    await Bun.sleep(20);
+  }
 
   let clients = 0;
   const cap = (free: number) => (opts.memoryLimitBytes ? Math.min(free, opts.memoryLimitBytes) : free);
@@ -144,6 +165,9 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     }
     return { ...last, clients };
   };
+  await status();
+  await Promise.race([banner.promise, Bun.sleep(2000)]);
+  last = null;
   await status();
 
   const server = tls.createServer({ ...identity, minVersion: "TLSv1.3" }, (socket) => {

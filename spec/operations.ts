@@ -13,7 +13,7 @@ export const RpcSplit = T.Object(
       T.Object({
         address: T.String({ description: "The worker, `host:port` as configured" }),
         devices: T.Array(T.String(), { description: "Its rpc-server's devices (such as `CPU`, `CUDA0`)" }),
-        model_buffer_mib: Nullable(T.Number(), { description: "MiB of the model's weights it holds, as llama-server reports it; null until it does" }),
+        weights_mib: Nullable(T.Number(), { description: "MiB sent to it while the model loaded: its share of the weights; null while loading" }),
         bytes_sent: T.Integer({ description: "Bytes sent to it over the TLS link since the load" }),
         bytes_received: T.Integer({ description: "Bytes received from it since the load" }),
       }),
@@ -21,7 +21,7 @@ export const RpcSplit = T.Object(
     ),
     missing_workers: T.Array(T.String(), { description: "Workers `rpc: all` asked for that did not answer at load" }),
     tensor_split: T.String({ description: "The `tensor_split` option, or `by free memory` (llama.cpp's default)" }),
-    local_model_buffer_mib: T.Number({ description: "MiB of the weights held on this machine" }),
+    local_weights_mib: Nullable(T.Number(), { description: "MiB of the weights left on this machine (the model file's size less what the workers were sent); null while loading" }),
     lost: T.Optional(T.String({ description: "Why a worker's link dropped, once one has" })),
   },
   { title: "RpcSplit", description: "Lemonade extension: for a model loaded with the llamacpp `rpc` option, the workers and the split of its weights" },
