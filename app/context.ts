@@ -42,7 +42,7 @@ import { RpcWorkers } from "../runtime/rpc-workers.ts";
 
 export function createServerContext(config: Config, logger = new Logger(config.logLevel)): ServerContext {
   const recipes = serverRecipes(RECIPES);
-  const rpc = { workers: config.rpcWorkers, secret: config.rpcSecret };
+  const rpc = { workers: config.rpcWorkers, secret: config.rpcSecret, timeoutMs: config.rpcTimeoutMs };
   const engineEnv = { cacheDir: config.cacheDir, path: config.searchPath, binaries: config.binaries, rpc };
   const record = new EngineRegistry(config.cacheDir);
   const reaped = record.reapOrphans();

@@ -73,6 +73,8 @@ export interface Config {
   rpcWorkers: string[];
   /** The secret those workers share: LEMONADE_RPC_SECRET, else config.json `llamacpp.rpc_secret`. */
   rpcSecret: string | null;
+  /** How long a worker has to complete its handshake, in ms (LEMONADE_RPC_TIMEOUT_MS). */
+  rpcTimeoutMs: number;
   /** Auto-tune (auto-tune.md): archetype profiles and local overlays applied at load; on by default. */
   autoTune: boolean;
   /** Where tuning profiles are fetched from; null: the bundled set only. */
@@ -256,6 +258,7 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
     memoryLimitBytes: memoryLimit(env.LEMONADE_MEMORY_LIMIT_GB),
     rpcWorkers: env.LEMONADE_RPC_WORKERS !== undefined ? list(env.LEMONADE_RPC_WORKERS) : (llamacppSection(file).rpc_workers as string[] | undefined) ?? [],
     rpcSecret: env.LEMONADE_RPC_SECRET || (llamacppSection(file).rpc_secret as string | undefined) || null,
+    rpcTimeoutMs: intSetting("LEMONADE_RPC_TIMEOUT_MS", env.LEMONADE_RPC_TIMEOUT_MS, 3000, 100, 600_000),
     autoTune: env.LEMONADE_AUTO_TUNE ? !/^(0|false|no|off)$/i.test(env.LEMONADE_AUTO_TUNE) : file.auto_tune !== false,
     autoTuneProfilesUrl: (env.LEMONADE_AUTO_TUNE_PROFILES_URL ?? file.auto_tune_profiles_url) || null,
     cloudKeys: Object.fromEntries(

@@ -112,6 +112,8 @@ export interface LaunchInput {
 export interface RpcSettings {
   workers: string[];
   secret: string | null;
+  /** How long a worker has to complete its handshake (LEMONADE_RPC_TIMEOUT_MS, default 3000). */
+  timeoutMs: number;
 }
 
 /** What an engine needs opened before it starts and closed when it ends (llama.cpp's RPC

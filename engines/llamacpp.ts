@@ -224,7 +224,7 @@ async function checkWorkers(choice: WorkerChoice, secret: string | null, weightB
 
 /** Checks the workers and opens a tunnel to each that answers: the engine starts with `--rpc` on
  * the tunnels' loopback ports. Nothing stays open on failure. */
-async function attachWorkers(choice: WorkerChoice, secret: string, split: string, weightBytes: number, timeoutMs = 3000): Promise<Attachment> {
+async function attachWorkers(choice: WorkerChoice, secret: string, split: string, weightBytes: number, timeoutMs: number): Promise<Attachment> {
   const { ready, missing } = await checkWorkers(choice, secret, weightBytes, timeoutMs);
   const tunnels: Tunnel[] = [];
   let lost: string | null = null;
@@ -282,7 +282,7 @@ export const llamacpp: Recipe = {
    * share is checked at the load itself, once the files are known). */
   async precheck(options, env) {
     const workers = rpcChoice(String(options.rpc ?? ""), env.rpc);
-    if (workers) await checkWorkers(workers, env.rpc?.secret ?? null, 0, 3000);
+    if (workers) await checkWorkers(workers, env.rpc?.secret ?? null, 0, env.rpc?.timeoutMs ?? 3000);
   },
 
   /** `cpu` is the build in the cache, `system` the binary on PATH. */
@@ -303,7 +303,7 @@ export const llamacpp: Recipe = {
     const workers = rpcChoice(String(input.options.rpc ?? ""), input.rpc);
     const split = String(input.options.tensor_split ?? "");
     return {
-      ...(workers ? { attach: () => attachWorkers(workers, input.rpc?.secret ?? "", split, modelBytes(input.files.main!)) } : {}),
+      ...(workers ? { attach: () => attachWorkers(workers, input.rpc?.secret ?? "", split, modelBytes(input.files.main!), input.rpc?.timeoutMs ?? 3000) } : {}),
       argv: (port) => llamaArgv(binary, port, launch),
       // `/slots` then lists each slot's last prompt, which a saved KV cache is matched on
       // (runtime/kv-cache.ts); it costs a copy of each answer's text.

@@ -24,10 +24,7 @@ export class RpcWorkers {
   private checkedAt = 0;
   private running: Promise<void> | null = null;
 
-  constructor(
-    private readonly settings: RpcSettings,
-    private readonly timeoutMs = 3000,
-  ) {
+  constructor(private readonly settings: RpcSettings) {
     for (const address of settings.workers) this.views.set(address, { address, state: "checking", devices: [], busy: false });
     // Checked from the start, so that the first load's memory admission knows the workers.
     if (settings.workers.length) void this.refresh();
@@ -62,7 +59,7 @@ export class RpcWorkers {
     try {
       const address = parseWorkerAddress(text);
       if (!this.settings.secret) throw new RpcWorkerError(text, "no secret is set (LEMONADE_RPC_SECRET or llamacpp.rpc_secret)");
-      const status: WorkerStatus = await probeWorker(address, this.settings.secret, this.timeoutMs);
+      const status: WorkerStatus = await probeWorker(address, this.settings.secret, this.settings.timeoutMs);
       const problem = status.clients > 0 ? null : statusProblem(address, status);
       this.views.set(text, {
         address: text,

@@ -7360,8 +7360,8 @@ export interface components {
                 address: string;
                 /** @description Its rpc-server's devices (such as `CPU`, `CUDA0`) */
                 devices: string[];
-                /** @description MiB of the model's weights it holds, as llama-server reports it; null until it does */
-                model_buffer_mib: number | null;
+                /** @description MiB sent to it while the model loaded: its share of the weights; null while loading */
+                weights_mib: number | null;
                 /** @description Bytes sent to it over the TLS link since the load */
                 bytes_sent: number;
                 /** @description Bytes received from it since the load */
@@ -7371,8 +7371,8 @@ export interface components {
             missing_workers: string[];
             /** @description The `tensor_split` option, or `by free memory` (llama.cpp's default) */
             tensor_split: string;
-            /** @description MiB of the weights held on this machine */
-            local_model_buffer_mib: number;
+            /** @description MiB of the weights left on this machine (the model file's size less what the workers were sent); null while loading */
+            local_weights_mib: number | null;
             /** @description Why a worker's link dropped, once one has */
             lost?: string;
         };
