@@ -188,6 +188,8 @@ describe.skipIf(!built)("models split across RPC workers", () => {
     }
     const errors = text.split("\n\n").filter((e) => e.includes('"error"'));
     expect(errors).toHaveLength(1);
+    // In the chat route's shape: an OpenAI error object, the engine having stopped mid-answer.
+    expect(JSON.parse(errors[0]!.replace(/^data: /, "")).error).toMatchObject({ type: "backend_error", status_code: 502 });
     expect(text).not.toContain("[DONE]");
     // The engine died with its worker's link, and the model is unloaded.
     for (;;) {
@@ -289,6 +291,18 @@ describe.skipIf(!built)("a worker the server cannot use: a clear error at load, 
     }
     const settings = await (await fetch(`${s.url}/internal/config`)).text();
     expect(settings).not.toContain(wrong);
+  });
+
+  test("memory admission counts the workers' memory for a model that uses them", async () => {
+    // 5 MB here: the tiny model (25 MB of weights) fits only with the worker's memory counted.
+    const s = await startTestServer({ LEMONADE_EXTRA_MODELS_DIR: extra, LEMONADE_RPC_WORKERS: w.address, LEMONADE_RPC_SECRET: SECRET, LEMONADE_MEMORY_LIMIT_GB: "0.005" });
+    servers.push(s);
+    await s.ctx.rpcWorkers.refresh();
+    const alone = await post(s, "/api/v1/load", { model_name: MODEL });
+    expect(alone.status).toBe(507);
+    expect((await post(s, "/api/v1/load", { model_name: MODEL, rpc: "all" })).status).toBe(200);
+    expect((await loaded(s))[0]!.rpc!.workers[0].address).toBe(w.address);
+    await post(s, "/api/v1/unload", { model_name: MODEL });
   });
 
   test("an unreachable worker is named", async () => {

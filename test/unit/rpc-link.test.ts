@@ -1,9 +1,16 @@
 // The RPC link's pure parts: worker addresses, the proof of the shared secret (bound to one TLS
-// session's keying material), and the status checks a load makes of a worker.
+// session's keying material), the status checks a load makes of a worker, `lemonade worker`'s
+// flags, and the secret kept out of the settings views.
 import { describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { checkOpening, opening, OPENING_BYTES, parseWorkerAddress, proof, REQUEST, RPC_PROTOCOL, RpcWorkerError, statusProblem, type WorkerStatus } from "../../engines/rpc-link.ts";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { llamacpp } from "../../engines/llamacpp.ts";
+import { worker, workerSettings } from "../../cli/commands/worker.ts";
+import { loadConfig } from "../../config/config.ts";
+import { effectiveSettings } from "../../config/settings.ts";
+import { tempDir } from "../helpers/temp.ts";
 
 describe("worker addresses", () => {
   test("host:port, a name or an IPv4 or bracketed IPv6 address", () => {
@@ -74,5 +81,48 @@ describe("a worker's status at load", () => {
   test("a worker serving another client, or one without devices, is named", () => {
     expect(statusProblem(address, { ...ok, clients: 1 })).toContain("10.0.0.2:50052 is serving another model");
     expect(statusProblem(address, { ...ok, devices: [] })).toContain("has no devices");
+  });
+});
+
+describe("lemonade worker's flags", () => {
+  test("the secret comes from LEMONADE_RPC_SECRET or a file, never the command line, and is long enough", () => {
+    expect(() => workerSettings({}, {})).toThrow("needs a shared secret of at least 16 characters");
+    expect(() => workerSettings({}, { LEMONADE_RPC_SECRET: "short" })).toThrow("at least 16 characters");
+    expect(workerSettings({}, { LEMONADE_RPC_SECRET: "s3cret-s3cret-s3cret" })).toEqual({ host: "0.0.0.0", port: 50052, secret: "s3cret-s3cret-s3cret" });
+    const file = join(tempDir(), "secret");
+    writeFileSync(file, "from-a-file-from-a-file\n");
+    expect(workerSettings({ "secret-file": file }, { LEMONADE_RPC_SECRET: "s3cret-s3cret-s3cret" }).secret).toBe("from-a-file-from-a-file");
+    expect(Object.keys(worker.options ?? {})).not.toContain("secret");
+  });
+
+  test("devices, threads, memory limit and cache folder map to rpc-server's flags; bad values are usage errors", () => {
+    const env = { LEMONADE_RPC_SECRET: "s3cret-s3cret-s3cret" };
+    expect(workerSettings({ host: "10.0.0.2", port: "6000", device: "CUDA0,CUDA1", threads: "4", "memory-limit": "1.5", "cache-dir": "/tmp/c" }, env)).toEqual({
+      host: "10.0.0.2",
+      port: 6000,
+      secret: "s3cret-s3cret-s3cret",
+      devices: "CUDA0,CUDA1",
+      threads: 4,
+      memoryLimitBytes: 1.5 * 1024 ** 3,
+      tensorCacheDir: "/tmp/c",
+    });
+    expect(() => workerSettings({ port: "70000" }, env)).toThrow("--port must be 0-65535");
+    expect(() => workerSettings({ threads: "0" }, env)).toThrow("--threads must be a whole number");
+    expect(() => workerSettings({ "memory-limit": "-1" }, env)).toThrow("--memory-limit must be a positive number");
+  });
+});
+
+describe("the workers' secret in the settings views", () => {
+  test("config.json's llamacpp.rpc_secret is shown only as set", () => {
+    const cacheDir = tempDir();
+    writeFileSync(join(cacheDir, "config.json"), JSON.stringify({ llamacpp: { rpc_secret: "in-the-config-file-1234", rpc_workers: ["10.0.0.2:50052"] } }));
+    const shown = effectiveSettings({ cacheDir, host: "127.0.0.1", port: 13305, logLevel: "Info", maxLoadedModels: 1, ctxSize: -1, extraModelsDir: null, offline: false });
+    expect(JSON.stringify(shown)).not.toContain("in-the-config-file-1234");
+    expect((shown.llamacpp as Record<string, unknown>).rpc_secret).toBe("(set)");
+    expect((shown.llamacpp as Record<string, unknown>).rpc_workers).toEqual(["10.0.0.2:50052"]);
+    const config = loadConfig({ cacheDir }, {});
+    expect(config.rpcWorkers).toEqual(["10.0.0.2:50052"]);
+    expect(config.rpcSecret).toBe("in-the-config-file-1234");
+    expect(loadConfig({ cacheDir }, { LEMONADE_RPC_SECRET: "from-the-env-1234567", LEMONADE_RPC_WORKERS: "a:1,b:2" })).toMatchObject({ rpcSecret: "from-the-env-1234567", rpcWorkers: ["a:1", "b:2"] });
   });
 });
