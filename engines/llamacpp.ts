@@ -195,16 +195,30 @@ function modelBytes(path: string): number {
 type WorkerChoice = { addresses: WorkerAddress[]; all: boolean };
 type ReadyWorker = { address: WorkerAddress; status: WorkerStatus };
 
+/** A worker still serving the engine this load replaces, stopped a moment ago, is asked again
+ * for this long before it counts as serving another model. */
+const BUSY_GRACE_MS = 2000;
+
+async function checkWorker(address: WorkerAddress, secret: string, timeoutMs: number, busy: boolean): Promise<WorkerStatus> {
+  const until = Date.now() + BUSY_GRACE_MS;
+  for (;;) {
+    const status = await probeWorker(address, secret, timeoutMs);
+    if (!(busy && status.clients > 0 && Date.now() < until)) return status;
+    await Bun.sleep(100);
+  }
+}
+
 /** Health-checks the workers, all at once (so one slow to answer costs its own timeout, not the
  * sum), and keeps those that answer: `all` goes on without the missing ones while those that
- * answer can hold the model's weights; a list needs every worker it names. */
-async function checkWorkers(choice: WorkerChoice, secret: string | null, weightBytes: number, timeoutMs: number): Promise<{ ready: ReadyWorker[]; missing: WorkerAddress[] }> {
+ * answer can hold the model's weights; a list needs every worker it names. `busy`: whether a
+ * worker serving a client rules it out (statusProblem). */
+async function checkWorkers(choice: WorkerChoice, secret: string | null, weightBytes: number, timeoutMs: number, busy: boolean): Promise<{ ready: ReadyWorker[]; missing: WorkerAddress[] }> {
   if (!secret) throw new RpcWorkerError(choice.addresses[0]!.text, "rpc workers need the shared secret: set LEMONADE_RPC_SECRET (or llamacpp.rpc_secret in config.json)");
   const checks = await Promise.all(
     choice.addresses.map(async (address) => {
       try {
-        const status = await probeWorker(address, secret, timeoutMs);
-        const problem = statusProblem(address, status);
+        const status = await checkWorker(address, secret, timeoutMs, busy);
+        const problem = statusProblem(address, status, busy);
         return problem ? { address, problem } : { address, status };
       } catch (err) {
         return { address, problem: (err as Error).message };
@@ -225,7 +239,7 @@ async function checkWorkers(choice: WorkerChoice, secret: string | null, weightB
 /** Checks the workers and opens a tunnel to each that answers: the engine starts with `--rpc` on
  * the tunnels' loopback ports. Nothing stays open on failure. */
 async function attachWorkers(choice: WorkerChoice, secret: string, split: string, weightBytes: number, timeoutMs: number): Promise<Attachment> {
-  const { ready, missing } = await checkWorkers(choice, secret, weightBytes, timeoutMs);
+  const { ready, missing } = await checkWorkers(choice, secret, weightBytes, timeoutMs, true);
   const tunnels: Tunnel[] = [];
   let lost: string | null = null;
   try {
@@ -278,11 +292,11 @@ export const llamacpp: Recipe = {
     }
   },
 
-  /** The workers a model split across them needs answer before its load queues (their weights'
-   * share is checked at the load itself, once the files are known). */
+  /** The workers a model split across them needs answer before its load queues (whether they
+   * are free, and hold their share of the weights, is checked at the load itself). */
   async precheck(options, env) {
     const workers = rpcChoice(String(options.rpc ?? ""), env.rpc);
-    if (workers) await checkWorkers(workers, env.rpc?.secret ?? null, 0, env.rpc?.timeoutMs ?? 3000);
+    if (workers) await checkWorkers(workers, env.rpc?.secret ?? null, 0, env.rpc?.timeoutMs ?? 3000, false);
   },
 
   /** `cpu` is the build in the cache, `system` the binary on PATH. */

@@ -50,6 +50,8 @@ export interface WorkerStatus {
   devices: { name: string; description: string; free: number; total: number }[];
   /** Connections rpc-server is serving now: it serves one client at a time. */
   clients: number;
+  /** Why the worker could not ask its rpc-server. */
+  error?: string;
 }
 
 const MAGIC = Buffer.from("LRPC1");
@@ -151,7 +153,7 @@ async function connectWorker(address: WorkerAddress, secret: string, request: nu
   let socket: tls.TLSSocket | undefined;
   const attempt = async () => {
     // The worker's certificate is self-signed: who it is, is proven by the secret, below.
-    socket = tls.connect({ host: address.host, port: address.port, rejectUnauthorized: false, minVersion: "TLSv1.3", servername: undefined });
+    socket = tls.connect({ host: address.host, port: address.port, rejectUnauthorized: false, minVersion: "TLSv1.3" });
     const s = socket;
     await new Promise<void>((resolve, reject) => {
       s.once("secureConnect", resolve);
@@ -197,13 +199,16 @@ export async function probeWorker(address: WorkerAddress, secret: string, timeou
   }
 }
 
-/** Why a worker's status rules it out of a load, or null. */
-export function statusProblem(address: WorkerAddress, status: WorkerStatus): string | null {
+/** Why a worker's status rules it out of a load, or null. `busy`: whether a worker serving
+ * another client counts (not before the load queues: the client may be the engine this load
+ * replaces, stopped only once the load's turn comes). */
+export function statusProblem(address: WorkerAddress, status: WorkerStatus, busy = true): string | null {
+  if (status.error) return `rpc worker ${address.text}: ${status.error}`;
   const [major, minor] = status.protocol.split(".").map(Number);
   if (major !== RPC_PROTOCOL.major || !(minor! <= RPC_PROTOCOL.minor)) {
     return `rpc worker ${address.text} runs RPC protocol ${status.protocol} and this server's llama.cpp speaks ${RPC_PROTOCOL.major}.${RPC_PROTOCOL.minor}.x: run the same lemonade version on both`;
   }
-  if (status.clients > 0) return `rpc worker ${address.text} is serving another model (rpc-server serves one client at a time)`;
+  if (busy && status.clients > 0) return `rpc worker ${address.text} is serving another model (rpc-server serves one client at a time)`;
   if (!status.devices.length) return `rpc worker ${address.text} has no devices`;
   return null;
 }

@@ -188,7 +188,8 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
         }
         socket.write(Buffer.concat([Buffer.of(ANSWER.ok), proof(opts.secret, "worker", keying)]));
         if (request === REQUEST.status) {
-          const body = Buffer.from(JSON.stringify(await status().catch(() => ({ protocol: "0.0.0", devices: [], clients }))));
+          const answer = await status().catch((e: Error): WorkerStatus => ({ protocol: "", devices: [], clients, error: `its rpc-server does not answer (${e.message})` }));
+          const body = Buffer.from(JSON.stringify(answer));
           const size = Buffer.alloc(4);
           size.writeUInt32BE(body.length);
           socket.end(Buffer.concat([size, body]));

@@ -42,7 +42,9 @@ export class RpcWorkers {
     const views = this.list();
     const named = option === "all" ? views : views.filter((v) => option.split(",").map((w) => w.trim()).includes(v.address));
     if (named.some((v) => v.state === "checking")) return null;
-    return named.filter((v) => v.state === "ready" && !v.busy).reduce((sum, v) => sum + v.devices.reduce((s, d) => s + d.free_bytes, 0), 0);
+    // A busy worker's memory is what it had free before its model loaded: right for the model
+    // this load replaces; another's is refused at the load itself.
+    return named.filter((v) => v.state === "ready").reduce((sum, v) => sum + v.devices.reduce((s, d) => s + d.free_bytes, 0), 0);
   }
 
   /** Checks every worker at once; settles when all have answered or timed out. */
@@ -60,7 +62,7 @@ export class RpcWorkers {
       const address = parseWorkerAddress(text);
       if (!this.settings.secret) throw new RpcWorkerError(text, "no secret is set (LEMONADE_RPC_SECRET or llamacpp.rpc_secret)");
       const status: WorkerStatus = await probeWorker(address, this.settings.secret, this.settings.timeoutMs);
-      const problem = status.clients > 0 ? null : statusProblem(address, status);
+      const problem = statusProblem(address, status, false);
       this.views.set(text, {
         address: text,
         state: problem ? "unavailable" : "ready",

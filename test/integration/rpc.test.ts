@@ -164,6 +164,20 @@ describe.skipIf(!built)("models split across RPC workers", () => {
     expectMatches(operations.health.response, await health(server));
   });
 
+  test("reloaded with other options (a tensor split), the model takes the same workers its old engine held", async () => {
+    const res = await post(server, "/api/v1/load", { model_name: MODEL, rpc: "all", tensor_split: "3,1", save_options: true });
+    expect(res.status).toBe(200);
+    const [entry] = await loaded(server);
+    expect(entry!.launch_command).toContain("--tensor-split 3,1");
+    expect(entry!.rpc).toMatchObject({ tensor_split: "3,1", missing_workers: [] });
+    const [first, second] = entry!.rpc!.workers;
+    // Three quarters of the layers on the first worker: it was sent more of the weights.
+    expect(first.weights_mib).toBeGreaterThan(second.weights_mib);
+    // Back to the split by free memory, which gives each worker a layer.
+    expect((await post(server, "/api/v1/load", { model_name: MODEL, rpc: "all", tensor_split: "", save_options: true })).status).toBe(200);
+    expect((await loaded(server))[0]!.launch_command).not.toContain("--tensor-split");
+  });
+
   test("a worker with a model is reported busy, and not offered to another model", async () => {
     const workers = await workersChecked(server);
     expect(workers.map((w) => [w.state, w.busy])).toEqual([["ready", true], ["ready", true]]);
