@@ -102,6 +102,22 @@ function silentPort(): Promise<{ port: number; close(): void }> {
   );
 }
 
+test("`lemonade worker --help` explains the loopback port and the secret; without a secret it is a usage error", async () => {
+  const run = async (args: string[], env: Record<string, string | undefined>) => {
+    const child = Bun.spawn(["bun", join(ROOT, "cli", "main.ts"), "worker", ...args], { stdout: "pipe", stderr: "pipe", env: { ...process.env, ...env } });
+    const [out, err] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()]);
+    return { code: await child.exited, out, err };
+  };
+  const help = await run(["--help"], {});
+  expect(help.code).toBe(0);
+  expect(help.out).toContain("Usage: lemonade worker");
+  expect(help.out).toContain("listens on loopback only");
+  expect(help.out).toContain("LEMONADE_RPC_SECRET");
+  const bare = await run([], { LEMONADE_RPC_SECRET: "" });
+  expect(bare.code).toBe(2);
+  expect(bare.err).toContain("needs a shared secret");
+});
+
 describe.skipIf(!built)("models split across RPC workers", () => {
   let a: WorkerProcess;
   let b: WorkerProcess;
