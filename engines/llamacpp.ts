@@ -256,6 +256,7 @@ async function attachWorkers(choice: WorkerChoice, secret: string, split: string
     args: ["--rpc", tunnels.map((t) => `127.0.0.1:${t.port}`).join(","), "-ngl", "all", ...(split ? ["--tensor-split", split] : [])],
     ready() {
       loaded = tunnels.map((t) => t.bytes.sent);
+      for (const t of tunnels) t.seal();
     },
     detail: () => ({
       workers: ready.map((c, i) => ({

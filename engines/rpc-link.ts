@@ -219,6 +219,9 @@ export interface Tunnel {
   readonly port: number;
   /** Bytes carried each way so far (the bench's bytes per token). */
   readonly bytes: { sent: number; received: number };
+  /** Stops taking new connections, keeping those open: once llama-server holds its connection,
+   * no other local process may reach the worker through this port. */
+  seal(): void;
   close(): void;
 }
 
@@ -273,6 +276,9 @@ export async function openTunnel(address: WorkerAddress, secret: string, timeout
     address,
     port: (server.address() as net.AddressInfo).port,
     bytes,
+    seal() {
+      server.close();
+    },
     close() {
       closing = true;
       server.close();
