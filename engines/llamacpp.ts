@@ -33,7 +33,6 @@ export const LLAMACPP: SourceBuiltEngine = {
   extras: [{ binary: RPC_SERVER_BINARY, use: "lemonade worker" }],
 };
 
-
 const LLAMACPP_BUILD: BuildRecipe = {
   engine: LLAMACPP,
   npmPackage: "node-llama-cpp@3.21.1",
@@ -169,9 +168,11 @@ export function llamaArgv(binary: string, port: number, launch: LlamaLaunch): st
 
 const listOf = (text: string) => text.split(",").map((w) => w.trim()).filter(Boolean);
 
+type WorkerChoice = { addresses: WorkerAddress[]; all: boolean };
+
 /** The workers a model's `rpc` option asks for, or null for none: `all` is every configured one,
  * a list names some of them (each must be configured: the secret is the configured workers'). */
-function rpcChoice(option: string, rpc: RpcSettings | undefined): { addresses: WorkerAddress[]; all: boolean } | null {
+function rpcChoice(option: string, rpc: RpcSettings | undefined): WorkerChoice | null {
   if (!option) return null;
   const configured = (rpc?.workers ?? []).map(parseWorkerAddress);
   if (option === "all") {
@@ -192,7 +193,6 @@ function modelBytes(path: string): number {
   }
 }
 
-type WorkerChoice = { addresses: WorkerAddress[]; all: boolean };
 type ReadyWorker = { address: WorkerAddress; status: WorkerStatus };
 
 /** A worker still serving the engine this load replaces, stopped a moment ago, is asked again
