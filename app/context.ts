@@ -39,10 +39,12 @@ import { omniKind } from "../protocols/omni.ts";
 import { routerKind } from "../protocols/routing.ts";
 import { webAssets } from "./web-assets.ts";
 import { memoryPlanner } from "./memory.ts";
+import { RpcWorkers } from "../runtime/rpc-workers.ts";
 
 export function createServerContext(config: Config, logger = new Logger(config.logLevel)): ServerContext {
   const recipes = serverRecipes(RECIPES);
-  const engineEnv = { cacheDir: config.cacheDir, path: config.searchPath, binaries: config.binaries };
+  const rpc = { workers: config.rpcWorkers, secret: config.rpcSecret, timeoutMs: config.rpcTimeoutMs };
+  const engineEnv = { cacheDir: config.cacheDir, path: config.searchPath, binaries: config.binaries, rpc };
   const record = new EngineRegistry(config.cacheDir);
   const reaped = record.reapOrphans();
   if (reaped.length) logger.warn("Scheduler", `Stopped ${reaped.length} engine(s) left running by a server that was killed (pids ${reaped.join(", ")})`);
@@ -83,7 +85,8 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   );
   const recipeOptions = new RecipeOptionsStore(config.cacheDir);
   // The scheduler is made below; the planner only reads its slots later.
-  const planner = memoryPlanner(config, catalog, () => scheduler.list());
+  const rpcWorkers = new RpcWorkers(rpc);
+  const planner = memoryPlanner(config, catalog, () => scheduler.list(), (option) => rpcWorkers.freeBytes(option));
   // The archetype comes from the same facts /v1/system-info reports, derived once per process.
   let archetype: Archetype | undefined;
   const tuning = new AutoTune({
@@ -200,7 +203,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   telemetry.configure(telemetrySettings(effectiveSettings(config).telemetry));
   const jobs = new JobEngine({
     file: join(config.cacheDir, "jobs.json"),
-    ops: jobOps({ aliases, backends, catalog, cloud, config, hostStats, library, options, proxy, recipeOptions, scheduler, tuning }),
+    ops: jobOps({ aliases, backends, catalog, cloud, config, hostStats, library, options, proxy, recipeOptions, rpcWorkers, scheduler, tuning }),
     scheduler,
     gate,
     modelId: (name) => catalog.find(name)?.id,
@@ -228,6 +231,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     jobs,
     spans,
     kvCache,
+    rpcWorkers,
     standIns: {
       of: (m, capability) => standInOf(RECIPES, m.recipe, capability),
       serving: (m, capability) => standInServes(RECIPES, engineEnv, m.recipe, capability, catalog.files(m).every((f) => f.exists)),

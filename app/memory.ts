@@ -9,7 +9,11 @@ import type { LoadSpec } from "../models/recipe-options.ts";
 import type { Instance } from "../runtime/scheduler.ts";
 import { RECIPE_SPECS } from "../spec/recipes.ts";
 
-export function memoryPlanner(config: Config, catalog: Catalog, loaded: () => Instance<CatalogModel>[]) {
+/** The workers' free memory a model's `rpc` option would use, or null while one of them is not
+ * yet checked (the load's own health check decides then). */
+export type WorkerMemory = (rpc: string) => number | null;
+
+export function memoryPlanner(config: Config, catalog: Catalog, loaded: () => Instance<CatalogModel>[], workerMemory: WorkerMemory = () => 0) {
   /** The shape of a model whose recipe declares a `gguf` memory estimate, from its GGUF once its
    * file is there; other recipes' loads are admitted by count alone. */
   const shapeOf = (model: CatalogModel): ModelShape | undefined => {
@@ -26,8 +30,11 @@ export function memoryPlanner(config: Config, catalog: Catalog, loaded: () => In
     let used = 0;
     for (const instance of loaded()) {
       if (instance.model.id === except) continue;
+      // A model split across workers holds here only the weights it did not send them.
+      const split = instance.engine.detail?.() as { local_weights_mib?: number | null } | undefined;
       const shape = shapeOf(instance.model);
-      if (shape) used += footprintBytes(shape, instance.spec.ctxSize);
+      if (typeof split?.local_weights_mib === "number") used += split.local_weights_mib * 2 ** 20;
+      else if (shape) used += footprintBytes(shape, instance.spec.ctxSize);
     }
     return config.memoryLimitBytes - used;
   };
@@ -38,7 +45,11 @@ export function memoryPlanner(config: Config, catalog: Catalog, loaded: () => In
     },
     memory(model: CatalogModel, spec: LoadSpec): { need: number; free: number } | undefined {
       const shape = shapeOf(model);
-      return shape ? { need: footprintBytes(shape, spec.ctxSize), free: free(model.id) } : undefined;
+      if (!shape) return undefined;
+      // A model split across workers fits in this machine's memory and theirs together.
+      const rpc = String(spec.options.rpc ?? "");
+      const workers = rpc ? workerMemory(rpc) : 0;
+      return workers === null ? undefined : { need: footprintBytes(shape, spec.ctxSize), free: free(model.id) + workers };
     },
   };
 }

@@ -13,6 +13,7 @@ import { launch } from "./commands/launch.ts";
 import { cleanupCache } from "./commands/cleanup.ts";
 import { serve } from "./commands/serve.ts";
 import { tune } from "./commands/tune.ts";
+import { worker } from "./commands/worker.ts";
 
 const COMMANDS: Command[] = [
   serve,
@@ -39,6 +40,7 @@ const COMMANDS: Command[] = [
   chat.bench,
   tune,
   cleanupCache,
+  worker,
 ];
 
 const GLOBAL_HELP = `Global Options (before or after the command):
@@ -51,7 +53,7 @@ const GLOBAL_HELP = `Global Options (before or after the command):
 /** The groups `lemonade --help` lists the commands in, as Lemonade's CLI groups them. */
 const GROUPS: [string, string[]][] = [
   ["Quick Start", ["run", "chat", "launch"]],
-  ["Server", ["serve", "status", "logs", "backends", "cloud", "config", "telemetry"]],
+  ["Server", ["serve", "worker", "status", "logs", "backends", "cloud", "config", "telemetry"]],
   ["Model Management", ["list", "pull", "alias", "import", "delete", "load", "unload", "pin", "unpin", "export", "check-updates", "cleanup-cache"]],
   ["Benchmarking", ["bench", "tune"]],
 ];

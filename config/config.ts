@@ -68,6 +68,13 @@ export interface Config {
   noFetchExecutables: boolean;
   /** Memory a load may use, in bytes (LEMONADE_MEMORY_LIMIT_GB; default: what the system has available). */
   memoryLimitBytes: number | null;
+  /** RPC workers (`lemonade worker`) models may be split across: config.json `llamacpp.rpc_workers`
+   * (LEMONADE_RPC_WORKERS, comma-separated), as `host:port`. */
+  rpcWorkers: string[];
+  /** The secret those workers share: LEMONADE_RPC_SECRET, else config.json `llamacpp.rpc_secret`. */
+  rpcSecret: string | null;
+  /** How long a worker has to complete its handshake, in ms (LEMONADE_RPC_TIMEOUT_MS). */
+  rpcTimeoutMs: number;
   /** Auto-tune (auto-tune.md): archetype profiles and local overlays applied at load; on by default. */
   autoTune: boolean;
   /** Where tuning profiles are fetched from; null: the bundled set only. */
@@ -204,6 +211,8 @@ function shareSetting(name: string, raw: unknown, fallback: number): number {
 }
 
 /** LEMONADE_MEMORY_LIMIT_GB: a positive number of GiB, or unset (the system's available memory). */
+const llamacppSection = (file: ConfigFile) => (file.llamacpp ?? {}) as Record<string, unknown>;
+
 function memoryLimit(raw: string | undefined): number | null {
   if (!raw) return null;
   const gb = Number(raw);
@@ -258,6 +267,9 @@ export function loadConfig(overrides: Overrides = {}, env: Env = process.env): C
     ...(env.LEMONADE_GITHUB_API_ENDPOINT ? { githubApiEndpoint: env.LEMONADE_GITHUB_API_ENDPOINT.replace(/\/+$/, "") } : {}),
     noFetchExecutables: file.no_fetch_executables === true,
     memoryLimitBytes: memoryLimit(env.LEMONADE_MEMORY_LIMIT_GB),
+    rpcWorkers: env.LEMONADE_RPC_WORKERS !== undefined ? list(env.LEMONADE_RPC_WORKERS) : (llamacppSection(file).rpc_workers as string[] | undefined) ?? [],
+    rpcSecret: env.LEMONADE_RPC_SECRET || (llamacppSection(file).rpc_secret as string | undefined) || null,
+    rpcTimeoutMs: intSetting("LEMONADE_RPC_TIMEOUT_MS", env.LEMONADE_RPC_TIMEOUT_MS, 3000, 100, 600_000),
     autoTune: env.LEMONADE_AUTO_TUNE ? !/^(0|false|no|off)$/i.test(env.LEMONADE_AUTO_TUNE) : file.auto_tune !== false,
     autoTuneProfilesUrl: (env.LEMONADE_AUTO_TUNE_PROFILES_URL ?? file.auto_tune_profiles_url) || null,
     cloudKeys: Object.fromEntries(

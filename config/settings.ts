@@ -113,6 +113,8 @@ const RULES: Record<string, SettingRule> = {
   no_fetch_executables: { doc: "Never download or build engines: only those installed are used." },
   "llamacpp.backend": { doc: "The llama.cpp backend a load uses unless the model names one: auto, cpu, vulkan, rocm, cuda, metal or system." },
   "llamacpp.args": { doc: "Extra llama-server arguments for every load (allow-listed flags only)." },
+  "llamacpp.rpc_workers": { doc: "RPC workers (`lemonade worker` on other machines) a model with the `rpc` option is split across, as `host:port`; read at start-up." },
+  "llamacpp.rpc_secret": { doc: "The secret the RPC workers share (LEMONADE_RPC_SECRET wins); never shown, read at start-up." },
   "whispercpp.backend": { doc: "The whisper.cpp backend: auto, cpu or system." },
   "whispercpp.args": { doc: "Extra whisper-server arguments for every load." },
   "sdcpp.backend": { doc: "The stable-diffusion.cpp backend." },
@@ -255,7 +257,11 @@ export function effectiveSettings(config: LiveSettings): Json {
     extra_models_dir: config.extraModelsDir ?? "",
     offline: config.offline,
   };
-  return merge(merge(DEFAULTS, isObject(file) ? file : {}), live);
+  const out = merge(merge(DEFAULTS, isObject(file) ? file : {}), live);
+  // The workers' secret is shown only as set or not.
+  const llamacpp = out.llamacpp as Json | undefined;
+  if (llamacpp?.rpc_secret) llamacpp.rpc_secret = "(set)";
+  return out;
 }
 
 /** Writes changes into config.json (merged, atomically); returns the file as saved. */

@@ -41,6 +41,8 @@ export interface SourceBuiltEngine {
   /** Identifies the source the binary is built from; a cached build of another version is stale. */
   version: string;
   description: string;
+  /** Other binaries the build installs beside the main one, and what each is for. */
+  extras?: { binary: string; use: string }[];
 }
 
 export type BuildRunner = (argv: string[], cwd: string, onLine?: (line: string) => void) => Promise<void>;
@@ -53,7 +55,8 @@ export interface BuildRecipe {
   /** Lays the source tree out in `dest` from the unpacked package at `pkg`. */
   extract(pkg: string, dest: string, run: BuildRunner): Promise<void>;
   cmakeFlags: string[];
-  target: string;
+  /** The cmake targets built; every binary they leave in `build/bin` is installed. */
+  targets: string[];
 }
 
 /** Where engines live on this machine. */
@@ -61,6 +64,8 @@ export interface EngineEnv {
   cacheDir: string;
   /** The server's PATH, where the `system` backends look for their binaries. */
   path: string;
+  /** The RPC workers models may be split across. */
+  rpc?: RpcSettings;
   /** Binaries the user pointed a backend at (config.json `llamacpp.vulkan_bin`, `sdcpp.cpu_bin`,
    * ...), by config section, then backend. */
   binaries?: Record<string, Record<string, string>>;
@@ -98,6 +103,27 @@ export interface LaunchInput {
   workDir: string;
   /** Auto-tune's flags (spec/recipes.ts `tuning`), set by the server, before the model's own args. */
   tuningArgs?: string[];
+  /** The RPC workers this server may split a model across (config `llamacpp.rpc_workers`). */
+  rpc?: RpcSettings;
+}
+
+/** config.json `llamacpp.rpc_workers` and the secret they share (`LEMONADE_RPC_SECRET` or
+ * `llamacpp.rpc_secret`). */
+export interface RpcSettings {
+  workers: string[];
+  secret: string | null;
+  /** How long a worker has to complete its handshake (LEMONADE_RPC_TIMEOUT_MS, default 3000). */
+  timeoutMs: number;
+}
+
+/** What an engine needs opened before it starts and closed when it ends (llama.cpp's RPC
+ * tunnels): its flags, appended to the command line, and what `/v1/health` shows of it. */
+export interface Attachment {
+  args: string[];
+  /** Called once the engine is ready. */
+  ready?(): void;
+  detail(): Json;
+  close(): void;
 }
 
 /** How to start an engine: nothing runs until the launcher spawns it. */
@@ -112,6 +138,8 @@ export interface LaunchPlan {
   slots: number;
   /** The backend it runs on, `auto` resolved (set by the launcher). */
   backend?: string;
+  /** Opens what the engine needs first (a failure fails the load, and nothing is left running). */
+  attach?(): Promise<Attachment>;
 }
 
 /** A started engine, as the scheduler and proxy use it. */
@@ -124,6 +152,8 @@ export interface RunningEngine {
   readonly slots: number;
   /** The backend it runs on (LaunchPlan.backend). */
   readonly backend?: string;
+  /** The attachment's view (LaunchPlan.attach), such as the RPC workers a model is split across. */
+  detail?(): Json;
   /** Settles with the exit code when the process ends, asked to or not. */
   readonly exited: Promise<number>;
   /** Whether the engine was asked to stop (an exit after this is no crash). */
@@ -166,6 +196,9 @@ export interface Recipe {
   locate?(backend: string, env: EngineEnv): string;
   /** The launch plan for a model on that binary. */
   plan?(binary: string, input: LaunchInput): LaunchPlan;
+  /** Checks, before the load queues, what the options need outside this machine (llama.cpp's
+   * RPC workers answering); throws when the load could not succeed. */
+  precheck?(options: Options, env: EngineEnv): Promise<void>;
   /** Refuses a downloaded model whose files this engine cannot serve (EngineConfigError), before
    * room is made for it. Files are by role, as in LaunchInput. */
   checkFiles?(files: Record<string, string>): void;

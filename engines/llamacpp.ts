@@ -1,26 +1,36 @@
 // The llamacpp recipe: llama.cpp's llama-server for LLMs, embeddings and rerankers. Where its
 // binary is per backend, how it is built from source, and the argv a model starts with (add a
 // llama-server flag in `llamaArgv`).
+import { statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { splitArgs } from "../lib/args.ts";
 import {
   checkAllowedArgs,
   checkReservedArgs,
+  EngineConfigError,
   type AllowedFlags,
+  type Attachment,
   type BuildRecipe,
   type LaunchInput,
   type LaunchPlan,
   type Recipe,
+  type RpcSettings,
   type SourceBuiltEngine,
 } from "./engine.ts";
+import { openTunnel, parseWorkerAddress, probeWorker, RpcWorkerError, statusProblem, type Tunnel, type WorkerAddress, type WorkerStatus } from "./rpc-link.ts";
 import { autoBackend, locateSourceBuilt, sourceBuiltRecipeStatus } from "./source-build.ts";
+
+/** llama.cpp's RPC worker binary, built beside llama-server (tools/rpc). */
+export const RPC_SERVER_BINARY = "ggml-rpc-server";
 
 export const LLAMACPP: SourceBuiltEngine = {
   recipe: "llamacpp",
   binary: "llama-server",
-  version: "node-llama-cpp-3.21.1",
+  // `-rpc`: the build gained ggml's RPC backend and its worker binary, so older builds rebuild.
+  version: "node-llama-cpp-3.21.1-rpc",
   description: "llama.cpp",
+  extras: [{ binary: RPC_SERVER_BINARY, use: "lemonade worker" }],
 };
 
 const LLAMACPP_BUILD: BuildRecipe = {
@@ -36,8 +46,10 @@ const LLAMACPP_BUILD: BuildRecipe = {
     "-DLLAMA_BUILD_EXAMPLES=OFF",
     // One self-contained binary: a shared build would carry its build folder as RUNPATH.
     "-DBUILD_SHARED_LIBS=OFF",
+    // The RPC backend in llama-server (`--rpc`) and its worker, `ggml-rpc-server` (`lemonade worker`).
+    "-DGGML_RPC=ON",
   ],
-  target: "llama-server",
+  targets: ["llama-server", RPC_SERVER_BINARY],
 };
 
 /** Flags the server sets itself; users may not pass them in `llamacpp_args`. */
@@ -154,6 +166,117 @@ export function llamaArgv(binary: string, port: number, launch: LlamaLaunch): st
   return [...argv, ...(launch.tuningArgs ?? []), ...launch.userArgs];
 }
 
+const listOf = (text: string) => text.split(",").map((w) => w.trim()).filter(Boolean);
+
+type WorkerChoice = { addresses: WorkerAddress[]; all: boolean };
+
+/** The workers a model's `rpc` option asks for, or null for none: `all` is every configured one,
+ * a list names some of them (each must be configured: the secret is the configured workers'). */
+function rpcChoice(option: string, rpc: RpcSettings | undefined): WorkerChoice | null {
+  if (!option) return null;
+  const configured = (rpc?.workers ?? []).map(parseWorkerAddress);
+  if (option === "all") {
+    if (!configured.length) throw new EngineConfigError("rpc=all, but no workers are configured (config.json llamacpp.rpc_workers)");
+    return { addresses: configured, all: true };
+  }
+  const addresses = listOf(option).map(parseWorkerAddress);
+  const unknown = addresses.filter((a) => !configured.some((c) => c.text === a.text));
+  if (unknown.length) throw new EngineConfigError(`rpc names ${unknown.map((a) => a.text).join(", ")}, not in config.json llamacpp.rpc_workers (${configured.map((c) => c.text).join(", ") || "none"})`);
+  return { addresses, all: false };
+}
+
+function modelBytes(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+}
+
+type ReadyWorker = { address: WorkerAddress; status: WorkerStatus };
+
+/** A worker still serving the engine this load replaces, stopped a moment ago, is asked again
+ * for this long before it counts as serving another model. */
+const BUSY_GRACE_MS = 2000;
+
+async function checkWorker(address: WorkerAddress, secret: string, timeoutMs: number, busy: boolean): Promise<WorkerStatus> {
+  const until = Date.now() + BUSY_GRACE_MS;
+  for (;;) {
+    const status = await probeWorker(address, secret, timeoutMs);
+    if (!(busy && status.clients > 0 && Date.now() < until)) return status;
+    await Bun.sleep(100);
+  }
+}
+
+/** Health-checks the workers, all at once (so one slow to answer costs its own timeout, not the
+ * sum), and keeps those that answer: `all` goes on without the missing ones while those that
+ * answer can hold the model's weights; a list needs every worker it names. `busy`: whether a
+ * worker serving a client rules it out (statusProblem). */
+async function checkWorkers(choice: WorkerChoice, secret: string | null, weightBytes: number, timeoutMs: number, busy: boolean): Promise<{ ready: ReadyWorker[]; missing: WorkerAddress[] }> {
+  if (!secret) throw new RpcWorkerError(choice.addresses[0]!.text, "rpc workers need the shared secret: set LEMONADE_RPC_SECRET (or llamacpp.rpc_secret in config.json)");
+  const checks = await Promise.all(
+    choice.addresses.map(async (address) => {
+      try {
+        const status = await checkWorker(address, secret, timeoutMs, busy);
+        const problem = statusProblem(address, status, busy);
+        return problem ? { address, problem } : { address, status };
+      } catch (err) {
+        return { address, problem: (err as Error).message };
+      }
+    }),
+  );
+  const missing = checks.filter((c) => "problem" in c);
+  const ready = checks.filter((c): c is ReadyWorker => "status" in c);
+  const free = ready.reduce((sum, c) => sum + c.status.devices.reduce((s, d) => s + d.free, 0), 0);
+  if (missing.length && (!choice.all || !ready.length || free < weightBytes)) {
+    const why = missing.map((m) => (m as { problem: string }).problem).join("; ");
+    const rest = choice.all && ready.length ? ` (the workers that answer have ${(free / 2 ** 30).toFixed(2)} GiB free, the model's weights take ${(weightBytes / 2 ** 30).toFixed(2)} GiB)` : "";
+    throw new RpcWorkerError(missing[0]!.address.text, why + rest);
+  }
+  return { ready, missing: missing.map((m) => m.address) };
+}
+
+/** Checks the workers and opens a tunnel to each that answers: the engine starts with `--rpc` on
+ * the tunnels' loopback ports. Nothing stays open on failure. */
+async function attachWorkers(choice: WorkerChoice, secret: string, split: string, weightBytes: number, timeoutMs: number): Promise<Attachment> {
+  const { ready, missing } = await checkWorkers(choice, secret, weightBytes, timeoutMs, true);
+  const tunnels: Tunnel[] = [];
+  let lost: string | null = null;
+  try {
+    for (const c of ready) tunnels.push(await openTunnel(c.address, secret, timeoutMs, (why) => (lost ??= why)));
+  } catch (err) {
+    for (const t of tunnels) t.close();
+    throw err;
+  }
+  // What each link carried until the engine was ready is that worker's share of the weights
+  // (llama-server prints its per-device buffers only at a verbose log level).
+  let loaded: number[] | null = null;
+  const mib = (bytes: number) => Math.round((bytes / 2 ** 20) * 100) / 100;
+  return {
+    args: ["--rpc", tunnels.map((t) => `127.0.0.1:${t.port}`).join(","), "-ngl", "all", ...(split ? ["--tensor-split", split] : [])],
+    ready() {
+      loaded = tunnels.map((t) => t.bytes.sent);
+      for (const t of tunnels) t.seal();
+    },
+    detail: () => ({
+      workers: ready.map((c, i) => ({
+        address: c.address.text,
+        devices: c.status.devices.map((d) => d.name),
+        weights_mib: loaded ? mib(loaded[i]!) : null,
+        bytes_sent: tunnels[i]!.bytes.sent,
+        bytes_received: tunnels[i]!.bytes.received,
+      })),
+      missing_workers: missing.map((m) => m.text),
+      tensor_split: split || "by free memory",
+      local_weights_mib: loaded ? mib(Math.max(0, weightBytes - loaded.reduce((a, b) => a + b, 0))) : null,
+      ...(lost ? { lost } : {}),
+    }),
+    close() {
+      for (const t of tunnels) t.close();
+    },
+  };
+}
+
 export const llamacpp: Recipe = {
   name: "llamacpp",
   displayName: "llama.cpp",
@@ -164,6 +287,17 @@ export const llamacpp: Recipe = {
 
   checkOptions(options) {
     if (typeof options.llamacpp_args === "string") checkUserArgs(splitArgs(options.llamacpp_args));
+    if (typeof options.rpc === "string" && options.rpc !== "all") for (const w of listOf(options.rpc)) parseWorkerAddress(w);
+    if (typeof options.tensor_split === "string" && options.tensor_split && !/^\d+(\.\d+)?(,\d+(\.\d+)?)*$/.test(options.tensor_split)) {
+      throw new EngineConfigError(`tensor_split must be comma-separated shares such as 1,1 or 3,2,1, got '${options.tensor_split}'`);
+    }
+  },
+
+  /** The workers a model split across them needs answer before its load queues (whether they
+   * are free, and hold their share of the weights, is checked at the load itself). */
+  async precheck(options, env) {
+    const workers = rpcChoice(String(options.rpc ?? ""), env.rpc);
+    if (workers) await checkWorkers(workers, env.rpc?.secret ?? null, 0, env.rpc?.timeoutMs ?? 3000, false);
   },
 
   /** `cpu` is the build in the cache, `system` the binary on PATH. */
@@ -181,7 +315,10 @@ export const llamacpp: Recipe = {
       device: String(input.options.llamacpp_device ?? ""),
       tuningArgs: input.tuningArgs,
     };
+    const workers = rpcChoice(String(input.options.rpc ?? ""), input.rpc);
+    const split = String(input.options.tensor_split ?? "");
     return {
+      ...(workers ? { attach: () => attachWorkers(workers, input.rpc?.secret ?? "", split, modelBytes(input.files.main!), input.rpc?.timeoutMs ?? 3000) } : {}),
       argv: (port) => llamaArgv(binary, port, launch),
       // `/slots` then lists each slot's last prompt, which a saved KV cache is matched on
       // (runtime/kv-cache.ts); it costs a copy of each answer's text.

@@ -3,6 +3,7 @@
 // stop it with SIGTERM then SIGKILL. Every live child is killed when the server process exits,
 // and reported to a SpawnRecord so the next server can stop what a killed one left behind.
 import type { Subprocess } from "bun";
+import type { Json } from "../lib/json.ts";
 import { readLines } from "../lib/lines.ts";
 import { EngineStartError, type LaunchPlan, type RunningEngine } from "./engine.ts";
 
@@ -44,14 +45,26 @@ export function freePort(): number {
 
 /** Starts the plan's engine on a free loopback port and waits until its health path answers. */
 export async function startEngine(plan: LaunchPlan, onLine: LineSink, record?: SpawnRecord): Promise<RunningEngine> {
+  const attached = await plan.attach?.();
   const port = freePort();
-  const engine = new EngineProcess({ argv: plan.argv(port), env: plan.env, onLine, record }, `http://127.0.0.1:${port}`, plan.healthPath, plan.slots, plan.backend);
+  let engine: EngineProcess;
+  try {
+    engine = new EngineProcess({ argv: [...plan.argv(port), ...(attached?.args ?? [])], env: plan.env, onLine, record }, `http://127.0.0.1:${port}`, plan.healthPath, plan.slots, plan.backend);
+  } catch (err) {
+    attached?.close();
+    throw err;
+  }
+  if (attached) {
+    engine.detail = () => attached.detail();
+    void engine.exited.then(() => attached.close());
+  }
   try {
     await engine.waitReady(plan.readyTimeoutMs);
   } catch (err) {
     await engine.stop(1000);
     throw err;
   }
+  attached?.ready?.();
   return engine;
 }
 
@@ -70,6 +83,7 @@ export class EngineProcess implements RunningEngine {
   readonly child: Subprocess<"ignore", "pipe", "pipe">;
   readonly exited: Promise<number>;
   readonly argv: string[];
+  detail?: () => Json;
   private stopping = false;
   private readonly recent: string[] = [];
   /** The first line that reads as the engine's own error (the cause; later ones are its

@@ -36,18 +36,23 @@ export function cachedBinary(cacheDir: string, engine: SourceBuiltEngine): strin
   return existsSync(path) ? path : null;
 }
 
+/** The engine's other binaries found beside it, as a backend's message (`lemonade backends` shows it). */
+function extrasIn(dir: string, engine: SourceBuiltEngine): string {
+  return (engine.extras ?? []).filter((e) => existsSync(join(dir, e.binary))).map((e) => `with ${e.binary} (${e.use})`).join(", ");
+}
+
 /** A source-built backend: installed once its build is in the cache, else installable. */
 export function sourceBuiltStatus(cacheDir: string, engine: SourceBuiltEngine, backend: string): BackendStatus {
   const release = installedRelease(cacheDir, engine.recipe, backend);
   if (release) {
     const tag = basename(dirname(release));
     const repo = backendVersions(cacheDir).releases?.[engine.recipe]?.backends?.[backend]?.repo;
-    return { devices: ["cpu"], state: "installed", message: "", action: "", version: `release ${tag}`, ...(repo ? { release_url: releaseUrl(repo, tag) } : {}) };
+    return { devices: ["cpu"], state: "installed", message: extrasIn(dirname(release), engine), action: "", version: `release ${tag}`, ...(repo ? { release_url: releaseUrl(repo, tag) } : {}) };
   }
   // A build from source stands in for the pinned release, whose page is reported still.
   const page = pinnedReleaseUrl(cacheDir, engine.recipe, backend);
   if (cachedBinary(cacheDir, engine)) {
-    return { devices: ["cpu"], state: "installed", message: "", action: "", version: engine.version, ...page };
+    return { devices: ["cpu"], state: "installed", message: extrasIn(engineDir(cacheDir, engine), engine), action: "", version: engine.version, ...page };
   }
   return {
     devices: ["cpu"],
@@ -176,7 +181,7 @@ export async function buildFromSource(
     progress("configure", 10);
     await runCommand(["cmake", "-B", "build", "-DCMAKE_BUILD_TYPE=Release", ...recipe.cmakeFlags], src);
     const jobs = String(Math.max(1, availableParallelism()));
-    await runCommand(["cmake", "--build", "build", "--target", recipe.target, "-j", jobs], src, (line) => {
+    await runCommand(["cmake", "--build", "build", "--target", ...recipe.targets, "-j", jobs], src, (line) => {
       const m = /^\[\s*(\d+)%\]/.exec(line);
       if (m) progress("build", 10 + Math.round(Number(m[1]) * 0.85));
     });

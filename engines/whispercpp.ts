@@ -26,7 +26,7 @@ const WHISPERCPP_BUILD: BuildRecipe = {
     cpSync(join(pkg, "cpp", "whisper.cpp"), dest, { recursive: true });
   },
   cmakeFlags: ["-DWHISPER_BUILD_TESTS=OFF", "-DWHISPER_SDL2=OFF", "-DBUILD_SHARED_LIBS=OFF"],
-  target: "whisper-server",
+  targets: ["whisper-server"],
 };
 
 /** Flags the server sets itself; users may not pass them in `whispercpp_args`. */

@@ -22,7 +22,7 @@ type JsonObject = { [key: string]: JsonValue };
 
 export type JobOpsContext = Pick<
   ServerContext,
-  "aliases" | "backends" | "catalog" | "cloud" | "config" | "hostStats" | "library" | "options" | "proxy" | "recipeOptions" | "scheduler" | "tuning"
+  "aliases" | "backends" | "catalog" | "cloud" | "config" | "hostStats" | "library" | "options" | "proxy" | "recipeOptions" | "rpcWorkers" | "scheduler" | "tuning"
 >;
 
 /** A server answer as plain JSON, as the job's record keeps it. */

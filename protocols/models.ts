@@ -10,7 +10,7 @@ import type { Instance } from "../runtime/scheduler.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { optionSpecs, type Options } from "../spec/recipes.ts";
 import type { ModelOptionsRequest, ModelOptionsResponse, ModelResponse } from "../spec/models.ts";
-import type { HealthResponse } from "../spec/operations.ts";
+import type { HealthResponse, RpcSplitView } from "../spec/operations.ts";
 import { tuningView } from "./tuning.ts";
 
 /** A model's checkpoints as a client sees them: a local model's files are named relative to the
@@ -180,5 +180,6 @@ export function healthEntry(instance: Instance<CatalogModel>, loading: boolean, 
     // The backend it runs on, `auto` resolved.
     ...(instance.engine.backend ? { backend: instance.engine.backend } : {}),
     backend_url: `${instance.engine.url}/v1`,
+    ...(instance.engine.detail ? { rpc: instance.engine.detail() as RpcSplitView } : {}),
   };
 }

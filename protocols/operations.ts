@@ -43,7 +43,14 @@ function poolHealth(ctx: Pick<ServerContext, "cloud" | "proxy">): NonNullable<He
 }
 
 /** GET /v1/system-info. */
-export function systemInfo(ctx: Pick<ServerContext, "backends" | "cloud" | "config" | "tuning">): SystemInfoResponse {
+export function systemInfo(ctx: Pick<ServerContext, "backends" | "cloud" | "config" | "tuning" | "rpcWorkers">): SystemInfoResponse {
   const providers = ctx.cloud.systemInfo();
-  return { ...hostInfo(ctx.config.hfCacheDir, devices()), archetype: ctx.tuning.archetype(), recipes: ctx.backends.statuses(), ...(providers.length ? { cloud: { providers } } : {}) };
+  const workers = ctx.rpcWorkers.list();
+  return {
+    ...hostInfo(ctx.config.hfCacheDir, devices()),
+    archetype: ctx.tuning.archetype(),
+    recipes: ctx.backends.statuses(),
+    ...(providers.length ? { cloud: { providers } } : {}),
+    ...(workers.length ? { rpc_workers: workers } : {}),
+  };
 }

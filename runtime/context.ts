@@ -34,6 +34,8 @@ export interface StandIns {
   run(recipe: OneShotRecipe, job: OneShotInput, signal?: AbortSignal): Promise<Uint8Array>;
 }
 
+import type { RpcWorkers } from "./rpc-workers.ts";
+
 export interface ServerContext {
   config: Config;
   version: string;
@@ -61,6 +63,8 @@ export interface ServerContext {
   spans: SpanBus;
   /** The KV cache of evicted engines' recent conversations, restored on their next load. */
   kvCache: KvCache;
+  /** The RPC workers (`llamacpp.rpc_workers`) and their last health checks. */
+  rpcWorkers: RpcWorkers;
   standIns: StandIns;
   /** The port the WebSocket APIs answer on, once listening. */
   websocketPort: number | null;

@@ -12,6 +12,7 @@ import type { CatalogModel, ResolvedFile } from "../models/catalog.ts";
 import { validateRequestOptions, type LoadSpec } from "../models/recipe-options.ts";
 import { EngineConfigError, EngineStartError, NotInstalledError, type EngineEnv, type Recipe, type RunningEngine } from "../engines/engine.ts";
 import { findRecipe } from "../engines/recipes.ts";
+import { RpcWorkerError } from "../engines/rpc-link.ts";
 import { startEngine, type SpawnRecord } from "../engines/process.ts";
 import type { SchedulerEffects } from "./scheduler.ts";
 
@@ -89,9 +90,26 @@ export class Launcher {
         await download(model);
         this.checkFiles(model);
       },
+      precheck: (model, spec) => this.precheck(model, spec),
       start: (model, spec) => this.launchOrFallBack(model, spec),
       clock: systemClock,
     };
+  }
+
+  private async precheck(model: CatalogModel, spec: LoadSpec): Promise<void> {
+    try {
+      await this.recipeOf(model)?.precheck?.(spec.options, this.deps.env);
+    } catch (err) {
+      if (err instanceof RpcWorkerError) this.workerFailed(model, err);
+      if (err instanceof EngineConfigError) this.loadFailed(model, err);
+      throw err;
+    }
+  }
+
+  /** A worker missing, refusing or of another version: the load may succeed once it answers. */
+  private workerFailed(model: CatalogModel, err: RpcWorkerError): never {
+    this.deps.log.error("Scheduler", `Failed to load ${model.id}: ${err.message}`);
+    throw ApiError.of(E.rpcWorkerUnavailable, `Failed to load ${model.id}: ${err.message}`);
   }
 
   /** A load whose auto-tuned values make the engine fail (refused, or exiting before it is ready)
@@ -139,12 +157,14 @@ export class Launcher {
         ctxSize: spec.ctxSize,
         workDir: this.workDir(model.id),
         ...(spec.tuning?.args.length ? { tuningArgs: spec.tuning.args } : {}),
+        ...(this.deps.env.rpc ? { rpc: this.deps.env.rpc } : {}),
       });
       const tag = `${model.recipe}:${model.id}`;
       const engine = await startEngine({ ...plan, backend }, (line) => this.deps.log.debug(tag, line), this.deps.record);
       this.deps.log.info("Scheduler", `Loaded ${model.id} in ${Math.round(performance.now() - started)} ms (pid ${engine.pid}, ${engine.url})`);
       return engine;
     } catch (err) {
+      if (err instanceof RpcWorkerError) this.workerFailed(model, err);
       if (!rethrow && (err instanceof EngineConfigError || err instanceof EngineStartError)) this.loadFailed(model, err);
       throw err;
     }

@@ -97,6 +97,9 @@ export interface SchedulerEffects<M extends SchedulableModel> {
   /** Starts an engine for the model, settling once it answers its health check. The scheduler
    * stops the engine, checks its health and learns of its exit through what this returns. */
   start(model: M, spec: LoadSpec): Promise<RunningEngine>;
+  /** Checks what a load needs outside this server (the RPC workers a model is split across)
+   * before it queues, so that one slow to answer holds up no other model's load. */
+  precheck?(model: M, spec: LoadSpec): Promise<void>;
   /** Last use, load times and the idle check are on this clock. */
   clock: Clock;
   /** Keeps what an evicted engine holds (the KV cache of its recent conversations) before it is
@@ -286,6 +289,8 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
       this.deps.check(model, options);
       await this.deps.effects.prepare(model);
       spec = this.deps.resolve(model, options);
+      const running = this.instances.get(model.id);
+      if (!running || !sameSpec(running.spec, spec)) await this.deps.effects.precheck?.(model, spec);
     } finally {
       this.preparing--;
     }

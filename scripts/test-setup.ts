@@ -1,5 +1,5 @@
 // What the tests need beyond npm packages, made ready before `npm test` (its pretest step):
-// Debian's build tools, espeak-ng, ffmpeg, Chromium and the Python onnx package; llama.cpp and
+// Debian's build tools, espeak-ng, ffmpeg, openssl, Chromium and the Python onnx package; llama.cpp and
 // whisper.cpp built into the cache; the tiny test models. Each step is skipped when its result is already there.
 import { join } from "node:path";
 import { buildEngines } from "./build-engines.ts";
@@ -13,6 +13,8 @@ const TOOLS: Record<string, string> = {
   tar: "tar",
   "espeak-ng": "espeak-ng",
   ffmpeg: "ffmpeg",
+  // `lemonade worker` makes its TLS certificate with it (test/integration/rpc.test.ts).
+  openssl: "openssl",
   // The web app's end-to-end tests drive Debian's Chromium through playwright-core.
   chromium: "chromium",
 };

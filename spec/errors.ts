@@ -138,6 +138,12 @@ export const E = {
     "`model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again",
     "backend_error",
   ),
+  rpcWorkerUnavailable: row(
+    503,
+    "rpc_worker_unavailable",
+    "A worker the model is split across (llamacpp `rpc`) does not answer, refuses the secret, runs another RPC protocol version or serves another model, and the workers that answer cannot hold the model; the message names the worker",
+    "backend_error",
+  ),
   backendStopped: row(
     502,
     "backend_error",
@@ -204,6 +210,7 @@ export const LOADING_ERRORS: ErrorRow[] = [
   E.clientClosed,
   E.shuttingDown,
   E.insufficientMemory,
+  E.rpcWorkerUnavailable,
 ];
 
 /** What a request the proxy forwards to an engine can answer beside the loading errors. */

@@ -54,7 +54,7 @@ export const load = endpoint({
     checkpoint: T.String({ description: "Its main checkpoint" }),
     recipe: T.String({ description: "Its recipe" }),
   }),
-  errors: [E.modelNotSupported, E.modelNotFound, E.slotsPinned, E.modelLoadError],
+  errors: [E.modelNotSupported, E.modelNotFound, E.slotsPinned, E.modelLoadError, E.rpcWorkerUnavailable],
   example: {
     body: { model_name: "Qwen3-0.6B-GGUF", ctx_size: 8192 },
     response: '{"status": "success", "message": "Loaded model: Qwen3-0.6B-GGUF", "model_name": "Qwen3-0.6B-GGUF", "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0", "recipe": "llamacpp"}',

@@ -7,6 +7,46 @@ import { internalSet } from "./internal.ts";
 import { Archetype, TuningStatus } from "./tuning.ts";
 import { ModelType, Nullable, PerModelType } from "./schemas.ts";
 
+export const RpcSplit = T.Object(
+  {
+    workers: T.Array(
+      T.Object({
+        address: T.String({ description: "The worker, `host:port` as configured" }),
+        devices: T.Array(T.String(), { description: "Its rpc-server's devices (such as `CPU`, `CUDA0`)" }),
+        weights_mib: Nullable(T.Number(), { description: "MiB sent to it while the model loaded: its share of the weights; null while loading" }),
+        bytes_sent: T.Integer({ description: "Bytes sent to it over the TLS link since the load" }),
+        bytes_received: T.Integer({ description: "Bytes received from it since the load" }),
+      }),
+      { description: "The workers the model is split across, in `--rpc` order" },
+    ),
+    missing_workers: T.Array(T.String(), { description: "Workers `rpc: all` asked for that did not answer at load" }),
+    tensor_split: T.String({ description: "The `tensor_split` option, or `by free memory` (llama.cpp's default)" }),
+    local_weights_mib: Nullable(T.Number(), { description: "MiB of the weights left on this machine (the model file's size less what the workers were sent); null while loading" }),
+    lost: T.Optional(T.String({ description: "Why a worker's link dropped, once one has" })),
+  },
+  { title: "RpcSplit", description: "Lemonade extension: for a model loaded with the llamacpp `rpc` option, the workers and the split of its weights" },
+);
+
+export const RpcWorker = T.Object(
+  {
+    address: T.String({ description: "The worker, `host:port` as configured" }),
+    state: T.Union([T.Literal("checking"), T.Literal("ready"), T.Literal("unavailable")], { description: "`checking` until its first health check ends" }),
+    error: T.Optional(T.String({ description: "Why it is unavailable" })),
+    protocol: T.Optional(T.String({ description: "The RPC protocol version its rpc-server answered HELLO with" })),
+    devices: T.Array(
+      T.Object({
+        name: T.String({ description: "Device name, such as `CPU` or `CUDA0`" }),
+        description: T.String({ description: "What rpc-server says the device is" }),
+        free_bytes: T.Integer({ description: "Free memory, as rpc-server reports it (capped by the worker's `--memory-limit`)" }),
+        total_bytes: T.Integer({ description: "Total memory" }),
+      }),
+    ),
+    busy: T.Boolean({ description: "Whether its rpc-server is serving a model now (it serves one client at a time)" }),
+    checked_at: T.Optional(T.Integer({ description: "Unix time of the last health check" })),
+  },
+  { title: "RpcWorker" },
+);
+
 export const LoadedModel = T.Object({
   model_name: T.String({ description: "Name of the loaded model" }),
   checkpoint: T.String({ description: "Full checkpoint identifier" }),
@@ -32,6 +72,7 @@ export const LoadedModel = T.Object({
   launch_command: T.String({ description: "The engine's command line, as a shell would take it" }),
   backend: T.Optional(T.String({ description: "Lemonade extension: the backend the engine runs on, `auto` resolved (such as `cpu`)" })),
   backend_url: T.String({ description: "URL of the backend process serving this model" }),
+  rpc: T.Optional(RpcSplit),
 });
 
 const PoolMember = T.Object(
@@ -241,6 +282,11 @@ export const systemInfo = endpoint({
       ),
     ),
     archetype: T.Optional(Archetype),
+    rpc_workers: T.Optional(
+      T.Array(RpcWorker, {
+        description: "Lemonade extension: each RPC worker in `llamacpp.rpc_workers` and its last health check (TCP, TLS, the secret, rpc-server's HELLO and device memory); absent when none is configured",
+      }),
+    ),
     recipes: T.Record(
       T.String(),
       T.Object({
@@ -487,3 +533,4 @@ export const paramsGet = endpoint({
 
 export type HealthResponse = Static<typeof health.response>;
 export type SystemInfoResponse = Static<typeof systemInfo.response>;
+export type RpcSplitView = Static<typeof RpcSplit>;

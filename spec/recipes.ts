@@ -151,6 +151,16 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
         doc: "llamacpp: extra llama-server arguments: only thread, batching, memory, precision, RoPE, sampling, reasoning and logging flags (such as `--threads`, `--parallel`, `--batch-size`, `--cache-type-k`, `-fa`, `--temp`, `--reasoning-format`). Refused: the flags the server sets (`-m`, `--port`, `--host`, `--ctx-size`, `-ngl`, `--jinja`, `--mmproj`, `--embeddings`, `--reranking`, ...), those that write or read outside the model's folders, and any other.",
       },
       llamacpp_device: { kind: "string", default: "", doc: "llamacpp: llama-server's `--device` list, such as `Vulkan0`; empty leaves its default." },
+      rpc: {
+        kind: "string",
+        default: "",
+        doc: "llamacpp: the RPC workers (`lemonade worker`) to split the model's layers across: `all` for every one in `llamacpp.rpc_workers` that answers, a comma-separated list of some of them (`host:port`), or empty for none. The model then loads with every layer offloaded (`-ngl all`) to the workers and this machine's GPUs.",
+      },
+      tensor_split: {
+        kind: "string",
+        default: "",
+        doc: "llamacpp: with `rpc`, the share of the layers each device takes (llama-server's `--tensor-split`, such as `1,1`): the workers first, in the order they are used, then this machine's GPUs; empty splits by each device's free memory.",
+      },
       ...ARGS_MERGE,
       ...COMMON,
     },

@@ -7,6 +7,7 @@ import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import { getJson, request } from "./api.ts";
 import { usePoll } from "./hooks.ts";
+import { RpcWorkerList } from "./rpc-workers.tsx";
 
 const EVERY_MS = 5000;
 const WINDOW_S = 15 * 60;
@@ -147,6 +148,7 @@ export function Dashboard() {
           ))}
         </div>
       )}
+      <RpcWorkerList />
       <h3>Loaded models</h3>
       {loaded.length === 0 ? (
         <p class="hint">No model is loaded.</p>

@@ -9,7 +9,7 @@ import type { Binder } from "../bind.ts";
 
 export function operationsRoutes(
   bind: Binder,
-  ctx: Pick<ServerContext, "backends" | "catalog" | "cloud" | "config" | "hostStats" | "kvCache" | "lifecycle" | "logger" | "metrics" | "proxy" | "scheduler" | "stats" | "telemetry" | "tuning" | "version" | "websocketPort">,
+  ctx: Pick<ServerContext, "backends" | "catalog" | "cloud" | "config" | "hostStats" | "kvCache" | "lifecycle" | "logger" | "metrics" | "proxy" | "rpcWorkers" | "scheduler" | "stats" | "telemetry" | "tuning" | "version" | "websocketPort">,
 ): void {
   bind.http(spec.live, () => ({ status: "ok" }));
   bind.http(spec.health, () => health(ctx));

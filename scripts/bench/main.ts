@@ -14,6 +14,8 @@
 //   cloud        one stream through a cloud provider (the server's own engine) vs that engine directly
 //   pool         one stream through a pool of two llama-servers vs one provider, and a failover's cost
 //   classify     /v1/classify through the server vs the onnxruntime engine's own /classify
+//   rpc          the tiny model split across two loopback RPC workers vs local: tokens/s, added
+//                TTFT, bytes over the TLS links per token
 //   all          every one of them
 import { table, type Figure } from "../../lib/bench.ts";
 import { benchCatalog } from "./catalog.ts";
@@ -26,6 +28,7 @@ import { benchLoad } from "./load.ts";
 import { benchMemory } from "./memory.ts";
 import { benchPool } from "./pool.ts";
 import { benchProxy } from "./proxy.ts";
+import { benchRpc } from "./rpc.ts";
 import { benchStart } from "./start.ts";
 import { benchSwap } from "./swap.ts";
 
@@ -42,6 +45,7 @@ const BENCHES: Record<string, (runs?: number) => Promise<Figure[]>> = {
   cloud: (n) => benchCloud(n ?? 20),
   pool: (n) => benchPool(n ?? 20),
   classify: (n) => benchClassify(n ?? 200),
+  rpc: (n) => benchRpc(n ?? 5),
 };
 
 const [what, arg] = process.argv.slice(2);

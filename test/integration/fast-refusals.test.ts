@@ -6,6 +6,9 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { defaultCacheDir } from "../../config/config.ts";
+import { LLAMACPP } from "../../engines/llamacpp.ts";
+import { sourceDir } from "../../engines/source-build.ts";
 import { GgufType, readGgufMetadata } from "../../models/gguf.ts";
 import { writeGguf } from "../../scripts/test-models/gguf-writer.ts";
 import { FAKE_DIR } from "../helpers/fake-engine.ts";
@@ -61,7 +64,7 @@ test("the GGUF reader finds the vocabulary's longest token, with the arrays skip
   expect(readGgufMetadata(path, { arrays: false, tensors: false }).longestTokenBytes).toBe(4);
   expect(readGgufMetadata(path).longestTokenBytes).toBe(4);
   // A real vocabulary (Qwen2's, from the llama.cpp sources the CPU build uses), where present.
-  const qwen = join(process.env.HOME ?? "", ".cache/lemonade/src/llamacpp/node-llama-cpp-3.21.1/models/ggml-vocab-qwen2.gguf");
+  const qwen = join(sourceDir(defaultCacheDir(), LLAMACPP), "models", "ggml-vocab-qwen2.gguf");
   if (!existsSync(qwen)) return console.log("no llama.cpp vocabulary in the cache; the real-vocabulary check is skipped");
   const skipped = readGgufMetadata(qwen, { arrays: false, tensors: false }).longestTokenBytes!;
   const full = readGgufMetadata(qwen, { tensors: false });

@@ -7,13 +7,13 @@ import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { checkAllowedArgs, EngineConfigError, type AllowedFlags } from "../../engines/engine.ts";
-import { ALLOWED_LLAMA_FLAGS, llamacpp, RESERVED_LLAMA_FLAGS, UNSAFE_LLAMA_FLAGS } from "../../engines/llamacpp.ts";
+import { ALLOWED_LLAMA_FLAGS, LLAMACPP, llamacpp, RESERVED_LLAMA_FLAGS, UNSAFE_LLAMA_FLAGS } from "../../engines/llamacpp.ts";
 import { ALLOWED_SDCPP_FLAGS, sdCpp } from "../../engines/sd-cpp.ts";
 import { vllm } from "../../engines/vllm.ts";
 import { ALLOWED_WHISPER_FLAGS, RESERVED_WHISPER_FLAGS, whispercpp } from "../../engines/whispercpp.ts";
 
 const BIN = join(process.env.HOME ?? "", ".cache", "lemonade", "bin");
-const LLAMA = join(BIN, "llamacpp", "node-llama-cpp-3.21.1", "llama-server");
+const LLAMA = join(BIN, "llamacpp", LLAMACPP.version, "llama-server");
 const WHISPER = join(BIN, "whispercpp", "nodejs-whisper-0.3.1", "whisper-server");
 
 /** Each flag --help lists, with the kind of value it shows: a placeholder, one in brackets

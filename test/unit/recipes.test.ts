@@ -213,6 +213,8 @@ describe("options", () => {
       llamacpp_backend: "auto",
       llamacpp_args: "",
       llamacpp_device: "",
+      rpc: "",
+      tensor_split: "",
       merge_args: true,
       auto_evict: null,
       evict_idle_timeout: 300,

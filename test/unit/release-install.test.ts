@@ -91,7 +91,7 @@ const fakeRecipe: Recipe = {
         await run(["cp", "-r", pkg, dest], join(pkg, ".."));
       },
       cmakeFlags: [],
-      target: "all",
+      targets: ["all"],
     },
   },
 };

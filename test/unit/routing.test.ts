@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import SwaggerParser from "@apidevtools/swagger-parser";
-import { LLAMACPP } from "../../engines/llamacpp.ts";
+import { LLAMACPP, RPC_SERVER_BINARY } from "../../engines/llamacpp.ts";
 import { engineDir } from "../../engines/source-build.ts";
 import { endpoints, mountedPaths, operations, VERSION_PREFIXES } from "../../spec/index.ts";
 import { expectMatches, startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
@@ -15,6 +15,7 @@ beforeAll(async () => {
   const dir = engineDir(cacheDir, LLAMACPP);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, LLAMACPP.binary), "");
+  writeFileSync(join(dir, RPC_SERVER_BINARY), "");
   server = await startTestServer({}, cacheDir, { engines: false });
 });
 afterAll(() => server.close());
@@ -107,7 +108,9 @@ describe("operational endpoints", () => {
     expect(info.recipes.llamacpp.backends.cpu.action).toBe("lemonade backends install llamacpp:cpu");
     // The same request against a cache holding a build reports it installed, with its version.
     const built = (await (await fetch(`${server.url}/v1/system-info`)).json()).recipes.llamacpp;
-    expect(built.backends.cpu).toMatchObject({ state: "installed", version: "node-llama-cpp-3.21.1" });
+    expect(built.backends.cpu).toMatchObject({ state: "installed", version: LLAMACPP.version });
+    // The build's RPC worker binary is listed with it (`lemonade backends` shows the message).
+    expect(built.backends.cpu.message).toContain(`with ${RPC_SERVER_BINARY} (lemonade worker)`);
     expect(built.default_backend).toBe("cpu");
   });
 

@@ -6092,6 +6092,10 @@ export interface components {
             llamacpp_args?: string | null;
             /** @description llamacpp: llama-server's `--device` list, such as `Vulkan0`; empty leaves its default. */
             llamacpp_device?: string | null;
+            /** @description llamacpp: the RPC workers (`lemonade worker`) to split the model's layers across: `all` for every one in `llamacpp.rpc_workers` that answers, a comma-separated list of some of them (`host:port`), or empty for none. The model then loads with every layer offloaded (`-ngl all`) to the workers and this machine's GPUs. */
+            rpc?: string | null;
+            /** @description llamacpp: with `rpc`, the share of the layers each device takes (llama-server's `--tensor-split`, such as `1,1`): the workers first, in the order they are used, then this machine's GPUs; empty splits by each device's free memory. */
+            tensor_split?: string | null;
             /** @description `true` (default) appends the model's `*_args` to the server-wide ones; `false` uses the model's alone. */
             merge_args?: boolean | null;
             /** @description `true` downsizes the model after `downsize_idle_timeout` seconds idle and unloads it after `evict_idle_timeout`, and lets GPU memory pressure evict it; unset takes the server's `auto_evict` setting (`false` by default). A pinned model is never downsized or evicted so. */
@@ -6691,6 +6695,7 @@ export interface components {
                 backend?: string;
                 /** @description URL of the backend process serving this model */
                 backend_url: string;
+                rpc?: components["schemas"]["RpcSplit"];
             }[];
             max_models: {
                 /** @description Most models of the type loaded at once (`max_loaded_models`; `-1` is unlimited): LLM/chat models */
@@ -6856,6 +6861,8 @@ export interface components {
                 }[];
             };
             archetype?: components["schemas"]["Archetype"];
+            /** @description Lemonade extension: each RPC worker in `llamacpp.rpc_workers` and its last health check (TCP, TLS, the secret, rpc-server's HELLO and device memory); absent when none is configured */
+            rpc_workers?: components["schemas"]["RpcWorker"][];
             /** @description Each recipe (`llamacpp`, `whispercpp`, ...) and its backends */
             recipes: {
                 [key: string]: {
@@ -7383,6 +7390,33 @@ export interface components {
             /** @description Progress of the install, 0 to 100 */
             percent: number;
         };
+        /**
+         * RpcSplit
+         * @description Lemonade extension: for a model loaded with the llamacpp `rpc` option, the workers and the split of its weights
+         */
+        RpcSplit: {
+            /** @description The workers the model is split across, in `--rpc` order */
+            workers: {
+                /** @description The worker, `host:port` as configured */
+                address: string;
+                /** @description Its rpc-server's devices (such as `CPU`, `CUDA0`) */
+                devices: string[];
+                /** @description MiB sent to it while the model loaded: its share of the weights; null while loading */
+                weights_mib: number | null;
+                /** @description Bytes sent to it over the TLS link since the load */
+                bytes_sent: number;
+                /** @description Bytes received from it since the load */
+                bytes_received: number;
+            }[];
+            /** @description Workers `rpc: all` asked for that did not answer at load */
+            missing_workers: string[];
+            /** @description The `tensor_split` option, or `by free memory` (llama.cpp's default) */
+            tensor_split: string;
+            /** @description MiB of the weights left on this machine (the model file's size less what the workers were sent); null while loading */
+            local_weights_mib: number | null;
+            /** @description Why a worker's link dropped, once one has */
+            lost?: string;
+        };
         /** TelemetryState */
         TelemetryState: {
             /** @description Whether telemetry collection is active */
@@ -7474,6 +7508,31 @@ export interface components {
             conversations: number;
             /** @description Bytes their files take on disk */
             bytes: number;
+        };
+        /** RpcWorker */
+        RpcWorker: {
+            /** @description The worker, `host:port` as configured */
+            address: string;
+            /** @description `checking` until its first health check ends */
+            state: "checking" | "ready" | "unavailable";
+            /** @description Why it is unavailable */
+            error?: string;
+            /** @description The RPC protocol version its rpc-server answered HELLO with */
+            protocol?: string;
+            devices: {
+                /** @description Device name, such as `CPU` or `CUDA0` */
+                name: string;
+                /** @description What rpc-server says the device is */
+                description: string;
+                /** @description Free memory, as rpc-server reports it (capped by the worker's `--memory-limit`) */
+                free_bytes: number;
+                /** @description Total memory */
+                total_bytes: number;
+            }[];
+            /** @description Whether its rpc-server is serving a model now (it serves one client at a time) */
+            busy: boolean;
+            /** @description Unix time of the last health check */
+            checked_at?: number;
         };
         /** ProfileDocument */
         ProfileDocument: {
@@ -7732,12 +7791,14 @@ export type CloudPoolMember = components['schemas']['CloudPoolMember'];
 export type InstallResult = components['schemas']['InstallResult'];
 export type CloudAuthState = components['schemas']['CloudAuthState'];
 export type InstallProgress = components['schemas']['InstallProgress'];
+export type RpcSplit = components['schemas']['RpcSplit'];
 export type TelemetryState = components['schemas']['TelemetryState'];
 export type AutoTuneStatus = components['schemas']['AutoTuneStatus'];
 export type Archetype = components['schemas']['Archetype'];
 export type PoolHealth = components['schemas']['PoolHealth'];
 export type PoolMemberHealth = components['schemas']['PoolMemberHealth'];
 export type SavedKvCache = components['schemas']['SavedKvCache'];
+export type RpcWorker = components['schemas']['RpcWorker'];
 export type ProfileDocument = components['schemas']['ProfileDocument'];
 export type ArchetypeProfile = components['schemas']['ArchetypeProfile'];
 export type JobsCreateRequestStepsItem = components['schemas']['JobsCreateRequestStepsItem'];
@@ -7823,7 +7884,7 @@ export interface operations {
             500: components["responses"]["OpenAIError"];
             /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed; `model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again */
+            /** @description The server is shutting down; A worker the model is split across (llamacpp `rpc`) does not answer, refuses the secret, runs another RPC protocol version or serves another model, and the workers that answer cannot hold the model; the message names the worker; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed; `model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again */
             503: components["responses"]["OpenAIError"];
             /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
@@ -8006,7 +8067,7 @@ export interface operations {
             500: components["responses"]["OpenAIError"];
             /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed; `model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again */
+            /** @description The server is shutting down; A worker the model is split across (llamacpp `rpc`) does not answer, refuses the secret, runs another RPC protocol version or serves another model, and the workers that answer cannot hold the model; the message names the worker; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed; `model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again */
             503: components["responses"]["OpenAIError"];
             /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
@@ -8166,7 +8227,7 @@ export interface operations {
             500: components["responses"]["OpenAIError"];
             /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed; `model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again */
+            /** @description The server is shutting down; A worker the model is split across (llamacpp `rpc`) does not answer, refuses the secret, runs another RPC protocol version or serves another model, and the workers that answer cannot hold the model; the message names the worker; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed; `model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again */
             503: components["responses"]["OpenAIError"];
             /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
@@ -8358,7 +8419,7 @@ export interface operations {
             501: components["responses"]["OpenAIError"];
             /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed; `model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again */
+            /** @description The server is shutting down; A worker the model is split across (llamacpp `rpc`) does not answer, refuses the secret, runs another RPC protocol version or serves another model, and the workers that answer cannot hold the model; the message names the worker; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed; `model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again */
             503: components["responses"]["OpenAIError"];
             /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
@@ -8651,7 +8712,7 @@ export interface operations {
             500: components["responses"]["OpenAIError"];
             /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed; `model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again */
+            /** @description The server is shutting down; A worker the model is split across (llamacpp `rpc`) does not answer, refuses the secret, runs another RPC protocol version or serves another model, and the workers that answer cannot hold the model; the message names the worker; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed; `model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again */
             503: components["responses"]["OpenAIError"];
             /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
@@ -8809,7 +8870,7 @@ export interface operations {
             499: components["responses"]["OpenAIError"];
             /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start; The backend reports an error, for example when `model` cannot serve this route, an error whose `type` is `unsupported_operation` */
             500: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down */
+            /** @description The server is shutting down; A worker the model is split across (llamacpp `rpc`) does not answer, refuses the secret, runs another RPC protocol version or serves another model, and the workers that answer cannot hold the model; the message names the worker */
             503: components["responses"]["OpenAIError"];
             /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
@@ -8950,7 +9011,7 @@ export interface operations {
             499: components["responses"]["OpenAIError"];
             /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start; The backend reports an error, for example when `model` cannot serve this route, an error whose `type` is `unsupported_operation` */
             500: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down */
+            /** @description The server is shutting down; A worker the model is split across (llamacpp `rpc`) does not answer, refuses the secret, runs another RPC protocol version or serves another model, and the workers that answer cannot hold the model; the message names the worker */
             503: components["responses"]["OpenAIError"];
             /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
@@ -9091,7 +9152,7 @@ export interface operations {
             499: components["responses"]["OpenAIError"];
             /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start; The backend reports an error, for example when `model` cannot serve this route, an error whose `type` is `unsupported_operation` */
             500: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down */
+            /** @description The server is shutting down; A worker the model is split across (llamacpp `rpc`) does not answer, refuses the secret, runs another RPC protocol version or serves another model, and the workers that answer cannot hold the model; the message names the worker */
             503: components["responses"]["OpenAIError"];
             /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
@@ -9232,7 +9293,7 @@ export interface operations {
             499: components["responses"]["OpenAIError"];
             /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start; The backend reports an error, for example when `model` cannot serve this route, an error whose `type` is `unsupported_operation`; The backend produces no upscaled image */
             500: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down */
+            /** @description The server is shutting down; A worker the model is split across (llamacpp `rpc`) does not answer, refuses the secret, runs another RPC protocol version or serves another model, and the workers that answer cannot hold the model; the message names the worker */
             503: components["responses"]["OpenAIError"];
             /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
@@ -9407,7 +9468,7 @@ export interface operations {
             500: components["responses"]["AnthropicError"];
             /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["AnthropicError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed; `model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again */
+            /** @description The server is shutting down; A worker the model is split across (llamacpp `rpc`) does not answer, refuses the secret, runs another RPC protocol version or serves another model, and the workers that answer cannot hold the model; the message names the worker; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed; `model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again */
             503: components["responses"]["AnthropicError"];
             /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["AnthropicError"];
@@ -10846,7 +10907,7 @@ export interface operations {
             500: components["responses"]["OpenAIError"];
             /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed; `model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again */
+            /** @description The server is shutting down; A worker the model is split across (llamacpp `rpc`) does not answer, refuses the secret, runs another RPC protocol version or serves another model, and the workers that answer cannot hold the model; the message names the worker; Too many requests wait for the model's engine already; `Retry-After` says when to try again; The engine cannot be reached, even after the model is loaded again; sending the request again may succeed; `model` is served by a pool of servers and every member is down (or failed this request); the message names each member and its last error, `Retry-After` when the next is asked again */
             503: components["responses"]["OpenAIError"];
             /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["OpenAIError"];
@@ -12299,6 +12360,8 @@ export interface operations {
             409: components["responses"]["LemonadeError"];
             /** @description Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["LemonadeError"];
+            /** @description A worker the model is split across (llamacpp `rpc`) does not answer, refuses the secret, runs another RPC protocol version or serves another model, and the workers that answer cannot hold the model; the message names the worker */
+            503: components["responses"]["LemonadeError"];
         };
     };
     "lemonade.load.api_v1_load": {
@@ -12329,6 +12392,7 @@ export interface operations {
             404: components["responses"]["LemonadeError"];
             409: components["responses"]["LemonadeError"];
             500: components["responses"]["LemonadeError"];
+            503: components["responses"]["LemonadeError"];
         };
     };
     "lemonade.load.v0_load": {
@@ -12359,6 +12423,7 @@ export interface operations {
             404: components["responses"]["LemonadeError"];
             409: components["responses"]["LemonadeError"];
             500: components["responses"]["LemonadeError"];
+            503: components["responses"]["LemonadeError"];
         };
     };
     "lemonade.load.api_v0_load": {
@@ -12389,6 +12454,7 @@ export interface operations {
             404: components["responses"]["LemonadeError"];
             409: components["responses"]["LemonadeError"];
             500: components["responses"]["LemonadeError"];
+            503: components["responses"]["LemonadeError"];
         };
     };
     "lemonade.unload": {
@@ -13795,7 +13861,7 @@ export interface operations {
             499: components["responses"]["OpenAIError"];
             /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
             500: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down */
+            /** @description The server is shutting down; A worker the model is split across (llamacpp `rpc`) does not answer, refuses the secret, runs another RPC protocol version or serves another model, and the workers that answer cannot hold the model; the message names the worker */
             503: components["responses"]["OpenAIError"];
             /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
@@ -13946,7 +14012,7 @@ export interface operations {
             500: components["responses"]["OpenAIError"];
             /** @description The backend produces no output (it likely crashed or ran out of GPU memory) */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down */
+            /** @description The server is shutting down; A worker the model is split across (llamacpp `rpc`) does not answer, refuses the secret, runs another RPC protocol version or serves another model, and the workers that answer cannot hold the model; the message names the worker */
             503: components["responses"]["OpenAIError"];
             /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
@@ -14100,7 +14166,7 @@ export interface operations {
             500: components["responses"]["OpenAIError"];
             /** @description The backend produces no output (it likely crashed or ran out of GPU memory) */
             502: components["responses"]["OpenAIError"];
-            /** @description The server is shutting down */
+            /** @description The server is shutting down; A worker the model is split across (llamacpp `rpc`) does not answer, refuses the secret, runs another RPC protocol version or serves another model, and the workers that answer cannot hold the model; the message names the worker */
             503: components["responses"]["OpenAIError"];
             /** @description The model needs more memory than is free, even after unloading every model that can be */
             507: components["responses"]["OpenAIError"];
