@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto";
 import { parseLogLevel, type Severity } from "../../lib/log-level.ts";
 import { startServer, type RunningServer } from "../../app/server.ts";
 import { CliError } from "../client.ts";
+import { startupDone } from "../jit-policy.ts";
 import type { Command, CommandInput } from "../command.ts";
 
 /** What `serve`'s flags ask for, checked. */
@@ -134,6 +135,7 @@ For apps that start the server themselves:
     "parent-pid": { type: "string" },
     "generate-api-key": { type: "boolean" },
   },
+  endsStartup: true,
   async run({ values }) {
     const settings = serveSettings(values);
     if (settings.parentPid !== undefined && !parentAlive(settings.parentPid, false)) {
@@ -150,6 +152,10 @@ For apps that start the server themselves:
     } catch (err) {
       throw new CliError((err as Error).message);
     }
+    // Listening, once Elysia has finished binding the routes in the task it queues on listen:
+    // what runs from now on runs per request, and earns its compilation.
+    await new Promise((resolve) => setImmediate(resolve));
+    startupDone();
     let stopping = false;
     const shutdown = async (why: string) => {
       if (stopping) return;
