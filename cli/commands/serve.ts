@@ -1,6 +1,5 @@
 // `lemonade serve`: the server in the foreground, and the hooks an app that embeds it uses: a
 // readiness line on stdout (--ready-json) and an exit when the app dies (--parent-pid).
-import { randomBytes } from "node:crypto";
 import { parseLogLevel, type Severity } from "../../lib/log-level.ts";
 import { startServer, type RunningServer } from "../../app/server.ts";
 import { CliError } from "../client.ts";
@@ -57,7 +56,7 @@ export function serveSettings(values: CommandInput["values"], baseEnv: Record<st
   if (values["generate-api-key"] === true) {
     // Two sources for one key would leave the embedder guessing which is in force.
     if (env.LEMONADE_API_KEY) throw new CliError("--generate-api-key and LEMONADE_API_KEY both set the API key: use one", 2);
-    env.LEMONADE_API_KEY = randomBytes(32).toString("base64url");
+    env.LEMONADE_API_KEY = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
   }
   return { host: values.host as string | undefined, port, logLevel, env, readyJson: values["ready-json"] === true, parentPid };
 }
