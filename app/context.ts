@@ -37,7 +37,7 @@ import { Scheduler } from "../runtime/scheduler.ts";
 import { jobOps } from "../protocols/jobs.ts";
 import { omniKind } from "../protocols/omni.ts";
 import { routerKind } from "../protocols/routing.ts";
-import { webAssets } from "./web-assets.ts";
+import { webAsset } from "./web-assets.ts";
 import { memoryPlanner } from "./memory.ts";
 import { RpcWorkers } from "../runtime/rpc-workers.ts";
 
@@ -239,7 +239,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     },
     websocketPort: null,
     activity: { requests: 0 },
-    webAssets,
+    webAsset,
     lifecycle: { rebind: () => {}, shutdown: () => {} },
   };
   // The collections' targets live with their logic, in protocols/.

@@ -1,20 +1,29 @@
 // The web app's files (web/): bundled by Bun's bundler from the sources on first use when the
-// server runs from a checkout, or embedded in the single executable by scripts/build.ts, which
-// registers them here before the CLI starts.
+// server runs from a checkout, or embedded as files in the single executable by scripts/build.ts,
+// which registers their paths here before the CLI starts. Embedded files are read from the
+// executable per request rather than held as strings: the bundle is most of a megabyte that a
+// server nobody opens the web app of would otherwise keep resident.
 import { join } from "node:path";
 
+/** The bundled files, name to contents. */
 export type WebAssets = Record<string, string>;
 
-let embedded: WebAssets | undefined;
+/** A file the bundle made: its name and its bytes. */
+export interface WebAssetFile {
+  name: string;
+  bytes: Uint8Array;
+}
+
+let embedded: Record<string, string> | undefined;
 let built: Promise<WebAssets> | undefined;
 
-/** Called by the compiled executable's entry with the bundle it carries. */
-export function registerEmbeddedWebAssets(assets: WebAssets): void {
-  embedded = assets;
+/** Called by the compiled executable's entry with each file's name and its path inside the executable. */
+export function registerEmbeddedWebAssets(paths: Record<string, string>): void {
+  embedded = paths;
 }
 
 /** Bundles web/main.tsx (and its CSS) into `app.js` and `app.css`. */
-export async function bundleWebApp(): Promise<WebAssets> {
+export async function bundleWebAppFiles(): Promise<WebAssetFile[]> {
   const result = await Bun.build({
     entrypoints: [join(import.meta.dir, "..", "web", "main.tsx")],
     target: "browser",
@@ -23,16 +32,21 @@ export async function bundleWebApp(): Promise<WebAssets> {
     define: { "process.env.NODE_ENV": '"production"' },
   });
   if (!result.success) throw new Error(`The web app does not build: ${result.logs.map(String).join("; ")}`);
-  const assets: WebAssets = {};
-  for (const output of result.outputs) assets[output.path.replace(/^.*\//, "")] = await output.text();
-  return assets;
+  return Promise.all(result.outputs.map(async (output) => ({ name: output.path.replace(/^.*\//, ""), bytes: new Uint8Array(await output.arrayBuffer()) })));
 }
 
-export function webAssets(): Promise<WebAssets> {
-  if (embedded) return Promise.resolve(embedded);
+async function bundleWebApp(): Promise<WebAssets> {
+  const decoder = new TextDecoder();
+  return Object.fromEntries((await bundleWebAppFiles()).map((f) => [f.name, decoder.decode(f.bytes)]));
+}
+
+/** One of the web app's files by name (`app.js`), or undefined when the bundle has none so named. */
+export async function webAsset(file: string): Promise<string | Blob | undefined> {
+  if (embedded) return Object.hasOwn(embedded, file) ? Bun.file(embedded[file]!) : undefined;
   built ??= bundleWebApp().catch((err) => {
     built = undefined;
     throw err;
   });
-  return built;
+  const all = await built;
+  return Object.hasOwn(all, file) ? all[file] : undefined;
 }

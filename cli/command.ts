@@ -19,6 +19,9 @@ export interface Command {
   /** Rewrites the arguments before they are parsed (flags that take two values). */
   rewrite?(args: string[]): string[];
   run(input: CommandInput): Promise<number>;
+  /** The command says when its start-up is over (cli/jit-policy.ts `startupDone`) rather than
+   * that being when it begins to run: the server's ends once it listens. */
+  endsStartup?: boolean;
 }
 
 /** Flags every command that talks to a server takes. */

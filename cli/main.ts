@@ -1,5 +1,6 @@
 #!/usr/bin/env bun
 // The `lemonade` command: a client of the server's own HTTP API (plus `serve`, which is the server).
+import { startupDone } from "./jit-policy.ts";
 import { parseArgs } from "node:util";
 import { CliError, globals } from "./client.ts";
 import { SERVER_FLAGS, type Command } from "./command.ts";
@@ -148,6 +149,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const values = { ...parsed.values, ...(found.host !== undefined ? { host: found.host } : {}), ...(found.port !== undefined ? { port: found.port } : {}) };
+  if (!command.endsStartup) startupDone();
   return command.run({ values, positionals: parsed.positionals });
 }
 

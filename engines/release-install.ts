@@ -8,7 +8,6 @@
 // (`GET /repos/{owner}/{repo}/releases/tags/{tag}` -> `assets[].digest`, "sha256:..."), at
 // LEMONADE_GITHUB_API_ENDPOINT (https://api.github.com for github.com, else the
 // LEMONADE_GITHUB_ENDPOINT itself, a mirror serving both); with neither nothing is installed.
-import { createHash } from "node:crypto";
 import { chmodSync, createWriteStream, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, normalize, relative, sep } from "node:path";
 import type * as Tar from "tar";
@@ -174,7 +173,7 @@ async function download(url: string, partial: string, onProgress: Progress): Pro
 }
 
 async function sha256Of(path: string): Promise<string> {
-  const hash = createHash("sha256");
+  const hash = new Bun.CryptoHasher("sha256");
   for await (const chunk of Bun.file(path).stream()) hash.update(chunk);
   return hash.digest("hex");
 }

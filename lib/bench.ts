@@ -11,6 +11,8 @@ export const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
 export interface Goal {
   op: "<=" | ">=" | "<";
   target: number;
+  /** On the value itself though the figure has a baseline (an absolute goal, the ratio shown beside it). */
+  onValue?: boolean;
 }
 
 /** One measured figure: its value, the baseline measured in the same run, and its goal. */
@@ -27,7 +29,7 @@ export const ratioOf = (f: Figure) => (f.baseline ? f.value / f.baseline.value :
 /** Whether a figure meets its goal (undefined without one). */
 export function meets(f: Figure): boolean | undefined {
   if (!f.goal) return undefined;
-  const x = ratioOf(f) ?? f.value;
+  const x = f.goal.onValue ? f.value : (ratioOf(f) ?? f.value);
   return f.goal.op === "<=" ? x <= f.goal.target : f.goal.op === "<" ? x < f.goal.target : x >= f.goal.target;
 }
 
@@ -43,7 +45,7 @@ export function table(title: string, figures: Figure[]): string {
       `${num(f.value)} ${f.unit}`,
       f.baseline ? `${f.baseline.name} ${num(f.baseline.value)} ${f.unit}` : "",
       r === undefined ? "" : r.toFixed(3),
-      f.goal ? `${r === undefined ? "" : "ratio "}${f.goal.op} ${f.goal.target}` : "",
+      f.goal ? `${r === undefined || f.goal.onValue ? "" : "ratio "}${f.goal.op} ${f.goal.target}${f.goal.onValue ? ` ${f.unit}` : ""}` : "",
       ok === undefined ? "" : ok ? "met" : "MISSED",
     ];
   });

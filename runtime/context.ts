@@ -70,8 +70,8 @@ export interface ServerContext {
   websocketPort: number | null;
   /** What the server around this context does when asked (app/server.ts sets them). */
   lifecycle: { rebind(host: string, port: number): void; shutdown(): void };
-  /** The web app's files by name (`app.js`, `app.css`), bundled on first use or embedded. */
-  webAssets(): Promise<Record<string, string>>;
+  /** One of the web app's files by name (`app.js`, `app.css`), bundled on first use or embedded; undefined for a name it has not. */
+  webAsset(file: string): Promise<string | Blob | undefined>;
   /** Requests received since start (the idle collector watches it). */
   activity: { requests: number };
 }

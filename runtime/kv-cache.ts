@@ -6,7 +6,6 @@
 // keyed by the model (its id and main file), the context size and the engine binary, and never
 // restored into another; the folder is bounded by a disk budget and an age. A corrupt or missing
 // file means a normal prefill, never an error.
-import { createHash } from "node:crypto";
 import { readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
@@ -98,7 +97,7 @@ export class KvCache {
     };
     const main = this.deps.files(instance.model).find((f) => f.role === "main")?.path;
     const parts = [instance.model.id, stamp(main), instance.spec.ctxSize, stamp(instance.engine.argv[0])];
-    return createHash("sha256").update(JSON.stringify(parts)).digest("hex").slice(0, 32);
+    return new Bun.CryptoHasher("sha256").update(JSON.stringify(parts)).digest("hex").slice(0, 32);
   }
 
   private all(): Map<string, SavedConversation[]> {

@@ -1,6 +1,5 @@
 // `chat`: the terminal chat. Multi-line input (`"""` ... `"""`, or a line ending in `\`),
 // `/bye`, `/clear`, `/model NAME`; Ctrl-C stops a reply and keeps the chat.
-import { createInterface } from "node:readline";
 import { Client, CliError, ensureServer, errorMessage, target } from "../client.ts";
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
 import { bold, dim, sseEvents } from "../format.ts";
@@ -54,6 +53,7 @@ export async function chatLoop(client: Client, firstModel: string, opts: ChatOpt
   const fresh = (): Message[] => (opts.system ? [{ role: "system", content: opts.system }] : []);
   let history = fresh();
   if (tty) process.stderr.write(dim(`Chatting with ${model}. Type /bye or press Ctrl-D to leave, /help for more.\n`));
+  const { createInterface } = await import("node:readline");
   const rl = createInterface({ input: process.stdin, terminal: tty });
   let reply: AbortController | null = null;
   rl.on("SIGINT", () => {

@@ -1,6 +1,5 @@
 // Model commands: list, pull, delete, load, unload, pin, unpin, export, import, check-updates.
 import { readFileSync, writeFileSync } from "node:fs";
-import { createInterface } from "node:readline";
 import { Client, CliError, ensureServer, errorMessage, target } from "../client.ts";
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
 import { ProgressReporter, bold, dim, green, sseEvents, table } from "../format.ts";
@@ -124,6 +123,7 @@ async function chooseVariant(info: any, checkpoint: string): Promise<string> {
   }
   process.stderr.write(`Variants of ${checkpoint}:\n`);
   variants.forEach((v, i) => process.stderr.write(`  ${String(i + 1).padStart(2)}) ${v.name}${v.name === recommended ? " (recommended)" : ""}\n`));
+  const { createInterface } = await import("node:readline");
   const rl = createInterface({ input: process.stdin, output: process.stderr });
   const defaultIndex = Math.max(0, variants.findIndex((v) => v.name === recommended)) + 1;
   const answer = await new Promise<string>((resolve) => rl.question(`Which one? [${defaultIndex}] `, resolve));
@@ -351,7 +351,7 @@ let stdinLines: AsyncIterator<string> | undefined;
 /** A numbered choice on standard input (0 skips when `skip` is given); null when skipped. */
 export async function chooseOne(title: string, options: string[], skip?: string): Promise<number | null> {
   process.stderr.write(`${title}\n${skip ? `  0) ${skip}\n` : ""}${options.map((o, i) => `  ${i + 1}) ${o}\n`).join("")}Enter number: `);
-  stdinLines ??= createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+  stdinLines ??= (await import("node:readline")).createInterface({ input: process.stdin })[Symbol.asyncIterator]();
   const next = await stdinLines.next();
   if (next.done) throw new CliError("Failed to read a selection: standard input ended.", 2);
   const answer = String(next.value).trim();

@@ -1,9 +1,9 @@
 // `lemonade serve`: the server in the foreground, and the hooks an app that embeds it uses: a
 // readiness line on stdout (--ready-json) and an exit when the app dies (--parent-pid).
-import { randomBytes } from "node:crypto";
 import { parseLogLevel, type Severity } from "../../lib/log-level.ts";
 import { startServer, type RunningServer } from "../../app/server.ts";
 import { CliError } from "../client.ts";
+import { startupDone } from "../jit-policy.ts";
 import type { Command, CommandInput } from "../command.ts";
 
 /** What `serve`'s flags ask for, checked. */
@@ -56,7 +56,7 @@ export function serveSettings(values: CommandInput["values"], baseEnv: Record<st
   if (values["generate-api-key"] === true) {
     // Two sources for one key would leave the embedder guessing which is in force.
     if (env.LEMONADE_API_KEY) throw new CliError("--generate-api-key and LEMONADE_API_KEY both set the API key: use one", 2);
-    env.LEMONADE_API_KEY = randomBytes(32).toString("base64url");
+    env.LEMONADE_API_KEY = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
   }
   return { host: values.host as string | undefined, port, logLevel, env, readyJson: values["ready-json"] === true, parentPid };
 }
@@ -134,6 +134,7 @@ For apps that start the server themselves:
     "parent-pid": { type: "string" },
     "generate-api-key": { type: "boolean" },
   },
+  endsStartup: true,
   async run({ values }) {
     const settings = serveSettings(values);
     if (settings.parentPid !== undefined && !parentAlive(settings.parentPid, false)) {
@@ -150,6 +151,10 @@ For apps that start the server themselves:
     } catch (err) {
       throw new CliError((err as Error).message);
     }
+    // Listening, once Elysia has finished binding the routes in the task it queues on listen:
+    // what runs from now on runs per request, and earns its compilation.
+    await new Promise((resolve) => setImmediate(resolve));
+    startupDone();
     let stopping = false;
     const shutdown = async (why: string) => {
       if (stopping) return;

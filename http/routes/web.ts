@@ -46,10 +46,10 @@ async function referencePage(file: string): Promise<string | undefined> {
   return Object.hasOwn(all, file) ? all[file] : undefined;
 }
 
-export function webRoutes(bind: Binder, ctx: Pick<ServerContext, "webAssets">): void {
+export function webRoutes(bind: Binder, ctx: Pick<ServerContext, "webAsset">): void {
   bind.http(spec.webApp, () => new Response(SHELL, { headers: { "content-type": "text/html; charset=utf-8", "content-security-policy": CSP, "x-content-type-options": "nosniff" } }));
   bind.http(spec.webAsset, async ({ params }) => {
-    const body = (await ctx.webAssets())[params.file];
+    const body = await ctx.webAsset(params.file);
     if (body === undefined) throw notFound(params.file);
     return new Response(body, { headers: { "content-type": typeOf(params.file), "cache-control": "no-cache", "x-content-type-options": "nosniff" } });
   });

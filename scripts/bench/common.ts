@@ -114,4 +114,11 @@ export function rssMb(pid: number): number {
   return kb / 1024;
 }
 
+/** The part of a process's resident memory that is its own (JS heap, malloc, JIT code) rather
+ * than pages of the files it maps (Bun's executable), in MB (Linux /proc). */
+export function anonymousMb(pid: number): number {
+  const kb = Number(/Anonymous:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"))?.[1] ?? NaN);
+  return kb / 1024;
+}
+
 export { TEST_MODELS };

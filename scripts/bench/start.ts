@@ -37,11 +37,11 @@ export async function benchStart(runs: number): Promise<Figure[]> {
         await server.stop();
       }
     }
+    // The goal is absolute; the ratio to a bare Bun.serve started alike shows what the server adds.
     const baseline = { name: "bare Bun.serve", value: median(times.bare) };
     const out: Figure[] = [
-      { name: "start to /live p50, npm start's command (bun cli/main.ts serve)", value: median(times.npm), unit: "ms", goal: { op: "<", target: 150 } },
-      { name: "start to /live p50, single executable", value: median(times.exe), unit: "ms", goal: { op: "<", target: 150 } },
-      { name: "start to /live p50, bare Bun.serve (the floor)", value: baseline.value, unit: "ms" },
+      { name: "start to /live p50, npm start's command (bun cli/main.ts serve)", value: median(times.npm), unit: "ms", baseline, goal: { op: "<", target: 150, onValue: true } },
+      { name: "start to /live p50, single executable", value: median(times.exe), unit: "ms", baseline, goal: { op: "<", target: 150, onValue: true } },
     ];
     console.log(table(`bench start: ${runs} interleaved starts each`, out));
     return out;

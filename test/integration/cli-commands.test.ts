@@ -111,6 +111,18 @@ describe("the single-file build", () => {
     expect(await (await fetch(`${base}/docs/assets/lemonade.html`)).text()).toContain('id="post-v1load"');
   });
 
+  test("serves the web app's files embedded in the executable, and no others", async () => {
+    const base = `http://127.0.0.1:${port}`;
+    const js = await fetch(`${base}/app/assets/app.js`);
+    expect(js.status).toBe(200);
+    expect(js.headers.get("content-type")).toContain("javascript");
+    expect((await js.text()).length).toBeGreaterThan(10_000);
+    const css = await fetch(`${base}/app/assets/app.css`);
+    expect(css.headers.get("content-type")).toContain("text/css");
+    expect((await css.text()).length).toBeGreaterThan(0);
+    for (const file of ["missing.js", "constructor", "__proto__"]) expect((await fetch(`${base}/app/assets/${file}`)).status, file).toBe(404);
+  });
+
   test("run streams a reply to a piped message and exits cleanly", async () => {
     const chats = async () => {
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();

@@ -101,6 +101,8 @@ describe("the web app", () => {
     }
     expect((await fetch(`${server.url}/app/assets/app.js`)).headers.get("content-type")).toContain("javascript");
     expect((await fetch(`${server.url}/app/assets/../../config.json`)).status).toBe(404);
+    // A name the bundle lacks, even one every object has, is not a file.
+    for (const file of ["missing.js", "constructor", "__proto__"]) expect((await fetch(`${server.url}/app/assets/${file}`)).status, file).toBe(404);
   });
 
   test("chat: pick the tiny model, send a message, see the reply stream in with its speed", async () => {
