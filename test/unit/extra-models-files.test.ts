@@ -34,11 +34,9 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-test("FIFOs are skipped, lying headers refused, and the listing answers at once", async () => {
-  const started = performance.now();
+test("FIFOs are skipped, lying headers refused, and the listing answers (a FIFO read would block it)", async () => {
   const res = await fetch(`${server.url}/v1/models`, { signal: AbortSignal.timeout(5000) });
   expect(res.status).toBe(200);
-  expect(performance.now() - started).toBeLessThan(2000);
   const ids = (await res.json()).data.map((m: { id: string }) => m.id);
   expect(ids).not.toContain("extra.pipe");
   expect(ids).not.toContain("extra.sub");

