@@ -9,6 +9,7 @@ import { chatLoop, maxTokensFrom } from "./chat.ts";
 import { loadWithPhases, pullWithProgress } from "./models.ts";
 import { measureLoaded, type BenchRun } from "../bench-runs.ts";
 import { contribution, submission, type Contribution } from "../contribution.ts";
+import { askLine, chooseOne, endQuestions, needTerminal } from "../prompt.ts";
 
 const clientOf = (input: CommandInput) => new Client(target(input.values as { host?: string; port?: string }));
 
@@ -31,13 +32,33 @@ async function openBrowser(url: string): Promise<boolean> {
   }
 }
 
+/** `run` without a model: one of the catalog's hot models, or any model by name. */
+async function pickHotModel(client: Client): Promise<string> {
+  console.log("No model specified for 'run'.");
+  const all = (await client.json("GET", "/v1/models?show_all=true")).data as { id: string; recipe?: string; labels?: string[]; downloaded?: boolean }[];
+  const hot = all.filter((m) => m.labels?.includes("hot")).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  if (!hot.length) throw new CliError("No hot models available. Try 'lemonade list' or 'lemonade pull <MODEL>'.");
+  const rows = hot.map((m) => `${m.id} [${m.downloaded ? "downloaded" : "not-downloaded"}] (${m.recipe || "-"})`);
+  const picked = await chooseOne("Select a hot model to run:", rows, "Type the name of any model");
+  let model: string;
+  if (picked >= 0) model = hot[picked]!.id;
+  else {
+    const typed = await askLine("Type model name: ");
+    if (typed === null) throw new CliError("Failed to read model name.");
+    if (!typed) throw new CliError("Model name cannot be empty.");
+    model = typed;
+  }
+  console.log(`Selected model: ${model}`);
+  return model;
+}
+
 export const run: Command = {
   name: "run",
   summary: "Load a model and chat with it (in the web app, or the terminal with --chat-cli)",
-  usage: "run MODEL [--chat-cli] [--max-tokens N] [load options]",
-  help: `Starts the server if none is running, loads the model (downloading it first, with progress)
-and opens its chat in the web app in your browser, printing the address when no browser can be
-opened. Where the server has no web app, or with --chat-cli, the chat runs in the terminal:
+  usage: "run [MODEL] [--chat-cli] [--max-tokens N] [load options]",
+  help: `Starts the server if none is running, loads the model (downloading it first, with progress;
+without MODEL, asks on a terminal for one of the catalog's hot models, or any by name) and
+opens its chat in the web app in your browser, printing the address when no browser can be opened. Where the server has no web app, or with --chat-cli, the chat runs in the terminal:
 type a message and press Enter; /bye or Ctrl-D leaves (see lemonade chat --help).
   --chat-cli       Chat in the terminal
   --max-tokens N   Cap each reply (terminal chat)
@@ -45,11 +66,14 @@ ${LOAD_FLAGS_HELP}
 ${SERVER_FLAGS_HELP}`,
   options: { ...SERVER_FLAGS, ...LOAD_FLAGS, "chat-cli": { type: "boolean" }, "max-tokens": { type: "string" } },
   async run(input) {
-    const [model, ...extra] = input.positionals;
-    if (!model || extra.length) throw new CliError(`usage: lemonade ${this.usage}`, 2);
+    const [given, ...extra] = input.positionals;
+    if (extra.length) throw new CliError(`usage: lemonade ${this.usage}`, 2);
     const maxTokens = maxTokensFrom(input.values["max-tokens"]);
+    if (!given) needTerminal(`name the model: lemonade ${this.usage}`);
     const client = clientOf(input);
     await ensureServer(client);
+    const model = given ?? (await pickHotModel(client));
+    endQuestions();
     await pullAndLoad(client, model, loadOptionsFrom(input.values));
     if (!input.values["chat-cli"]) {
       const page = await client.request("GET", "/");

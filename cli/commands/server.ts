@@ -194,18 +194,19 @@ ${SERVER_FLAGS_HELP}`,
 };
 
 /** Checks settings, then sets them through a running server (live where it can) or in config.json. */
-async function change(client: Client, up: boolean, changes: Record<string, unknown>): Promise<void> {
+async function change(client: Client, up: boolean, changes: Record<string, unknown>, say = true): Promise<void> {
   for (const [key, value] of Object.entries(changes)) {
     const problem = settingProblem(key, value);
     if (problem) throw new CliError(`${problem}. See the settings with: lemonade config`, 2);
   }
   if (up) {
     const res = await client.json("POST", "/internal/set", changes);
+    if (!say) return;
     if (res.applied.length) console.log(`Applied now: ${res.applied.join(", ")}`);
     if (res.saved.length) console.log(`Saved for the next start: ${res.saved.join(", ")}`);
   } else {
     saveSettings({ cacheDir: defaultCacheDir() }, changes);
-    console.log(`Saved ${join(defaultCacheDir(), "config.json")}; the server reads it when it starts.`);
+    if (say) console.log(`Saved ${join(defaultCacheDir(), "config.json")}; the server reads it when it starts.`);
   }
 }
 
@@ -221,7 +222,9 @@ ${SERVER_FLAGS_HELP}`,
     const [state, ...rest] = input.positionals;
     if ((state !== "on" && state !== "off") || rest.length) throw new CliError(`usage: lemonade ${this.usage}`, 2);
     const client = clientOf(input);
-    await change(client, await client.isUp(), { "telemetry.enabled": state === "on" });
+    const up = await client.isUp();
+    await change(client, up, { "telemetry.enabled": state === "on" }, false);
+    console.log(up ? `Telemetry successfully turned ${state}.` : `Telemetry turned ${state} in ${join(defaultCacheDir(), "config.json")}, for the server's next start.`);
     return 0;
   },
 };
