@@ -1,7 +1,7 @@
 // The `lemonade` command as users run it: the single-file build with nothing but system binaries
 // on PATH, against a real server on the tiny models.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { defaultCacheDir } from "../../config/config.ts";
 import { freePort } from "../../engines/process.ts";
@@ -464,12 +464,25 @@ describe("Lemonade's CLI syntax", () => {
     const unknown = await lemonade(["launch", "notepad"]);
     expect(unknown.code).toBe(2);
     expect(unknown.err).toContain("Unsupported agent: notepad. Supported agents: claude, codex, opencode, pi.");
-    // Without an agent named, it asks for one by number.
+    // Refreshed with the key given; created, with its $schema, where there was none.
+    expect((await lemonade(["launch", "opencode", "--model", "extra.tiny-chat"], undefined, { ...agentEnv, LEMONADE_API_KEY: "sk-open" })).code).toBe(0);
+    expect(JSON.parse(readFileSync(configPath, "utf8"))).toMatchObject({ theme: "dark", provider: { Other: { name: "x" }, Lemonade: { options: { apiKey: "sk-open" } } } });
+    rmSync(configPath);
+    expect((await lemonade(["launch", "opencode", "--model", "extra.tiny-chat"], undefined, agentEnv)).code).toBe(0);
+    const created = JSON.parse(readFileSync(configPath, "utf8"));
+    expect(created.$schema).toBe("https://opencode.ai/config.json");
+    expect(Object.keys(created.provider)).toEqual(["Lemonade"]);
+
+    // pi: its settings.json's own default provider and model are kept.
     fakeAgent("pi");
-    const picked = await lemonade(["launch", "--model", "extra.tiny-chat"], "4\n", agentEnv);
-    expect(picked.code, picked.err).toBe(0);
-    expect(picked.err).toContain("4) pi");
+    const settings = join(home, ".pi", "agent", "settings.json");
+    mkdirSync(join(settings, ".."), { recursive: true });
+    writeFileSync(settings, JSON.stringify({ defaultProvider: "Mine", defaultModel: "m", theme: "light" }));
+    const pi = await lemonade(["launch", "pi", "-m", "extra.tiny-chat"], undefined, agentEnv);
+    expect(pi.code, pi.err).toBe(0);
     expect(readFileSync(record, "utf8")).toContain("ARGV --provider Lemonade --model extra.tiny-chat");
+    expect(JSON.parse(readFileSync(settings, "utf8"))).toEqual({ defaultProvider: "Mine", defaultModel: "m", theme: "light" });
+    expect(JSON.parse(readFileSync(join(home, ".pi", "agent", "models.json"), "utf8")).providers.Lemonade).toMatchObject({ baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: "lemonade" });
   });
 
   test("pull owner/repo: the recommended variant when piped, a numbered choice on a terminal; --checkpoint TYPE C; --label checked", async () => {
