@@ -125,8 +125,9 @@ async function serverTables(input: CommandInput, runs: number): Promise<number> 
 export const bench: Command = {
   name: "bench",
   summary: "Measure models (time to first token, tokens/s, peak memory) or a server (rates, streams, swaps)",
-  usage: "bench MODEL... [--runs N] [--warmup N] [--tokens N] [--backend B] [--ctx-size N] [--json] [--output FILE] [--compare FILE] [--submit FILE]\n       lemonade bench --server|--base-url URL [MODEL] [--swap-model MODEL] [--runs N] [--seconds N]",
-  help: `Loads each model and runs fixed requests, reporting the engine's own timings per run.
+  usage: "bench MODEL... [--runs N] [--warmup N] [--tokens N] [--backend B] [--ctx-size N] [--json] [--output FILE] [--compare FILE] [--submit FILE] [--auto-pull]\n       lemonade bench --server|--base-url URL [MODEL] [--swap-model MODEL] [--runs N] [--seconds N]",
+  help: `Loads each model (each named once) and runs fixed requests, reporting the engine's own
+timings per run.
 With --server (the running server) or --base-url (any server: this one, Lemonade's own, or any
 OpenAI-compatible URL), prints the tables \`bun run bench\` prints, measured from the client's side
 with the same code: /v1/models and /v1/health req/s over /live's; with MODEL, a 32-token stream's
@@ -138,7 +139,8 @@ turn never evicted (goal <= 1.3) and over a full prefill.
   --swap-model M    A second model, for the swap and KV cache tables
   --seconds N       Seconds per request-rate figure (default 1)
   --runs N         Measured requests per model (default 3)
-  --warmup N       Unmeasured requests first (default 1)
+  --warmup N       Unmeasured requests first (default 0)
+  --auto-pull      Pull the models not downloaded first (else the run stops before it starts)
   --tokens N       Tokens to generate per request (default 64)
   --backend B      llama.cpp backend to load with (llamacpp_backend)
   --ctx-size N     Context size to load with
@@ -159,18 +161,20 @@ ${SERVER_FLAGS_HELP}`,
     output: { type: "string" },
     compare: { type: "string" },
     submit: { type: "string" },
+    "auto-pull": { type: "boolean" },
     server: { type: "boolean" },
     "base-url": { type: "string" },
     "swap-model": { type: "string" },
     seconds: { type: "string" },
   },
   async run(input) {
-    const models = input.positionals;
+    // Each model once, in the order first named.
+    const models = [...new Set(input.positionals)];
     const v = input.values;
     const runs = positiveInt(v.runs, "runs", 3);
     if (v.server || v["base-url"] !== undefined) return serverTables(input, runs);
     if (!models.length) throw new CliError(`usage: lemonade ${this.usage}`, 2);
-    const warmup = positiveInt(v.warmup, "warmup", 1, 0);
+    const warmup = positiveInt(v.warmup, "warmup", 0, 0);
     const tokens = positiveInt(v.tokens, "tokens", 64);
     const options: Record<string, unknown> = {};
     if (v.backend !== undefined) options.llamacpp_backend = String(v.backend);
@@ -186,6 +190,15 @@ ${SERVER_FLAGS_HELP}`,
     const submit = v.submit === undefined ? undefined : String(v.submit);
     const client = clientOf(input);
     await ensureServer(client);
+    // Every model is checked before any is measured: a missing one stops the run before it starts.
+    const missing: string[] = [];
+    for (const model of models) {
+      const res = await client.request("GET", `/v1/models/${encodeURIComponent(model)}`);
+      const info = res.ok ? await res.json() : undefined;
+      if (!res.ok) await res.body?.cancel();
+      if (!info?.downloaded) missing.push(`${model} (${info ? "not downloaded" : "not registered"})`);
+    }
+    if (missing.length && !v["auto-pull"]) throw new CliError(`Not available: ${missing.join(", ")}. Pull with: lemonade pull MODEL, or pass --auto-pull`);
     const all: BenchRun[] = [];
     const contributions: Contribution[] = [];
     for (const model of models) {

@@ -35,6 +35,8 @@ sys.exit(code if code >= 0 else 128 - code)
 export interface PtySession {
   /** Everything the program wrote to its terminal so far, colour codes and carriage returns removed. */
   text(): string;
+  /** The same, as written (a redrawn progress bar's carriage returns kept). */
+  raw(): string;
   /** Types keys at the terminal ("\r" is Enter, "\x03" Ctrl-C, "\x04" Ctrl-D). */
   type(keys: string): void;
   /** Waits until the output matches, returning it; fails with the output so far when the program
@@ -65,6 +67,7 @@ export function spawnPty(argv: string[], env: Record<string, string | undefined>
   })();
   return {
     text: () => plain(raw),
+    raw: () => raw,
     type(keys) {
       driver.stdin.write(keys);
       driver.stdin.flush();

@@ -7,6 +7,7 @@ import { defaultCacheDir } from "../../config/config.ts";
 import { freePort } from "../../engines/process.ts";
 import { MODELS, testModelsDir } from "../helpers/engines.ts";
 import { startFakeHub, type FakeHub } from "../helpers/fake-hub.ts";
+import { spawnPty } from "../helpers/pty.ts";
 import { tempDir } from "../helpers/server.ts";
 
 const root = join(import.meta.dir, "..", "..");
@@ -145,12 +146,12 @@ describe("the single-file build", () => {
   });
 
   test("run in a pseudo-terminal shows a prompt and leaves on Ctrl-D", async () => {
-    const cmd = `${exe} run extra.tiny-chat --chat-cli --max-tokens 4`;
-    const r = await spawn(["script", "-qec", cmd, "/dev/null"], "hi\n\x04");
-    const out = r.out;
-    expect(r.code).toBe(0);
-    expect(out).toContain(">>> ");
-    expect(out).toContain("Chatting with extra.tiny-chat");
+    const s = spawnPty([exe, "run", "extra.tiny-chat", "--chat-cli", "--max-tokens", "4"], bareEnv());
+    expect(await s.until(/>>> $/)).toContain("Chatting with extra.tiny-chat");
+    s.type("hi\r");
+    await s.until(/>>> [\s\S]+>>> $/);
+    s.type("\x04");
+    expect(await s.exited).toBe(0);
   });
 
   test("pull shows plain progress lines when piped and a redrawn bar on a terminal", async () => {
@@ -160,11 +161,10 @@ describe("the single-file build", () => {
     expect(piped.err).not.toContain("\r");
     expect(piped.out).toContain("Installed user.Piped");
 
-    const tty = await spawn(["script", "-qec", `${exe} pull user.Tty --checkpoint test-org/tiny-GGUF:Q4_0`, "/dev/null"]);
-    const out = tty.out;
-    expect(tty.code).toBe(0);
-    expect(out).toContain("\r[1/1] tiny-Q4_0.gguf [");
-    expect(out).toContain("100%");
+    const tty = spawnPty([exe, "pull", "user.Tty", "--checkpoint", "test-org/tiny-GGUF:Q4_0"], bareEnv());
+    expect(await tty.exited).toBe(0);
+    expect(tty.raw()).toContain("\r[1/1] tiny-Q4_0.gguf [");
+    expect(tty.text()).toContain("100%");
   });
 
   test("alias, config, export and import", async () => {
@@ -184,7 +184,7 @@ describe("the single-file build", () => {
     expect(body).toMatchObject({ model_name: "user.Piped", recipe: "llamacpp", checkpoints: { main: "test-org/tiny-GGUF:Q4_0" } });
     writeFileSync(exported, JSON.stringify({ ...body, model_name: "user.Imported" }));
     const imported = await lemonade(["import", exported]);
-    expect(imported.code).toBe(0);
+    expect(imported.code, imported.err).toBe(0);
     // Listed by its public (bare) name.
     expect(JSON.parse((await lemonade(["list", "--json"])).out).some((m: any) => m.id === "Imported" && m.downloaded)).toBe(true);
   });
@@ -304,6 +304,9 @@ describe("Lemonade's CLI syntax", () => {
   test("global options before or after the command, LEMONADE_HOST forms, --help-all, -v, error: messages", async () => {
     expect(JSON.parse((await lemonade(["--port", String(port), "status", "--json"])).out).running).toBe(true);
     expect(JSON.parse((await lemonade(["status", "--json", `--port=${port}`])).out).running).toBe(true);
+    // Lemonade's beacon switches are taken (the server is --host's, found by no beacon).
+    expect(JSON.parse((await lemonade(["--no-discovery", "status", "--json"])).out).running).toBe(true);
+    expect(JSON.parse((await lemonade(["status", "--discovery", "--json"])).out).running).toBe(true);
     for (const host of [`127.0.0.1:${port}`, `http://127.0.0.1:${port}`]) {
       const r = await lemonade(["status", "--json"], undefined, { LEMONADE_PORT: undefined, LEMONADE_HOST: host });
       expect(JSON.parse(r.out).url, host).toBe(`http://127.0.0.1:${port}`);
@@ -367,27 +370,15 @@ describe("Lemonade's CLI syntax", () => {
   });
 
   test("chat in a pseudo-terminal: Ctrl-C stops a reply and the chat goes on", async () => {
-    const p = Bun.spawn(["script", "-qec", `${exe} chat extra.tiny-chat --max-tokens 4000`, "/dev/null"], { env: bareEnv(), stdin: "pipe", stdout: "pipe", stderr: "pipe" });
-    let out = "";
-    void (async () => {
-      for await (const chunk of p.stdout) out += new TextDecoder().decode(chunk);
-    })();
-    const until = async (what: RegExp | (() => boolean), ms = 15000) => {
-      const met = () => (typeof what === "function" ? what() : what.test(out));
-      const deadline = Date.now() + ms;
-      while (!met() && Date.now() < deadline) await Bun.sleep(50);
-      return met();
-    };
-    expect(await until(/>>> /)).toBe(true);
-    const prompted = out.length;
-    p.stdin.write("tell me everything\n");
+    const s = spawnPty([exe, "chat", "extra.tiny-chat", "--max-tokens", "4000"], bareEnv());
+    const prompted = (await s.until(/>>> $/)).length;
+    s.type("tell me everything\r");
     // Some of the reply, then Ctrl-C.
-    expect(await until(() => out.length > prompted + 40)).toBe(true);
-    p.stdin.write("\x03");
-    expect(await until(/\(stopped\)/)).toBe(true);
-    p.stdin.write("/bye\n");
-    p.stdin.end();
-    expect(await p.exited).toBe(0);
+    await s.until(new RegExp(`^[\\s\\S]{${prompted + 60},}`));
+    s.type("\x03");
+    await s.until(/\(stopped\)[\s\S]*>>> $/);
+    s.type("/bye\r");
+    expect(await s.exited).toBe(0);
   });
 
   test("run opens the web app's chat with the model in the browser, or prints its address", async () => {
@@ -491,10 +482,11 @@ describe("Lemonade's CLI syntax", () => {
     expect(piped.err).toContain("recommended variant Q4_0");
     expect(piped.out).toContain("Installed user.tiny-Q4_0");
 
-    const tty = await spawn(["script", "-qec", `${exe} pull https://huggingface.co/test-org/tiny-GGUF --alias tq8`, "/dev/null"], "2\n");
-    expect(tty.code, tty.out).toBe(0);
-    expect(tty.out).toMatch(/1\) Q4_0 \(recommended\)/);
-    expect(tty.out).toContain("Installed user.tiny-Q8_0 (alias tq8)");
+    const tty = spawnPty([exe, "pull", "https://huggingface.co/test-org/tiny-GGUF", "--alias", "tq8"], bareEnv());
+    expect(await tty.until(/Which one\? \[1\] $/)).toMatch(/1\) Q4_0 \(recommended\)/);
+    tty.type("2\r");
+    await tty.until(/Installed user\.tiny-Q8_0 \(alias tq8\)/);
+    expect(await tty.exited).toBe(0);
     const aliases = await (await fetch(`http://127.0.0.1:${port}/internal/aliases`)).json();
     expect(aliases.aliases).toContainEqual(expect.objectContaining({ alias: "tq8", target: "user.tiny-Q8_0" }));
 
@@ -522,6 +514,14 @@ describe("Lemonade's CLI syntax", () => {
       expect(run.peak_memory_mb).toBeGreaterThan(1);
     }
     expect(JSON.parse(readFileSync(file, "utf8"))).toEqual(report);
+    // A model named twice is measured once; one not downloaded stops the run before anything is measured.
+    const twice = await lemonade(["bench", "extra.tiny-chat", "extra.tiny-chat", "--runs", "1", "--tokens", "2", "--json"]);
+    expect(twice.code, twice.err).toBe(0);
+    expect(JSON.parse(twice.out).runs).toHaveLength(1);
+    const preflight = await lemonade(["bench", "extra.tiny-chat", "user.Never-Pulled", "--runs", "1", "--tokens", "2"]);
+    expect(preflight.code).toBe(1);
+    expect(preflight.err).toContain("Not available: user.Never-Pulled (not registered). Pull with: lemonade pull MODEL, or pass --auto-pull");
+    expect(preflight.out).toBe("");
     const compared = await lemonade(["bench", "extra.tiny-chat", "--runs", "1", "--tokens", "4", "--compare", file]);
     expect(compared.out).toMatch(/^MODEL\s+RUN\s+TTFT MS\s+PROMPT TOK\/S\s+GEN TOK\/S\s+PEAK MB/);
     expect(compared.out).toMatch(/median TTFT [\d.]+ \(was [\d.]+, [\d.]+x\) ms/);

@@ -195,6 +195,32 @@ describe("run", () => {
   });
 });
 
+describe("chat", () => {
+  test("with no model named or loaded it asks for one of the downloaded models", async () => {
+    expect((await fetch(`${server.url}/v1/unload`, { method: "POST", body: "{}" })).status).toBe(200);
+    const s = onTerminal(["chat", "--max-tokens", "2"]);
+    const menu = await s.until(/Select a model:[\s\S]*Enter number: $/);
+    expect(menu).toContain("No model specified for 'chat'.\n");
+    const line = menu.split("\n").find((l) => l.includes("tiny-chat [downloaded]"));
+    expect(line, menu).toBeDefined();
+    // Only downloaded models are listed while there are some.
+    expect(menu).not.toContain("[not-downloaded]");
+    s.type(`${line!.trim().split(")")[0]}\r`);
+    await s.until(/Selected model: extra\.tiny-chat\n[\s\S]*>>> $/);
+    s.type("/bye\r");
+    expect(await s.exited).toBe(0);
+    const health = await (await fetch(`${server.url}/v1/health`)).json();
+    expect(health.all_models_loaded.map((m: { model_name: string }) => m.model_name)).toContain("extra.tiny-chat");
+  });
+
+  test("off a terminal, with none loaded, it says to name one", async () => {
+    expect((await fetch(`${server.url}/v1/unload`, { method: "POST", body: "{}" })).status).toBe(200);
+    const r = await piped(["chat"], "1\n");
+    expect(r.code).toBe(2);
+    expect(r.err).toContain("no model is loaded: name one (lemonade chat MODEL)");
+  });
+});
+
 describe("import", () => {
   test("without JSON_FILE it asks for the directory and the recipe; 0 skips", async () => {
     const skipped = onTerminal(["import"]);
