@@ -21,7 +21,7 @@ export async function pullAndLoad(client: Client, model: string, options: Record
 }
 
 /** Opens a URL in the desktop's browser; false when there is none to open it. */
-async function openBrowser(url: string): Promise<boolean> {
+export async function openBrowser(url: string): Promise<boolean> {
   const argv = process.platform === "darwin" ? ["open", url] : process.platform === "win32" ? ["cmd", "/c", "start", "", url] : ["xdg-open", url];
   if (!Bun.which(argv[0]!)) return false;
   try {

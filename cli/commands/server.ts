@@ -4,6 +4,7 @@ import { apiKey, Client, CliError, ensureServer, errorMessage, target } from "..
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
 import { ProgressReporter, dim, green, red, sseEvents, table, yellow } from "../format.ts";
 import { defaultCacheDir, loadConfig } from "../../config/config.ts";
+import { openBrowser } from "./run.ts";
 import { changesOf, effectiveSettings, saveSettings, SettingsConflict, settingProblem } from "../../config/settings.ts";
 
 const clientOf = (input: CommandInput) => new Client(target(input.values as { host?: string; port?: string }));
@@ -231,13 +232,23 @@ ${SERVER_FLAGS_HELP}`,
 
 export const logs: Command = {
   name: "logs",
-  summary: "Follow the server's log",
-  usage: "logs [--no-follow]",
-  help: `Prints the retained log, then follows new lines until interrupted.\n  --no-follow   Print the retained log and exit\n${SERVER_FLAGS_HELP}`,
-  options: { ...SERVER_FLAGS, "no-follow": { type: "boolean" } },
+  summary: "Open the server's log in the web app, or print it here",
+  usage: "logs [--follow | --no-follow]",
+  help: `Opens the web app's Logs panel in your browser, as Lemonade's CLI does (printing its address
+when no browser can be opened). In the terminal instead:
+  --follow      Print the retained log, then follow new lines until interrupted
+  --no-follow   Print the retained log and exit
+${SERVER_FLAGS_HELP}`,
+  options: { ...SERVER_FLAGS, follow: { type: "boolean" }, "no-follow": { type: "boolean" } },
   async run(input) {
     const client = clientOf(input);
     if (!(await client.isUp())) throw new CliError(`No Lemonade server answers at ${client.base}. Start one with: lemonade serve`);
+    if (!input.values.follow && !input.values["no-follow"]) {
+      const page = `${client.base}/#logs`;
+      if (await openBrowser(page)) console.log(`Opened ${page}`);
+      else console.log(`Open ${page} in your browser to see the server's log (or print it here: lemonade logs --follow).`);
+      return 0;
+    }
     const key = apiKey();
     const url = `${client.base.replace(/^http/, "ws")}/logs/stream${key ? `?api_key=${encodeURIComponent(key)}` : ""}`;
     const ws = new WebSocket(url);

@@ -293,10 +293,19 @@ describe("the single-file build", () => {
     }
   });
 
-  test("logs prints the server's retained log", async () => {
+  test("logs opens the web app's Logs panel, as Lemonade's does, or prints the retained log with --no-follow", async () => {
     const r = await lemonade(["logs", "--no-follow"]);
     expect(r.code).toBe(0);
     expect(r.out).toContain("listening on");
+    const bin = tempDir("lemonade-logs-browser-");
+    const record = join(bin, "opened.txt");
+    writeFileSync(join(bin, "xdg-open"), `#!/bin/sh\necho "$1" > "${record}"\n`, { mode: 0o755 });
+    const opened = await lemonade(["logs"], undefined, { PATH: `${bin}:/usr/bin:/bin` });
+    expect(opened.code, opened.err).toBe(0);
+    expect(readFileSync(record, "utf8").trim()).toBe(`http://127.0.0.1:${port}/#logs`);
+    // No browser: the address to open.
+    const printed = await lemonade(["logs"], undefined, { PATH: tempDir("lemonade-no-browser-") });
+    expect(printed.out).toContain(`Open http://127.0.0.1:${port}/#logs in your browser`);
   });
 });
 
