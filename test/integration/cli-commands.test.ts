@@ -358,7 +358,15 @@ describe("Lemonade's CLI syntax", () => {
     const wrong = await lemonade(["config", "set", "max_loaded_models=many"]);
     expect(wrong.code).toBe(2);
     expect(wrong.err).toContain("max_loaded_models");
-    await lemonade(["config", "set", "max_loaded_models=2", "llamacpp.args="]);
+    // Lemonade's flat spellings: a backend's `<recipe>_args` is its section's `args`; `no_broadcast` negates `broadcast`.
+    const flat = await lemonade(["config", "set", "vllm_args=--enforce-eager", "no_broadcast=true"]);
+    expect(flat.code, flat.err).toBe(0);
+    expect((await lemonade(["config", "get", "vllm.args"])).out.trim()).toBe("--enforce-eager");
+    expect((await lemonade(["config", "get", "broadcast"])).out.trim()).toBe("false");
+    const twice = await lemonade(["config", "set", "llamacpp_args=-a", "llamacpp.args=-b"]);
+    expect(twice.code).toBe(2);
+    expect((await lemonade(["config", "get", "llamacpp.args"])).out.trim()).toBe("--threads 1");
+    await lemonade(["config", "set", "max_loaded_models=2", "llamacpp.args=", "vllm.args=", "broadcast=true"]);
   });
 
   test("chat: a system prompt, /clear, a multi-line message and /model, piped", async () => {
