@@ -282,7 +282,7 @@ ${SERVER_FLAGS_HELP}`,
     const values = input.values as { model?: string; "agent-args"?: string; provider?: string; directory?: string; "recipe-file"?: string };
     let [name, ...agentArgs] = input.positionals;
     const refuseProvider = (agent: string) => {
-      if (values.provider !== undefined && agent !== "codex") throw new CliError("Error: --provider is only supported for 'lemonade launch codex'.");
+      if (values.provider !== undefined && agent !== "codex") throw new CliError("--provider is only supported for 'lemonade launch codex'.");
     };
     if (name !== undefined) refuseProvider(name);
     name ??= await pickAgent();

@@ -152,6 +152,12 @@ describe("launch", () => {
       expect(await s.until(new RegExp(error.replace(/\./g, "\\.")))).toContain(`error: ${error}`);
       expect(await s.exited).toBe(1);
     }
+    // An agent that is not installed fails at once, before any question.
+    const missing = onTerminal(["launch", "opencode"]);
+    await missing.until(/Agent binary not found for opencode/);
+    expect(await missing.exited).toBe(1);
+    expect(missing.text()).toContain("npm i -g opencode-ai");
+    expect(missing.text()).not.toContain("Enter number:");
     expect(readFileSync(record, "utf8")).toBe("");
   });
 
