@@ -169,7 +169,8 @@ describe("the single-file build", () => {
 
   test("alias, config, export and import", async () => {
     expect((await lemonade(["alias", "add", "my-chat", "extra.tiny-chat"])).code).toBe(0);
-    expect((await lemonade(["alias", "list"])).out).toMatch(/my-chat\s+extra\.tiny-chat/);
+    // With the target's recipe and whether it is downloaded, as Lemonade's lists them.
+    expect((await lemonade(["alias", "list"])).out).toMatch(/my-chat\s+extra\.tiny-chat\s+llamacpp\s+yes/);
     expect((await lemonade(["alias", "remove", "my-chat"])).code).toBe(0);
 
     expect((await lemonade(["config", "set", "max_loaded_models=2", "offline=false"])).code).toBe(0);
