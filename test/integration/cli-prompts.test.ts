@@ -42,7 +42,9 @@ async function piped(args: string[], stdin?: string, extra: Record<string, strin
   return { code, out, err };
 }
 
-const fakeAgent = (name: string) => writeFileSync(join(bin, name), `#!/bin/sh\n{ env; echo "ARGV $*"; } > "${record}"\n`, { mode: 0o755 });
+/** `reads`: the agent also reads a line from its terminal, as an interactive agent does. */
+const fakeAgent = (name: string, reads = false) =>
+  writeFileSync(join(bin, name), `#!/bin/sh\n{ env; echo "ARGV $*"; ${reads ? 'echo "ready" > /dev/tty; read line; echo "TYPED $line"; ' : ""}} > "${record}"\n`, { mode: 0o755 });
 const models = async (all = true) => ((await (await fetch(`${server.url}/v1/models?show_all=${all}`)).json()).data as { id: string; labels: string[]; downloaded: boolean }[]);
 
 beforeAll(async () => {
@@ -82,8 +84,15 @@ afterAll(async () => {
 });
 
 describe("launch", () => {
+  test("--help lists the agents and the flags that spare the questions", async () => {
+    const r = await piped(["launch", "--help"]);
+    expect(r.code).toBe(0);
+    for (const agent of ["claude", "codex", "opencode", "pi"]) expect(r.out).toMatch(new RegExp(`\\n  ${agent} +\\S`));
+    for (const flag of ["--model, -m", "--agent-args", "--provider, -p", "--directory DIR", "--recipe-file FILE"]) expect(r.out).toContain(flag);
+  });
+
   test("without AGENT it asks for one by number; without --model it offers the coding-agent recipes, then the downloaded tool-calling models", async () => {
-    fakeAgent("pi");
+    fakeAgent("pi", true);
     const s = onTerminal(["launch"]);
     const agents = await s.until(/Enter number: $/);
     expect(agents).toContain("Select an agent to launch:\n  1) claude\n  2) codex\n  3) opencode\n  4) pi\nEnter number: ");
@@ -101,10 +110,13 @@ describe("launch", () => {
     expect(local).not.toContain("tiny-chat");
     expect(local).toContain("  0) Browse recommended models (download may be required)\n");
     s.type(`${line!.trim().split(")")[0]}\r`);
-    await s.until(/Launching pi\.\.\./);
+    await s.until(/Launching pi\.\.\.\n[\s\S]*ready\n$/);
+    // The terminal is the agent's now: what is typed reaches it, none of it kept by launch.
+    s.type("hello agent\r");
     expect(await s.exited).toBe(0);
     const id = line!.trim().split(" ")[1]!;
     expect(readFileSync(record, "utf8")).toContain(`ARGV --provider Lemonade --model ${id}`);
+    expect(readFileSync(record, "utf8")).toContain("TYPED hello agent\n");
     // pi had no default provider: settings.json now names Lemonade's and the model.
     expect(JSON.parse(readFileSync(join(home, ".pi", "agent", "settings.json"), "utf8"))).toEqual({ defaultProvider: "Lemonade", defaultModel: id });
     expect(JSON.parse(readFileSync(join(home, ".pi", "agent", "models.json"), "utf8")).providers.Lemonade.baseUrl).toBe(`${server.url}/v1`);
