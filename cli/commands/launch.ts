@@ -137,7 +137,8 @@ interface ListedModel {
 /** A chat model an agent can drive: it chats, on a recipe that serves the chat route. */
 const agentLlm = (m: ListedModel) => !!m.recipe && serves(m.recipe, "chat") && !!m.labels?.includes("chat");
 const toolCalling = (m: ListedModel) => agentLlm(m) && !!m.labels?.includes("tool-calling");
-/** Qwen 3.5 models do not work with Codex (llama.cpp issue 20733), so Codex is not offered them. */
+/** Qwen 3.5 models do not work with Codex (llama.cpp issue 20733): Codex is warned, and not
+ * recommended them. */
 const offeredTo = (agent: string) => (m: ListedModel) => !(agent === "codex" && /^qwen3\.5/i.test(m.id));
 const row = (m: ListedModel) => `${m.id} [${m.downloaded ? "downloaded" : "not-downloaded"}] (${m.recipe || "-"})`;
 const CODEX_WARNING = "\nWarning: Qwen 3.5 family models currently do not work with Codex due to a llama.cpp incompatibility. Track upstream: https://github.com/ggml-org/llama.cpp/issues/20733\n";
@@ -163,7 +164,7 @@ async function pickModel(client: Client, agent: string, directory: string | unde
   needTerminal(`name the model: lemonade launch ${agent} --model MODEL`);
   console.log("No model specified for 'launch'.");
   const shown = agent.charAt(0).toUpperCase() + agent.slice(1);
-  const models = async (all: boolean) => ((await client.json("GET", `/v1/models?show_all=${all}`)).data as ListedModel[]).filter(offeredTo(agent));
+  const models = async (all: boolean) => (await client.json("GET", `/v1/models?show_all=${all}`)).data as ListedModel[];
   let dir = directory;
   let state: "dirs" | "files" | "downloaded" | "recommended" = "dirs";
   for (;;) {
@@ -235,7 +236,7 @@ async function pickModel(client: Client, agent: string, directory: string | unde
       } else throw new CliError("Selection out of range.");
       continue;
     }
-    const hot = (await models(true)).filter((m) => toolCalling(m) && m.labels?.includes("hot"));
+    const hot = (await models(true)).filter((m) => toolCalling(m) && m.labels?.includes("hot") && offeredTo(agent)(m));
     if (!hot.length) console.log("No recommended models available right now.");
     const picked = await chooseOne("Browse recommended LLMs (hot + tool-calling):", hot.map(row), "Back to downloaded models");
     if (picked < 0) {
