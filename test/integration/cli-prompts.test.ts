@@ -155,6 +155,34 @@ describe("launch", () => {
     expect(readFileSync(record, "utf8")).toMatch(/-m (user\.)?Agent/);
   });
 
+  test("without a coding-agents directory it asks for the directory first", async () => {
+    fakeAgent("claude");
+    const other = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch(req) {
+        const path = new URL(req.url).pathname;
+        if (path === "/repos/lemonade-sdk/recipes/contents") return Response.json([{ name: "general", type: "dir" }]);
+        if (path === "/repos/lemonade-sdk/recipes/contents/general") return Response.json([{ name: "Other.json", type: "file", download_url: `http://127.0.0.1:${other.port}/raw/Other.json` }]);
+        return new Response("not found", { status: 404 });
+      },
+    });
+    try {
+      const s = onTerminal(["launch", "claude"], { LEMONADE_GITHUB_API_ENDPOINT: `http://127.0.0.1:${other.port}` });
+      await s.until(/Select a recipe directory to import and use with Claude:\n  0\) Browse downloaded models\n  1\) general\nEnter number: $/);
+      s.type("1\r");
+      await s.until(/Select a recipe to import and use with Claude:\n  0\) Browse downloaded models\n  1\) Other\.json\nEnter number: $/);
+      s.type("0\r");
+      await s.until(/Browse downloaded tool-calling LLMs:[\s\S]*Enter number: $/);
+      s.type("1\r");
+      await s.until(/Launching claude\.\.\./);
+      expect(await s.exited).toBe(0);
+      expect(readFileSync(record, "utf8")).toMatch(/ANTHROPIC_DEFAULT_SONNET_MODEL=(user\.)?Agent/);
+    } finally {
+      other.stop(true);
+    }
+  });
+
   test("a bad answer is refused as Lemonade words it, and nothing is launched", async () => {
     writeFileSync(record, "");
     for (const [keys, error] of [["9\r", "Selection out of range."], ["pi\r", "Invalid selection."], ["\x04", "Failed to read agent selection."]] as const) {
