@@ -125,7 +125,7 @@ async function serverTables(input: CommandInput, runs: number): Promise<number> 
 export const bench: Command = {
   name: "bench",
   summary: "Measure models (time to first token, tokens/s, peak memory) or a server (rates, streams, swaps)",
-  usage: "bench MODEL... [--runs N] [--warmup N] [--tokens N] [--backend B] [--ctx-size N] [--json] [--output FILE] [--compare FILE] [--submit FILE] [--auto-pull]\n       lemonade bench --server|--base-url URL [MODEL] [--swap-model MODEL] [--runs N] [--seconds N]",
+  usage: "bench MODEL... [--runs N] [--warmup N] [--tokens N] [--backend B]... [--ctx-size N...] [--llamacpp-args A]... [--json] [--output FILE] [--compare FILE] [--submit FILE] [--auto-pull]\n       lemonade bench --server|--base-url URL [MODEL] [--swap-model MODEL] [--runs N] [--seconds N]",
   help: `Loads each model (each named once) and runs fixed requests, reporting the engine's own
 timings per run.
 With --server (the running server) or --base-url (any server: this one, Lemonade's own, or any
@@ -142,8 +142,10 @@ turn never evicted (goal <= 1.3) and over a full prefill.
   --warmup N       Unmeasured requests first (default 0)
   --auto-pull      Pull the models not downloaded first (else the run stops before it starts)
   --tokens N       Tokens to generate per request (default 64)
-  --backend B      llama.cpp backend to load with (llamacpp_backend)
-  --ctx-size N     Context size to load with
+  --backend B      llama.cpp backend to load with (llamacpp_backend); repeat for several
+  --ctx-size N...  Context size to load with; several (--ctx-size 4096 8192, or repeated)
+  --llamacpp-args A  llama-server args to load with; repeat for several
+                   Each combination of these is a load of its own, measured apart
   --json           Print the runs as JSON
   --output FILE    Also write the runs as JSON to FILE
   --compare FILE   Show each median beside the one in FILE (an earlier --output)
@@ -155,8 +157,9 @@ ${SERVER_FLAGS_HELP}`,
     runs: { type: "string" },
     warmup: { type: "string" },
     tokens: { type: "string" },
-    backend: { type: "string" },
-    "ctx-size": { type: "string" },
+    backend: { type: "string", multiple: true },
+    "ctx-size": { type: "string", multiple: true },
+    "llamacpp-args": { type: "string", multiple: true },
     json: { type: "boolean" },
     output: { type: "string" },
     compare: { type: "string" },
@@ -167,6 +170,17 @@ ${SERVER_FLAGS_HELP}`,
     "swap-model": { type: "string" },
     seconds: { type: "string" },
   },
+  // `--ctx-size 4096 8192`: the numbers after it are each a value of it.
+  rewrite(args) {
+    const out: string[] = [];
+    for (let i = 0; i < args.length; i++) {
+      out.push(args[i]!);
+      if (args[i] !== "--ctx-size") continue;
+      if (args[i + 1] !== undefined) out.push(args[++i]!);
+      while (/^-?\d+$/.test(args[i + 1] ?? "")) out.push("--ctx-size", args[++i]!);
+    }
+    return out;
+  },
   async run(input) {
     // Each model once, in the order first named.
     const models = [...new Set(input.positionals)];
@@ -176,9 +190,15 @@ ${SERVER_FLAGS_HELP}`,
     if (!models.length) throw new CliError(`usage: lemonade ${this.usage}`, 2);
     const warmup = positiveInt(v.warmup, "warmup", 0, 0);
     const tokens = positiveInt(v.tokens, "tokens", 64);
-    const options: Record<string, unknown> = {};
-    if (v.backend !== undefined) options.llamacpp_backend = String(v.backend);
-    if (v["ctx-size"] !== undefined) options.ctx_size = positiveInt(v["ctx-size"], "ctx-size", 0, -1);
+    // Every --backend with every --ctx-size and every --llamacpp-args: one load (and its runs) each.
+    const list = (key: string) => (v[key] as string[] | undefined) ?? [];
+    const each = <T,>(values: T[]) => (values.length ? values : [undefined]);
+    const configs = each(list("backend")).flatMap((backend) =>
+      each(list("ctx-size").map((c) => positiveInt(c, "ctx-size", 0, -1))).flatMap((ctx_size) =>
+        each(list("llamacpp-args")).map((llamacpp_args) => ({ ...(backend !== undefined ? { backend } : {}), ...(ctx_size !== undefined ? { ctx_size } : {}), ...(llamacpp_args !== undefined ? { llamacpp_args } : {}) })),
+      ),
+    );
+    const sameConfig = (a: BenchRun, b: BenchRun) => a.model === b.model && a.backend === b.backend && a.ctx_size === b.ctx_size && a.llamacpp_args === b.llamacpp_args;
     let baseline: BenchRun[] | undefined;
     if (v.compare) {
       try {
@@ -202,9 +222,15 @@ ${SERVER_FLAGS_HELP}`,
     const all: BenchRun[] = [];
     const contributions: Contribution[] = [];
     for (const model of models) {
-      await pullAndLoad(client, model, options);
-      all.push(...(await measureLoaded(client, model, { runs, warmup, tokens })));
-      if (submit) contributions.push(await contribution(client, model, all.filter((r) => r.model === model), tokens));
+      for (const config of configs) {
+        // A model loaded already keeps its options: it is loaded again with these.
+        if (Object.keys(config).length) await (await client.request("POST", "/v1/unload", { model_name: model })).body?.cancel();
+        const { backend, ...rest } = config;
+        await pullAndLoad(client, model, { ...rest, ...(backend !== undefined ? { llamacpp_backend: backend } : {}) });
+        const measured = (await measureLoaded(client, model, { runs, warmup, tokens })).map((r) => ({ ...r, ...config }));
+        all.push(...measured);
+        if (submit) contributions.push(await contribution(client, model, measured, tokens));
+      }
     }
     const report = { tokens, runs: all };
     if (v.output) writeFileSync(String(v.output), JSON.stringify(report, null, 2) + "\n");
@@ -217,21 +243,26 @@ ${SERVER_FLAGS_HELP}`,
       return 0;
     }
     const f = (n: number | null) => (n === null ? "" : n.toFixed(1));
+    // A model's name, with the load options it was measured under.
+    const label = (r: BenchRun) => {
+      const given = [r.backend, r.ctx_size !== undefined ? `ctx=${r.ctx_size}` : undefined, r.llamacpp_args !== undefined ? `args=${r.llamacpp_args}` : undefined].filter((x) => x !== undefined);
+      return given.length ? `${r.model} (${given.join(", ")})` : r.model;
+    };
     console.log(
       table(
         ["MODEL", "RUN", "TTFT MS", "PROMPT TOK/S", "GEN TOK/S", "PEAK MB"],
-        all.map((r) => [r.model, String(r.run), f(r.ttft_ms), f(r.prompt_tokens_per_second), f(r.generation_tokens_per_second), r.peak_memory_mb === null ? "" : String(r.peak_memory_mb)]),
+        all.map((r) => [label(r), String(r.run), f(r.ttft_ms), f(r.prompt_tokens_per_second), f(r.generation_tokens_per_second), r.peak_memory_mb === null ? "" : String(r.peak_memory_mb)]),
       ),
     );
-    for (const model of models) {
-      const mine = all.filter((r) => r.model === model);
-      const theirs = baseline?.filter((r) => r.model === model) ?? [];
+    for (const first of all.filter((r) => r.run === 1)) {
+      const mine = all.filter((r) => sameConfig(r, first));
+      const theirs = baseline?.filter((r) => sameConfig(r, first)) ?? [];
       const line = (key: "ttft_ms" | "generation_tokens_per_second") => {
         const now = median(mine.map((r) => r[key]));
         const before = theirs.length ? median(theirs.map((r) => r[key])) : undefined;
         return `${now.toFixed(1)}${before !== undefined ? ` (was ${before.toFixed(1)}, ${(now / before).toFixed(2)}x)` : ""}`;
       };
-      console.log(`${model}: median TTFT ${line("ttft_ms")} ms, generation ${line("generation_tokens_per_second")} tokens/s`);
+      console.log(`${label(first)}: median TTFT ${line("ttft_ms")} ms, generation ${line("generation_tokens_per_second")} tokens/s`);
     }
     return 0;
   },

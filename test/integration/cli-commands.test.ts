@@ -536,6 +536,13 @@ describe("Lemonade's CLI syntax", () => {
     const twice = await lemonade(["bench", "extra.tiny-chat", "extra.tiny-chat", "--runs", "1", "--tokens", "2", "--json"]);
     expect(twice.code, twice.err).toBe(0);
     expect(JSON.parse(twice.out).runs).toHaveLength(1);
+    // Several context sizes: a load and runs for each, labelled with it.
+    const sizes = await lemonade(["bench", "--ctx-size", "512", "1024", "extra.tiny-chat", "--runs", "1", "--tokens", "2"]);
+    expect(sizes.code, sizes.err).toBe(0);
+    expect(sizes.out).toMatch(/extra\.tiny-chat \(ctx=512\)\s+1\s+[\d.]+/);
+    expect(sizes.out).toMatch(/extra\.tiny-chat \(ctx=1024\): median TTFT/);
+    const health = await (await fetch(`http://127.0.0.1:${port}/v1/health`)).json();
+    expect(health.all_models_loaded.find((m: any) => m.model_name === "extra.tiny-chat").recipe_options.ctx_size).toBe(1024);
     const preflight = await lemonade(["bench", "extra.tiny-chat", "user.Never-Pulled", "--runs", "1", "--tokens", "2"]);
     expect(preflight.code).toBe(1);
     expect(preflight.err).toContain("Not available: user.Never-Pulled (not registered). Pull with: lemonade pull MODEL, or pass --auto-pull");

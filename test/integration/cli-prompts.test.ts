@@ -157,10 +157,10 @@ describe("launch", () => {
 
   test("without a coding-agents directory it asks for the directory first", async () => {
     fakeAgent("claude");
-    const other = Bun.serve({
+    const other: ReturnType<typeof Bun.serve> = Bun.serve({
       port: 0,
       hostname: "127.0.0.1",
-      fetch(req) {
+      fetch(req): Response {
         const path = new URL(req.url).pathname;
         if (path === "/repos/lemonade-sdk/recipes/contents") return Response.json([{ name: "general", type: "dir" }]);
         if (path === "/repos/lemonade-sdk/recipes/contents/general") return Response.json([{ name: "Other.json", type: "file", download_url: `http://127.0.0.1:${other.port}/raw/Other.json` }]);
