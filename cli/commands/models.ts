@@ -2,7 +2,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { Client, CliError, ensureServer, errorMessage, target } from "../client.ts";
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
-import { ProgressReporter, bold, dim, green, sseEvents, table } from "../format.ts";
+import { ProgressReporter, bold, bytes, dim, green, sseEvents, table } from "../format.ts";
 import { LOAD_FLAGS, LOAD_FLAGS_HELP, loadOptionsFrom } from "../load-flags.ts";
 import { GGUF_RECIPE } from "../../spec/recipes.ts";
 import { askLine, chooseOne, interactive } from "../prompt.ts";
@@ -111,25 +111,56 @@ function nameForCheckpoint(checkpoint: string): string {
   return `user.${name}${variant ? `-${variant}` : ""}`;
 }
 
-/** Picks a variant of a repository: a numbered choice on a terminal, the recommended one when piped. */
-async function chooseVariant(info: any, checkpoint: string): Promise<string> {
-  const variants = ((info.variants ?? []) as { name: string; size_bytes?: number }[]).sort((a, b) => a.name.localeCompare(b.name));
+interface Variant {
+  name: string;
+  files?: string[];
+  size_bytes?: number;
+}
+
+/** How many variants the first menu lists (in the server's order, its picks first), as Lemonade's. */
+const SHORT_MENU = 5;
+
+/** Picks a variant of a repository: on a terminal, Lemonade's menu (a number, or any variant's
+ * name typed); the recommended one when piped. */
+async function chooseVariant(info: { variants?: Variant[] }, checkpoint: string): Promise<{ name: string; asked: boolean }> {
+  const variants = info.variants ?? [];
   if (!variants.length) throw new CliError(`${checkpoint} has no GGUF variants to pull. Name one with ${checkpoint}:VARIANT`);
-  // Lemonade's usual pick: Q4_K_M, else another 4-bit quantization, else the first.
-  const recommended = (variants.find((v) => /Q4_K_M/i.test(v.name)) ?? variants.find((v) => /Q4/i.test(v.name)) ?? variants[0]!).name;
-  if (variants.length === 1) return variants[0]!.name;
+  if (variants.length === 1) return { name: variants[0]!.name, asked: false };
   if (!interactive()) {
+    // Lemonade's usual pick: Q4_K_M, else another 4-bit quantization, else the server's first.
+    const recommended = (variants.find((v) => /Q4_K_M/i.test(v.name)) ?? variants.find((v) => /Q4/i.test(v.name)) ?? variants[0]!).name;
     process.stderr.write(dim(`Pulling the recommended variant ${recommended} (name another with ${checkpoint}:VARIANT)\n`));
-    return recommended;
+    return { name: recommended, asked: false };
   }
-  process.stdout.write(`Variants of ${checkpoint}:\n`);
-  variants.forEach((v, i) => process.stdout.write(`  ${String(i + 1).padStart(2)}) ${v.name}${v.name === recommended ? " (recommended)" : ""}\n`));
-  const defaultIndex = Math.max(0, variants.findIndex((v) => v.name === recommended)) + 1;
-  const answer = (await askLine(`Which one? [${defaultIndex}] `)) ?? "";
-  const n = answer === "" ? defaultIndex : Number(answer);
-  const chosen = variants[n - 1];
-  if (!chosen) throw new CliError(`'${answer}' is not one of 1-${variants.length}. Run the pull again and pick a number.`, 2);
-  return chosen.name;
+  const label = (v: Variant) => {
+    const count = v.files?.length ?? 1;
+    return `${v.name}  (${count} ${count === 1 ? "file" : "files"}, ${bytes(v.size_bytes ?? 0)})`;
+  };
+  let all = variants.length <= SHORT_MENU + 1;
+  for (;;) {
+    const shown = all ? variants : variants.slice(0, SHORT_MENU);
+    process.stdout.write(`Select a variant:\n${shown.map((v, i) => `  ${i + 1}) ${label(v)}\n`).join("")}${all ? "" : `  ${SHORT_MENU + 1}) Browse all ${variants.length} variants\n`}`);
+    const answer = await askLine("Enter number, or type any variant name: ");
+    if (answer === null) throw new CliError("Failed to read selection.");
+    if (!answer) throw new CliError("variant is required.");
+    if (!/^\d+$/.test(answer)) return { name: answer, asked: true };
+    const n = Number(answer);
+    if (!all && n === SHORT_MENU + 1) {
+      all = true;
+      continue;
+    }
+    if (n < 1 || n > shown.length) throw new CliError("selection out of range.");
+    return { name: shown[n - 1]!.name, asked: true };
+  }
+}
+
+/** The name a chosen variant registers under, offered as the default, as Lemonade asks it. */
+async function chooseName(suggested: string): Promise<string> {
+  const bare = suggested.replace(/^user\./, "");
+  process.stdout.write(`Choose a model name.\nPress enter to use the default: ${bare}\nOr type a custom name and press enter.\n`);
+  const answer = await askLine("> ");
+  if (answer === null) throw new CliError("Failed to read the model name.");
+  return `user.${(answer || bare).replace(/^user\./, "")}`;
 }
 
 export const pull: Command = {
@@ -138,7 +169,8 @@ export const pull: Command = {
   usage: "pull MODEL_OR_CHECKPOINT [--checkpoint TYPE CHECKPOINT]... [--recipe R] [--label L]... [--alias A] [--source S] [--components A B ...]",
   help: `Downloads a catalog model into the Hugging Face cache, showing progress. Given owner/repo[:variant]
 or a Hugging Face URL, registers it as a user model first; with no variant, asks which one on a
-terminal (the recommended one when piped). Or name the model and give its checkpoints:
+terminal, and the name (the recommended one, and its usual name, when piped). Or name the
+model and give its checkpoints:
   --checkpoint TYPE C  A checkpoint by role (main, mmproj, draft, vae, text_encoder), repeatable:
                        --checkpoint main org/m-GGUF:Q4_K_M --checkpoint mmproj mmproj.gguf
                        (a single --checkpoint C is the main one)
@@ -196,13 +228,18 @@ ${SERVER_FLAGS_HELP}`,
     else if (Object.keys(checkpoints).length) Object.assign(body, { checkpoints, recipe: v.recipe ?? GGUF_RECIPE });
     else if (isCheckpoint(target)) {
       let checkpoint = target;
+      let name: string | undefined;
       if (!/:[\w.-]+$/.test(checkpoint.replace(/^https?:\/\//, ""))) {
         const info = await client.json("GET", `/v1/pull/variants?checkpoint=${encodeURIComponent(checkpoint)}`);
         // A published collection is pulled whole, by its repository.
         if (info.recipe === "collection.omni") Object.assign(body, { model_name: `user.${info.suggested_name}`, checkpoint, recipe: info.recipe });
-        else checkpoint = `${checkpoint}:${await chooseVariant(info, checkpoint)}`;
+        else {
+          const variant = await chooseVariant(info, checkpoint);
+          checkpoint = `${checkpoint}:${variant.name}`;
+          if (variant.asked) name = await chooseName(nameForCheckpoint(checkpoint));
+        }
       }
-      if (!body.recipe) Object.assign(body, { model_name: nameForCheckpoint(checkpoint), checkpoint, recipe: v.recipe ?? GGUF_RECIPE });
+      if (!body.recipe) Object.assign(body, { model_name: name ?? nameForCheckpoint(checkpoint), checkpoint, recipe: v.recipe ?? GGUF_RECIPE });
     }
     if (v.mmproj) body.mmproj = v.mmproj;
     if (v.label) body.labels = v.label;

@@ -494,15 +494,17 @@ describe("Lemonade's CLI syntax", () => {
     expect(JSON.parse(readFileSync(join(home, ".pi", "agent", "models.json"), "utf8")).providers.Lemonade).toMatchObject({ baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: "lemonade" });
   });
 
-  test("pull owner/repo: the recommended variant when piped, a numbered choice on a terminal; --checkpoint TYPE C; --label checked", async () => {
+  test("pull owner/repo: the recommended variant when piped, Lemonade's variant menu on a terminal; --checkpoint TYPE C; --label checked", async () => {
     const piped = await lemonade(["pull", "test-org/tiny-GGUF"]);
     expect(piped.code, piped.err).toBe(0);
     expect(piped.err).toContain("recommended variant Q4_0");
     expect(piped.out).toContain("Installed user.tiny-Q4_0");
 
     const tty = spawnPty([exe, "pull", "https://huggingface.co/test-org/tiny-GGUF", "--alias", "tq8"], bareEnv());
-    expect(await tty.until(/Which one\? \[1\] $/)).toMatch(/1\) Q4_0 \(recommended\)/);
-    tty.type("2\r");
+    expect(await tty.until(/Enter number, or type any variant name: $/)).toMatch(/Select a variant:\n  1\) \S+  \(1 file, /);
+    tty.type("Q8_0\r");
+    await tty.until(/Press enter to use the default: tiny-Q8_0\n[\s\S]*> $/);
+    tty.type("\r");
     await tty.until(/Installed user\.tiny-Q8_0 \(alias tq8\)/);
     expect(await tty.exited).toBe(0);
     const aliases = await (await fetch(`http://127.0.0.1:${port}/internal/aliases`)).json();

@@ -297,13 +297,32 @@ describe("import", () => {
 });
 
 describe("pull", () => {
-  test("owner/repo without a variant: a numbered choice on a terminal, the recommended one when piped", async () => {
+  test("owner/repo without a variant: Lemonade's variant menu and name prompt on a terminal, the recommended one when piped", async () => {
     const s = onTerminal(["pull", "test-org/tiny-GGUF"]);
-    const menu = await s.until(/Which one\? \[1\] $/);
-    expect(menu).toContain("Variants of test-org/tiny-GGUF:\n   1) Q4_0 (recommended)\n   2) Q8_0\n");
-    s.type("2\r");
+    const menu = await s.until(/Select a variant:\n[\s\S]*Enter number, or type any variant name: $/);
+    const q8 = menu.split("\n").find((l) => /^  \d\) Q8_0  \(1 file, [\d.]+ [kMG]?B\)$/.test(l));
+    expect(q8, menu).toBeDefined();
+    expect(menu).toMatch(/\n  \d\) Q4_0  \(1 file, /);
+    s.type(`${q8!.trim().split(")")[0]}\r`);
+    await s.until(/Choose a model name\.\nPress enter to use the default: tiny-Q8_0\nOr type a custom name and press enter\.\n> $/);
+    s.type("\r");
     await s.until(/Installed user\.tiny-Q8_0/);
     expect(await s.exited).toBe(0);
+    // A variant's name may be typed instead of its number, and another model name given.
+    const named = onTerminal(["pull", "test-org/tiny-GGUF"]);
+    await named.until(/type any variant name: $/);
+    named.type("Q4_0\r");
+    await named.until(/default: tiny-Q4_0\n[\s\S]*> $/);
+    named.type("MyTiny\r");
+    await named.until(/Installed user\.MyTiny/);
+    expect(await named.exited).toBe(0);
+    expect((await models(false)).some((m) => m.id === "MyTiny")).toBe(true);
+    const empty = onTerminal(["pull", "test-org/tiny-GGUF"]);
+    await empty.until(/type any variant name: $/);
+    empty.type("\r");
+    await empty.until(/error: variant is required\./);
+    expect(await empty.exited).toBe(1);
+
     const r = await piped(["pull", "test-org/tiny-GGUF"], "2\n");
     expect(r.code, r.err).toBe(0);
     expect(r.err).toContain("Pulling the recommended variant Q4_0");
