@@ -117,11 +117,8 @@ interface Variant {
   size_bytes?: number;
 }
 
-/** How many variants the first menu lists (in the server's order, its picks first), as Lemonade's. */
-const SHORT_MENU = 5;
-
 /** Picks a variant of a repository: on a terminal, Lemonade's menu (a number, or any variant's
- * name typed); the recommended one when piped. */
+ * name typed) of the variants the server offers, in its order; the recommended one when piped. */
 async function chooseVariant(info: { variants?: Variant[] }, checkpoint: string): Promise<{ name: string; asked: boolean }> {
   const variants = info.variants ?? [];
   if (!variants.length) throw new CliError(`${checkpoint} has no GGUF variants to pull. Name one with ${checkpoint}:VARIANT`);
@@ -136,22 +133,14 @@ async function chooseVariant(info: { variants?: Variant[] }, checkpoint: string)
     const count = v.files?.length ?? 1;
     return `${v.name}  (${count} ${count === 1 ? "file" : "files"}, ${bytes(v.size_bytes ?? 0)})`;
   };
-  let all = variants.length <= SHORT_MENU + 1;
-  for (;;) {
-    const shown = all ? variants : variants.slice(0, SHORT_MENU);
-    process.stdout.write(`Select a variant:\n${shown.map((v, i) => `  ${i + 1}) ${label(v)}\n`).join("")}${all ? "" : `  ${SHORT_MENU + 1}) Browse all ${variants.length} variants\n`}`);
-    const answer = await askLine("Enter number, or type any variant name: ");
-    if (answer === null) throw new CliError("Failed to read selection.");
-    if (!answer) throw new CliError("variant is required.");
-    if (!/^\d+$/.test(answer)) return { name: answer, asked: true };
-    const n = Number(answer);
-    if (!all && n === SHORT_MENU + 1) {
-      all = true;
-      continue;
-    }
-    if (n < 1 || n > shown.length) throw new CliError("selection out of range.");
-    return { name: shown[n - 1]!.name, asked: true };
-  }
+  process.stdout.write(`Select a variant:\n${variants.map((v, i) => `  ${i + 1}) ${label(v)}\n`).join("")}`);
+  const answer = await askLine("Enter number, or type any variant name: ");
+  if (answer === null) throw new CliError("Failed to read selection.");
+  if (!answer) throw new CliError("variant is required.");
+  if (!/^\d+$/.test(answer)) return { name: answer, asked: true };
+  const chosen = variants[Number(answer) - 1];
+  if (!chosen) throw new CliError("selection out of range.");
+  return { name: chosen.name, asked: true };
 }
 
 /** The name a chosen variant registers under, offered as the default, as Lemonade asks it. */

@@ -40,7 +40,8 @@ export interface PtySession {
   /** Types keys at the terminal ("\r" is Enter, "\x03" Ctrl-C, "\x04" Ctrl-D). */
   type(keys: string): void;
   /** Waits until the output matches, returning it; fails with the output so far when the program
-   * exits first or nothing matches within `ms` (a guard against a hang, not a timing check). */
+   * exits first or nothing matches within `ms` (a guard against a hang, not a timing check),
+   * ending the session then. */
   until(pattern: RegExp, ms?: number): Promise<string>;
   /** The program's exit status. */
   exited: Promise<number>;
@@ -52,7 +53,8 @@ const plain = (s: string) => s.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "").replace(/\
 
 /** Runs `argv` on a pseudo-terminal of its own (40x120), with `env`. */
 export function spawnPty(argv: string[], env: Record<string, string | undefined>, cwd?: string): PtySession {
-  const driver = Bun.spawn(["/usr/bin/python3", "-c", DRIVER, JSON.stringify(argv)], { env, cwd, stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+  // The driver's stderr is not the test runner's: a session left running would hold its pipe open.
+  const driver = Bun.spawn(["/usr/bin/python3", "-c", DRIVER, JSON.stringify(argv)], { env, cwd, stdin: "pipe", stdout: "pipe", stderr: "ignore" });
   let raw = "";
   let done = false;
   const decoder = new TextDecoder();
@@ -75,7 +77,11 @@ export function spawnPty(argv: string[], env: Record<string, string | undefined>
     async until(pattern, ms = 20_000) {
       const deadline = Date.now() + ms;
       while (!pattern.test(plain(raw))) {
-        if (done || Date.now() > deadline) throw new Error(`no ${pattern} in the terminal${done ? " before the program exited" : ""}:\n${plain(raw)}`);
+        if (done || Date.now() > deadline) {
+          // A failed wait ends the session: its program is not left running after the test.
+          if (driver.exitCode === null) driver.kill();
+          throw new Error(`no ${pattern} in the terminal${done ? " before the program exited" : ""}:\n${plain(raw)}`);
+        }
         await Bun.sleep(25);
       }
       return plain(raw);

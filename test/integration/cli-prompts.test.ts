@@ -49,7 +49,11 @@ const models = async (all = true) => ((await (await fetch(`${server.url}/v1/mode
 
 beforeAll(async () => {
   const chat = new Uint8Array(readFileSync(join(testModelsDir(), MODELS.chat)));
-  hub = startFakeHub({ "test-org/tiny-GGUF": { sha: "c".repeat(40), files: { "tiny-Q4_0.gguf": chat, "tiny-Q8_0.gguf": chat } } });
+  const many = Object.fromEntries(["Q2_K", "Q3_K_M", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0"].map((q) => [`many-${q}.gguf`, chat]));
+  hub = startFakeHub({
+    "test-org/tiny-GGUF": { sha: "c".repeat(40), files: { "tiny-Q4_0.gguf": chat, "tiny-Q8_0.gguf": chat } },
+    "test-org/many-GGUF": { sha: "d".repeat(40), files: many },
+  });
   github = Bun.serve({
     port: 0,
     hostname: "127.0.0.1",
@@ -322,6 +326,16 @@ describe("pull", () => {
     empty.type("\r");
     await empty.until(/error: variant is required\./);
     expect(await empty.exited).toBe(1);
+
+    // The variants are the server's, in its order (its picks first).
+    const ranked = onTerminal(["pull", "test-org/many-GGUF"]);
+    const menu7 = await ranked.until(/type any variant name: $/);
+    expect(menu7).toContain("Select a variant:\n  1) Q4_K_M  (1 file, ");
+    ranked.type("1\r");
+    await ranked.until(/default: many-Q4_K_M\n[\s\S]*> $/);
+    ranked.type("\r");
+    await ranked.until(/Installed user\.many-Q4_K_M/);
+    expect(await ranked.exited).toBe(0);
 
     const r = await piped(["pull", "test-org/tiny-GGUF"], "2\n");
     expect(r.code, r.err).toBe(0);
