@@ -166,6 +166,8 @@ async function pickModel(client: Client, agent: string, directory: string | unde
   const shown = agent.charAt(0).toUpperCase() + agent.slice(1);
   const models = async (all: boolean) => (await client.json("GET", `/v1/models?show_all=${all}`)).data as ListedModel[];
   let dir = directory;
+  // A directory picked from the list is left by going back to the list.
+  let listed = false;
   let state: "dirs" | "files" | "downloaded" | "recommended" = "dirs";
   for (;;) {
     if (state === "dirs") {
@@ -188,6 +190,7 @@ async function pickModel(client: Client, agent: string, directory: string | unde
             continue;
           }
           dir = dirs[picked]!;
+          listed = true;
         }
       }
       state = "files";
@@ -207,10 +210,12 @@ async function pickModel(client: Client, agent: string, directory: string | unde
       let file = given;
       if (!file) {
         if (agent === "codex") console.log(CODEX_WARNING);
-        if (!files.length) console.log(`No recipe files found under '${dir}'. Use option 0 to browse downloaded models.`);
-        const picked = await chooseOne(`Select a recipe to import and use with ${shown}:`, files.map((f) => f.name), "Browse downloaded models");
+        if (!files.length) console.log(`No recipe files found under '${dir}'. Use option 0 to ${listed ? "pick another directory" : "browse downloaded models"}.`);
+        const title = listed ? `Select a recipe from '${dir}' to import and use with ${shown}:` : `Select a recipe to import and use with ${shown}:`;
+        const picked = await chooseOne(title, files.map((f) => f.name), listed ? "Back to recipe directories" : "Browse downloaded models");
         if (picked < 0) {
-          state = "downloaded";
+          if (listed) dir = undefined;
+          state = listed ? "dirs" : "downloaded";
           continue;
         }
         file = files[picked]!;
@@ -224,12 +229,15 @@ async function pickModel(client: Client, agent: string, directory: string | unde
       if (agent === "codex") console.log(CODEX_WARNING);
       const back = local.length + 1;
       process.stdout.write(
-        `Browse downloaded tool-calling LLMs:\n  0) Browse recommended models (download may be required)\n${local.map((m, i) => `  ${i + 1}) ${m.id} [downloaded] (${m.recipe || "-"})\n`).join("")}  ${back}) Back to recipes\n`,
+        `Browse downloaded tool-calling LLMs:\n  0) Browse recommended models (download may be required)\n${local.map((m, i) => `  ${i + 1}) ${m.id} [downloaded] (${m.recipe || "-"})\n`).join("")}  ${back}) ${listed ? "Back to recipe directories" : "Back to recipes"}\n`,
       );
       if (!local.length) console.log("No downloaded tool-calling LLMs found.");
       const n = await askNumber();
       if (n === 0) state = "recommended";
-      else if (n === back) state = "dirs";
+      else if (n === back) {
+        if (listed) dir = undefined;
+        state = "dirs";
+      }
       else if (n >= 1 && n <= local.length) {
         console.log(`Selected model: ${local[n - 1]!.id}`);
         return local[n - 1]!.id;

@@ -175,9 +175,13 @@ describe("launch", () => {
       const s = onTerminal(["launch", "claude"], { LEMONADE_GITHUB_API_ENDPOINT: `http://127.0.0.1:${other.port}` });
       await s.until(/Select a recipe directory to import and use with Claude:\n  0\) Browse downloaded models\n  1\) general\nEnter number: $/);
       s.type("1\r");
-      await s.until(/Select a recipe to import and use with Claude:\n  0\) Browse downloaded models\n  1\) Other\.json\nEnter number: $/);
+      await s.until(/Select a recipe from 'general' to import and use with Claude:\n  0\) Back to recipe directories\n  1\) Other\.json\nEnter number: $/);
+      // Back to the directories, then on to the downloaded models, whose last entry leads back again.
       s.type("0\r");
-      await s.until(/Browse downloaded tool-calling LLMs:[\s\S]*Enter number: $/);
+      await s.until(/Other\.json[\s\S]*Select a recipe directory to import and use with Claude:[\s\S]*Enter number: $/);
+      s.type("0\r");
+      const local = await s.until(/Browse downloaded tool-calling LLMs:[\s\S]*Enter number: $/);
+      expect(local).toMatch(/  \d\) Back to recipe directories\nEnter number: $/);
       s.type("1\r");
       await s.until(/Launching claude\.\.\./);
       expect(await s.exited).toBe(0);
