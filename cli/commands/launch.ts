@@ -161,7 +161,6 @@ async function pickAgent(): Promise<string> {
  * to import (the recipes repository's `coding-agents`, or `--directory`; `--recipe-file` picks one
  * without asking), else a downloaded tool-calling chat model, else a recommended (hot) one. */
 async function pickModel(client: Client, agent: string, directory: string | undefined, recipeFile: string | undefined): Promise<string> {
-  needTerminal(`name the model: lemonade launch ${agent} --model MODEL`);
   console.log("No model specified for 'launch'.");
   const shown = agent.charAt(0).toUpperCase() + agent.slice(1);
   const models = async (all: boolean) => (await client.json("GET", `/v1/models?show_all=${all}`)).data as ListedModel[];
@@ -302,6 +301,8 @@ ${SERVER_FLAGS_HELP}`,
     const program = agent.setup("", "", "", values.provider).argv[0]!;
     const binary = Bun.which(program, { PATH: process.env.PATH ?? "" });
     if (!binary) throw new CliError(`Agent binary not found for ${name}\n${agent.install}`);
+    // Off a terminal, a missing --model is said before a server is started for it.
+    if (!values.model) needTerminal(`name the model: lemonade launch ${name} --model MODEL`);
     const client = clientOf(input);
     await ensureServer(client);
     let model = values.model;
