@@ -6,6 +6,10 @@ import { CliError, type Client } from "./client.ts";
 
 export interface BenchRun {
   model: string;
+  /** The load's backend, context size and llama-server args, where bench was given them. */
+  backend?: string;
+  ctx_size?: number;
+  llamacpp_args?: string;
   run: number;
   ttft_ms: number;
   prompt_tokens_per_second: number;

@@ -5,6 +5,7 @@ import { parseArgs } from "node:util";
 import { CliError, globals } from "./client.ts";
 import { SERVER_FLAGS, type Command } from "./command.ts";
 import { red } from "./format.ts";
+import { endQuestions } from "./prompt.ts";
 import * as models from "./commands/models.ts";
 import * as server from "./commands/server.ts";
 import * as chat from "./commands/run.ts";
@@ -48,6 +49,7 @@ const GLOBAL_HELP = `Global Options (before or after the command):
   --host HOST      The server's address: host, host:port or http(s)://host[:port] (LEMONADE_HOST)
   --port PORT      The server's port (LEMONADE_PORT, default 13305)
   --api-key KEY    The key to send (LEMONADE_API_KEY; LEMONADE_ADMIN_API_KEY for admin routes)
+  --[no-]discovery Accepted for Lemonade's CLI; the server is the one --host names
   -h, --help       Help for a command;  --help-all  every command's help
   -v, --version    The version`;
 
@@ -92,6 +94,8 @@ function splitGlobals(argv: string[]) {
       if (value === undefined) throw new CliError(`${name} needs a value. Run 'lemonade --help' for usage.`, 2);
       found[VALUED[name]] = value;
     } else if (arg === "--help-all") found.helpAll = true;
+    // Lemonade's CLI finds a server on the LAN by its UDP beacon; this one reaches --host alone.
+    else if (arg === "--discovery" || arg === "--no-discovery") continue;
     else if (arg === "-v" || arg === "--version") found.version = true;
     else rest.push(arg);
   }
@@ -150,7 +154,11 @@ async function main(argv: string[]): Promise<number> {
   }
   const values = { ...parsed.values, ...(found.host !== undefined ? { host: found.host } : {}), ...(found.port !== undefined ? { port: found.port } : {}) };
   if (!command.endsStartup) startupDone();
-  return command.run({ values, positionals: parsed.positionals });
+  try {
+    return await command.run({ values, positionals: parsed.positionals });
+  } finally {
+    endQuestions();
+  }
 }
 
 try {

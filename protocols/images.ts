@@ -278,7 +278,14 @@ function nativeScale(model: CatalogModel): number {
 /** POST /v1/images/upscale: the one-shot recipe standing in for the model's (sd-cli), with the
  * ESRGAN model downloaded first when needed. */
 export async function upscale(ctx: Pick<ServerContext, "catalog" | "library" | "options" | "standIns">, body: UpscaleRequest, signal: AbortSignal): Promise<ImagesResponse> {
-  const model = ctx.catalog.get(body.model);
+  let model: CatalogModel;
+  try {
+    model = ctx.catalog.get(body.model);
+  } catch (err) {
+    // Lemonade answers an unknown upscaler in this route's own words and type (openai.md, upscale).
+    if (err instanceof ApiError && err.code === E.modelNotFound.code) throw ApiError.of(E.upscalerNotFound, `Upscale model not found: ${body.model}`, "model");
+    throw err;
+  }
   if (!model.labels.includes("upscaling")) throw ApiError.of(E.notUpscaler, `Model ${model.id} is not an upscaling model (it has no 'upscaling' label)`, "model");
   const upscaler = ctx.standIns.of(model, "upscale");
   if (upscaler?.kind !== "one-shot") throw ApiError.of(E.cannotUpscale, `Model ${model.id}'s recipe (${model.recipe}) cannot upscale`, "model");

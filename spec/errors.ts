@@ -104,7 +104,7 @@ export const E = {
   imageFieldsBoth: row(400, "", "The form has files under both `image` and `image[]`"),
   notUpscaler: row(400, "", "`model` has no `upscaling` label"),
   cannotUpscale: row(400, "", "`model`'s recipe cannot upscale"),
-  upscalerNotFound: row(404, "", "`model` names no model in the registry, or downloading it fails"),
+  upscalerNotFound: row(404, "", "`model` names no model in the registry, or downloading it fails", "invalid_request_error"),
   upscaleFailed: row(500, "", "The backend produces no upscaled image"),
   noAudio: row(502, "", "The engine produces no audio"),
   cannotGenerateMeshes: row(400, "", "`model` is not a 3D-generation model (a `trellis` model)", "invalid_request_error"),

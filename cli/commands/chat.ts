@@ -3,6 +3,7 @@
 import { Client, CliError, ensureServer, errorMessage, target } from "../client.ts";
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
 import { bold, dim, sseEvents } from "../format.ts";
+import { chooseOne, endQuestions, needTerminal } from "../prompt.ts";
 
 type Message = { role: string; content: string };
 
@@ -136,11 +137,26 @@ export function maxTokensFrom(raw: unknown): number | undefined {
 
 const clientOf = (input: CommandInput) => new Client(target(input.values as { host?: string; port?: string }));
 
+/** `chat` with no model named or loaded: one of the downloaded models (every model when none is),
+ * by number, as Lemonade's CLI asks. */
+async function pickModel(client: Client): Promise<string> {
+  needTerminal("no model is loaded: name one (lemonade chat MODEL), or load one first with lemonade load MODEL");
+  console.log("No model specified for 'chat'.");
+  type Listed = { id: string; recipe?: string; downloaded?: boolean };
+  let models = (await client.json("GET", "/v1/models?show_all=false")).data as Listed[];
+  if (!models.length) models = (await client.json("GET", "/v1/models?show_all=true")).data as Listed[];
+  if (!models.length) throw new CliError("No models available on server. Try 'lemonade list' or 'lemonade pull <MODEL>'.");
+  const picked = await chooseOne("Select a model:", models.map((m) => `${m.id} [${m.downloaded ? "downloaded" : "not-downloaded"}] (${m.recipe || "-"})`));
+  console.log(`Selected model: ${models[picked]!.id}`);
+  return models[picked]!.id;
+}
+
 export const chat: Command = {
   name: "chat",
   summary: "Chat with a model in the terminal",
   usage: "chat [MODEL] [--system TEXT] [--no-stream] [--max-tokens N]",
-  help: `Chats with MODEL (default: the model loaded last). Type a message and press Enter.
+  help: `Chats with MODEL (default: the model loaded last; with none loaded, asks which on a terminal).
+Type a message and press Enter.
   /bye or Ctrl-D leaves; /clear forgets the conversation; /model NAME switches models;
   """ starts and ends a multi-line message (or end a line with \\); Ctrl-C stops a reply.
   --system TEXT    A system prompt for the conversation
@@ -154,9 +170,10 @@ ${SERVER_FLAGS_HELP}`,
     const opts = { system: input.values.system as string | undefined, stream: !input.values["no-stream"], maxTokens: maxTokensFrom(input.values["max-tokens"]) };
     const client = clientOf(input);
     await ensureServer(client);
-    const model = named ?? (await client.json("GET", "/v1/health")).model_loaded;
-    if (!model) throw new CliError("no model is loaded: name one (lemonade chat MODEL), or load one first with lemonade load MODEL", 2);
-    if (named) await client.json("POST", "/v1/load", { model_name: model });
+    const loaded: string | undefined = named ? undefined : (await client.json("GET", "/v1/health")).model_loaded;
+    const model = named ?? loaded ?? (await pickModel(client));
+    endQuestions();
+    if (!loaded) await client.json("POST", "/v1/load", { model_name: model });
     return chatLoop(client, model, opts);
   },
 };

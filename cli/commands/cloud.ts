@@ -2,14 +2,22 @@
 import { Client, CliError, ensureServer, target } from "../client.ts";
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
 import { table } from "../format.ts";
+import { askSecret, interactive } from "../prompt.ts";
 
 const clientOf = (input: CommandInput) => new Client(target(input.values as { host?: string; port?: string }));
 
-/** A key from the command line, else the first line of standard input (kept out of `ps`). */
-async function keyFrom(arg: string | undefined): Promise<string> {
-  const key = arg ?? (await new Response(Bun.stdin.stream()).text()).split("\n")[0]!.trim();
-  if (!key) throw new CliError("no API key: pass it on standard input (echo $KEY | lemonade cloud auth PROVIDER)", 2);
-  return key;
+/** A key from the command line; else typed, hidden, on a terminal; else the first line of
+ * standard input (kept out of `ps`). */
+async function keyFrom(arg: string | undefined, provider: string): Promise<string> {
+  if (arg) return arg;
+  if (interactive()) {
+    const typed = (await askSecret(`API key for ${provider} (input hidden): `)).trim();
+    if (!typed) throw new CliError("empty API key");
+    return typed;
+  }
+  const piped = (await new Response(Bun.stdin.stream()).text()).split("\n")[0]!.trim();
+  if (!piped) throw new CliError(`--api-key is required when stdin is not a TTY (or pipe the key: echo $KEY | lemonade cloud auth ${provider})`, 2);
+  return piped;
 }
 
 export const cloud: Command = {
@@ -26,8 +34,8 @@ export const cloud: Command = {
     --api-key KEY            Hold a key for it in the server's memory; without one its models are not listed
     --allow-insecure-http    Let the key travel to an http:// BASE_URL (kept with the provider)
   uninstall PROVIDER         Remove it and its models
-  auth PROVIDER [KEY]        Hold a key in the server's memory (KEY or --api-key KEY; read from standard input
-                             when left out); --allow-insecure-http as for install
+  auth PROVIDER [KEY]        Hold a key in the server's memory (KEY or --api-key KEY; when left out, typed
+                             hidden on a terminal, or piped); --allow-insecure-http as for install
   clear PROVIDER             Forget that key
 LEMONADE_<PROVIDER>_API_KEY in the server's environment takes precedence over a key set here.
 ${SERVER_FLAGS_HELP}`,
@@ -57,7 +65,7 @@ ${SERVER_FLAGS_HELP}`,
       const res = await client.json("POST", "/v1/uninstall", { backend: "cloud", provider: args[0] });
       console.log(`Removed ${args[0]} and its ${res.models_evicted} model(s)`);
     } else if (action === "auth" && (args.length === 1 || args.length === 2)) {
-      const res = await client.json("POST", "/v1/cloud/auth", { provider: args[0], api_key: await keyFrom(args[1] ?? flags["api-key"]), ...insecure });
+      const res = await client.json("POST", "/v1/cloud/auth", { provider: args[0], api_key: await keyFrom(args[1] ?? flags["api-key"], args[0]!), ...insecure });
       console.log(`Key set for ${args[0]}: ${res.models_discovered} model(s) discovered`);
     } else if (action === "clear" && args.length === 1) {
       const res = await client.json("DELETE", `/v1/cloud/auth/${encodeURIComponent(args[0]!)}`);

@@ -8,7 +8,9 @@ import { dirname, join } from "node:path";
 import { apiKey, Client, CliError, ensureServer, target } from "../client.ts";
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
 import { splitArgs } from "../../lib/args.ts";
-import { chooseOne } from "./models.ts";
+import { importRemote, recipeContents, recipeFiles, type RecipeEntry } from "./models.ts";
+import { askLine, askNumber, chooseOne, endQuestions, needTerminal } from "../prompt.ts";
+import { serves } from "../../spec/recipes.ts";
 
 /** The key an agent is given when the user gave none (Lemonade's default). */
 const DEFAULT_KEY = "lemonade";
@@ -22,8 +24,8 @@ interface Agent {
   install: string;
   /** The agent's argv and environment for a server at `base` and a model. */
   setup(base: string, model: string, key: string, provider: string | undefined): Launch;
-  /** Writes the agent's own config file for this server, before it starts. */
-  configure?(base: string, key: string, models: { id: string; context: number }[]): void;
+  /** Writes the agent's own config files for this server and the model, before it starts. */
+  configure?(base: string, key: string, model: string, models: { id: string; context: number }[]): void;
 }
 
 /** Codex's `-c key=value` arguments: a Lemonade model provider on the Responses API, unless the
@@ -89,7 +91,7 @@ const AGENTS: Record<string, Agent> = {
     setup: (_base, model, key) => ({ argv: ["opencode", "-m", `Lemonade/${model}`], env: { LEMONADE_API_KEY: key } }),
     // ~/.config/opencode/opencode.json: created, or its Lemonade provider refreshed, the rest kept
     // (and its `$schema` back-filled).
-    configure(base, key, models) {
+    configure(base, key, _model, models) {
       const path = join(configHome(), "opencode", "opencode.json");
       const config = readConfig(path);
       const providers = typeof config.provider === "object" && config.provider !== null && !Array.isArray(config.provider) ? (config.provider as Record<string, unknown>) : {};
@@ -105,39 +107,178 @@ const AGENTS: Record<string, Agent> = {
   pi: {
     install: "Install Pi coding agent:\n  npm i -g @earendil-works/pi-coding-agent",
     setup: (_base, model, key) => ({ argv: ["pi", "--provider", "Lemonade", "--model", model], env: { LEMONADE_API_KEY: key } }),
-    // ~/.pi/agent/models.json: the Lemonade provider with this server's chat models.
-    configure(base, key, models) {
-      const path = join(homedir(), ".pi", "agent", "models.json");
+    // ~/.pi/agent/models.json (or $PI_CODING_AGENT_DIR's): the Lemonade provider with this server's
+    // chat models; settings.json's default provider and model are set only when it names none.
+    configure(base, key, model, models) {
+      const dir = process.env.PI_CODING_AGENT_DIR || join(homedir(), ".pi", "agent");
+      const path = join(dir, "models.json");
       const config = readConfig(path);
       const providers = typeof config.providers === "object" && config.providers !== null && !Array.isArray(config.providers) ? (config.providers as Record<string, unknown>) : {};
       providers.Lemonade = { baseUrl: `${base}/v1`, api: "openai-completions", apiKey: key, models: models.map((m) => ({ id: m.id, name: m.id, contextWindow: m.context })) };
       writeConfig(path, { ...config, providers });
+      const settingsPath = join(dir, "settings.json");
+      const settings = readConfig(settingsPath);
+      if (typeof settings.defaultProvider !== "string" || typeof settings.defaultModel !== "string") writeConfig(settingsPath, { ...settings, defaultProvider: "Lemonade", defaultModel: model });
     },
   },
 };
 
 const clientOf = (input: CommandInput) => new Client(target(input.values as { host?: string; port?: string }));
 
+interface ListedModel {
+  id: string;
+  recipe?: string;
+  labels?: string[];
+  downloaded?: boolean;
+  context_length?: number;
+  max_context_window?: number;
+}
+
+/** A chat model an agent can drive: it chats, on a recipe that serves the chat route. */
+const agentLlm = (m: ListedModel) => !!m.recipe && serves(m.recipe, "chat") && !!m.labels?.includes("chat");
+const toolCalling = (m: ListedModel) => agentLlm(m) && !!m.labels?.includes("tool-calling");
+/** Qwen 3.5 models do not work with Codex (llama.cpp issue 20733): Codex is warned, and not
+ * recommended them. */
+const offeredTo = (agent: string) => (m: ListedModel) => !(agent === "codex" && /^qwen3\.5/i.test(m.id));
+const row = (m: ListedModel) => `${m.id} [${m.downloaded ? "downloaded" : "not-downloaded"}] (${m.recipe || "-"})`;
+const CODEX_WARNING = "\nWarning: Qwen 3.5 family models currently do not work with Codex due to a llama.cpp incompatibility. Track upstream: https://github.com/ggml-org/llama.cpp/issues/20733\n";
+
+/** The agent, asked for by number when none is named. */
+async function pickAgent(): Promise<string> {
+  const names = Object.keys(AGENTS);
+  needTerminal(`name the agent: lemonade launch ${names.join("|")}`);
+  process.stdout.write(`Select an agent to launch:\n${names.map((n, i) => `  ${i + 1}) ${n}\n`).join("")}`);
+  const answer = await askLine("Enter number: ");
+  if (answer === null) throw new CliError("Failed to read agent selection.");
+  if (!/^\d+$/.test(answer)) throw new CliError("Invalid selection.");
+  const name = names[Number(answer) - 1];
+  if (!name) throw new CliError("Selection out of range.");
+  console.log(`Selected agent: ${name}`);
+  return name;
+}
+
+/** The model, when --model is not given, chosen as Lemonade's CLI offers it: a coding-agent recipe
+ * to import (the recipes repository's `coding-agents`, or `--directory`; `--recipe-file` picks one
+ * without asking), else a downloaded tool-calling chat model, else a recommended (hot) one. */
+async function pickModel(client: Client, agent: string, directory: string | undefined, recipeFile: string | undefined): Promise<string> {
+  console.log("No model specified for 'launch'.");
+  const shown = agent.charAt(0).toUpperCase() + agent.slice(1);
+  const models = async (all: boolean) => (await client.json("GET", `/v1/models?show_all=${all}`)).data as ListedModel[];
+  let dir = directory;
+  // A directory picked from the list is left by going back to the list.
+  let listed = false;
+  let state: "dirs" | "files" | "downloaded" | "recommended" = "dirs";
+  for (;;) {
+    if (state === "dirs") {
+      if (!dir) {
+        let dirs: string[];
+        try {
+          dirs = (await recipeContents("")).filter((e) => e.type === "dir").map((e) => e.name);
+        } catch (err) {
+          console.log(`Warning: Failed to fetch remote launch recipe directories: ${(err as Error).message}`);
+          console.log("Falling back to downloaded model browser.");
+          state = "downloaded";
+          continue;
+        }
+        // A coding agent's own directory goes straight to its recipes.
+        if (dirs.includes("coding-agents")) dir = "coding-agents";
+        else {
+          const picked = await chooseOne(`Select a recipe directory to import and use with ${shown}:`, dirs, "Browse downloaded models");
+          if (picked < 0) {
+            state = "downloaded";
+            continue;
+          }
+          dir = dirs[picked]!;
+          listed = true;
+        }
+      }
+      state = "files";
+      continue;
+    }
+    if (state === "files") {
+      let files: RecipeEntry[];
+      try {
+        files = await recipeFiles(dir!);
+      } catch (err) {
+        console.log(`Warning: Failed to fetch recipes in '${dir}': ${(err as Error).message}`);
+        state = "downloaded";
+        continue;
+      }
+      const given = recipeFile ? files.find((f) => f.name === recipeFile) : undefined;
+      if (recipeFile && !given) console.log(`Warning: Recipe file '${recipeFile}' not found in directory '${dir}'.`);
+      let file = given;
+      if (!file) {
+        if (agent === "codex") console.log(CODEX_WARNING);
+        if (!files.length) console.log(`No recipe files found under '${dir}'. Use option 0 to ${listed ? "pick another directory" : "browse downloaded models"}.`);
+        const title = listed ? `Select a recipe from '${dir}' to import and use with ${shown}:` : `Select a recipe to import and use with ${shown}:`;
+        const picked = await chooseOne(title, files.map((f) => f.name), listed ? "Back to recipe directories" : "Browse downloaded models");
+        if (picked < 0) {
+          if (listed) dir = undefined;
+          state = listed ? "dirs" : "downloaded";
+          continue;
+        }
+        file = files[picked]!;
+      }
+      const model = await importRemote(client, dir!, file);
+      console.log(`Using imported recipe model: ${model}`);
+      return model;
+    }
+    if (state === "downloaded") {
+      const local = (await models(false)).filter(toolCalling);
+      if (agent === "codex") console.log(CODEX_WARNING);
+      const back = local.length + 1;
+      process.stdout.write(
+        `Browse downloaded tool-calling LLMs:\n  0) Browse recommended models (download may be required)\n${local.map((m, i) => `  ${i + 1}) ${m.id} [downloaded] (${m.recipe || "-"})\n`).join("")}  ${back}) ${listed ? "Back to recipe directories" : "Back to recipes"}\n`,
+      );
+      if (!local.length) console.log("No downloaded tool-calling LLMs found.");
+      const n = await askNumber();
+      if (n === 0) state = "recommended";
+      else if (n === back) {
+        if (listed) dir = undefined;
+        state = "dirs";
+      }
+      else if (n >= 1 && n <= local.length) {
+        console.log(`Selected model: ${local[n - 1]!.id}`);
+        return local[n - 1]!.id;
+      } else throw new CliError("Selection out of range.");
+      continue;
+    }
+    const hot = (await models(true)).filter((m) => toolCalling(m) && m.labels?.includes("hot") && offeredTo(agent)(m));
+    if (!hot.length) console.log("No recommended models available right now.");
+    const picked = await chooseOne("Browse recommended LLMs (hot + tool-calling):", hot.map(row), "Back to downloaded models");
+    if (picked < 0) {
+      state = "downloaded";
+      continue;
+    }
+    console.log(`Selected model: ${hot[picked]!.id}`);
+    return hot[picked]!.id;
+  }
+}
+
 export const launch: Command = {
   name: "launch",
   summary: `Start a coding agent (${Object.keys(AGENTS).join(", ")}) on this server's models`,
-  usage: "launch [AGENT] [--model MODEL] [--agent-args ARGS] [--provider [NAME]] [-- AGENT ARGS...]",
+  usage: "launch [AGENT] [--model MODEL] [--agent-args ARGS] [--provider [NAME]] [--directory DIR] [--recipe-file FILE] [-- AGENT ARGS...]",
   help: `Starts the agent with its base URL, key and model pointed at this server, asking for the
-model's load in the background. Without AGENT, asks which one; without --model, the one loaded last.
+model's load in the background. Without AGENT, asks which one; without --model, asks for a model:
+a coding-agent recipe to import, a downloaded tool-calling model or a recommended one (on a
+terminal only: elsewhere, name both).
 Agents:
   claude     Claude Code: ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN, ANTHROPIC_DEFAULT_*_MODEL
   codex      Codex CLI: -c model_providers.lemonade={...} (the Responses API), -m MODEL
   opencode   opencode: its ~/.config/opencode/opencode.json "Lemonade" provider, -m Lemonade/MODEL
-  pi         pi: its ~/.pi/agent/models.json "Lemonade" provider, --provider Lemonade --model MODEL
-  --model M          The model the agent uses
-  --agent-args ARGS  Arguments for the agent (as do those after --)
-  --provider, -p     codex only: use this provider of your own Codex config.toml (default lemonade)
-  --directory, --recipe-file  Accepted for Lemonade's CLI; import a recipe with: lemonade import
+  pi         pi: its ~/.pi/agent/models.json "Lemonade" provider (and settings.json's default when
+             it has none), --provider Lemonade --model MODEL
+  --model, -m M        The model the agent uses
+  --agent-args ARGS    Arguments for the agent (as do those after --)
+  --provider, -p       codex only: use this provider of your own Codex config.toml (default lemonade)
+  --directory DIR      The recipes directory offered when asking for the model
+  --recipe-file FILE   The recipe in it to import, when asking for the model
 The API key (--api-key, else LEMONADE_API_KEY) is handed to the agent; without one, "${DEFAULT_KEY}".
 ${SERVER_FLAGS_HELP}`,
   options: {
     ...SERVER_FLAGS,
-    model: { type: "string" },
+    model: { type: "string", short: "m" },
     "agent-args": { type: "string" },
     provider: { type: "string", short: "p" },
     directory: { type: "string" },
@@ -146,29 +287,33 @@ ${SERVER_FLAGS_HELP}`,
   // `-p`/`--provider` may stand alone (Codex's default provider): give it its empty value.
   rewrite: (args) => args.flatMap((a, i) => ((a === "-p" || a === "--provider") && (args[i + 1] === undefined || args[i + 1]!.startsWith("-")) ? [`--provider=`] : [a])),
   async run(input) {
-    const values = input.values as { model?: string; "agent-args"?: string; provider?: string };
+    const values = input.values as { model?: string; "agent-args"?: string; provider?: string; directory?: string; "recipe-file"?: string };
     let [name, ...agentArgs] = input.positionals;
-    if (values.provider !== undefined && name !== undefined && name !== "codex") throw new CliError("Error: --provider is only supported for 'lemonade launch codex'.");
-    if (name === undefined) {
-      const names = Object.keys(AGENTS);
-      name = names[(await chooseOne("Agents:", names))!]!;
-      if (values.provider !== undefined && name !== "codex") throw new CliError("Error: --provider is only supported for 'lemonade launch codex'.");
-    }
+    const refuseProvider = (agent: string) => {
+      if (values.provider !== undefined && agent !== "codex") throw new CliError("--provider is only supported for 'lemonade launch codex'.");
+    };
+    if (name !== undefined) refuseProvider(name);
+    name ??= await pickAgent();
+    refuseProvider(name);
     const agent = AGENTS[name];
     if (!agent) throw new CliError(`Unsupported agent: ${name}. Supported agents: ${Object.keys(AGENTS).join(", ")}.`, 2);
+    // A missing agent fails before anything is asked, loaded or written.
+    const program = agent.setup("", "", "", values.provider).argv[0]!;
+    const binary = Bun.which(program, { PATH: process.env.PATH ?? "" });
+    if (!binary) throw new CliError(`Agent binary not found for ${name}\n${agent.install}`);
+    // Off a terminal, a missing --model is said before a server is started for it.
+    if (!values.model) needTerminal(`name the model: lemonade launch ${name} --model MODEL`);
     const client = clientOf(input);
     await ensureServer(client);
-    const model = values.model ?? (await client.json("GET", "/v1/health")).model_loaded;
-    if (!model) throw new CliError(`no model is loaded: pass one with lemonade launch ${name} --model MODEL`, 2);
+    let model = values.model;
+    if (model) console.log("Model was provided explicitly; skipping recipe import prompts.");
+    else model = await pickModel(client, name, values.directory, values["recipe-file"]);
+    endQuestions();
     const key = apiKey() ?? DEFAULT_KEY;
     const { argv, env } = agent.setup(client.base, model, key, values.provider);
-    // A missing agent fails before anything is loaded or written.
-    const binary = Bun.which(argv[0]!, { PATH: process.env.PATH ?? "" });
-    if (!binary) throw new CliError(`Agent binary not found for ${name}\n${agent.install}`);
     if (agent.configure) {
-      const listed = (await client.json("GET", "/v1/models")).data as { id: string; labels?: string[]; context_length?: number; max_context_window?: number }[];
-      const chat = listed.filter((m) => m.labels?.includes("chat"));
-      agent.configure(client.base, key, chat.map((m) => ({ id: m.id, context: m.context_length ?? m.max_context_window ?? 32768 })));
+      const listed = (await client.json("GET", "/v1/models")).data as ListedModel[];
+      agent.configure(client.base, key, model, listed.filter(agentLlm).map((m) => ({ id: m.id, context: m.context_length ?? m.max_context_window ?? 32768 })));
     }
     console.log(apiKey() ? "Launch auth: API key provided and propagated to the launched agent." : "Launch auth: no API key provided; using default agent auth token.");
     console.log(`Loading model in background: ${model}`);

@@ -2,9 +2,10 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { Client, CliError, ensureServer, errorMessage, target } from "../client.ts";
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
-import { ProgressReporter, bold, dim, green, sseEvents, table } from "../format.ts";
+import { ProgressReporter, bold, bytes, dim, green, sseEvents, table } from "../format.ts";
 import { LOAD_FLAGS, LOAD_FLAGS_HELP, loadOptionsFrom } from "../load-flags.ts";
 import { GGUF_RECIPE } from "../../spec/recipes.ts";
+import { askLine, chooseOne, interactive } from "../prompt.ts";
 
 const connect = async (input: CommandInput) => {
   const client = new Client(target(input.values as { host?: string; port?: string }));
@@ -110,28 +111,45 @@ function nameForCheckpoint(checkpoint: string): string {
   return `user.${name}${variant ? `-${variant}` : ""}`;
 }
 
-/** Picks a variant of a repository: a numbered choice on a terminal, the recommended one when piped. */
-async function chooseVariant(info: any, checkpoint: string): Promise<string> {
-  const variants = ((info.variants ?? []) as { name: string; size_bytes?: number }[]).sort((a, b) => a.name.localeCompare(b.name));
+interface Variant {
+  name: string;
+  files?: string[];
+  size_bytes?: number;
+}
+
+/** Picks a variant of a repository: on a terminal, Lemonade's menu (a number, or any variant's
+ * name typed) of the variants the server offers, in its order; the recommended one when piped. */
+async function chooseVariant(info: { variants?: Variant[] }, checkpoint: string): Promise<{ name: string; asked: boolean }> {
+  const variants = info.variants ?? [];
   if (!variants.length) throw new CliError(`${checkpoint} has no GGUF variants to pull. Name one with ${checkpoint}:VARIANT`);
-  // Lemonade's usual pick: Q4_K_M, else another 4-bit quantization, else the first.
-  const recommended = (variants.find((v) => /Q4_K_M/i.test(v.name)) ?? variants.find((v) => /Q4/i.test(v.name)) ?? variants[0]!).name;
-  if (variants.length === 1) return variants[0]!.name;
-  if (!process.stdin.isTTY) {
+  if (variants.length === 1) return { name: variants[0]!.name, asked: false };
+  if (!interactive()) {
+    // Lemonade's usual pick: Q4_K_M, else another 4-bit quantization, else the server's first.
+    const recommended = (variants.find((v) => /Q4_K_M/i.test(v.name)) ?? variants.find((v) => /Q4/i.test(v.name)) ?? variants[0]!).name;
     process.stderr.write(dim(`Pulling the recommended variant ${recommended} (name another with ${checkpoint}:VARIANT)\n`));
-    return recommended;
+    return { name: recommended, asked: false };
   }
-  process.stderr.write(`Variants of ${checkpoint}:\n`);
-  variants.forEach((v, i) => process.stderr.write(`  ${String(i + 1).padStart(2)}) ${v.name}${v.name === recommended ? " (recommended)" : ""}\n`));
-  const { createInterface } = await import("node:readline");
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  const defaultIndex = Math.max(0, variants.findIndex((v) => v.name === recommended)) + 1;
-  const answer = await new Promise<string>((resolve) => rl.question(`Which one? [${defaultIndex}] `, resolve));
-  rl.close();
-  const n = answer.trim() === "" ? defaultIndex : Number(answer.trim());
-  const chosen = variants[n - 1];
-  if (!chosen) throw new CliError(`'${answer.trim()}' is not one of 1-${variants.length}. Run the pull again and pick a number.`, 2);
-  return chosen.name;
+  const label = (v: Variant) => {
+    const count = v.files?.length ?? 1;
+    return `${v.name}  (${count} ${count === 1 ? "file" : "files"}, ${bytes(v.size_bytes ?? 0)})`;
+  };
+  process.stdout.write(`Select a variant:\n${variants.map((v, i) => `  ${i + 1}) ${label(v)}\n`).join("")}`);
+  const answer = await askLine("Enter number, or type any variant name: ");
+  if (answer === null) throw new CliError("Failed to read selection.");
+  if (!answer) throw new CliError("variant is required.");
+  if (!/^\d+$/.test(answer)) return { name: answer, asked: true };
+  const chosen = variants[Number(answer) - 1];
+  if (!chosen) throw new CliError("selection out of range.");
+  return { name: chosen.name, asked: true };
+}
+
+/** The name a chosen variant registers under, offered as the default, as Lemonade asks it. */
+async function chooseName(suggested: string): Promise<string> {
+  const bare = suggested.replace(/^user\./, "");
+  process.stdout.write(`Choose a model name.\nPress enter to use the default: ${bare}\nOr type a custom name and press enter.\n`);
+  const answer = await askLine("> ");
+  if (answer === null) throw new CliError("Failed to read the model name.");
+  return `user.${(answer || bare).replace(/^user\./, "")}`;
 }
 
 export const pull: Command = {
@@ -140,7 +158,8 @@ export const pull: Command = {
   usage: "pull MODEL_OR_CHECKPOINT [--checkpoint TYPE CHECKPOINT]... [--recipe R] [--label L]... [--alias A] [--source S] [--components A B ...]",
   help: `Downloads a catalog model into the Hugging Face cache, showing progress. Given owner/repo[:variant]
 or a Hugging Face URL, registers it as a user model first; with no variant, asks which one on a
-terminal (the recommended one when piped). Or name the model and give its checkpoints:
+terminal, and the name (the recommended one, and its usual name, when piped). Or name the
+model and give its checkpoints:
   --checkpoint TYPE C  A checkpoint by role (main, mmproj, draft, vae, text_encoder), repeatable:
                        --checkpoint main org/m-GGUF:Q4_K_M --checkpoint mmproj mmproj.gguf
                        (a single --checkpoint C is the main one)
@@ -185,6 +204,7 @@ ${SERVER_FLAGS_HELP}`,
     if (v.source !== undefined && !["huggingface", "hf", "modelscope", "ms"].includes(String(v.source))) {
       throw new CliError(`--source ${v.source}: use huggingface or modelscope. Run with --help for the options.`, 2);
     }
+    if (v.recipe === "collection.omni" && !v.components) throw new CliError("omni pull requires --components MODEL [MODEL ...]. See 'lemonade pull --help'.", 2);
     const client = await connect(input);
     const body: Record<string, unknown> = { model_name: target };
     const checkpoints: Record<string, string> = {};
@@ -197,13 +217,18 @@ ${SERVER_FLAGS_HELP}`,
     else if (Object.keys(checkpoints).length) Object.assign(body, { checkpoints, recipe: v.recipe ?? GGUF_RECIPE });
     else if (isCheckpoint(target)) {
       let checkpoint = target;
+      let name: string | undefined;
       if (!/:[\w.-]+$/.test(checkpoint.replace(/^https?:\/\//, ""))) {
         const info = await client.json("GET", `/v1/pull/variants?checkpoint=${encodeURIComponent(checkpoint)}`);
         // A published collection is pulled whole, by its repository.
         if (info.recipe === "collection.omni") Object.assign(body, { model_name: `user.${info.suggested_name}`, checkpoint, recipe: info.recipe });
-        else checkpoint = `${checkpoint}:${await chooseVariant(info, checkpoint)}`;
+        else {
+          const variant = await chooseVariant(info, checkpoint);
+          checkpoint = `${checkpoint}:${variant.name}`;
+          if (variant.asked) name = await chooseName(nameForCheckpoint(checkpoint));
+        }
       }
-      if (!body.recipe) Object.assign(body, { model_name: nameForCheckpoint(checkpoint), checkpoint, recipe: v.recipe ?? GGUF_RECIPE });
+      if (!body.recipe) Object.assign(body, { model_name: name ?? nameForCheckpoint(checkpoint), checkpoint, recipe: v.recipe ?? GGUF_RECIPE });
     }
     if (v.mmproj) body.mmproj = v.mmproj;
     if (v.label) body.labels = v.label;
@@ -344,24 +369,7 @@ export const exportModel: Command = {
   },
 };
 
-/** Standard input's lines, one reader for every prompt of a command (a reader per prompt would
- * swallow the answers piped for the next). */
-let stdinLines: AsyncIterator<string> | undefined;
-
-/** A numbered choice on standard input (0 skips when `skip` is given); null when skipped. */
-export async function chooseOne(title: string, options: string[], skip?: string): Promise<number | null> {
-  process.stderr.write(`${title}\n${skip ? `  0) ${skip}\n` : ""}${options.map((o, i) => `  ${i + 1}) ${o}\n`).join("")}Enter number: `);
-  stdinLines ??= (await import("node:readline")).createInterface({ input: process.stdin })[Symbol.asyncIterator]();
-  const next = await stdinLines.next();
-  if (next.done) throw new CliError("Failed to read a selection: standard input ended.", 2);
-  const answer = String(next.value).trim();
-  const n = /^\d+$/.test(answer) ? Number(answer) : NaN;
-  if (skip && n === 0) return null;
-  if (!(n >= 1 && n <= options.length)) throw new CliError(`'${answer}' is not one of 1-${options.length}.`, 2);
-  return n - 1;
-}
-
-interface RecipeEntry {
+export interface RecipeEntry {
   name: string;
   type: string;
   download_url?: string | null;
@@ -369,7 +377,7 @@ interface RecipeEntry {
 
 /** The remote recipes (github.com/lemonade-sdk/recipes) under a folder, through GitHub's contents
  * API (LEMONADE_GITHUB_API_ENDPOINT stands in for api.github.com). */
-async function recipeContents(dir: string): Promise<RecipeEntry[]> {
+export async function recipeContents(dir: string): Promise<RecipeEntry[]> {
   const api = (process.env.LEMONADE_GITHUB_API_ENDPOINT ?? "https://api.github.com").replace(/\/+$/, "");
   const url = `${api}/repos/lemonade-sdk/recipes/contents${dir ? `/${dir.split("/").map(encodeURIComponent).join("/")}` : ""}`;
   const res = await fetch(url, { headers: { "X-GitHub-Api-Version": "2022-11-28", accept: "application/vnd.github+json" } }).catch((err: Error) => {
@@ -381,48 +389,114 @@ async function recipeContents(dir: string): Promise<RecipeEntry[]> {
   return body as RecipeEntry[];
 }
 
-/** A remote recipe's definition: `--directory` and `--recipe-file`, each asked for when missing. */
-async function remoteRecipe(directory: string | undefined, recipeFile: string | undefined, skipPrompt: boolean): Promise<{ body: Record<string, unknown>; from: string } | null> {
-  if (skipPrompt && (!directory || !recipeFile)) throw new CliError("In non-interactive mode (--skip-prompt or --yes), both --directory and --recipe-file are required.", 2);
-  let dir = directory;
-  if (!dir) {
-    const dirs = (await recipeContents("")).filter((e) => e.type === "dir").map((e) => e.name);
-    if (!dirs.length) throw new CliError("No recipe directories found in lemonade-sdk/recipes.");
-    const picked = await chooseOne("Recipe directories:", dirs, "Skip recipe import");
-    if (picked === null) return null;
-    dir = dirs[picked]!;
+/** A directory's JSON recipe files. */
+export const recipeFiles = async (dir: string) => (await recipeContents(dir)).filter((e) => e.type === "file" && e.name.endsWith(".json"));
+
+/** The fields an imported definition keeps (Lemonade's import drops the rest). */
+const IMPORT_KEYS = ["checkpoint", "checkpoints", "components", "model_name", "models", "image_defaults", "labels", "recipe", "recipe_options", "routing", "source", "size", "system_prompt", "version"];
+
+/** A definition's own fields: `id` read as `model_name`, `checkpoint` dropped beside `checkpoints`,
+ * unknown fields dropped. */
+function importFields(raw: Record<string, unknown>): Record<string, unknown> {
+  const body = { ...raw };
+  if (typeof body.model_name !== "string" && typeof body.id === "string") body.model_name = body.id;
+  if (typeof body.checkpoints === "object" && body.checkpoints !== null) delete body.checkpoint;
+  return Object.fromEntries(Object.entries(body).filter(([k]) => IMPORT_KEYS.includes(k)));
+}
+
+/** An exported (or hand-written) definition checked and made a /v1/pull body, as Lemonade's
+ * import checks it (lemonade-docs-guide-cli.md, "JSON File Format"). */
+export function importBody(parsed: unknown): Record<string, unknown> {
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new CliError("JSON file must contain a 'model_name' string field");
+  const body = importFields(parsed as Record<string, unknown>);
+  const name = body.model_name;
+  if (typeof name !== "string" || !name) throw new CliError("JSON file must contain a 'model_name' string field");
+  const bare = name.replace(/^user\./, "");
+  if (/^(extra|builtin)\./.test(bare)) {
+    throw new CliError("Model names with 'extra.' / 'builtin.' prefixes are reserved, including as bare-name parts of a 'user.' alias. Use 'user.<name>' for import where <name> does not begin with 'extra.' or 'builtin.'.");
   }
-  const files = (await recipeContents(dir)).filter((e) => e.type === "file" && e.name.endsWith(".json"));
-  let file = files.find((f) => f.name === recipeFile);
-  if (recipeFile && !file) throw new CliError(`No recipe '${recipeFile}' in ${dir}. Its recipes: ${files.map((f) => f.name).join(", ") || "none"}`);
-  if (!file) {
-    if (!files.length) throw new CliError(`No recipe files in ${dir}.`);
-    const picked = await chooseOne(`Recipes in ${dir}:`, files.map((f) => f.name), "Skip recipe import");
-    if (picked === null) return null;
-    file = files[picked]!;
+  body.model_name = `user.${bare}`;
+  if (typeof body.recipe !== "string") throw new CliError("JSON file must contain a 'recipe' string field");
+  // A collection has no weights of its own: its components carry them.
+  const collection = body.recipe.startsWith("collection.");
+  const hasCheckpoint = typeof body.checkpoint === "string" || (typeof body.checkpoints === "object" && body.checkpoints !== null && !Array.isArray(body.checkpoints));
+  if (!collection && !hasCheckpoint) throw new CliError("JSON file must contain either 'checkpoints' (object) or 'checkpoint' (string)");
+  if (!collection) {
+    delete body.components;
+    delete body.models;
+  } else if (Array.isArray(body.models)) {
+    body.models = body.models.map((m) => (typeof m === "object" && m !== null ? importFields(m as Record<string, unknown>) : m));
   }
-  if (!file.download_url) throw new CliError(`${dir}/${file.name} has no download URL.`);
+  return body;
+}
+
+/** Imports a definition: registers it and downloads what it needs. Returns its name. */
+async function importDefinition(client: Client, parsed: unknown): Promise<string> {
+  const body = importBody(parsed);
+  await pullWithProgress(client, body);
+  console.log(`Imported ${body.model_name}`);
+  return String(body.model_name);
+}
+
+/** Downloads a remote recipe file and imports it. */
+export async function importRemote(client: Client, dir: string, file: RecipeEntry): Promise<string> {
+  if (!file.download_url) throw new CliError("Selected recipe does not expose a download URL.");
   const res = await fetch(file.download_url).catch((err: Error) => {
     throw new CliError(`Recipe download failed: ${err.message}`);
   });
   if (!res.ok) throw new CliError(`Recipe download failed (HTTP ${res.status})`);
+  let parsed: unknown;
   try {
-    return { body: await res.json(), from: `${dir}/${file.name}` };
+    parsed = await res.json();
   } catch (err) {
-    throw new CliError(`${dir}/${file.name} is not a JSON model definition: ${(err as Error).message}`);
+    throw new CliError(`Failed to parse JSON file '${dir}/${file.name}': ${(err as Error).message}`);
   }
+  return importDefinition(client, parsed);
+}
+
+/** Off a terminal nothing can be chosen: `import` then runs as --skip-prompt does, needing both flags. */
+function checkNonInteractive(directory: string | undefined, recipeFile: string | undefined, skipPrompt: boolean): void {
+  if (!skipPrompt && interactive()) return;
+  const why = skipPrompt ? "" : " (standard input is not a terminal to choose on)";
+  if (!directory) throw new CliError(`Non-interactive mode requires --directory${why}. Pass --directory DIR --recipe-file FILE.`, 2);
+  if (!recipeFile) throw new CliError(`Non-interactive mode requires --recipe-file${why}. Pass --directory DIR --recipe-file FILE.`, 2);
+}
+
+/** `import` without a file: a recipe of github.com/lemonade-sdk/recipes, the directory and the
+ * file each asked for when not given. Null when the user skips. */
+async function remoteRecipe(client: Client, directory: string | undefined, recipeFile: string | undefined): Promise<string | null> {
+  let dir = directory;
+  if (!dir) {
+    const dirs = (await recipeContents("")).filter((e) => e.type === "dir").map((e) => e.name);
+    if (!dirs.length) throw new CliError("No recipe directories found in lemonade-sdk/recipes.");
+    const picked = await chooseOne("Select a recipe directory:", dirs, "Continue without recipe import");
+    if (picked < 0) return null;
+    dir = dirs[picked]!;
+  }
+  const files = await recipeFiles(dir);
+  if (!files.length) throw new CliError(`No JSON recipes found in directory '${dir}'.`);
+  let file = files.find((f) => f.name === recipeFile);
+  if (recipeFile && !file) throw new CliError(`Recipe file '${recipeFile}' not found in directory '${dir}'. Its recipes: ${files.map((f) => f.name).join(", ")}`);
+  if (!file) {
+    const picked = await chooseOne("Select a recipe to import:", files.map((f) => f.name), "Continue without recipe import");
+    if (picked < 0) return null;
+    file = files[picked]!;
+  }
+  return importRemote(client, dir, file);
 }
 
 export const importModel: Command = {
   name: "import",
   summary: "Register and download a model from an exported file or a remote recipe",
   usage: "import [JSON_FILE] [--directory DIR] [--recipe-file FILE] [--skip-prompt | --yes]",
-  help: `Posts an exported definition to /v1/pull. A model name outside the user. namespace is imported
-as user.<name>. Without JSON_FILE, imports a recipe from github.com/lemonade-sdk/recipes, asking
-for the directory and the recipe file on standard input:
+  help: `Registers the model a JSON file defines (model_name or id, recipe, checkpoint or checkpoints;
+labels, recipe_options, image_defaults, size) and downloads it; other fields are dropped. A name
+outside the user. namespace is imported as user.<name>. Without JSON_FILE, imports a recipe from
+github.com/lemonade-sdk/recipes, asking on a terminal for the directory and the recipe file:
   --directory DIR      The recipes directory (e.g. coding-agents)
   --recipe-file FILE   The recipe's JSON file in it
-  --skip-prompt        Ask nothing: --directory and --recipe-file are then both required
+  --skip-prompt        Ask nothing: --directory and --recipe-file are then both required (as they
+                       are when standard input is not a terminal)
   --yes                Same as --skip-prompt
 ${SERVER_FLAGS_HELP}`,
   options: { ...SERVER_FLAGS, directory: { type: "string" }, "recipe-file": { type: "string" }, "skip-prompt": { type: "boolean" }, yes: { type: "boolean" } },
@@ -430,30 +504,27 @@ ${SERVER_FLAGS_HELP}`,
     const [file, ...extra] = input.positionals;
     if (extra.length) throw new CliError(`usage: lemonade ${this.usage}`, 2);
     const flags = input.values as { directory?: string; "recipe-file"?: string; "skip-prompt"?: boolean; yes?: boolean };
-    let body: Record<string, unknown>;
-    let from: string;
     if (file) {
+      let text: string;
       try {
-        body = JSON.parse(readFileSync(file, "utf8"));
+        text = readFileSync(file, "utf8");
+      } catch {
+        throw new CliError(`Failed to open JSON file '${file}'`);
+      }
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
       } catch (err) {
-        throw new CliError(`${file} is not a readable JSON model definition: ${(err as Error).message}`);
+        throw new CliError(`Failed to parse JSON file '${file}': ${(err as Error).message}`);
       }
-      from = file;
-    } else {
-      const remote = await remoteRecipe(flags.directory, flags["recipe-file"], flags["skip-prompt"] === true || flags.yes === true);
-      if (!remote) {
-        console.log("Skipped recipe import.");
-        return 0;
-      }
-      ({ body, from } = remote);
+      // Checked before a server is needed.
+      importBody(parsed);
+      await importDefinition(await connect(input), parsed);
+      return 0;
     }
-    // `/v1/models` entries name the model `id`; exported bodies, `model_name`.
-    const name = String(body.model_name ?? body.id ?? "");
-    delete body.id;
-    if (!name) throw new CliError(`${from} has no model_name (or id). Export one with: lemonade export MODEL -o FILE`);
-    body.model_name = name.startsWith("user.") ? name : `user.${name.replace(/^(extra\.)/, "")}`;
-    await pullWithProgress(await connect(input), body);
-    console.log(`Imported ${body.model_name}`);
+    checkNonInteractive(flags.directory, flags["recipe-file"], flags["skip-prompt"] === true || flags.yes === true);
+    const imported = await remoteRecipe(await connect(input), flags.directory, flags["recipe-file"]);
+    if (imported === null) console.log("Skipping recipe import.");
     return 0;
   },
 };

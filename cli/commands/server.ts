@@ -4,6 +4,7 @@ import { apiKey, Client, CliError, ensureServer, errorMessage, target } from "..
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
 import { ProgressReporter, dim, green, red, sseEvents, table, yellow } from "../format.ts";
 import { defaultCacheDir, loadConfig } from "../../config/config.ts";
+import { openBrowser } from "./run.ts";
 import { changesOf, effectiveSettings, saveSettings, SettingsConflict, settingProblem } from "../../config/settings.ts";
 
 const clientOf = (input: CommandInput) => new Client(target(input.values as { host?: string; port?: string }));
@@ -128,7 +129,7 @@ export const alias: Command = {
     } else if (action === "list" && args.length === 0) {
       const { aliases } = await client.json("GET", "/internal/aliases");
       if (!aliases.length) console.log("No aliases. Add one with: lemonade alias add <alias> <model>");
-      else console.log(table(["ALIAS", "TARGET"], aliases.map((a: any) => [a.alias, a.target])));
+      else console.log(table(["ALIAS", "TARGET", "RECIPE", "DOWNLOADED"], aliases.map((a: any) => [a.alias, a.target, a.recipe ?? "-", a.downloaded ? "yes" : "no"])));
     } else if (action === "remove" && args.length === 1) {
       await client.json("DELETE", `/internal/aliases/${encodeURIComponent(args[0]!)}`);
       console.log(`Removed alias ${args[0]}`);
@@ -194,18 +195,19 @@ ${SERVER_FLAGS_HELP}`,
 };
 
 /** Checks settings, then sets them through a running server (live where it can) or in config.json. */
-async function change(client: Client, up: boolean, changes: Record<string, unknown>): Promise<void> {
+async function change(client: Client, up: boolean, changes: Record<string, unknown>, say = true): Promise<void> {
   for (const [key, value] of Object.entries(changes)) {
     const problem = settingProblem(key, value);
     if (problem) throw new CliError(`${problem}. See the settings with: lemonade config`, 2);
   }
   if (up) {
     const res = await client.json("POST", "/internal/set", changes);
+    if (!say) return;
     if (res.applied.length) console.log(`Applied now: ${res.applied.join(", ")}`);
     if (res.saved.length) console.log(`Saved for the next start: ${res.saved.join(", ")}`);
   } else {
     saveSettings({ cacheDir: defaultCacheDir() }, changes);
-    console.log(`Saved ${join(defaultCacheDir(), "config.json")}; the server reads it when it starts.`);
+    if (say) console.log(`Saved ${join(defaultCacheDir(), "config.json")}; the server reads it when it starts.`);
   }
 }
 
@@ -221,20 +223,32 @@ ${SERVER_FLAGS_HELP}`,
     const [state, ...rest] = input.positionals;
     if ((state !== "on" && state !== "off") || rest.length) throw new CliError(`usage: lemonade ${this.usage}`, 2);
     const client = clientOf(input);
-    await change(client, await client.isUp(), { "telemetry.enabled": state === "on" });
+    const up = await client.isUp();
+    await change(client, up, { "telemetry.enabled": state === "on" }, false);
+    console.log(up ? `Telemetry successfully turned ${state}.` : `Telemetry turned ${state} in ${join(defaultCacheDir(), "config.json")}, for the server's next start.`);
     return 0;
   },
 };
 
 export const logs: Command = {
   name: "logs",
-  summary: "Follow the server's log",
-  usage: "logs [--no-follow]",
-  help: `Prints the retained log, then follows new lines until interrupted.\n  --no-follow   Print the retained log and exit\n${SERVER_FLAGS_HELP}`,
-  options: { ...SERVER_FLAGS, "no-follow": { type: "boolean" } },
+  summary: "Open the server's log in the web app, or print it here",
+  usage: "logs [--follow | --no-follow]",
+  help: `Opens the web app's Logs panel in your browser, as Lemonade's CLI does (printing its address
+when no browser can be opened). In the terminal instead:
+  --follow      Print the retained log, then follow new lines until interrupted
+  --no-follow   Print the retained log and exit
+${SERVER_FLAGS_HELP}`,
+  options: { ...SERVER_FLAGS, follow: { type: "boolean" }, "no-follow": { type: "boolean" } },
   async run(input) {
     const client = clientOf(input);
     if (!(await client.isUp())) throw new CliError(`No Lemonade server answers at ${client.base}. Start one with: lemonade serve`);
+    if (!input.values.follow && !input.values["no-follow"]) {
+      const page = `${client.base}/#logs`;
+      if (await openBrowser(page)) console.log(`Opened ${page}`);
+      else console.log(`Open ${page} in your browser to see the server's log (or print it here: lemonade logs --follow).`);
+      return 0;
+    }
     const key = apiKey();
     const url = `${client.base.replace(/^http/, "ws")}/logs/stream${key ? `?api_key=${encodeURIComponent(key)}` : ""}`;
     const ws = new WebSocket(url);

@@ -1,12 +1,13 @@
 // The `lemonade` command as users run it: the single-file build with nothing but system binaries
 // on PATH, against a real server on the tiny models.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { defaultCacheDir } from "../../config/config.ts";
 import { freePort } from "../../engines/process.ts";
 import { MODELS, testModelsDir } from "../helpers/engines.ts";
 import { startFakeHub, type FakeHub } from "../helpers/fake-hub.ts";
+import { spawnPty } from "../helpers/pty.ts";
 import { tempDir } from "../helpers/server.ts";
 
 const root = join(import.meta.dir, "..", "..");
@@ -157,12 +158,12 @@ describe("the single-file build", () => {
   });
 
   test("run in a pseudo-terminal shows a prompt and leaves on Ctrl-D", async () => {
-    const cmd = `${exe} run extra.tiny-chat --chat-cli --max-tokens 4`;
-    const r = await spawn(["script", "-qec", cmd, "/dev/null"], "hi\n\x04");
-    const out = r.out;
-    expect(r.code).toBe(0);
-    expect(out).toContain(">>> ");
-    expect(out).toContain("Chatting with extra.tiny-chat");
+    const s = spawnPty([exe, "run", "extra.tiny-chat", "--chat-cli", "--max-tokens", "4"], bareEnv());
+    expect(await s.until(/>>> $/)).toContain("Chatting with extra.tiny-chat");
+    s.type("hi\r");
+    await s.until(/>>> [\s\S]+>>> $/);
+    s.type("\x04");
+    expect(await s.exited).toBe(0);
   });
 
   test("pull shows plain progress lines when piped and a redrawn bar on a terminal", async () => {
@@ -172,16 +173,16 @@ describe("the single-file build", () => {
     expect(piped.err).not.toContain("\r");
     expect(piped.out).toContain("Installed user.Piped");
 
-    const tty = await spawn(["script", "-qec", `${exe} pull user.Tty --checkpoint test-org/tiny-GGUF:Q4_0`, "/dev/null"]);
-    const out = tty.out;
-    expect(tty.code).toBe(0);
-    expect(out).toContain("\r[1/1] tiny-Q4_0.gguf [");
-    expect(out).toContain("100%");
+    const tty = spawnPty([exe, "pull", "user.Tty", "--checkpoint", "test-org/tiny-GGUF:Q4_0"], bareEnv());
+    expect(await tty.exited).toBe(0);
+    expect(tty.raw()).toContain("\r[1/1] tiny-Q4_0.gguf [");
+    expect(tty.text()).toContain("100%");
   });
 
   test("alias, config, export and import", async () => {
     expect((await lemonade(["alias", "add", "my-chat", "extra.tiny-chat"])).code).toBe(0);
-    expect((await lemonade(["alias", "list"])).out).toMatch(/my-chat\s+extra\.tiny-chat/);
+    // With the target's recipe and whether it is downloaded, as Lemonade's lists them.
+    expect((await lemonade(["alias", "list"])).out).toMatch(/my-chat\s+extra\.tiny-chat\s+llamacpp\s+yes/);
     expect((await lemonade(["alias", "remove", "my-chat"])).code).toBe(0);
 
     expect((await lemonade(["config", "set", "max_loaded_models=2", "offline=false"])).code).toBe(0);
@@ -196,7 +197,7 @@ describe("the single-file build", () => {
     expect(body).toMatchObject({ model_name: "user.Piped", recipe: "llamacpp", checkpoints: { main: "test-org/tiny-GGUF:Q4_0" } });
     writeFileSync(exported, JSON.stringify({ ...body, model_name: "user.Imported" }));
     const imported = await lemonade(["import", exported]);
-    expect(imported.code).toBe(0);
+    expect(imported.code, imported.err).toBe(0);
     // Listed by its public (bare) name.
     expect(JSON.parse((await lemonade(["list", "--json"])).out).some((m: any) => m.id === "Imported" && m.downloaded)).toBe(true);
   });
@@ -310,10 +311,19 @@ describe("the single-file build", () => {
     }
   });
 
-  test("logs prints the server's retained log", async () => {
+  test("logs opens the web app's Logs panel, as Lemonade's does, or prints the retained log with --no-follow", async () => {
     const r = await lemonade(["logs", "--no-follow"]);
     expect(r.code).toBe(0);
     expect(r.out).toContain("listening on");
+    const bin = tempDir("lemonade-logs-browser-");
+    const record = join(bin, "opened.txt");
+    writeFileSync(join(bin, "xdg-open"), `#!/bin/sh\necho "$1" > "${record}"\n`, { mode: 0o755 });
+    const opened = await lemonade(["logs"], undefined, { PATH: `${bin}:/usr/bin:/bin` });
+    expect(opened.code, opened.err).toBe(0);
+    expect(readFileSync(record, "utf8").trim()).toBe(`http://127.0.0.1:${port}/#logs`);
+    // No browser: the address to open.
+    const printed = await lemonade(["logs"], undefined, { PATH: tempDir("lemonade-no-browser-") });
+    expect(printed.out).toContain(`Open http://127.0.0.1:${port}/#logs in your browser`);
   });
 });
 
@@ -321,6 +331,9 @@ describe("Lemonade's CLI syntax", () => {
   test("global options before or after the command, LEMONADE_HOST forms, --help-all, -v, error: messages", async () => {
     expect(JSON.parse((await lemonade(["--port", String(port), "status", "--json"])).out).running).toBe(true);
     expect(JSON.parse((await lemonade(["status", "--json", `--port=${port}`])).out).running).toBe(true);
+    // Lemonade's beacon switches are taken (the server is --host's, found by no beacon).
+    expect(JSON.parse((await lemonade(["--no-discovery", "status", "--json"])).out).running).toBe(true);
+    expect(JSON.parse((await lemonade(["status", "--discovery", "--json"])).out).running).toBe(true);
     for (const host of [`127.0.0.1:${port}`, `http://127.0.0.1:${port}`]) {
       const r = await lemonade(["status", "--json"], undefined, { LEMONADE_PORT: undefined, LEMONADE_HOST: host });
       expect(JSON.parse(r.out).url, host).toBe(`http://127.0.0.1:${port}`);
@@ -363,7 +376,15 @@ describe("Lemonade's CLI syntax", () => {
     const wrong = await lemonade(["config", "set", "max_loaded_models=many"]);
     expect(wrong.code).toBe(2);
     expect(wrong.err).toContain("max_loaded_models");
-    await lemonade(["config", "set", "max_loaded_models=2", "llamacpp.args="]);
+    // Lemonade's flat spellings: a backend's `<recipe>_args` is its section's `args`; `no_broadcast` negates `broadcast`.
+    const flat = await lemonade(["config", "set", "vllm_args=--enforce-eager", "no_broadcast=true"]);
+    expect(flat.code, flat.err).toBe(0);
+    expect((await lemonade(["config", "get", "vllm.args"])).out.trim()).toBe("--enforce-eager");
+    expect((await lemonade(["config", "get", "broadcast"])).out.trim()).toBe("false");
+    const twice = await lemonade(["config", "set", "llamacpp_args=-a", "llamacpp.args=-b"]);
+    expect(twice.code).toBe(2);
+    expect((await lemonade(["config", "get", "llamacpp.args"])).out.trim()).toBe("--threads 1");
+    await lemonade(["config", "set", "max_loaded_models=2", "llamacpp.args=", "vllm.args=", "broadcast=true"]);
   });
 
   test("chat: a system prompt, /clear, a multi-line message and /model, piped", async () => {
@@ -384,27 +405,15 @@ describe("Lemonade's CLI syntax", () => {
   });
 
   test("chat in a pseudo-terminal: Ctrl-C stops a reply and the chat goes on", async () => {
-    const p = Bun.spawn(["script", "-qec", `${exe} chat extra.tiny-chat --max-tokens 4000`, "/dev/null"], { env: bareEnv(), stdin: "pipe", stdout: "pipe", stderr: "pipe" });
-    let out = "";
-    void (async () => {
-      for await (const chunk of p.stdout) out += new TextDecoder().decode(chunk);
-    })();
-    const until = async (what: RegExp | (() => boolean), ms = 15000) => {
-      const met = () => (typeof what === "function" ? what() : what.test(out));
-      const deadline = Date.now() + ms;
-      while (!met() && Date.now() < deadline) await Bun.sleep(50);
-      return met();
-    };
-    expect(await until(/>>> /)).toBe(true);
-    const prompted = out.length;
-    p.stdin.write("tell me everything\n");
+    const s = spawnPty([exe, "chat", "extra.tiny-chat", "--max-tokens", "4000"], bareEnv());
+    const prompted = (await s.until(/>>> $/)).length;
+    s.type("tell me everything\r");
     // Some of the reply, then Ctrl-C.
-    expect(await until(() => out.length > prompted + 40)).toBe(true);
-    p.stdin.write("\x03");
-    expect(await until(/\(stopped\)/)).toBe(true);
-    p.stdin.write("/bye\n");
-    p.stdin.end();
-    expect(await p.exited).toBe(0);
+    await s.until(new RegExp(`^[\\s\\S]{${prompted + 60},}`));
+    s.type("\x03");
+    await s.until(/\(stopped\)[\s\S]*>>> $/);
+    s.type("/bye\r");
+    expect(await s.exited).toBe(0);
   });
 
   test("run opens the web app's chat with the model in the browser, or prints its address", async () => {
@@ -481,24 +490,40 @@ describe("Lemonade's CLI syntax", () => {
     const unknown = await lemonade(["launch", "notepad"]);
     expect(unknown.code).toBe(2);
     expect(unknown.err).toContain("Unsupported agent: notepad. Supported agents: claude, codex, opencode, pi.");
-    // Without an agent named, it asks for one by number.
+    // Refreshed with the key given; created, with its $schema, where there was none.
+    expect((await lemonade(["launch", "opencode", "--model", "extra.tiny-chat"], undefined, { ...agentEnv, LEMONADE_API_KEY: "sk-open" })).code).toBe(0);
+    expect(JSON.parse(readFileSync(configPath, "utf8"))).toMatchObject({ theme: "dark", provider: { Other: { name: "x" }, Lemonade: { options: { apiKey: "sk-open" } } } });
+    rmSync(configPath);
+    expect((await lemonade(["launch", "opencode", "--model", "extra.tiny-chat"], undefined, agentEnv)).code).toBe(0);
+    const created = JSON.parse(readFileSync(configPath, "utf8"));
+    expect(created.$schema).toBe("https://opencode.ai/config.json");
+    expect(Object.keys(created.provider)).toEqual(["Lemonade"]);
+
+    // pi: its settings.json's own default provider and model are kept.
     fakeAgent("pi");
-    const picked = await lemonade(["launch", "--model", "extra.tiny-chat"], "4\n", agentEnv);
-    expect(picked.code, picked.err).toBe(0);
-    expect(picked.err).toContain("4) pi");
+    const settings = join(home, ".pi", "agent", "settings.json");
+    mkdirSync(join(settings, ".."), { recursive: true });
+    writeFileSync(settings, JSON.stringify({ defaultProvider: "Mine", defaultModel: "m", theme: "light" }));
+    const pi = await lemonade(["launch", "pi", "-m", "extra.tiny-chat"], undefined, agentEnv);
+    expect(pi.code, pi.err).toBe(0);
     expect(readFileSync(record, "utf8")).toContain("ARGV --provider Lemonade --model extra.tiny-chat");
+    expect(JSON.parse(readFileSync(settings, "utf8"))).toEqual({ defaultProvider: "Mine", defaultModel: "m", theme: "light" });
+    expect(JSON.parse(readFileSync(join(home, ".pi", "agent", "models.json"), "utf8")).providers.Lemonade).toMatchObject({ baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: "lemonade" });
   });
 
-  test("pull owner/repo: the recommended variant when piped, a numbered choice on a terminal; --checkpoint TYPE C; --label checked", async () => {
+  test("pull owner/repo: the recommended variant when piped, Lemonade's variant menu on a terminal; --checkpoint TYPE C; --label checked", async () => {
     const piped = await lemonade(["pull", "test-org/tiny-GGUF"]);
     expect(piped.code, piped.err).toBe(0);
     expect(piped.err).toContain("recommended variant Q4_0");
     expect(piped.out).toContain("Installed user.tiny-Q4_0");
 
-    const tty = await spawn(["script", "-qec", `${exe} pull https://huggingface.co/test-org/tiny-GGUF --alias tq8`, "/dev/null"], "2\n");
-    expect(tty.code, tty.out).toBe(0);
-    expect(tty.out).toMatch(/1\) Q4_0 \(recommended\)/);
-    expect(tty.out).toContain("Installed user.tiny-Q8_0 (alias tq8)");
+    const tty = spawnPty([exe, "pull", "https://huggingface.co/test-org/tiny-GGUF", "--alias", "tq8"], bareEnv());
+    expect(await tty.until(/Enter number, or type any variant name: $/)).toMatch(/Select a variant:\n  1\) \S+  \(1 file, /);
+    tty.type("Q8_0\r");
+    await tty.until(/Press enter to use the default: tiny-Q8_0\n[\s\S]*> $/);
+    tty.type("\r");
+    await tty.until(/Installed user\.tiny-Q8_0 \(alias tq8\)/);
+    expect(await tty.exited).toBe(0);
     const aliases = await (await fetch(`http://127.0.0.1:${port}/internal/aliases`)).json();
     expect(aliases.aliases).toContainEqual(expect.objectContaining({ alias: "tq8", target: "user.tiny-Q8_0" }));
 
@@ -526,6 +551,21 @@ describe("Lemonade's CLI syntax", () => {
       expect(run.peak_memory_mb).toBeGreaterThan(1);
     }
     expect(JSON.parse(readFileSync(file, "utf8"))).toEqual(report);
+    // A model named twice is measured once; one not downloaded stops the run before anything is measured.
+    const twice = await lemonade(["bench", "extra.tiny-chat", "extra.tiny-chat", "--runs", "1", "--tokens", "2", "--json"]);
+    expect(twice.code, twice.err).toBe(0);
+    expect(JSON.parse(twice.out).runs).toHaveLength(1);
+    // Several context sizes: a load and runs for each, labelled with it.
+    const sizes = await lemonade(["bench", "--ctx-size", "512", "1024", "extra.tiny-chat", "--runs", "1", "--tokens", "2"]);
+    expect(sizes.code, sizes.err).toBe(0);
+    expect(sizes.out).toMatch(/extra\.tiny-chat \(ctx=512\)\s+1\s+[\d.]+/);
+    expect(sizes.out).toMatch(/extra\.tiny-chat \(ctx=1024\): median TTFT/);
+    const health = await (await fetch(`http://127.0.0.1:${port}/v1/health`)).json();
+    expect(health.all_models_loaded.find((m: any) => m.model_name === "extra.tiny-chat").recipe_options.ctx_size).toBe(1024);
+    const preflight = await lemonade(["bench", "extra.tiny-chat", "user.Never-Pulled", "--runs", "1", "--tokens", "2"]);
+    expect(preflight.code).toBe(1);
+    expect(preflight.err).toContain("Not available: user.Never-Pulled (not registered). Pull with: lemonade pull MODEL, or pass --auto-pull");
+    expect(preflight.out).toBe("");
     const compared = await lemonade(["bench", "extra.tiny-chat", "--runs", "1", "--tokens", "4", "--compare", file]);
     expect(compared.out).toMatch(/^MODEL\s+RUN\s+TTFT MS\s+PROMPT TOK\/S\s+GEN TOK\/S\s+PEAK MB/);
     expect(compared.out).toMatch(/median TTFT [\d.]+ \(was [\d.]+, [\d.]+x\) ms/);

@@ -318,7 +318,8 @@ test("lemonade telemetry off / on, through the running server", async () => {
     expect(await p.exited).toBe(0);
     return new Response(p.stdout).text();
   };
-  expect(await cli("off")).toContain("Applied now: telemetry.enabled");
+  // Lemonade's own words for it.
+  expect(await cli("off")).toBe("Telemetry successfully turned off.\n");
   expect((await (await fetch(`${server.url}/v1/health`)).json()).telemetry).toEqual({ enabled: false });
   await cli("on");
   expect((await (await fetch(`${server.url}/v1/health`)).json()).telemetry.enabled).toBe(true);

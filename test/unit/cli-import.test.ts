@@ -1,8 +1,11 @@
 // `lemonade import` of a remote recipe (lemonade-docs-guide-cli.md, "Options for import"): the
 // recipes repository through GitHub's contents API (a loopback stand-in), --directory and
-// --recipe-file, --skip-prompt/--yes requiring both, and the numbered prompts on standard input.
+// --recipe-file, --skip-prompt/--yes requiring both (as does an input that is not a terminal; the
+// prompts on a terminal are test/integration/cli-prompts.test.ts's), the file's checks.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { importBody } from "../../cli/commands/models.ts";
 import { startFakeServer } from "../helpers/fake-engine.ts";
 import { tempDir, type TestServer } from "../helpers/server.ts";
 
@@ -36,10 +39,12 @@ afterAll(async () => {
   await server.close();
 });
 
+const env = () => ({ ...process.env, LEMONADE_CACHE_DIR: tempDir(), LEMONADE_HOST: server.url, LEMONADE_GITHUB_API_ENDPOINT: `http://127.0.0.1:${github.port}` });
+
 async function lemonade(args: string[], stdin = "") {
   const child = Bun.spawn([process.execPath, "cli/main.ts", ...args], {
     cwd: root,
-    env: { ...process.env, LEMONADE_CACHE_DIR: tempDir(), LEMONADE_HOST: server.url, LEMONADE_GITHUB_API_ENDPOINT: `http://127.0.0.1:${github.port}` },
+    env: env(),
     stdin: new TextEncoder().encode(stdin),
     stdout: "pipe",
     stderr: "pipe",
@@ -58,29 +63,59 @@ test("--directory and --recipe-file with --yes import the recipe without asking"
   await fetch(`${server.url}/v1/delete`, { method: "POST", body: JSON.stringify({ model_name: "user.CodeRouter" }) });
 });
 
-test("--skip-prompt without both --directory and --recipe-file is a usage error", async () => {
-  for (const args of [["import", "--skip-prompt"], ["import", "--directory", "coding-agents", "--yes"]]) {
-    const r = await lemonade(args);
+test("--skip-prompt without both --directory and --recipe-file is a usage error, and so is no terminal to ask on", async () => {
+  for (const [args, missing] of [[["import", "--skip-prompt"], "--directory"], [["import", "--directory", "coding-agents", "--yes"], "--recipe-file"]] as const) {
+    const r = await lemonade([...args]);
     expect(r.code).toBe(2);
-    expect(r.err).toContain("--directory and --recipe-file are required");
+    expect(r.err).toContain(`Non-interactive mode requires ${missing}.`);
   }
-});
-
-test("without flags it asks for the directory and the recipe by number; 0 skips", async () => {
-  const asked = await lemonade(["import"], "1\n1\n");
-  expect(asked.code, asked.err).toBe(0);
-  expect(asked.err).toContain("1) coding-agents");
-  expect(asked.err).toContain("1) CodeRouter.json");
-  expect(asked.err).not.toContain("notes.txt");
-  expect(asked.out).toContain("Imported user.CodeRouter");
-  const skipped = await lemonade(["import"], "0\n");
-  expect(skipped.code).toBe(0);
-  expect(skipped.out).toContain("Skipped recipe import");
+  // Piped answers are not read: off a terminal nothing is asked.
+  const piped = await lemonade(["import"], "1\n1\n");
+  expect(piped.code).toBe(2);
+  expect(piped.err).toContain("Non-interactive mode requires --directory (standard input is not a terminal to choose on)");
+  expect(piped.out).not.toContain("Select a recipe directory");
+  expect(await models()).not.toContain("CodeRouter");
 });
 
 test("a recipe file the directory does not hold is named in the error, with what it holds", async () => {
   const r = await lemonade(["import", "--directory", "coding-agents", "--recipe-file", "Nope.json", "--yes"]);
   expect(r.code).toBe(1);
-  expect(r.err).toContain("No recipe 'Nope.json' in coding-agents");
+  expect(r.err).toContain("Recipe file 'Nope.json' not found in directory 'coding-agents'.");
   expect(r.err).toContain("CodeRouter.json");
+});
+
+test("a definition is checked as Lemonade's import checks it: name, recipe, checkpoints; unknown fields dropped", () => {
+  const cases: [unknown, string][] = [
+    [{ recipe: "llamacpp", checkpoint: "o/r:Q4_0" }, "JSON file must contain a 'model_name' string field"],
+    [[], "JSON file must contain a 'model_name' string field"],
+    [{ model_name: "NoRecipe", checkpoint: "o/r:Q4_0" }, "JSON file must contain a 'recipe' string field"],
+    [{ model_name: "NoWeights", recipe: "llamacpp" }, "JSON file must contain either 'checkpoints' (object) or 'checkpoint' (string)"],
+    [{ model_name: "user.extra.Taken", recipe: "llamacpp", checkpoint: "o/r:Q4_0" }, "Model names with 'extra.' / 'builtin.' prefixes are reserved"],
+  ];
+  for (const [body, error] of cases) expect(() => importBody(body)).toThrow(error);
+  expect(importBody({ id: "FromId", recipe: "llamacpp", checkpoint: "o/r:Q4_0", checkpoints: { main: "o/r:Q8_0" }, downloaded: true, components: [], labels: ["coding"] })).toEqual({
+    model_name: "user.FromId",
+    recipe: "llamacpp",
+    checkpoints: { main: "o/r:Q8_0" },
+    labels: ["coding"],
+  });
+  // A collection's weights are its components'; its definitions keep only their own fields.
+  expect(importBody({ model_name: "Kit", recipe: "collection.omni", components: ["a"], models: [{ model_name: "a", recipe: "llamacpp", checkpoint: "o/r:Q4_0", suggested: true }] })).toEqual({
+    model_name: "user.Kit",
+    recipe: "collection.omni",
+    components: ["a"],
+    models: [{ model_name: "a", recipe: "llamacpp", checkpoint: "o/r:Q4_0" }],
+  });
+});
+
+test("a file that does not open or parse is named in the error", async () => {
+  const dir = tempDir();
+  const broken = join(dir, "broken.json");
+  writeFileSync(broken, "{ not json");
+  const parse = await lemonade(["import", broken]);
+  expect(parse.code).toBe(1);
+  expect(parse.err).toContain(`Failed to parse JSON file '${broken}'`);
+  const missing = await lemonade(["import", join(dir, "absent.json")]);
+  expect(missing.code).toBe(1);
+  expect(missing.err).toContain(`Failed to open JSON file '${join(dir, "absent.json")}'`);
 });
