@@ -18,7 +18,8 @@ import {
   type RpcSettings,
   type SourceBuiltEngine,
 } from "./engine.ts";
-import { openTunnel, parseWorkerAddress, probeWorker, RpcWorkerError, statusProblem, type Tunnel, type WorkerAddress, type WorkerStatus } from "./rpc-link.ts";
+import { parseWorkerAddress, RpcWorkerError, statusProblem, type WorkerAddress, type WorkerStatus } from "./rpc-address.ts";
+import type { Tunnel } from "./rpc-link.ts";
 import { autoBackend, locateSourceBuilt, sourceBuiltRecipeStatus } from "./source-build.ts";
 
 /** llama.cpp's RPC worker binary, built beside llama-server (tools/rpc). */
@@ -202,6 +203,8 @@ const BUSY_GRACE_MS = 2000;
 async function checkWorker(address: WorkerAddress, secret: string, timeoutMs: number, busy: boolean): Promise<WorkerStatus> {
   const until = Date.now() + BUSY_GRACE_MS;
   for (;;) {
+    // Loaded on first use: a server with no workers never loads node:tls.
+    const { probeWorker } = await import("./rpc-link.ts");
     const status = await probeWorker(address, secret, timeoutMs);
     if (!(busy && status.clients > 0 && Date.now() < until)) return status;
     await Bun.sleep(100);
@@ -242,6 +245,7 @@ async function attachWorkers(choice: WorkerChoice, secret: string, split: string
   const { ready, missing } = await checkWorkers(choice, secret, weightBytes, timeoutMs, true);
   const tunnels: Tunnel[] = [];
   let lost: string | null = null;
+  const { openTunnel } = await import("./rpc-link.ts");
   try {
     for (const c of ready) tunnels.push(await openTunnel(c.address, secret, timeoutMs, (why) => (lost ??= why)));
   } catch (err) {

@@ -9,7 +9,8 @@ import type { Subprocess } from "bun";
 import { readLines } from "../lib/lines.ts";
 import { EngineConfigError, EngineStartError } from "./engine.ts";
 import { freePort } from "./process.ts";
-import { ANSWER, checkOpening, ExactReader, keyingOf, OPENING_BYTES, proof, REQUEST, type WorkerStatus } from "./rpc-link.ts";
+import type { WorkerStatus } from "./rpc-address.ts";
+import { ANSWER, checkOpening, ExactReader, keyingOf, OPENING_BYTES, proof, REQUEST } from "./rpc-link.ts";
 
 export interface WorkerOptions {
   /** The `ggml-rpc-server` binary. */

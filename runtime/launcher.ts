@@ -12,7 +12,7 @@ import type { CatalogModel, ResolvedFile } from "../models/catalog.ts";
 import { validateRequestOptions, type LoadSpec } from "../models/recipe-options.ts";
 import { EngineConfigError, EngineStartError, NotInstalledError, type EngineEnv, type Recipe, type RunningEngine } from "../engines/engine.ts";
 import { findRecipe } from "../engines/recipes.ts";
-import { RpcWorkerError } from "../engines/rpc-link.ts";
+import { RpcWorkerError } from "../engines/rpc-address.ts";
 import { startEngine, type SpawnRecord } from "../engines/process.ts";
 import type { SchedulerEffects } from "./scheduler.ts";
 

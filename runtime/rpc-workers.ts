@@ -2,7 +2,7 @@
 // show them: each one's last health check (TCP, TLS, the secret's proof, rpc-server's HELLO and
 // device memory). A view never waits on a worker: it answers with the last checks and starts new
 // ones when those are stale, so a worker slow to answer slows nothing but its own row.
-import { parseWorkerAddress, probeWorker, RpcWorkerError, statusProblem, type WorkerStatus } from "../engines/rpc-link.ts";
+import { parseWorkerAddress, RpcWorkerError, statusProblem, type WorkerStatus } from "../engines/rpc-address.ts";
 import type { RpcSettings } from "../engines/engine.ts";
 
 export interface WorkerView {
@@ -61,6 +61,8 @@ export class RpcWorkers {
     try {
       const address = parseWorkerAddress(text);
       if (!this.settings.secret) throw new RpcWorkerError(text, "no secret is set (LEMONADE_RPC_SECRET or llamacpp.rpc_secret)");
+      // Loaded on first use: a server with no workers never loads node:tls.
+      const { probeWorker } = await import("../engines/rpc-link.ts");
       const status: WorkerStatus = await probeWorker(address, this.settings.secret, this.settings.timeoutMs);
       const problem = statusProblem(address, status, false);
       this.views.set(text, {

@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { defaultCacheDir } from "../../config/config.ts";
-import { runWorker } from "../../app/worker.ts";
+import type { RunningWorker } from "../../engines/rpc-worker.ts";
 import { CliError } from "../client.ts";
 import type { Command, CommandInput } from "../command.ts";
 
@@ -78,8 +78,10 @@ refuses it, before any byte reaches rpc-server, when it does not. The secret is 
     const settings = workerSettings(values);
     const cacheDir = defaultCacheDir();
     const log = (line: string) => console.error(`[worker] ${line}`);
-    let running;
+    let running: RunningWorker;
     try {
+      // Loaded here, not at the CLI's start: `lemonade serve` never needs node:tls for it.
+      const { runWorker } = await import("../../app/worker.ts");
       running = await runWorker({ ...settings, cacheDir, stateDir: join(cacheDir, "worker"), log });
     } catch (err) {
       throw new CliError((err as Error).message);

@@ -3,7 +3,8 @@
 // flags, and the secret kept out of the settings views.
 import { describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
-import { checkOpening, opening, OPENING_BYTES, parseWorkerAddress, proof, REQUEST, RPC_PROTOCOL, RpcWorkerError, statusProblem, type WorkerStatus } from "../../engines/rpc-link.ts";
+import { parseWorkerAddress, RPC_PROTOCOL, RpcWorkerError, statusProblem, type WorkerStatus } from "../../engines/rpc-address.ts";
+import { checkOpening, opening, OPENING_BYTES, proof, REQUEST } from "../../engines/rpc-link.ts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { llamacpp } from "../../engines/llamacpp.ts";
