@@ -1,7 +1,7 @@
 // The CLI's questions on a terminal: numbered menus, a typed line, a hidden key. Each asks only
 // when standard input is a terminal; elsewhere (a pipe, CI, /dev/null) the caller is told at once
 // what to pass instead, so that no command waits on an input nobody will type.
-import { createInterface, type Interface } from "node:readline";
+import type { Interface } from "node:readline";
 import { CliError } from "./client.ts";
 
 /** Whether a person can answer: standard input is a terminal. */
@@ -20,7 +20,8 @@ let lines: AsyncIterator<string> | undefined;
 /** Writes `question` and returns the line typed, trimmed; null when input ends (Ctrl-D). */
 export async function askLine(question: string): Promise<string | null> {
   process.stdout.write(question);
-  reader ??= createInterface({ input: process.stdin, terminal: false });
+  // node:readline is loaded on the first question: `lemonade serve` asks none (bench memory).
+  reader ??= (await import("node:readline")).createInterface({ input: process.stdin, terminal: false });
   lines ??= reader[Symbol.asyncIterator]();
   const next = await lines.next();
   return next.done ? null : String(next.value).trim();
