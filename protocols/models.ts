@@ -157,7 +157,11 @@ function setOptions(recipe: string, options: Options): Options {
 const shellWord = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`);
 
 /** One entry of `/v1/health`'s `all_models_loaded`. */
-export function healthEntry(instance: Instance<CatalogModel>, loading: boolean, queued: number): HealthResponse["all_models_loaded"][number] {
+export function healthEntry(
+  instance: Instance<CatalogModel>,
+  loading: boolean,
+  load: { queued: number; slotsInUse: number; memoryBytes: number | undefined },
+): HealthResponse["all_models_loaded"][number] {
   return {
     model_name: instance.model.id,
     checkpoint: instance.model.checkpoints.main ?? "",
@@ -167,7 +171,10 @@ export function healthEntry(instance: Instance<CatalogModel>, loading: boolean, 
     pinned: instance.pinned,
     is_busy: instance.inflight > 0 || loading,
     is_streaming: instance.streaming > 0,
-    queue_depth: queued,
+    queue_depth: load.queued,
+    slots: instance.engine.slots,
+    slots_in_use: load.slotsInUse,
+    ...(load.memoryBytes !== undefined ? { memory_estimate_bytes: Math.round(load.memoryBytes) } : {}),
     recipe: instance.model.recipe,
     pid: instance.engine.pid,
     // Only what was set (by the load, the saved options or the catalog): defaults are left out.

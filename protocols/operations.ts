@@ -17,7 +17,7 @@ export function health(ctx: Pick<ServerContext, "config" | "kvCache" | "proxy" |
     status: "ok",
     version: ctx.version,
     model_loaded: ctx.scheduler.mostRecent,
-    all_models_loaded: ctx.scheduler.list().map((s) => healthEntry(s, ctx.scheduler.isLoading(s.model.id), ctx.proxy.queued(s))),
+    all_models_loaded: ctx.scheduler.list().map((s) => healthEntry(s, ctx.scheduler.isLoading(s.model.id), { queued: ctx.proxy.queued(s), slotsInUse: ctx.proxy.slotsInUse(s), memoryBytes: ctx.scheduler.footprint(s) })),
     max_models: perType(() => ctx.config.maxLoadedModels),
     pinned_models: perType((t) => ctx.scheduler.list().filter((s) => s.model.type === t && s.pinned).length),
     ...(ctx.websocketPort !== null ? { websocket_port: ctx.websocketPort } : {}),

@@ -6667,6 +6667,12 @@ export interface components {
                 is_streaming: boolean;
                 /** @description Lemonade extension: requests waiting for one of the engine's slots (beyond `max_queue`, LEMONADE_MAX_QUEUE, 512 by default, a request is refused with 503 `server_busy` and `Retry-After`) */
                 queue_depth: number;
+                /** @description Lemonade extension: requests the engine serves at once (llama-server's `--parallel`) */
+                slots: number;
+                /** @description Lemonade extension: of those, the slots serving a request now */
+                slots_in_use: number;
+                /** @description Lemonade extension: the memory the model takes by the estimate memory admission uses (weights, KV cache at its context size, compute buffers), in bytes; absent for a recipe with no estimate */
+                memory_estimate_bytes?: number;
                 /** @description Recipe used to load the model, e.g. `llamacpp` */
                 recipe: string;
                 /** @description Process ID of the backend engine serving this model */
