@@ -320,6 +320,8 @@ function exportBody(m: any): Record<string, unknown> {
     const models = (m.models ?? []).flatMap((d: any, i: number) => (d ? [{ ...exportBody(d), model_name: m.components[i] }] : []));
     return { model_name: userName(m.id), recipe: m.recipe, components: m.components, models, ...(m.system_prompt ? { system_prompt: m.system_prompt } : {}) };
   }
+  // A router is its policy: it has no files of its own.
+  if (m.recipe === "collection.router") return { model_name: userName(m.id), recipe: m.recipe, version: m.version, routing: m.routing };
   const body: Record<string, unknown> = { model_name: userName(m.id), recipe: m.recipe, checkpoints: m.checkpoints, labels: m.labels };
   if (m.size !== undefined) body.size = m.size;
   if (m.recipe_options && Object.keys(m.recipe_options).length) body.recipe_options = m.recipe_options;
