@@ -271,7 +271,7 @@ export function OmniForm({ models, editing, onDone }: { models: Model[]; editing
       {ROLES.map((r) => (
         <label key={r.key}>
           {r.name}{" "}
-          <select value={picked[r.key]} onChange={(e) => setPicked({ ...picked, [r.key]: (e.target as HTMLSelectElement).value })}>
+          <select aria-label={r.name} value={picked[r.key]} onChange={(e) => setPicked({ ...picked, [r.key]: (e.target as HTMLSelectElement).value })}>
             <option value="">{"required" in r ? "(choose)" : "(none)"}</option>
             {parts.filter(r.fits).map((m) => (
               <option key={m.id} value={m.id}>
