@@ -13,7 +13,7 @@ export function requireChromium(): void {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (.ci/run does)`);
 }
 
-/** Requests each open page has in flight. */
+/** Requests each open page has in flight, and its sockets still open. */
 const inFlight = new WeakMap<Page, Set<unknown>>();
 
 /** A page of the app at `base` + `path`, at 1280x800; requests to any other host are pushed onto
@@ -31,18 +31,40 @@ export async function openPage(browser: Browser, base: string, path: string, for
   });
   page.on("requestfinished", (r) => pending.delete(r));
   page.on("requestfailed", (r) => pending.delete(r));
+  page.on("websocket", (ws) => {
+    pending.add(ws);
+    ws.on("close", () => pending.delete(ws));
+  });
+  // The page's sockets, so that closePage can close them (a page gives no other way to find them).
+  await page.addInitScript(() => {
+    const Native = WebSocket;
+    const open: WebSocket[] = ((window as any).openSockets = []);
+    (window as any).WebSocket = class extends Native {
+      constructor(url: string | URL, protocols?: string | string[]) {
+        super(url, protocols);
+        open.push(this);
+      }
+    };
+  });
   await before?.(page);
   await page.goto(`${base}${path}`);
   return page;
 }
 
-/** Closes a page once the app has stopped polling and its requests are done: playwright-core under
- * Bun trips over the events of a request still in flight when its page is gone, and then fails
- * every later call. Timer ids are counted up, so clearing each id up to a new one stops them all. */
+/** Closes a page once the app has stopped polling, its sockets are closed and its requests are
+ * done: playwright-core under Bun trips over the events of a request or a socket still live when
+ * its page is gone, and then fails every later call. Timer ids are counted up, so clearing each
+ * id up to a new one stops them all; then each socket (the log stream the app keeps open for its
+ * toasts among them) is closed. */
 export async function closePage(page: Page): Promise<void> {
   await page.evaluate(() => {
     const top = setTimeout(() => {}) as unknown as number;
     for (let id = 0; id <= top; id++) clearTimeout(id);
+    // Without its handler: the app's would connect again.
+    for (const ws of (window as any).openSockets as WebSocket[]) {
+      ws.onclose = null;
+      ws.close();
+    }
   });
   const pending = inFlight.get(page)!;
   for (let i = 0; i < 100 && pending.size; i++) await Bun.sleep(20);

@@ -1,10 +1,11 @@
 // The web app in headless Chromium against a server whose engines are the FAKE ones
 // (scripts/fake-engine): image edit with a mask painted in the page, variations and upscale on the
 // fake sd-server and sd-cli; routers and Omni collections made and changed with the forms; model
-// export; an engine killed under the dashboard; and slots in use while a slow answer streams.
+// export; an engine killed under the dashboard; slots in use while a slow answer streams; and an
+// engine install (from a stand-in for GitHub's releases) cancelled in Downloads.
 // The server requires an API key, which the app is given as a user gives it in Settings.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { AxeBuilder } from "@axe-core/playwright";
@@ -18,6 +19,8 @@ import { closePage, FLAGS, CHROMIUM, offScreenButtons, openPage, requireChromium
 const KEY = "sk-web-fake";
 let browser: Browser;
 let server: TestServer;
+/** A stand-in for GitHub's release downloads: an archive that trickles in, never done in a test's time. */
+let github: ReturnType<typeof Bun.serve>;
 const foreign: string[] = [];
 
 /** A page of the app with the API key in its storage, as Settings leaves it; the page keeps the
@@ -68,7 +71,26 @@ beforeAll(async () => {
   requireChromium();
   // chat-a's file is the tiny GGUF, so the server can estimate its memory (the fake engine reads no weights).
   const gguf = join(testModelsDir(), MODELS.chat);
-  server = await startFakeServer(["chat-a", "chat-b"], { LEMONADE_API_KEY: KEY, LEMONADE_MAX_LOADED_MODELS: "-1" }, {}, { "chat-a": (path) => copyFileSync(gguf, path) });
+  github = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch(req) {
+      if (!new URL(req.url).pathname.includes("/releases/download/")) return new Response("Not Found", { status: 404 });
+      let timer: ReturnType<typeof setInterval>;
+      const body = new ReadableStream({
+        start: (c) => void (timer = setInterval(() => c.enqueue(new Uint8Array(1024)), 50)),
+        cancel: () => clearInterval(timer),
+      });
+      return new Response(body, { headers: { "content-length": String(50 * 1024 * 1024) } });
+    },
+  });
+  const endpoint = `http://127.0.0.1:${github.port}`;
+  server = await startFakeServer(
+    ["chat-a", "chat-b"],
+    { LEMONADE_API_KEY: KEY, LEMONADE_MAX_LOADED_MODELS: "-1", LEMONADE_GITHUB_ENDPOINT: endpoint, LEMONADE_GITHUB_API_ENDPOINT: endpoint },
+    {},
+    { "chat-a": (path) => copyFileSync(gguf, path) },
+  );
   seed("stabilityai/sd-turbo:sd_turbo.safetensors");
   seed("amd/realesrgan-x4plus:RealESRGAN_x4plus.pth");
   browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
@@ -77,6 +99,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await server?.close();
+  github?.stop(true);
 });
 
 /** Drags the pointer across the middle of the mask canvas, left to right. */
@@ -318,6 +341,33 @@ describe("the dashboard on FAKE llama-servers", () => {
     expect(await page.locator(".toast", { hasText: "extra.chat-a was unloaded" }).count()).toBe(0);
     await page.setViewportSize({ width: 390, height: 844 });
     await shot(page, "crash-toast");
+    await close(page);
+  }, 60_000);
+});
+
+describe("engine installs in Downloads", () => {
+  test("an install under way is cancelled: its partial download deleted, the request waiting on it told; pause is not offered", async () => {
+    const plan = await post("/v1/install/dry-run", { recipe: "llamacpp", backend: "cpu" });
+    // The release's pinned digest (never reached: the download does not end).
+    writeFileSync(join(server.cacheDir, "backend_versions.json"), JSON.stringify({ checksums: { github: { [plan.repo]: { [plan.version]: { [plan.filename]: `sha256:${"0".repeat(64)}` } } } } }));
+    const waiting = fetch(`${server.url}/v1/install`, { method: "POST", headers: auth, body: JSON.stringify({ recipe: "llamacpp", backend: "cpu" }) });
+    const page = await open("/#downloads");
+    const card = page.locator('li[data-install="llamacpp:cpu"]');
+    await card.getByText(/^download, \d+ %/).waitFor({ timeout: 15_000 });
+    const partial = join(server.cacheDir, "downloads", `${plan.filename}.partial`);
+    expect(existsSync(partial)).toBe(true);
+    expect(await card.getByRole("button", { name: /pause/i }).count()).toBe(0);
+    await shot(page, "install-cancel");
+    await card.getByRole("button", { name: "Cancel install" }).click();
+    await card.waitFor({ state: "detached" });
+    const answer = await waiting;
+    expect(answer.status).toBe(409);
+    expect(JSON.stringify(await answer.json())).toContain("install_cancelled");
+    expect(existsSync(partial)).toBe(false);
+    expect(await api("/v1/installs")).toEqual([]);
+    // Nothing is under way now: nothing to cancel.
+    const none = await fetch(`${server.url}/v1/installs/cancel`, { method: "POST", headers: auth, body: JSON.stringify({ recipe: "llamacpp", backend: "cpu" }) });
+    expect(none.status).toBe(404);
     await close(page);
   }, 60_000);
 });
