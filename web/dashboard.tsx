@@ -84,7 +84,8 @@ function Chart({ title, unit, t, values }: { title: string; unit: string; t: num
         width,
         height: 160,
         legend: { show: false },
-        scales: { x: { time: true }, y: { range: (_u, min, max) => [0, Math.max(1, max ?? 1, min ?? 0)] } },
+        // One point alone would stretch the time axis over years: a minute before it is shown instead.
+        scales: { x: { time: true, range: (_u, min, max) => (min != null && min === max ? [min - 60, max] : [min, max]) }, y: { range: (_u, min, max) => [0, Math.max(1, max ?? 1, min ?? 0)] } },
         axes: [{ stroke: "currentColor", grid: { stroke: "rgba(128,128,128,0.2)" } }, { stroke: "currentColor", grid: { stroke: "rgba(128,128,128,0.2)" }, size: 50 }],
         series: [{}, { label: title, stroke: "#c79a00", width: 2, fill: "rgba(242,197,61,0.15)", spanGaps: false }],
       },

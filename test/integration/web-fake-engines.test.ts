@@ -158,6 +158,7 @@ describe("try it with image models (FAKE sd-server and sd-cli)", () => {
     expect(got.mask).toMatchObject({ decoded: true, width: 96, height: 64 });
     // sd.cpp rounds sizes up to 64.
     expect(await decodedSize(page, "Edited image 1")).toBe("128x64");
+    await shot(page, "image-edit");
 
     // Clear the mask: none is sent, and the whole image is the model's.
     await panel.getByRole("button", { name: "Clear mask" }).click();
