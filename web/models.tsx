@@ -411,7 +411,8 @@ export function Models({ jobs }: { jobs: Jobs }) {
                   )}
                   {!m.recipe.startsWith("collection.") && <button onClick={() => setOptions(m.id)}>Options</button>}
                   {m.recipe.startsWith("collection.") && <button onClick={() => setEditing(m.id)}>Edit</button>}
-                  {m.source !== "cloud" && (
+                  {/* What is here to share: a catalog model not downloaded is shared by its name already. */}
+                  {m.source !== "cloud" && m.downloaded && (
                     <button
                       onClick={() =>
                         act(`Export ${m.id}`, async () => {

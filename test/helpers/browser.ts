@@ -4,7 +4,7 @@
 // web tests share.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import type { Browser, Page } from "playwright-core";
+import type { Browser, Locator, Page } from "playwright-core";
 
 export const CHROMIUM = "/usr/bin/chromium";
 export const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
@@ -80,8 +80,12 @@ export const offScreenButtons = (page: Page) =>
       .map(({ text }) => text),
   );
 
-/** Screenshots for the issue's report, only when WEB_SHOTS names a folder. */
-export async function shot(page: Page, name: string): Promise<void> {
+/** Screenshots for the issue's report, only when WEB_SHOTS names a folder: of the top of the page,
+ * or of where `at` is. */
+export async function shot(page: Page, name: string, at?: Locator): Promise<void> {
   const dir = process.env.WEB_SHOTS;
-  if (dir) await page.screenshot({ path: join(dir, `web29-${name}-${page.viewportSize()!.width}.png`) });
+  if (!dir) return;
+  if (at) await at.scrollIntoViewIfNeeded();
+  else await page.evaluate(() => scrollTo(0, 0));
+  await page.screenshot({ path: join(dir, `web29-${name}-${page.viewportSize()!.width}.png`) });
 }

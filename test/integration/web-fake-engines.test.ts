@@ -158,7 +158,7 @@ describe("try it with image models (FAKE sd-server and sd-cli)", () => {
     expect(got.mask).toMatchObject({ decoded: true, width: 96, height: 64 });
     // sd.cpp rounds sizes up to 64.
     expect(await decodedSize(page, "Edited image 1")).toBe("128x64");
-    await shot(page, "image-edit");
+    await shot(page, "image-edit", panel);
 
     // Clear the mask: none is sent, and the whole image is the model's.
     await panel.getByRole("button", { name: "Clear mask" }).click();
@@ -196,7 +196,7 @@ describe("try it with image models (FAKE sd-server and sd-cli)", () => {
     await page.getByText("source.png, 192×128").waitFor();
     await page.setViewportSize({ width: 390, height: 844 });
     expect(await offScreenButtons(page)).toEqual([]);
-    await shot(page, "images");
+    await shot(page, "images", up);
     await close(page);
   });
 });
@@ -227,7 +227,7 @@ describe("the model manager's forms and export", () => {
     await form.getByLabel("Condition of rule 1").selectOption("keywords_any");
     await form.getByLabel("Value of rule 1").fill("python, code");
     await form.getByText("The test prompt goes to extra.chat-a by default").waitFor();
-    await shot(page, "router-form");
+    await shot(page, "router-form", form);
     await form.getByRole("button", { name: "Create router" }).click();
     await page.getByText("Created the router web-router").waitFor();
     const row = page.locator('tr[data-model="web-router"]');
@@ -283,10 +283,10 @@ describe("the model manager's forms and export", () => {
       expect(code, err).toBe(0);
       expect(readFileSync((await download.path())!, "utf8")).toBe(out);
     }
-    await shot(page, "collections");
+    await shot(page, "collections", row);
     await page.setViewportSize({ width: 390, height: 844 });
     expect(await offScreenButtons(page)).toEqual([]);
-    await shot(page, "collections");
+    await shot(page, "collections", row);
     await close(page);
   }, 60_000);
 
@@ -328,7 +328,7 @@ describe("the dashboard on FAKE llama-servers", () => {
       signal: slow.signal,
     });
     await row.locator("td[data-slots]", { hasText: `1 of ${entry.slots}` }).waitFor({ timeout: 15_000 });
-    await shot(page, "dashboard-slots");
+    await shot(page, "dashboard-slots", row);
     slow.abort();
     await streaming.then((r) => r.body?.cancel()).catch(() => {});
 
@@ -358,6 +358,9 @@ describe("engine installs in Downloads", () => {
     const partial = join(server.cacheDir, "downloads", `${plan.filename}.partial`);
     expect(existsSync(partial)).toBe(true);
     expect(await card.getByRole("button", { name: /pause/i }).count()).toBe(0);
+    await shot(page, "install-cancel");
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await offScreenButtons(page)).toEqual([]);
     await shot(page, "install-cancel");
     await card.getByRole("button", { name: "Cancel install" }).click();
     await card.waitFor({ state: "detached" });
