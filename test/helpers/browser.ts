@@ -55,7 +55,7 @@ export async function openPage(browser: Browser, base: string, path: string, for
  * done: playwright-core under Bun trips over the events of a request or a socket still live when
  * its page is gone, and then fails every later call. Timer ids are counted up, so clearing each
  * id up to a new one stops them all; then each socket (the log stream the app keeps open for its
- * toasts among them) is closed. */
+ * toasts among them) is closed, and the page left for a blank one. */
 export async function closePage(page: Page): Promise<void> {
   await page.evaluate(() => {
     const top = setTimeout(() => {}) as unknown as number;
@@ -66,8 +66,10 @@ export async function closePage(page: Page): Promise<void> {
       ws.close();
     }
   });
+  // A blank page starts nothing more: an answer arriving now cannot make the app ask again.
+  await page.goto("about:blank");
   const pending = inFlight.get(page)!;
-  for (let i = 0; i < 100 && pending.size; i++) await Bun.sleep(20);
+  for (let i = 0; i < 500 && pending.size; i++) await Bun.sleep(20);
   await page.context().close();
 }
 

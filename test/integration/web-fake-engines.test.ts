@@ -271,8 +271,8 @@ describe("the model manager's forms and export", () => {
     await page.getByText("Saved the collection user.web-omni").waitFor();
     expect(await api("/v1/models/user.web-omni")).toMatchObject({ components: ["extra.chat-a", "SD-Turbo"], system_prompt: "Draw when asked." });
 
-    // Export: the file is the CLI's, byte for byte, for a model and for the collection.
-    for (const [id, file] of [["extra.chat-a", "chat-a.json"], ["web-omni", "web-omni.json"]] as const) {
+    // Export: the file is the CLI's, byte for byte, for a model, the collection and the router (made above).
+    for (const [id, file] of [["extra.chat-a", "chat-a.json"], ["web-omni", "web-omni.json"], ["web-router", "web-router.json"]] as const) {
       const saved = page.waitForEvent("download");
       await page.locator(`tr[data-model="${id}"]`).getByRole("button", { name: "Export" }).click();
       const download = await saved;
@@ -282,6 +282,8 @@ describe("the model manager's forms and export", () => {
       const [out, err, code] = await Promise.all([new Response(cli.stdout).text(), new Response(cli.stderr).text(), cli.exited]);
       expect(code, err).toBe(0);
       expect(readFileSync((await download.path())!, "utf8")).toBe(out);
+      // The router's file carries its policy, as an import needs it.
+      if (id === "web-router") expect(JSON.parse(out)).toMatchObject({ model_name: "user.web-router", recipe: "collection.router", version: "1", routing: { default_model: "extra.chat-a" } });
     }
     await shot(page, "collections", row);
     await page.setViewportSize({ width: 390, height: 844 });
