@@ -247,9 +247,12 @@ function Variations({ models, source, onUse }: { models: Model[]; source: Source
 function Upscale({ models, source, onUse }: { models: Model[]; source: Source | null; onUse: (url: string) => void }) {
   const [model, setModel] = useState(models[0]!.id);
   const [size, setSize] = useState("");
+  // The size it was asked for: the source may change to the result afterwards.
+  const [from, setFrom] = useState("");
   const req = useImageRequest();
   const send = async () => {
     if (!source) return;
+    setFrom(`${source.width}×${source.height}`);
     // The API takes a PNG: another format is drawn into one first.
     const png = source.blob.type === "image/png" ? source.blob : await toPng(source);
     const bytes = new Uint8Array(await png.arrayBuffer());
@@ -267,7 +270,7 @@ function Upscale({ models, source, onUse }: { models: Model[]; source: Source | 
       {!source && <p class="hint">Choose a source image above, or generate one.</p>}
       {req.images[0] && (
         <p class="hint" data-upscaled>
-          {source?.width}×{source?.height} → {size}
+          {from} → {size}
         </p>
       )}
       <div class="results">

@@ -194,6 +194,7 @@ describe("try it with image models (FAKE sd-server and sd-cli)", () => {
 
     await up.getByRole("button", { name: "Use as the source image" }).click();
     await page.getByText("source.png, 192×128").waitFor();
+    expect(await up.getByText("48×32 → 192×128").count()).toBe(1);
     await page.setViewportSize({ width: 390, height: 844 });
     expect(await offScreenButtons(page)).toEqual([]);
     await shot(page, "images", up);
