@@ -229,6 +229,13 @@ describe("the model manager's forms and export", () => {
     await form.getByLabel("Value of rule 1").fill("python, code");
     await form.getByText("The test prompt goes to extra.chat-a by default").waitFor();
     await shot(page, "router-form", form);
+    // The same policy as JSON; what does not parse is said at once.
+    await form.getByLabel("Edit the routing block as JSON (classifiers, any/all/not)").check();
+    expect(JSON.parse(await form.getByLabel("Routing JSON").inputValue()).rules[0]).toEqual({ id: "code", match: { keywords_any: ["python", "code"] }, route_to: "extra.chat-b" });
+    await form.getByLabel("Routing JSON").fill("{ not json");
+    await form.locator("[data-validation].error", { hasText: "Not JSON" }).waitFor();
+    await form.getByLabel("Edit the routing block as JSON (classifiers, any/all/not)").uncheck();
+    await form.getByText("The test prompt goes to extra.chat-a by default").waitFor();
     await form.getByRole("button", { name: "Create router" }).click();
     await page.getByText("Created the router web-router").waitFor();
     const row = page.locator('tr[data-model="web-router"]');
@@ -249,6 +256,20 @@ describe("the model manager's forms and export", () => {
     await edit.getByRole("button", { name: "Save router" }).click();
     await page.getByText("Saved the router web-router").waitFor();
     expect((await api("/v1/models/user.web-router")).routing.rules[0].match.keywords_any).toEqual(["python", "code", "rust"]);
+    // A policy the form cannot show (a nested any) is edited as its JSON.
+    const nested = { candidates: ["extra.chat-a", "extra.chat-b"], default_model: "extra.chat-a", rules: [{ id: "either", match: { any: [{ keywords_any: ["x"] }, { min_chars: 500 }] }, route_to: "extra.chat-b" }] };
+    expect((await post("/v1/models/register", { model_name: "user.web-nested", recipe: "collection.router", version: "1", routing: nested })).model_name).toBe("web-nested");
+    await page.reload();
+    await page.locator('tr[data-model="web-nested"]').getByRole("button", { name: "Edit" }).click();
+    const json = page.getByRole("form", { name: "Edit router web-nested" }).getByLabel("Routing JSON");
+    expect(JSON.parse(await json.inputValue()).rules[0].match.any).toHaveLength(2);
+    await page.getByRole("button", { name: "Close" }).click();
+    await page.getByText("New router (collection.router)").click();
+    // On a phone, the form keeps every button on screen.
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await offScreenButtons(page)).toEqual([]);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await shot(page, "router-form", form);
     await close(page);
   });
 
