@@ -22,6 +22,9 @@ export interface ReleaseSettings {
 
 export class InstallError extends Error {}
 
+/** The install was cancelled before it ended; nothing of it is kept. */
+export class InstallCancelled extends Error {}
+
 /** A backend install under way, as its last progress report left it. */
 export interface InstallProgress {
   recipe: string;
@@ -31,7 +34,7 @@ export interface InstallProgress {
 }
 
 export class EngineInstaller {
-  private readonly running = new Map<string, { promise: Promise<string>; listeners: Set<Progress>; progress: InstallProgress }>();
+  private readonly running = new Map<string, { promise: Promise<string>; listeners: Set<Progress>; progress: InstallProgress; abort: AbortController }>();
 
   constructor(
     private readonly recipes: readonly Recipe[],
@@ -94,12 +97,13 @@ export class EngineInstaller {
   }
 
   /** The pinned release, else the source build (a CPU backend whose release cannot be had here). */
-  private async fetchOrBuild(recipe: string, backend: string, progress: Progress): Promise<string> {
+  private async fetchOrBuild(recipe: string, backend: string, progress: Progress, signal: AbortSignal): Promise<string> {
     const build = this.buildFor(recipe, backend);
     if (this.hasRelease(recipe, backend)) {
       try {
-        return await installRelease(recipe, backend, { cacheDir: this.cacheDir, endpoint: this.releases.endpoint, apiEndpoint: this.releases.apiEndpoint, noFetch: this.releases.noFetch(), gpuIsa: rocmIsa(this.devices()), onProgress: progress, log: this.releases.log });
+        return await installRelease(recipe, backend, { cacheDir: this.cacheDir, endpoint: this.releases.endpoint, apiEndpoint: this.releases.apiEndpoint, noFetch: this.releases.noFetch(), gpuIsa: rocmIsa(this.devices()), onProgress: progress, log: this.releases.log, signal });
       } catch (err) {
+        if (signal.aborted) throw signal.reason;
         // A failed install (checksum, archive, download) is the install's failure, not an unknown backend.
         if (err instanceof ReleaseInstallError) throw err;
         if (!(err instanceof ReleaseUnavailable) || !build) throw new Error(`${recipe}:${backend} cannot be installed: ${(err as Error).message}`);
@@ -108,7 +112,7 @@ export class EngineInstaller {
     }
     if (!build) throw new InstallError(`${recipe}:${backend} has no source build here`);
     if (this.releases.noFetch()) throw new ReleaseInstallError(`no_fetch_executables is set in config.json: ${recipe}:${backend} is not fetched or built`);
-    return buildFromSource(this.cacheDir, build, progress, this.registry);
+    return buildFromSource(this.cacheDir, build, progress, this.registry, signal);
   }
 
   /** Installs the backend unless it is already installed; returns the binary's path. */
@@ -128,11 +132,17 @@ export class EngineInstaller {
     if (!job) {
       const listeners = new Set<Progress>();
       const progress: InstallProgress = { recipe, backend, phase: "starting", percent: 0 };
-      const promise = this.fetchOrBuild(recipe, backend, (phase, pct) => {
-        Object.assign(progress, { phase, percent: pct });
-        listeners.forEach((l) => l(phase, pct));
-      });
-      job = { promise, listeners, progress };
+      const abort = new AbortController();
+      const promise = this.fetchOrBuild(
+        recipe,
+        backend,
+        (phase, pct) => {
+          Object.assign(progress, { phase, percent: pct });
+          listeners.forEach((l) => l(phase, pct));
+        },
+        abort.signal,
+      );
+      job = { promise, listeners, progress, abort };
       this.running.set(key, job);
       const done = () => this.running.delete(key);
       promise.then(done, done);
@@ -145,6 +155,15 @@ export class EngineInstaller {
   /** The installs under way (whoever asked for them: /v1/install, or a load that needs its engine). */
   installs(): InstallProgress[] {
     return [...this.running.values()].map((j) => ({ ...j.progress }));
+  }
+
+  /** Cancels the install of a backend under way (every caller waiting on it gets InstallCancelled);
+   * false when none is. A release download cannot be paused, only stopped: its partial file goes. */
+  cancel(recipe: string, backend: string): boolean {
+    const job = this.running.get(`${recipe}:${backend}`);
+    if (!job) return false;
+    job.abort.abort(new InstallCancelled(`The install of ${recipe}:${backend} was cancelled`));
+    return true;
   }
 
   /** Removes the backend's binaries (its release and its source build); false when none was installed. */

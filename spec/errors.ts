@@ -183,6 +183,8 @@ export const E = {
   insufficientStorage: row(507, "insufficient_storage", "The disk has too little free space for the download"),
   unsupportedBackend: row(400, "unsupported_backend", "The recipe/backend pair cannot be installed on this system"),
   installFailed: row(500, "install_failed", "The build fails; the message carries the end of the build's output"),
+  installCancelled: row(409, "install_cancelled", "The install was cancelled (`POST /v1/installs/cancel`) before it ended; nothing of it is kept"),
+  installNotRunning: row(404, "install_not_running", "No install of that recipe/backend pair is under way"),
   dryRunFailed: row(500, "", "The recipe/backend pair has no release to fetch on this platform (or for that GPU)"),
   providerNotFound: row(404, "provider_not_found", "The provider is not installed: `POST /v1/install` with `backend: \"cloud\"` first", "invalid_request_error"),
   insecureHttp: row(

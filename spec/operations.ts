@@ -61,6 +61,9 @@ export const LoadedModel = T.Object({
   }),
   is_streaming: T.Boolean({ description: "Whether the model is streaming output tokens right now" }),
   queue_depth: T.Integer({ description: "Lemonade extension: requests waiting for one of the engine's slots (beyond `max_queue`, LEMONADE_MAX_QUEUE, 512 by default, a request is refused with 503 `server_busy` and `Retry-After`)" }),
+  slots: T.Integer({ description: "Lemonade extension: requests the engine serves at once (llama-server's `--parallel`)" }),
+  slots_in_use: T.Integer({ description: "Lemonade extension: of those, the slots serving a request now" }),
+  memory_estimate_bytes: T.Optional(T.Integer({ description: "Lemonade extension: the memory the model takes by the estimate memory admission uses (weights, KV cache at its context size, compute buffers), in bytes; absent for a recipe with no estimate" })),
   recipe: T.String({ description: "Recipe used to load the model, e.g. `llamacpp`" }),
   residency_class: T.Union([T.Literal("standard"), T.Literal("routing_helper")], {
     description:

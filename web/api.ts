@@ -130,10 +130,20 @@ export interface Job {
 /** Jobs that still hold a model's download: a cancelled one has deleted its partial files. */
 export const activeJob = (j: Job) => j.status === "downloading" || j.status === "paused" || j.status === "error";
 
+/** A loaded model, as /v1/health lists it. */
 export interface Loaded {
   model_name: string;
   type: string;
   pinned: boolean;
   is_busy: boolean;
+  is_streaming: boolean;
   pid: number;
+  recipe: string;
+  backend?: string;
+  recipe_options?: { ctx_size?: number };
+  last_use: number;
+  queue_depth: number;
+  slots: number;
+  slots_in_use: number;
+  memory_estimate_bytes?: number;
 }

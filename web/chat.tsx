@@ -6,7 +6,7 @@
 // first token on the wire, and the model's load time when the reply had to wait for one.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { chatStream, getJson, request, type Loaded, type Model } from "./api.ts";
-import { useStored } from "./hooks.ts";
+import { download, useStored } from "./hooks.ts";
 import { renderMarkdown } from "./markdown.ts";
 import { conversations as store } from "./store.ts";
 
@@ -69,14 +69,6 @@ function addCopyButtons(root: HTMLElement | null) {
     button.onclick = () => void navigator.clipboard?.writeText(pre.querySelector("code")?.textContent ?? "").then(() => (button.textContent = "Copied"));
     pre.appendChild(button);
   }
-}
-
-function download(name: string, type: string, text: string) {
-  const a = document.createElement("a");
-  a.href = URL.createObjectURL(new Blob([text], { type }));
-  a.download = name;
-  a.click();
-  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
 }
 
 const asMarkdown = (c: Conversation) =>

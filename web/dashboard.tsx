@@ -1,13 +1,14 @@
-// The engine room: loaded models with their backend, context, activity, queue, idle time and pin
-// (from /v1/health); tokens/s, time to first token and requests per minute over the last 15
-// minutes as charts (uPlot), from the change between two scrapes of /metrics; the last request
-// (/v1/stats) and the host's CPU, RAM and GPU (/v1/system-stats). The series live in this page.
+// The engine room: loaded models (web/loaded-models.tsx, from /v1/health); tokens/s, time to
+// first token and requests per minute over the last 15 minutes as charts (uPlot), from the change
+// between two scrapes of /metrics; the last request (/v1/stats) and the host's CPU, RAM and GPU
+// (/v1/system-stats). The series live in this page.
 import { useEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
-import { getJson, request } from "./api.ts";
+import { getJson, request, type Loaded } from "./api.ts";
 import { usePoll } from "./hooks.ts";
 import { RpcWorkerList } from "./rpc-workers.tsx";
+import { LoadedModels } from "./loaded-models.tsx";
 
 const EVERY_MS = 5000;
 const WINDOW_S = 15 * 60;
@@ -84,7 +85,8 @@ function Chart({ title, unit, t, values }: { title: string; unit: string; t: num
         width,
         height: 160,
         legend: { show: false },
-        scales: { x: { time: true }, y: { range: (_u, min, max) => [0, Math.max(1, max ?? 1, min ?? 0)] } },
+        // One point alone would stretch the time axis over years: a minute before it is shown instead.
+        scales: { x: { time: true, range: (_u, min, max) => (min != null && min === max ? [min - 60, max] : [min, max]) }, y: { range: (_u, min, max) => [0, Math.max(1, max ?? 1, min ?? 0)] } },
         axes: [{ stroke: "currentColor", grid: { stroke: "rgba(128,128,128,0.2)" } }, { stroke: "currentColor", grid: { stroke: "rgba(128,128,128,0.2)" }, size: 50 }],
         series: [{}, { label: title, stroke: "#c79a00", width: 2, fill: "rgba(242,197,61,0.15)", spanGaps: false }],
       },
@@ -105,17 +107,12 @@ function Chart({ title, unit, t, values }: { title: string; unit: string; t: num
   );
 }
 
-const idle = (lastUse: number) => {
-  const s = Math.max(0, Date.now() / 1000 - lastUse);
-  return s >= 60 ? `${Math.floor(s / 60)} min` : `${Math.round(s)} s`;
-};
-
 export function Dashboard() {
   const health = usePoll(() => getJson("/v1/health"), EVERY_MS);
   const stats = usePoll(() => getJson("/v1/stats"), EVERY_MS);
   const host = usePoll(() => getJson("/v1/system-stats"), EVERY_MS);
   const { series, error } = useSeries();
-  const loaded = (health.data?.all_models_loaded ?? []) as any[];
+  const loaded = (health.data?.all_models_loaded ?? []) as Loaded[];
   // The runtime monitor's flags (auto-tune): models running well under their tuned speed.
   const retune = (health.data?.auto_tune?.retune_suggested ?? []) as { model_name: string; expected_tokens_per_second: number; observed_tokens_per_second: number; hint: string }[];
   const pct = (v: number | null | undefined) => (v == null ? "n/a" : `${v.toFixed(0)} %`);
@@ -149,44 +146,7 @@ export function Dashboard() {
         </div>
       )}
       <RpcWorkerList />
-      <h3>Loaded models</h3>
-      {loaded.length === 0 ? (
-        <p class="hint">No model is loaded.</p>
-      ) : (
-        <div class="table-wrap">
-          <table class="cards loaded">
-            <thead>
-              <tr>
-                <th>Model</th>
-                <th>Type</th>
-                <th>Backend</th>
-                <th>Context</th>
-                <th>Activity</th>
-                <th>Queue</th>
-                <th>Idle</th>
-                <th>Pinned</th>
-              </tr>
-            </thead>
-            <tbody>
-              {loaded.map((m) => (
-                <tr key={m.model_name} data-loaded={m.model_name}>
-                  <td data-label="Model">{m.model_name}</td>
-                  <td data-label="Type">{m.type}</td>
-                  <td data-label="Backend">
-                    {m.recipe}
-                    {m.backend ? `:${m.backend}` : ""}
-                  </td>
-                  <td data-label="Context">{m.recipe_options?.ctx_size ?? ""}</td>
-                  <td data-label="Activity">{m.is_streaming ? "streaming" : m.is_busy ? "busy" : "idle"}</td>
-                  <td data-label="Queue">{m.queue_depth}</td>
-                  <td data-label="Idle">{m.is_busy ? "0 s" : idle(m.last_use)}</td>
-                  <td data-label="Pinned">{m.pinned ? "yes" : "no"}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+      <LoadedModels loaded={loaded} />
     </section>
   );
 }

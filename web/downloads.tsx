@@ -1,7 +1,8 @@
-// Downloads: engine installs under way (GET /v1/installs), and every server-owned download job,
-// active ones first, with progress, speed and time left (from the bytes between two polls), and
-// what each job's state allows: pause, resume, retry, cancel (which deletes the partial files),
-// remove from the list; finished jobs cleared.
+// Downloads: engine installs under way (GET /v1/installs), which can be cancelled but not paused
+// (the server can stop a release download or a build, not suspend one), and every server-owned
+// download job, active ones first, with progress, speed and time left (from the bytes between two
+// polls), and what each job's state allows: pause, resume, retry, cancel (which deletes the
+// partial files), remove from the list; finished jobs cleared.
 import { useRef, useState } from "preact/hooks";
 import { getJson, postJson, type Job } from "./api.ts";
 import { usePoll } from "./hooks.ts";
@@ -72,7 +73,12 @@ export function Downloads({ jobs }: { jobs: Jobs }) {
               </div>
               <progress max={100} value={i.percent} aria-label={`Install of ${i.recipe}:${i.backend}`} />
               <div class="hint">
-                {i.phase}, {Math.round(i.percent)} % · an engine install runs to its end; the Backends panel removes it afterwards
+                {i.phase}, {Math.round(i.percent)} % · an install cannot be paused, only cancelled (installing again starts over)
+              </div>
+              <div class="actions">
+                <button class="danger" onClick={() => act(`cancel the install of ${i.recipe}:${i.backend}`, () => postJson("/v1/installs/cancel", { recipe: i.recipe, backend: i.backend }).then(installs.refresh))} title="Stops the download or build and deletes what it had fetched">
+                  Cancel install
+                </button>
               </div>
             </li>
           ))}

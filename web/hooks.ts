@@ -1,4 +1,5 @@
-// Small hooks the panels share: polling the server, and values kept in this browser's storage.
+// Small things the panels share: polling the server, values kept in this browser's storage, and
+// saving a file the page made.
 import { useEffect, useState } from "preact/hooks";
 
 /** `load()` now and every `ms`; its last value, or its last error's message. */
@@ -41,4 +42,13 @@ export function useStored<T>(key: string, initial: T): [T, (v: T) => void] {
     }
   };
   return [value, set];
+}
+
+/** Offers `text` to the user as a downloaded file called `name`. */
+export function download(name: string, type: string, text: string): void {
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(new Blob([text], { type }));
+  a.download = name;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
 }

@@ -14,7 +14,7 @@ import { Dashboard } from "./dashboard.tsx";
 import { Compare } from "./compare.tsx";
 import { Downloads, useJobs } from "./downloads.tsx";
 import { useStored } from "./hooks.ts";
-import type { Job } from "./api.ts";
+import { socket, type Job } from "./api.ts";
 
 const PANELS = [
   ["chat", "Chat"],
@@ -43,21 +43,62 @@ interface Toast {
   error?: boolean;
 }
 
-/** Toasts for download jobs that finished or failed, and models that left memory, since the last poll. */
+/** What the scheduler logs when an engine exits on its own (runtime/scheduler.ts, onExit). */
+const CRASH = /The engine for (\S+) \(pid \d+\) exited unexpectedly with code (-?\d+)/;
+
+/** Calls `onCrash` for each engine that exits unexpectedly from now on, as the server's log
+ * stream tells it (the snapshot of earlier lines is skipped: those are old news). */
+function useEngineCrashes(onCrash: (model: string, code: string) => void): void {
+  const handler = useRef(onCrash);
+  handler.current = onCrash;
+  useEffect(() => {
+    let ws: WebSocket;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let stopped = false;
+    const connect = () => {
+      ws = socket("/logs/stream");
+      ws.onopen = () => ws.send(JSON.stringify({ type: "logs.subscribe", after_seq: null }));
+      ws.onmessage = (ev) => {
+        const msg = JSON.parse(String(ev.data));
+        const found = msg.type === "logs.entry" ? CRASH.exec(msg.entry.line) : null;
+        if (found) handler.current(found[1]!, found[2]!);
+      };
+      // A server that restarts closes the stream: listen again a little later.
+      ws.onclose = () => {
+        if (!stopped) timer = setTimeout(connect, 5000);
+      };
+    };
+    connect();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+      ws.close();
+    };
+  }, []);
+}
+
+/** Toasts for download jobs that finished or failed, models that left memory since the last poll,
+ * and engines that crashed. */
 function useToasts(jobs: Job[] | undefined, loaded: string[] | undefined): [Toast[], (id: number) => void] {
   const [toasts, setToasts] = useState<Toast[]>([]);
   const seen = useRef<Map<string, Job["status"]> | null>(null);
   const resident = useRef<string[] | null>(null);
+  // When each model's engine last crashed: its leaving memory soon after is told by the crash's own toast.
+  const crashed = useRef(new Map<string, number>());
   const next = useRef(0);
+  useEngineCrashes((model, code) => {
+    crashed.current.set(model, Date.now());
+    setToasts((t) => [...t, { id: next.current++, text: `The engine for ${model} crashed (exit code ${code}); the next request starts it again`, error: true }].slice(-4));
+  });
   useEffect(() => {
     if (!loaded) return;
     const before = resident.current;
     resident.current = loaded;
     if (!before) return;
-    const gone = before.filter((m) => !loaded.includes(m));
+    const gone = before.filter((m) => !loaded.includes(m) && Date.now() - (crashed.current.get(m) ?? 0) > 15_000);
     const came = loaded.filter((m) => !before.includes(m));
     // A model that leaves as another arrives made room for it; one that leaves alone was unloaded
-    // (by a client, idle eviction, or its engine's end).
+    // (by a client or idle eviction; a crash has its own toast).
     const news = gone.map((m) => ({ id: next.current++, text: came.length ? `${m} was evicted for ${came.join(", ")}` : `${m} was unloaded` }));
     if (news.length) setToasts((t) => [...t, ...news].slice(-4));
   }, [loaded?.join("\n")]);

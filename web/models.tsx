@@ -1,13 +1,13 @@
 // Model manager: the catalog with filters; downloads as server-owned jobs (they survive a reload)
-// with pause, resume and cancel; load, unload, pin, delete; a per-model options editor; and
-// registering a Hugging Face checkpoint (or a published Omni collection) as a user model.
+// with pause, resume and cancel; load, unload, pin, delete, export; a per-model options editor;
+// registering a Hugging Face checkpoint (or a published Omni collection) as a user model; and
+// making or changing routers and Omni collections (web/collections.tsx).
 import { Fragment } from "preact";
 import { useState } from "preact/hooks";
 import { activeJob, getJson, postJson, type Loaded, type Model } from "./api.ts";
-import { usePoll } from "./hooks.ts";
+import { download, usePoll } from "./hooks.ts";
 import type { Jobs } from "./downloads.tsx";
-
-const COLLECTION = "collection.omni";
+import { Collections, OMNI as COLLECTION, ROUTER } from "./collections.tsx";
 
 /** The model manager's sections, by `rank` in `Models`. */
 const SECTIONS = ["Downloading", "Loaded", "Downloaded", "Suggested for this machine", "All models"];
@@ -228,6 +228,24 @@ function Register({ onDone }: { onDone: () => void }) {
   );
 }
 
+/** The name an exported model registers under: /v1/pull registers user models only. */
+const userName = (id: string) => (id.startsWith("user.") ? id : `user.${id.replace(/^extra\./, "")}`);
+
+/** A model's definition as an import-ready /v1/pull body, the file `lemonade export` writes
+ * (cli/commands/models.ts, whose shape this follows): a collection carries each component's
+ * definition, a router its policy. */
+function exportBody(m: any): Record<string, unknown> {
+  if (m.recipe === COLLECTION && m.components?.length) {
+    const models = (m.models ?? []).flatMap((d: any, i: number) => (d ? [{ ...exportBody(d), model_name: m.components[i] }] : []));
+    return { model_name: userName(m.id), recipe: m.recipe, components: m.components, models, ...(m.system_prompt ? { system_prompt: m.system_prompt } : {}) };
+  }
+  if (m.recipe === ROUTER) return { model_name: userName(m.id), recipe: m.recipe, components: m.components, version: m.version, routing: m.routing };
+  const body: Record<string, unknown> = { model_name: userName(m.id), recipe: m.recipe, checkpoints: m.checkpoints, labels: m.labels };
+  if (m.size !== undefined) body.size = m.size;
+  if (m.recipe_options && Object.keys(m.recipe_options).length) body.recipe_options = m.recipe_options;
+  return body;
+}
+
 /** Whether Delete can work: a model with files of its own in the cache (none for an `extra.` model,
  * whose file belongs to its folder, a cloud model, or a built-in engine's that serves without files),
  * or a collection's entry. */
@@ -245,6 +263,7 @@ export function Models({ jobs }: { jobs: Jobs }) {
   const health = usePoll(() => getJson("/v1/health"), 2000);
   const [filter, setFilter] = useState(() => ({ search: "", recipe: "", label: new URLSearchParams(location.hash.split("?")[1] ?? "").get("label") ?? "", downloaded: false }));
   const [options, setOptions] = useState<string | null>(null);
+  const [editing, setEditing] = useState<string | null>(null);
   const [message, setMessage] = useState("");
   const all: Listed[] = models.data?.data ?? [];
   const loaded = new Map<string, Loaded>(((health.data?.all_models_loaded ?? []) as Loaded[]).map((m) => [m.model_name, m]));
@@ -305,6 +324,17 @@ export function Models({ jobs }: { jobs: Jobs }) {
         </label>
       </div>
       <Register onDone={jobs.refresh} />
+      <Collections
+        models={all}
+        editing={editing}
+        onClose={() => setEditing(null)}
+        onDone={(text) => {
+          setMessage(text);
+          setEditing(null);
+          models.refresh();
+          jobs.refresh();
+        }}
+      />
       {message && <p role="status">{message}</p>}
       {models.error && <p class="error">{models.error}</p>}
       {options && <OptionsEditor id={options} onClose={() => setOptions(null)} />}
@@ -379,7 +409,21 @@ export function Models({ jobs }: { jobs: Jobs }) {
                   {slot && (
                     <button onClick={() => act(`${slot.pinned ? "Unpin" : "Pin"} ${m.id}`, () => postJson("/internal/pin", { model_name: m.id, pinned: !slot.pinned }))}>{slot.pinned ? "Unpin" : "Pin"}</button>
                   )}
-                  <button onClick={() => setOptions(m.id)}>Options</button>
+                  {!m.recipe.startsWith("collection.") && <button onClick={() => setOptions(m.id)}>Options</button>}
+                  {m.recipe.startsWith("collection.") && <button onClick={() => setEditing(m.id)}>Edit</button>}
+                  {/* What is here to share: a catalog model not downloaded is shared by its name already. */}
+                  {m.source !== "cloud" && m.downloaded && (
+                    <button
+                      onClick={() =>
+                        act(`Export ${m.id}`, async () => {
+                          const body = exportBody(await getJson(`/v1/models/${encodeURIComponent(m.id)}`));
+                          download(`${String(body.model_name).replace(/^user\./, "")}.json`, "application/json", JSON.stringify(body, null, 2) + "\n");
+                        })
+                      }
+                    >
+                      Export
+                    </button>
+                  )}
                   {deletable(m) && (
                     <button
                       class="danger"

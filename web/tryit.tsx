@@ -1,10 +1,11 @@
 // Try-it panels for the other model types: speech, transcription (a file or the microphone),
-// embeddings (similarity of two texts), reranking, text classification, and images when an
-// image model exists.
-import { useRef, useState } from "preact/hooks";
+// embeddings (similarity of two texts), reranking, text classification, and images
+// (web/images.tsx) when an image or upscaling model exists.
+import { useState } from "preact/hooks";
 import { getJson, postJson, request, socket, type Model } from "./api.ts";
 import { usePoll } from "./hooks.ts";
 import { ModelPicker } from "./model-picker.tsx";
+import { ImagePanels } from "./images.tsx";
 
 const VOICES = ["alloy", "ash", "ballad", "coral", "echo", "fable", "onyx", "nova", "sage", "shimmer", "verse"];
 
@@ -269,38 +270,6 @@ function Classify({ models }: { models: Model[] }) {
   );
 }
 
-function Images({ models }: { models: Model[] }) {
-  const [model, setModel] = useState(models[0]!.id);
-  const [prompt, setPrompt] = useState("A lemon on a table");
-  const [src, setSrc] = useState("");
-  const [error, setError] = useState("");
-  const busy = useRef(false);
-  const generate = async () => {
-    if (busy.current) return;
-    busy.current = true;
-    setError("");
-    try {
-      const res = await postJson("/v1/images/generations", { model, prompt, response_format: "b64_json" });
-      setSrc(`data:image/png;base64,${res.data[0].b64_json}`);
-    } catch (err) {
-      setError((err as Error).message);
-    }
-    busy.current = false;
-  };
-  return (
-    <fieldset>
-      <legend>Images</legend>
-      <ModelPicker models={models} value={model} onChange={setModel} label="Model" />
-      <label>
-        Prompt <input value={prompt} onInput={(e) => setPrompt((e.target as HTMLInputElement).value)} />
-      </label>
-      <button onClick={generate}>Generate</button>
-      {src && <img src={src} alt={prompt} class="generated" />}
-      {error && <p class="error">{error}</p>}
-    </fieldset>
-  );
-}
-
 /** Each panel's model label and its name. */
 const KINDS = [
   ["tts", "Text to speech"],
@@ -309,6 +278,7 @@ const KINDS = [
   ["reranking", "Reranking"],
   ["classification", "Classification"],
   ["image", "Images"],
+  ["upscaling", "Upscale"],
 ] as const;
 
 export function TryIt() {
@@ -317,7 +287,7 @@ export function TryIt() {
   if (!data) return <p>Loading models…</p>;
   const all = data.data as Model[];
   const having = (label: string) => all.filter((m) => m.labels.includes(label));
-  const [tts, asr, emb, rr, clf, img] = KINDS.map(([label]) => having(label));
+  const [tts, asr, emb, rr, clf, img, up] = KINDS.map(([label]) => having(label));
   const missing = KINDS.filter(([label]) => !having(label).length);
   return (
     <section class="tryit">
@@ -338,7 +308,7 @@ export function TryIt() {
       {emb!.length > 0 && <Embeddings models={emb!} />}
       {rr!.length > 0 && <Rerank models={rr!} />}
       {clf!.length > 0 && <Classify models={clf!} />}
-      {img!.length > 0 && <Images models={img!} />}
+      {(img!.length > 0 || up!.length > 0) && <ImagePanels image={img!} upscaling={up!} />}
     </section>
   );
 }

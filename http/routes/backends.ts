@@ -9,4 +9,8 @@ export function backendRoutes(bind: Binder, ctx: Pick<ServerContext, "backends" 
   bind.http(spec.installDryRun, ({ body }) => installDryRun(ctx, body));
   bind.http(spec.uninstall, ({ body }) => uninstall(ctx, body));
   bind.http(spec.installs, () => ctx.backends.installs());
+  bind.http(spec.installCancel, ({ body }) => {
+    ctx.backends.cancelInstall(body.recipe, body.backend);
+    return { status: "success" as const, recipe: body.recipe, backend: body.backend };
+  });
 }

@@ -36,6 +36,15 @@ test("a second model that does not fit is refused with 507 model_load_error nami
   expect(await loaded()).toEqual(["extra.tiny-chat"]);
 });
 
+test("/v1/health reports each loaded model's memory by the estimate admission uses, and its slots", async () => {
+  const [entry] = (await (await fetch(`${server.url}/v1/health`)).json()).all_models_loaded;
+  // Under the 0.15 GB limit that admitted it, and more than its 25 MB of weights.
+  expect(entry.memory_estimate_bytes).toBeGreaterThan(25e6);
+  expect(entry.memory_estimate_bytes).toBeLessThan(0.15 * 1024 ** 3);
+  expect(entry.slots).toBeGreaterThanOrEqual(1);
+  expect(entry.slots_in_use).toBe(0);
+});
+
 test("with auto_evict on, the least recently used model makes room", async () => {
   const res = await post("/v1/load", { model_name: "extra.tiny-chat-b", auto_evict: true });
   expect(res.status).toBe(200);

@@ -2,7 +2,7 @@
 // server: the tiny chat model on llama-server, the tiny whisper model, espeak-ng speech and the
 // test hub. Every request the page makes is recorded; one to another host fails the test.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { AxeBuilder } from "@axe-core/playwright";
@@ -10,52 +10,19 @@ import { classifierDir, jfkSample, MODELS, testModelsDir } from "../helpers/engi
 import { startFakeServer } from "../helpers/fake-engine.ts";
 import { startFakeHub, type FakeHub } from "../helpers/fake-hub.ts";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
-
-const CHROMIUM = "/usr/bin/chromium";
-const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+import { CHROMIUM, closePage, FLAGS, offScreenButtons, openPage, requireChromium, shot } from "../helpers/browser.ts";
 
 let browser: Browser;
 let server: TestServer;
 let hub: FakeHub;
 const foreign: string[] = [];
 
-/** Requests each open page has in flight. */
-const inFlight = new WeakMap<Page, Set<unknown>>();
-
-/** A page of the app at `path`; `before` runs once the page exists, before it loads. */
-async function open(path = "/", s: TestServer = server, before?: (page: Page) => Promise<void>): Promise<Page> {
-  // A context of its own (not browser.newPage's), which axe-core's analysis needs.
-  const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
-  const host = new URL(s.url).host;
-  const pending = new Set<unknown>();
-  inFlight.set(page, pending);
-  page.on("request", (r) => {
-    pending.add(r);
-    const url = new URL(r.url());
-    if (url.protocol !== "data:" && url.protocol !== "blob:" && url.host !== host) foreign.push(r.url());
-  });
-  page.on("requestfinished", (r) => pending.delete(r));
-  page.on("requestfailed", (r) => pending.delete(r));
-  await before?.(page);
-  await page.goto(`${s.url}${path}`);
-  return page;
-}
-
-/** Closes a page once the app has stopped polling and its requests are done: playwright-core under
- * Bun trips over the events of a request still in flight when its page is gone, and then fails
- * every later call. Timer ids are counted up, so clearing each id up to a new one stops them all. */
-async function close(page: Page): Promise<void> {
-  await page.evaluate(() => {
-    const top = setTimeout(() => {}) as unknown as number;
-    for (let id = 0; id <= top; id++) clearTimeout(id);
-  });
-  const pending = inFlight.get(page)!;
-  for (let i = 0; i < 100 && pending.size; i++) await Bun.sleep(20);
-  await page.context().close();
-}
+/** A page of the app at `path` on `s`. */
+const open = (path = "/", s: TestServer = server, before?: (page: Page) => Promise<void>) => openPage(browser, s.url, path, foreign, before);
+const close = closePage;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (.ci/run does)`);
+  requireChromium();
   const models = testModelsDir();
   const hf = tempDir("lemonade-hf-");
   const snap = join(hf, "models--ggerganov--whisper.cpp", "snapshots", "abc");
@@ -355,21 +322,6 @@ async function seedConversation(page: Page, conversation: Record<string, unknown
   );
   await page.evaluate((id) => localStorage.setItem("lemonade.currentConversation", JSON.stringify(id)), conversation.id as string);
   await page.reload();
-}
-
-/** Buttons of the current panel that stick out of the viewport sideways. */
-const offScreenButtons = (page: Page) =>
-  page.evaluate(() =>
-    [...document.querySelectorAll("main button")]
-      .map((b) => ({ text: b.textContent, rect: b.getBoundingClientRect() }))
-      .filter(({ rect }) => rect.width > 0 && (rect.left < 0 || rect.right > innerWidth))
-      .map(({ text }) => text),
-  );
-
-/** Screenshots for the issue's report, only when WEB_SHOTS names a folder. */
-async function shot(page: Page, name: string): Promise<void> {
-  const dir = process.env.WEB_SHOTS;
-  if (dir) await page.screenshot({ path: join(dir, `web29-${name}-${page.viewportSize()!.width}.png`) });
 }
 
 describe("the web app, second edition (issue 29)", () => {
@@ -746,7 +698,12 @@ describe("the web app, second edition (issue 29)", () => {
   test("dashboard: loaded models, host figures and live charts from /metrics", async () => {
     await fetch(`${server.url}/v1/load`, { method: "POST", body: JSON.stringify({ model_name: "extra.tiny-chat" }) });
     const page = await open("/#dashboard");
-    await page.locator('tr[data-loaded="extra.tiny-chat"]').waitFor();
+    const row = page.locator('tr[data-loaded="extra.tiny-chat"]');
+    await row.waitFor();
+    // Its slots and the memory the server estimates for it, as /v1/health reports them.
+    const entry = (await api("/v1/health")).all_models_loaded.find((m: any) => m.model_name === "extra.tiny-chat");
+    expect(await row.locator("td[data-slots]").textContent()).toContain(`of ${entry.slots}`);
+    expect(await row.locator("td[data-memory]").textContent()).toBe(`≈ ${(entry.memory_estimate_bytes / 1024 ** 2).toFixed(0)} MiB`);
     await page.locator(".dashboard .host").getByText(/RAM in use \d/).waitFor();
     // A request between two scrapes shows in the charts.
     await page.waitForResponse((r) => r.url().endsWith("/metrics"));

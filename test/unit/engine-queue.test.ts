@@ -57,7 +57,8 @@ test("over HTTP: one slot (--parallel 1), max_queue 2: two wait (shown in /v1/he
     const running = [0, 1, 2].map((i) => chat(false, 30).then(async (r) => (await r.arrayBuffer(), finished.push(i), r.status)));
     await Bun.sleep(100);
     const health = await (await fetch(`${server.url}/v1/health`)).json();
-    expect(health.all_models_loaded[0].queue_depth).toBe(2);
+    // One request holds the one slot, two wait for it.
+    expect(health.all_models_loaded[0]).toMatchObject({ queue_depth: 2, slots: 1, slots_in_use: 1 });
     expect(await (await fetch(`${server.url}/metrics`)).text()).toContain('lemonade_queued_requests{model="extra.a"} 2');
     const busy = await chat(false);
     expect(busy.status).toBe(503);
@@ -68,6 +69,7 @@ test("over HTTP: one slot (--parallel 1), max_queue 2: two wait (shown in /v1/he
     await busyStream.arrayBuffer();
     expect(await Promise.all(running)).toEqual([200, 200, 200]);
     expect(finished).toEqual([0, 1, 2]);
+    expect((await (await fetch(`${server.url}/v1/health`)).json()).all_models_loaded[0].slots_in_use).toBe(0);
   } finally {
     await server.close();
   }

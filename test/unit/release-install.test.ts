@@ -1,12 +1,12 @@
 // The release path against a loopback stand-in for GitHub serving real archives (a shell-script
 // engine that answers --version), with the checksums pinned in a test copy of the versions file;
-// and the CPU fallback to a real (tiny) source build from a loopback npm registry.
+// and the CPU fallback to a real (tiny) source build from a loopback npm registry, and its cancel.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as tar from "tar";
-import { EngineInstaller, InstallError } from "../../engines/installer.ts";
+import { EngineInstaller, InstallCancelled, InstallError } from "../../engines/installer.ts";
 import type { Recipe } from "../../engines/engine.ts";
 import { tempDir } from "../helpers/server.ts";
 
@@ -213,6 +213,47 @@ describe("installing a pinned release", () => {
 });
 
 describe("when the release path cannot serve the CPU backend", () => {
+  test("a source build cancelled mid-step: the step's process is killed, every waiter told, nothing kept", async () => {
+    const pkgDir = tempDir("lemonade-fake-pkg-");
+    mkdirSync(join(pkgDir, "package"));
+    writeFileSync(join(pkgDir, "package", "CMakeLists.txt"), "");
+    await tar.c({ gzip: true, file: join(pkgDir, "fake.tgz"), cwd: pkgDir }, ["package"]);
+    const tgz = readFileSync(join(pkgDir, "fake.tgz"));
+    const registry = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(tgz) });
+    // A build whose unpacking step takes far longer than the test.
+    let stepStarted!: () => void;
+    const started = new Promise<void>((resolve) => (stepStarted = resolve));
+    const slow: Recipe = {
+      ...fakeRecipe,
+      builds: {
+        cpu: {
+          ...fakeRecipe.builds!.cpu!,
+          async extract(pkg, _dest, run) {
+            stepStarted();
+            await run(["sleep", "300"], pkg);
+          },
+        },
+      },
+    };
+    try {
+      const cacheDir = cacheWithPins({ [ASSET]: `sha256:${sha(good)}` });
+      const installer = new EngineInstaller([slow], cacheDir, `http://127.0.0.1:${registry.port}`, { endpoint: "http://127.0.0.1:9", noFetch: () => false, log: () => {} });
+      // Two callers share the one build; both are told.
+      const outcomes = Promise.allSettled([installer.install("fakecpp", "cpu"), installer.install("fakecpp", "cpu")]);
+      await started;
+      expect(installer.installs()).toHaveLength(1);
+      expect(installer.cancel("fakecpp", "cpu")).toBe(true);
+      for (const outcome of await outcomes) expect(outcome.status === "rejected" && outcome.reason instanceof InstallCancelled).toBe(true);
+      expect(installer.installs()).toEqual([]);
+      expect(readdirSync(join(cacheDir, "build"))).toEqual([]);
+      expect(existsSync(join(cacheDir, "bin", "fakecpp"))).toBe(false);
+      // Nothing is under way now.
+      expect(installer.cancel("fakecpp", "cpu")).toBe(false);
+    } finally {
+      registry.stop(true);
+    }
+  });
+
   test("an unreachable endpoint falls back to the source build, saying so", async () => {
     // A loopback npm registry with the fake engine's source: a CMake project that writes the binary.
     const pkgDir = tempDir("lemonade-fake-pkg-");

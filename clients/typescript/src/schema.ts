@@ -3519,6 +3519,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/installs/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a backend install in progress
+         * @description Stops an install that `GET /v1/installs` lists: its release download or source build is stopped and nothing of it is kept (the partial download is deleted). Every request waiting on it — `POST /v1/install`, or a load waiting for its engine — ends with `install_cancelled` (409; a stream's `event: error`). An install cannot be paused: a release download resumes from its partial file only after a broken connection, and a build step cannot be suspended; installing again starts over.
+         */
+        post: operations["lemonade.installs_cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/installs/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a backend install in progress
+         * @description The same as `POST /v1/installs/cancel`, documented there.
+         */
+        post: operations["lemonade.installs_cancel.api_v1_installs_cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v0/installs/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a backend install in progress
+         * @description The same as `POST /v1/installs/cancel`, documented there.
+         */
+        post: operations["lemonade.installs_cancel.v0_installs_cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/installs/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a backend install in progress
+         * @description The same as `POST /v1/installs/cancel`, documented there.
+         */
+        post: operations["lemonade.installs_cancel.api_v0_installs_cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/cloud/auth": {
         parameters: {
             query?: never;
@@ -6593,6 +6673,19 @@ export interface components {
         };
         /** @description The installs under way; empty when none is */
         InstallsResponse: components["schemas"]["InstallProgress"][];
+        InstallsCancelRequest: {
+            /** @description The recipe, such as `llamacpp` */
+            recipe: string;
+            /** @description The backend, such as `cpu` */
+            backend: string;
+        };
+        /** InstallCancelResponse */
+        InstallCancelResponse: {
+            /** @constant */
+            status: "success";
+            recipe: string;
+            backend: string;
+        };
         CloudAuthRequest: {
             /** @description Installed provider name. */
             provider: string;
@@ -6677,6 +6770,12 @@ export interface components {
                 is_streaming: boolean;
                 /** @description Lemonade extension: requests waiting for one of the engine's slots (beyond `max_queue`, LEMONADE_MAX_QUEUE, 512 by default, a request is refused with 503 `server_busy` and `Retry-After`) */
                 queue_depth: number;
+                /** @description Lemonade extension: requests the engine serves at once (llama-server's `--parallel`) */
+                slots: number;
+                /** @description Lemonade extension: of those, the slots serving a request now */
+                slots_in_use: number;
+                /** @description Lemonade extension: the memory the model takes by the estimate memory admission uses (weights, KV cache at its context size, compute buffers), in bytes; absent for a recipe with no estimate */
+                memory_estimate_bytes?: number;
                 /** @description Recipe used to load the model, e.g. `llamacpp` */
                 recipe: string;
                 /** @description The pool the model counts in: `standard` (against `max_loaded_models` per type) or `routing_helper` (loaded for a collection's routing, a pool per helper model); a model moves between them in place as its use changes */
@@ -7742,6 +7841,8 @@ export type InstallDryRunResponse = components['schemas']['InstallDryRunResponse
 export type UninstallRequest = components['schemas']['UninstallRequest'];
 export type UninstallResponse = components['schemas']['UninstallResponse'];
 export type InstallsResponse = components['schemas']['InstallsResponse'];
+export type InstallsCancelRequest = components['schemas']['InstallsCancelRequest'];
+export type InstallCancelResponse = components['schemas']['InstallCancelResponse'];
 export type CloudAuthRequest = components['schemas']['CloudAuthRequest'];
 export type CloudAuthResponse = components['schemas']['CloudAuthResponse'];
 export type CloudAuthClearResponse = components['schemas']['CloudAuthClearResponse'];
@@ -14317,6 +14418,8 @@ export interface operations {
             401: components["responses"]["LemonadeError"];
             /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
+            /** @description The install was cancelled (`POST /v1/installs/cancel`) before it ended; nothing of it is kept */
+            409: components["responses"]["LemonadeError"];
             /** @description The build fails; the message carries the end of the build's output */
             500: components["responses"]["LemonadeError"];
         };
@@ -14347,6 +14450,7 @@ export interface operations {
             400: components["responses"]["LemonadeError"];
             401: components["responses"]["LemonadeError"];
             403: components["responses"]["LemonadeError"];
+            409: components["responses"]["LemonadeError"];
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -14376,6 +14480,7 @@ export interface operations {
             400: components["responses"]["LemonadeError"];
             401: components["responses"]["LemonadeError"];
             403: components["responses"]["LemonadeError"];
+            409: components["responses"]["LemonadeError"];
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -14405,6 +14510,7 @@ export interface operations {
             400: components["responses"]["LemonadeError"];
             401: components["responses"]["LemonadeError"];
             403: components["responses"]["LemonadeError"];
+            409: components["responses"]["LemonadeError"];
             500: components["responses"]["LemonadeError"];
         };
     };
@@ -14771,6 +14877,135 @@ export interface operations {
             };
             401: components["responses"]["LemonadeError"];
             403: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.installs_cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "recipe": "llamacpp",
+                 *       "backend": "cpu"
+                 *     }
+                 */
+                "application/json": components["schemas"]["InstallsCancelRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "recipe": "llamacpp",
+                     *       "backend": "cpu"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["InstallCancelResponse"];
+                };
+            };
+            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
+            400: components["responses"]["LemonadeError"];
+            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
+            401: components["responses"]["LemonadeError"];
+            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
+            403: components["responses"]["LemonadeError"];
+            /** @description No install of that recipe/backend pair is under way */
+            404: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.installs_cancel.api_v1_installs_cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InstallsCancelRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallCancelResponse"];
+                };
+            };
+            400: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+            404: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.installs_cancel.v0_installs_cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InstallsCancelRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallCancelResponse"];
+                };
+            };
+            400: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+            404: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.installs_cancel.api_v0_installs_cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InstallsCancelRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallCancelResponse"];
+                };
+            };
+            400: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeError"];
+            404: components["responses"]["LemonadeError"];
         };
     };
     "lemonade.cloud_auth": {
