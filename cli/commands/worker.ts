@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { defaultCacheDir } from "../../config/config.ts";
-import type { RunningWorker } from "../../engines/rpc-worker.ts";
+import type { RunningWorker } from "../../app/worker.ts";
 import { CliError } from "../client.ts";
 import type { Command, CommandInput } from "../command.ts";
 
