@@ -16,10 +16,11 @@ RUN npx bun run build
 
 # The image: the executable alone, as its own user, on the Debian release the .deb targets.
 FROM debian:bookworm-slim
-# ca-certificates: model and engine downloads over HTTPS; libgomp1: llama.cpp's prebuilt CPU engine.
+# ca-certificates: model and engine downloads over HTTPS; libgomp1: llama.cpp's prebuilt CPU engine;
+# openssl: `lemonade worker` makes its TLS certificate with it on first start.
 # hadolint ignore=DL3008
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates libgomp1 \
+ && apt-get install -y --no-install-recommends ca-certificates libgomp1 openssl \
  && rm -rf /var/lib/apt/lists/*
 RUN useradd --system --create-home --home-dir /var/lib/lemonade --shell /usr/sbin/nologin lemonade
 COPY --from=build /src/dist/lemonade /usr/bin/lemonade

@@ -53,7 +53,7 @@ writeFileSync(
     "Maintainer: Lemonade Server (Bun) maintainers <lemonade@localhost>",
     `Installed-Size: ${Math.ceil(statSync(binary).size / 1024)}`,
     "Depends: adduser, init-system-helpers",
-    "Recommends: ffmpeg, espeak-ng, ca-certificates",
+    "Recommends: ffmpeg, espeak-ng, ca-certificates, openssl",
     "Section: net",
     "Priority: optional",
     "Description: local AI server speaking the OpenAI, Ollama, Anthropic and MCP APIs",
