@@ -8,7 +8,8 @@ import tls from "node:tls";
 import type { Subprocess } from "bun";
 import { readLines } from "../lib/lines.ts";
 import { EngineConfigError, EngineStartError } from "./engine.ts";
-import { freePort } from "./process.ts";
+import { EngineRegistry } from "./orphans.ts";
+import { ENGINE_TOKEN_VAR, freePort } from "./process.ts";
 import type { WorkerStatus } from "./rpc-address.ts";
 import { ANSWER, checkOpening, ExactReader, keyingOf, OPENING_BYTES, proof, REQUEST } from "./rpc-link.ts";
 
@@ -115,12 +116,21 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   if (opts.devices) argv.push("-d", opts.devices);
   if (opts.threads) argv.push("-t", String(opts.threads));
   if (opts.tensorCacheDir) argv.push("-c");
+  // A worker killed outright (SIGKILL, a power cut of its terminal) cannot stop its rpc-server:
+  // each rpc-server is written down as the server's engines are, and the next worker started on
+  // this folder stops the ones whose worker is gone.
+  const registry = new EngineRegistry(opts.stateDir);
+  const reaped = registry.reapOrphans();
+  if (reaped.length) opts.log(`stopped rpc-server(s) left running by a worker that was killed (pids ${reaped.join(", ")})`);
+  const token = crypto.randomUUID();
+  registry.intend(token, opts.rpcBinary);
   const child = Bun.spawn(argv, {
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",
-    env: { ...process.env, ...(opts.tensorCacheDir ? { LLAMA_CACHE: opts.tensorCacheDir } : {}) },
+    env: { ...process.env, [ENGINE_TOKEN_VAR]: token, ...(opts.tensorCacheDir ? { LLAMA_CACHE: opts.tensorCacheDir } : {}) },
   });
+  registry.started(token, child.pid);
   const names: { name: string; description: string }[] = [];
   // rpc-server's banner sits in its stdout buffer until it accepts its first client (it flushes
   // then): the device names arrive after the first status query, which waits for them.
@@ -138,7 +148,10 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   const stopChild = () => child.kill("SIGKILL");
   process.on("exit", stopChild);
   let exitCode: number | null = null;
-  void child.exited.then((c) => (exitCode = c));
+  void child.exited.then((c) => {
+    exitCode = c;
+    registry.remove(token);
+  });
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (exitCode !== null) throw new EngineStartError(`rpc-server exited with code ${exitCode} before it listened`);

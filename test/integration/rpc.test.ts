@@ -10,6 +10,7 @@ import net from "node:net";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { defaultCacheDir } from "../../config/config.ts";
+import { isAlive } from "../../engines/process.ts";
 import { rpcServerBinary, runWorker, type RunningWorker } from "../../app/worker.ts";
 import { operations } from "../../spec/index.ts";
 import { linkEngines, MODELS, testModelsDir } from "../helpers/engines.ts";
@@ -30,8 +31,7 @@ interface WorkerProcess {
 }
 
 /** `lemonade worker` as a user starts it, on a loopback port of its choosing. */
-async function startWorkerProcess(secret = SECRET): Promise<WorkerProcess> {
-  const cacheDir = tempDir("lemonade-worker-");
+async function startWorkerProcess(secret = SECRET, cacheDir = tempDir("lemonade-worker-")): Promise<WorkerProcess> {
   linkEngines(cacheDir);
   const child = Bun.spawn(["bun", join(ROOT, "cli", "main.ts"), "worker", "--host", "127.0.0.1", "--port", "0", "--threads", "1"], {
     stdin: "ignore",
@@ -358,5 +358,27 @@ describe.skipIf(!built)("a worker the server cannot use: a clear error at load, 
     workers.push(older);
     expect((await older.status()).protocol).toBe("5.0.0");
     expect(await refusal(await serverFor(`127.0.0.1:${older.port}`, SECRET))).toContain("runs RPC protocol 5.0.0 and this server's llama.cpp speaks 6.0.x");
+  });
+});
+
+describe.skipIf(!built)("a worker killed outright", () => {
+  test("leaves its rpc-server running only until the next worker starts on its folder, which stops it", async () => {
+    const cacheDir = tempDir("lemonade-worker-");
+    const first = await startWorkerProcess(SECRET, cacheDir);
+    first.child.kill("SIGKILL");
+    await first.child.exited;
+    // SIGKILL gave the worker no chance to stop its child.
+    expect(isAlive(first.rpcPid)).toBe(true);
+    const second = await startWorkerProcess(SECRET, cacheDir);
+    try {
+      // The orphan is reaped by init once killed, and the log line comes down its own pipe: wait
+      // for both (a failure shows as the test's timeout).
+      while (isAlive(first.rpcPid) || !second.log.join("").includes("left running")) await Bun.sleep(20);
+      expect(second.log.join("")).toContain(`left running by a worker that was killed (pids ${first.rpcPid})`);
+      expect(isAlive(second.rpcPid)).toBe(true);
+    } finally {
+      killWorker(second);
+      killWorker(first);
+    }
   });
 });
