@@ -95,7 +95,7 @@ export function setSettings(ctx: SettingsContext, body: SettingsRequest): Settin
 
 export function pin(ctx: Pick<ServerContext, "catalog" | "scheduler">, name: string, pinned: boolean): PinResponse {
   const model = ctx.catalog.find(name);
-  if (!model || !ctx.scheduler.setPinned(model.id, pinned)) throw ApiError.of(E.modelNotLoaded, `Model not loaded: ${name}`, "model_name");
+  if (!model || !ctx.scheduler.setPinned(model.id, pinned)) throw ApiError.of(E.pinNotLoaded, `Model not loaded: ${name}`, "model_name");
   return { status: "success", model_name: model.id, pinned };
 }
 

@@ -668,8 +668,20 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     // A sampler that fails reads as "unknown": no eviction, and the next sample tries again.
     const used = await pressure.sample().catch(() => undefined);
     this.sampling = false;
-    const threshold = pressure.threshold();
-    if (used === undefined || used < threshold || this.closed || this.deps.gate?.holder) return;
+    if (used !== undefined) this.relieve(used, pressure.threshold());
+  }
+
+  /** The multi-model guide's test hook (`/internal/simulate-vram-pressure`): one pressure check
+   * at once with `used` (0-1) as the GPU memory in use, where pressure eviction is on; a negative
+   * `used` runs the idle check alone, as Lemonade's hook does. */
+  simulatePressure(used: number): void {
+    if (used < 0) return this.degradeIdle();
+    const pressure = this.deps.pressure;
+    if (pressure?.enabled()) this.relieve(used, pressure.threshold());
+  }
+
+  private relieve(used: number, threshold: number): void {
+    if (used < threshold || this.closed || this.deps.gate?.holder) return;
     const victim = pressureVictim(this.residents(), this.clock.now());
     if (!victim) return;
     const pct = (n: number) => `${Math.round(n * 100)}%`;

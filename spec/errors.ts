@@ -162,6 +162,7 @@ export const E = {
 
   // Lemonade's lifecycle, downloads and backends.
   modelNotLoaded: row(404, "model_not_loaded", "`model_name` names a model that is not loaded"),
+  pinNotLoaded: row(400, "", "`model_name` names a model that is not loaded (Lemonade answers a pin of one as a bad request)", "invalid_request_error"),
   downloadNotFound: row(404, "download_not_found", "`pause` or `cancel` names no job"),
 
   // The job engine (/v1/jobs).

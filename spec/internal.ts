@@ -169,7 +169,24 @@ export const internalPin = endpoint({
     model_name: T.String({ description: "The model" }),
     pinned: T.Boolean({ description: "Its pinned state now" }),
   }),
-  errors: [{ status: 404, code: "model_not_loaded", when: "`model_name` is not loaded" }],
+  errors: [E.pinNotLoaded],
+});
+
+export const simulateVramPressure = endpoint({
+  id: "lemonade.internal_simulate_vram_pressure",
+  method: "POST",
+  path: "/internal/simulate-vram-pressure",
+  mount: "root",
+  page: "lemonade",
+  errorStyle: "lemonade",
+  access: "admin",
+  summary: "Run one GPU-memory pressure check with a given usage",
+  availability: "fully_available",
+  description:
+    "A test and admin hook of dynamic VRAM management (multi-model guide): runs one pressure check at once as if `pct` of GPU memory were in use, so that with `auto_evict` on and `pct` at or past `auto_evict_threshold_pct` the most disposable idle `auto_evict` model is unloaded. A negative `pct` runs the idle check alone (downsize and evict by idle time). With `auto_evict` off it does nothing.",
+  body: T.Object({ pct: T.Optional(T.Number({ description: "GPU memory in use, 0 to 1; negative: the idle check alone. Default `0`." })) }),
+  response: T.Object({ status: T.Literal("ok", { description: 'Always `"ok"`' }) }, { title: "SimulateVramPressureResponse" }),
+  example: { body: { pct: 0.95 }, response: '{"status": "ok"}' },
 });
 
 export const telemetryFlush = endpoint({

@@ -1,5 +1,6 @@
 // The admin-only /internal routes: model aliases (protocols/aliases.ts), the effective
-// configuration, live settings, pinning and shutdown (protocols/settings.ts), the telemetry flush.
+// configuration, live settings, pinning and shutdown (protocols/settings.ts), the telemetry flush,
+// and the VRAM-pressure test hook (the scheduler's).
 import { internal as spec } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import { effectiveSettings, settingsSchema } from "../../config/settings.ts";
@@ -12,6 +13,10 @@ export function internalRoutes(bind: Binder, ctx: Pick<ServerContext, "aliases" 
   bind.http(spec.internalConfigSchema, () => settingsSchema());
   bind.http(spec.internalSet, ({ body }) => setSettings(ctx, body));
   bind.http(spec.internalPin, ({ body }) => pin(ctx, body.model_name, body.pinned));
+  bind.http(spec.simulateVramPressure, ({ body }) => {
+    ctx.scheduler.simulatePressure(body.pct ?? 0);
+    return { status: "ok" as const };
+  });
   bind.http(spec.internalShutdown, () => shutdown(ctx));
   bind.http(spec.telemetryFlush, async () => {
     await ctx.telemetry.flush();

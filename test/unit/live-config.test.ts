@@ -76,7 +76,7 @@ test("GET /internal/config/schema types every setting from its default, with the
   expect((await fetch(`${server.url}/internal/config/schema`)).status).toBe(401);
 });
 
-test("/internal/pin pins and unpins a loaded model, idempotently; 404 when it is not loaded", async () => {
+test("/internal/pin pins and unpins a loaded model, idempotently; a model not loaded is a 400 invalid_request_error, as Lemonade answers it", async () => {
   await load("extra.a");
   for (const pinned of [true, true, false]) {
     const res = await admin("/internal/pin", { model_name: "extra.a", pinned });
@@ -85,7 +85,9 @@ test("/internal/pin pins and unpins a loaded model, idempotently; 404 when it is
     expect(entry.pinned).toBe(pinned);
   }
   await admin("/v1/unload", { model_name: "extra.b" });
-  expect((await admin("/internal/pin", { model_name: "extra.b", pinned: true })).status).toBe(404);
+  const notLoaded = await admin("/internal/pin", { model_name: "extra.b", pinned: true });
+  expect(notLoaded.status).toBe(400);
+  expect(await notLoaded.json()).toMatchObject({ type: "invalid_request_error", message: "Model not loaded: extra.b" });
 });
 
 test("port set live: the server answers on the new port, not the old one", async () => {
@@ -212,6 +214,30 @@ test("auto_evict and auto_evict_threshold_pct are settings (multi-model guide); 
       expect(res.status).toBe(400);
       expect((await res.json()).param).toBe(Object.keys(body)[0]);
     }
+  } finally {
+    await other.close();
+  }
+});
+
+test("/internal/simulate-vram-pressure runs one pressure check: at the threshold with auto_evict on the idle model goes; under it, or with auto_evict off, nothing", async () => {
+  const other = await startFakeServer(["vp"]);
+  try {
+    const post = (path: string, body: unknown) => fetch(`${other.url}${path}`, { method: "POST", body: JSON.stringify(body) });
+    const names = async () => (await (await fetch(`${other.url}/v1/health`)).json()).all_models_loaded.map((m: any) => m.model_name);
+    expect((await post("/v1/load", { model_name: "extra.vp" })).status).toBe(200);
+    // auto_evict is off by default: pressure eviction does not run, whatever the usage.
+    expect(await (await post("/internal/simulate-vram-pressure", { pct: 0.99 })).json()).toEqual({ status: "ok" });
+    expect(await names()).toEqual(["extra.vp"]);
+    // A model takes the server-wide auto_evict when it loads.
+    await post("/internal/set", { auto_evict: true, auto_evict_threshold_pct: 0.9 });
+    await post("/v1/unload", { model_name: "extra.vp" });
+    await post("/v1/load", { model_name: "extra.vp" });
+    await post("/internal/simulate-vram-pressure", { pct: 0.5 });
+    expect(await names()).toEqual(["extra.vp"]);
+    await post("/internal/simulate-vram-pressure", { pct: 0.95 });
+    // The eviction runs in the background: wait for it (a failure shows as the test's timeout).
+    while ((await names()).length) await Bun.sleep(20);
+    expect((await post("/internal/simulate-vram-pressure", { pct: "high" })).status).toBe(400);
   } finally {
     await other.close();
   }

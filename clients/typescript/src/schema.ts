@@ -5131,6 +5131,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/internal/simulate-vram-pressure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run one GPU-memory pressure check with a given usage
+         * @description A test and admin hook of dynamic VRAM management (multi-model guide): runs one pressure check at once as if `pct` of GPU memory were in use, so that with `auto_evict` on and `pct` at or past `auto_evict_threshold_pct` the most disposable idle `auto_evict` model is unloaded. A negative `pct` runs the idle check alone (downsize and evict by idle time). With `auto_evict` off it does nothing.
+         */
+        post: operations["lemonade.internal_simulate_vram_pressure"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/internal/telemetry/flush": {
         parameters: {
             query?: never;
@@ -7240,6 +7260,18 @@ export interface components {
             /** @description Its pinned state now */
             pinned: boolean;
         };
+        InternalSimulateVramPressureRequest: {
+            /** @description GPU memory in use, 0 to 1; negative: the idle check alone. Default `0`. */
+            pct?: number;
+        };
+        /** SimulateVramPressureResponse */
+        SimulateVramPressureResponse: {
+            /**
+             * @description Always `"ok"`
+             * @constant
+             */
+            status: "ok";
+        };
         /** TelemetryFlushResponse */
         TelemetryFlushResponse: {
             /**
@@ -7875,6 +7907,8 @@ export type InternalConfigResponse = components['schemas']['InternalConfigRespon
 export type InternalConfigSchemaResponse = components['schemas']['InternalConfigSchemaResponse'];
 export type InternalPinRequest = components['schemas']['InternalPinRequest'];
 export type InternalPinResponse = components['schemas']['InternalPinResponse'];
+export type InternalSimulateVramPressureRequest = components['schemas']['InternalSimulateVramPressureRequest'];
+export type SimulateVramPressureResponse = components['schemas']['SimulateVramPressureResponse'];
 export type TelemetryFlushResponse = components['schemas']['TelemetryFlushResponse'];
 export type InternalShutdownResponse = components['schemas']['InternalShutdownResponse'];
 export type Usage = components['schemas']['Usage'];
@@ -17920,14 +17954,52 @@ export interface operations {
                     "application/json": components["schemas"]["InternalPinResponse"];
                 };
             };
+            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model_name` names a model that is not loaded (Lemonade answers a pin of one as a bad request) */
+            400: components["responses"]["LemonadeError"];
+            /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
+            401: components["responses"]["LemonadeError"];
+            /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
+            403: components["responses"]["LemonadeError"];
+        };
+    };
+    "lemonade.internal_simulate_vram_pressure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "pct": 0.95
+                 *     }
+                 */
+                "application/json": components["schemas"]["InternalSimulateVramPressureRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "ok"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SimulateVramPressureResponse"];
+                };
+            };
             /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["LemonadeError"];
             /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
             /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description `model_name` is not loaded */
-            404: components["responses"]["LemonadeError"];
         };
     };
     "lemonade.telemetry_flush": {
