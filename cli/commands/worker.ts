@@ -36,7 +36,9 @@ export function workerSettings(values: CommandInput["values"], env: Record<strin
   const gb = values["memory-limit"] === undefined ? undefined : Number(values["memory-limit"]);
   if (gb !== undefined && !(gb > 0)) throw new CliError(`--memory-limit must be a positive number of GB, got ${values["memory-limit"]}`, 2);
   return {
-    host: typeof values.host === "string" ? values.host : "0.0.0.0",
+    // Loopback unless told otherwise, as the server binds: lending this machine to others is a
+    // choice its owner makes with --host.
+    host: typeof values.host === "string" ? values.host : "127.0.0.1",
     port,
     secret,
     ...(typeof values.device === "string" && values.device ? { devices: values.device } : {}),
@@ -57,7 +59,8 @@ never to expose it on an open network), so its port listens on loopback only; ot
 it through this worker's TLS listener, which first has each connection prove the shared secret
 (LEMONADE_RPC_SECRET, the same on server and workers) with an HMAC bound to that TLS session, and
 refuses it, before any byte reaches rpc-server, when it does not. The secret is never sent nor logged.
-  --host HOST          Address the TLS listener binds (default 0.0.0.0)
+  --host HOST          Address the TLS listener binds (default 127.0.0.1; 0.0.0.0 or this
+                       machine's LAN address to serve other machines)
   --port PORT          Its port (default 50052)
   --device DEVS        rpc-server's devices to lend, comma-separated (such as CUDA0,CUDA1; default all)
   --threads N          CPU threads for the CPU device
