@@ -89,7 +89,7 @@ describe("lemonade worker's flags", () => {
   test("the secret comes from LEMONADE_RPC_SECRET or a file, never the command line, and is long enough", () => {
     expect(() => workerSettings({}, {})).toThrow("needs a shared secret of at least 16 characters");
     expect(() => workerSettings({}, { LEMONADE_RPC_SECRET: "short" })).toThrow("at least 16 characters");
-    expect(workerSettings({}, { LEMONADE_RPC_SECRET: "s3cret-s3cret-s3cret" })).toEqual({ host: "0.0.0.0", port: 50052, secret: "s3cret-s3cret-s3cret" });
+    expect(workerSettings({}, { LEMONADE_RPC_SECRET: "s3cret-s3cret-s3cret" })).toEqual({ host: "127.0.0.1", port: 50052, secret: "s3cret-s3cret-s3cret" });
     const file = join(tempDir(), "secret");
     writeFileSync(file, "from-a-file-from-a-file\n");
     expect(workerSettings({ "secret-file": file }, { LEMONADE_RPC_SECRET: "s3cret-s3cret-s3cret" }).secret).toBe("from-a-file-from-a-file");
