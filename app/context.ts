@@ -7,7 +7,7 @@ import { VERSION } from "../lib/version.ts";
 import { Logger } from "../observability/logger.ts";
 import { SpanBus } from "../observability/span-bus.ts";
 import { Metrics, type LoadedModelInfo } from "../observability/metrics.ts";
-import { GenerationStats } from "../observability/stats.ts";
+import { GenerationStats, modelIdentity } from "../observability/stats.ts";
 import { Telemetry, telemetrySettings } from "../observability/telemetry.ts";
 import { effectiveSettings } from "../config/settings.ts";
 import { AliasStore } from "../models/aliases.ts";
@@ -169,15 +169,14 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     log: { info: (m) => logger.info("Scheduler", m), warn: (m) => logger.warn("Scheduler", m), error: (m) => logger.error("Scheduler", m) },
   });
   const backends = new Backends(recipes, installer, scheduler, engineEnv, (m) => logger.info("Server", m));
-  const metrics: Metrics = new Metrics(
-    VERSION,
-    (): LoadedModelInfo[] =>
-      // The device as /v1/health reports it.
-      scheduler.list().map((s) => ({ model: s.model.id, checkpoint: s.model.checkpoints.main ?? "", recipe: s.model.recipe, type: s.model.type, device: "cpu", url: s.engine.url, queued: proxy.queued(s) })),
-    () => config.maxLoadedModels,
-    () => ({ decisions: stats.routing.routing_decisions_total, switches: stats.routing.routing_switches_total }),
-    () => cloud.names().flatMap((provider) => proxy.pools.of(provider)?.health().map((m) => ({ provider, member: m.url, up: m.state === "up", inFlight: m.in_flight })) ?? []),
-  );
+  const hostStats = new HostStats();
+  const metrics: Metrics = new Metrics(VERSION, {
+    loaded: (): LoadedModelInfo[] => scheduler.list().map((s) => ({ identity: modelIdentity(s.model), url: s.engine.url, queued: proxy.queued(s) })),
+    maxLoaded: () => config.maxLoadedModels,
+    stats,
+    pools: () => cloud.names().flatMap((provider) => proxy.pools.of(provider)?.health().map((m) => ({ provider, member: m.url, up: m.state === "up", inFlight: m.in_flight })) ?? []),
+    host: () => hostStats.read(),
+  });
   const proxy: EngineProxy = new EngineProxy({
     scheduler,
     catalog,
@@ -197,7 +196,6 @@ export function createServerContext(config: Config, logger = new Logger(config.l
         ? (scheduler.list().find((s) => s.model.id === model.id)?.spec.ctxSize ?? options.ctxSize(model, options.resolve(model, loadOptions)))
         : undefined,
   });
-  const hostStats = new HostStats();
   const spans = new SpanBus();
   const telemetry = new Telemetry({ version: VERSION, logger, spans });
   telemetry.configure(telemetrySettings(effectiveSettings(config).telemetry));

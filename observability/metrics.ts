@@ -6,14 +6,11 @@ import Counter from "prom-client/lib/counter.js";
 import Gauge from "prom-client/lib/gauge.js";
 import Histogram from "prom-client/lib/histogram.js";
 import Registry from "prom-client/lib/registry.js";
-import { RECIPE_SPECS } from "../spec/recipes.ts";
+import { MODEL_TYPES, RECIPE_SPECS } from "../spec/recipes.ts";
+import { GenerationStats, identityKey, type ModelIdentity } from "./stats.ts";
 
 export interface LoadedModelInfo {
-  model: string;
-  checkpoint: string;
-  recipe: string;
-  type: string;
-  device: string;
+  identity: ModelIdentity;
   /** The engine's base URL, for scraping its own /metrics. */
   url: string;
   /** Requests waiting in the server's queue for the engine's slots. */
@@ -29,29 +26,49 @@ export interface PoolMemberInfo {
   inFlight: number;
 }
 
+/** The host's use now, as /v1/system-stats reports it; null where it cannot be read. */
+export interface HostUse {
+  cpu_percent: number | null;
+  memory_gb: number | null;
+  gpu_percent: number | null;
+  vram_gb: number | null;
+  npu_percent: number | null;
+}
+
+/** Where the scrape-time series read the server's state. */
+export interface MetricSources {
+  loaded: () => LoadedModelInfo[];
+  /** `max_loaded_models` now (-1 unlimited). */
+  maxLoaded: () => number;
+  /** The generation telemetry (observability/stats.ts): in all, per model, and routing. */
+  stats: GenerationStats;
+  pools: () => PoolMemberInfo[];
+  host: () => Promise<HostUse>;
+}
+
+const noHost: HostUse = { cpu_percent: null, memory_gb: null, gpu_percent: null, vram_gb: null, npu_percent: null };
+
+/** Lemonade's per-model label names, in the order its samples carry them. */
+const MODEL_LABELS = ["checkpoint", "device", "model_name", "recipe", "type"] as const;
+type ModelLabel = (typeof MODEL_LABELS)[number];
+const modelLabels = (i: ModelIdentity): Record<ModelLabel, string> => ({ checkpoint: i.checkpoint, device: i.device, model_name: i.model_name, recipe: i.recipe, type: i.type });
+
 export class Metrics {
   readonly registry = new Registry();
   readonly httpRequests: Counter<"method" | "route" | "status">;
   readonly httpDuration: Histogram<"method" | "route">;
-  readonly modelRequests: Counter<"model" | "endpoint" | "status">;
+  readonly engineRequests: Counter<"model" | "endpoint" | "status">;
   readonly modelRequestDuration: Histogram<"model" | "endpoint">;
   readonly generatedTokens: Counter<"model">;
-  readonly promptTokens: Counter<"model">;
-  private readonly cacheTokens: Counter<"model">;
-  private readonly modelCacheTokensTotal: Counter<"model">;
-  private readonly cacheTokensTotal: Counter;
   readonly cloudRequests: Counter<"provider" | "model" | "status">;
   readonly timeToFirstToken: Histogram<"model">;
+  private readonly loaded: () => LoadedModelInfo[];
+  private readonly host: () => Promise<HostUse>;
 
-  constructor(
-    version: string,
-    private readonly loaded: () => LoadedModelInfo[] = () => [],
-    /** `max_loaded_models` now (-1 unlimited). */
-    maxLoaded: () => number = () => 1,
-    /** collection.router's decisions so far, and those that changed a conversation's model. */
-    routing: () => { decisions: number; switches: number } = () => ({ decisions: 0, switches: 0 }),
-    pools: () => PoolMemberInfo[] = () => [],
-  ) {
+  constructor(version: string, sources: Partial<MetricSources> = {}) {
+    const { maxLoaded = () => 1, stats = new GenerationStats(), pools = () => [], host = async () => noHost } = sources;
+    const loadedModels = (this.loaded = sources.loaded ?? (() => []));
+    this.host = host;
     const registers = [this.registry];
     new Gauge({ name: "lemonade_server_up", help: "Whether the Lemonade server is running.", registers }).set(1);
     new Gauge({
@@ -88,44 +105,74 @@ export class Metrics {
       labelNames: ["method", "route", "status"],
       registers,
     });
-    const loadedModels = this.loaded;
-    // Labelled as Lemonade labels it (model_name, checkpoint, type, device, recipe), and by `model`
-    // as this server's other per-model series are.
-    const infoLabels = (m: LoadedModelInfo) => ({ model: m.model, model_name: m.model, checkpoint: m.checkpoint, type: m.type, device: m.device, recipe: m.recipe });
-    // Lemonade exports both series for each loaded model, with the same labels and value.
-    for (const [name, help] of [
-      ["lemonade_model_info", "Metadata for each Lemonade model observed by this process."],
-      ["lemonade_model_loaded", "Whether this model is currently loaded in Lemonade."],
-    ] as const) {
-      new Gauge({
+    new Gauge({
+      name: "lemonade_loaded_models",
+      help: "Models loaded now (Lemonade's name for it).",
+      registers,
+      collect() {
+        this.set(loadedModels().length);
+      },
+    });
+    // Lemonade's per-model families: every model with telemetry, and every loaded one, labelled by
+    // its whole identity. Each is set from the telemetry at scrape time, as Lemonade renders them.
+    const perModel = () => {
+      const loaded = new Set(loadedModels().map((m) => identityKey(m.identity)));
+      return stats.models(loadedModels().map((m) => m.identity)).map((t) => ({ ...t, labels: modelLabels(t.identity), loaded: loaded.has(identityKey(t.identity)) }));
+    };
+    type Row = ReturnType<typeof perModel>[number];
+    const modelFamily = (name: string, help: string, kind: "gauge" | "counter", value: (r: Row) => number | null) => {
+      const collect = function (this: Gauge<ModelLabel> | Counter<ModelLabel>) {
+        this.reset();
+        for (const row of perModel()) {
+          const v = value(row);
+          // Unknown figures are left out, as the docs ask of unavailable values.
+          if (v === null || !Number.isFinite(v)) continue;
+          if (this instanceof Gauge) this.set(row.labels, v);
+          else this.inc(row.labels, v);
+        }
+      };
+      if (kind === "gauge") new Gauge({ name, help, labelNames: MODEL_LABELS, registers, collect });
+      else new Counter({ name, help, labelNames: MODEL_LABELS, registers, collect });
+    };
+    modelFamily("lemonade_model_info", "Metadata for each Lemonade model observed by this process.", "gauge", () => 1);
+    modelFamily("lemonade_model_loaded", "Whether this model is currently loaded in Lemonade.", "gauge", (r) => (r.loaded ? 1 : 0));
+    modelFamily("lemonade_model_input_tokens", "Input tokens of the model's latest request.", "gauge", (r) => r.last.input_tokens);
+    modelFamily("lemonade_model_output_tokens", "Output tokens of the model's latest request.", "gauge", (r) => r.last.output_tokens);
+    modelFamily("lemonade_model_prompt_tokens", "Prompt tokens (cached ones included) of the model's latest request.", "gauge", (r) => r.last.prompt_tokens);
+    modelFamily("lemonade_model_cache_tokens", "Prompt tokens the engine's prefix cache served on the model's latest request.", "gauge", (r) => r.last.cache_tokens);
+    modelFamily("lemonade_model_time_to_first_token_seconds", "Time to first token of the model's latest request, in seconds.", "gauge", (r) => r.last.time_to_first_token);
+    modelFamily("lemonade_model_tokens_per_second", "Generation speed of the model's latest request.", "gauge", (r) => r.last.tokens_per_second);
+    modelFamily("lemonade_model_requests_total", "Generation requests recorded for a model.", "counter", (r) => r.totals.request_count_total);
+    modelFamily("lemonade_model_input_tokens_total", "Input tokens recorded for a model.", "counter", (r) => r.totals.input_tokens_total);
+    modelFamily("lemonade_model_output_tokens_total", "Output tokens recorded for a model.", "counter", (r) => r.totals.output_tokens_total);
+    modelFamily("lemonade_model_prompt_tokens_total", "Prompt tokens recorded for a model.", "counter", (r) => r.totals.prompt_tokens_total);
+    modelFamily("lemonade_model_cache_tokens_total", "Prompt tokens served from the engine's prefix cache for a model.", "counter", (r) => r.totals.cache_tokens_total);
+    new Gauge({
+      name: "lemonade_max_loaded_models",
+      help: "Models of one type that may be loaded at once (max_loaded_models; -1 is unlimited), by type.",
+      labelNames: ["type"],
+      registers,
+      collect() {
+        for (const type of MODEL_TYPES) this.set({ type }, maxLoaded());
+      },
+    });
+    const total = (name: string, help: string, value: () => number) =>
+      new Counter({
         name,
         help,
-        labelNames: ["model", "model_name", "checkpoint", "type", "device", "recipe"],
         registers,
         collect() {
           this.reset();
-          for (const m of loadedModels()) this.set(infoLabels(m), 1);
+          this.inc(value());
         },
       });
-    }
-    new Counter({
-      name: "lemonade_routing_decisions_total",
-      help: "Cumulative collection.router routing decisions.",
-      registers,
-      collect() {
-        this.reset();
-        this.inc(routing().decisions);
-      },
-    });
-    new Counter({
-      name: "lemonade_routing_switches_total",
-      help: "Cumulative routing decisions that changed a conversation's routed model.",
-      registers,
-      collect() {
-        this.reset();
-        this.inc(routing().switches);
-      },
-    });
+    total("lemonade_requests_total", "Generation requests recorded in all.", () => stats.totals.request_count_total);
+    total("lemonade_input_tokens_total", "Input tokens recorded in all.", () => stats.totals.input_tokens_total);
+    total("lemonade_output_tokens_total", "Output tokens recorded in all.", () => stats.totals.output_tokens_total);
+    total("lemonade_prompt_tokens_total", "Prompt tokens recorded in all.", () => stats.totals.prompt_tokens_total);
+    total("lemonade_cache_tokens_total", "Prompt tokens served from engines' prefix caches in all.", () => stats.totals.cache_tokens_total);
+    total("lemonade_routing_decisions_total", "Cumulative collection.router routing decisions.", () => stats.routing.routing_decisions_total);
+    total("lemonade_routing_switches_total", "Cumulative routing decisions that changed a conversation's routed model.", () => stats.routing.routing_switches_total);
     new Gauge({
       name: "lemonade_queued_requests",
       help: "Requests waiting for a loaded model's engine slots, by model.",
@@ -133,7 +180,7 @@ export class Metrics {
       registers,
       collect() {
         this.reset();
-        for (const m of loadedModels()) this.set({ model: m.model }, m.queued);
+        for (const m of loadedModels()) this.set({ model: m.identity.model_name }, m.queued);
       },
     });
     new Gauge({
@@ -156,33 +203,9 @@ export class Metrics {
         for (const m of pools()) this.set({ provider: m.provider, member: m.member }, m.inFlight);
       },
     });
-    new Gauge({
-      name: "lemonade_loaded_models",
-      help: "Models loaded now (Lemonade's name for it).",
-      registers,
-      collect() {
-        this.set(loadedModels().length);
-      },
-    });
-    new Gauge({
-      name: "lemonade_max_loaded_models",
-      help: "Models of one type that may be loaded at once (max_loaded_models; -1 is unlimited).",
-      registers,
-      collect() {
-        this.set(maxLoaded());
-      },
-    });
-    new Gauge({
-      name: "lemonade_models_loaded",
-      help: "Models loaded now.",
-      registers,
-      collect() {
-        this.set(loadedModels().length);
-      },
-    });
-    this.modelRequests = new Counter({
-      name: "lemonade_model_requests_total",
-      help: "Requests forwarded to a model's engine, by model, endpoint and status.",
+    this.engineRequests = new Counter({
+      name: "lemonade_engine_requests_total",
+      help: "Requests forwarded to a model's engine or cloud provider, by model, endpoint and status.",
       labelNames: ["model", "endpoint", "status"],
       registers,
     });
@@ -199,25 +222,6 @@ export class Metrics {
       labelNames: ["model"],
       registers,
     });
-    this.promptTokens = new Counter({
-      name: "lemonade_prompt_tokens_total",
-      help: "Prompt tokens processed or served from cache, by model.",
-      labelNames: ["model"],
-      registers,
-    });
-    this.cacheTokens = new Counter({
-      name: "lemonade_model_cache_tokens",
-      help: "Prompt tokens the engine reused from its cache instead of processing them, by model.",
-      labelNames: ["model"],
-      registers,
-    });
-    this.modelCacheTokensTotal = new Counter({
-      name: "lemonade_model_cache_tokens_total",
-      help: "Cumulative prompt tokens served from the backend prefix cache for a model.",
-      labelNames: ["model"],
-      registers,
-    });
-    this.cacheTokensTotal = new Counter({ name: "lemonade_cache_tokens_total", help: "Cumulative prompt tokens served from backend prefix caches.", registers });
     this.cloudRequests = new Counter({
       name: "lemonade_cloud_requests_total",
       help: "Requests forwarded to cloud providers, by provider, model and status.",
@@ -240,13 +244,6 @@ export class Metrics {
     });
   }
 
-  /** Prompt tokens a model's engine served from its prefix cache: per model and in all. */
-  recordCacheTokens(model: string, tokens: number): void {
-    this.cacheTokens.inc({ model }, tokens);
-    this.modelCacheTokensTotal.inc({ model }, tokens);
-    this.cacheTokensTotal.inc(tokens);
-  }
-
   get contentType(): string {
     return this.registry.contentType;
   }
@@ -255,11 +252,12 @@ export class Metrics {
    * (spec/recipes.ts `metrics`), renamed `lemonade_<prefix>_*` and labelled with the model. A
    * scrape that fails or is slow is left out, never fatal. */
   async render(): Promise<string> {
-    const own = await this.registry.metrics();
+    const [registered, host] = await Promise.all([this.registry.metrics(), this.host()]);
+    const own = registered + hostText(host);
     const scrapes = await Promise.all(
       this.loaded()
         .flatMap((m) => {
-          const scrape = RECIPE_SPECS[m.recipe]?.metrics;
+          const scrape = RECIPE_SPECS[m.identity.recipe]?.metrics;
           return scrape ? [scrapeEngine(m, scrape)] : [];
         }),
     );
@@ -277,6 +275,24 @@ export class Metrics {
   }
 }
 
+/** Lemonade's host gauges. Written here, not registered: prom-client always samples a gauge
+ * without labels, and a figure the host cannot give must be left out. */
+const HOST_GAUGES: [string, string, (h: HostUse) => number | null][] = [
+  ["lemonade_cpu_usage_percent", "Host CPU use, in percent.", (h) => h.cpu_percent],
+  ["lemonade_memory_used_gb", "Host memory in use, in GiB.", (h) => (h.memory_gb === null ? null : Math.round(h.memory_gb * 10) / 10)],
+  ["lemonade_gpu_usage_percent", "GPU use, in percent.", (h) => h.gpu_percent],
+  ["lemonade_vram_used_gb", "GPU memory in use, in GiB.", (h) => h.vram_gb],
+  ["lemonade_npu_usage_percent", "NPU use, in percent.", (h) => h.npu_percent],
+];
+
+function hostText(h: HostUse): string {
+  return HOST_GAUGES.map(([name, help, value]) => {
+    const v = value(h);
+    const sample = v !== null && Number.isFinite(v) ? `${name} ${v}\n` : "";
+    return `# HELP ${name} ${help}\n# TYPE ${name} gauge\n${sample}`;
+  }).join("");
+}
+
 const escapeLabel = (v: string) => v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
 
 type Families = Map<string, { meta: string[]; samples: string[] }>;
@@ -291,7 +307,8 @@ async function scrapeEngine(m: LoadedModelInfo, scrape: { path: string; prefix: 
   } catch {
     return families;
   }
-  const labels = `model="${escapeLabel(m.model)}",recipe="${escapeLabel(m.recipe)}"`;
+  const ids = modelLabels(m.identity);
+  const labels = MODEL_LABELS.map((k) => `${k}="${escapeLabel(ids[k])}"`).join(",");
   const family = (name: string) => {
     let f = families.get(name);
     if (!f) families.set(name, (f = { meta: [], samples: [] }));

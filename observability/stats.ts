@@ -25,6 +25,47 @@ export interface LastRequest {
   cache_tokens: number | null;
 }
 
+/** A model as Lemonade labels its per-model series and keys its telemetry. */
+export interface ModelIdentity {
+  model_name: string;
+  checkpoint: string;
+  type: string;
+  device: string;
+  recipe: string;
+}
+
+/** The identity of a catalog model; the device is "cpu", as /v1/health reports every engine's. */
+export function modelIdentity(model: { id: string; checkpoints: Record<string, string>; type: string; recipe: string }): ModelIdentity {
+  return { model_name: model.id, checkpoint: model.checkpoints.main ?? "", type: model.type, device: "cpu", recipe: model.recipe };
+}
+
+export interface TelemetryTotals {
+  request_count_total: number;
+  input_tokens_total: number;
+  output_tokens_total: number;
+  prompt_tokens_total: number;
+  cache_tokens_total: number;
+}
+
+/** One model's telemetry: its latest request and its running totals. */
+export interface ModelTelemetry {
+  identity: ModelIdentity;
+  last: LastRequest;
+  totals: TelemetryTotals;
+}
+
+const noTotals = (): TelemetryTotals => ({ request_count_total: 0, input_tokens_total: 0, output_tokens_total: 0, prompt_tokens_total: 0, cache_tokens_total: 0 });
+
+function addTo(totals: TelemetryTotals, last: LastRequest): void {
+  totals.request_count_total++;
+  totals.input_tokens_total += last.input_tokens ?? 0;
+  totals.output_tokens_total += last.output_tokens ?? 0;
+  totals.prompt_tokens_total += last.prompt_tokens ?? 0;
+  totals.cache_tokens_total += last.cache_tokens ?? 0;
+}
+
+export const identityKey = (i: ModelIdentity) => JSON.stringify([i.model_name, i.checkpoint, i.type, i.device, i.recipe]);
+
 /** How many recent requests per model the speed monitor keeps. */
 const RECENT_SPEEDS = 8;
 
@@ -37,7 +78,10 @@ export class GenerationStats {
     prompt_tokens: null,
     cache_tokens: null,
   };
-  totals = { request_count_total: 0, input_tokens_total: 0, output_tokens_total: 0, prompt_tokens_total: 0, cache_tokens_total: 0 };
+  totals = noTotals();
+  /** Per model, keyed by its whole identity as Lemonade keys it: a model loaded again with
+   * another checkpoint or recipe starts a record of its own, and records outlive unloads. */
+  private readonly byModel = new Map<string, ModelTelemetry>();
   routing = { routing_decisions_total: 0, routing_switches_total: 0 };
   /** The model each conversation was last routed to, by a hash of its system prompt and first user message. */
   private readonly routed = new Map<string, string>();
@@ -69,8 +113,8 @@ export class GenerationStats {
     return this.speeds.get(model) ?? [];
   }
 
-  /** Records one finished request; returns what was recorded. */
-  record(timings: EngineTimings | undefined, usage: Usage | undefined): LastRequest {
+  /** Records one finished request, in all and for its model when named; returns what was recorded. */
+  record(timings: EngineTimings | undefined, usage: Usage | undefined, identity?: ModelIdentity): LastRequest {
     const t = timings ?? {};
     const cache = t.cache_n ?? null;
     const processed = t.prompt_n ?? null;
@@ -84,12 +128,28 @@ export class GenerationStats {
       prompt_tokens: promptTotal,
       cache_tokens: cache,
     };
-    this.totals.request_count_total++;
-    this.totals.input_tokens_total += this.last.input_tokens ?? 0;
-    this.totals.output_tokens_total += output ?? 0;
-    this.totals.prompt_tokens_total += promptTotal ?? 0;
-    this.totals.cache_tokens_total += cache ?? 0;
+    addTo(this.totals, this.last);
+    if (identity) {
+      const key = identityKey(identity);
+      const model = this.byModel.get(key) ?? { identity, last: this.last, totals: noTotals() };
+      model.last = this.last;
+      addTo(model.totals, this.last);
+      this.byModel.set(key, model);
+    }
     return this.last;
+  }
+
+  /** Each model's telemetry so far, with a model that has none yet as Lemonade reports it: zero
+   * tokens, timings and totals, and no cache figure. */
+  models(loaded: ModelIdentity[] = []): ModelTelemetry[] {
+    const fresh = loaded
+      .filter((i) => !this.byModel.has(identityKey(i)))
+      .map((identity) => ({
+        identity,
+        last: { time_to_first_token: 0, tokens_per_second: 0, input_tokens: 0, output_tokens: 0, prompt_tokens: 0, cache_tokens: null },
+        totals: noTotals(),
+      }));
+    return [...this.byModel.values(), ...fresh];
   }
 
   snapshot() {

@@ -13,6 +13,7 @@ import { Transport, type Route, type TransportDeps } from "./transport.ts";
 import type { Reshape } from "./request.ts";
 import { isJson, type Json } from "../lib/json.ts";
 import type { InferenceSpan } from "../observability/telemetry.ts";
+import { modelIdentity } from "../observability/stats.ts";
 
 export interface ExchangeDeps extends TransportDeps, AccountingDeps {
   /** Silence (ms) in a stream after which a keep-alive is written. */
@@ -162,6 +163,7 @@ export class Exchange {
     const { instance } = this.transport.lease;
     account(this.deps, {
       modelId: instance.model.id,
+      identity: modelIdentity(instance.model),
       endpoint: this.req.endpoint,
       provider: instance.model.cloud?.provider,
       status,

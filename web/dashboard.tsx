@@ -24,7 +24,7 @@ function sums(text: string, names: string[]): Record<string, number> {
   return out;
 }
 
-const NAMES = ["lemonade_generated_tokens_total", "lemonade_model_requests_total", "lemonade_time_to_first_token_seconds_sum", "lemonade_time_to_first_token_seconds_count"];
+const NAMES = ["lemonade_generated_tokens_total", "lemonade_engine_requests_total", "lemonade_time_to_first_token_seconds_sum", "lemonade_time_to_first_token_seconds_count"];
 
 interface Series {
   t: number[];
@@ -58,7 +58,7 @@ function useSeries(): { series: Series; error?: string } {
             t: [...s.t.slice(from), at],
             tps: [...s.tps.slice(from), d("lemonade_generated_tokens_total") / dt],
             ttft: [...s.ttft.slice(from), count ? (d("lemonade_time_to_first_token_seconds_sum") / count) * 1000 : null],
-            rpm: [...s.rpm.slice(from), (d("lemonade_model_requests_total") / dt) * 60],
+            rpm: [...s.rpm.slice(from), (d("lemonade_engine_requests_total") / dt) * 60],
           };
         });
       } catch (err) {

@@ -127,7 +127,7 @@ describe("the single-file build", () => {
   test("run streams a reply to a piped message and exits cleanly", async () => {
     const chats = async () => {
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-      const m = /lemonade_model_requests_total\{model="extra\.tiny-chat",endpoint="chat_completions",status="200"\} (\d+)/.exec(metrics);
+      const m = /lemonade_engine_requests_total\{model="extra\.tiny-chat",endpoint="chat_completions",status="200"\} (\d+)/.exec(metrics);
       return Number(m?.[1] ?? 0);
     };
     const before = await chats();
@@ -390,7 +390,7 @@ describe("Lemonade's CLI syntax", () => {
   test("chat: a system prompt, /clear, a multi-line message and /model, piped", async () => {
     const chats = async () => {
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-      return [...metrics.matchAll(/lemonade_model_requests_total\{model="[^"]+",endpoint="chat_completions",status="200"\} (\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+      return [...metrics.matchAll(/lemonade_engine_requests_total\{model="[^"]+",endpoint="chat_completions",status="200"\} (\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
     };
     const before = await chats();
     expect((await lemonade(["pull", "user.ChatB", "--checkpoint", "test-org/tiny-GGUF:Q4_0"])).code).toBe(0);

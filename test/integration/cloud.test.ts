@@ -96,7 +96,7 @@ describe("a llama-server on another box as a provider", () => {
     expect((await load.json()).message).toContain("nothing to load");
     // /v1/stats and /metrics record it like a local model.
     const metrics = await (await fetch(`${server.url}/metrics`)).text();
-    expect(metrics).toMatch(/lemonade_model_requests_total\{model="gpu-box.tiny",endpoint="chat_completions",status="200"\} [1-9]/);
+    expect(metrics).toMatch(/lemonade_engine_requests_total\{model="gpu-box.tiny",endpoint="chat_completions",status="200"\} [1-9]/);
     expect(metrics).toMatch(/lemonade_cloud_requests_total\{provider="gpu-box",model="gpu-box.tiny",status="200"\} [1-9]/);
     const stats = await (await fetch(`${server.url}/v1/stats`)).json();
     expect(stats.output_tokens).toBeGreaterThan(0);

@@ -150,7 +150,7 @@ describe("embeddings and model info", () => {
     // Each route is counted under its own label, from its spec definition.
     const metrics = await (await fetch(`${server.url}/metrics`)).text();
     for (const label of ["ollama_embed", "ollama_embeddings"]) {
-      expect(metrics).toMatch(new RegExp(`lemonade_model_requests_total\\{model="${EMBED}",endpoint="${label}",status="200"\\} 1`));
+      expect(metrics).toMatch(new RegExp(`lemonade_engine_requests_total\\{model="${EMBED}",endpoint="${label}",status="200"\\} 1`));
     }
   });
 

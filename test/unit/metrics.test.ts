@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startFakeServer } from "../helpers/fake-engine.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 
@@ -71,23 +71,98 @@ test("request counters count requests by route and status", async () => {
   expect(await count("/internal/aliases", "400")).toBe(beforeBad + 1);
 });
 
-test("a loaded model has its lemonade_model_info and lemonade_model_loaded samples, labelled as Lemonade labels them; the cache and routing totals are there", async () => {
-  const fake = await startFakeServer(["info"]);
-  try {
-    const scrape = async () => parsePrometheus(await (await fetch(`${fake.url}/metrics`)).text()).samples;
-    expect((await scrape()).filter((s) => s.name === "lemonade_model_info")).toEqual([]);
+describe("Lemonade's families on a model's engine (the FAKE llama-server)", () => {
+  let fake: TestServer;
+  const scrape = async () => parsePrometheus(await (await fetch(`${fake.url}/metrics`)).text());
+  /** The one sample of a family for extra.info, and that it is labelled with exactly Lemonade's five labels. */
+  const ofModel = (samples: Sample[], name: string) => {
+    const found = samples.filter((s) => s.name === name && s.labels.model_name === "extra.info");
+    expect(found, name).toHaveLength(1);
+    expect(Object.keys(found[0]!.labels).sort(), name).toEqual(["checkpoint", "device", "model_name", "recipe", "type"]);
+    return found[0]!;
+  };
+  const valueOf = (samples: Sample[], name: string) => samples.find((s) => s.name === name)?.value;
+  beforeAll(async () => {
+    fake = await startFakeServer(["info"]);
+  });
+  afterAll(() => fake.close());
+
+  test("a loaded model has its lemonade_model_info and lemonade_model_loaded samples, labelled as Lemonade labels them; the cache and routing totals are there", async () => {
+    expect((await scrape()).samples.filter((s) => s.name === "lemonade_model_info")).toEqual([]);
     expect((await fetch(`${fake.url}/v1/load`, { method: "POST", body: JSON.stringify({ model_name: "extra.info" }) })).status).toBe(200);
-    const samples = await scrape();
-    const info = samples.find((s) => s.name === "lemonade_model_info");
-    expect(info?.value).toBe(1);
-    expect(info?.labels).toMatchObject({ model_name: "extra.info", type: "llm", device: "cpu", recipe: "llamacpp", checkpoint: expect.stringMatching(/info\.gguf$/) });
-    expect(samples.find((s) => s.name === "lemonade_model_loaded" && s.labels.model_name === "extra.info")?.value).toBe(1);
+    const { samples } = await scrape();
+    const info = ofModel(samples, "lemonade_model_info");
+    expect(info.value).toBe(1);
+    expect(info.labels).toMatchObject({ model_name: "extra.info", type: "llm", device: "cpu", recipe: "llamacpp", checkpoint: expect.stringMatching(/info\.gguf$/) });
+    expect(ofModel(samples, "lemonade_model_loaded").value).toBe(1);
+    // A loaded model with no request yet reports zeros, and no cache figure.
+    expect(ofModel(samples, "lemonade_model_requests_total").value).toBe(0);
+    expect(ofModel(samples, "lemonade_model_output_tokens").value).toBe(0);
+    expect(samples.filter((s) => s.name === "lemonade_model_cache_tokens")).toEqual([]);
+    // The engine's own series, renamed and labelled with the model's identity.
+    expect(ofModel(samples, "lemonade_llamacpp_requests_processing").labels).toEqual(info.labels);
     for (const total of ["lemonade_cache_tokens_total", "lemonade_routing_decisions_total", "lemonade_routing_switches_total"]) {
-      expect(samples.find((s) => s.name === total)?.value, total).toBe(0);
+      expect(valueOf(samples, total), total).toBe(0);
     }
-  } finally {
-    await fake.close();
+  });
+
+  test("a chat moves each per-model and server-wide family by what the engine reported; the engine's request counter keeps endpoint and status", async () => {
+    const before = (await scrape()).samples;
+    const res = await fetch(`${fake.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: "extra.info", messages: [{ role: "user", content: "hi" }], max_tokens: 3 }) });
+    expect(res.status).toBe(200);
+    let after = before;
+    // The request is recorded when its answer has ended on the server, which may be just after the client has it.
+    for (let i = 0; i < 40 && valueOf(after, "lemonade_requests_total") === valueOf(before, "lemonade_requests_total"); i++) {
+      await Bun.sleep(25);
+      after = (await scrape()).samples;
+    }
+    const { types } = await scrape();
+    // The fake engine's timings: 1 prompt token processed, none cached, 3 generated at 1000/s after 1 ms.
+    const latest = { lemonade_model_input_tokens: 1, lemonade_model_output_tokens: 3, lemonade_model_prompt_tokens: 1, lemonade_model_cache_tokens: 0, lemonade_model_time_to_first_token_seconds: 0.001, lemonade_model_tokens_per_second: 1000 };
+    for (const [name, value] of Object.entries(latest)) {
+      expect(types.get(name), name).toBe("gauge");
+      expect(ofModel(after, name).value, name).toBe(value);
+    }
+    const moved = { requests_total: 1, input_tokens_total: 1, output_tokens_total: 3, prompt_tokens_total: 1, cache_tokens_total: 0 };
+    for (const [suffix, by] of Object.entries(moved)) {
+      const perModel = `lemonade_model_${suffix}`;
+      const all = `lemonade_${suffix}`;
+      expect(types.get(perModel), perModel).toBe("counter");
+      expect(types.get(all), all).toBe("counter");
+      expect(ofModel(after, perModel).value - ofModel(before, perModel).value, perModel).toBe(by);
+      expect(valueOf(after, all)! - valueOf(before, all)!, all).toBe(by);
+      expect(after.find((s) => s.name === all)?.labels, all).toEqual({});
+    }
+    const engine = (samples: Sample[]) => samples.find((s) => s.name === "lemonade_engine_requests_total" && s.labels.model === "extra.info" && s.labels.endpoint === "chat_completions" && s.labels.status === "200")?.value ?? 0;
+    expect(engine(after) - engine(before)).toBe(1);
+  });
+
+  test("an unloaded model keeps its telemetry, with lemonade_model_loaded 0", async () => {
+    const before = ofModel((await scrape()).samples, "lemonade_model_requests_total").value;
+    expect(before).toBeGreaterThan(0);
+    expect((await fetch(`${fake.url}/v1/unload`, { method: "POST", body: JSON.stringify({ model_name: "extra.info" }) })).status).toBe(200);
+    const { samples } = await scrape();
+    expect(valueOf(samples, "lemonade_loaded_models")).toBe(0);
+    expect(ofModel(samples, "lemonade_model_info").value).toBe(1);
+    expect(ofModel(samples, "lemonade_model_loaded").value).toBe(0);
+    expect(ofModel(samples, "lemonade_model_requests_total").value).toBe(before);
+  });
+});
+
+test("the host gauges and max_loaded_models by type, as Lemonade exports them", async () => {
+  const { types, samples } = parsePrometheus(await (await fetch(`${server.url}/metrics`)).text());
+  for (const name of ["lemonade_cpu_usage_percent", "lemonade_memory_used_gb", "lemonade_gpu_usage_percent", "lemonade_vram_used_gb", "lemonade_npu_usage_percent"]) {
+    expect(types.get(name), name).toBe("gauge");
   }
+  const cpu = samples.find((s) => s.name === "lemonade_cpu_usage_percent")!.value;
+  expect(cpu).toBeGreaterThanOrEqual(0);
+  expect(cpu).toBeLessThanOrEqual(100);
+  expect(samples.find((s) => s.name === "lemonade_memory_used_gb")!.value).toBeGreaterThan(0);
+  // This server has no NPU reading: the family is declared and its sample left out.
+  expect(samples.filter((s) => s.name === "lemonade_npu_usage_percent")).toEqual([]);
+  const limits = samples.filter((s) => s.name === "lemonade_max_loaded_models");
+  expect(limits.map((s) => s.labels.type)).toEqual(expect.arrayContaining(["llm", "embedding", "reranking", "transcription", "image", "tts", "classification"]));
+  for (const s of limits) expect(s.value).toBe(server.ctx.config.maxLoadedModels);
 });
 
 test("the reader rejects what is not Prometheus text", () => {

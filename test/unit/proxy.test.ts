@@ -144,7 +144,7 @@ describe("the proxy alone, on a fake clock", () => {
       cloud: o.cloud,
       cloudTimeoutS: () => 30,
     });
-    return { proxy, clock, counts, logger, requests: async () => (await metrics.registry.metrics()).split("\n").filter((l) => l.startsWith("lemonade_model_requests_total{")) };
+    return { proxy, clock, counts, logger, requests: async () => (await metrics.registry.metrics()).split("\n").filter((l) => l.startsWith("lemonade_engine_requests_total{")) };
   }
 
   const request = (extra: Partial<ProxyRequest> = {}): ProxyRequest => ({
@@ -194,7 +194,7 @@ describe("the proxy alone, on a fake clock", () => {
     engine.close();
     await out.finished;
     expect(out.text).toBe(': ping\n\n: ping\n\ndata: {"a":1}\n\n: ping\n\ndata: {"b":2}\n\n: ping\n\ndata: [DONE]\n\n');
-    expect(await t.requests()).toEqual(['lemonade_model_requests_total{model="extra.a",endpoint="chat_completions",status="200"} 1']);
+    expect(await t.requests()).toEqual(['lemonade_engine_requests_total{model="extra.a",endpoint="chat_completions",status="200"} 1']);
   });
 
   test("hang check: three failed health checks of a silent engine abort the request, and it is sent once more on the model loaded again", async () => {
@@ -256,7 +256,7 @@ describe("the proxy alone, on a fake clock", () => {
     await t.clock.advance(1);
     expect(await answer).toMatchObject({ status: 504, code: "timeout" });
     expect(bodies).toEqual([{ messages: [{ role: "user", content: "hi" }], model: "m-upstream" }]);
-    expect(await t.requests()).toEqual(['lemonade_model_requests_total{model="box.m",endpoint="chat_completions",status="504"} 1']);
+    expect(await t.requests()).toEqual(['lemonade_engine_requests_total{model="box.m",endpoint="chat_completions",status="504"} 1']);
   });
 
   test("targets: a model resolves to the first kind that claims it, else its local engine; a cloud model loads nothing", async () => {
@@ -315,6 +315,6 @@ describe("the proxy alone, on a fake clock", () => {
     expect(lines[0]).toStartWith(' {"model":"extra.a"');
     expect(lines.slice(1)).toEqual(['   {"error":"boom"}', ""]);
     expect(warnings).toEqual([]);
-    expect(await t.requests()).toEqual(['lemonade_model_requests_total{model="extra.a",endpoint="ollama_chat",status="500"} 1']);
+    expect(await t.requests()).toEqual(['lemonade_engine_requests_total{model="extra.a",endpoint="ollama_chat",status="500"} 1']);
   });
 });
