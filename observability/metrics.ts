@@ -116,8 +116,9 @@ export class Metrics {
     // Lemonade's per-model families: every model with telemetry, and every loaded one, labelled by
     // its whole identity. Each is set from the telemetry at scrape time, as Lemonade renders them.
     const perModel = () => {
-      const loaded = new Set(loadedModels().map((m) => identityKey(m.identity)));
-      return stats.models(loadedModels().map((m) => m.identity)).map((t) => ({ ...t, labels: modelLabels(t.identity), loaded: loaded.has(identityKey(t.identity)) }));
+      const identities = loadedModels().map((m) => m.identity);
+      const loaded = new Set(identities.map(identityKey));
+      return stats.models(identities).map((t) => ({ ...t, labels: modelLabels(t.identity), loaded: loaded.has(identityKey(t.identity)) }));
     };
     type Row = ReturnType<typeof perModel>[number];
     const modelFamily = (name: string, help: string, kind: "gauge" | "counter", value: (r: Row) => number | null) => {
