@@ -67,20 +67,24 @@ function memoryInUse(): number {
   return totalmem() - free;
 }
 
-/** NVIDIA GPU use from `nvidia-smi` (bounded to 2 s), averaged over the GPUs; nulls without one. */
-function gpuUse(): { gpu_percent: number | null; vram_gb: number | null } {
-  if (!Bun.which("nvidia-smi")) return { gpu_percent: null, vram_gb: null };
+/** NVIDIA GPU use from `nvidia-smi` (bounded to 2 s), averaged over the GPUs; nulls without one.
+ * Run as a child the event loop waits on, not a synchronous spawn: /metrics and
+ * /v1/system-stats ask on every call, and a slow driver must not stall every other request. */
+async function gpuUse(): Promise<{ gpu_percent: number | null; vram_gb: number | null }> {
+  const none = { gpu_percent: null, vram_gb: null };
+  if (!Bun.which("nvidia-smi")) return none;
   try {
-    const r = Bun.spawnSync(["nvidia-smi", "--query-gpu=utilization.gpu,memory.used", "--format=csv,noheader,nounits"], { stdout: "pipe", stderr: "ignore", timeout: 2000 });
-    const rows = r.exitCode === 0 ? r.stdout.toString().trim().split("\n").map((l) => l.split(",").map((v) => Number(v.trim()))) : [];
+    const child = Bun.spawn(["nvidia-smi", "--query-gpu=utilization.gpu,memory.used", "--format=csv,noheader,nounits"], { stdout: "pipe", stderr: "ignore", timeout: 2000 });
+    const [text, code] = await Promise.all([new Response(child.stdout).text(), child.exited]);
+    const rows = code === 0 ? text.trim().split("\n").map((l) => l.split(",").map((v) => Number(v.trim()))) : [];
     const valid = rows.filter((row) => row.length === 2 && row.every(Number.isFinite));
-    if (!valid.length) return { gpu_percent: null, vram_gb: null };
+    if (!valid.length) return none;
     return {
       gpu_percent: Math.round(valid.reduce((n, [u]) => n + u!, 0) / valid.length),
       vram_gb: Math.round((valid.reduce((n, [, m]) => n + m!, 0) / 1024) * 100) / 100,
     };
   } catch {
-    return { gpu_percent: null, vram_gb: null };
+    return none;
   }
 }
 
@@ -101,7 +105,7 @@ export class HostStats {
     return {
       cpu_percent: cpu,
       memory_gb: Math.round((memoryInUse() / GiB) * 100) / 100,
-      ...gpuUse(),
+      ...(await gpuUse()),
       npu_percent: null,
     };
   }
