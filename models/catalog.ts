@@ -83,6 +83,13 @@ export interface ResolvedFile {
 }
 
 /** A name the catalog does not know or cannot serve (404), or a definition it refuses (400). */
+/** A size on disk in Lemonade's unit and precision: GiB, to 3 decimals under 1, 2 under 10, else 1. */
+export function diskSizeGb(bytes: number): number {
+  const gib = bytes / 2 ** 30;
+  const scale = gib < 1 ? 1000 : gib < 10 ? 100 : 10;
+  return Math.round(gib * scale) / scale;
+}
+
 export class CatalogError extends ApiError {
   constructor(kind: "model_not_found" | "model_not_supported" | "invalid_labels", message: string) {
     const row = kind === "model_not_found" ? E.modelNotFound : kind === "model_not_supported" ? E.modelNotSupported : E.invalidArgument;
@@ -362,7 +369,7 @@ export class Catalog {
         labels,
         checkpoints: m.mmproj ? { main: m.main, mmproj: m.mmproj } : { main: m.main },
         suggested: false,
-        size: Math.round((m.sizeBytes / 1e9) * 1000) / 1000,
+        size: diskSizeGb(m.sizeBytes),
         source: "extra_models_dir",
         registryOptions: {},
       };

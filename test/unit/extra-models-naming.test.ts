@@ -35,6 +35,8 @@ beforeAll(async () => {
   put(join(extra, "two", "Twin-Q8_0.gguf"));
   put(join(extra, "Qwen3-0.6B-GGUF.gguf"));
   put(join(elsewhere, "Linked.gguf"), 5e8);
+  put(join(extra, "Mid.gguf"), 5.5e9);
+  put(join(extra, "Huge.gguf"), 12.5e9);
   symlinkSync(join(elsewhere, "Linked.gguf"), join(extra, "Linked.gguf"));
   symlinkSync(join(elsewhere, "gone.gguf"), join(extra, "Dangling.gguf"));
   server = await startTestServer({ LEMONADE_EXTRA_MODELS_DIR: extra }, undefined, { engines: false });
@@ -51,7 +53,13 @@ test("a top-level GGUF is named by its stem; an mmproj at the top is no model", 
   const ids = (await listed()).map((m) => m.id);
   expect(ids).toContain("extra.Root-Model");
   expect(ids.filter((id) => /mmproj/.test(id))).toEqual([]);
-  expect((await get("extra.Root-Model")).body.size).toBe(1);
+  // Sizes in GiB, as Lemonade reports them: 1e9 bytes is 0.931.
+  expect((await get("extra.Root-Model")).body.size).toBe(0.931);
+});
+
+test("sizes are GiB to 3 decimals under 1, 2 under 10 and 1 above, as Lemonade rounds them", async () => {
+  expect((await get("extra.Mid")).body.size).toBe(5.12);
+  expect((await get("extra.Huge")).body.size).toBe(11.6);
 });
 
 test("a folder of named quantisations is one model per quantisation", async () => {
@@ -67,7 +75,7 @@ test("a sharded GGUF stays one model: the first shard, the sizes summed", async 
   expect(ids.filter((id) => id.startsWith("extra.Big"))).toEqual(["extra.Big"]);
   const big = (await get("extra.Big")).body;
   expect(big.checkpoint).toBe("Big/Big-Q4_K_M-00001-of-00002.gguf");
-  expect(big.size).toBe(0.7);
+  expect(big.size).toBe(0.652);
 });
 
 test("a folder's mmproj is its first alphabetically, and makes the model a vision model", async () => {
@@ -89,7 +97,7 @@ test("a symbolic link to a GGUF is followed; a dangling one is skipped", async (
   const linked = await get("extra.Linked");
   expect(linked.status).toBe(200);
   expect(linked.body.downloaded).toBe(true);
-  expect(linked.body.size).toBe(0.5);
+  expect(linked.body.size).toBe(0.466);
 });
 
 test("an extra model shadows the built-in of its name, which answers as builtin.<name>", async () => {
