@@ -367,8 +367,12 @@ export function Chat({ onManageModels }: { onManageModels: () => void }) {
 
   /** A sampling field that holds no value it takes stops the request (its field says why). */
   function refuseSampling(): boolean {
-    if (!Object.keys(problems).length) return false;
-    setNotice(`Fix the sampling settings first: ${Object.keys(problems).join(", ")}.`);
+    const refused = "Fix the sampling settings first";
+    if (!Object.keys(problems).length) {
+      setNotice((n) => (n.startsWith(refused) ? "" : n));
+      return false;
+    }
+    setNotice(`${refused}: ${Object.keys(problems).join(", ")}.`);
     return true;
   }
 

@@ -187,10 +187,9 @@ function App() {
         {panel === "logs" && <Logs />}
         {panel === "settings" && <Settings />}
       </main>
-      <StatusBar health={health} />
       <div class="toasts" role="status" aria-live="polite">
         {toasts.map((t) => (
-          <div key={t.id} class={t.error ? "toast error" : "toast"} data-lasts={t.error ? "until dismissed" : TOAST_MS}>
+          <div key={t.id} class={t.error ? "toast error" : "toast"}>
             <p>{t.text}</p>
             <button class="link" aria-label="Dismiss" onClick={() => dismiss(t.id)}>
               ×
@@ -198,6 +197,7 @@ function App() {
           </div>
         ))}
       </div>
+      <StatusBar health={health} />
     </div>
   );
 }
