@@ -237,8 +237,14 @@ describe("try it with image models (FAKE sd-server and sd-cli)", () => {
 describe("the model manager's forms and export", () => {
   test("a router made with the form: checked live, the rule a test prompt matches marked; registered, routing a chat; edited", async () => {
     const page = await open("/#models");
+    const checked = page.waitForResponse("**/v1/routing/validate");
     await page.getByText("New router (collection.router)").click();
     const form = page.getByRole("form", { name: "New router" });
+    // The untouched form is checked, but not called wrong before the first edit.
+    await checked;
+    await page.evaluate(() => new Promise(requestAnimationFrame));
+    expect(await form.locator("[data-validation]").textContent()).toBe("Pick the candidates and add rules; the policy is checked as you go.");
+    expect(await form.locator("[data-validation].error").count()).toBe(0);
     await form.getByLabel("Router name").fill("web-router");
     // No candidate yet: the server says what is missing, at once.
     await form.locator("[data-validation].error").waitFor();
