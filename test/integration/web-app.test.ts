@@ -468,6 +468,20 @@ describe("the web app, second edition (issue 29)", () => {
     const page = await open("/#settings");
     // Defect 6: a boolean is a switch (no "yes" to type), an enum a select.
     await page.getByRole("switch", { name: "offline" }).waitFor();
+    // An off switch's track stands out from the page by at least 3:1 (WCAG 1.4.11), in either theme.
+    for (const theme of ["light", "dark"]) {
+      await page.evaluate((t) => (document.documentElement.dataset.theme = t), theme);
+      const ratio = await page.locator(".switch:not(:checked)").first().evaluate((el) => {
+        const luminance = (css: string) => {
+          const [r, g, b] = css.match(/\d+/g)!.slice(0, 3).map((v) => Number(v) / 255).map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
+          return 0.2126 * r! + 0.7152 * g! + 0.0722 * b!;
+        };
+        const [a, b] = [luminance(getComputedStyle(el).backgroundColor), luminance(getComputedStyle(document.body).backgroundColor)];
+        return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+      });
+      expect(ratio, theme).toBeGreaterThanOrEqual(3);
+    }
+    await page.evaluate(() => delete document.documentElement.dataset.theme);
     expect(await page.getByRole("combobox", { name: "log_level" }).locator("option").allTextContents()).toContain("debug");
     expect(await page.locator('[data-setting="ctx_size"] .doc').textContent()).toContain("-1 sizes it automatically");
     await page.getByLabel("ctx_size").fill("lots");
