@@ -147,3 +147,17 @@ export interface Loaded {
   slots_in_use: number;
   memory_estimate_bytes?: number;
 }
+
+/** An engine install under way (GET /v1/installs). */
+export interface Install {
+  recipe: string;
+  backend: string;
+  phase: string;
+  percent: number;
+}
+
+/** What a load waits for while `recipe`'s engine is installed: the install's phase and progress, or undefined when none runs. */
+export async function installPhase(recipe: string | undefined): Promise<string | undefined> {
+  const mine = ((await getJson("/v1/installs").catch(() => [])) as Install[]).find((i) => i.recipe === recipe);
+  return mine && `Installing ${mine.recipe} (${mine.backend}) — ${mine.phase}, ${Math.round(mine.percent)} %`;
+}

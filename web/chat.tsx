@@ -5,10 +5,11 @@
 // export as Markdown or JSON; and under each reply what the user saw: tokens/s, the time to the
 // first token on the wire, and the model's load time when the reply had to wait for one.
 import { useEffect, useRef, useState } from "preact/hooks";
-import { chatStream, getJson, request, type Loaded, type Model } from "./api.ts";
+import { chatStream, getJson, installPhase, request, type Loaded, type Model } from "./api.ts";
 import { download, useStored } from "./hooks.ts";
 import { renderMarkdown } from "./markdown.ts";
 import { conversations as store } from "./store.ts";
+import { parse, type SettingSchema } from "./settings.tsx";
 
 interface Message {
   role: "user" | "assistant";
@@ -41,15 +42,20 @@ interface Sampling {
   thinking: boolean;
 }
 
-const SAMPLING: [Exclude<keyof Sampling, "thinking">, string][] = [
-  ["temperature", "Temperature"],
-  ["top_p", "Top p"],
-  ["top_k", "Top k"],
-  ["min_p", "Min p"],
-  ["repeat_penalty", "Repeat penalty"],
-  ["seed", "Seed"],
-  ["max_tokens", "Max tokens"],
+/** Each sampling field with the values it takes, checked as Settings checks its numbers. */
+const SAMPLING: [Exclude<keyof Sampling, "thinking">, string, SettingSchema][] = [
+  ["temperature", "Temperature", { type: "number", default: undefined, minimum: 0, maximum: 5 }],
+  ["top_p", "Top p", { type: "number", default: undefined, minimum: 0, maximum: 1 }],
+  ["top_k", "Top k", { type: "number", default: undefined, minimum: 0, integer: true }],
+  ["min_p", "Min p", { type: "number", default: undefined, minimum: 0, maximum: 1 }],
+  ["repeat_penalty", "Repeat penalty", { type: "number", default: undefined, minimum: 0 }],
+  ["seed", "Seed", { type: "number", default: undefined, integer: true }],
+  ["max_tokens", "Max tokens", { type: "number", default: undefined, minimum: 1, integer: true }],
 ];
+
+/** Why each filled-in sampling field is not a value it takes; an empty field is the model's default. */
+const samplingProblems = (sampling: Sampling): Partial<Record<string, string>> =>
+  Object.fromEntries(SAMPLING.flatMap(([k, , schema]) => (sampling[k].trim() === "" ? [] : [[k, parse(sampling[k], schema).problem]])).filter(([, p]) => p));
 
 const CURRENT = "lemonade.currentConversation";
 
@@ -213,6 +219,7 @@ export function Chat({ onManageModels }: { onManageModels: () => void }) {
   const [list, setList] = useState<Conversation[] | null>(null);
   const [currentId, setCurrentId] = useStored<string>(CURRENT, "");
   const [sampling, setSampling] = useStored<Sampling>("lemonade.sampling", { temperature: "", top_p: "", top_k: "", min_p: "", repeat_penalty: "", seed: "", max_tokens: "", thinking: true });
+  const problems = samplingProblems(sampling);
   const [input, setInput] = useState("");
   const [image, setImage] = useState<string | undefined>();
   const [busy, setBusy] = useState<AbortController | null>(null);
@@ -280,6 +287,7 @@ export function Chat({ onManageModels }: { onManageModels: () => void }) {
 
   /** Streams the reply to `messages` (ending with the user's turn) into the conversation. */
   async function reply(base: Conversation, messages: Message[]) {
+    if (refuseSampling()) return;
     let answer: Message = { role: "assistant", content: "" };
     const show = (m: Message, keep = false) => update({ ...base, messages: [...messages, m], updated: Date.now() }, keep);
     const controller = new AbortController();
@@ -308,10 +316,10 @@ export function Chat({ onManageModels }: { onManageModels: () => void }) {
     let installing = false;
     const watch = cold
       ? setInterval(async () => {
-          const mine = ((await getJson("/v1/installs").catch(() => [])) as { recipe: string; backend: string; phase: string; percent: number }[]).find((i) => i.recipe === recipe);
+          const install = await installPhase(recipe);
           if (firstToken || !answer.phase) return;
-          if (mine) installing = true;
-          const next = mine ? `Installing ${mine.recipe} (${mine.backend}) — ${mine.phase}, ${Math.round(mine.percent)} %` : installing ? `Loading ${base.model}…` : answer.phase;
+          if (install) installing = true;
+          const next = install ?? (installing ? `Loading ${base.model}…` : answer.phase);
           if (next !== answer.phase) {
             answer = { ...answer, phase: next };
             show(answer);
@@ -322,11 +330,10 @@ export function Chat({ onManageModels }: { onManageModels: () => void }) {
       ...(base.system ? [{ role: "system", content: base.system }] : []),
       ...messages.map((m) => (m.image ? { role: m.role, content: [{ type: "text", text: m.content }, { type: "image_url", image_url: { url: m.image } }] } : { role: m.role, content: m.content })),
     ];
-    const num = (v: string) => (v.trim() === "" ? undefined : Number(v));
     const body = {
       model: base.model,
       messages: wire,
-      ...Object.fromEntries(SAMPLING.map(([k]) => [k, num(sampling[k])]).filter(([, v]) => v !== undefined)),
+      ...Object.fromEntries(SAMPLING.filter(([k]) => sampling[k].trim() !== "").map(([k]) => [k, Number(sampling[k])])),
       ...(sampling.thinking ? {} : { chat_template_kwargs: { enable_thinking: false } }),
     };
     let promptMs: number | undefined;
@@ -358,10 +365,21 @@ export function Chat({ onManageModels }: { onManageModels: () => void }) {
     }
   }
 
+  /** A sampling field that holds no value it takes stops the request (its field says why). */
+  function refuseSampling(): boolean {
+    const refused = "Fix the sampling settings first";
+    if (!Object.keys(problems).length) {
+      setNotice((n) => (n.startsWith(refused) ? "" : n));
+      return false;
+    }
+    setNotice(`${refused}: ${Object.keys(problems).join(", ")}.`);
+    return true;
+  }
+
   function send(e: Event) {
     e.preventDefault();
     const text = input.trim();
-    if (!text || !conversation!.model || busy) return;
+    if (!text || !conversation!.model || busy || refuseSampling()) return;
     const user: Message = { role: "user", content: text, ...(image ? { image } : {}) };
     const base = conversation!.messages.length ? conversation! : { ...conversation!, title: titleOf(text) };
     setInput("");
@@ -438,7 +456,20 @@ export function Chat({ onManageModels }: { onManageModels: () => void }) {
             </label>
             {SAMPLING.map(([k, label]) => (
               <label key={k}>
-                {label} <input inputMode="decimal" value={sampling[k]} placeholder="model default" onInput={(e) => setSampling({ ...sampling, [k]: (e.target as HTMLInputElement).value })} />
+                {label}{" "}
+                <input
+                  inputMode="decimal"
+                  value={sampling[k]}
+                  placeholder="model default"
+                  aria-invalid={problems[k] ? "true" : undefined}
+                  aria-describedby={problems[k] ? `sampling-${k}-problem` : undefined}
+                  onInput={(e) => setSampling({ ...sampling, [k]: (e.target as HTMLInputElement).value })}
+                />
+                {problems[k] && (
+                  <span class="field-error" id={`sampling-${k}-problem`} role="alert">
+                    {problems[k]}
+                  </span>
+                )}
               </label>
             ))}
             <label>

@@ -112,7 +112,12 @@ export function RouterForm({ models, editing, onDone }: { models: Model[]; editi
     }
   }
   const check = useValidation(routing, prompt);
-  const set = (patch: Partial<RouterDraft>) => setDraft({ ...draft, ...patch });
+  // A new, untouched form is not wrong yet: the checker's verdict shows from the first edit on.
+  const [touched, setTouched] = useState(Boolean(editing));
+  const set = (patch: Partial<RouterDraft>) => {
+    setTouched(true);
+    setDraft({ ...draft, ...patch });
+  };
   const setRule = (i: number, patch: Partial<RuleRow>) => set({ rules: draft.rules.map((r, j) => (j === i ? { ...r, ...patch } : r)) });
   const toggle = (id: string, on: boolean) => {
     const candidates = on ? [...draft.candidates, id] : draft.candidates.filter((c) => c !== id);
@@ -217,8 +222,8 @@ export function RouterForm({ models, editing, onDone }: { models: Model[]; editi
       <label>
         Test prompt <input value={prompt} onInput={(e) => setPrompt((e.target as HTMLInputElement).value)} />
       </label>
-      <p role="status" class={check.error || jsonProblem ? "error" : "hint"} data-validation>
-        {jsonProblem ||
+      <p role="status" class={touched && (check.error || jsonProblem) ? "error" : "hint"} data-validation>
+        {!touched ? "Pick the candidates and add rules; the policy is checked as you go." : jsonProblem ||
           (check.error
             ? check.error
             : check.decision

@@ -75,6 +75,12 @@ function useSeries(): { series: Series; error?: string } {
   return { series, error };
 }
 
+/** The x axis: the last 15 minutes up to now, whatever the data (one point, or none, would stretch it over years). */
+function lastWindow(): [number, number] {
+  const now = Date.now() / 1000;
+  return [now - WINDOW_S, now];
+}
+
 function Chart({ title, unit, t, values }: { title: string; unit: string; t: number[]; values: (number | null)[] }) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
@@ -85,8 +91,7 @@ function Chart({ title, unit, t, values }: { title: string; unit: string; t: num
         width,
         height: 160,
         legend: { show: false },
-        // One point alone would stretch the time axis over years: a minute before it is shown instead.
-        scales: { x: { time: true, range: (_u, min, max) => (min != null && min === max ? [min - 60, max] : [min, max]) }, y: { range: (_u, min, max) => [0, Math.max(1, max ?? 1, min ?? 0)] } },
+        scales: { x: { time: true, range: lastWindow }, y: { range: (_u, min, max) => [0, Math.max(1, max ?? 1, min ?? 0)] } },
         axes: [{ stroke: "currentColor", grid: { stroke: "rgba(128,128,128,0.2)" } }, { stroke: "currentColor", grid: { stroke: "rgba(128,128,128,0.2)" }, size: 50 }],
         series: [{}, { label: title, stroke: "#c79a00", width: 2, fill: "rgba(242,197,61,0.15)", spanGaps: false }],
       },
@@ -95,7 +100,13 @@ function Chart({ title, unit, t, values }: { title: string; unit: string; t: num
     );
     return () => plot.current?.destroy();
   }, []);
-  useEffect(() => plot.current?.setData([t, values]), [t, values]);
+  useEffect(() => {
+    const u = plot.current;
+    if (!u) return;
+    u.setData([t, values]);
+    // The span the x axis shows, for a test to read.
+    box.current!.dataset.xSpan = String(Math.round(u.scales.x!.max! - u.scales.x!.min!));
+  }, [t, values]);
   const latest = values.findLast((v) => v !== null);
   return (
     <figure class="chart" data-chart={title}>

@@ -4,7 +4,7 @@
 // polls), and what each job's state allows: pause, resume, retry, cancel (which deletes the
 // partial files), remove from the list; finished jobs cleared.
 import { useRef, useState } from "preact/hooks";
-import { getJson, postJson, type Job } from "./api.ts";
+import { getJson, postJson, type Install, type Job } from "./api.ts";
 import { usePoll } from "./hooks.ts";
 
 const ORDER: Record<Job["status"], number> = { downloading: 0, paused: 1, error: 2, cancelled: 3, completed: 4 };
@@ -12,6 +12,8 @@ const ORDER: Record<Job["status"], number> = { downloading: 0, paused: 1, error:
 export type Jobs = ReturnType<typeof useJobs>;
 
 export const useJobs = (ms: number, deps: unknown[] = []) => usePoll<Job[]>(() => getJson("/v1/downloads"), ms, deps);
+export const useInstalls = (ms: number, deps: unknown[] = []) => usePoll<Install[]>(() => getJson("/v1/installs"), ms, deps);
+type Installs = ReturnType<typeof useInstalls>;
 
 const size = (bytes: number) => (bytes >= 1e9 ? `${(bytes / 1e9).toFixed(2)} GB` : `${(bytes / 1e6).toFixed(1)} MB`);
 const duration = (s: number) => (s >= 3600 ? `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min` : s >= 60 ? `${Math.floor(s / 60)} min ${Math.round(s % 60)} s` : `${Math.ceil(s)} s`);
@@ -30,15 +32,9 @@ function useSpeeds(jobs: Job[] | undefined): Record<string, number> {
   return Object.fromEntries(Object.entries(last.current).map(([id, v]) => [id, v.speed]));
 }
 
-interface Install {
-  recipe: string;
-  backend: string;
-  phase: string;
-  percent: number;
-}
 
-export function Downloads({ jobs }: { jobs: Jobs }) {
-  const installs = usePoll<Install[]>(() => getJson("/v1/installs"), 1000);
+/** `jobs` and `installs` are the app shell's polls, which the nav badge shares. */
+export function Downloads({ jobs, installs }: { jobs: Jobs; installs: Installs }) {
   const speeds = useSpeeds(jobs.data);
   const [message, setMessage] = useState("");
   const act = async (what: string, fn: () => Promise<unknown>) => {

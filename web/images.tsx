@@ -99,6 +99,8 @@ function MaskPainter({ source, canvas }: { source: Source; canvas: { current: HT
     const box = c.getBoundingClientRect();
     return [((e.clientX - box.left) * c.width) / box.width, ((e.clientY - box.top) * c.height) / box.height] as const;
   };
+  // The stroke's last point: a fast drag gives points far apart, joined by a line rather than left as dots.
+  const last = useRef<readonly [number, number] | null>(null);
   const paint = (e: PointerEvent) => {
     if (!drawing.current) return;
     const c = canvas.current!;
@@ -107,9 +109,18 @@ function MaskPainter({ source, canvas }: { source: Source; canvas: { current: HT
     // The brush is sized in screen pixels, whatever the image's own size.
     const r = (brush / 2) * (c.width / c.getBoundingClientRect().width);
     g.fillStyle = PAINT;
+    g.strokeStyle = PAINT;
+    g.lineWidth = 2 * r;
+    g.lineCap = "round";
+    g.beginPath();
+    const [fromX, fromY] = last.current ?? [x, y];
+    g.moveTo(fromX, fromY);
+    g.lineTo(x, y);
+    g.stroke();
     g.beginPath();
     g.arc(x, y, r, 0, Math.PI * 2);
     g.fill();
+    last.current = [x, y];
   };
   const fill = (all: boolean) => {
     const c = canvas.current!;
@@ -129,6 +140,7 @@ function MaskPainter({ source, canvas }: { source: Source; canvas: { current: HT
           aria-label="Mask: paint over the parts to change"
           onPointerDown={(e) => {
             drawing.current = true;
+            last.current = null;
             (e.target as HTMLCanvasElement).setPointerCapture(e.pointerId);
             paint(e);
           }}

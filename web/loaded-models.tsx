@@ -22,7 +22,7 @@ export function LoadedModels({ loaded }: { loaded: Loaded[] }) {
         <div class="table-wrap">
           {estimated.length > 0 && (
             <p class="hint" data-memory-total>
-              {estimated.length === loaded.length ? "Together they take" : `${estimated.length} of them take`} about {bytes(total)} by the server's estimate.
+              {estimated.length === loaded.length ? "Together they take" : `${estimated.length} of them ${estimated.length === 1 ? "takes" : "take"}`} about {bytes(total)} by the server's estimate.
             </p>
           )}
           <table class="cards loaded">

@@ -12,7 +12,7 @@ import { TryIt } from "./tryit.tsx";
 import { StatusBar, useHealth } from "./status.tsx";
 import { Dashboard } from "./dashboard.tsx";
 import { Compare } from "./compare.tsx";
-import { Downloads, useJobs } from "./downloads.tsx";
+import { Downloads, useInstalls, useJobs } from "./downloads.tsx";
 import { useStored } from "./hooks.ts";
 import { socket, type Job } from "./api.ts";
 
@@ -36,6 +36,9 @@ const current = (): Panel => {
 };
 
 type Theme = "system" | "light" | "dark";
+
+/** How long a toast that is not an error stays. */
+const TOAST_MS = 6000;
 
 interface Toast {
   id: number;
@@ -86,9 +89,14 @@ function useToasts(jobs: Job[] | undefined, loaded: string[] | undefined): [Toas
   // When each model's engine last crashed: its leaving memory soon after is told by the crash's own toast.
   const crashed = useRef(new Map<string, number>());
   const next = useRef(0);
+  /** Adds toasts, keeping the last four; all but errors go by themselves after a while. */
+  const push = (news: Toast[]) => {
+    setToasts((t) => [...t, ...news].slice(-4));
+    for (const n of news) if (!n.error) setTimeout(() => setToasts((t) => t.filter((x) => x.id !== n.id)), TOAST_MS);
+  };
   useEngineCrashes((model, code) => {
     crashed.current.set(model, Date.now());
-    setToasts((t) => [...t, { id: next.current++, text: `The engine for ${model} crashed (exit code ${code}); the next request starts it again`, error: true }].slice(-4));
+    push([{ id: next.current++, text: `The engine for ${model} crashed (exit code ${code}); the next request starts it again`, error: true }]);
   });
   useEffect(() => {
     if (!loaded) return;
@@ -100,7 +108,7 @@ function useToasts(jobs: Job[] | undefined, loaded: string[] | undefined): [Toas
     // A model that leaves as another arrives made room for it; one that leaves alone was unloaded
     // (by a client or idle eviction; a crash has its own toast).
     const news = gone.map((m) => ({ id: next.current++, text: came.length ? `${m} was evicted for ${came.join(", ")}` : `${m} was unloaded` }));
-    if (news.length) setToasts((t) => [...t, ...news].slice(-4));
+    if (news.length) push(news);
   }, [loaded?.join("\n")]);
   useEffect(() => {
     if (!jobs) return;
@@ -114,7 +122,7 @@ function useToasts(jobs: Job[] | undefined, loaded: string[] | undefined): [Toas
       if (j.status === "completed") news.push({ id: next.current++, text: `Download of ${j.model_name} done` });
       if (j.status === "error") news.push({ id: next.current++, text: `Download of ${j.model_name} failed: ${j.error ?? "error"}`, error: true });
     }
-    if (news.length) setToasts((t) => [...t, ...news].slice(-4));
+    if (news.length) push(news);
   }, [jobs]);
   return [toasts, (id) => setToasts((t) => t.filter((x) => x.id !== id))];
 }
@@ -128,8 +136,11 @@ function App() {
   }, []);
   const go = (p: Panel) => (location.hash = p);
   // One poll of the jobs for the badge, the toasts and the panels that show them: faster while one is open.
-  const jobs = useJobs(panel === "models" || panel === "downloads" ? 1000 : 3000, [panel]);
-  const active = (jobs.data ?? []).filter((j) => j.status === "downloading").length;
+  const every = panel === "models" || panel === "downloads" ? 1000 : 3000;
+  const jobs = useJobs(every, [panel]);
+  const installs = useInstalls(every, [panel]);
+  // Engine installs are downloads too (an engine's release, or its build).
+  const active = (jobs.data ?? []).filter((j) => j.status === "downloading").length + (installs.data?.length ?? 0);
   const health = useHealth();
   const [toasts, dismiss] = useToasts(jobs.data, (health.data?.all_models_loaded as { model_name: string }[] | undefined)?.map((m) => m.model_name));
   const [theme, setTheme] = useStored<Theme>("lemonade.theme", "system");
@@ -168,7 +179,7 @@ function App() {
       <main>
         {panel === "chat" && <Chat onManageModels={() => go("models")} />}
         {panel === "models" && <Models jobs={jobs} />}
-        {panel === "downloads" && <Downloads jobs={jobs} />}
+        {panel === "downloads" && <Downloads jobs={jobs} installs={installs} />}
         {panel === "compare" && <Compare />}
         {panel === "dashboard" && <Dashboard />}
         {panel === "try" && <TryIt />}
@@ -176,7 +187,6 @@ function App() {
         {panel === "logs" && <Logs />}
         {panel === "settings" && <Settings />}
       </main>
-      <StatusBar health={health} />
       <div class="toasts" role="status" aria-live="polite">
         {toasts.map((t) => (
           <div key={t.id} class={t.error ? "toast error" : "toast"}>
@@ -187,6 +197,7 @@ function App() {
           </div>
         ))}
       </div>
+      <StatusBar health={health} />
     </div>
   );
 }

@@ -4,7 +4,7 @@
 // making or changing routers and Omni collections (web/collections.tsx).
 import { Fragment } from "preact";
 import { useState } from "preact/hooks";
-import { activeJob, getJson, postJson, type Loaded, type Model } from "./api.ts";
+import { activeJob, getJson, installPhase, postJson, type Loaded, type Model } from "./api.ts";
 import { download, usePoll } from "./hooks.ts";
 import type { Jobs } from "./downloads.tsx";
 import { Collections, OMNI as COLLECTION, ROUTER } from "./collections.tsx";
@@ -282,6 +282,16 @@ export function Models({ jobs }: { jobs: Jobs }) {
     health.refresh();
     jobs.refresh();
   };
+  // Models being loaded, with what each waits for: an engine install (polled, as chat does) or the load itself.
+  const [loading, setLoading] = useState<Record<string, string>>({});
+  const load = async (m: Listed) => {
+    const say = (phase: string) => setLoading((l) => (m.id in l ? { ...l, [m.id]: phase } : l));
+    setLoading((l) => ({ ...l, [m.id]: `Loading ${m.id}…` }));
+    const watch = setInterval(async () => say((await installPhase(m.recipe)) ?? `Loading ${m.id}…`), 1000);
+    await act(`Load ${m.id}`, () => postJson("/v1/load", { model_name: m.id }));
+    clearInterval(watch);
+    setLoading(({ [m.id]: _, ...rest }) => rest);
+  };
   const shown = all.filter(
     (m) =>
       (!filter.search || m.id.toLowerCase().includes(filter.search.toLowerCase())) &&
@@ -382,6 +392,10 @@ export function Models({ jobs }: { jobs: Jobs }) {
                       <progress max={100} value={job.percent} aria-label={`Download of ${m.id}`} /> {job.percent}% {job.status}
                       {job.error && <span class="error"> {job.error}</span>}
                     </span>
+                  ) : loading[m.id] ? (
+                    <span class="phase" role="status">
+                      {loading[m.id]}
+                    </span>
                   ) : slot ? (
                     `loaded${slot.pinned ? ", pinned" : ""}`
                   ) : m.downloaded ? (
@@ -404,7 +418,11 @@ export function Models({ jobs }: { jobs: Jobs }) {
                       Download
                     </button>
                   )}
-                  {m.downloaded && !slot && <button onClick={() => act(`Load ${m.id}`, () => postJson("/v1/load", { model_name: m.id }))}>Load</button>}
+                  {m.downloaded && !slot && (
+                    <button disabled={m.id in loading} onClick={() => void load(m)}>
+                      Load
+                    </button>
+                  )}
                   {slot && <button onClick={() => act(`Unload ${m.id}`, () => postJson("/v1/unload", { model_name: m.id }))}>Unload</button>}
                   {slot && (
                     <button onClick={() => act(`${slot.pinned ? "Unpin" : "Pin"} ${m.id}`, () => postJson("/internal/pin", { model_name: m.id, pinned: !slot.pinned }))}>{slot.pinned ? "Unpin" : "Pin"}</button>

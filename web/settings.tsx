@@ -6,7 +6,7 @@ import { useState } from "preact/hooks";
 import { ApiError, apiKey, getJson, postJson } from "./api.ts";
 import { usePoll } from "./hooks.ts";
 
-interface SettingSchema {
+export interface SettingSchema {
   type: string;
   default: unknown;
   description?: string;
@@ -21,7 +21,7 @@ interface SettingSchema {
 const at = (config: Record<string, unknown>, key: string): unknown => key.split(".").reduce<unknown>((node, part) => (node && typeof node === "object" ? (node as Record<string, unknown>)[part] : undefined), config);
 
 /** The value typed into a field, or why it is not one the setting takes. */
-function parse(text: string, s: SettingSchema): { value?: unknown; problem?: string } {
+export function parse(text: string, s: SettingSchema): { value?: unknown; problem?: string } {
   if (s.type !== "number") return { value: text };
   const n = Number(text);
   if (text.trim() === "" || !Number.isFinite(n)) return { problem: "must be a number" };

@@ -59,7 +59,8 @@ export async function openPage(browser: Browser, base: string, path: string, for
 export async function closePage(page: Page): Promise<void> {
   await page.evaluate(() => {
     const top = setTimeout(() => {}) as unknown as number;
-    for (let id = 0; id <= top; id++) clearTimeout(id);
+    // Playwright's page.clock numbers its timers from 1e12 up.
+    for (let id = top >= 1e12 ? 1e12 : 0; id <= top; id++) clearTimeout(id);
     // Without its handler: the app's would connect again.
     for (const ws of (window as any).openSockets as WebSocket[]) {
       ws.onclose = null;

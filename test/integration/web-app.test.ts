@@ -122,6 +122,67 @@ describe("the web app", () => {
     await close(page);
   });
 
+  test("model manager: Load of a model whose engine is being installed says so, and cannot be clicked again; the Downloads badge counts the install", async () => {
+    await fetch(`${server.url}/v1/unload`, { method: "POST", body: "{}" });
+    const page = await open("/#models");
+    // The server lists no install now (the engine is here); the page is shown one under way, and
+    // the load is held until the test has seen the phase.
+    await page.route("**/v1/installs", (route) => route.fulfill({ json: [{ recipe: "llamacpp", backend: "cpu", phase: "build", percent: 40 }] }));
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    await page.route("**/v1/load", async (route) => {
+      await held;
+      await route.continue();
+    });
+    await page.getByRole("button", { name: "Downloads" }).getByLabel("1 active").waitFor();
+    const row = page.locator('tr[data-model="extra.tiny-chat"]');
+    await row.getByRole("button", { name: "Load" }).click();
+    expect(await row.getByRole("button", { name: "Load" }).isDisabled()).toBe(true);
+    await row.locator('td[data-label="State"] .phase', { hasText: "Installing llamacpp (cpu) — build, 40 %" }).waitFor();
+    release();
+    await row.locator('td[data-state="loaded"]').waitFor({ timeout: 30_000 });
+    expect(await row.locator(".phase").count()).toBe(0);
+    await close(page);
+  });
+
+  test("layout: the status bar and the composer are on screen under the chat at 1280×800 and 390×844", async () => {
+    const page = await open("/?model=extra.tiny-chat#chat");
+    for (const [width, height] of [[1280, 800], [390, 844]] as const) {
+      await page.setViewportSize({ width, height });
+      for (const part of [page.locator("footer.status"), page.getByRole("button", { name: "Send" })]) {
+        const box = (await part.boundingBox())!;
+        expect([box.x >= 0, box.y >= 0, box.x + box.width <= width, box.y + box.height <= height], `${await part.textContent()} at ${width}`).toEqual([true, true, true, true]);
+      }
+    }
+    await close(page);
+  });
+
+  test("toasts: news goes by itself after a while, a failure stays until dismissed; they sit under the panel, not over its buttons", async () => {
+    const job = (id: string, status: string) => ({ id, model_name: id, status, error: status === "error" ? "disk full" : undefined, percent: 50, running: status === "downloading", overall_bytes_downloaded: 0, overall_bytes_total: 0 });
+    let jobs = [job("ToastDone", "downloading"), job("ToastFail", "downloading")];
+    const page = await open("/#models", server, async (p) => {
+      await p.clock.install();
+      await p.route("**/v1/downloads", (route) => route.fulfill({ json: jobs }));
+    });
+    await page.locator('tr[data-model="extra.tiny-chat"]').waitFor();
+    await page.waitForResponse((r) => r.url().endsWith("/v1/downloads"));
+    jobs = [job("ToastDone", "completed"), job("ToastFail", "error")];
+    const done = page.locator(".toast", { hasText: "Download of ToastDone done" });
+    const failed = page.locator(".toast.error", { hasText: "Download of ToastFail failed: disk full" });
+    await done.waitFor({ timeout: 10_000 });
+    await failed.waitFor();
+    const main = (await page.locator("main").boundingBox())!;
+    for (const t of [done, failed]) expect((await t.boundingBox())!.y).toBeGreaterThanOrEqual(main.y + main.height);
+    const dismiss = (await failed.getByRole("button", { name: "Dismiss" }).boundingBox())!;
+    expect([dismiss.width >= 24, dismiss.height >= 24]).toEqual([true, true]);
+    await page.clock.fastForward(7000);
+    await done.waitFor({ state: "detached" });
+    expect(await failed.count()).toBe(1);
+    await failed.getByRole("button", { name: "Dismiss" }).click();
+    await failed.waitFor({ state: "detached" });
+    await close(page);
+  });
+
   test("logs: the live log shows a line the server writes now", async () => {
     const page = await open("/#logs");
     await page.getByText("live", { exact: true }).waitFor();
@@ -407,6 +468,20 @@ describe("the web app, second edition (issue 29)", () => {
     const page = await open("/#settings");
     // Defect 6: a boolean is a switch (no "yes" to type), an enum a select.
     await page.getByRole("switch", { name: "offline" }).waitFor();
+    // An off switch's track stands out from the page by at least 3:1 (WCAG 1.4.11), in either theme.
+    for (const theme of ["light", "dark"]) {
+      await page.evaluate((t) => (document.documentElement.dataset.theme = t), theme);
+      const ratio = await page.locator(".switch:not(:checked)").first().evaluate((el) => {
+        const luminance = (css: string) => {
+          const [r, g, b] = css.match(/\d+/g)!.slice(0, 3).map((v) => Number(v) / 255).map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
+          return 0.2126 * r! + 0.7152 * g! + 0.0722 * b!;
+        };
+        const [a, b] = [luminance(getComputedStyle(el).backgroundColor), luminance(getComputedStyle(document.body).backgroundColor)];
+        return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+      });
+      expect(ratio, theme).toBeGreaterThanOrEqual(3);
+    }
+    await page.evaluate(() => delete document.documentElement.dataset.theme);
     expect(await page.getByRole("combobox", { name: "log_level" }).locator("option").allTextContents()).toContain("debug");
     expect(await page.locator('[data-setting="ctx_size"] .doc').textContent()).toContain("-1 sizes it automatically");
     await page.getByLabel("ctx_size").fill("lots");
@@ -465,6 +540,11 @@ describe("the web app, second edition (issue 29)", () => {
     await fetch(`${server.url}/v1/uninstall`, { method: "POST", body: JSON.stringify({ backend: "cloud", provider: "webagain" }) });
     await shot(page, "logs");
     await page.setViewportSize({ width: 390, height: 844 });
+    // Long lines wrap on a phone: the panel is not wider than the screen, nor the lines than the panel.
+    const lines = page.getByRole("log", { name: "Log lines" });
+    const [scroll, client] = await lines.evaluate((el) => [el.scrollWidth, el.clientWidth]);
+    expect(scroll).toBeLessThanOrEqual(client);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
     await shot(page, "logs");
     await close(page);
   });
@@ -512,16 +592,31 @@ describe("the web app, second edition (issue 29)", () => {
     await fetch(`${server.url}/v1/unload`, { method: "POST", body: "{}" });
     const page = await open("/?model=extra.tiny-chat#chat");
     await page.context().grantPermissions(["clipboard-read", "clipboard-write"]);
+    const asked: unknown[] = [];
+    page.on("request", (r) => r.url().endsWith("/v1/chat/completions") && asked.push(r.postDataJSON()));
     await page.getByText("Sampling settings").click();
     await page.getByLabel("Max tokens").fill("8");
     await page.getByLabel("Top k").fill("20");
     await page.getByLabel("Seed").fill("7");
     await page.getByLabel("System prompt (this conversation)").fill("You are terse.");
+    // A sampling value that is not a number is refused at its field, and nothing is sent.
+    await page.getByLabel("Temperature").fill("abc");
     await page.getByLabel("Message").fill("First question");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.locator(".sampling label", { hasText: "Temperature" }).getByRole("alert").getByText("must be a number").waitFor();
+    await page.getByText("Fix the sampling settings first: temperature.").waitFor();
+    expect(await page.getByLabel("Temperature").getAttribute("aria-invalid")).toBe("true");
+    expect(asked).toEqual([]);
+    await page.getByLabel("Temperature").fill("0.2");
+    await page.getByLabel("Top p").fill("0.9");
+    await page.getByLabel("Min p").fill("0.05");
+    await page.getByLabel("Repeat penalty").fill("1.1");
+    await page.getByRole("switch", { name: "Thinking" }).uncheck();
     const sent = page.waitForRequest("**/v1/chat/completions");
     await page.getByRole("button", { name: "Send" }).click();
     const body = (await sent).postDataJSON();
     expect([body.messages[0], body.top_k, body.seed, body.max_tokens]).toEqual([{ role: "system", content: "You are terse." }, 20, 7, 8]);
+    expect([body.temperature, body.top_p, body.min_p, body.repeat_penalty, body.chat_template_kwargs]).toEqual([0.2, 0.9, 0.05, 1.1, { enable_thinking: false }]);
     // Defect 9: the model was not loaded: what the user waited for, and the load apart from it.
     const stats = page.locator(".bubble.assistant .stats");
     await stats.waitFor({ timeout: 30_000 });
@@ -710,6 +805,8 @@ describe("the web app, second edition (issue 29)", () => {
     await api("/v1/chat/completions", { method: "POST", body: JSON.stringify({ model: "extra.tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 4 }) });
     await page.locator('[data-chart="Requests per minute"] strong', { hasText: /^[1-9][\d.]* \/min$/ }).waitFor({ timeout: 15_000 });
     expect(await page.locator(".chart canvas").count()).toBe(3);
+    // Each chart's time axis spans the last 15 minutes, however few points it has.
+    expect(await page.locator(".chart [data-x-span]").evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.xSpan))).toEqual(["900", "900", "900"]);
     await shot(page, "dashboard");
     await page.setViewportSize({ width: 390, height: 844 });
     await shot(page, "dashboard");

@@ -166,9 +166,41 @@ describe("try it with image models (FAKE sd-server and sd-cli)", () => {
     await panel.getByRole("button", { name: "Edit", exact: true }).click();
     await again;
     expect(Object.keys(await lastForm(page)).sort()).toEqual(["image", "model", "prompt", "response_format"]);
+
+    // A fast drag gives two points a third of the width apart: the mask is painted between them too.
+    const canvas = page.getByLabel("Mask: paint over the parts to change");
+    const box = (await canvas.boundingBox())!;
+    await page.mouse.move(box.x + box.width / 3, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + (box.width * 2) / 3, box.y + box.height / 2, { steps: 1 });
+    await page.mouse.up();
+    const stroke = page.waitForRequest("**/v1/images/edits");
+    await panel.getByRole("button", { name: "Edit", exact: true }).click();
+    await stroke;
+    expect(await pixels(page, bytesOf((await lastForm(page)).mask), [[48, 32], [2, 2]])).toEqual([[255, 255, 255], [0, 0, 0]]);
     await shot(page, "images");
     await close(page);
   });
+
+  test("generate an image from a prompt; it can become the source image", async () => {
+    const page = await open("/#try");
+    const panel = page.locator("fieldset", { hasText: "Images" }).filter({ has: page.getByRole("button", { name: "Generate" }) });
+    await panel.getByLabel("Prompt").fill("a lemon tree");
+    const sent = page.waitForRequest("**/v1/images/generations");
+    await panel.getByRole("button", { name: "Generate" }).click();
+    const body = (await sent).postDataJSON();
+    expect([body.model, body.prompt, body.response_format]).toEqual(["SD-Turbo", "a lemon tree", "b64_json"]);
+    const shown = panel.getByAltText("a lemon tree 1");
+    await shown.waitFor({ timeout: 30_000 });
+    // What the fake sd-server received, read back from the image it made.
+    const src = (await shown.getAttribute("src"))!;
+    const got = pngParameters(Buffer.from(src.slice(src.indexOf(",") + 1), "base64")) as any;
+    expect(got.endpoint).toBe("generations");
+    expect(got.prompt.trim()).toBe("a lemon tree");
+    await panel.getByRole("button", { name: "Use as the source image" }).click();
+    await page.getByText(/^source\.png, \d+×\d+/).waitFor();
+    await close(page);
+  }, 60_000);
 
   test("variations of the source image, and an upscale to four times its size; a result becomes the next source", async () => {
     const page = await open("/#try");
@@ -205,8 +237,14 @@ describe("try it with image models (FAKE sd-server and sd-cli)", () => {
 describe("the model manager's forms and export", () => {
   test("a router made with the form: checked live, the rule a test prompt matches marked; registered, routing a chat; edited", async () => {
     const page = await open("/#models");
+    const checked = page.waitForResponse("**/v1/routing/validate");
     await page.getByText("New router (collection.router)").click();
     const form = page.getByRole("form", { name: "New router" });
+    // The untouched form is checked, but not called wrong before the first edit.
+    await checked;
+    await page.evaluate(() => new Promise(requestAnimationFrame));
+    expect(await form.locator("[data-validation]").textContent()).toBe("Pick the candidates and add rules; the policy is checked as you go.");
+    expect(await form.locator("[data-validation].error").count()).toBe(0);
     await form.getByLabel("Router name").fill("web-router");
     // No candidate yet: the server says what is missing, at once.
     await form.locator("[data-validation].error").waitFor();
@@ -370,6 +408,31 @@ describe("the dashboard on FAKE llama-servers", () => {
   }, 60_000);
 });
 
+describe("chat on a FAKE llama-server", () => {
+  test("Stop ends a slow reply where it is, and the composer takes the next message", async () => {
+    const page = await open("/?model=extra.chat-b#chat");
+    // The first reply streams slowly (the fake engine's pause between tokens); the next at full speed.
+    let slow = true;
+    await page.route("**/v1/chat/completions", async (route) => {
+      const body = route.request().postDataJSON();
+      await route.continue({ postData: JSON.stringify(slow ? { ...body, max_tokens: 400, fake: { token_ms: 200 } } : body) });
+      slow = false;
+    });
+    await page.getByLabel("Message").fill("Take your time");
+    await page.getByRole("button", { name: "Send" }).click();
+    const reply = page.locator(".bubble.assistant").last();
+    await reply.locator(".markdown").filter({ hasText: /\S/ }).waitFor({ timeout: 30_000 });
+    await page.getByRole("button", { name: "Stop" }).click();
+    await reply.locator(".stats", { hasText: "(stopped)" }).waitFor();
+    expect(await reply.locator(".error").count()).toBe(0);
+    await page.getByLabel("Message").fill("Now quickly");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.locator(".bubble.assistant").nth(1).locator(".stats", { hasText: /TTFT \d+ ms/ }).waitFor({ timeout: 30_000 });
+    expect(await page.locator(".bubble.user").count()).toBe(2);
+    await close(page);
+  }, 60_000);
+});
+
 describe("engine installs in Downloads", () => {
   test("an install under way is cancelled: its partial download deleted, the request waiting on it told; pause is not offered", async () => {
     const plan = await post("/v1/install/dry-run", { recipe: "llamacpp", backend: "cpu" });
@@ -382,6 +445,8 @@ describe("engine installs in Downloads", () => {
     const partial = join(server.cacheDir, "downloads", `${plan.filename}.partial`);
     expect(existsSync(partial)).toBe(true);
     expect(await card.getByRole("button", { name: /pause/i }).count()).toBe(0);
+    // The nav badge counts the install as a download under way.
+    await page.getByRole("button", { name: "Downloads" }).getByLabel("1 active").waitFor();
     await shot(page, "install-cancel");
     await page.setViewportSize({ width: 390, height: 844 });
     expect(await offScreenButtons(page)).toEqual([]);
