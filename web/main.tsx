@@ -176,7 +176,9 @@ function App() {
           </select>
         </label>
       </header>
-      <main>
+      {/* The panel scrolls here, not the page: focusable, so that the keys scroll it too where it holds
+          nothing focusable (a dashboard on a phone). */}
+      <main tabIndex={0}>
         {panel === "chat" && <Chat onManageModels={() => go("models")} />}
         {panel === "models" && <Models jobs={jobs} />}
         {panel === "downloads" && <Downloads jobs={jobs} installs={installs} />}
