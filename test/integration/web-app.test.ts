@@ -8,13 +8,15 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { AxeBuilder } from "@axe-core/playwright";
 import { classifierDir, jfkSample, MODELS, testModelsDir } from "../helpers/engines.ts";
 import { startFakeServer } from "../helpers/fake-engine.ts";
-import { startFakeHub, type FakeHub } from "../helpers/fake-hub.ts";
+import { startFakeHub, type FakeHub, type HubRepo } from "../helpers/fake-hub.ts";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
 import { CHROMIUM, closePage, FLAGS, offScreenButtons, openPage, requireChromium, shot } from "../helpers/browser.ts";
 
 let browser: Browser;
 let server: TestServer;
 let hub: FakeHub;
+/** The hub's repositories, read on each request: a test moves one on by changing its sha. */
+let repos: Record<string, HubRepo>;
 const foreign: string[] = [];
 
 /** A page of the app at `path` on `s`. */
@@ -42,10 +44,13 @@ beforeAll(async () => {
   // A second chat model, for Compare.
   copyFileSync(join(models, MODELS.chat), join(extra, "tiny-chat-b.gguf"));
   const gguf = new Uint8Array(readFileSync(join(models, MODELS.chat)));
-  hub = startFakeHub({
+  repos = {
     "test-org/web-GGUF": { sha: "d".repeat(40), files: { "web-Q4_0.gguf": gguf } },
     "test-org/cancel-GGUF": { sha: "f".repeat(40), files: { "cancel-Q4_0.gguf": gguf } },
-  });
+    "test-org/update-GGUF": { sha: "1".repeat(40), files: { "update-Q4_0.gguf": gguf } },
+    "test-org/keep-GGUF": { sha: "2".repeat(40), files: { "keep-Q4_0.gguf": gguf } },
+  };
+  hub = startFakeHub(repos);
   server = await startTestServer({ HF_HUB_CACHE: hf, HF_ENDPOINT: hub.url, LEMONADE_EXTRA_MODELS_DIR: extra, LEMONADE_MAX_LOADED_MODELS: "-1" });
   browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
 });
@@ -422,6 +427,37 @@ describe("the web app, second edition (issue 29)", () => {
     await page.locator(".toast", { hasText: "Download of user.WebCancel done" }).waitFor({ timeout: 30_000 });
     await page.getByRole("button", { name: /Clear finished/ }).click();
     await card.waitFor({ state: "detached" });
+    await close(page);
+  });
+
+  test("a model whose repository moved on is marked 'update available'; Remove takes one finished job off Downloads, the others stay", async () => {
+    for (const name of ["WebUpd", "WebKeep"]) {
+      const reg = await fetch(`${server.url}/v1/models/register`, { method: "POST", body: JSON.stringify({ model_name: `user.${name}`, recipe: "llamacpp", checkpoint: `test-org/${name === "WebUpd" ? "update" : "keep"}-GGUF:Q4_0` }) });
+      expect(reg.status).toBe(200);
+      // As the app pulls: a server-owned job, which stays listed once it is done.
+      await fetch(`${server.url}/v1/pull`, { method: "POST", body: JSON.stringify({ model_name: `user.${name}`, stream: true, subscribe: false }) }).then((r) => r.json());
+    }
+    const status = async (id: string) => ((await api("/v1/downloads")) as any[]).find((j) => j.id === id)?.status;
+    for (const id of ["model:user.WebUpd", "model:user.WebKeep"]) {
+      while ((await status(id)) === "downloading") await Bun.sleep(100);
+      expect(await status(id)).toBe("completed");
+    }
+    repos["test-org/update-GGUF"]!.sha = "3".repeat(40);
+    expect((await api("/v1/models/check-updates", { method: "POST", body: "{}" })).models).toContain("user.WebUpd");
+    const page = await open("/#models");
+    await page.locator('tr[data-model="WebUpd"] td[data-label="Model"] .badge', { hasText: "update available" }).waitFor();
+    expect(await page.locator('tr[data-model="WebKeep"] .badge', { hasText: "update available" }).count()).toBe(0);
+
+    await page.getByRole("button", { name: "Downloads" }).click();
+    const gone = page.locator('li[data-job="user.WebUpd"][data-status="completed"]');
+    const kept = page.locator('li[data-job="user.WebKeep"][data-status="completed"]');
+    await gone.waitFor();
+    await kept.waitFor();
+    const others = await page.locator("li[data-job]").count();
+    await gone.getByRole("button", { name: "Remove" }).click();
+    await gone.waitFor({ state: "detached" });
+    expect([await kept.count(), await page.locator("li[data-job]").count()]).toEqual([1, others - 1]);
+    expect([await status("model:user.WebUpd"), await status("model:user.WebKeep")]).toEqual([undefined, "completed"]);
     await close(page);
   });
 
@@ -831,19 +867,31 @@ describe("the web app, second edition (issue 29)", () => {
     await close(page);
   });
 
-  test("accessibility: axe-core finds no serious or critical violation on any panel", async () => {
+  test("accessibility: axe-core finds no serious or critical violation on any panel, light and dark, at 1280×800 and 390×844", async () => {
     const page = await open("/#chat");
     const found: string[] = [];
-    for (const panel of ["chat", "models", "downloads", "compare", "dashboard", "try", "backends", "logs", "settings"]) {
-      await page.goto(`${server.url}/#${panel}`);
-      await page.locator("main > *").first().waitFor();
-      await page.waitForFunction(() => ![...document.querySelectorAll("main p")].some((p) => p.textContent!.startsWith("Loading")));
-      const { violations } = await new AxeBuilder({ page }).analyze();
-      for (const v of violations) if (v.impact === "serious" || v.impact === "critical") found.push(`${panel}: ${v.id} (${v.nodes.map((n) => n.target.join(" ")).slice(0, 3).join("; ")})`);
+    for (const theme of ["light", "dark"]) {
+      await page.getByLabel("Theme").selectOption(theme);
+      await page.waitForFunction((t) => document.documentElement.dataset.theme === t, theme);
+      for (const [width, height] of [[1280, 800], [390, 844]] as const) {
+        await page.setViewportSize({ width, height });
+        for (const panel of ["chat", "models", "downloads", "compare", "dashboard", "try", "backends", "logs", "settings"]) {
+          await page.goto(`${server.url}/#${panel}`);
+          await page.locator("main > *").first().waitFor();
+          await page.waitForFunction(() => ![...document.querySelectorAll("main p")].some((p) => p.textContent!.startsWith("Loading")));
+          // The theme is the stored one, after each navigation.
+          expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe(theme);
+          const { violations } = await new AxeBuilder({ page }).analyze();
+          for (const v of violations) {
+            if (v.impact === "serious" || v.impact === "critical") found.push(`${panel} ${theme} ${width}: ${v.id} (${v.nodes.map((n) => n.target.join(" ")).slice(0, 3).join("; ")})`);
+          }
+        }
+      }
     }
     expect(found).toEqual([]);
+    await page.getByLabel("Theme").selectOption("system");
     await close(page);
-  }, 90_000);
+  }, 240_000);
 });
 
 test("no page made a request to any host but the server", () => {
