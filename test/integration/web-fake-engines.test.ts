@@ -1,8 +1,9 @@
 // The web app in headless Chromium against a server whose engines are the FAKE ones
 // (scripts/fake-engine): image edit with a mask painted in the page, variations and upscale on the
 // fake sd-server and sd-cli; routers and Omni collections made and changed with the forms; model
-// export; an engine killed under the dashboard; slots in use while a slow answer streams; and an
-// engine install (from a stand-in for GitHub's releases) cancelled in Downloads.
+// export; an engine killed under the dashboard; slots in use while a slow answer streams; a model
+// evicted for another under max_loaded_models 1; and an engine install (from a stand-in for
+// GitHub's releases) cancelled in Downloads.
 // The server requires an API key, which the app is given as a user gives it in Settings.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -405,6 +406,36 @@ describe("the dashboard on FAKE llama-servers", () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await shot(page, "crash-toast");
     await close(page);
+  }, 60_000);
+});
+
+describe("eviction on FAKE llama-servers", () => {
+  test("with max_loaded_models 1, loading a second chat model evicts the first: a toast says which made room for which", async () => {
+    await post("/v1/unload", {});
+    // Set live, as an admin does (the API key is the admin key here).
+    expect(await post("/internal/set", { max_loaded_models: 1 })).toMatchObject({ status: "success", applied: ["max_loaded_models"] });
+    let release = () => {};
+    try {
+      await post("/v1/load", { model_name: "extra.chat-a" });
+      const page = await open("/#models");
+      await page.getByTestId("loaded").filter({ hasText: "extra.chat-a" }).waitFor({ timeout: 10_000 });
+      // The app's health polls wait out the second load: the next one it sees has chat-b in chat-a's
+      // place (a poll between the eviction and the arrival would call it a plain unload).
+      const loaded = new Promise<void>((r) => (release = r));
+      await page.route("**/v1/health", async (route) => {
+        await loaded;
+        await route.continue();
+      });
+      await post("/v1/load", { model_name: "extra.chat-b" });
+      expect((await api("/v1/health")).all_models_loaded.map((m: any) => m.model_name)).toEqual(["extra.chat-b"]);
+      release();
+      await page.locator(".toast", { hasText: "extra.chat-a was evicted for extra.chat-b" }).waitFor({ timeout: 10_000 });
+      expect(await page.locator(".toast", { hasText: "extra.chat-a was unloaded" }).count()).toBe(0);
+      await close(page);
+    } finally {
+      release();
+      await post("/internal/set", { max_loaded_models: -1 });
+    }
   }, 60_000);
 });
 
