@@ -249,8 +249,8 @@ describe("every error raised is a row of spec/errors.ts", () => {
   });
 });
 
-// `invalid_request_error` where Lemonade names it. /work/shared/api-docs names the type nowhere;
-// Lemonade's own API page names it for POST /v1/images/upscale (a missing `image`, a missing
+// `invalid_request_error` where Lemonade names it. The project's API contract names the type
+// nowhere; Lemonade's own API page names it for POST /v1/images/upscale (a missing `image`, a missing
 // `model`: 400; an unknown upscaler: 404, "Upscale model not found: NAME"), and its Anthropic
 // route answers a request without `model` so. Each case: status, type and code as given there.
 const PNG = "iVBORw0KGgo=";
