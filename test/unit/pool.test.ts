@@ -14,6 +14,7 @@ import { EngineProxy } from "../../runtime/proxy.ts";
 import { Pool, Pools } from "../../runtime/pool.ts";
 import type { ProxyRequest } from "../../runtime/request.ts";
 import type { Scheduler } from "../../runtime/scheduler.ts";
+import { chatRequest } from "../helpers/proxy-request.ts";
 import { FakeClock } from "../helpers/fake-clock.ts";
 import { tempDir } from "../helpers/server.ts";
 
@@ -188,16 +189,7 @@ describe("the proxy and a pool", () => {
     return { proxy, clock, sent, logger, health: () => proxy.pools.of("farm")!.health() };
   }
 
-  const request = (extra: Partial<ProxyRequest> = {}): ProxyRequest => ({
-    model: "farm.tiny",
-    path: "/v1/chat/completions",
-    body: { messages: [{ role: "user", content: "hi" }] },
-    check: () => null,
-    signal: new AbortController().signal,
-    endpoint: "chat_completions",
-    generation: true,
-    ...extra,
-  });
+  const request = (extra: Partial<ProxyRequest> = {}) => chatRequest("farm.tiny", extra);
 
   const refused: Member = async () => {
     throw new Error("Unable to connect");

@@ -16,6 +16,7 @@ import type { ServerContext } from "../../runtime/context.ts";
 import { EngineProxy } from "../../runtime/proxy.ts";
 import type { ProxyRequest } from "../../runtime/request.ts";
 import type { Lease, Scheduler, Instance } from "../../runtime/scheduler.ts";
+import { chatRequest } from "../helpers/proxy-request.ts";
 import { FakeClock, settle } from "../helpers/fake-clock.ts";
 import { startFakeServer } from "../helpers/fake-engine.ts";
 import type { TestServer } from "../helpers/server.ts";
@@ -147,16 +148,7 @@ describe("the proxy alone, on a fake clock", () => {
     return { proxy, clock, counts, logger, requests: async () => (await metrics.registry.metrics()).split("\n").filter((l) => l.startsWith("lemonade_engine_requests_total{")) };
   }
 
-  const request = (extra: Partial<ProxyRequest> = {}): ProxyRequest => ({
-    model: "extra.a",
-    path: "/v1/chat/completions",
-    body: { messages: [{ role: "user", content: "hi" }] },
-    check: () => null,
-    signal: new AbortController().signal,
-    endpoint: "chat_completions",
-    generation: true,
-    ...extra,
-  });
+  const request = (extra: Partial<ProxyRequest> = {}) => chatRequest("extra.a", extra);
 
   /** Reads a response body as it comes. */
   function collect(res: Response) {
