@@ -60,11 +60,17 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   const aliases = new AliasStore(config.cacheDir);
   // Which recipes can run here is fixed for the process: installing a backend moves it from
   // installable to installed, never from unsupported.
+  const statuses = recipeStatuses(recipes, engineEnv);
   const supported = new Set(
-    Object.entries(recipeStatuses(recipes, engineEnv))
+    Object.entries(statuses)
       .filter(([, r]) => Object.values(r.backends).some((b) => b.state !== "unsupported"))
       .map(([name]) => name),
   );
+  // What a filtered-out model's error says: its recipe's first backend's reason, as a sentence.
+  const unsupportedReason = (recipe: string) => {
+    const message = Object.values(statuses[recipe]?.backends ?? {}).find((b) => b.message)?.message ?? "";
+    return message && !/[.!]$/.test(message) ? `${message}.` : message;
+  };
   const cloud = new CloudProviders({
     cacheDir: config.cacheDir,
     env: config.cloudKeys,
@@ -78,6 +84,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
       extraModelsDir: config.extraModelsDir,
       // config.json's disable_model_filtering lists (and tries) every catalog model, as Lemonade does.
       isRecipeSupported: (recipe) => config.disableModelFiltering || supported.has(recipe) || RECIPE_SPECS[recipe]?.listedEverywhere === true,
+      unsupportedReason,
       onWarning: (message) => logger.warn("Catalog", message),
       remote: () => cloud.catalogModels(),
     },

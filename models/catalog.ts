@@ -91,11 +91,14 @@ export function diskSizeGb(bytes: number): number {
 }
 
 export class CatalogError extends ApiError {
-  constructor(kind: "model_not_found" | "model_not_supported" | "invalid_labels", message: string) {
+  constructor(kind: "model_not_found" | "model_not_supported" | "invalid_labels", message: string, param?: string) {
     const row = kind === "model_not_found" ? E.modelNotFound : kind === "model_not_supported" ? E.modelNotSupported : E.invalidArgument;
-    super(row, message);
+    super(row, message, param);
   }
 }
+
+/** How many model names a not-found message suggests, as Lemonade's does. */
+const SUGGESTIONS = 3;
 
 export interface RegistryRow {
   checkpoint?: string;
@@ -233,6 +236,8 @@ export interface CatalogOptions {
   extraModelsDir: string | null;
   /** Recipes that can run on this machine; models of others are filtered out. */
   isRecipeSupported: (recipe: string) => boolean;
+  /** Why a recipe cannot run here, as its backends' statuses say. */
+  unsupportedReason?: (recipe: string) => string;
   onWarning?: (message: string) => void;
   /** Models served elsewhere (cloud providers), listed after the local ones. */
   remote?: () => CatalogModel[];
@@ -423,14 +428,33 @@ export class Catalog {
     return model.id;
   }
 
-  /** Like find, but a missing or filtered-out model is a CatalogError. */
+  /** Like find, but a missing or filtered-out model is a CatalogError, worded as Lemonade's (a
+   * missing one with the first names in the registry, so a client sees what it could ask for). */
   get(name: string): CatalogModel {
     const model = this.find(name);
-    if (!model) throw new CatalogError("model_not_found", `Model not found: ${clip(name)}`);
+    const requested = { requested_model: clip(name) };
+    if (!model) {
+      const all = this.all();
+      const names = all.filter((m) => this.isSupported(m)).map((m) => this.publicId(m, all)).sort();
+      const some = names.slice(0, SUGGESTIONS).map((n) => `'${n}'`).join(", ");
+      const more = names.length > SUGGESTIONS ? `, and ${names.length - SUGGESTIONS} more` : "";
+      const suggest = names.length ? `Available models include: ${some}${more}. ` : "";
+      throw new CatalogError(
+        "model_not_found",
+        `Model '${clip(name)}' was not found. ${suggest}Use 'lemonade list' or GET /api/v1/models?show_all=true to see all available models.`,
+        "model",
+      ).with({ fields: requested });
+    }
     if (!this.isSupported(model)) {
-      throw new CatalogError("model_not_supported", `Model ${model.id} needs the ${model.recipe} recipe, which cannot run on this system`);
+      throw new CatalogError("model_not_supported", `Model '${clip(name)}' is not available on this system. ${this.unsupportedReason(model)}`, "model").with({ fields: requested });
     }
     return model;
+  }
+
+  /** Why a model is filtered out here: its recipe's backends' own word, else the recipe's name. */
+  unsupportedReason(model: CatalogModel): string {
+    const reason = this.opts.unsupportedReason?.(model.recipe);
+    return reason || `Its recipe (${model.recipe}) cannot run on this system.`;
   }
 
   /** Where each checkpoint's bytes are on disk (local path or HF cache), and whether they are there. */

@@ -4,16 +4,48 @@
 // as any tool, drops `output_config`, cannot turn thinking off, and names the model by its file;
 // this adapter does each of those as Anthropic's API does. Unknown fields are dropped and named in
 // a warning, never refused.
-import type { ApiError } from "../lib/api-error.ts";
+import { ApiError } from "../lib/api-error.ts";
+import { E } from "../spec/errors.ts";
 import { sseFramer, type StreamRule } from "../runtime/stream-pump.ts";
 import { anthropic as spec } from "../spec/index.ts";
 import { asJson, jsonItems, type Json } from "../lib/json.ts";
 import type { MessagesRequest, MessagesResponse } from "../spec/anthropic.ts";
 import { engineAnswer, type EngineAnswer, type EngineToolCall } from "./openai.ts";
 
-/** `{"type": "error", "error": {type, message}}`: its SDKs read error.type and error.message. */
+/** Anthropic's error types by status; another 4xx is the caller's to fix, another 5xx the API's. */
+const ANTHROPIC_TYPES: Record<number, string> = {
+  400: "invalid_request_error",
+  401: "authentication_error",
+  402: "billing_error",
+  403: "permission_error",
+  404: "not_found_error",
+  409: "conflict_error",
+  413: "request_too_large",
+  429: "rate_limit_error",
+  504: "timeout_error",
+  529: "overloaded_error",
+};
+
+/** `{"type": "error", "error": {type, message}}`: its SDKs read error.type and error.message, and
+ * the type is Anthropic's name for the status, whatever the error's own type elsewhere. */
 export function anthropicErrorBody(err: ApiError): unknown {
-  return { type: "error", error: { type: err.type, message: err.message } };
+  const type = ANTHROPIC_TYPES[err.status] ?? (err.status >= 400 && err.status < 500 ? "invalid_request_error" : "api_error");
+  const message = err.code === E.missingArgument.code && err.param ? `${err.param} is required` : err.message;
+  return { type: "error", error: { type, message } };
+}
+
+/** The loading errors a Messages request answers as Lemonade's does: the model not found. */
+const LOAD_FAILURES = new Set<string>([E.modelNotFound.code, E.modelNotSupported.code, E.modelLoadError.code, E.slotsPinned.code]);
+
+/** A failed load of `model` as Anthropic's route answers it (404, whatever failed; a residency
+ * conflict keeps its 409); any other failure passes unchanged. */
+export function messagesLoadError(model: string) {
+  return (err: unknown): never => {
+    if (err instanceof ApiError && !err.extras.fromEngine && LOAD_FAILURES.has(err.code)) {
+      throw ApiError.of(E.messagesLoadFailed, `model '${model.endsWith(":latest") ? model.slice(0, -":latest".length) : model}' not found, try pulling it first`);
+    }
+    throw err;
+  };
 }
 
 function errorEvent(err: ApiError): string {

@@ -130,8 +130,11 @@ function counts(usage: EngineAnswer["usage"], timings: EngineAnswer["timings"]) 
 
 /** `{"error": "..."}` */
 export function ollamaErrorBody(err: ApiError): unknown {
-  return { error: err.message };
+  return { error: err.code === E.missingArgument.code && err.param ? requiredMessage(err.param) : err.message };
 }
+
+/** A missing field as Ollama's server words it. */
+const requiredMessage = (field: string) => `${field} is required`;
 
 /** What an Ollama route was doing when it failed. */
 export type OllamaStep = "serve" | "pull" | "delete";
@@ -140,19 +143,25 @@ export type OllamaStep = "serve" | "pull" | "delete";
  * whatever the cause (pinned slots included), a `collection.router` residency conflict 409, and a
  * request mistake keeps its 400; what the engine answers is 500, a context overflow 400. A failed
  * pull is 500; a failed delete is 404 when the model is not there, else 500. */
-export function ollamaError(err: unknown, step: OllamaStep = "serve"): ApiError {
+export function ollamaError(err: unknown, step: OllamaStep = "serve", notFound?: string): ApiError {
   if (!(err instanceof ApiError)) return ApiError.of(E.internal, (err as Error)?.message ?? String(err));
   if (step === "pull") return ApiError.of(E.ollamaPullFailed, err.message);
   if (step === "delete") return ApiError.of(err.status === 404 ? E.ollamaModelNotFound : E.ollamaDeleteFailed, err.message);
   if (err.extras.fromEngine) return ApiError.of(err.code === E.contextLengthExceeded.code ? E.ollamaContextOverflow : E.ollamaBackendError, err.message);
   if (err.code === E.routerResidencyConflict.code) return err;
   if (err.status === 400 || err.status === 499) return err;
-  return ApiError.of(E.ollamaLoadFailed, err.message);
+  return ApiError.of(E.ollamaLoadFailed, notFound ?? err.message);
 }
 
-const rethrow = (step: OllamaStep) => (err: unknown): never => {
-  throw ollamaError(err, step);
+const rethrow = (step: OllamaStep, notFound?: string) => (err: unknown): never => {
+  throw ollamaError(err, step, notFound);
 };
+
+/** What a failed load answers, whatever failed, as Ollama's server words it: the generating routes
+ * add the hint to pull the model. */
+const loadFailed = (model: string, pullHint = true) => `model '${stripTag(model)}' not found${pullHint ? ", try pulling it first" : ""}`;
+
+const stripTag = (name: string) => (name.endsWith(":latest") ? name.slice(0, -":latest".length) : name);
 
 /** The proxy's answer as JSON (it has already turned an engine's error answer into a throw). */
 async function engineJson(res: Response): Promise<unknown> {
@@ -240,7 +249,7 @@ function call(ctx: Pick<ServerContext, "proxy">, t: Translation, stream?: Stream
       endpoint: t.endpoint,
       generation: true,
     })
-    .catch(rethrow("serve"));
+    .catch(rethrow("serve", loadFailed(t.model)));
 }
 
 /** /api/chat */
@@ -340,7 +349,7 @@ async function ollamaEmbed(ctx: Pick<ServerContext, "proxy">, t: Omit<Translatio
         endpoint: t.endpoint,
         generation: false,
       })
-      .catch(rethrow("serve")),
+      .catch(rethrow("serve", loadFailed(t.model, false))),
   ));
 }
 
@@ -350,7 +359,7 @@ const needsOllamaEmbedder: ModelCheck = (m) =>
 /** A registered model by its Ollama name (with or without `:latest`); anything else is Ollama's 404. */
 export function registered(ctx: Pick<ServerContext, "catalog">, body: { model?: string; name?: string }): CatalogModel {
   const name = body.model ?? body.name;
-  if (!name) throw ApiError.of(E.missingArgument, "Missing required argument 'model'");
+  if (!name) throw ApiError.of(E.missingArgument, "name is required", "name");
   const model = ctx.catalog.find(name);
   if (!model || !ctx.catalog.isSupported(model)) throw ApiError.of(E.modelNotFound, `model '${name}' not found`);
   return model;
@@ -400,9 +409,10 @@ export async function generate(
   const target = ctx.catalog.find(body.model);
   if (target?.type === "image") return ollamaImage(ctx, body, prompt, signal, label);
   if (prompt === "") {
-    const lease = await ctx.proxy
-      .acquire(body.model, needsLlm(), { options: ctxSize ? { ctx_size: ctxSize } : undefined, signal })
-      .catch(rethrow("serve"));
+    // acquire can throw before it returns a promise (a name the catalog does not know).
+    const lease = await Promise.resolve()
+      .then(() => ctx.proxy.acquire(body.model, needsLlm(), { options: ctxSize ? { ctx_size: ctxSize } : undefined, signal }))
+      .catch(rethrow("serve", loadFailed(body.model)));
     lease.release();
     return { model: body.model, created_at: CREATED_AT, response: "", done: true, done_reason: "load" };
   }
@@ -417,7 +427,9 @@ export async function generate(
 async function ollamaImage(ctx: Pick<ServerContext, "options" | "proxy">, body: GenerateRequest, prompt: string, signal: AbortSignal, label: string): Promise<GenerateResponse & { image?: string }> {
   const base = { model: body.model, created_at: CREATED_AT, response: "" };
   if (prompt === "") {
-    const lease = await ctx.proxy.acquire(body.model, needsImageModel, { signal }).catch(rethrow("serve"));
+    const lease = await Promise.resolve()
+      .then(() => ctx.proxy.acquire(body.model, needsImageModel, { signal }))
+      .catch(rethrow("serve", loadFailed(body.model)));
     lease.release();
     return { ...base, done: true, done_reason: "load" };
   }

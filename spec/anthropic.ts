@@ -1,7 +1,7 @@
 // Anthropic-compatible Messages API (anthropic.md), answered by llama.cpp's own Anthropic layer.
 import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
-import { E, ENGINE_ERRORS, LOADING_ERRORS } from "./errors.ts";
+import { E, ENGINE_ERRORS } from "./errors.ts";
 import { ModelName } from "./schemas.ts";
 
 /** Request fields passed on to the engine; any other field is dropped and named in a warning. */
@@ -79,7 +79,12 @@ export const messages = endpoint({
     E.notAnLlm,
     E.noVision,
     E.cloudWireMismatch,
-    ...LOADING_ERRORS,
+    E.messagesLoadFailed,
+    E.routerResidencyConflict,
+    E.backendError,
+    E.clientClosed,
+    E.shuttingDown,
+    E.rpcWorkerUnavailable,
     ...ENGINE_ERRORS,
   ],
   example: {

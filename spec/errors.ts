@@ -30,26 +30,31 @@ export const E = {
     "`LEMONADE_ADMIN_API_KEY` is set and the request does not carry it",
   ),
   aliasNotFound: row(404, "alias_not_found", "No alias of that name exists"),
-  modelNotFound: row(404, "model_not_found", "The requested model is not in the registry"),
+  // The loading errors' `type` is their code, as Lemonade's model errors carry it.
+  modelNotFound: row(404, "model_not_found", "The requested model is not in the registry", "model_not_found"),
   modelNotSupported: row(
     404,
     "model_not_supported",
     "The requested model is filtered out on this system, such as a model whose recipe cannot run here",
+    "model_not_supported",
   ),
   slotsPinned: row(
     409,
     "slots_pinned_error",
     "Every loaded model of the requested model's type is pinned, so none can be unloaded to make room",
+    "slots_pinned_error",
   ),
   routerResidencyConflict: row(
     409,
     "router_residency_conflict",
     "Loading the requested model would evict a model that a `collection.router` model needs resident on the same NPU",
+    "router_residency_conflict",
   ),
   modelLoadError: row(
     500,
     "model_load_error",
     "Loading the requested model fails, such as a model that is not downloaded or a backend that does not start",
+    "model_load_error",
   ),
   optionsIoError: row(500, "internal_error", "Reading or saving the model's options fails, for example on an unwritable options file"),
   notSupportedOllama: row(501, "", "Lemonade does not support this Ollama operation"),
@@ -159,6 +164,14 @@ export const E = {
   ollamaModelNotFound: row(404, "", "`model` names no model in the registry, or one filtered out on this system"),
   ollamaPullFailed: row(500, "", "A non-streaming download fails"),
   ollamaDeleteFailed: row(500, "", "Deleting fails, for example for an `extra.` model"),
+
+  // Anthropic's Messages route answers any failed load as the model not found, as Lemonade's does.
+  messagesLoadFailed: row(
+    404,
+    "",
+    "`model` fails to load for any reason other than a residency conflict, such as naming no model, one filtered out here or a failed download",
+    "not_found_error",
+  ),
 
   // Lemonade's lifecycle, downloads and backends.
   modelNotLoaded: row(404, "model_not_loaded", "`model_name` names a model that is not loaded"),

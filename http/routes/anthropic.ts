@@ -2,13 +2,16 @@
 // through the same proxy; token counting goes to llama.cpp's own count_tokens.
 import { anthropic as spec, metricsLabel } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
-import { anthropicPassthrough, messagesStream, splitKnown, toChatBody, toMessage } from "../../protocols/anthropic.ts";
+import { anthropicPassthrough, messagesLoadError, messagesStream, splitKnown, toChatBody, toMessage } from "../../protocols/anthropic.ts";
 import { engineAnswer, needsLlm, visionCheck } from "../../protocols/openai.ts";
 import type { Binder } from "../bind.ts";
+import type { MessagesRequest } from "../../spec/anthropic.ts";
 
 export function anthropicRoutes(bind: Binder, ctx: Pick<ServerContext, "logger" | "proxy" | "telemetry">): void {
   const messagesLabel = metricsLabel(spec.messages);
-  bind.http(spec.messages, async ({ body, request }) => {
+  // A failed load answers as Lemonade's route does, whichever step finds it.
+  bind.http(spec.messages, ({ body, request }) => messages(body, request).catch(messagesLoadError(body.model)));
+  const messages = async (body: MessagesRequest, request: Request) => {
     // A provider that speaks Anthropic's API gets the request as the client sent it.
     if (ctx.proxy.target(body.model).speaks === "anthropic") {
       return ctx.proxy.toModel({
@@ -43,7 +46,7 @@ export function anthropicRoutes(bind: Binder, ctx: Pick<ServerContext, "logger" 
     });
     if (warnings.length) res.headers.set(spec.WARNING_HEADER, warnings.join("; "));
     return res;
-  });
+  };
 
   const countLabel = metricsLabel(spec.countTokens);
   bind.http(spec.countTokens, async ({ body, request }) => {

@@ -28,8 +28,9 @@ export function ollamaRoutes(bind: Binder, ctx: Pick<ServerContext, "catalog" | 
   bind.http(spec.ps, () => ollama.ps(ctx));
   bind.http(spec.version, () => ({ version: spec.OLLAMA_COMPAT_VERSION }));
   for (const def of [spec.create, spec.copy, spec.push, spec.blobs]) {
+    // Lemonade's own words, which Ollama clients show as they are.
     bind.http(def, () => {
-      throw ApiError.of(E.notSupportedOllama, `${def.path} is not supported by Lemonade: ${def.description || def.summary}`);
+      throw ApiError.of(E.notSupportedOllama, "not supported by Lemonade");
     });
   }
 }

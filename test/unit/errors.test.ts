@@ -2,6 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { Value } from "@sinclair/typebox/value";
+import Anthropic from "@anthropic-ai/sdk";
+import { Ollama } from "ollama";
+import OpenAI from "openai";
 import { ApiError } from "../../lib/api-error.ts";
 import { ANY_ROUTE_ERRORS, BACKEND_ERRORS, E, type ErrorRow } from "../../spec/errors.ts";
 import { documentedErrors, endpoints } from "../../spec/index.ts";
@@ -103,6 +106,73 @@ describe("Ollama-style routes", () => {
     expect(body.version).toMatch(/^\d+\.\d+\.\d+$/);
     const [major, minor] = body.version.split(".").map(Number);
     expect(major * 1000 + minor).toBeGreaterThanOrEqual(5);
+  });
+});
+
+/** What a client call threw (the test fails if it did not throw). */
+async function thrown(call: () => Promise<unknown>): Promise<any> {
+  try {
+    await call();
+  } catch (err) {
+    return err;
+  }
+  throw new Error("the call did not fail");
+}
+
+describe("a model that cannot be served, as each dialect's official client sees it (Lemonade's words)", () => {
+  const chat = { messages: [{ role: "user" as const, content: "hi" }] };
+  // A model of a recipe that cannot run here (an NPU one): filtered out, not missing.
+  const FILTERED = "Qwen2.5-0.5B-Instruct-CPU";
+
+  test("OpenAI: model_not_found and model_not_supported carry their code as type, param model and the requested name", async () => {
+    const openai = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    const missing = await thrown(() => openai.chat.completions.create({ model: "No-Such-Model", ...chat }));
+    expect(missing).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(missing.error).toMatchObject({ type: "model_not_found", code: "model_not_found", param: "model", requested_model: "No-Such-Model" });
+    // The first names in the registry, alphabetically, then how to see the rest.
+    expect(missing.error.message).toMatch(/^Model 'No-Such-Model' was not found\. Available models include: '[^']+', '[^']+', '[^']+', and \d+ more\. Use 'lemonade list' or GET \/api\/v1\/models\?show_all=true to see all available models\.$/);
+    const filtered = await thrown(() => openai.embeddings.create({ model: FILTERED, input: "x" }));
+    expect(filtered.status).toBe(404);
+    expect(filtered.error).toMatchObject({ type: "model_not_supported", code: "model_not_supported", param: "model", requested_model: FILTERED });
+    expect(filtered.error.message).toStartWith(`Model '${FILTERED}' is not available on this system. Ryzen AI LLM (ryzenai-llm) is not available in this server`);
+    const completion = await thrown(() => openai.completions.create({ model: "No-Such-Model", prompt: "x" }));
+    expect(completion.error.type).toBe("model_not_found");
+  });
+
+  test("Anthropic: a model that does not load is 404 not_found_error 'model ... not found, try pulling it first'; no model is 'model is required'", async () => {
+    const anthropic = new Anthropic({ baseURL: server.url, apiKey: "unused", maxRetries: 0 });
+    for (const model of ["No-Such-Model:latest", FILTERED]) {
+      const err = await thrown(() => anthropic.messages.create({ model, max_tokens: 8, ...chat }));
+      expect(err).toBeInstanceOf(Anthropic.NotFoundError);
+      expect(err.error).toEqual({ type: "error", error: { type: "not_found_error", message: `model '${model.replace(/:latest$/, "")}' not found, try pulling it first` } });
+    }
+    const res = await post("/v1/messages", JSON.stringify({ max_tokens: 8, ...chat }));
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ type: "error", error: { type: "invalid_request_error", message: "model is required" } });
+  });
+
+  test("Ollama: Lemonade's messages for a failed load, a missing field and an unsupported operation", async () => {
+    const ollama = new Ollama({ host: server.url });
+    const chatErr = await thrown(() => ollama.chat({ model: "No-Such-Model:latest", ...chat, stream: false }));
+    expect(chatErr.status_code).toBe(404);
+    expect(chatErr.error).toBe("model 'No-Such-Model' not found, try pulling it first");
+    const generate = await thrown(() => ollama.generate({ model: FILTERED, prompt: "x", stream: false }));
+    expect([generate.status_code, generate.error]).toEqual([404, `model '${FILTERED}' not found, try pulling it first`]);
+    // Embedding routes leave the hint out.
+    const embed = await thrown(() => ollama.embed({ model: "No-Such-Model", input: "x" }));
+    expect([embed.status_code, embed.error]).toEqual([404, "model 'No-Such-Model' not found"]);
+    const answers = async (path: string, body: unknown, method = "POST") => {
+      const res = await fetch(`${server.url}${path}`, { method, body: JSON.stringify(body), headers: { "content-type": "application/json" } });
+      return [res.status, (await res.json()).error];
+    };
+    expect(await answers("/api/chat", chat)).toEqual([400, "model is required"]);
+    expect(await answers("/api/generate", { prompt: "x" })).toEqual([400, "model is required"]);
+    expect(await answers("/api/embed", { model: "m" })).toEqual([400, "input is required"]);
+    expect(await answers("/api/embeddings", { model: "m" })).toEqual([400, "prompt is required"]);
+    expect(await answers("/api/show", {})).toEqual([400, "name is required"]);
+    expect(await answers("/api/pull", {})).toEqual([400, "name is required"]);
+    expect(await answers("/api/delete", {}, "DELETE")).toEqual([400, "name is required"]);
+    expect(await answers("/api/copy", { source: "a", destination: "b" })).toEqual([501, "not supported by Lemonade"]);
   });
 });
 
@@ -218,7 +288,9 @@ describe("every error raised is a row of spec/errors.ts", () => {
       ApiError.of({ status: 400, code: "made_up" }, "message"),
     ];
     expect(typeof adHoc).toBe("function");
-    expect(ApiError.of(E.modelNotFound, "m")).toMatchObject({ status: 404, code: "model_not_found", type: "not_found_error" });
+    // A loading error's type is its code, as Lemonade's model errors carry it; another row's type follows its status.
+    expect(ApiError.of(E.modelNotFound, "m")).toMatchObject({ status: 404, code: "model_not_found", type: "model_not_found" });
+    expect(ApiError.of(E.aliasNotFound, "m")).toMatchObject({ status: 404, code: "alias_not_found", type: "not_found_error" });
     expect(ApiError.of(E.serverBusy, "m").type).toBe("server_error");
     expect(ApiError.of(E.engineServer, "m").withStatus(502)).toMatchObject({ status: 502, code: "server_error", type: "backend_error" });
   });
@@ -259,7 +331,7 @@ const CASES: { name: string; path: string; body: unknown; status: number; code?:
   { name: "upscale without image", path: "/v1/images/upscale", body: { model: "RealESRGAN-x4plus" }, status: 400, code: "missing_argument", message: "'image'" },
   { name: "upscale without model", path: "/v1/images/upscale", body: { image: PNG }, status: 400, code: "missing_argument", message: "'model'" },
   { name: "upscale with an unknown model", path: "/v1/images/upscale", body: { image: PNG, model: "bad-model" }, status: 404, message: "Upscale model not found: bad-model" },
-  { name: "Anthropic messages without model", path: "/v1/messages", body: { max_tokens: 8, messages: [{ role: "user", content: "hi" }] }, status: 400, message: "'model'", anthropic: true },
+  { name: "Anthropic messages without model", path: "/v1/messages", body: { max_tokens: 8, messages: [{ role: "user", content: "hi" }] }, status: 400, message: "model is required", anthropic: true },
 ];
 
 describe("invalid_request_error where Lemonade names it", () => {

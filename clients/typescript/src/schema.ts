@@ -9593,13 +9593,13 @@ export interface operations {
             401: components["responses"]["AnthropicError"];
             /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["AnthropicError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
+            /** @description `model` fails to load for any reason other than a residency conflict, such as naming no model, one filtered out here or a failed download */
             404: components["responses"]["AnthropicError"];
-            /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
+            /** @description Loading the requested model would evict a model that a `collection.router` model needs resident on the same NPU */
             409: components["responses"]["AnthropicError"];
             /** @description The client closes the request before it is answered */
             499: components["responses"]["AnthropicError"];
-            /** @description The backend reports an error; the backend's own status replaces this one when it sends one; Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
+            /** @description The backend reports an error; the backend's own status replaces this one when it sends one */
             500: components["responses"]["AnthropicError"];
             /** @description The backend stops answering before it responds, such as an engine that crashed */
             502: components["responses"]["AnthropicError"];
@@ -9607,8 +9607,6 @@ export interface operations {
             503: components["responses"]["AnthropicError"];
             /** @description The backend does not answer within `global_timeout` */
             504: components["responses"]["AnthropicError"];
-            /** @description The model needs more memory than is free, even after unloading every model that can be */
-            507: components["responses"]["AnthropicError"];
         };
     };
     "anthropic.messages.api_v1_messages": {
@@ -9644,7 +9642,6 @@ export interface operations {
             502: components["responses"]["AnthropicError"];
             503: components["responses"]["AnthropicError"];
             504: components["responses"]["AnthropicError"];
-            507: components["responses"]["AnthropicError"];
         };
     };
     "anthropic.messages.v0_messages": {
@@ -9680,7 +9677,6 @@ export interface operations {
             502: components["responses"]["AnthropicError"];
             503: components["responses"]["AnthropicError"];
             504: components["responses"]["AnthropicError"];
-            507: components["responses"]["AnthropicError"];
         };
     };
     "anthropic.messages.api_v0_messages": {
@@ -9716,7 +9712,6 @@ export interface operations {
             502: components["responses"]["AnthropicError"];
             503: components["responses"]["AnthropicError"];
             504: components["responses"]["AnthropicError"];
-            507: components["responses"]["AnthropicError"];
         };
     };
     "anthropic.count_tokens": {
