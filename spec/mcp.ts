@@ -25,9 +25,9 @@ export const mcpPost = endpoint({
   summary: "MCP JSON-RPC endpoint (Streamable HTTP)",
   availability: "partially_available",
   description:
-    "Lemonade's inference as a Model Context Protocol server: one JSON-RPC 2.0 message or a batch per POST, answered as JSON. Methods: `initialize`, `notifications/initialized`, `tools/list`, `tools/call`, `ping`. Tools: `lemonade_list_models`, `lemonade_chat`, `lemonade_transcribe_audio`, `lemonade_generate_image`, `lemonade_omni`. A notification alone is answered `202` with no body. Tool failures (bad arguments, a model that cannot load, a backend error) are successful results with `isError: true` and a text block saying what failed. `output_path` and `output_dir` are confined to the sandbox folder (`LEMONADE_MCP_IMAGE_DIR`, default `<cache>/mcp-images`): relative paths resolve inside it, and paths escaping it by `..` or a symbolic link are refused.",
+    "Lemonade's inference as a Model Context Protocol server: one JSON-RPC 2.0 message or a batch per POST, answered as JSON. Methods: `initialize`, `notifications/initialized`, `tools/list`, `tools/call`, `ping`. Tools: `lemonade_list_models`, `lemonade_chat`, `lemonade_transcribe_audio`, `lemonade_generate_image`, `lemonade_omni`. A notification alone is answered `202` with no body. Tool failures (bad arguments, a model that cannot load, a backend error) are successful results with `isError: true` and a text block `Error: <what failed>`; a model the registry has but this system cannot run is named with a suggested one that runs here, and a tool with no model named, loaded or downloaded answers `needs_model` (pass `model`, or `allow_download: true` for the tool's default). `output_path` and `output_dir` are confined to the sandbox folder (`LEMONADE_MCP_IMAGE_DIR`, default `<cache>/mcp-images`): relative paths resolve inside it, and paths escaping it by `..` or a symbolic link are refused.",
   notes:
-    "JSON-RPC errors: `-32700` the body is not valid JSON; `-32600` not a JSON-RPC request (or an empty batch, or no `method`); `-32601` unknown method; `-32602` invalid `params` for a known method (an unknown tool name); `-32603` an internal error.",
+    "JSON-RPC errors: `-32700` the body is not valid JSON; `-32600` not a JSON-RPC request (or an empty batch, or no `method`); `-32601` unknown method; `-32602` invalid `params` for a known method (`tools/call` without a string `name`, or `arguments` that is not an object); `-32603` an internal error.",
   body: T.Object(
     {
       jsonrpc: T.Literal("2.0", { description: 'Always `"2.0"`.' }),
@@ -64,8 +64,8 @@ export const mcpGet = endpoint({
   access: "api",
   summary: "Server-initiated stream (not supported)",
   availability: "not_available",
-  description: "The server-initiated SSE channel is not offered; tools answer in the POST response.",
-  errors: [{ status: 405, code: "method_not_allowed", when: "Always: GET /mcp is not supported" }],
+  description:
+    "The server-initiated SSE channel is not offered; tools answer in the POST response. Always answered `405` (`Allow: POST`) with a JSON-RPC error body, code `-32600`.",
 });
 
 export type McpRequest = Static<typeof mcpPost.body>;

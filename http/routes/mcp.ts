@@ -1,8 +1,7 @@
 // POST /mcp (JSON-RPC, answered by protocols/mcp) and GET /mcp (405: no server-initiated stream).
 import { mcp as spec } from "../../spec/index.ts";
 import { ApiError } from "../../lib/api-error.ts";
-import { E } from "../../spec/errors.ts";
-import { handleMcp, mcpBodyError, type McpContext } from "../../protocols/mcp.ts";
+import { handleMcp, mcpBodyError, mcpGetRefused, type McpContext } from "../../protocols/mcp.ts";
 import { DEFAULT_MAX_DEPTH, readJsonText } from "../body.ts";
 import type { Binder } from "../bind.ts";
 
@@ -18,8 +17,5 @@ export function mcpRoutes(bind: Binder, ctx: McpContext): void {
     }
     return handleMcp(ctx, text, request.signal);
   });
-  bind.http(spec.mcpGet, ({ set }) => {
-    set.headers.allow = "POST";
-    throw ApiError.of(E.methodNotAllowed, "GET /mcp is not supported: this server offers no server-initiated stream; POST JSON-RPC messages instead");
-  });
+  bind.http(spec.mcpGet, () => mcpGetRefused());
 }

@@ -206,6 +206,8 @@ test("lemonade_omni over MCP: inline image and audio blocks, or files in a folde
   expect(paths[0]).toEndWith(".png");
   expect([...readFileSync(paths[0]).subarray(1, 4)].map((b) => String.fromCharCode(b)).join("")).toBe("PNG");
   expect(drawn.content.map((c: any) => c.type)).toEqual(["text", "text", "text"]);
+  // Each artifact's block names its kind and its path, as Lemonade's does.
+  expect(drawn.content[1].text).toBe(`image -> ${paths[0]}`);
 
   const escape: any = await mcp.callTool({ name: "lemonade_omni", arguments: { model: "Kit", output_dir: "../outside", messages } });
   expect(escape.isError).toBe(true);
@@ -239,7 +241,8 @@ test("lemonade_omni's errors, as Lemonade words them: an unknown model, a plain 
   const plain: any = await mcp.callTool({ name: "lemonade_omni", arguments: { model: "extra.planner", messages } });
   expect(plain.content[0].text).toBe("Model 'extra.planner' is not an Omni collection (recipe='llamacpp'). Use `lemonade_chat` for plain LLMs, or pass an Omni collection name (e.g. LMX-Omni-5.5B-Lite).");
   const none: any = await mcp.callTool({ name: "lemonade_omni", arguments: { model: "user.Kit" } });
-  expect(none).toMatchObject({ isError: true, content: [{ type: "text", text: "Missing or non-array argument: messages" }] });
+  // A thrown tool failure reads "Error: ...", as Lemonade's gateway words it.
+  expect(none).toMatchObject({ isError: true, content: [{ type: "text", text: "Error: Missing or non-array argument: messages" }] });
 });
 
 test("a published collection (the catalog's LMX-Omni-5.5B-Lite) pulls its manifest, then its components", async () => {

@@ -3768,13 +3768,13 @@ export interface paths {
         };
         /**
          * Server-initiated stream (not supported)
-         * @description The server-initiated SSE channel is not offered; tools answer in the POST response.
+         * @description The server-initiated SSE channel is not offered; tools answer in the POST response. Always answered `405` (`Allow: POST`) with a JSON-RPC error body, code `-32600`.
          */
         get: operations["mcp.get"];
         put?: never;
         /**
          * MCP JSON-RPC endpoint (Streamable HTTP)
-         * @description Lemonade's inference as a Model Context Protocol server: one JSON-RPC 2.0 message or a batch per POST, answered as JSON. Methods: `initialize`, `notifications/initialized`, `tools/list`, `tools/call`, `ping`. Tools: `lemonade_list_models`, `lemonade_chat`, `lemonade_transcribe_audio`, `lemonade_generate_image`, `lemonade_omni`. A notification alone is answered `202` with no body. Tool failures (bad arguments, a model that cannot load, a backend error) are successful results with `isError: true` and a text block saying what failed. `output_path` and `output_dir` are confined to the sandbox folder (`LEMONADE_MCP_IMAGE_DIR`, default `<cache>/mcp-images`): relative paths resolve inside it, and paths escaping it by `..` or a symbolic link are refused.
+         * @description Lemonade's inference as a Model Context Protocol server: one JSON-RPC 2.0 message or a batch per POST, answered as JSON. Methods: `initialize`, `notifications/initialized`, `tools/list`, `tools/call`, `ping`. Tools: `lemonade_list_models`, `lemonade_chat`, `lemonade_transcribe_audio`, `lemonade_generate_image`, `lemonade_omni`. A notification alone is answered `202` with no body. Tool failures (bad arguments, a model that cannot load, a backend error) are successful results with `isError: true` and a text block `Error: <what failed>`; a model the registry has but this system cannot run is named with a suggested one that runs here, and a tool with no model named, loaded or downloaded answers `needs_model` (pass `model`, or `allow_download: true` for the tool's default). `output_path` and `output_dir` are confined to the sandbox folder (`LEMONADE_MCP_IMAGE_DIR`, default `<cache>/mcp-images`): relative paths resolve inside it, and paths escaping it by `..` or a symbolic link are refused.
          */
         post: operations["mcp.post"];
         delete?: never;
@@ -15316,8 +15316,6 @@ export interface operations {
             401: components["responses"]["OpenAIError"];
             /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description Always: GET /mcp is not supported */
-            405: components["responses"]["OpenAIError"];
         };
     };
     "mcp.post": {
