@@ -188,6 +188,11 @@ describe("the single-file build", () => {
     expect((await lemonade(["config", "set", "max_loaded_models=2", "offline=false"])).code).toBe(0);
     expect((await lemonade(["config", "get", "max_loaded_models"])).out.trim()).toBe("2");
     expect((await lemonade(["config", "set", "nonsense=1"])).code).toBe(2);
+    // auto_evict is a setting the CLI sets (the multi-model guide's `lemonade config set auto_evict=true`).
+    const evict = await lemonade(["config", "set", "auto_evict=true"]);
+    expect(evict.code, evict.err).toBe(0);
+    expect((await lemonade(["config", "get", "auto_evict"])).out.trim()).toBe("true");
+    expect((await lemonade(["config", "set", "auto_evict=false"])).code).toBe(0);
 
     const exported = join(cacheDir, "piped.json");
     const exportedRun = await lemonade(["export", "user.Piped", "-o", exported]);
@@ -451,6 +456,10 @@ describe("Lemonade's CLI syntax", () => {
     // The API key given is the agent's too.
     await lemonade(["launch", "claude", "--model", "extra.tiny-chat"], undefined, { ...agentEnv, LEMONADE_API_KEY: "sk-agent" });
     expect(readFileSync(record, "utf8")).toContain("ANTHROPIC_AUTH_TOKEN=sk-agent\n");
+    // --api-key is the key given, over LEMONADE_API_KEY, and the agent's own LEMONADE_API_KEY too.
+    expect((await lemonade(["launch", "claude", "--model", "extra.tiny-chat", "--api-key", "sk-flag"], undefined, { ...agentEnv, LEMONADE_API_KEY: "sk-env" })).code).toBe(7);
+    expect(readFileSync(record, "utf8")).toContain("ANTHROPIC_AUTH_TOKEN=sk-flag\n");
+    expect(readFileSync(record, "utf8")).toContain("LEMONADE_API_KEY=sk-flag\n");
 
     const missing = await lemonade(["launch", "codex", "--model", "extra.tiny-chat"], undefined, agentEnv);
     expect(missing.code).toBe(1);

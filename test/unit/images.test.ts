@@ -203,13 +203,17 @@ test("MCP lemonade_generate_image writes into the sandbox (output_path, output_d
     (await (await post("/mcp", { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "lemonade_generate_image", arguments: { model: "SD-Turbo", prompt: "a lime", size: "64x64", ...args } } })).json()).result;
   const named = await call({ output_path: "one.png" });
   expect(named.isError).toBe(false);
-  const path = named.content[0].text as string;
-  expect(path.endsWith("one.png")).toBe(true);
+  // Lemonade's blocks: what was written, then the paths as JSON.
+  expect(named.content[0].text).toStartWith("Wrote image to: ");
+  const [path] = JSON.parse(named.content[1].text).paths as string[];
+  expect(named.content[0].text).toBe(`Wrote image to: ${path}`);
+  expect(path!.endsWith("one.png")).toBe(true);
   expect(path.startsWith(server.ctx.config.mcpImageDir)).toBe(true);
   expect(pngSize(new Uint8Array(await Bun.file(path).arrayBuffer()))).toEqual({ width: 64, height: 64 });
   const dir = await call({ output_dir: "batch", n: 2 });
   const { paths } = JSON.parse(dir.content.at(-1).text);
   expect(paths).toHaveLength(2);
+  expect(dir.content.slice(0, 3).map((c: { text: string }) => c.text)).toEqual(["Wrote 2 images:", ...paths]);
   expect(new Set(paths).size).toBe(2);
   const inline = await call({});
   expect(inline.content[0]).toMatchObject({ type: "image", mimeType: "image/png" });

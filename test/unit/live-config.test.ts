@@ -164,6 +164,27 @@ test("an effective options object posted back to /v1/load is accepted as is; the
   expect((await admin("/v1/load", { model_name: "extra.a", ctx_size: 2 ** 31 })).status).toBe(400);
 });
 
+test("evict_weight_factor and downsize_idle_timeout are taken on /v1/load and on /v1/models/{id}/options, and are the model's effective options", async () => {
+  const before = (await (await admin("/v1/models/extra.a/options")).json()).saved;
+  const loadedWith = await admin("/v1/load", { model_name: "extra.a", evict_weight_factor: 2.5, downsize_idle_timeout: 30 });
+  expect(loadedWith.status).toBe(200);
+  const entry = (await (await admin("/v1/health")).json()).all_models_loaded.find((m: any) => m.model_name === "extra.a");
+  expect(entry.recipe_options).toMatchObject({ evict_weight_factor: 2.5, downsize_idle_timeout: 30 });
+  const saved = await admin("/v1/models/extra.a/options", { evict_weight_factor: 4, downsize_idle_timeout: 90 });
+  expect(saved.status).toBe(200);
+  const options = await (await admin("/v1/models/extra.a/options")).json();
+  expect(options.saved).toMatchObject({ evict_weight_factor: 4, downsize_idle_timeout: 90 });
+  expect(options.effective).toMatchObject({ evict_weight_factor: 4, downsize_idle_timeout: 90 });
+  const wrong = await admin("/v1/models/extra.a/options", { evict_weight_factor: "heavy" });
+  expect(wrong.status).toBe(400);
+  expect(await wrong.json()).toMatchObject({ code: "invalid_argument", message: "Option 'evict_weight_factor' must be a number" });
+  // Left as found: the options saved before, not loaded.
+  await fetch(`${server.url}/v1/models/extra.a/options`, { method: "DELETE", headers: { authorization: `Bearer ${ADMIN}` } });
+  expect((await (await admin("/v1/models/extra.a/options")).json()).effective).toMatchObject({ evict_weight_factor: 1, downsize_idle_timeout: 60 });
+  await admin("/v1/models/extra.a/options", before);
+  await admin("/v1/unload", { model_name: "extra.a" });
+});
+
 test("health entries carry the engine's launch command and only the options that were set", async () => {
   await load("extra.a");
   const entry = (await (await admin("/v1/health")).json()).all_models_loaded.find((m: any) => m.model_name === "extra.a");
