@@ -178,6 +178,13 @@ export const needsLlm =
   (model: CatalogModel) =>
     model.type === "llm" ? null : ApiError.of(row, `Model ${model.id} is not an LLM (its type is ${model.type})`, "model");
 
+/** Chat and text completions refuse a model that is no LLM as Lemonade's server words it, naming
+ * the route's kind of generation. */
+export const needsLlmFor =
+  (what: "chat completion" | "completion"): ModelCheck =>
+  (model: CatalogModel) =>
+    model.type === "llm" ? null : ApiError.of(E.notAnLlm, `This model does not support ${what}. Only LLM models support this endpoint.`);
+
 /** A cloud model's provider says for itself whether it embeds or reranks (a plain OpenAI-style
  * listing names no capabilities). */
 export const needsEmbedder: ModelCheck = (model) => {

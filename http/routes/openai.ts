@@ -11,6 +11,7 @@ import {
   mappedStream,
   needsEmbedder,
   needsLlm,
+  needsLlmFor,
   toCompletionBody,
   toEngineBody,
   visionCheck,
@@ -62,12 +63,13 @@ export function openaiRoutes(
   };
 
   bind.http(spec.chatCompletions, ({ body, request }) =>
-    forward(spec.chatCompletions, "/v1/chat/completions", body, request, () => ({ stream: chatStream, check: visionCheck(needsLlm(), body), client: body })),
+    forward(spec.chatCompletions, "/v1/chat/completions", body, request, () => ({ stream: chatStream, check: visionCheck(needsLlmFor("chat completion"), body), client: body })),
   );
   bind.http(spec.completions, ({ body, request }) =>
     forward(spec.completions, "/v1/completions", body, request, (engineBody) => {
       const { body: completion, logprobs } = toCompletionBody(engineBody);
-      if (!logprobs) return { body: completion, stream: chatStream, client: body };
+      const check = needsLlmFor("completion");
+      if (!logprobs) return { body: completion, stream: chatStream, check, client: body };
       const fix = (answer: Json) => {
         const convert = legacyLogprobs();
         for (const choice of jsonItems(answer.choices)) convert(choice);
@@ -80,7 +82,7 @@ export function openaiRoutes(
           return ev;
         };
       });
-      return { body: completion, reshape: fix, stream: streamed, client: body };
+      return { body: completion, reshape: fix, stream: streamed, check, client: body };
     }),
   );
   bind.http(spec.responses, ({ body, request }) => {

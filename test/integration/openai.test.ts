@@ -247,7 +247,11 @@ describe("errors", () => {
     expect(emb.status).toBe(501);
     const chat = await post("/v1/chat/completions", { model: EMBED, messages: [{ role: "user", content: "x" }] });
     expect(chat.status).toBe(400);
-    expect((await chat.json()).error.message).toContain("not an LLM");
+    // Lemonade's words, which name the route's kind of generation.
+    expect((await chat.json()).error).toEqual({ message: "This model does not support chat completion. Only LLM models support this endpoint.", type: "invalid_request_error" });
+    const completion = await post("/v1/completions", { model: EMBED, prompt: "x" });
+    expect(completion.status).toBe(400);
+    expect((await completion.json()).error.message).toBe("This model does not support completion. Only LLM models support this endpoint.");
     const resp = await post("/v1/responses", { model: EMBED, input: "x" });
     expect(resp.status).toBe(400);
     expect((await resp.json()).error.code).toBe("model_not_applicable");
@@ -259,6 +263,8 @@ describe("errors", () => {
     const err = await client.chat.completions.create({ model: "nope", messages: [{ role: "user", content: "x" }] }).catch((e) => e);
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);
     expect(err.code).toBe("model_not_found");
+    expect(err.type).toBe("model_not_found");
+    expect(err.param).toBe("model");
   });
 
   test("schema failures: missing messages, wrong type", async () => {
