@@ -62,6 +62,17 @@ export function splitKnown(body: Json, known: ReadonlySet<string> = KNOWN): { kn
   return { known: kept, ignored };
 }
 
+/** How the warning header joins its warnings, as Lemonade's adapter does. */
+export const WARNING_SEPARATOR = " | ";
+
+/** What a Messages request has that the adapter drops, in Lemonade's words: each field it does
+ * not take, `metadata` (taken, never used), a `beta` query value other than `true`. */
+export function messagesWarnings(body: Json, beta: string | null): string[] {
+  const { ignored } = splitKnown(body);
+  const dropped = body.metadata !== undefined ? ["metadata", ...ignored] : ignored;
+  return [...(beta !== null && beta !== "true" ? [`Ignored unsupported beta query value: ${beta}`] : []), ...dropped.map((k) => `Ignored '${k}' field`)];
+}
+
 const textOf = (content: unknown): string =>
   typeof content === "string"
     ? content
@@ -190,14 +201,20 @@ export type Message = MessagesResponse & {
   warnings?: string[];
 };
 
-/** A chat completion → a Message, named as the client named the model. */
-export function toMessage(chat: EngineAnswer, model: string, warnings: string[]): Message {
+/** Whether a Messages request asked for thinking blocks: Anthropic's API sends them only then. */
+export const wantsThinking = (body: MessagesRequest): boolean => asJson(body.thinking).type === "enabled";
+
+/** A chat completion → a Message, named as the client named the model: thinking (when asked for),
+ * then a text block (always, empty when nothing else came, as Lemonade's adapter answers), then
+ * the tool calls. */
+export function toMessage(chat: EngineAnswer, model: string, warnings: string[], thinking = false): Message {
   const choice = chat.choices?.[0] ?? {};
   const msg = choice.message ?? {};
   const content: Json[] = [];
-  if (msg.reasoning_content) content.push({ type: "thinking", thinking: msg.reasoning_content, signature: "" });
-  if (msg.content) content.push({ type: "text", text: msg.content });
-  for (const c of msg.tool_calls ?? []) content.push({ type: "tool_use", id: c.id, name: c.function?.name, input: toolInput(c.function?.arguments) });
+  if (thinking && msg.reasoning_content) content.push({ type: "thinking", thinking: msg.reasoning_content, signature: "" });
+  const calls = msg.tool_calls ?? [];
+  if (msg.content || !calls.length) content.push({ type: "text", text: msg.content ?? "" });
+  for (const c of calls) content.push({ type: "tool_use", id: c.id, name: c.function?.name, input: toolInput(c.function?.arguments) });
   const out: Message = {
     id: messageId(chat.id),
     type: "message",
@@ -222,8 +239,9 @@ export const anthropicPassthrough: StreamRule = {
   ending: (tail) => (tail.includes("message_stop") ? "" : null),
 };
 
-/** The stream rule for one Messages request: chat chunks become Anthropic's events. */
-export function messagesStream(model: string, warnings: string[]): StreamRule {
+/** The stream rule for one Messages request: chat chunks become Anthropic's events (thinking
+ * events only when the request asked for thinking). */
+export function messagesStream(model: string, warnings: string[], thinking = false): StreamRule {
   return {
     framer: anthropicFramer,
     translate: () => {
@@ -268,7 +286,7 @@ export function messagesStream(model: string, warnings: string[]): StreamRule {
           const choice = ev.choices?.[0];
           if (!choice) return out;
           const d = choice.delta ?? {};
-          if (d.reasoning_content) {
+          if (thinking && d.reasoning_content) {
             if (block?.kind !== "thinking") out += open("thinking", { type: "thinking", thinking: "", signature: "" });
             out += sse("content_block_delta", { index: block!.index, delta: { type: "thinking_delta", thinking: d.reasoning_content } });
           }

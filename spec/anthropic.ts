@@ -51,7 +51,7 @@ export const messages = endpoint({
   availability: "partially_available",
   description:
     "Generates the next assistant message in Anthropic's Messages format, loading the model on first use. Query parameters such as `?beta=true` are accepted. Reasoning models answer with `thinking` blocks; tool calls come back as `tool_use` blocks and tool results go in as `tool_result` blocks.",
-  notes: `Streaming sends Anthropic's events: \`message_start\`, then per block \`content_block_start\`, \`content_block_delta\`s and \`content_block_stop\`, then \`message_delta\` (stop reason and usage) and \`message_stop\`. Fields other than the ones listed are ignored, never refused: they are dropped and named in the \`${WARNING_HEADER}\` response header and in the message's \`warnings\` array.`,
+  notes: `Streaming sends Anthropic's events: \`message_start\`, then per block \`content_block_start\`, \`content_block_delta\`s and \`content_block_stop\`, then \`message_delta\` (stop reason and usage) and \`message_stop\`. Fields other than the ones listed (and \`metadata\`, which is taken and not used) are ignored, never refused: each is named, as \`Ignored '<field>' field\`, in the \`${WARNING_HEADER}\` response header (warnings joined by \` | \`) and in the message's \`warnings\` array; so is a \`beta\` query value other than \`true\`. Thinking blocks come back only when the request sets \`thinking: {type: "enabled"}\`; the answer always has a text block, empty when the model wrote none and called no tool.`,
   body: messagesBody,
   response: T.Object({
     id: T.String({ description: "Identifier of the message" }),

@@ -2,7 +2,7 @@
 // through the same proxy; token counting goes to llama.cpp's own count_tokens.
 import { anthropic as spec, metricsLabel } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
-import { anthropicPassthrough, messagesLoadError, messagesStream, splitKnown, toChatBody, toMessage } from "../../protocols/anthropic.ts";
+import { anthropicPassthrough, messagesLoadError, messagesStream, messagesWarnings, splitKnown, toChatBody, toMessage, WARNING_SEPARATOR, wantsThinking } from "../../protocols/anthropic.ts";
 import { engineAnswer, needsLlm, visionCheck } from "../../protocols/openai.ts";
 import type { Binder } from "../bind.ts";
 import type { MessagesRequest } from "../../spec/anthropic.ts";
@@ -26,17 +26,17 @@ export function anthropicRoutes(bind: Binder, ctx: Pick<ServerContext, "logger" 
         generation: true,
       });
     }
-    // The chat body is made of the known fields only; the others are named in a warning.
-    const { ignored } = splitKnown(body);
-    const warnings = ignored.length ? [`ignored unsupported fields: ${ignored.join(", ")}`] : [];
-    if (ignored.length) ctx.logger.warn("Anthropic", `Ignoring unsupported fields: ${ignored.join(", ")}`);
+    // The chat body is made of the fields the adapter takes; each other one, and what it drops
+    // (metadata, a beta flag other than true), is a warning in Lemonade's words.
+    const warnings = messagesWarnings(body, new URL(request.url).searchParams.get("beta"));
+    if (warnings.length) ctx.logger.warn("Anthropic", `Compatibility warnings: ${warnings.join(WARNING_SEPARATOR)}`);
     const chat = toChatBody(body);
     const res = await ctx.proxy.toModel({
       model: body.model,
       path: "/v1/chat/completions",
       body: chat,
-      stream: body.stream === true ? messagesStream(body.model, warnings) : undefined,
-      reshape: (answer) => toMessage(engineAnswer(answer), body.model, warnings),
+      stream: body.stream === true ? messagesStream(body.model, warnings, wantsThinking(body)) : undefined,
+      reshape: (answer) => toMessage(engineAnswer(answer), body.model, warnings, wantsThinking(body)),
       check: visionCheck(needsLlm(), chat),
       signal: request.signal,
       // Traced as Lemonade traces it: the chat request it becomes.
@@ -44,7 +44,7 @@ export function anthropicRoutes(bind: Binder, ctx: Pick<ServerContext, "logger" 
       endpoint: messagesLabel,
       generation: true,
     });
-    if (warnings.length) res.headers.set(spec.WARNING_HEADER, warnings.join("; "));
+    if (warnings.length) res.headers.set(spec.WARNING_HEADER, warnings.join(WARNING_SEPARATOR));
     return res;
   };
 
@@ -61,7 +61,7 @@ export function anthropicRoutes(bind: Binder, ctx: Pick<ServerContext, "logger" 
       endpoint: countLabel,
       generation: false,
     });
-    if (ignored.length) res.headers.set(spec.WARNING_HEADER, `ignored unsupported fields: ${ignored.join(", ")}`);
+    if (ignored.length) res.headers.set(spec.WARNING_HEADER, ignored.map((k) => `Ignored '${k}' field`).join(WARNING_SEPARATOR));
     return res;
   });
 }

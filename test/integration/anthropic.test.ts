@@ -102,13 +102,14 @@ test("count_tokens agrees with the prompt a message uses", async () => {
 });
 
 test("unknown fields are ignored and named in the warning header, never a 400", async () => {
-  const res = await fetch(`${server.url}/v1/messages?beta=true`, {
+  const res = await fetch(`${server.url}/v1/messages?beta=1`, {
     method: "POST",
     headers: { "x-api-key": "sk-test", "content-type": "application/json" },
-    body: JSON.stringify({ model: CHAT, max_tokens: 2, messages: [{ role: "user", content: "x" }], container: "c1", service_tier: "auto" }),
+    body: JSON.stringify({ model: CHAT, max_tokens: 2, messages: [{ role: "user", content: "x" }], container: "c1", service_tier: "auto", metadata: { user_id: "u" } }),
   });
   expect(res.status).toBe(200);
-  expect(res.headers.get("x-lemonade-warning")).toBe("ignored unsupported fields: container, service_tier");
+  // Lemonade's wording, one warning per thing dropped, joined by " | ".
+  expect(res.headers.get("x-lemonade-warning")).toBe("Ignored unsupported beta query value: 1 | Ignored 'metadata' field | Ignored 'container' field | Ignored 'service_tier' field");
 });
 
 test("errors come in Anthropic's shape, which the SDK raises as its own error classes", async () => {
@@ -171,5 +172,5 @@ test("ignored fields are also listed in the message's warnings", async () => {
     headers: { "x-api-key": "sk-test" },
     body: JSON.stringify({ model: CHAT, max_tokens: 2, messages: [{ role: "user", content: "x" }], container: "c1" }),
   });
-  expect((await res.json()).warnings).toEqual(["ignored unsupported fields: container"]);
+  expect((await res.json()).warnings).toEqual(["Ignored 'container' field"]);
 });

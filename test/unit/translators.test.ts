@@ -167,16 +167,21 @@ describe("anthropic", () => {
     expect(schemaErrors(anthropicSpec.messages.response, stopped)).toEqual([]);
     expect(toMessage(chat("stop", { content: "ab" }), "Tiny", []).stop_reason).toBe("end_turn");
     expect(toMessage(chat("length", { content: "ab" }), "Tiny", []).stop_reason).toBe("max_tokens");
-    const tool = toMessage(chat("tool_calls", { reasoning_content: "hm", tool_calls: [{ id: "c", function: { name: "get", arguments: '{"a":1}' } }] }), "Tiny", ["w"]);
+    const called = chat("tool_calls", { reasoning_content: "hm", tool_calls: [{ id: "c", function: { name: "get", arguments: '{"a":1}' } }] });
+    // Thinking blocks only when the request enabled thinking, as Anthropic's API sends them.
+    const tool = toMessage(called, "Tiny", ["w"], true);
     expect(tool.content).toEqual([
       { type: "thinking", thinking: "hm", signature: "" },
       { type: "tool_use", id: "c", name: "get", input: { a: 1 } },
     ]);
     expect(tool).toMatchObject({ stop_reason: "tool_use", warnings: ["w"] });
+    expect(toMessage(called, "Tiny", []).content).toEqual([{ type: "tool_use", id: "c", name: "get", input: { a: 1 } }]);
+    // Always a text block when no tool is called, empty when the model only thought (Lemonade's shape).
+    expect(toMessage(chat("length", { content: "", reasoning_content: "hm" }), "Tiny", []).content).toEqual([{ type: "text", text: "" }]);
   });
 
   test("streams: chat chunks become message_start, blocks, message_delta with the stop reason, message_stop", () => {
-    const { events } = translate(messagesStream("Tiny", []), [
+    const { events } = translate(messagesStream("Tiny", [], true), [
       { id: "chatcmpl-1", choices: [{ delta: { reasoning_content: "hm" } }] },
       { id: "chatcmpl-1", choices: [{ delta: { content: "Hi" } }] },
       { id: "chatcmpl-1", choices: [{ delta: {}, finish_reason: "stop" }], __verbose: { stopping_word: "END" } },
@@ -199,6 +204,13 @@ describe("anthropic", () => {
     expect(events[5]).toMatchObject({ index: 1, delta: { type: "text_delta", text: "Hi" } });
     expect(events[7]).toMatchObject({ delta: { stop_reason: "stop_sequence", stop_sequence: "END" }, usage: { input_tokens: 4, output_tokens: 2 } });
     const short = translate(messagesStream("Tiny", []), [{ id: "x", choices: [{ delta: { content: "a" } }] }]);
+    // Without thinking asked for, the reasoning is not sent: the text is the first block.
+    const plain = translate(messagesStream("Tiny", []), [
+      { id: "chatcmpl-1", choices: [{ delta: { reasoning_content: "hm" } }] },
+      { id: "chatcmpl-1", choices: [{ delta: { content: "Hi" }, finish_reason: "stop" }] },
+      "[DONE]",
+    ]).events;
+    expect(plain.filter((e) => e.type === "content_block_start").map((e) => e.content_block.type)).toEqual(["text"]);
     expect(short.text.endsWith("<short>")).toBe(true);
   });
 });
