@@ -266,10 +266,10 @@ async function ollamaChat(ctx: Pick<ServerContext, "proxy">, t: Translation, str
     if (toolCalls) message.tool_calls = toolCalls;
     const final: ChatResponse = { ...base, message, done: true, done_reason: choice.finish_reason ?? "stop", ...counts(json.usage, json.timings) };
     if (!stream) return Response.json(final);
+    // Two lines, as Lemonade answers it: the whole answer (not yet done), then the done line.
     return ndjson([
-      { ...base, message, done: false } satisfies ChatResponse,
+      { ...final, done: false } satisfies ChatResponse,
       { ...final, message: { role: "assistant", content: "" } } satisfies ChatResponse,
-      { ...final, message: { role: "assistant", content: "" }, done_reason: "stop" } satisfies ChatResponse,
     ]);
   }
   return call(ctx, t, ollamaStream((): OllamaLines<ChatResponse> => {
@@ -310,7 +310,8 @@ async function ollamaGenerate(ctx: Pick<ServerContext, "proxy">, t: Translation,
       ...base,
       response: choice.text ?? "",
       done: true,
-      done_reason: choice.finish_reason ?? "stop",
+      // A whole answer is always "stop" (ollama.md; Lemonade's too), however generation ended.
+      done_reason: "stop",
       context: [],
       ...counts(json.usage, undefined),
     } satisfies GenerateResponse);

@@ -84,6 +84,21 @@ describe("chat and generate", () => {
     }
   });
 
+  test("a whole /api/generate answer's done_reason is stop even when num_predict cut it (ollama.md)", async () => {
+    const res = await ollama.generate({ model: CHAT, prompt: "Once upon a time", stream: false, options: { num_predict: 2 } });
+    expect(res.eval_count).toBe(2);
+    expect(res.done_reason).toBe("stop");
+  });
+
+  test("tools asked for a stream: two lines, the whole answer then the done line, as Lemonade sends them", async () => {
+    const tools = [{ type: "function", function: { name: "get_weather", description: "Weather", parameters: { type: "object", properties: {} } } }];
+    const raw = await (await post("/api/chat", { model: CHAT, messages: [{ role: "user", content: "x" }], tools, options: { num_predict: 2 } })).text();
+    const lines = raw.trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines.map((l) => l.done)).toEqual([false, true]);
+    expect(lines[0].eval_count).toBe(2);
+    expect(lines[1]).toMatchObject({ message: { role: "assistant", content: "" }, done_reason: lines[0].done_reason, eval_count: 2 });
+  });
+
   test("a tool result message round-trips back to the model", async () => {
     const res = await ollama.chat({
       model: CHAT,
