@@ -505,12 +505,13 @@ export function tags(ctx: Pick<ServerContext, "catalog">): TagsResponse {
       .all()
       .filter((m) => ctx.catalog.isSupported(m) && ctx.catalog.isDownloaded(m))
       .map((m) => {
-        const onDisk = ctx.catalog.files(m).reduce((n, f) => n + f.sizeBytes, 0);
+        // The registry's estimate in GiB, as bytes (ollama.md); the files on disk for a model with none.
+        const size = m.size ? Math.trunc(m.size * 2 ** 30) : ctx.catalog.files(m).reduce((n, f) => n + f.sizeBytes, 0);
         return {
           name: tagged(m.id),
           model: tagged(m.id),
           modified_at: "2024-01-01T00:00:00Z",
-          size: onDisk || Math.round((m.size ?? 0) * 1e9),
+          size,
           digest: spec.ZERO_DIGEST,
           details: details(m),
         };

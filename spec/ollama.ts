@@ -54,7 +54,7 @@ export const tags = endpoint({
         name: T.String({ description: "Lemonade model name with a `:latest` tag" }),
         model: T.String({ description: "Same as `name`" }),
         modified_at: T.String({ description: "Always `2024-01-01T00:00:00Z`" }),
-        size: T.Integer({ description: "Size in bytes: the files on disk, else the registry's estimate" }),
+        size: T.Integer({ description: "Size in bytes, from the registry's estimate (in GiB); the files on disk for a model with none" }),
         digest: T.String({ description: "Always an all-zero sha256" }),
         details: Details,
       }),
@@ -63,7 +63,7 @@ export const tags = endpoint({
   }),
   errors: [E.internal],
   example: {
-    response: `{"models": [{"name": "Qwen3-0.6B-GGUF:latest", "model": "Qwen3-0.6B-GGUF:latest", "modified_at": "2024-01-01T00:00:00Z", "size": 382156480, "digest": "${ZERO_DIGEST}", "details": {"parent_model": "", "format": "gguf", "family": "llamacpp", "families": ["llamacpp"], "parameter_size": "0.6B", "quantization_level": "Q4_0"}}]}`,
+    response: `{"models": [{"name": "Qwen3-0.6B-GGUF:latest", "model": "Qwen3-0.6B-GGUF:latest", "modified_at": "2024-01-01T00:00:00Z", "size": 408021893, "digest": "${ZERO_DIGEST}", "details": {"parent_model": "", "format": "gguf", "family": "llamacpp", "families": ["llamacpp"], "parameter_size": "0.6B", "quantization_level": "Q4_0"}}]}`,
   },
 });
 

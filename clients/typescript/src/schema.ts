@@ -5927,7 +5927,7 @@ export interface components {
                 model: string;
                 /** @description Always `2024-01-01T00:00:00Z` */
                 modified_at: string;
-                /** @description Size in bytes: the files on disk, else the registry's estimate */
+                /** @description Size in bytes, from the registry's estimate (in GiB); the files on disk for a model with none */
                 size: number;
                 /** @description Always an all-zero sha256 */
                 digest: string;
@@ -11883,7 +11883,7 @@ export interface operations {
                      *           "name": "Qwen3-0.6B-GGUF:latest",
                      *           "model": "Qwen3-0.6B-GGUF:latest",
                      *           "modified_at": "2024-01-01T00:00:00Z",
-                     *           "size": 382156480,
+                     *           "size": 408021893,
                      *           "digest": "sha256:0000000000000000000000000000000000000000000000000000000000000000",
                      *           "details": {
                      *             "parent_model": "",
