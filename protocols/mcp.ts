@@ -480,11 +480,11 @@ function isRequest(msg: unknown): msg is McpRequest {
   return isJson(msg) && msg.jsonrpc === "2.0" && typeof msg.method === "string" && (msg.id === undefined || isId(msg.id));
 }
 
-/** Answers one message; null for a notification (no id), which gets no answer, even a malformed one. */
+/** Answers one message; null for a notification (no id), which gets no answer. A message that is
+ * no request is answered -32600 even without an id (mcp.md: a missing `method` is -32600). */
 async function handleOne(ctx: McpContext, msg: unknown, signal: AbortSignal): Promise<McpResponse | null> {
   if (!isJson(msg)) return rpcError(null, RPC.invalidRequest, "Request must be a JSON object");
   if (!isRequest(msg)) {
-    if (!("id" in msg)) return null;
     const id = isId(msg.id) ? msg.id : null;
     if (typeof msg.method !== "string") return rpcError(id, RPC.invalidRequest, "Missing `method` field");
     return rpcError(id, RPC.invalidRequest, "Not a JSON-RPC 2.0 request: expected {jsonrpc: \"2.0\", method, id?, params?}");

@@ -191,8 +191,8 @@ describe("JSON-RPC edge cases", () => {
     expect(await error({ jsonrpc: "2.0", id: 1, method: "resources/list" })).toEqual({ code: -32601, message: "Unknown method: resources/list" });
     expect(await error({ jsonrpc: "2.0", id: 1, method: "tools/call", params: {} })).toEqual({ code: -32602, message: "tools/call requires a string `name` parameter" });
     expect(await error({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "lemonade_chat", arguments: [] } })).toEqual({ code: -32602, message: "tools/call `arguments` must be an object" });
-    // A notification gets no answer, a malformed one neither.
-    expect((await rpc({ jsonrpc: "2.0" })).status).toBe(202);
+    // No method is -32600 with or without an id (mcp.md's table).
+    expect(await (await rpc({ jsonrpc: "2.0" })).json()).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "Missing `method` field" } });
     expect(await code("{not json")).toBe(-32700);
     // Every JSON-RPC error is answered 200, a body that is no request at all too (mcp.md's error model).
     expect((await rpc("{not json")).status).toBe(200);
