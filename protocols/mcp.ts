@@ -250,7 +250,9 @@ function modelForTool(ctx: Pick<ServerContext, "catalog" | "scheduler">, args: J
  * a suggested model of the same kind that runs here (Lemonade's "not available" answer). */
 function notAvailableHere(ctx: Pick<ServerContext, "catalog">, name: string, kind: (m: CatalogModel) => boolean, noun: string): ToolResult | null {
   const model = ctx.catalog.find(name);
-  if (!model || ctx.catalog.isSupported(model)) return null;
+  // A name the registry does not have fails as Lemonade's load of it does.
+  if (!model) throw new ToolError(`Model not found: ${name}`);
+  if (ctx.catalog.isSupported(model)) return null;
   const alternative = ctx.catalog
     .all()
     .filter((m) => m.suggested && kind(m) && ctx.catalog.isSupported(m))

@@ -93,7 +93,7 @@ describe("with the SDK client", () => {
   test("tool failures are isError results, not protocol errors, worded as Lemonade's ('Error: ' and what failed)", async () => {
     const missing = await client.callTool({ name: "lemonade_chat", arguments: { model: "no-such", messages: [{ role: "user", content: "x" }] } });
     expect(missing.isError).toBe(true);
-    expect(textOf(missing)[0]).toStartWith("Error: Model 'no-such' was not found.");
+    expect(textOf(missing)).toEqual(["Error: Model not found: no-such"]);
     const noMessages = await client.callTool({ name: "lemonade_chat", arguments: { model: CHAT } });
     expect(noMessages).toMatchObject({ isError: true, content: [{ type: "text", text: "Error: Missing or non-array argument: messages" }] });
     // A model the registry has that cannot run here: Lemonade's "not available" answer, naming one that runs.
