@@ -451,8 +451,10 @@ export async function embed(ctx: Pick<ServerContext, "proxy">, body: EmbedReques
 
 /** POST /api/embeddings (Ollama's older, single-prompt form) */
 export async function embeddings(ctx: Pick<ServerContext, "proxy">, body: EmbeddingsRequest, signal: AbortSignal, label: string, span?: InferenceSpan): Promise<EmbeddingsResponse> {
-  const [embedding = []] = await ollamaEmbed(ctx, { model: body.model, body: { input: body.prompt }, endpoint: label, signal, ctxSize: loadCtx(body), span });
-  return { embedding };
+  const text = body.prompt ?? body.input;
+  if (text === undefined) throw ApiError.of(E.missingArgument, "Missing required argument 'prompt'", "prompt");
+  const [embedding = []] = await ollamaEmbed(ctx, { model: body.model, body: { input: text }, endpoint: label, signal, ctxSize: loadCtx(body), span });
+  return { model: body.model, embedding };
 }
 
 /** Ollama's `details` block, inferred from name, recipe and checkpoint. */

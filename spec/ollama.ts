@@ -365,19 +365,23 @@ export const embeddings = endpoint({
   access: "api",
   summary: "Embed one text in the older format",
   availability: "fully_available",
-  description: "Returns the embedding of one text, in Ollama's older single-vector format.",
+  description: "Returns the embedding of one text, in Ollama's older single-vector format. `prompt` (or `input`) is required.",
   body: T.Object(
     {
       model: ModelName,
-      prompt: T.String({ description: "Text to embed." }),
+      prompt: T.Optional(T.Union([T.String(), T.Array(T.String())], { description: "Text to embed. For an array, only the first text's embedding is returned." })),
+      input: T.Optional(T.Union([T.String(), T.Array(T.String())], { description: "Read when `prompt` is absent, as `prompt` is." })),
       options: Options,
       ctx_size: CtxSize,
     },
     { additionalProperties: true },
   ),
-  response: T.Object({ embedding: T.Array(T.Number(), { description: "The vector" }) }),
+  response: T.Object({
+    model: T.String({ description: "The model that produced the embedding" }),
+    embedding: T.Array(T.Number(), { description: "The text's embedding vector" }),
+  }),
   errors: loadErrors,
-  example: { body: { model: "nomic-embed-text-v1-GGUF", prompt: "Hello" }, response: `{"embedding": [0.01, -0.02, 0.03]}` },
+  example: { body: { model: "nomic-embed-text-v1-GGUF", prompt: "Hello" }, response: `{"model": "nomic-embed-text-v1-GGUF", "embedding": [0.01, -0.02, 0.03]}` },
 });
 
 export type EmbeddingsRequest = Static<typeof embeddings.body>;

@@ -167,6 +167,10 @@ describe("embeddings and model info", () => {
     for (const label of ["ollama_embed", "ollama_embeddings"]) {
       expect(metrics).toMatch(new RegExp(`lemonade_engine_requests_total\\{model="${EMBED}",endpoint="${label}",status="200"\\} 1`));
     }
+    // ollama.md: `prompt` or `input`, a string or an array (the first text's vector), and the model named back.
+    const byInput = await (await post("/api/embeddings", { model: EMBED, input: ["one", "two"] })).json();
+    expect(byInput.model).toBe(EMBED);
+    byInput.embedding.forEach((v: number, i: number) => expect(v).toBeCloseTo(res.embeddings[0]![i]!, 5));
   });
 
   test("list, show, ps and version", async () => {

@@ -1959,7 +1959,7 @@ export interface paths {
         put?: never;
         /**
          * Embed one text in the older format
-         * @description Returns the embedding of one text, in Ollama's older single-vector format.
+         * @description Returns the embedding of one text, in Ollama's older single-vector format. `prompt` (or `input`) is required.
          */
         post: operations["ollama.embeddings"];
         delete?: never;
@@ -6136,8 +6136,10 @@ export interface components {
         OllamaEmbeddingsRequest: {
             /** @description The model to run; loaded on first use. At most 256 characters. */
             model: string;
-            /** @description Text to embed. */
-            prompt: string;
+            /** @description Text to embed. For an array, only the first text's embedding is returned. */
+            prompt?: string | string[];
+            /** @description Read when `prompt` is absent, as `prompt` is. */
+            input?: string | string[];
             /** @description Sampling options: `temperature`, `top_p`, `seed`, `stop`, `num_predict` (maximum generated tokens) and `repeat_penalty`. These keys are also accepted at the top level, where they win. `num_ctx` sets the context size when this request loads the model, unless `ctx_size` is sent. Other keys are ignored. */
             options?: {
                 [key: string]: unknown;
@@ -6148,7 +6150,9 @@ export interface components {
             [key: string]: unknown;
         };
         OllamaEmbeddingsResponse: {
-            /** @description The vector */
+            /** @description The model that produced the embedding */
+            model: string;
+            /** @description The text's embedding vector */
             embedding: number[];
         };
         OllamaPullRequest: {
@@ -12238,6 +12242,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
+                     *       "model": "nomic-embed-text-v1-GGUF",
                      *       "embedding": [
                      *         0.01,
                      *         -0.02,
