@@ -45,8 +45,8 @@ export function samplingFrom(body: Json): Json {
   if (merged.seed !== undefined) out.seed = merged.seed;
   if (merged.stop !== undefined) out.stop = merged.stop;
   if (merged.num_predict !== undefined && Number(merged.num_predict) >= 0) out.max_tokens = merged.num_predict;
-  // llama.cpp takes Ollama's repeat_penalty as is; it is the same knob.
-  if (merged.repeat_penalty !== undefined) out.repeat_penalty = merged.repeat_penalty;
+  // Sent as OpenAI's frequency_penalty (ollama.md), as Lemonade's adapter sends it.
+  if (merged.repeat_penalty !== undefined) out.frequency_penalty = merged.repeat_penalty;
   return out;
 }
 

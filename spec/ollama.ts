@@ -119,7 +119,7 @@ const Options = T.Optional(
   status(
     T.Record(T.String(), T.Unknown(), {
       description:
-        "Sampling options: `temperature`, `top_p`, `seed`, `stop`, `num_predict` (maximum generated tokens) and `repeat_penalty`. These keys are also accepted at the top level, where they win. `num_ctx` sets the context size when this request loads the model, unless `ctx_size` is sent. Other keys are ignored.",
+        "Sampling options: `temperature`, `top_p`, `seed`, `stop`, `num_predict` (maximum generated tokens) and `repeat_penalty`, which is sent as OpenAI's `frequency_penalty`. These keys are also accepted at the top level, where they win. `num_ctx` sets the context size when this request loads the model, unless `ctx_size` is sent. Other keys are ignored.",
     }),
     "partial",
   ),
@@ -144,7 +144,9 @@ const Stream = T.Optional(
 const loadErrors = [
   E.ollamaContextOverflow,
   E.ollamaLoadFailed,
+  E.routerResidencyConflict,
   E.ollamaBackendError,
+  E.internal,
 ];
 
 /** Token counts and timings, optional: a streamed line other than the last two leaves them out. */

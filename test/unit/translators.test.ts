@@ -232,12 +232,12 @@ describe("engine errors", () => {
 });
 
 describe("ollama", () => {
-  test("options and top-level sampling keys become llama.cpp's; num_predict is max_tokens", () => {
+  test("options and top-level sampling keys become OpenAI's; num_predict is max_tokens, repeat_penalty frequency_penalty (ollama.md)", () => {
     expect(samplingFrom({ options: { temperature: 0.1, num_predict: 5, repeat_penalty: 1.2 }, temperature: 0.7, seed: 3 })).toEqual({
       temperature: 0.7,
       seed: 3,
       max_tokens: 5,
-      repeat_penalty: 1.2,
+      frequency_penalty: 1.2,
     });
     expect(samplingFrom({ options: { num_predict: -1 } })).toEqual({});
   });

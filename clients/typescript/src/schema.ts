@@ -5970,7 +5970,7 @@ export interface components {
             })[];
             /** @description `true` streams the response as newline-delimited JSON; `false` sends one response once complete. Defaults to `true`. */
             stream?: boolean;
-            /** @description Sampling options: `temperature`, `top_p`, `seed`, `stop`, `num_predict` (maximum generated tokens) and `repeat_penalty`. These keys are also accepted at the top level, where they win. `num_ctx` sets the context size when this request loads the model, unless `ctx_size` is sent. Other keys are ignored. */
+            /** @description Sampling options: `temperature`, `top_p`, `seed`, `stop`, `num_predict` (maximum generated tokens) and `repeat_penalty`, which is sent as OpenAI's `frequency_penalty`. These keys are also accepted at the top level, where they win. `num_ctx` sets the context size when this request loads the model, unless `ctx_size` is sent. Other keys are ignored. */
             options?: {
                 [key: string]: unknown;
             };
@@ -6039,7 +6039,7 @@ export interface components {
             cfg_scale?: number;
             /** @description `true` streams the response as newline-delimited JSON; `false` sends one response once complete. Defaults to `true`. */
             stream?: boolean;
-            /** @description Sampling options: `temperature`, `top_p`, `seed`, `stop`, `num_predict` (maximum generated tokens) and `repeat_penalty`. These keys are also accepted at the top level, where they win. `num_ctx` sets the context size when this request loads the model, unless `ctx_size` is sent. Other keys are ignored. */
+            /** @description Sampling options: `temperature`, `top_p`, `seed`, `stop`, `num_predict` (maximum generated tokens) and `repeat_penalty`, which is sent as OpenAI's `frequency_penalty`. These keys are also accepted at the top level, where they win. `num_ctx` sets the context size when this request loads the model, unless `ctx_size` is sent. Other keys are ignored. */
             options?: {
                 [key: string]: unknown;
             };
@@ -6112,7 +6112,7 @@ export interface components {
             model: string;
             /** @description Text to embed, or an array of texts. */
             input: string | string[];
-            /** @description Sampling options: `temperature`, `top_p`, `seed`, `stop`, `num_predict` (maximum generated tokens) and `repeat_penalty`. These keys are also accepted at the top level, where they win. `num_ctx` sets the context size when this request loads the model, unless `ctx_size` is sent. Other keys are ignored. */
+            /** @description Sampling options: `temperature`, `top_p`, `seed`, `stop`, `num_predict` (maximum generated tokens) and `repeat_penalty`, which is sent as OpenAI's `frequency_penalty`. These keys are also accepted at the top level, where they win. `num_ctx` sets the context size when this request loads the model, unless `ctx_size` is sent. Other keys are ignored. */
             options?: {
                 [key: string]: unknown;
             };
@@ -6140,7 +6140,7 @@ export interface components {
             prompt?: string | string[];
             /** @description Read when `prompt` is absent, as `prompt` is. */
             input?: string | string[];
-            /** @description Sampling options: `temperature`, `top_p`, `seed`, `stop`, `num_predict` (maximum generated tokens) and `repeat_penalty`. These keys are also accepted at the top level, where they win. `num_ctx` sets the context size when this request loads the model, unless `ctx_size` is sent. Other keys are ignored. */
+            /** @description Sampling options: `temperature`, `top_p`, `seed`, `stop`, `num_predict` (maximum generated tokens) and `repeat_penalty`, which is sent as OpenAI's `frequency_penalty`. These keys are also accepted at the top level, where they win. `num_ctx` sets the context size when this request loads the model, unless `ctx_size` is sent. Other keys are ignored. */
             options?: {
                 [key: string]: unknown;
             };
@@ -12025,7 +12025,9 @@ export interface operations {
             403: components["responses"]["OllamaError"];
             /** @description `model` fails to load for any reason other than a residency conflict, such as naming no model or a failed download */
             404: components["responses"]["OllamaError"];
-            /** @description The backend reports an error, whatever its own status */
+            /** @description Loading the requested model would evict a model that a `collection.router` model needs resident on the same NPU */
+            409: components["responses"]["OllamaError"];
+            /** @description The backend reports an error, whatever its own status; The request fails unexpectedly */
             500: components["responses"]["OllamaError"];
         };
     };
@@ -12083,7 +12085,9 @@ export interface operations {
             403: components["responses"]["OllamaError"];
             /** @description `model` fails to load for any reason other than a residency conflict, such as naming no model or a failed download */
             404: components["responses"]["OllamaError"];
-            /** @description The backend reports an error, whatever its own status */
+            /** @description Loading the requested model would evict a model that a `collection.router` model needs resident on the same NPU */
+            409: components["responses"]["OllamaError"];
+            /** @description The backend reports an error, whatever its own status; The request fails unexpectedly */
             500: components["responses"]["OllamaError"];
         };
     };
@@ -12211,7 +12215,9 @@ export interface operations {
             403: components["responses"]["OllamaError"];
             /** @description `model` fails to load for any reason other than a residency conflict, such as naming no model or a failed download */
             404: components["responses"]["OllamaError"];
-            /** @description The backend reports an error, whatever its own status */
+            /** @description Loading the requested model would evict a model that a `collection.router` model needs resident on the same NPU */
+            409: components["responses"]["OllamaError"];
+            /** @description The backend reports an error, whatever its own status; The request fails unexpectedly */
             500: components["responses"]["OllamaError"];
         };
     };
@@ -12261,7 +12267,9 @@ export interface operations {
             403: components["responses"]["OllamaError"];
             /** @description `model` fails to load for any reason other than a residency conflict, such as naming no model or a failed download */
             404: components["responses"]["OllamaError"];
-            /** @description The backend reports an error, whatever its own status */
+            /** @description Loading the requested model would evict a model that a `collection.router` model needs resident on the same NPU */
+            409: components["responses"]["OllamaError"];
+            /** @description The backend reports an error, whatever its own status; The request fails unexpectedly */
             500: components["responses"]["OllamaError"];
         };
     };
