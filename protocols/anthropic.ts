@@ -249,6 +249,8 @@ export function messagesStream(model: string, warnings: string[], thinking = fal
       let finished = false;
       let block: { kind: string; index: number; toolIndex?: number } | null = null;
       let nextIndex = 0;
+      // Whether a text or tool block was sent: with neither, the answer still gets an empty text block.
+      let answered = false;
       let finish: string | undefined;
       let stoppingWord: string | undefined;
       let usage: EngineAnswer["usage"];
@@ -268,16 +270,18 @@ export function messagesStream(model: string, warnings: string[], thinking = fal
         if (started) return "";
         started = true;
         const message: Json = { id: messageId(id), type: "message", role: "assistant", model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } };
-        if (warnings.length) message.warnings = warnings;
         return sse("message_start", { message });
       };
       return {
         event(data) {
           if (data === "[DONE]") {
             finished = true;
-            const out = start(undefined) + close();
+            let out = start(undefined);
+            if (!answered) out += open("text", { type: "text", text: "" });
+            out += close();
             const delta = stopReason(finish, stoppingWord);
-            return out + sse("message_delta", { delta, usage: usageOf(usage) }) + sse("message_stop", {});
+            // The warnings ride on message_delta, as Lemonade's adapter sends them.
+            return out + sse("message_delta", { delta, usage: usageOf(usage), ...(warnings.length ? { warnings } : {}) }) + sse("message_stop", {});
           }
           const ev = engineAnswer(JSON.parse(data));
           let out = start(ev.id);
@@ -291,10 +295,12 @@ export function messagesStream(model: string, warnings: string[], thinking = fal
             out += sse("content_block_delta", { index: block!.index, delta: { type: "thinking_delta", thinking: d.reasoning_content } });
           }
           if (d.content) {
+            answered = true;
             if (block?.kind !== "text") out += open("text", { type: "text", text: "" });
             out += sse("content_block_delta", { index: block!.index, delta: { type: "text_delta", text: d.content } });
           }
           for (const tc of d.tool_calls ?? ([] as EngineToolCall[])) {
+            answered = true;
             if (tc.id || block?.kind !== "tool" || block.toolIndex !== tc.index) {
               out += open("tool", { type: "tool_use", id: tc.id, name: tc.function?.name ?? "", input: {} }, tc.index);
             }

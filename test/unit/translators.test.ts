@@ -211,6 +211,12 @@ describe("anthropic", () => {
       "[DONE]",
     ]).events;
     expect(plain.filter((e) => e.type === "content_block_start").map((e) => e.content_block.type)).toEqual(["text"]);
+    // Nothing written and no tool called: one empty text block; the warnings ride on message_delta.
+    const empty = translate(messagesStream("Tiny", ["Ignored 'metadata' field"]), [{ id: "chatcmpl-1", choices: [{ delta: {}, finish_reason: "length" }] }, "[DONE]"]).events;
+    expect(empty.map((e) => e.type)).toEqual(["message_start", "content_block_start", "content_block_stop", "message_delta", "message_stop"]);
+    expect(empty[1].content_block).toEqual({ type: "text", text: "" });
+    expect(empty[3]).toMatchObject({ delta: { stop_reason: "max_tokens" }, warnings: ["Ignored 'metadata' field"] });
+    expect(empty[0].message.warnings).toBeUndefined();
     expect(short.text.endsWith("<short>")).toBe(true);
   });
 });
