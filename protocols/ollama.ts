@@ -362,7 +362,7 @@ export function registered(ctx: Pick<ServerContext, "catalog">, body: { model?: 
   const name = body.model ?? body.name;
   if (!name) throw ApiError.of(E.missingArgument, "name is required", "name");
   const model = ctx.catalog.find(name);
-  if (!model || !ctx.catalog.isSupported(model)) throw ApiError.of(E.modelNotFound, `model '${name}' not found`);
+  if (!model || !ctx.catalog.isSupported(model)) throw ApiError.of(E.modelNotFound, `model '${stripTag(name)}' not found`);
   return model;
 }
 
@@ -566,6 +566,10 @@ export async function pull(ctx: Pick<ServerContext, "catalog" | "library">, body
 
 /** DELETE /api/delete */
 export async function remove(ctx: Pick<ServerContext, "catalog" | "library">, body: DeleteRequest): Promise<Response> {
+  const name = body.model ?? body.name;
+  const known = name ? ctx.catalog.find(name) : undefined;
+  // Lemonade's delete words an unknown model as its catalog does, unlike show and pull.
+  if (name && (!known || !ctx.catalog.isSupported(known))) throw ApiError.of(E.ollamaModelNotFound, `Model not found: ${stripTag(name)}`);
   const model = registered(ctx, body);
   await ctx.library.delete(model.id).catch(rethrow("delete"));
   return new Response(null, { status: 200 });

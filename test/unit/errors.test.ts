@@ -172,6 +172,9 @@ describe("a model that cannot be served, as each dialect's official client sees 
     expect(await answers("/api/show", {})).toEqual([400, "name is required"]);
     expect(await answers("/api/pull", {})).toEqual([400, "name is required"]);
     expect(await answers("/api/delete", {}, "DELETE")).toEqual([400, "name is required"]);
+    expect(await answers("/api/delete", { model: "No-Such-Model:latest" }, "DELETE")).toEqual([404, "Model not found: No-Such-Model"]);
+    expect(await answers("/api/show", { model: "No-Such-Model:latest" })).toEqual([404, "model 'No-Such-Model' not found"]);
+    expect(await answers("/api/pull", { model: "No-Such-Model", stream: false })).toEqual([404, "model 'No-Such-Model' not found"]);
     expect(await answers("/api/copy", { source: "a", destination: "b" })).toEqual([501, "not supported by Lemonade"]);
   });
 
