@@ -55,8 +55,8 @@ export interface ServerProcess {
  * purge delay) measured no better. */
 export const SERVER_RUNTIME_ENV = { BUN_JSC_useFTLJIT: "0" };
 
-/** `lemonade serve` in its own process (`npm start`'s command, or `command`: the single
- * executable), the FAKE engine first on its PATH; settles once /live answers. */
+/** `lemonade serve` in its own process (from the sources, or `command`: npm start's launcher, the
+ * single executable), the FAKE engine first on its PATH; settles once /live answers. */
 export async function spawnServer(w: Work, env: Record<string, string> = {}, command = [process.execPath, join(import.meta.dir, "..", "..", "cli", "main.ts")]): Promise<ServerProcess> {
   const fakeDir = join(import.meta.dir, "..", "fake-engine");
   const port = freePort();

@@ -1,6 +1,6 @@
 // bench memory: the server's resident memory idle, after 10,000 keep-alive requests and after
 // loading and unloading a model 20 times (on the FAKE engine, whose own memory is another
-// process's), for `npm start` and for the single executable, against an Elysia hello-world measured
+// process's), for `npm start` (its bundle), the sources it ran before, and the single executable, against an Elysia hello-world measured
 // in the same run (the goal: idle <= hello-world + 5 MB, the others within 10 % of idle); then what
 // each part of the server costs at import, each in a fresh process.
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -87,6 +87,20 @@ export function buildExecutable(dir: string): string {
   return out;
 }
 
+/** The servers each bench runs: `npm start` as package.json starts it (cli/start.js, on a bundle
+ * built beforehand into the scratch folder, as `npm ci` builds it), the sources `npm start` ran
+ * before the bundle (for comparison), and the single executable. */
+export function servers(dir: string): { label: string; command: string[]; env: Record<string, string> }[] {
+  const startDir = join(dir, "start");
+  const build = Bun.spawnSync([process.execPath, join(root, "scripts", "build.ts"), "--start", startDir], { stdout: "ignore", stderr: "inherit" });
+  if (build.exitCode !== 0) throw new Error("scripts/build.ts --start failed");
+  return [
+    { label: "npm start (bun cli/start.js serve: the bundle)", command: [process.execPath, join(root, "cli", "start.js")], env: { LEMONADE_START_DIR: startDir } },
+    { label: "from sources (bun cli/main.ts serve)", command: [process.execPath, join(root, "cli", "main.ts")], env: {} },
+    { label: "single executable", command: [buildExecutable(dir)], env: {} },
+  ];
+}
+
 /** Where the server's RSS goes: its parts imported one after another into one fresh process, in
  * the order start-up loads them, each with what it adds (what an earlier one loaded is not counted
  * again); the engines' own dependencies last, for reference. */
@@ -125,8 +139,8 @@ export async function benchMemory(): Promise<Figure[]> {
   try {
     const hello = await helloWorld(scratch);
     const splits: Figure[] = [];
-    for (const [label, command] of [["npm start", undefined], ["single executable", [buildExecutable(scratch)]]] as const) {
-      const server = await spawnServer(w, {}, command ? [...command] : undefined);
+    for (const { label, command, env } of servers(scratch)) {
+      const server = await spawnServer(w, env, command);
       try {
         const m = await measure(server);
         out.push(...figures(label, m, hello));

@@ -1,6 +1,7 @@
 // `npm start` (cli/start.js) as a fresh clone meets it: with no bundle yet it builds one
 // (scripts/build.ts --start) and runs it; the bundle serves the API, the web app's and Swagger UI's
-// files and finds the files it starts as programs in the checkout (onnxruntime's engine script);
+// files and the /docs pages (with a package it leaves in node_modules) and finds the files it starts
+// as programs in the checkout (onnxruntime's engine script);
 // a second start runs the same bundle without building; where no bundle can be built, the sources run.
 import { beforeAll, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -57,6 +58,10 @@ test("with no bundle yet, npm start builds it and runs it; a second start runs i
     const swagger = await fetch(`${url}/docs/assets/swagger-ui-bundle.js`);
     expect(swagger.status).toBe(200);
     expect(await swagger.text()).toContain("SwaggerUIBundle");
+    // The markdown pages: marked is required from node_modules on first use (scripts/build.ts LAZY_PACKAGES).
+    const openai = await fetch(`${url}/docs/assets/openai.html`);
+    expect(openai.status).toBe(200);
+    expect(await openai.text()).toContain("<h2");
     const info = await (await fetch(`${url}/v1/system-info`)).json();
     expect(info.recipes.onnxruntime.backends.cpu.state).toBe("installed");
 
