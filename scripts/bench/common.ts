@@ -121,4 +121,18 @@ export function anonymousMb(pid: number): number {
   return kb / 1024;
 }
 
+/** A process's resident memory by kind, in MB (Linux /proc smaps): pages of the files it maps (Bun's
+ * executable, a bundle's), the JIT's machine code (JavaScriptCore's one executable anonymous
+ * region) and the rest of its own memory (JS heap, malloc, bytecode). */
+export function residentKinds(pid: number): { files: number; jitCode: number; heapAndMalloc: number } {
+  const out = { files: 0, jitCode: 0, heapAndMalloc: 0 };
+  let kind: keyof typeof out = "heapAndMalloc";
+  for (const line of readFileSync(`/proc/${pid}/smaps`, "utf8").split("\n")) {
+    const range = /^[0-9a-f]+-[0-9a-f]+ (\S+) \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (range) kind = range[2]!.startsWith("/") ? "files" : range[1]!.includes("x") ? "jitCode" : "heapAndMalloc";
+    else if (line.startsWith("Rss:")) out[kind] += Number(/(\d+)/.exec(line)![1]) / 1024;
+  }
+  return out;
+}
+
 export { TEST_MODELS };
