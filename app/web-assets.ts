@@ -3,7 +3,8 @@
 // which registers their paths here before the CLI starts. Embedded files are read from the
 // executable per request rather than held as strings: the bundle is most of a megabyte that a
 // server nobody opens the web app of would otherwise keep resident.
-import { join } from "node:path";
+import { join, resolve } from "node:path";
+import { sourceRoot } from "../lib/source-root.ts";
 
 /** The bundled files, name to contents. */
 export type WebAssets = Record<string, string>;
@@ -22,22 +23,25 @@ export function registerEmbeddedWebAssets(paths: Record<string, string>): void {
   embedded = paths;
 }
 
-/** Bundles web/main.tsx (and its CSS) into `app.js` and `app.css`. */
-export async function bundleWebAppFiles(): Promise<WebAssetFile[]> {
+/** Bundles web/main.tsx (and its CSS) into `app.js` and `app.css`; `inputs` are the files it read
+ * (absolute paths), which say when a bundle built from them is out of date. */
+export async function bundleWebAppFiles(): Promise<{ files: WebAssetFile[]; inputs: string[] }> {
   const result = await Bun.build({
-    entrypoints: [join(import.meta.dir, "..", "web", "main.tsx")],
+    entrypoints: [join(sourceRoot(), "web", "main.tsx")],
     target: "browser",
     minify: true,
+    metafile: true,
     naming: { entry: "app.[ext]", asset: "[name].[ext]" },
     define: { "process.env.NODE_ENV": '"production"' },
   });
   if (!result.success) throw new Error(`The web app does not build: ${result.logs.map(String).join("; ")}`);
-  return Promise.all(result.outputs.map(async (output) => ({ name: output.path.replace(/^.*\//, ""), bytes: new Uint8Array(await output.arrayBuffer()) })));
+  const files = await Promise.all(result.outputs.map(async (output) => ({ name: output.path.replace(/^.*\//, ""), bytes: new Uint8Array(await output.arrayBuffer()) })));
+  return { files, inputs: Object.keys(result.metafile?.inputs ?? {}).map((file) => resolve(file)) };
 }
 
 async function bundleWebApp(): Promise<WebAssets> {
   const decoder = new TextDecoder();
-  return Object.fromEntries((await bundleWebAppFiles()).map((f) => [f.name, decoder.decode(f.bytes)]));
+  return Object.fromEntries((await bundleWebAppFiles()).files.map((f) => [f.name, decoder.decode(f.bytes)]));
 }
 
 /** One of the web app's files by name (`app.js`), or undefined when the bundle has none so named. */

@@ -4,6 +4,7 @@ import { openSync } from "node:fs";
 import { join } from "node:path";
 import { defaultCacheDir, loadConfig } from "../config/config.ts";
 import { parseHostSpec } from "../lib/host-spec.ts";
+import { sourceRoot } from "../lib/source-root.ts";
 
 export class CliError extends Error {
   constructor(
@@ -106,7 +107,7 @@ export function errorMessage(parsed: any, fallback: string): string {
 /** How to start this program again as `lemonade serve`, compiled or run from source. */
 function selfCommand(): string[] {
   const compiled = Bun.main.startsWith("/$bunfs/") || Bun.main.startsWith("B:\\~BUN");
-  return compiled ? [process.execPath] : [process.execPath, join(import.meta.dir, "main.ts")];
+  return compiled ? [process.execPath] : [process.execPath, join(sourceRoot(), "cli", "main.ts")];
 }
 
 /** Makes sure a server answers, starting one in the background (logging to the cache dir) if not. */

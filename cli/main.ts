@@ -161,10 +161,13 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-try {
-  process.exitCode = await main(process.argv.slice(2));
-} catch (err) {
-  const code = err instanceof CliError ? err.exitCode : 1;
-  console.error(red(`error: ${(err as Error).message}`));
-  process.exit(code);
-}
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err) => {
+    const code = err instanceof CliError ? err.exitCode : 1;
+    console.error(red(`error: ${(err as Error).message}`));
+    process.exit(code);
+  },
+);

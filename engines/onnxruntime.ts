@@ -6,14 +6,15 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { EngineConfigError, recipeStatus, unsupportedBackend, type BackendStatus, type Recipe } from "./engine.ts";
+import { sourceRoot } from "../lib/source-root.ts";
 import { ContractError, readContract } from "./onnxruntime-contract.ts";
 
-const SERVER_SCRIPT = join(import.meta.dir, "onnxruntime-server.ts");
+const serverScript = () => join(sourceRoot(), "engines", "onnxruntime-server.ts");
 
 /** onnxruntime-node's version when its package (and so its prebuilt runtime) is installed beside the server. */
 function runtimeVersion(): string | null {
   try {
-    const require = createRequire(import.meta.path);
+    const require = createRequire(join(sourceRoot(), "package.json"));
     return String(require("onnxruntime-node/package.json").version);
   } catch {
     return null;
@@ -22,7 +23,7 @@ function runtimeVersion(): string | null {
 
 function cpuStatus(): BackendStatus {
   const version = runtimeVersion();
-  if (!version || !existsSync(SERVER_SCRIPT)) {
+  if (!version || !existsSync(serverScript())) {
     // The single executable cannot carry onnxruntime-node's native library.
     return unsupportedBackend("onnxruntime-node is not installed beside the server: run it from its source folder (npm ci; bun cli/main.ts serve)");
   }
@@ -41,7 +42,7 @@ export const onnxruntime: Recipe = {
   locate() {
     const status = cpuStatus();
     if (status.state !== "installed") throw new EngineConfigError(status.message);
-    return SERVER_SCRIPT;
+    return serverScript();
   },
   checkFiles(files) {
     try {

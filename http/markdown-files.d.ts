@@ -1,5 +1,5 @@
-// The generated markdown pages, imported `with { type: "text" }` (http/reference.ts): each is its text.
+// The generated markdown pages, imported `with { type: "file" }` (http/reference.ts): each is its file's path.
 declare module "*.md" {
-  const text: string;
-  export default text;
+  const path: string;
+  export default path;
 }

@@ -1,17 +1,20 @@
 // The API reference as HTML: Swagger UI over the OpenAPI document, and the generated markdown
-// pages (generated-docs/, part of the single executable) rendered by marked. The server serves
+// pages (generated-docs/, embedded as files in the single executable) rendered by marked. The server serves
 // it at /docs (http/routes/docs.ts, web.ts); `bun run docs:site` writes the same files to a folder
 // that opens from disk. Nothing in it loads from another host.
+import { readFileSync } from "node:fs";
 import { FAVICON } from "./favicon.ts";
 import { Marked } from "marked";
-import anthropicMd from "../generated-docs/anthropic.md" with { type: "text" };
-import lemonadeMd from "../generated-docs/lemonade.md" with { type: "text" };
-import llamacppMd from "../generated-docs/llamacpp.md" with { type: "text" };
-import mcpMd from "../generated-docs/mcp.md" with { type: "text" };
-import ollamaMd from "../generated-docs/ollama.md" with { type: "text" };
-import openaiMd from "../generated-docs/openai.md" with { type: "text" };
+import anthropicMd from "../generated-docs/anthropic.md" with { type: "file" };
+import lemonadeMd from "../generated-docs/lemonade.md" with { type: "file" };
+import llamacppMd from "../generated-docs/llamacpp.md" with { type: "file" };
+import mcpMd from "../generated-docs/mcp.md" with { type: "file" };
+import ollamaMd from "../generated-docs/ollama.md" with { type: "file" };
+import openaiMd from "../generated-docs/openai.md" with { type: "file" };
 
-const PAGES: [file: string, title: string, markdown: string][] = [
+// Each page's markdown is imported as a file and read as it is rendered: as text, the pages would
+// be some 380 kB of every bundle's source (npm start's, the executable's) held from start-up on.
+const PAGES: [file: string, title: string, markdownFile: string][] = [
   ["openai.html", "OpenAI", openaiMd],
   ["anthropic.html", "Anthropic", anthropicMd],
   ["ollama.html", "Ollama", ollamaMd],
@@ -62,7 +65,7 @@ function nav(home: string, base: string): string {
 /** The markdown pages as HTML files, by file name. `home` and `base` as for the nav. */
 export function referencePages(home: string, base: string): Record<string, string> {
   return Object.fromEntries(
-    PAGES.map(([file, title, markdown]) => [
+    PAGES.map(([file, title, markdownFile]) => [
       file,
       `<!doctype html>
 <html lang="en">
@@ -75,7 +78,7 @@ export function referencePages(home: string, base: string): Record<string, strin
   </head>
   <body>
     ${nav(home, base)}
-    <main>${marked.parse(markdown, { async: false }) as string}</main>
+    <main>${marked.parse(readFileSync(markdownFile, "utf8"), { async: false }) as string}</main>
   </body>
 </html>
 `,

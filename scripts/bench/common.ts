@@ -55,8 +55,8 @@ export interface ServerProcess {
  * purge delay) measured no better. */
 export const SERVER_RUNTIME_ENV = { BUN_JSC_useFTLJIT: "0" };
 
-/** `lemonade serve` in its own process (`npm start`'s command, or `command`: the single
- * executable), the FAKE engine first on its PATH; settles once /live answers. */
+/** `lemonade serve` in its own process (from the sources, or `command`: npm start's launcher, the
+ * single executable), the FAKE engine first on its PATH; settles once /live answers. */
 export async function spawnServer(w: Work, env: Record<string, string> = {}, command = [process.execPath, join(import.meta.dir, "..", "..", "cli", "main.ts")]): Promise<ServerProcess> {
   const fakeDir = join(import.meta.dir, "..", "fake-engine");
   const port = freePort();
@@ -119,6 +119,20 @@ export function rssMb(pid: number): number {
 export function anonymousMb(pid: number): number {
   const kb = Number(/Anonymous:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"))?.[1] ?? NaN);
   return kb / 1024;
+}
+
+/** A process's resident memory by kind, in MB (Linux /proc smaps): pages of the files it maps (Bun's
+ * executable, a bundle's), the JIT's machine code (JavaScriptCore's one executable anonymous
+ * region) and the rest of its own memory (JS heap, malloc, bytecode). */
+export function residentKinds(pid: number): { files: number; jitCode: number; heapAndMalloc: number } {
+  const out = { files: 0, jitCode: 0, heapAndMalloc: 0 };
+  let kind: keyof typeof out = "heapAndMalloc";
+  for (const line of readFileSync(`/proc/${pid}/smaps`, "utf8").split("\n")) {
+    const range = /^[0-9a-f]+-[0-9a-f]+ (\S+) \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (range) kind = range[2]!.startsWith("/") ? "files" : range[1]!.includes("x") ? "jitCode" : "heapAndMalloc";
+    else if (line.startsWith("Rss:")) out[kind] += Number(/(\d+)/.exec(line)![1]) / 1024;
+  }
+  return out;
 }
 
 export { TEST_MODELS };

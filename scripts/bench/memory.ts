@@ -1,6 +1,6 @@
 // bench memory: the server's resident memory idle, after 10,000 keep-alive requests and after
 // loading and unloading a model 20 times (on the FAKE engine, whose own memory is another
-// process's), for `npm start` and for the single executable, against an Elysia hello-world measured
+// process's), for `npm start` (its bundle), the sources it ran before, and the single executable, against an Elysia hello-world measured
 // in the same run (the goal: idle <= hello-world + 5 MB, the others within 10 % of idle); then what
 // each part of the server costs at import, each in a fresh process.
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../../engines/process.ts";
 import { table, type Figure } from "../../lib/bench.ts";
-import { anonymousMb, load, rssMb, setup, spawnServer, type ServerProcess, type Work } from "./common.ts";
+import { anonymousMb, load, residentKinds, rssMb, setup, spawnServer, type ServerProcess, type Work } from "./common.ts";
 
 const root = join(import.meta.dir, "..", "..");
 
@@ -46,13 +46,17 @@ async function helloWorld(dir: string): Promise<Idle> {
   }
 }
 
-async function measure(server: ServerProcess): Promise<{ idle: Idle; afterRequests: number; afterLoads: number }> {
+type Kinds = ReturnType<typeof residentKinds>;
+
+async function measure(server: ServerProcess): Promise<{ idle: Idle; afterRequests: number; afterLoads: number; kinds: Kinds[] }> {
   const idle = await idleOf(server.pid);
+  const kinds = [residentKinds(server.pid)];
   const routes = ["/live", "/v1/models", "/v1/health", "/api/tags", "/v1/models/extra.tiny-chat"];
   for (let i = 0; i < 10_000; i += 8) {
     await Promise.all(Array.from({ length: 8 }, (_, j) => fetch(`${server.base}${routes[(i + j) % routes.length]}`).then((r) => r.arrayBuffer())));
   }
   const afterRequests = await settled(server.pid, 4000);
+  kinds.push(residentKinds(server.pid));
   for (let i = 0; i < 20; i++) {
     await load(server, { model_name: "extra.fake-engine", llamacpp_backend: "system" });
     const res = await server.post("/v1/chat/completions", { model: "extra.fake-engine", messages: [{ role: "user", content: "hi" }], max_tokens: 50, stream: true });
@@ -60,7 +64,8 @@ async function measure(server: ServerProcess): Promise<{ idle: Idle; afterReques
     await server.post("/v1/unload", { model_name: "extra.fake-engine" });
   }
   const afterLoads = await settled(server.pid, 4000);
-  return { idle, afterRequests, afterLoads };
+  kinds.push(residentKinds(server.pid));
+  return { idle, afterRequests, afterLoads, kinds };
 }
 
 function figures(label: string, m: Awaited<ReturnType<typeof measure>>, hello: Idle): Figure[] {
@@ -79,12 +84,36 @@ function split(label: string, idle: Idle, hello: Idle): Figure[] {
   ];
 }
 
+/** What the growth under load is made of: each kind of resident memory after the requests and
+ * after the loads, against the same kind idle. */
+function growth(label: string, kinds: Kinds[]): Figure[] {
+  const [idle, ...after] = kinds as [Kinds, Kinds, Kinds];
+  const names: Record<keyof Kinds, string> = { files: "mapped files' pages (Bun's code)", jitCode: "JIT machine code", heapAndMalloc: "JS heap, malloc, bytecode" };
+  return (["after 10,000 requests", "after 20 loads"] as const).flatMap((when, i) =>
+    (Object.keys(names) as (keyof Kinds)[]).map((kind) => ({ name: `${label}: ${when}, ${names[kind]}`, value: after[i]![kind], unit: "MB", baseline: { name: "idle", value: idle[kind] } })),
+  );
+}
+
 /** The single executable, built into the scratch folder as `bun run build` builds it. */
 export function buildExecutable(dir: string): string {
   const out = join(dir, "lemonade");
   const build = Bun.spawnSync([process.execPath, join(root, "scripts", "build.ts"), out], { stdout: "ignore", stderr: "inherit" });
   if (build.exitCode !== 0) throw new Error("bun run build failed");
   return out;
+}
+
+/** The servers each bench runs: `npm start` as package.json starts it (cli/start.js, on a bundle
+ * built beforehand into the scratch folder, as `npm ci` builds it), the sources `npm start` ran
+ * before the bundle (for comparison), and the single executable. */
+export function servers(dir: string): { label: string; command: string[]; env: Record<string, string> }[] {
+  const startDir = join(dir, "start");
+  const build = Bun.spawnSync([process.execPath, join(root, "scripts", "build.ts"), "--start", startDir], { stdout: "ignore", stderr: "inherit" });
+  if (build.exitCode !== 0) throw new Error("scripts/build.ts --start failed");
+  return [
+    { label: "npm start (bun cli/start.js serve: the bundle)", command: [process.execPath, join(root, "cli", "start.js")], env: { LEMONADE_START_DIR: startDir } },
+    { label: "from sources (bun cli/main.ts serve)", command: [process.execPath, join(root, "cli", "main.ts")], env: {} },
+    { label: "single executable", command: [buildExecutable(dir)], env: {} },
+  ];
 }
 
 /** Where the server's RSS goes: its parts imported one after another into one fresh process, in
@@ -125,18 +154,21 @@ export async function benchMemory(): Promise<Figure[]> {
   try {
     const hello = await helloWorld(scratch);
     const splits: Figure[] = [];
-    for (const [label, command] of [["npm start", undefined], ["single executable", [buildExecutable(scratch)]]] as const) {
-      const server = await spawnServer(w, {}, command ? [...command] : undefined);
+    const grew: Figure[] = [];
+    for (const { label, command, env } of servers(scratch)) {
+      const server = await spawnServer(w, env, command);
       try {
         const m = await measure(server);
         out.push(...figures(label, m, hello));
         splits.push(...split(label, m.idle, hello));
+        grew.push(...growth(label, m.kinds));
       } finally {
         await server.stop();
       }
     }
     console.log(table(`bench memory: server RSS (engines are other processes); Elysia hello-world idles at ${hello.rss.toFixed(1)} MB in this run`, out));
     console.log(table("  where it goes: the idle RSS as code pages and own memory", splits));
+    console.log(table("  what grows under load, by kind (smaps)", grew));
     const costs = importCosts();
     console.log(table("  and what each part adds to a fresh bun process's RSS, imported in start-up order under start-up's JIT policy", costs));
   } finally {
