@@ -3,12 +3,12 @@
 // (variants, updates, search). The scheduler's `prepare` is `ensureDownloaded`.
 import { rmSync } from "node:fs";
 import { changed } from "../lib/generation.ts";
-import { scrubPaths } from "../lib/scrub.ts";
+import { clip, scrubPaths } from "../lib/scrub.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { GGUF_RECIPE } from "../spec/recipes.ts";
 import { E } from "../spec/errors.ts";
 import type { PullVariantsResponse } from "../spec/downloads.ts";
-import { OMNI_RECIPE, ROUTER_RECIPE, type Catalog, type CatalogModel, type RegistryRow } from "./catalog.ts";
+import { OMNI_RECIPE, reservedNameProblem, ROUTER_RECIPE, type Catalog, type CatalogModel, type RegistryRow } from "./catalog.ts";
 import { checkRouting, requireVersion, type Routing } from "./routing-policy.ts";
 import { MAX_MANIFEST_BYTES, parseOmniManifest, type OmniSpec } from "./omni-manifest.ts";
 import { checkpointRegistry, normalizeCheckpoint, parseCheckpoint, repoCacheDir } from "./hf-cache.ts";
@@ -102,8 +102,20 @@ export class ModelLibrary {
   modelFor(body: Json, opts: { definitions?: boolean } = {}): CatalogModel {
     const { catalog } = this.opts;
     registryOf(body.source);
+    const reserved = reservedNameProblem(body.model_name);
+    if (reserved) throw ApiError.of(E.invalidArgument, reserved, "model_name");
     const defines = body.checkpoint !== undefined || body.checkpoints !== undefined || body.recipe !== undefined;
-    if (!defines) return catalog.get(body.model_name);
+    if (!defines) {
+      // Lemonade reads an unknown name without the `user.` prefix as a registration that cannot be.
+      if (!catalog.find(body.model_name) && !String(body.model_name).startsWith("user.")) {
+        throw ApiError.of(
+          E.unknownModel,
+          `When registering a new model, the model name must include the \`user\` namespace, for example \`user.Phi-4-Mini-GGUF\`. Received: ${clip(String(body.model_name))}`,
+          "model_name",
+        );
+      }
+      return catalog.get(body.model_name);
+    }
     if (!body.recipe) throw ApiError.of(E.missingArgument, "Missing required argument 'recipe' to register a model", "recipe");
     if (body.recipe === OMNI_RECIPE) return this.registerOmni(body, opts.definitions ?? true);
     // A routing policy is checked against what is registered before it is stored.
@@ -238,11 +250,8 @@ export class ModelLibrary {
       return model;
     }
     await this.opts.unload(model.id);
-    const files = catalog.files(model);
-    if (!files.some((f) => f.exists) && !model.id.startsWith("user.")) {
-      throw ApiError.of(E.modelNotDownloaded, `${model.id} is not downloaded`);
-    }
-    // Whole repo folders go: blobs, snapshots and refs together, so no half model is left.
+    // Whole repo folders go: blobs, snapshots and refs together, so no half model is left. A model
+    // not downloaded is deleted too, as Lemonade does: what a stopped download left goes with it.
     for (const repo of new Set(Object.values(model.checkpoints).map((c) => parseCheckpoint(c).repo))) {
       const shared = catalog
         .all()

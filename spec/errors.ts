@@ -171,8 +171,12 @@ export const E = {
   jobNotFound: row(404, "job_not_found", "No job has that id (or it was deleted)"),
   jobNotActive: row(404, "job_not_active", "The job is neither running nor queued, so there is nothing to pause or interrupt"),
   jobNotResumable: row(404, "job_not_resumable", "The job is neither paused nor interrupted, so there is nothing to resume"),
+  unknownModel: row(
+    400,
+    "unknown_model",
+    "`model_name` names no model in the registry and defines none (no `checkpoint`, `checkpoints` or `recipe`), and without the `user.` prefix it could not register one",
+  ),
   deleteUnknownModel: row(422, "model_not_found", "`model_name` names no model in the registry"),
-  modelNotDownloaded: row(404, "model_not_downloaded", "The model has no files to delete"),
   deleteExtraModel: row(500, "delete_failed", "The model is an `extra.` model, whose file belongs to its folder"),
   deleteCloudModel: row(400, "delete_failed", "The model is served by a cloud provider; `/v1/uninstall` removes the provider"),
   offline: row(400, "lemond_offline", "`offline` is set to `true`"),
