@@ -19,7 +19,9 @@ import { ApiError } from "../lib/api-error.ts";
 import { clip } from "../lib/scrub.ts";
 import { sseResponse } from "../lib/sse.ts";
 import type { ServerContext } from "../runtime/context.ts";
-import { saveLoadOptions, shownCheckpoints } from "./models.ts";
+import type { CatalogModel } from "../models/catalog.ts";
+import type { Progress } from "../models/downloads.ts";
+import { namedModel, saveLoadOptions, shownCheckpoints } from "./models.ts";
 
 type LoadContext = Pick<ServerContext, "catalog" | "config" | "library" | "proxy" | "recipeOptions" | "scheduler">;
 
@@ -29,15 +31,23 @@ function requestOptions(body: LoadRequest): Record<string, unknown> {
   return options;
 }
 
-/** POST /v1/load: the model's target (its engine, a provider, a collection) loads it its own way. */
+/** POST /v1/load: the model's target (its engine, a provider, a collection) loads it its own way.
+ * An error naming the model carries the name as the request gave it. */
 export async function load(ctx: LoadContext, body: LoadRequest): Promise<LoadResponse> {
-  const model = ctx.catalog.get(body.model_name);
+  const model = namedModel(ctx, body.model_name);
   const options = requestOptions(body);
-  const loaded = await ctx.proxy.targets.of(model).load({ options, pinned: body.pinned });
-  // Saved once the load took them, so a refused option is never saved.
-  if (loaded.tookOptions && body.save_options === true) saveLoadOptions(ctx, model, { ...options, ...(body.pinned !== undefined ? { pinned: body.pinned } : {}) });
-  return { status: "success", message: loaded.message, model_name: model.id, checkpoint: loaded.checkpoint ?? shownCheckpoints(ctx, model, false).main ?? "", recipe: model.recipe };
+  try {
+    const loaded = await ctx.proxy.targets.of(model).load({ options, pinned: body.pinned });
+    // Saved once the load took them, so a refused option is never saved.
+    if (loaded.tookOptions && body.save_options === true) saveLoadOptions(ctx, model, { ...options, ...(body.pinned !== undefined ? { pinned: body.pinned } : {}) });
+    return { status: "success", message: loaded.message, model_name: model.id, checkpoint: loaded.checkpoint ?? shownCheckpoints(ctx, model, false).main ?? "", recipe: model.recipe };
+  } catch (err) {
+    if (err instanceof ApiError && MODEL_ERRORS.has(err.code)) err.with({ fields: { requested_model: clip(body.model_name) } });
+    throw err;
+  }
 }
+
+const MODEL_ERRORS = new Set([E.modelNotSupported.code, E.modelNotFound.code, E.slotsPinned.code, E.modelLoadError.code]);
 
 /** POST /v1/unload: the model named, or every model when none is. */
 export async function unload(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, name: string | undefined): Promise<UnloadResponse> {
@@ -46,11 +56,12 @@ export async function unload(ctx: Pick<ServerContext, "catalog" | "proxy" | "sch
     ctx.proxy.unloadCloud();
     return { status: "success", message: "All models unloaded successfully" };
   }
+  const done: UnloadResponse = { status: "success", message: "Model unloaded successfully", model_name: name };
   // A loaded cloud model is unloaded by its name even once its provider no longer lists it.
-  if (ctx.proxy.unloadCloud(ctx.catalog.find(name)?.id ?? name)) return { status: "success", message: `Model unloaded successfully: ${name}` };
+  if (ctx.proxy.unloadCloud(ctx.catalog.find(name)?.id ?? name)) return done;
   const model = ctx.catalog.find(name);
   if (!model || !(await ctx.scheduler.unload(model.id))) throw ApiError.of(E.modelNotLoaded, `Model not loaded: ${clip(name)}`);
-  return { status: "success", message: `Model unloaded successfully: ${name}` };
+  return done;
 }
 
 /** POST /v1/pull: installed before the answer, as Server-Sent Events, or (`subscribe: false`)
@@ -59,17 +70,31 @@ export async function pull(ctx: Pick<ServerContext, "library">, body: PullReques
   if (body.stream === true && body.subscribe === false) {
     ctx.library.refuseOffline();
     const model = ctx.library.modelFor(body);
-    return ctx.library.startJob(model) ?? { status: "success", message: `${model.id} is local; nothing to download` };
+    return ctx.library.startJob(model) ?? { status: "success", message: `${model.id} is local; nothing to download`, model_name: body.model_name };
   }
-  const model = ctx.library.modelFor(body);
   if (body.stream !== true) {
+    const model = ctx.library.modelFor(body);
     await ctx.library.install(model);
-    return { status: "success", message: `Installed model: ${model.id}` };
+    return { status: "success", message: `Installed model: ${model.id}`, model_name: body.model_name };
+  }
+  let model: CatalogModel;
+  try {
+    model = ctx.library.modelFor(body);
+  } catch (err) {
+    // A name that could never be registered is the stream's error event, as Lemonade sends it;
+    // any other refusal is answered before the stream starts.
+    if (!(err instanceof ApiError && err.code === E.unknownModel.code)) throw err;
+    return sseResponse(async (send) => send("error", { error: err.message, code: err.code }));
   }
   ctx.library.refuseOffline();
   return sseResponse(async (send) => {
-    await ctx.library.install(model, (p) => send("progress", p));
-    send("complete", { model_name: model.id, percent: 100 });
+    let last: Progress | undefined;
+    await ctx.library.install(model, (p) => {
+      last = p;
+      send("progress", p);
+    });
+    // The last file's figures, at 100 %; a model with nothing left to fetch says only that it is done.
+    send("complete", last ? { ...last, bytes_downloaded: last.bytes_total, percent: 100, model_name: model.id } : { status: "ok", percent: 100, model_name: model.id });
   });
 }
 

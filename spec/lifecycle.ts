@@ -6,11 +6,6 @@ import { TuningParams } from "./tuning.ts";
 import { E } from "./errors.ts";
 import { OPTION_DOCS, RECIPE_SPECS } from "./recipes.ts";
 
-const StatusMessage = T.Object({
-  status: T.Literal("success", { description: 'Always `"success"` on success' }),
-  message: T.String({ description: "What was done" }),
-});
-
 /** Every recipe's options as optional, nullable load fields, so an `effective` object posts back as it is. */
 function loadOptionFields() {
   const fields: Record<string, TSchema> = {};
@@ -30,7 +25,7 @@ export const load = endpoint({
   path: "/load",
   mount: "versioned",
   page: "lemonade",
-  errorStyle: "lemonade",
+  errorStyle: "lemonade_model",
   access: "api",
   summary: "Load a model into memory",
   availability: "partially_available",
@@ -80,9 +75,13 @@ export const unload = endpoint({
       model: T.Optional(T.String({ description: "Accepted in place of `model_name`." })),
     }),
   ),
-  response: StatusMessage,
-  errors: [{ status: 404, code: "model_not_loaded", when: "`model_name` names a model that is not loaded" }],
-  example: { body: { model_name: "Qwen3-0.6B-GGUF" }, response: '{"status": "success", "message": "Model unloaded successfully"}' },
+  response: T.Object({
+    status: T.Literal("success", { description: 'Always `"success"` on success' }),
+    message: T.String({ description: "What was done" }),
+    model_name: T.Optional(T.String({ description: "The model unloaded, as the request named it; absent when every model was" })),
+  }),
+  errors: [E.modelNotLoaded],
+  example: { body: { model_name: "Qwen3-0.6B-GGUF" }, response: '{"status": "success", "message": "Model unloaded successfully", "model_name": "Qwen3-0.6B-GGUF"}' },
 });
 
 export type LoadRequest = Static<typeof load.body>;

@@ -2,7 +2,7 @@
 import { basename } from "node:path";
 import { models as spec } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
-import { listModels, modelObject, optionsView, saveOptions } from "../../protocols/models.ts";
+import { listModels, modelObject, namedModel, optionsView, saveOptions } from "../../protocols/models.ts";
 import type { Binder } from "../bind.ts";
 import { cachedJson } from "../view-cache.ts";
 
@@ -14,7 +14,7 @@ export function modelRoutes(bind: Binder, ctx: Pick<ServerContext, "aliases" | "
   });
 
   bind.http(spec.get, ({ params, query }) => {
-    const model = ctx.catalog.get(params.id);
+    const model = namedModel(ctx, params.id);
     return modelObject(ctx, model, query.include_paths === true, ctx.aliases.list().some((a) => a.alias === params.id) ? params.id : ctx.catalog.publicId(model));
   });
 
