@@ -71,6 +71,7 @@ export const LemonadeError = T.Object({
 export const LemonadeModelError = T.Object({
   status: T.Literal("error"),
   message: T.String({ description: "What went wrong." }),
+  code: T.Optional(T.String({ description: "The machine-readable code from the Errors table." })),
   error: T.Object({
     message: T.String({ description: "The same message." }),
     type: T.String({ description: "The model error's code (`model_not_found`, `model_not_supported`, `slots_pinned_error`, `model_load_error`), else the error's class, such as `invalid_request_error`." }),

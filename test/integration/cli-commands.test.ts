@@ -291,7 +291,7 @@ describe("the single-file build", () => {
     const missing = await lemonade(["load", "No-Such-Model"]);
     expect(missing.code).toBe(1);
     // A load says what it is doing first ("Loading ..."); the error is the line that ends it.
-    expect(missing.err.trimEnd().split("\n").at(-1)).toStartWith("error: Model not found: No-Such-Model");
+    expect(missing.err.trimEnd().split("\n").at(-1)).toStartWith("error: Model 'No-Such-Model' was not found.");
     expect(missing.err).not.toContain("\x1b[");
   });
 

@@ -17,7 +17,7 @@ import {
   type EmbeddingsResponse,
   type HealthResponse,
   type LemonadeClient,
-  type LemonadeError,
+  type LemonadeModelError,
   type OllamaChatResponse,
   type PullProgressEvent,
 } from "../../clients/typescript/src/index.ts";
@@ -133,8 +133,8 @@ describe("the generated client drives the server", () => {
     const { data, error, response } = await client.POST("/v1/load", { body: { model_name: "no-such-model" } });
     expect(data).toBeUndefined();
     expect(response.status).toBe(404);
-    const typed: LemonadeError = error!;
-    expect(typed).toMatchObject({ status: "error", code: "model_not_found" });
+    const typed: LemonadeModelError = error!;
+    expect(typed).toMatchObject({ status: "error", code: "model_not_found", error: { type: "model_not_found", requested_model: "no-such-model" } });
 
     const refused = stream(client, "/v1/chat/completions", { model: "no-such-model", messages });
     const thrown = await refused.next().catch((err: unknown) => err);

@@ -305,7 +305,7 @@ test("/internal/pin takes `model` in place of `model_name`; a missing model or a
   ] as const) {
     const bad = await admin("/internal/pin", body);
     expect(bad.status).toBe(400);
-    expect(await bad.json()).toEqual({ status: "error", message, error: { message, type: "invalid_request_error", code: "missing_argument", param } });
+    expect(await bad.json()).toEqual({ status: "error", message, code: "missing_argument", error: { message, type: "invalid_request_error", code: "missing_argument", param } });
   }
   const malformed = await (await fetch(`${server.url}/internal/pin`, { method: "POST", body: "{", headers: { authorization: `Bearer ${ADMIN}` } })).json();
   expect(malformed.error).toMatchObject({ type: "invalid_request_error", code: "invalid_json" });

@@ -5245,6 +5245,8 @@ export interface components {
             status: "error";
             /** @description What went wrong. */
             message: string;
+            /** @description The machine-readable code from the Errors table. */
+            code?: string;
             error: {
                 /** @description The same message. */
                 message: string;
