@@ -291,6 +291,8 @@ export const systemInfo = endpoint({
         { description: "Cloud providers; absent when none is installed" },
       ),
     ),
+    unavailable_recipes: T.Array(T.String(), { description: "Recipes every registered model of which is filtered out on this system (they cannot run here)" }),
+    no_fetch_executables: T.Boolean({ description: "The `no_fetch_executables` setting: `true` when engines are never downloaded or built, only those installed are used" }),
     archetype: T.Optional(Archetype),
     rpc_workers: T.Optional(
       T.Array(RpcWorker, {

@@ -227,3 +227,14 @@ test("a model object leaves out a size of 0 and always names its registry_source
   expect(model.registry_source).toBe("huggingface");
   expect((await (await fetch(`${server.url}/v1/models/Qwen3-0.6B-GGUF`)).json()).size).toBeGreaterThan(0);
 });
+
+test("/v1/system-info names the recipes none of whose models run here, and no_fetch_executables", async () => {
+  const info = await (await fetch(`${server.url}/v1/system-info`)).json();
+  expect(info.no_fetch_executables).toBe(false);
+  expect(Array.isArray(info.unavailable_recipes)).toBe(true);
+  const listed = new Set(((await (await fetch(`${server.url}/v1/models?show_all=true`)).json()).data as { recipe: string }[]).map((m) => m.recipe));
+  for (const recipe of info.unavailable_recipes) expect(listed.has(recipe)).toBe(false);
+  expect(info.unavailable_recipes).not.toContain("llamacpp");
+  // Its NPU engine runs on Windows only.
+  expect(info.unavailable_recipes).toContain("ryzenai-llm");
+});

@@ -7029,6 +7029,10 @@ export interface components {
                     models_discovered: number;
                 }[];
             };
+            /** @description Recipes every registered model of which is filtered out on this system (they cannot run here) */
+            unavailable_recipes: string[];
+            /** @description The `no_fetch_executables` setting: `true` when engines are never downloaded or built, only those installed are used */
+            no_fetch_executables: boolean;
             archetype?: components["schemas"]["Archetype"];
             /** @description Lemonade extension: each RPC worker in `llamacpp.rpc_workers` and its last health check (TCP, TLS, the secret, rpc-server's HELLO and device memory); absent when none is configured */
             rpc_workers?: components["schemas"]["RpcWorker"][];
