@@ -29,7 +29,9 @@ export const E = {
     "invalid_api_key",
     "`LEMONADE_ADMIN_API_KEY` is set and the request does not carry it",
   ),
-  aliasNotFound: row(404, "alias_not_found", "No alias of that name exists"),
+  aliasNotFound: row(404, "alias_not_found", "No alias of that name exists", "invalid_request_error"),
+  aliasInvalid: row(400, "invalid_alias", "The alias names itself as its target, or starts with a reserved prefix (`user.`, `extra.`, `builtin.`)", "invalid_request_error"),
+  aliasConflict: row(409, "alias_conflict", "The alias is a model's own name, or the target leads back to the alias through other aliases", "invalid_request_error"),
   modelNotFound: row(404, "model_not_found", "The requested model is not in the registry"),
   modelNotSupported: row(
     404,

@@ -18,7 +18,7 @@ export const aliasesList = endpoint({
   path: "/internal/aliases",
   mount: "root",
   page: "lemonade",
-  errorStyle: "lemonade",
+  errorStyle: "lemonade_model",
   access: "admin",
   summary: "List model aliases",
   availability: "fully_available",
@@ -35,7 +35,7 @@ export const aliasesSet = endpoint({
   path: "/internal/aliases",
   mount: "root",
   page: "lemonade",
-  errorStyle: "lemonade",
+  errorStyle: "lemonade_model",
   access: "admin",
   summary: "Bind a model alias",
   availability: "fully_available",
@@ -55,6 +55,7 @@ export const aliasesSet = endpoint({
     body: { alias: "my-alias-1", target: "Qwen3-0.6B-GGUF" },
     response: '{"status": "ok", "alias": "my-alias-1", "target": "Qwen3-0.6B-GGUF"}',
   },
+  errors: [E.aliasInvalid, E.aliasConflict],
 });
 
 export const aliasesDelete = endpoint({
@@ -63,7 +64,7 @@ export const aliasesDelete = endpoint({
   path: "/internal/aliases/:alias",
   mount: "root",
   page: "lemonade",
-  errorStyle: "lemonade",
+  errorStyle: "lemonade_model",
   access: "admin",
   summary: "Remove a model alias",
   availability: "fully_available",

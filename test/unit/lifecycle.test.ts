@@ -238,3 +238,31 @@ test("/v1/system-info names the recipes none of whose models run here, and no_fe
   // Its NPU engine runs on Windows only.
   expect(info.unavailable_recipes).toContain("ryzenai-llm");
 });
+
+describe("/internal/aliases refuses what Lemonade refuses, in its words and its error object", () => {
+  const bind = (body: unknown) => post("/internal/aliases", body);
+  test.each([
+    [{ alias: "same", target: "same" }, 400, "invalid_alias", "Alias cannot point to itself"],
+    [{ alias: "user.mine", target: "extra.a" }, 400, "invalid_alias", "Alias name cannot use reserved prefixes (user., extra., builtin.)"],
+    [{ alias: "extra.mine", target: "extra.a" }, 400, "invalid_alias", "Alias name cannot use reserved prefixes (user., extra., builtin.)"],
+    [{ alias: "builtin.mine", target: "extra.a" }, 400, "invalid_alias", "Alias name cannot use reserved prefixes (user., extra., builtin.)"],
+    [{ alias: "Qwen3-0.6B-GGUF", target: "extra.a" }, 409, "alias_conflict", "Cannot create alias 'Qwen3-0.6B-GGUF': Name conflicts with an existing canonical model"],
+  ] as const)("%j: %d %s", async (body, status, code, message) => {
+    const res = await json(await bind(body));
+    expect(res.status).toBe(status);
+    expect(res.body.error).toEqual({ message, type: "invalid_request_error", code, param: "alias" });
+    expect((await (await fetch(`${server.url}/internal/aliases`)).json()).aliases.map((a: { alias: string }) => a.alias)).not.toContain(body.alias);
+  });
+
+  test("an alias of an alias that leads back is a 409 naming the cycle; an extra model's bare name may be an alias; removing none is 404 'Alias not found'", async () => {
+    expect((await bind({ alias: "one", target: "extra.a" })).status).toBe(200);
+    expect((await bind({ alias: "two", target: "one" })).status).toBe(200);
+    const cycle = await json(await bind({ alias: "one", target: "two" }));
+    expect(cycle.status).toBe(409);
+    expect(cycle.body.error).toMatchObject({ code: "alias_conflict", message: "Circular alias dependency detected: one -> two" });
+    expect((await bind({ alias: "b", target: "extra.a" })).status).toBe(200);
+    for (const alias of ["one", "two", "b"]) expect((await fetch(`${server.url}/internal/aliases/${alias}`, { method: "DELETE" })).status).toBe(200);
+    const gone = await json(await fetch(`${server.url}/internal/aliases/one`, { method: "DELETE" }));
+    expect(gone).toEqual({ status: 404, body: { status: "error", message: "Alias not found: one", code: "alias_not_found", error: { message: "Alias not found: one", type: "invalid_request_error", code: "alias_not_found", param: "alias" } } });
+  });
+});

@@ -17788,9 +17788,9 @@ export interface operations {
                 };
             };
             /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
-            401: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeModelError"];
             /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
-            403: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeModelError"];
         };
     };
     "lemonade.aliases_post": {
@@ -17828,12 +17828,14 @@ export interface operations {
                     "application/json": components["schemas"]["AliasesPostResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
-            400: components["responses"]["LemonadeError"];
+            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The alias names itself as its target, or starts with a reserved prefix (`user.`, `extra.`, `builtin.`) */
+            400: components["responses"]["LemonadeModelError"];
             /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
-            401: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeModelError"];
             /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
-            403: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeModelError"];
+            /** @description The alias is a model's own name, or the target leads back to the alias through other aliases */
+            409: components["responses"]["LemonadeModelError"];
         };
     };
     "lemonade.aliases_delete": {
@@ -17864,13 +17866,13 @@ export interface operations {
                 };
             };
             /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
-            400: components["responses"]["LemonadeError"];
+            400: components["responses"]["LemonadeModelError"];
             /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
-            401: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeModelError"];
             /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
-            403: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeModelError"];
             /** @description No alias of that name exists */
-            404: components["responses"]["LemonadeError"];
+            404: components["responses"]["LemonadeModelError"];
         };
     };
     "lemonade.internal_config": {
