@@ -13,7 +13,7 @@ import type {
   RegistrySearchQuery,
   RegistrySearchResponse,
 } from "../spec/downloads.ts";
-import type { LoadRequest, LoadResponse, UnloadResponse } from "../spec/lifecycle.ts";
+import { load as loadSpec, type LoadRequest, type LoadResponse, type UnloadResponse } from "../spec/lifecycle.ts";
 import { E } from "../spec/errors.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { clip } from "../lib/scrub.ts";
@@ -25,10 +25,13 @@ import { namedModel, saveLoadOptions, shownCheckpoints } from "./models.ts";
 
 type LoadContext = Pick<ServerContext, "catalog" | "config" | "library" | "proxy" | "recipeOptions" | "scheduler">;
 
-/** Recipe option keys the load request carries (everything but the load's own fields). */
+/** The fields the load body declares: a field it does not is ignored. */
+const LOAD_FIELDS = new Set(Object.keys(loadSpec.body.properties));
+
+/** Recipe option keys the load request carries (every declared field but the load's own). */
 function requestOptions(body: LoadRequest): Record<string, unknown> {
-  const { model_name: _name, pinned: _pinned, save_options: _save, ...options } = body;
-  return options;
+  const { model_name: _name, pinned: _pinned, save_options: _save, ...rest } = body;
+  return Object.fromEntries(Object.entries(rest).filter(([key]) => LOAD_FIELDS.has(key)));
 }
 
 /** POST /v1/load: the model's target (its engine, a provider, a collection) loads it its own way.

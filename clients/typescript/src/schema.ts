@@ -6255,6 +6255,8 @@ export interface components {
             acestep_backend?: string | null;
             /** @description thinksound: `auto` (default: the first backend config.json points at a binary, else `system`), `system` (`ts-server` on PATH), or a backend config.json's `thinksound.<backend>_bin` names. */
             thinksound_backend?: string | null;
+        } & {
+            [key: string]: unknown;
         };
         LoadResponse: {
             /**
