@@ -90,10 +90,9 @@ export class ModelLibrary {
     return this.opts.hubs[model.registry ?? "huggingface"];
   }
 
-  refuseOffline(): void {
-    if (this.opts.offline()) {
-      throw ApiError.of(E.offline, "The server is in offline mode (`offline` is true): downloads are disabled");
-    }
+  /** Refuses what needs the network while `offline` is set, in Lemonade's words for what it is. */
+  refuseOffline(what = "models not downloaded"): void {
+    if (this.opts.offline()) throw ApiError.of(E.offline, `Lemond is in offline mode, ${what}`);
   }
 
   /** The model a pull or register body names, registering a `user.*` definition when it has one.
@@ -324,7 +323,7 @@ export class ModelLibrary {
 
   /** GET /v1/registry/search */
   async search(query: string, limit: number, gguf: boolean, registry: Registry = "huggingface") {
-    this.refuseOffline();
+    this.refuseOffline("registry search is unavailable");
     return searchRepos(this.opts.hubs[registry], query, limit, gguf).catch((err) => {
       throw ApiError.of(err instanceof HubError && err.status === 429 ? E.hubRateLimited : E.hubFailed, (err as Error).message);
     });

@@ -70,26 +70,24 @@ export async function unload(ctx: Pick<ServerContext, "catalog" | "proxy" | "sch
 /** POST /v1/pull: installed before the answer, as Server-Sent Events, or (`subscribe: false`)
  * as a server-owned job answered with its first snapshot. */
 export async function pull(ctx: Pick<ServerContext, "library">, body: PullRequest): Promise<PullResponse | Response> {
-  if (body.stream === true && body.subscribe === false) {
-    ctx.library.refuseOffline();
-    const model = ctx.library.modelFor(body);
-    return ctx.library.startJob(model) ?? { status: "success", message: `${model.id} is local; nothing to download`, model_name: body.model_name };
-  }
-  if (body.stream !== true) {
-    const model = ctx.library.modelFor(body);
-    await ctx.library.install(model);
-    return { status: "success", message: `Installed model: ${model.id}`, model_name: body.model_name };
-  }
   let model: CatalogModel;
   try {
     model = ctx.library.modelFor(body);
   } catch (err) {
     // A name that could never be registered is the stream's error event, as Lemonade sends it;
     // any other refusal is answered before the stream starts.
-    if (!(err instanceof ApiError && err.code === E.unknownModel.code)) throw err;
+    if (!(body.stream === true && body.subscribe !== false && err instanceof ApiError && err.code === E.unknownModel.code)) throw err;
     return sseResponse(async (send) => send("error", { error: err.message, code: err.code }));
   }
+  // Registered first, as Lemonade does; offline, nothing is installed, even what is there.
   ctx.library.refuseOffline();
+  if (body.stream === true && body.subscribe === false) {
+    return ctx.library.startJob(model) ?? { status: "success", message: `${model.id} is local; nothing to download`, model_name: body.model_name };
+  }
+  if (body.stream !== true) {
+    await ctx.library.install(model);
+    return { status: "success", message: `Installed model: ${model.id}`, model_name: body.model_name };
+  }
   return sseResponse(async (send) => {
     let last: Progress | undefined;
     await ctx.library.install(model, (p) => {

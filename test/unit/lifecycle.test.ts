@@ -178,6 +178,20 @@ describe("pull", () => {
   });
 });
 
+test("offline, a pull registers what it defines and then installs nothing, even a model already there: 400 lemond_offline in Lemonade's words", async () => {
+  expect((await post("/internal/set", { offline: true })).status).toBe(200);
+  try {
+    for (const body of [{ model_name: "user.Tiny" }, { model_name: "user.Later", checkpoint: "acme/tiny-GGUF:Q4_0", recipe: "llamacpp" }, { model_name: "user.Tiny", stream: true }]) {
+      const { status, body: answer } = await json(await post("/v1/pull", body));
+      expect(status).toBe(400);
+      expect(answer).toMatchObject({ error: "Lemond is in offline mode, models not downloaded", code: "lemond_offline" });
+    }
+    expect((await fetch(`${server.url}/v1/models/user.Later`)).status).toBe(200);
+  } finally {
+    await post("/internal/set", { offline: false });
+  }
+});
+
 describe("/v1/health's loaded models", () => {
   test("a local model's entry says its backend is alive, ready, loaded and never watchdog-reset", async () => {
     await post("/v1/load", { model_name: "extra.a" });
