@@ -95,7 +95,18 @@ describe("the generated client drives the server", () => {
       events.push(event);
     }
     expect(events.some((e) => e.file === "tiny-Q4_0.gguf" && e.bytes_total === 300_000)).toBe(true);
-    expect(events.at(-1)).toEqual({ model_name: "user.Tiny", percent: 100 });
+    // The end is the last file's figures at 100, as Lemonade's complete event.
+    expect(events.at(-1)).toEqual({
+      file: "tiny-Q4_0.gguf",
+      file_index: 1,
+      total_files: 1,
+      bytes_downloaded: 300_000,
+      bytes_total: 300_000,
+      total_download_size: 300_000,
+      bytes_previously_downloaded: 0,
+      percent: 100,
+      model_name: "user.Tiny",
+    });
   });
 
   test("Ollama chat, whole and as NDJSON", async () => {
