@@ -45,8 +45,10 @@ export async function load(ctx: LoadContext, body: LoadRequest): Promise<LoadRes
     if (loaded.tookOptions && body.save_options === true) saveLoadOptions(ctx, model, { ...options, ...(body.pinned !== undefined ? { pinned: body.pinned } : {}) });
     return { status: "success", message: loaded.message, model_name: model.id, checkpoint: loaded.checkpoint ?? shownCheckpoints(ctx, model, false).main ?? "", recipe: model.recipe };
   } catch (err) {
-    if (err instanceof ApiError && MODEL_ERRORS.has(err.code)) err.with({ fields: { requested_model: clip(body.model_name) } });
-    throw err;
+    if (!(err instanceof ApiError && MODEL_ERRORS.has(err.code))) throw err;
+    // A failed load says so first, as Lemonade words it; the other model errors keep their words.
+    const said = err.code === E.modelLoadError.code ? err.reworded(`Failed to load model '${clip(body.model_name)}': ${err.message}`) : err;
+    throw said.with({ fields: { requested_model: clip(body.model_name) } });
   }
 }
 

@@ -63,6 +63,15 @@ describe("a model Lemonade cannot find, run or load", () => {
     }
   });
 
+  test("a load that fails says so first, naming the model, with model_load_error as type and code", async () => {
+    // Not downloaded, and the hub has no such repository.
+    const { status, body } = await json(await post("/v1/load", { model_name: "Qwen3-0.6B-GGUF" }));
+    expect(status).toBe(500);
+    expect(body.message).toStartWith("Failed to load model 'Qwen3-0.6B-GGUF': ");
+    expect(body.message).toContain("not downloaded");
+    expect(body.error).toMatchObject({ type: "model_load_error", code: "model_load_error", param: "model", requested_model: "Qwen3-0.6B-GGUF" });
+  });
+
   test("a load the body's schema refuses keeps its own code, in the same body", async () => {
     const { status, body } = await json(await post("/v1/load", { model_name: "extra.a", ctx_size: "big" }));
     expect(status).toBe(400);
