@@ -2,6 +2,7 @@
 // model to register first), downloading its files, deleting them again, and what the hub offers
 // (variants, updates, search). The scheduler's `prepare` is `ensureDownloaded`.
 import { rmSync } from "node:fs";
+import { basename } from "node:path";
 import { changed } from "../lib/generation.ts";
 import { clip, scrubPaths } from "../lib/scrub.ts";
 import { ApiError } from "../lib/api-error.ts";
@@ -236,7 +237,11 @@ export class ModelLibrary {
     const { catalog } = this.opts;
     const model = catalog.get(name);
     if (model.source === "extra_models_dir") {
-      throw ApiError.of(E.deleteExtraModel, `${model.id} lives in the extra models folder; remove the file there instead`);
+      // Lemonade's words; the file by its name, not its path (no home folder in an answer).
+      throw ApiError.of(
+        E.deleteExtraModel,
+        `Cannot delete extra models via API. Models in --extra-models-dir are user-managed. Delete the file directly from the extra models folder: ${basename(model.checkpoints.main ?? model.id)}`,
+      );
     }
     if (model.cloud) {
       throw ApiError.of(E.deleteCloudModel, `${model.id} is served by the ${model.cloud.provider} cloud provider; remove the provider with /v1/uninstall (backend "cloud") instead`);

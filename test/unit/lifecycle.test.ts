@@ -121,6 +121,13 @@ describe("delete", () => {
     expect((await fetch(`${server.url}/v1/models/user.Never`)).status).toBe(404);
   });
 
+  test("an extra model's file is the user's: 500, in Lemonade's words, naming the file but not its folder", async () => {
+    const { status, body } = await json(await post("/v1/delete", { model_name: "extra.b" }));
+    expect(status).toBe(500);
+    expect(body.error).toBe("Cannot delete extra models via API. Models in --extra-models-dir are user-managed. Delete the file directly from the extra models folder: b.gguf");
+    expect((await fetch(`${server.url}/v1/models/extra.b`)).status).toBe(200);
+  });
+
   test("a name the registry does not know: 422 model_not_found", async () => {
     const { status, body } = await json(await post("/v1/delete", { model_name: "No-Such-Model" }));
     expect(status).toBe(422);
