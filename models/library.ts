@@ -107,12 +107,12 @@ export class ModelLibrary {
     const defines = body.checkpoint !== undefined || body.checkpoints !== undefined || body.recipe !== undefined;
     if (!defines) {
       // Lemonade reads an unknown name without the `user.` prefix as a registration that cannot be.
-      if (!catalog.find(body.model_name) && !String(body.model_name).startsWith("user.")) {
-        throw ApiError.of(
-          E.unknownModel,
-          `When registering a new model, the model name must include the \`user\` namespace, for example \`user.Phi-4-Mini-GGUF\`. Received: ${clip(String(body.model_name))}`,
-          "model_name",
-        );
+      if (!catalog.find(body.model_name)) {
+        const name = clip(String(body.model_name));
+        if (!name.startsWith("user.")) {
+          throw ApiError.of(E.unknownModel, `When registering a new model, the model name must include the \`user\` namespace, for example \`user.Phi-4-Mini-GGUF\`. Received: ${name}`, "model_name");
+        }
+        throw ApiError.of(E.modelNotFound, `Model ${name} is not registered with Lemonade Server. To register it, provide the \`recipe\` argument.`, "model_name");
       }
       return catalog.get(body.model_name);
     }

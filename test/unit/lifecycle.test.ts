@@ -149,6 +149,12 @@ describe("pull", () => {
     expect(ids.filter((id) => /builtin\.x|extra\.x|extra\.new/.test(id))).toEqual([]);
   });
 
+  test("an unregistered user. name without a definition: 404 model_not_found asking for the recipe, in Lemonade's words", async () => {
+    const { status, body } = await json(await post("/v1/pull", { model_name: "user.Unknown" }));
+    expect(status).toBe(404);
+    expect(body).toMatchObject({ code: "model_not_found", error: "Model user.Unknown is not registered with Lemonade Server. To register it, provide the `recipe` argument." });
+  });
+
   test("a definition under a name without the user. prefix is refused in Lemonade's words", async () => {
     const { status, body } = await json(await post("/v1/pull", { model_name: "Plain", checkpoint: "acme/tiny-GGUF:Q4_0", recipe: "llamacpp" }));
     expect(status).toBe(400);
