@@ -82,8 +82,26 @@ function lemonadeErrorBody(err: ApiError): unknown {
   return body;
 }
 
+/** The codes of the errors that name a model Lemonade could not find, run or load: their `type` is
+ * the code, and `param` is `model`. */
+const MODEL_ERROR_CODES = new Set(["model_not_found", "model_not_supported", "slots_pinned_error", "model_load_error", "router_residency_conflict"]);
+
+/** lemonade.md's `{"status": "error", "message"}` with the code beside it, as on Lemonade's other
+ * routes, and the error object Lemonade's clients read it from. */
+function lemonadeModelErrorBody(err: ApiError): unknown {
+  const model = MODEL_ERROR_CODES.has(err.code);
+  const error: Record<string, unknown> = { ...err.extras.fields, message: err.message, type: model ? err.code : err.type };
+  if (err.code) error.code = err.code;
+  const param = err.param ?? (model ? "model" : undefined);
+  if (param) error.param = param;
+  if (err.extras.retryable !== undefined) error.retryable = err.extras.retryable;
+  if (err.extras.details !== undefined) error.details = err.extras.details;
+  return { status: "error", message: err.message, ...(err.code ? { code: err.code } : {}), error };
+}
+
 const BODIES: Record<ErrorStyle, (err: ApiError) => unknown> = {
   lemonade: lemonadeErrorBody,
+  lemonade_model: lemonadeModelErrorBody,
   openai: openaiErrorBody,
   ollama: ollamaErrorBody,
   anthropic: anthropicErrorBody,

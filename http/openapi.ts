@@ -5,12 +5,12 @@
 // schema used more than once is emitted once under `components.schemas` and `$ref`ed, so that
 // generated clients get named types (`ChatCompletion`, `LoadRequest`, `LemonadeError`).
 import { OptionalKind, type TSchema } from "@sinclair/typebox";
-import { AnthropicError, LemonadeError, OllamaError, OpenAIError } from "../spec/schemas.ts";
+import { AnthropicError, LemonadeError, LemonadeModelError, OllamaError, OpenAIError } from "../spec/schemas.ts";
 import { documentedErrors, E, endpoints, mountedPaths, type EndpointDef, type ErrorRow, type ErrorStyle } from "../spec/index.ts";
 import { LLAMACPP } from "../spec/recipes.ts";
 import type { Json } from "../lib/json.ts";
 
-const ERROR_SCHEMAS: Record<ErrorStyle, TSchema> = { openai: OpenAIError, ollama: OllamaError, anthropic: AnthropicError, lemonade: LemonadeError };
+const ERROR_SCHEMAS: Record<ErrorStyle, TSchema> = { openai: OpenAIError, ollama: OllamaError, anthropic: AnthropicError, lemonade: LemonadeError, lemonade_model: LemonadeModelError };
 
 /** Refusals made before any route runs (http/app.ts `onRequest`): every operation can answer them. */
 const EVERY_ROUTE_ERRORS: ErrorRow[] = [E.hostNotAllowed, E.originNotAllowed];

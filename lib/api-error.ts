@@ -63,6 +63,11 @@ export class ApiError extends Error {
     return new ApiError(this.row, this.message, this.param, status).with(this.extras);
   }
 
+  /** The same error in other words (saying which step failed, say). */
+  reworded(message: string): ApiError {
+    return new ApiError(this.row, message, this.param, this.status).with(this.extras);
+  }
+
   with(extras: ErrorExtras): this {
     this.extras = { ...this.extras, ...extras };
     return this;

@@ -5,10 +5,10 @@ import { ApiError } from "../lib/api-error.ts";
 import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
 import { E } from "../spec/errors.ts";
 
-/** An alias whose target leads back to it: a 400 naming the target. */
+/** An alias whose target leads back to it: a 409, in Lemonade's words. */
 export class AliasCycleError extends ApiError {
   constructor(alias: string, target: string) {
-    super(E.invalidArgument, `Alias '${alias}' cannot point at '${target}': that leads back to '${alias}'`, "target");
+    super(E.aliasConflict, `Circular alias dependency detected: ${alias} -> ${target}`, "alias");
   }
 }
 
@@ -52,6 +52,10 @@ export class AliasStore {
     const next = new Map(this.map).set(alias, target);
     this.persist(next);
     this.map.set(alias, target);
+  }
+
+  has(alias: string): boolean {
+    return this.map.has(alias);
   }
 
   /** Removes an alias; false when there was none. */

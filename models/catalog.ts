@@ -123,6 +123,15 @@ export interface RegistryRow {
 /** The prefix that reaches a built-in model a user model of the same name shadows. */
 const BUILTIN_PREFIX = "builtin.";
 
+/** Why a name cannot be registered or pulled, when its prefix is one the server owns: `extra.`
+ * (found on disk) and `builtin.` (shipped), also as the bare part of a `user.` name, which would
+ * otherwise take over that prefixed name. Lemonade's wording. */
+export function reservedNameProblem(id: string): string | undefined {
+  const bare = id.startsWith("user.") ? id.slice("user.".length) : id;
+  if (!bare.startsWith("extra.") && !bare.startsWith(BUILTIN_PREFIX)) return undefined;
+  return `Model names with 'extra.' / 'builtin.' prefixes are reserved, including as bare-name parts of a 'user.' alias. Received: ${clip(id)}`;
+}
+
 /** The image defaults that are sd-cpp recipe options; the rest are sd-server's own extras. */
 const IMAGE_OPTION_KEYS = ["steps", "cfg_scale", "width", "height"];
 
@@ -275,11 +284,10 @@ export class Catalog {
 
   /** Validates and stores a `user.*` model in user_models.json (disk first, then memory). */
   registerUser(id: string, row: RegistryRow): CatalogModel {
-    for (const reserved of ["extra.", BUILTIN_PREFIX, "user.extra.", `user.${BUILTIN_PREFIX}`]) {
-      if (id.startsWith(reserved)) throw new CatalogError("invalid_labels", `Model '${clip(id)}': the '${reserved.replace(/^user\./, "")}' prefix is reserved`);
-    }
+    const reserved = reservedNameProblem(id);
+    if (reserved) throw new CatalogError("invalid_labels", reserved);
     if (!id.startsWith("user.") || id.length <= 5) {
-      throw new CatalogError("invalid_labels", `Model '${clip(id)}': registered models must use the user. namespace, e.g. user.${clip(id)}`);
+      throw new CatalogError("invalid_labels", `Registered model definitions must use a non-empty \`user.*\` name, for example \`user.Phi-4-Mini-GGUF\`. Received: ${clip(id)}`);
     }
     // The name becomes a folder name (the engine's work folder): no separators, dots or controls.
     if (!/^user\.[A-Za-z0-9_+-][A-Za-z0-9._+-]*$/.test(id) || id.includes("..")) {

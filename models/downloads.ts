@@ -24,6 +24,10 @@ export interface Progress {
   total_files: number;
   bytes_downloaded: number;
   bytes_total: number;
+  /** Bytes of every file in the download. */
+  total_download_size: number;
+  /** Bytes of this file already on disk when its download began (a resumed partial). */
+  bytes_previously_downloaded: number;
   percent: number;
 }
 
@@ -116,6 +120,7 @@ export class DownloadManager {
     if (needed > free) throw noSpace(model.id, needed, free);
     let completed = 0;
     for (const [i, { manifest, file }] of plan.entries()) {
+      const previously = bytesOnDisk(hub.dir, manifest, file);
       const report = (bytes: number) => {
         const p: Progress = {
           file: file.path,
@@ -123,6 +128,8 @@ export class DownloadManager {
           total_files: plan.length,
           bytes_downloaded: bytes,
           bytes_total: file.size,
+          total_download_size: total,
+          bytes_previously_downloaded: previously,
           percent: total ? Math.floor(((completed + bytes) / total) * 100) : 100,
         };
         for (const l of worker.listeners) l(p);
@@ -162,15 +169,9 @@ export class DownloadManager {
       complete: false,
     };
     this.jobs.set(id, job);
-    let lastIndex = 0;
     const onProgress = (p: Progress) => {
       const worker = this.workers.get(model.id);
       const plan = worker?.plan ?? [];
-      if (p.file_index !== lastIndex) {
-        lastIndex = p.file_index;
-        const entry = plan[p.file_index - 1];
-        job.bytes_previously_downloaded = entry ? bytesOnDisk(entry.dir, entry.manifest, entry.file) : 0;
-      }
       const before = plan.slice(0, p.file_index - 1).reduce((n, e) => n + e.file.size, 0);
       Object.assign(job, {
         file: p.file,
@@ -179,7 +180,8 @@ export class DownloadManager {
         bytes_downloaded: p.bytes_downloaded,
         bytes_total: p.bytes_total,
         percent: p.percent,
-        total_download_size: plan.reduce((n, e) => n + e.file.size, 0),
+        total_download_size: p.total_download_size,
+        bytes_previously_downloaded: p.bytes_previously_downloaded,
         completed_files_bytes: before,
         cumulative_bytes_downloaded: before + p.bytes_downloaded,
         overall_bytes_downloaded: before + p.bytes_downloaded,

@@ -2,13 +2,14 @@
 // model to register first), downloading its files, deleting them again, and what the hub offers
 // (variants, updates, search). The scheduler's `prepare` is `ensureDownloaded`.
 import { rmSync } from "node:fs";
+import { basename } from "node:path";
 import { changed } from "../lib/generation.ts";
-import { scrubPaths } from "../lib/scrub.ts";
+import { clip, scrubPaths } from "../lib/scrub.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { GGUF_RECIPE } from "../spec/recipes.ts";
 import { E } from "../spec/errors.ts";
 import type { PullVariantsResponse } from "../spec/downloads.ts";
-import { OMNI_RECIPE, ROUTER_RECIPE, type Catalog, type CatalogModel, type RegistryRow } from "./catalog.ts";
+import { OMNI_RECIPE, reservedNameProblem, ROUTER_RECIPE, type Catalog, type CatalogModel, type RegistryRow } from "./catalog.ts";
 import { checkRouting, requireVersion, type Routing } from "./routing-policy.ts";
 import { MAX_MANIFEST_BYTES, parseOmniManifest, type OmniSpec } from "./omni-manifest.ts";
 import { checkpointRegistry, normalizeCheckpoint, parseCheckpoint, repoCacheDir } from "./hf-cache.ts";
@@ -90,10 +91,9 @@ export class ModelLibrary {
     return this.opts.hubs[model.registry ?? "huggingface"];
   }
 
-  refuseOffline(): void {
-    if (this.opts.offline()) {
-      throw ApiError.of(E.offline, "The server is in offline mode (`offline` is true): downloads are disabled");
-    }
+  /** Refuses what needs the network while `offline` is set, in Lemonade's words for what it is. */
+  refuseOffline(what = "models not downloaded"): void {
+    if (this.opts.offline()) throw ApiError.of(E.offline, `Lemond is in offline mode, ${what}`);
   }
 
   /** The model a pull or register body names, registering a `user.*` definition when it has one.
@@ -102,8 +102,20 @@ export class ModelLibrary {
   modelFor(body: Json, opts: { definitions?: boolean } = {}): CatalogModel {
     const { catalog } = this.opts;
     registryOf(body.source);
+    const reserved = reservedNameProblem(body.model_name);
+    if (reserved) throw ApiError.of(E.invalidArgument, reserved, "model_name");
     const defines = body.checkpoint !== undefined || body.checkpoints !== undefined || body.recipe !== undefined;
-    if (!defines) return catalog.get(body.model_name);
+    if (!defines) {
+      // Lemonade reads an unknown name without the `user.` prefix as a registration that cannot be.
+      if (!catalog.find(body.model_name)) {
+        const name = clip(String(body.model_name));
+        if (!name.startsWith("user.")) {
+          throw ApiError.of(E.unknownModel, `When registering a new model, the model name must include the \`user\` namespace, for example \`user.Phi-4-Mini-GGUF\`. Received: ${name}`, "model_name");
+        }
+        throw ApiError.of(E.modelNotFound, `Model ${name} is not registered with Lemonade Server. To register it, provide the \`recipe\` argument.`, "model_name");
+      }
+      return catalog.get(body.model_name);
+    }
     if (!body.recipe) throw ApiError.of(E.missingArgument, "Missing required argument 'recipe' to register a model", "recipe");
     if (body.recipe === OMNI_RECIPE) return this.registerOmni(body, opts.definitions ?? true);
     // A routing policy is checked against what is registered before it is stored.
@@ -225,7 +237,11 @@ export class ModelLibrary {
     const { catalog } = this.opts;
     const model = catalog.get(name);
     if (model.source === "extra_models_dir") {
-      throw ApiError.of(E.deleteExtraModel, `${model.id} lives in the extra models folder; remove the file there instead`);
+      // Lemonade's words; the file by its name, not its path (no home folder in an answer).
+      throw ApiError.of(
+        E.deleteExtraModel,
+        `Cannot delete extra models via API. Models in --extra-models-dir are user-managed. Delete the file directly from the extra models folder: ${basename(model.checkpoints.main ?? model.id)}`,
+      );
     }
     if (model.cloud) {
       throw ApiError.of(E.deleteCloudModel, `${model.id} is served by the ${model.cloud.provider} cloud provider; remove the provider with /v1/uninstall (backend "cloud") instead`);
@@ -238,11 +254,8 @@ export class ModelLibrary {
       return model;
     }
     await this.opts.unload(model.id);
-    const files = catalog.files(model);
-    if (!files.some((f) => f.exists) && !model.id.startsWith("user.")) {
-      throw ApiError.of(E.modelNotDownloaded, `${model.id} is not downloaded`);
-    }
-    // Whole repo folders go: blobs, snapshots and refs together, so no half model is left.
+    // Whole repo folders go: blobs, snapshots and refs together, so no half model is left. A model
+    // not downloaded is deleted too, as Lemonade does: what a stopped download left goes with it.
     for (const repo of new Set(Object.values(model.checkpoints).map((c) => parseCheckpoint(c).repo))) {
       const shared = catalog
         .all()
@@ -315,7 +328,7 @@ export class ModelLibrary {
 
   /** GET /v1/registry/search */
   async search(query: string, limit: number, gguf: boolean, registry: Registry = "huggingface") {
-    this.refuseOffline();
+    this.refuseOffline("registry search is unavailable");
     return searchRepos(this.opts.hubs[registry], query, limit, gguf).catch((err) => {
       throw ApiError.of(err instanceof HubError && err.status === 429 ? E.hubRateLimited : E.hubFailed, (err as Error).message);
     });

@@ -13,31 +13,46 @@ import type {
   RegistrySearchQuery,
   RegistrySearchResponse,
 } from "../spec/downloads.ts";
-import type { LoadRequest, LoadResponse, UnloadResponse } from "../spec/lifecycle.ts";
+import { load as loadSpec, type LoadRequest, type LoadResponse, type UnloadResponse } from "../spec/lifecycle.ts";
 import { E } from "../spec/errors.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { clip } from "../lib/scrub.ts";
 import { sseResponse } from "../lib/sse.ts";
 import type { ServerContext } from "../runtime/context.ts";
+import type { CatalogModel } from "../models/catalog.ts";
+import type { Progress } from "../models/downloads.ts";
 import { saveLoadOptions, shownCheckpoints } from "./models.ts";
 
 type LoadContext = Pick<ServerContext, "catalog" | "config" | "library" | "proxy" | "recipeOptions" | "scheduler">;
 
-/** Recipe option keys the load request carries (everything but the load's own fields). */
+/** The fields the load body declares: a field it does not is ignored. */
+const LOAD_FIELDS = new Set(Object.keys(loadSpec.body.properties));
+
+/** Recipe option keys the load request carries (every declared field but the load's own). */
 function requestOptions(body: LoadRequest): Record<string, unknown> {
-  const { model_name: _name, pinned: _pinned, save_options: _save, ...options } = body;
-  return options;
+  const { model_name: _name, pinned: _pinned, save_options: _save, ...rest } = body;
+  return Object.fromEntries(Object.entries(rest).filter(([key]) => LOAD_FIELDS.has(key)));
 }
 
-/** POST /v1/load: the model's target (its engine, a provider, a collection) loads it its own way. */
+/** POST /v1/load: the model's target (its engine, a provider, a collection) loads it its own way.
+ * An error naming the model carries the name as the request gave it. */
 export async function load(ctx: LoadContext, body: LoadRequest): Promise<LoadResponse> {
   const model = ctx.catalog.get(body.model_name);
   const options = requestOptions(body);
-  const loaded = await ctx.proxy.targets.of(model).load({ options, pinned: body.pinned });
-  // Saved once the load took them, so a refused option is never saved.
-  if (loaded.tookOptions && body.save_options === true) saveLoadOptions(ctx, model, { ...options, ...(body.pinned !== undefined ? { pinned: body.pinned } : {}) });
-  return { status: "success", message: loaded.message, model_name: model.id, checkpoint: loaded.checkpoint ?? shownCheckpoints(ctx, model, false).main ?? "", recipe: model.recipe };
+  try {
+    const loaded = await ctx.proxy.targets.of(model).load({ options, pinned: body.pinned });
+    // Saved once the load took them, so a refused option is never saved.
+    if (loaded.tookOptions && body.save_options === true) saveLoadOptions(ctx, model, { ...options, ...(body.pinned !== undefined ? { pinned: body.pinned } : {}) });
+    return { status: "success", message: loaded.message, model_name: model.id, checkpoint: loaded.checkpoint ?? shownCheckpoints(ctx, model, false).main ?? "", recipe: model.recipe };
+  } catch (err) {
+    if (!(err instanceof ApiError && MODEL_ERRORS.has(err.code))) throw err;
+    // A failed load says so first, as Lemonade words it; the other model errors keep their words.
+    const said = err.code === E.modelLoadError.code ? err.reworded(`Failed to load model '${clip(body.model_name)}': ${err.message}`) : err;
+    throw said.with({ fields: { requested_model: clip(body.model_name) } });
+  }
 }
+
+const MODEL_ERRORS = new Set([E.modelNotSupported.code, E.modelNotFound.code, E.slotsPinned.code, E.modelLoadError.code]);
 
 /** POST /v1/unload: the model named, or every model when none is. */
 export async function unload(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, name: string | undefined): Promise<UnloadResponse> {
@@ -46,30 +61,43 @@ export async function unload(ctx: Pick<ServerContext, "catalog" | "proxy" | "sch
     ctx.proxy.unloadCloud();
     return { status: "success", message: "All models unloaded successfully" };
   }
+  const done: UnloadResponse = { status: "success", message: "Model unloaded successfully", model_name: name };
   // A loaded cloud model is unloaded by its name even once its provider no longer lists it.
-  if (ctx.proxy.unloadCloud(ctx.catalog.find(name)?.id ?? name)) return { status: "success", message: `Model unloaded successfully: ${name}` };
+  if (ctx.proxy.unloadCloud(ctx.catalog.find(name)?.id ?? name)) return done;
   const model = ctx.catalog.find(name);
   if (!model || !(await ctx.scheduler.unload(model.id))) throw ApiError.of(E.modelNotLoaded, `Model not loaded: ${clip(name)}`);
-  return { status: "success", message: `Model unloaded successfully: ${name}` };
+  return done;
 }
 
 /** POST /v1/pull: installed before the answer, as Server-Sent Events, or (`subscribe: false`)
  * as a server-owned job answered with its first snapshot. */
 export async function pull(ctx: Pick<ServerContext, "library">, body: PullRequest): Promise<PullResponse | Response> {
-  if (body.stream === true && body.subscribe === false) {
-    ctx.library.refuseOffline();
-    const model = ctx.library.modelFor(body);
-    return ctx.library.startJob(model) ?? { status: "success", message: `${model.id} is local; nothing to download` };
+  let model: CatalogModel;
+  try {
+    model = ctx.library.modelFor(body);
+  } catch (err) {
+    // A name that could never be registered is the stream's error event, as Lemonade sends it;
+    // any other refusal is answered before the stream starts.
+    if (!(body.stream === true && body.subscribe !== false && err instanceof ApiError && err.code === E.unknownModel.code)) throw err;
+    return sseResponse(async (send) => send("error", { error: err.message, code: err.code }));
   }
-  const model = ctx.library.modelFor(body);
+  // Registered first, as Lemonade does; offline, nothing is installed, even what is there.
+  ctx.library.refuseOffline();
+  if (body.stream === true && body.subscribe === false) {
+    return ctx.library.startJob(model) ?? { status: "success", message: `${model.id} is local; nothing to download`, model_name: body.model_name };
+  }
   if (body.stream !== true) {
     await ctx.library.install(model);
-    return { status: "success", message: `Installed model: ${model.id}` };
+    return { status: "success", message: `Installed model: ${model.id}`, model_name: body.model_name };
   }
-  ctx.library.refuseOffline();
   return sseResponse(async (send) => {
-    await ctx.library.install(model, (p) => send("progress", p));
-    send("complete", { model_name: model.id, percent: 100 });
+    let last: Progress | undefined;
+    await ctx.library.install(model, (p) => {
+      last = p;
+      send("progress", p);
+    });
+    // The last file's figures, at 100 %; a model with nothing left to fetch says only that it is done.
+    send("complete", last ? { ...last, bytes_downloaded: last.bytes_total, percent: 100, model_name: model.id } : { status: "ok", percent: 100, model_name: model.id });
   });
 }
 

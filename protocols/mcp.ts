@@ -206,7 +206,7 @@ const DEFAULT_MODELS = { llm: "Qwen3.5-4B-MTP-GGUF", transcription: "Whisper-Tin
 /** What lemonade_list_models reports, as Lemonade's gateway does: the loaded models as
  * /v1/health lists them; the downloaded and the suggested ones by their registered ids (`user.`
  * prefixed for user models and collections, the names the other tools take). */
-async function listModelsTool(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, args: Json): Promise<ToolResult> {
+async function listModelsTool(ctx: Pick<ServerContext, "catalog" | "cloud" | "proxy" | "scheduler">, args: Json): Promise<ToolResult> {
   const loaded = loadedEntries(ctx);
   const supported = ctx.catalog.all().filter((m) => ctx.catalog.isSupported(m));
   const entry = (m: CatalogModel): { model_name: string; recipe: string; labels: string[]; size_gb?: number } => ({ model_name: m.id, recipe: m.recipe, labels: m.labels, ...(m.size ? { size_gb: m.size } : {}) });
@@ -424,7 +424,7 @@ async function omniTool(ctx: Pick<ServerContext, "catalog" | "config" | "library
 }
 
 /** What the MCP tools use of the server. */
-export type McpContext = Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "logger" | "options" | "proxy" | "recipeOptions" | "scheduler" | "standIns">;
+export type McpContext = Pick<ServerContext, "aliases" | "catalog" | "cloud" | "config" | "library" | "logger" | "options" | "proxy" | "recipeOptions" | "scheduler" | "standIns">;
 
 async function callTool(ctx: McpContext, params: unknown, signal: AbortSignal): Promise<ToolResult> {
   const name = isJson(params) ? params.name : undefined;

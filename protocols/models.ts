@@ -42,7 +42,7 @@ export function modelObject(ctx: Pick<ServerContext, "catalog" | "config" | "lib
     owned_by: "lemonade" as const,
     checkpoint: checkpoints.main ?? "",
     recipe: model.recipe,
-    ...(model.size !== undefined ? { size: model.size } : {}),
+    ...(model.size ? { size: model.size } : {}),
     ...(maxContext !== undefined ? { max_context_window: maxContext } : {}),
     ...(contextLength !== undefined ? { context_length: contextLength } : {}),
     downloaded: ctx.catalog.isDownloaded(model),
@@ -59,7 +59,8 @@ export function modelObject(ctx: Pick<ServerContext, "catalog" | "config" | "lib
       ...(includePaths && f.path ? { path: f.path } : {}),
     })),
     source: model.source,
-    ...(hub ? { registry_source: model.registry ?? "huggingface" } : {}),
+    // Every model has one, as in Lemonade: a local or cloud model names the default registry.
+    registry_source: model.registry ?? "huggingface",
     recipe_options: { ...model.registryOptions, ...saved },
     ...(model.cloud ? cloudFields(model.cloud) : {}),
     ...(model.router ? { components: model.router.policy.candidates, version: model.router.version, routing: model.router.routing } : {}),
@@ -157,8 +158,44 @@ function setOptions(recipe: string, options: Options): Options {
 const shellWord = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`);
 
 /** `/v1/health`'s `all_models_loaded` (MCP's lemonade_list_models reports the same). */
-export function loadedEntries(ctx: Pick<ServerContext, "proxy" | "scheduler">): HealthResponse["all_models_loaded"] {
-  return ctx.scheduler.list().map((s) => healthEntry(s, ctx.scheduler.isLoading(s.model.id), { queued: ctx.proxy.queued(s), slotsInUse: ctx.proxy.slotsInUse(s), memoryBytes: ctx.scheduler.footprint(s) }));
+export function loadedEntries(ctx: Pick<ServerContext, "cloud" | "proxy" | "scheduler">): HealthResponse["all_models_loaded"] {
+  const local = ctx.scheduler.list().map((s) => healthEntry(s, ctx.scheduler.isLoading(s.model.id), { queued: ctx.proxy.queued(s), slotsInUse: ctx.proxy.slotsInUse(s), memoryBytes: ctx.scheduler.footprint(s) }));
+  return [...local, ...ctx.proxy.loadedCloud().map((c) => cloudHealthEntry(ctx, c))];
+}
+
+/** A loaded cloud model's entry: no engine of its own, in the pool no limit counts. */
+function cloudHealthEntry(
+  ctx: Pick<ServerContext, "cloud">,
+  { model, lastUse, inflight, streaming }: ReturnType<ServerContext["proxy"]["loadedCloud"]>[number],
+): HealthResponse["all_models_loaded"][number] {
+  const info = model.cloud!;
+  return {
+    model_name: model.id,
+    checkpoint: info.upstreamId,
+    last_use: lastUse / 1000,
+    type: model.type,
+    device: "none",
+    pinned: false,
+    is_busy: inflight > 0,
+    status: inflight > 0 ? "in_use" : "ready",
+    is_streaming: streaming > 0,
+    queue_depth: 0,
+    slots: 0,
+    slots_in_use: inflight,
+    recipe: model.recipe,
+    residency_class: "standard",
+    slot_pool: "unmetered",
+    pid: 0,
+    backend_alive: true,
+    backend_health: inflight > 0 ? "busy" : "ready",
+    loaded: true,
+    watchdog_reset: false,
+    recipe_options: {},
+    backend_url: ctx.cloud.systemInfo().find((p) => p.name === info.provider)?.base_url ?? "",
+    ...(info.contextLength ? { max_context_window: info.contextLength } : {}),
+    ...(info.costInputPerMillion !== undefined ? { cost_input_per_million: info.costInputPerMillion } : {}),
+    ...(info.costOutputPerMillion !== undefined ? { cost_output_per_million: info.costOutputPerMillion } : {}),
+  };
 }
 
 /** One entry of `/v1/health`'s `all_models_loaded`. */
@@ -185,6 +222,10 @@ export function healthEntry(
     residency_class: instance.residency,
     slot_pool: `${instance.residency}/${instance.model.type}`,
     pid: instance.engine.pid,
+    backend_alive: true,
+    backend_health: instance.inflight > 0 ? "busy" : "ready",
+    loaded: true,
+    watchdog_reset: false,
     // Only what was set (by the load, the saved options or the catalog): defaults are left out.
     recipe_options: { ...setOptions(instance.model.recipe, instance.spec.options), ...("ctx_size" in instance.spec.options ? { ctx_size: instance.spec.ctxSize } : {}) },
     // The command line the engine runs, for a user to start the same engine by hand.

@@ -31,6 +31,17 @@ export function health(ctx: Pick<ServerContext, "cloud" | "config" | "kvCache" |
   };
 }
 
+/** The recipes whose every model is filtered out here, as Lemonade reports them beside `recipes`
+ * (which stays the same on every machine). Collections run on their components: not recipes. */
+function unavailableRecipes(ctx: Pick<ServerContext, "catalog">): string[] {
+  const runs = new Map<string, boolean>();
+  for (const model of ctx.catalog.all()) {
+    if (model.router || model.omni) continue;
+    runs.set(model.recipe, (runs.get(model.recipe) ?? false) || ctx.catalog.isSupported(model));
+  }
+  return [...runs].filter(([, any]) => !any).map(([recipe]) => recipe).sort();
+}
+
 /** Each model a pool of servers serves, with its members' states. */
 function poolHealth(ctx: Pick<ServerContext, "cloud" | "proxy">): NonNullable<HealthResponse["pools"]> {
   const out: NonNullable<HealthResponse["pools"]> = [];
@@ -43,11 +54,13 @@ function poolHealth(ctx: Pick<ServerContext, "cloud" | "proxy">): NonNullable<He
 }
 
 /** GET /v1/system-info. */
-export function systemInfo(ctx: Pick<ServerContext, "backends" | "cloud" | "config" | "tuning" | "rpcWorkers">): SystemInfoResponse {
+export function systemInfo(ctx: Pick<ServerContext, "backends" | "catalog" | "cloud" | "config" | "tuning" | "rpcWorkers">): SystemInfoResponse {
   const providers = ctx.cloud.systemInfo();
   const workers = ctx.rpcWorkers.list();
   return {
     ...hostInfo(ctx.config.hfCacheDir, devices()),
+    unavailable_recipes: unavailableRecipes(ctx),
+    no_fetch_executables: ctx.config.noFetchExecutables,
     archetype: ctx.tuning.archetype(),
     recipes: ctx.backends.statuses(),
     ...(providers.length ? { cloud: { providers } } : {}),

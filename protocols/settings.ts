@@ -5,6 +5,7 @@ import { RECIPE_DEFAULT_KEYS } from "../spec/recipes.ts";
 import { changesOf, effectiveSettings, saveSettings, SettingsConflict, settingProblem } from "../config/settings.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { isJson } from "../lib/json.ts";
+import { clip } from "../lib/scrub.ts";
 import { parseLogLevel } from "../lib/log-level.ts";
 import { telemetrySettings } from "../observability/telemetry.ts";
 import { E } from "../spec/errors.ts";
@@ -90,16 +91,44 @@ export function setSettings(ctx: SettingsContext, body: SettingsRequest): Settin
   }
   if (keys.some((k) => k.startsWith("telemetry."))) ctx.telemetry.configure(telemetrySettings(effectiveSettings(config).telemetry));
   ctx.logger.info("Server", `Settings changed: ${keys.join(", ")}`);
-  return { status: "success", applied: keys.filter(isLive), saved: keys.filter((k) => !isLive(k)) };
+  return { status: "success", updated: nested(changes), applied: keys.filter(isLive), saved: keys.filter((k) => !isLive(k)) };
 }
 
-export function pin(ctx: Pick<ServerContext, "catalog" | "scheduler">, name: string, pinned: boolean): PinResponse {
+/** Dotted keys as the objects config.json nests them: `{"llamacpp.args": x}` -> `{"llamacpp": {"args": x}}`. */
+function nested(changes: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(changes)) {
+    const parts = key.split(".");
+    let at = out;
+    for (const part of parts.slice(0, -1)) at = (at[part] ??= {}) as Record<string, unknown>;
+    at[parts.at(-1)!] = value;
+  }
+  return out;
+}
+
+/** POST /internal/pin, its body read as Lemonade reads it: `model` (else `model_name`) and a
+ * boolean `pinned`, each refused in Lemonade's words when missing. */
+export function pin(ctx: Pick<ServerContext, "catalog" | "scheduler">, text: string): PinResponse {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (err) {
+    throw ApiError.of(E.invalidJson, `Invalid JSON body: ${(err as Error).message}`);
+  }
+  const fields = isJson(body) ? body : {};
+  const name = fields.model ?? fields.model_name;
+  if (name === undefined) throw ApiError.of(E.missingArgument, "Parameter 'model' or 'model_name' is required", "model");
+  if (typeof name !== "string") throw ApiError.of(E.invalidArgument, "Parameter 'model' must be a string", "model");
+  if (typeof fields.pinned !== "boolean") throw ApiError.of(E.missingArgument, "Parameter 'pinned' is required and must be a boolean", "pinned");
   const model = ctx.catalog.find(name);
-  if (!model || !ctx.scheduler.setPinned(model.id, pinned)) throw ApiError.of(E.pinNotLoaded, `Model not loaded: ${name}`, "model_name");
-  return { status: "success", model_name: model.id, pinned };
+  if (!model || !ctx.scheduler.setPinned(model.id, fields.pinned)) throw ApiError.of(E.pinNotLoaded, `Model not loaded: ${clip(model?.id ?? name)}`, "model_name");
+  return { status: "success", model_name: name, pinned: fields.pinned };
 }
 
-export function shutdown(ctx: Pick<ServerContext, "lifecycle">): ShutdownResponse {
+/** POST /internal/shutdown: every engine stopped before the answer, as Lemonade does, so a caller
+ * that goes on finds none left; then the server stops. */
+export async function shutdown(ctx: Pick<ServerContext, "lifecycle" | "scheduler">): Promise<ShutdownResponse> {
+  await ctx.scheduler.unloadWhere();
   setTimeout(() => ctx.lifecycle.shutdown(), 50);
-  return { status: "success", message: "The server is shutting down" };
+  return { status: "shutting down" };
 }

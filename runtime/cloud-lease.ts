@@ -1,6 +1,6 @@
 // A claim on a cloud model, shaped like a scheduler lease so that the one proxy forwards to a
-// provider exactly as to a local engine. Nothing is loaded, so a cloud model never counts
-// against max_loaded_models, is not among /v1/health's loaded models, and has nothing to stop
+// provider exactly as to a local engine. Nothing is started, so a cloud model never counts
+// against max_loaded_models (/v1/health lists it in the `unmetered` pool) and has nothing to stop
 // when it fails; a pool's member that fails is marked down (runtime/pool.ts).
 import type { Clock } from "../lib/clock.ts";
 import type { CatalogModel } from "../models/catalog.ts";
@@ -35,6 +35,11 @@ export class CloudLeases {
   private readonly instances = new Map<string, Instance<CatalogModel>>();
 
   constructor(private readonly clock: Clock) {}
+
+  /** The instances a cloud model has (one per pool member it was sent to). */
+  of(id: string): Instance<CatalogModel>[] {
+    return [...this.instances.values()].filter((i) => i.model.id === id);
+  }
 
   /** A claim on the model at its provider's base URL, or at the member a pool chose. */
   lease(model: CatalogModel, baseUrl: string, member?: MemberClaim): Lease<CatalogModel> {

@@ -23,7 +23,7 @@ import { Pools, type MemberClaim } from "./pool.ts";
 import { Exchange, type ExchangeDeps, type ExchangeRequest } from "./exchange.ts";
 import type { ModelCheck, ProxyRequest, RecentRequest } from "./request.ts";
 import type { StreamRule } from "./stream-pump.ts";
-import { cloudKind, engineKind, Targets, type Forwarding, type Target } from "./targets.ts";
+import { cloudKind, engineKind, Targets, type CloudLoaded, type Forwarding, type Target } from "./targets.ts";
 import type { Route } from "./transport.ts";
 import type { EngineCall, Generated } from "../engines/engine.ts";
 import type { Capability } from "../spec/recipes.ts";
@@ -79,8 +79,9 @@ const UNAVAILABLE = new Set([502, 503, 504]);
 export class EngineProxy implements Forwarding {
   private readonly queues = new WeakMap<Instance<CatalogModel>, EngineQueue>();
   private readonly cloudLeases: CloudLeases;
-  /** Cloud models loaded by name (`/v1/load`): they answer until unloaded, whatever the catalog lists. */
-  private readonly cloudLoaded = new Map<string, CatalogModel>();
+  /** Cloud models loaded by name (`/v1/load`, or a request naming one, as Lemonade loads it): they
+   * answer until unloaded, whatever the catalog lists. */
+  private readonly cloudLoaded: CloudLoaded = new Map();
   private readonly exchangeDeps: ExchangeDeps;
   /** The cloud providers that are pools: their members' states (reported by /v1/health). */
   readonly pools: Pools;
@@ -151,7 +152,20 @@ export class EngineProxy implements Forwarding {
   }
 
   private lookup(name: string): CatalogModel {
-    return this.deps.scheduler.ready(name) ?? this.cloudLoaded.get(name) ?? this.deps.catalog.get(name);
+    return this.deps.scheduler.ready(name) ?? this.cloudLoaded.get(name)?.model ?? this.deps.catalog.get(name);
+  }
+
+  /** The loaded cloud models, with their last use and what they serve now (for /v1/health). */
+  loadedCloud(): { model: CatalogModel; lastUse: number; inflight: number; streaming: number }[] {
+    return [...this.cloudLoaded.values()].map(({ model, loadedAt }) => {
+      const instances = this.cloudLeases.of(model.id);
+      return {
+        model,
+        lastUse: Math.max(loadedAt, ...instances.map((i) => i.lastUse)),
+        inflight: instances.reduce((n, i) => n + i.inflight, 0),
+        streaming: instances.reduce((n, i) => n + i.streaming, 0),
+      };
+    });
   }
 
   /** Forgets a loaded cloud model (every one without a name); whether one was loaded. */
@@ -259,6 +273,7 @@ export class EngineProxy implements Forwarding {
     if (req.path === "/v1/responses" && !req.stream) {
       throw ApiError.of(E.noResponsesApi, `Model ${model.id} is a cloud model, which has no Responses API: use /v1/chat/completions, or stream`, "model");
     }
+    if (!this.cloudLoaded.has(model.id)) this.cloudLoaded.set(model.id, { model, loadedAt: Date.now() });
     const baseUrl = servers[0]!.baseUrl;
     const headers = new Map(servers.map((s) => [s.baseUrl, s.headers]));
     const pool = this.pools.of(provider);

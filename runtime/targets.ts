@@ -83,13 +83,16 @@ export function engineKind(scheduler: Scheduler<CatalogModel>, forwarding: Forwa
 /** A model a cloud provider serves: there is nothing to load, and its requests go to the provider.
  * A load is remembered in `loaded`, so that the model keeps answering by its name (with the
  * provider's missing-credentials error once its key is cleared) after the catalog drops it. */
-export function cloudKind(forwarding: Forwarding, loaded: Map<string, CatalogModel>): TargetKind {
+/** The cloud models loaded (by `/v1/load`, or by a request naming one), with when. */
+export type CloudLoaded = Map<string, { model: CatalogModel; loadedAt: number }>;
+
+export function cloudKind(forwarding: Forwarding, loaded: CloudLoaded): TargetKind {
   return {
     claims: (model) => model.cloud !== undefined,
     target: (model) => ({
       speaks: model.cloud!.wire,
       load: async () => {
-        loaded.set(model.id, model);
+        loaded.set(model.id, { model, loadedAt: Date.now() });
         return {
           message: `${model.id} is served by the ${model.cloud!.provider} cloud provider; nothing to load`,
           checkpoint: model.cloud!.upstreamId,

@@ -183,6 +183,9 @@ export function renderEndpoint(def: EndpointDef): string {
     if (def.errorStyle === "lemonade") {
       out.push('An error answers `{"status": "error", "message", "error", "code", "type"}`: `error` repeats `message`, `code` is from the table.', "");
     }
+    if (def.errorStyle === "lemonade_model") {
+      out.push('An error answers `{"status": "error", "message", "code", "error": {"message", "type", "code", "param", "requested_model"}}`: `code` is from the table; for an error naming the model (`model_not_found`, `model_not_supported`, `slots_pinned_error`, `model_load_error`) `type` is the code too, `param` is `model` and `requested_model` the name the request gave.', "");
+    }
     // A table whose rows carry no code has no Code column, as on the contract's pages.
     if (errors.every((e) => !e.code)) {
       out.push("| Status | When |", "|--------|------|");

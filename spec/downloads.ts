@@ -56,6 +56,7 @@ const JobSnapshot = T.Object(
 const pullErrors = [
   { status: 400, code: "invalid_argument", when: "A registration names two deployment modes, or one the recipe cannot serve; nothing is registered" },
   { status: 400, code: "lemond_offline", when: "`offline` is set to `true`" },
+  E.unknownModel,
   E.modelNotSupported,
   E.modelNotFound,
   { status: 404, code: "download_failed", when: "The hub has no such repository or file" },
@@ -76,7 +77,7 @@ export const pull = endpoint({
   description:
     "Downloads a registered model's files into the Hugging Face cache, or registers a `user.*` model (`checkpoint` or `checkpoints`, `recipe`, labels) in `user_models.json` and then downloads it. Files already complete are kept; a partial file resumes where it stopped. Each file's size and, where the hub gives it, sha256 are checked before it counts as downloaded. A pull of a model already downloading joins that download.",
   notes:
-    'With `stream: true` the answer is Server-Sent Events: `event: progress` with `{"file", "file_index", "total_files", "bytes_downloaded", "bytes_total", "percent"}`, then `event: complete` or `event: error` with `{"error"}`. With `stream: true, subscribe: false` the server starts a download job it owns and answers with its snapshot at once; follow it with `GET /v1/downloads` and steer it with `POST /v1/downloads/control`. Pulling a paused job again resumes it. A `collection.router` registration (`recipe`, `version` \"1\", `routing`) is checked as `POST /v1/routing/validate` checks it and stored as written; naming it in a chat or completions request routes the request (the `x-lemonade-route` header, and `x_lemonade_route` with `route_trace: true`). A `collection.omni` registration names its `components` (each a registered regular model, or one defined in `models`, registered first) or, for a published collection, the `checkpoint` of the repository holding `<RepoName>.json`; the pull downloads every component not yet downloaded. Naming it in a chat runs the server-side tool loop.',
+    'With `stream: true` the answer is Server-Sent Events: `event: progress` with `{"file", "file_index", "total_files", "bytes_downloaded", "bytes_total", "total_download_size", "bytes_previously_downloaded", "percent"}`, then `event: complete` (the figures of the last file at `percent` 100, or `{"status": "ok"}` when nothing was left to download) or `event: error` with `{"error"}` (and `code` `unknown_model` for a name that cannot be registered). With `stream: true, subscribe: false` the server starts a download job it owns and answers with its snapshot at once; follow it with `GET /v1/downloads` and steer it with `POST /v1/downloads/control`. Pulling a paused job again resumes it. A `collection.router` registration (`recipe`, `version` \"1\", `routing`) is checked as `POST /v1/routing/validate` checks it and stored as written; naming it in a chat or completions request routes the request (the `x-lemonade-route` header, and `x_lemonade_route` with `route_trace: true`). A `collection.omni` registration names its `components` (each a registered regular model, or one defined in `models`, registered first) or, for a published collection, the `checkpoint` of the repository holding `<RepoName>.json`; the pull downloads every component not yet downloaded. Naming it in a chat runs the server-side tool loop.',
   bodyAliases: { model: "model_name" },
   body: T.Object(
     {
@@ -93,6 +94,7 @@ export const pull = endpoint({
       {
         status: T.Literal("success", { description: 'Always `"success"`' }),
         message: T.String({ description: "What was installed" }),
+        model_name: T.String({ description: "The model, as the request named it" }),
       },
       { description: "Installed (without `stream`)" },
     ),
@@ -107,15 +109,19 @@ export const pull = endpoint({
         total_files: T.Optional(T.Integer({ description: "`progress`: files in the download" })),
         bytes_downloaded: T.Optional(T.Number({ description: "`progress`: bytes of the file downloaded" })),
         bytes_total: T.Optional(T.Number({ description: "`progress`: the file's size" })),
+        total_download_size: T.Optional(T.Number({ description: "`progress`: bytes of every file in the download" })),
+        bytes_previously_downloaded: T.Optional(T.Number({ description: "`progress`: bytes of the file already on disk when its download began" })),
         percent: T.Optional(T.Number({ description: "Overall progress; `100` on `complete`" })),
+        status: T.Optional(T.Literal("ok", { description: "`complete`, when nothing was left to download" })),
         model_name: T.Optional(T.String({ description: "`complete`: the model installed" })),
         error: T.Optional(T.String({ description: "`error`: what went wrong" })),
+        code: T.Optional(T.String({ description: "`error`: `unknown_model` for a name that is not registered and, without the `user.` prefix, cannot be" })),
       },
       { title: "PullProgressEvent", additionalProperties: true, description: "The data of an `event: progress`, `complete` or `error`" },
     ),
   },
   errors: pullErrors,
-  example: { body: { model_name: "Qwen3-0.6B-GGUF" }, response: '{"status": "success", "message": "Installed model: Qwen3-0.6B-GGUF"}' },
+  example: { body: { model_name: "Qwen3-0.6B-GGUF" }, response: '{"status": "success", "message": "Installed model: Qwen3-0.6B-GGUF", "model_name": "Qwen3-0.6B-GGUF"}' },
 });
 
 export const register = endpoint({
@@ -388,7 +394,7 @@ export const deleteModel = endpoint({
   summary: "Delete a downloaded model",
   availability: "fully_available",
   description:
-    "Deletes a model's files from the Hugging Face cache, unloading it first when it is loaded. A `user.*` model's registration is removed too. Files another downloaded model shares are kept.",
+    "Deletes a model's files from the Hugging Face cache, unloading it first when it is loaded. A `user.*` model's registration is removed too. Files another downloaded model shares are kept. A model that is not downloaded is deleted as well, as Lemonade does: what a stopped download left is removed, and a `user.*` model is unregistered.",
   bodyAliases: { model: "model_name" },
   body: T.Object({
     model_name: T.String({ minLength: 1, description: "The model to delete." }),
@@ -400,7 +406,6 @@ export const deleteModel = endpoint({
   }),
   errors: [
     E.modelNotSupported,
-    { status: 404, code: "model_not_downloaded", when: "The model has no files to delete" },
     { status: 422, code: "model_not_found", when: "`model_name` names no model in the registry" },
     { status: 500, code: "delete_failed", when: "The model is an `extra.` model, whose file belongs to its folder" },
     E.deleteCloudModel,

@@ -11,8 +11,9 @@ export type HttpMethod = "GET" | "POST" | "DELETE" | "HEAD" | "WS";
 /** Where a route is mounted: every versioned prefix, or the root only. */
 export type Mount = "versioned" | "root";
 
-/** The error body shape a route answers with. */
-export type ErrorStyle = "openai" | "ollama" | "anthropic" | "lemonade";
+/** The error body shape a route answers with. `lemonade_model`: Lemonade's answer naming the model a
+ * route could not find, run or load (`/v1/load`, `/v1/models/{id}`). */
+export type ErrorStyle = "openai" | "ollama" | "anthropic" | "lemonade" | "lemonade_model";
 
 /** Who may call a route. `api`: LEMONADE_API_KEY when set; `admin`: LEMONADE_ADMIN_API_KEY when set;
  * `metrics`: either key, required only when LEMONADE_API_KEY is set; `telemetry`: anyone may

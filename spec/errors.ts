@@ -29,7 +29,9 @@ export const E = {
     "invalid_api_key",
     "`LEMONADE_ADMIN_API_KEY` is set and the request does not carry it",
   ),
-  aliasNotFound: row(404, "alias_not_found", "No alias of that name exists"),
+  aliasNotFound: row(404, "alias_not_found", "No alias of that name exists", "invalid_request_error"),
+  aliasInvalid: row(400, "invalid_alias", "The alias names itself as its target, or starts with a reserved prefix (`user.`, `extra.`, `builtin.`)", "invalid_request_error"),
+  aliasConflict: row(409, "alias_conflict", "The alias is a model's own name, or the target leads back to the alias through other aliases", "invalid_request_error"),
   // The loading errors' `type` is their code, as Lemonade's model errors carry it.
   modelNotFound: row(404, "model_not_found", "The requested model is not in the registry", "model_not_found"),
   modelNotSupported: row(
@@ -184,8 +186,12 @@ export const E = {
   jobNotFound: row(404, "job_not_found", "No job has that id (or it was deleted)"),
   jobNotActive: row(404, "job_not_active", "The job is neither running nor queued, so there is nothing to pause or interrupt"),
   jobNotResumable: row(404, "job_not_resumable", "The job is neither paused nor interrupted, so there is nothing to resume"),
+  unknownModel: row(
+    400,
+    "unknown_model",
+    "`model_name` names no model in the registry and defines none (no `checkpoint`, `checkpoints` or `recipe`), and without the `user.` prefix it could not register one",
+  ),
   deleteUnknownModel: row(422, "model_not_found", "`model_name` names no model in the registry"),
-  modelNotDownloaded: row(404, "model_not_downloaded", "The model has no files to delete"),
   deleteExtraModel: row(500, "delete_failed", "The model is an `extra.` model, whose file belongs to its folder"),
   deleteCloudModel: row(400, "delete_failed", "The model is served by a cloud provider; `/v1/uninstall` removes the provider"),
   offline: row(400, "lemond_offline", "`offline` is set to `true`"),

@@ -18,7 +18,7 @@ export const aliasesList = endpoint({
   path: "/internal/aliases",
   mount: "root",
   page: "lemonade",
-  errorStyle: "lemonade",
+  errorStyle: "lemonade_model",
   access: "admin",
   summary: "List model aliases",
   availability: "fully_available",
@@ -35,7 +35,7 @@ export const aliasesSet = endpoint({
   path: "/internal/aliases",
   mount: "root",
   page: "lemonade",
-  errorStyle: "lemonade",
+  errorStyle: "lemonade_model",
   access: "admin",
   summary: "Bind a model alias",
   availability: "fully_available",
@@ -55,6 +55,7 @@ export const aliasesSet = endpoint({
     body: { alias: "my-alias-1", target: "Qwen3-0.6B-GGUF" },
     response: '{"status": "ok", "alias": "my-alias-1", "target": "Qwen3-0.6B-GGUF"}',
   },
+  errors: [E.aliasInvalid, E.aliasConflict],
 });
 
 export const aliasesDelete = endpoint({
@@ -63,7 +64,7 @@ export const aliasesDelete = endpoint({
   path: "/internal/aliases/:alias",
   mount: "root",
   page: "lemonade",
-  errorStyle: "lemonade",
+  errorStyle: "lemonade_model",
   access: "admin",
   summary: "Remove a model alias",
   availability: "fully_available",
@@ -140,11 +141,12 @@ export const internalSet = endpoint({
   body: T.Record(T.String(), T.Unknown(), { description: "The settings to change." }),
   response: T.Object({
     status: T.Literal("success", { description: 'Always `"success"`' }),
+    updated: T.Record(T.String(), T.Unknown(), { description: "The settings changed and their new values, nested as `config.json` holds them (`{\"llamacpp\": {\"args\": ...}}`)" }),
     applied: T.Array(T.String(), { description: "Settings in effect now" }),
     saved: T.Array(T.String(), { description: "Settings saved, which take effect at the next start" }),
   }),
   errors: [{ status: 400, code: "invalid_argument", when: "A key is not a Lemonade setting, or its value has the wrong type or is out of range" }],
-  example: { body: { max_loaded_models: 2, "llamacpp.backend": "cpu" }, response: '{"status": "success", "applied": ["max_loaded_models"], "saved": ["llamacpp.backend"]}' },
+  example: { body: { max_loaded_models: 2, "llamacpp.backend": "cpu" }, response: '{"status": "success", "updated": {"max_loaded_models": 2, "llamacpp": {"backend": "cpu"}}, "applied": ["max_loaded_models"], "saved": ["llamacpp.backend"]}' },
 });
 
 export const internalPin = endpoint({
@@ -153,23 +155,24 @@ export const internalPin = endpoint({
   path: "/internal/pin",
   mount: "root",
   page: "lemonade",
-  errorStyle: "lemonade",
+  errorStyle: "lemonade_model",
   access: "admin",
   summary: "Pin or unpin a loaded model",
   availability: "fully_available",
   description: "Pins a loaded model so eviction never picks it, or unpins it. Idempotent.",
-  bodyAliases: { model: "model_name" },
+  // Read by the handler, which refuses a missing field in Lemonade's words.
+  rawBody: true,
   body: T.Object({
-    model_name: T.String({ minLength: 1, description: "A loaded model." }),
-    model: T.Optional(T.String({ description: "Accepted in place of `model_name`." })),
+    model_name: T.Optional(T.String({ description: "A loaded model (`model_name` or `model` is required)." })),
+    model: T.Optional(T.String({ description: "Accepted in place of `model_name`, and read first when both are sent." })),
     pinned: T.Boolean({ description: "`true` pins, `false` unpins." }),
   }),
   response: T.Object({
     status: T.Literal("success", { description: 'Always `"success"`' }),
-    model_name: T.String({ description: "The model" }),
+    model_name: T.String({ description: "The model, as the request named it" }),
     pinned: T.Boolean({ description: "Its pinned state now" }),
   }),
-  errors: [E.pinNotLoaded],
+  errors: [E.invalidJson, E.missingArgument, E.invalidArgument, E.pinNotLoaded],
 });
 
 export const simulateVramPressure = endpoint({
@@ -215,8 +218,9 @@ export const internalShutdown = endpoint({
   access: "admin",
   summary: "Stop the server",
   availability: "fully_available",
-  description: "Answers, then stops every engine and the server, as SIGTERM does.",
-  response: T.Object({ status: T.Literal("success", { description: 'Always `"success"`' }), message: T.String({ description: "What happens next" }) }),
+  description: "Unloads every model (their engines stopped) before it answers, then stops the server, as SIGTERM does.",
+  response: T.Object({ status: T.Literal("shutting down", { description: 'Always `"shutting down"`' }) }),
+  example: { response: '{"status": "shutting down"}' },
 });
 
 export type AliasesListResponse = Static<typeof aliasesList.response>;

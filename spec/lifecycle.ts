@@ -6,11 +6,6 @@ import { TuningParams } from "./tuning.ts";
 import { E } from "./errors.ts";
 import { OPTION_DOCS, RECIPE_SPECS } from "./recipes.ts";
 
-const StatusMessage = T.Object({
-  status: T.Literal("success", { description: 'Always `"success"` on success' }),
-  message: T.String({ description: "What was done" }),
-});
-
 /** Every recipe's options as optional, nullable load fields, so an `effective` object posts back as it is. */
 function loadOptionFields() {
   const fields: Record<string, TSchema> = {};
@@ -30,23 +25,27 @@ export const load = endpoint({
   path: "/load",
   mount: "versioned",
   page: "lemonade",
-  errorStyle: "lemonade",
+  errorStyle: "lemonade_model",
   access: "api",
   summary: "Load a model into memory",
   availability: "partially_available",
   description:
     "Explicitly loads a registered model, starting its engine, so that the first request does not wait. When the type's `max_loaded_models` limit is reached, the least recently used unpinned model of that type is unloaded first, after its in-flight requests finish. Loading a model that is already loaded with the same options only updates `pinned`; different options reload it.",
   notes:
-    "Recipe option fields have three-state semantics: omitting a field keeps its saved per-model value; an explicit `null` ignores the saved value for this load only; a concrete value overrides it. Priority, highest first: this request, `recipe_options.json`, the model's registry row, the server configuration, built-in defaults. With `save_options: true`, concrete values replace the saved entry while a `null` keeps the saved value for that key.",
-  body: T.Object({
-    model_name: T.String({ minLength: 1, description: "Name of the model to load." }),
-    pinned: T.Optional(T.Boolean({ description: "`true` pins the model against eviction. Defaults to `false`." })),
-    save_options: T.Optional(
-      T.Boolean({ description: "`true` saves the request's recipe options to `recipe_options.json`, replacing the model's entry." }),
-    ),
-    tuning: T.Optional(TuningParams),
-    ...loadOptionFields(),
-  }),
+    "Recipe option fields have three-state semantics: omitting a field keeps its saved per-model value; an explicit `null` ignores the saved value for this load only; a concrete value overrides it. Priority, highest first: this request, `recipe_options.json`, the model's registry row, the server configuration, built-in defaults. With `save_options: true`, concrete values replace the saved entry while a `null` keeps the saved value for that key. A field that is none of these is ignored, as Lemonade ignores it.",
+  body: T.Object(
+    {
+      model_name: T.String({ minLength: 1, description: "Name of the model to load." }),
+      pinned: T.Optional(T.Boolean({ description: "`true` pins the model against eviction. Defaults to `false`." })),
+      save_options: T.Optional(
+        T.Boolean({ description: "`true` saves the request's recipe options to `recipe_options.json`, replacing the model's entry." }),
+      ),
+      tuning: T.Optional(TuningParams),
+      ...loadOptionFields(),
+    },
+    // Lemonade reads the fields it knows and ignores the rest.
+    { additionalProperties: true },
+  ),
   response: T.Object({
     status: T.Literal("success", { description: 'Always `"success"`' }),
     message: T.String({ description: "What was loaded" }),
@@ -80,9 +79,13 @@ export const unload = endpoint({
       model: T.Optional(T.String({ description: "Accepted in place of `model_name`." })),
     }),
   ),
-  response: StatusMessage,
-  errors: [{ status: 404, code: "model_not_loaded", when: "`model_name` names a model that is not loaded" }],
-  example: { body: { model_name: "Qwen3-0.6B-GGUF" }, response: '{"status": "success", "message": "Model unloaded successfully"}' },
+  response: T.Object({
+    status: T.Literal("success", { description: 'Always `"success"` on success' }),
+    message: T.String({ description: "What was done" }),
+    model_name: T.Optional(T.String({ description: "The model unloaded, as the request named it; absent when every model was" })),
+  }),
+  errors: [E.modelNotLoaded],
+  example: { body: { model_name: "Qwen3-0.6B-GGUF" }, response: '{"status": "success", "message": "Model unloaded successfully", "model_name": "Qwen3-0.6B-GGUF"}' },
 });
 
 export type LoadRequest = Static<typeof load.body>;

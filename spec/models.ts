@@ -56,7 +56,7 @@ export const ModelObject = T.Object({
     { description: "One entry per checkpoint, answering whether its bytes are there" },
   ),
   source: T.String({ description: "Where the model came from: `huggingface`, `extra_models_dir`, `local_path` or `cloud`" }),
-  registry_source: T.Optional(T.String({ description: "Remote registry the checkpoint downloads from: `huggingface`" })),
+  registry_source: T.String({ description: "Remote registry the checkpoint downloads from: `huggingface` or `modelscope`; `huggingface` for a local or cloud model, which downloads nothing" }),
   recipe_options: T.Record(T.String(), T.Unknown(), {
     description: "The model's own options: its registry row's, with what was saved in `recipe_options.json` on top",
   }),
@@ -129,7 +129,7 @@ export const get = endpoint({
   path: "/models/:id",
   mount: "versioned",
   page: "openai",
-  errorStyle: "openai",
+  errorStyle: "lemonade_model",
   access: "api",
   summary: "Read one model",
   availability: "fully_available",

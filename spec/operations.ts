@@ -3,7 +3,7 @@
 import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { E } from "./errors.ts";
-import { internalSet } from "./internal.ts";
+import { internalConfig, internalSet } from "./internal.ts";
 import { Archetype, TuningStatus } from "./tuning.ts";
 import { ModelType, Nullable, PerModelType } from "./schemas.ts";
 
@@ -69,10 +69,17 @@ export const LoadedModel = T.Object({
     description:
       "The pool the model counts in: `standard` (against `max_loaded_models` per type) or `routing_helper` (loaded for a collection's routing, a pool per helper model); a model moves between them in place as its use changes",
   }),
-  slot_pool: T.String({ description: "The residency pool, `<residency_class>/<type>` (e.g. `standard/llm`)" }),
-  pid: T.Integer({ description: "Process ID of the backend engine serving this model" }),
+  slot_pool: T.String({ description: "The residency pool, `<residency_class>/<type>` (e.g. `standard/llm`); `unmetered` for a cloud model, which counts against no limit" }),
+  pid: T.Integer({ description: "Process ID of the backend engine serving this model; `0` for a cloud model" }),
+  backend_alive: T.Boolean({ description: "Whether the backend answers: always `true`, since a model whose engine is gone is not listed" }),
+  backend_health: T.Union([T.Literal("ready"), T.Literal("busy")], { description: "`busy` while the backend serves a request, else `ready`" }),
+  loaded: T.Boolean({ description: "Always `true`" }),
+  watchdog_reset: T.Boolean({ description: "Whether a hang watchdog restarted the engine: always `false`, since a hung engine is stopped and the model loaded again" }),
   recipe_options: T.Record(T.String(), T.Unknown(), { description: "The options the model was loaded with that differ from the recipe's defaults, and its context size" }),
-  launch_command: T.String({ description: "The engine's command line, as a shell would take it" }),
+  launch_command: T.Optional(T.String({ description: "The engine's command line, as a shell would take it; absent for a cloud model, which runs no engine" })),
+  max_context_window: T.Optional(T.Integer({ description: "Cloud models: the context window the provider reports" })),
+  cost_input_per_million: T.Optional(T.Number({ description: "Cloud models: USD per million input tokens, when the provider reports it" })),
+  cost_output_per_million: T.Optional(T.Number({ description: "Cloud models: USD per million output tokens, when the provider reports it" })),
   backend: T.Optional(T.String({ description: "Lemonade extension: the backend the engine runs on, `auto` resolved (such as `cpu`)" })),
   backend_url: T.String({ description: "URL of the backend process serving this model" }),
   rpc: T.Optional(RpcSplit),
@@ -284,6 +291,8 @@ export const systemInfo = endpoint({
         { description: "Cloud providers; absent when none is installed" },
       ),
     ),
+    unavailable_recipes: T.Array(T.String(), { description: "Recipes every registered model of which is filtered out on this system (they cannot run here)" }),
+    no_fetch_executables: T.Boolean({ description: "The `no_fetch_executables` setting: `true` when engines are never downloaded or built, only those installed are used" }),
     archetype: T.Optional(Archetype),
     rpc_workers: T.Optional(
       T.Array(RpcWorker, {
@@ -526,12 +535,11 @@ export const paramsGet = endpoint({
   page: "lemonade",
   errorStyle: "lemonade",
   access: "api",
-  rawBody: true,
-  summary: "Change settings, by GET",
+  summary: "Read the effective configuration",
   availability: "fully_available",
-  description: `${PARAMS_DESCRIPTION} Lemonade answers GET with the same handler, so a GET reads its JSON body as the POST does; without one it is refused as invalid JSON.`,
-  response: internalSet.response,
-  errors: [E.invalidJson, E.missingArgument, E.invalidArgument],
+  description:
+    "Every `config.json` setting as the server has it, as `GET /internal/config` answers, on every API prefix and with the regular API key, as Lemonade registers it.",
+  response: internalConfig.response,
 });
 
 export type HealthResponse = Static<typeof health.response>;

@@ -68,6 +68,19 @@ export const LemonadeError = T.Object({
   param: T.Optional(T.String({ description: "The offending field, when one is to blame." })),
 }, { title: "LemonadeError" });
 
+export const LemonadeModelError = T.Object({
+  status: T.Literal("error"),
+  message: T.String({ description: "What went wrong." }),
+  code: T.Optional(T.String({ description: "The machine-readable code from the Errors table." })),
+  error: T.Object({
+    message: T.String({ description: "The same message." }),
+    type: T.String({ description: "The model error's code (`model_not_found`, `model_not_supported`, `slots_pinned_error`, `model_load_error`), else the error's class, such as `invalid_request_error`." }),
+    code: T.Optional(T.String({ description: "The machine-readable code from the Errors table." })),
+    param: T.Optional(T.String({ description: "The offending field: `model` for a model error." })),
+    requested_model: T.Optional(T.String({ description: "The model the request named, for a model error." })),
+  }),
+}, { title: "LemonadeModelError" });
+
 export const SamplingParams = {
   temperature: T.Optional(T.Number({ description: "Sampling temperature." })),
   top_p: T.Optional(

@@ -12,7 +12,7 @@ export function internalRoutes(bind: Binder, ctx: Pick<ServerContext, "aliases" 
   bind.http(spec.internalConfig, () => effectiveSettings(ctx.config));
   bind.http(spec.internalConfigSchema, () => settingsSchema());
   bind.http(spec.internalSet, ({ body }) => setSettings(ctx, body));
-  bind.http(spec.internalPin, ({ body }) => pin(ctx, body.model_name, body.pinned));
+  bind.http(spec.internalPin, async ({ request }) => pin(ctx, await request.text()));
   bind.http(spec.simulateVramPressure, ({ body }) => {
     ctx.scheduler.simulatePressure(body.pct ?? 0);
     return { status: "ok" as const };

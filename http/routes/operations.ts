@@ -5,6 +5,7 @@ import { operations as spec } from "../../spec/index.ts";
 import type { ServerContext } from "../../runtime/context.ts";
 import { health, systemInfo } from "../../protocols/operations.ts";
 import { setParams } from "../../protocols/settings.ts";
+import { effectiveSettings } from "../../config/settings.ts";
 import type { Binder } from "../bind.ts";
 
 export function operationsRoutes(
@@ -17,6 +18,6 @@ export function operationsRoutes(
   bind.http(spec.systemInfo, () => systemInfo(ctx));
   bind.http(spec.systemStats, () => ctx.hostStats.read());
   bind.http(spec.paramsSet, async ({ request }) => setParams(ctx, await request.text()));
-  bind.http(spec.paramsGet, async ({ request }) => setParams(ctx, await request.text()));
+  bind.http(spec.paramsGet, () => effectiveSettings(ctx.config));
   bind.http(spec.metrics, async () => new Response(await ctx.metrics.render(), { headers: { "content-type": ctx.metrics.contentType } }));
 }

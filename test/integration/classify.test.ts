@@ -217,9 +217,8 @@ test("an unsupported architecture (XLNet) is refused at load, and nothing stays 
   const before = await loaded();
   for (const res of [await post("/v1/classify", { model: "XLNet", input: "hello" }), await post("/v1/load", { model_name: "XLNet" })]) {
     expect(res.status).toBe(500);
-    // /v1/classify answers OpenAI's error object, /v1/load Lemonade's flat one.
-    const json = await res.json();
-    const err = typeof json.error === "string" ? json : json.error;
+    // Both answer an error object: OpenAI's (/v1/classify), Lemonade's model error (/v1/load).
+    const err = (await res.json()).error;
     expect(err.code).toBe("model_load_error");
     expect(err.message).toContain('model_type "xlnet"');
     expect(err.message).toContain("not a supported encoder family");

@@ -17,7 +17,7 @@ import {
   type EmbeddingsResponse,
   type HealthResponse,
   type LemonadeClient,
-  type LemonadeError,
+  type LemonadeModelError,
   type OllamaChatResponse,
   type PullProgressEvent,
 } from "../../clients/typescript/src/index.ts";
@@ -95,7 +95,18 @@ describe("the generated client drives the server", () => {
       events.push(event);
     }
     expect(events.some((e) => e.file === "tiny-Q4_0.gguf" && e.bytes_total === 300_000)).toBe(true);
-    expect(events.at(-1)).toEqual({ model_name: "user.Tiny", percent: 100 });
+    // The end is the last file's figures at 100, as Lemonade's complete event.
+    expect(events.at(-1)).toEqual({
+      file: "tiny-Q4_0.gguf",
+      file_index: 1,
+      total_files: 1,
+      bytes_downloaded: 300_000,
+      bytes_total: 300_000,
+      total_download_size: 300_000,
+      bytes_previously_downloaded: 0,
+      percent: 100,
+      model_name: "user.Tiny",
+    });
   });
 
   test("Ollama chat, whole and as NDJSON", async () => {
@@ -133,8 +144,8 @@ describe("the generated client drives the server", () => {
     const { data, error, response } = await client.POST("/v1/load", { body: { model_name: "no-such-model" } });
     expect(data).toBeUndefined();
     expect(response.status).toBe(404);
-    const typed: LemonadeError = error!;
-    expect(typed).toMatchObject({ status: "error", code: "model_not_found" });
+    const typed: LemonadeModelError = error!;
+    expect(typed).toMatchObject({ status: "error", code: "model_not_found", error: { type: "model_not_found", requested_model: "no-such-model" } });
 
     const refused = stream(client, "/v1/chat/completions", { model: "no-such-model", messages });
     const thrown = await refused.next().catch((err: unknown) => err);

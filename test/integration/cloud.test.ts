@@ -88,9 +88,10 @@ describe("a llama-server on another box as a provider", () => {
     expect(chat.done).toBe(true);
     expect(chat.eval_count).toBe(3);
 
-    // Served, not loaded: no slot, no count against max_loaded_models.
+    // Loaded by the requests, as Lemonade loads it: listed in the unmetered pool, which no
+    // max_loaded_models counts, with no engine of its own.
     const health = await (await fetch(`${server.url}/v1/health`)).json();
-    expect(health.all_models_loaded).toEqual([]);
+    expect(health.all_models_loaded).toEqual([expect.objectContaining({ model_name: "gpu-box.tiny", recipe: "cloud", slot_pool: "unmetered", pid: 0, checkpoint: "tiny" })]);
     const load = await post(server, "/v1/load", { model_name: "gpu-box.tiny" });
     expect(load.status).toBe(200);
     expect((await load.json()).message).toContain("nothing to load");
@@ -113,10 +114,12 @@ describe("a llama-server on another box as a provider", () => {
       expect((await res.json()).model).toBe("prod");
       return (await (await fetch(`${server.url}/v1/health`)).json()).all_models_loaded.map((m: any) => m.model_name);
     };
+    await post(server, "/v1/unload", {});
     expect((await post(server, "/internal/aliases", { alias: "prod", target: "gpu-box.tiny" })).status).toBe(200);
-    expect(await ask()).toEqual([]);
+    expect(await ask()).toEqual(["gpu-box.tiny"]);
     expect((await post(server, "/internal/aliases", { alias: "prod", target: "extra.tiny-chat" })).status).toBe(200);
-    expect(await ask()).toEqual(["extra.tiny-chat"]);
+    // The cloud model stays loaded beside it: it takes no slot of the local one's type.
+    expect((await ask()).sort()).toEqual(["extra.tiny-chat", "gpu-box.tiny"]);
     await post(server, "/v1/unload", {});
   });
 

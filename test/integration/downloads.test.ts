@@ -92,7 +92,7 @@ describe("pull", () => {
   test("pull, load and chat on the downloaded model", async () => {
     await start();
     const pulled = await post("/v1/pull", { model_name: "user.TinyChat", checkpoint: "test-org/tiny-GGUF:Q4_0", recipe: "llamacpp" });
-    expect(await pulled.json()).toEqual({ status: "success", message: "Installed model: user.TinyChat" });
+    expect(await pulled.json()).toEqual({ status: "success", message: "Installed model: user.TinyChat", model_name: "user.TinyChat" });
     const res = await post("/v1/chat/completions", { model: "user.TinyChat", messages: [{ role: "user", content: "hi" }], max_tokens: 3 });
     expect(res.status).toBe(200);
     expect((await res.json()).usage.completion_tokens).toBe(3);

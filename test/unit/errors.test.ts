@@ -8,7 +8,7 @@ import OpenAI from "openai";
 import { ApiError } from "../../lib/api-error.ts";
 import { ANY_ROUTE_ERRORS, BACKEND_ERRORS, E, type ErrorRow } from "../../spec/errors.ts";
 import { documentedErrors, endpoints } from "../../spec/index.ts";
-import { LemonadeError, OllamaError, OpenAIError } from "../../spec/schemas.ts";
+import { LemonadeError, LemonadeModelError, OllamaError, OpenAIError } from "../../spec/schemas.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 
 let server: TestServer;
@@ -25,8 +25,12 @@ async function expectError(res: Response, status: number, code: string, param?: 
   expect(res.status).toBe(status);
   expect(res.headers.get("content-type")).toContain("application/json");
   const body = await res.json();
-  const lemonade = new URL(res.url).pathname.startsWith("/internal/") || /\/v1\/(pull|unload|load|delete)$/.test(new URL(res.url).pathname);
-  expect(Value.Check(lemonade ? LemonadeError : OpenAIError, body)).toBe(true);
+  const path = new URL(res.url).pathname;
+  // Lemonade's model-error body (load, aliases, pin) carries the error object; its other routes a flat one.
+  const model = path.startsWith("/internal/aliases") || path === "/internal/pin" || path === "/v1/load";
+  const lemonade = !model && (path.startsWith("/internal/") || /\/v1\/(pull|unload|delete)$/.test(path));
+  expect(Value.Check(model ? LemonadeModelError : lemonade ? LemonadeError : OpenAIError, body)).toBe(true);
+  if (model) expect(body).toMatchObject({ status: "error", message: body.error.message });
   const fields = lemonade ? body : body.error;
   expect(fields.code).toBe(code);
   if (param) {

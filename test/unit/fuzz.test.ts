@@ -26,14 +26,15 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-type Style = "openai" | "ollama" | "anthropic" | "lemonade" | "jsonrpc";
+type Style = "openai" | "ollama" | "anthropic" | "lemonade" | "lemonade_model" | "jsonrpc";
 
 /** The shape a route answers errors in; Lemonade's own routes are told apart by the error schema
  * the document declares for them. */
 function styleOf(path: string, op: any): Style {
   if (path === "/mcp") return "jsonrpc";
   const declared = Object.entries(op.responses ?? {}).find(([status]) => status.startsWith("4"))?.[1] as any;
-  if (declared?.content?.["application/json"]?.schema?.properties?.status) return "lemonade";
+  const properties = declared?.content?.["application/json"]?.schema?.properties;
+  if (properties?.status) return properties.error?.type === "object" ? "lemonade_model" : "lemonade";
   if (/\/messages(\/count_tokens)?$/.test(path)) return "anthropic";
   if (path.startsWith("/api/") && !/^\/api\/v[01]\//.test(path)) return "ollama";
   return "openai";
@@ -47,6 +48,8 @@ function inShape(style: Style, body: any): boolean {
       return typeof body?.error === "string";
     case "lemonade":
       return body?.status === "error" && typeof body.message === "string" && body.error === body.message && typeof body.code === "string";
+    case "lemonade_model":
+      return body?.status === "error" && typeof body.message === "string" && body.error?.message === body.message && typeof body.error.type === "string";
     case "anthropic":
       return body?.type === "error" && typeof body.error?.type === "string" && typeof body.error.message === "string";
     case "jsonrpc":

@@ -33,7 +33,7 @@ test("POST /internal/set max_loaded_models: 2 lets a second model stay loaded wi
   await load("extra.b");
   expect(await loaded()).toEqual(["extra.b"]);
   const res = await admin("/internal/set", { max_loaded_models: 2 });
-  expect(await res.json()).toEqual({ status: "success", applied: ["max_loaded_models"], saved: [] });
+  expect(await res.json()).toEqual({ status: "success", updated: { max_loaded_models: 2 }, applied: ["max_loaded_models"], saved: [] });
   await load("extra.a");
   expect(await loaded()).toEqual(["extra.a", "extra.b"]);
   expect(JSON.parse(readFileSync(join(server.cacheDir, "config.json"), "utf8"))).toMatchObject({ max_loaded_models: 2 });
@@ -41,7 +41,13 @@ test("POST /internal/set max_loaded_models: 2 lets a second model stay loaded wi
 
 test("nested settings by dots or objects are saved nested; a wrong type, a range or an unknown key is a 400 and saves nothing", async () => {
   const ok = await admin("/internal/set", { "sdcpp.steps": 10, llamacpp: { args: "--no-mmap" }, log_level: "debug", telemetry: { enabled: true } });
-  expect(await ok.json()).toEqual({ status: "success", applied: ["sdcpp.steps", "llamacpp.args", "log_level", "telemetry.enabled"], saved: [] });
+  // `updated` nests the keys as config.json holds them, as Lemonade answers.
+  expect(await ok.json()).toEqual({
+    status: "success",
+    updated: { sdcpp: { steps: 10 }, llamacpp: { args: "--no-mmap" }, log_level: "debug", telemetry: { enabled: true } },
+    applied: ["sdcpp.steps", "llamacpp.args", "log_level", "telemetry.enabled"],
+    saved: [],
+  });
   const file = JSON.parse(readFileSync(join(server.cacheDir, "config.json"), "utf8"));
   expect(file).toMatchObject({ sdcpp: { steps: 10 }, llamacpp: { args: "--no-mmap" }, log_level: "debug", telemetry: { enabled: true } });
   expect((await (await admin("/internal/config")).json()).log_level).toBe("debug");
@@ -87,7 +93,7 @@ test("/internal/pin pins and unpins a loaded model, idempotently; a model not lo
   await admin("/v1/unload", { model_name: "extra.b" });
   const notLoaded = await admin("/internal/pin", { model_name: "extra.b", pinned: true });
   expect(notLoaded.status).toBe(400);
-  expect(await notLoaded.json()).toMatchObject({ type: "invalid_request_error", message: "Model not loaded: extra.b" });
+  expect(await notLoaded.json()).toEqual({ status: "error", message: "Model not loaded: extra.b", error: { message: "Model not loaded: extra.b", type: "invalid_request_error", param: "model_name" } });
 });
 
 test("port set live: the server answers on the new port, not the old one", async () => {
@@ -108,10 +114,14 @@ test("port set live: the server answers on the new port, not the old one", async
   }
 });
 
-test("/internal/shutdown answers, then stops the server", async () => {
+test("/internal/shutdown unloads every model before it answers {\"status\": \"shutting down\"}, then stops the server", async () => {
   const other = await startFakeServer(["d"]);
+  expect((await fetch(`${other.url}/v1/load`, { method: "POST", body: JSON.stringify({ model_name: "extra.d" }) })).status).toBe(200);
+  const pid: number = (await (await fetch(`${other.url}/v1/health`)).json()).all_models_loaded[0].pid;
   const res = await fetch(`${other.url}/internal/shutdown`, { method: "POST" });
-  expect(await res.json()).toMatchObject({ status: "success" });
+  expect(await res.json()).toEqual({ status: "shutting down" });
+  // The engine is gone by the time the answer is read: signal 0 finds no such process.
+  expect(() => process.kill(pid, 0)).toThrow();
   let gone = false;
   for (let i = 0; i < 50 && !gone; i++) {
     gone = await fetch(`${other.url}/live`).then(() => false, () => true);
@@ -225,7 +235,7 @@ test("auto_evict and auto_evict_threshold_pct are settings (multi-model guide); 
     const effective = async () => (await (await fetch(`${other.url}/v1/models/extra.ae/options`)).json()).effective;
     expect((await effective()).auto_evict).toBeNull();
     const ok = await set({ auto_evict: true, auto_evict_threshold_pct: 0.8 });
-    expect(await ok.json()).toEqual({ status: "success", applied: ["auto_evict", "auto_evict_threshold_pct"], saved: [] });
+    expect(await ok.json()).toEqual({ status: "success", updated: { auto_evict: true, auto_evict_threshold_pct: 0.8 }, applied: ["auto_evict", "auto_evict_threshold_pct"], saved: [] });
     expect((await effective()).auto_evict).toBe(true);
     expect(JSON.parse(readFileSync(join(other.cacheDir, "config.json"), "utf8"))).toMatchObject({ auto_evict: true, auto_evict_threshold_pct: 0.8 });
     expect(loadConfig({}, { LEMONADE_CACHE_DIR: other.cacheDir }).recipeDefaults.auto_evict).toBe(true);
@@ -269,7 +279,12 @@ test("flat backend keys (vllm_args, llamacpp_backend) are their section's settin
   try {
     const set = (body: unknown) => fetch(`${other.url}/internal/set`, { method: "POST", body: JSON.stringify(body) });
     const ok = await set({ llamacpp_args: "--no-mmap", vllm_args: "--enforce-eager", no_broadcast: true });
-    expect(await ok.json()).toEqual({ status: "success", applied: ["llamacpp.args", "vllm.args"], saved: ["broadcast"] });
+    expect(await ok.json()).toEqual({
+      status: "success",
+      updated: { llamacpp: { args: "--no-mmap" }, vllm: { args: "--enforce-eager" }, broadcast: false },
+      applied: ["llamacpp.args", "vllm.args"],
+      saved: ["broadcast"],
+    });
     const file = JSON.parse(readFileSync(join(other.cacheDir, "config.json"), "utf8"));
     expect(file).toMatchObject({ llamacpp: { args: "--no-mmap" }, vllm: { args: "--enforce-eager" }, broadcast: false });
     expect(file).not.toHaveProperty("llamacpp_args");
@@ -299,16 +314,23 @@ test("a load request's llamacpp_args replace the saved ones and still follow the
   }
 });
 
-test("/internal/pin takes `model` in place of `model_name`; a missing or non-boolean `pinned` is a 400", async () => {
+test("/internal/pin takes `model` in place of `model_name`; a missing model or a missing or non-boolean `pinned` is a 400 in Lemonade's words", async () => {
   await load("extra.a");
   const res = await admin("/internal/pin", { model: "extra.a", pinned: true });
   expect(await res.json()).toEqual({ status: "success", model_name: "extra.a", pinned: true });
   await admin("/internal/pin", { model: "extra.a", pinned: false });
-  for (const body of [{ model: "extra.a" }, { model: "extra.a", pinned: "yes" }, { pinned: true }]) {
+  for (const [body, message, param] of [
+    [{ model: "extra.a" }, "Parameter 'pinned' is required and must be a boolean", "pinned"],
+    [{ model: "extra.a", pinned: "yes" }, "Parameter 'pinned' is required and must be a boolean", "pinned"],
+    [{ pinned: true }, "Parameter 'model' or 'model_name' is required", "model"],
+  ] as const) {
     const bad = await admin("/internal/pin", body);
     expect(bad.status).toBe(400);
-    expect((await bad.json()).type).toBe("invalid_request_error");
+    expect(await bad.json()).toEqual({ status: "error", message, code: "missing_argument", error: { message, type: "invalid_request_error", code: "missing_argument", param } });
   }
+  const malformed = await (await fetch(`${server.url}/internal/pin`, { method: "POST", body: "{", headers: { authorization: `Bearer ${ADMIN}` } })).json();
+  expect(malformed.error).toMatchObject({ type: "invalid_request_error", code: "invalid_json" });
+  expect(malformed.message).toStartWith("Invalid JSON body: ");
 });
 
 test("load_command leaves the API key to the caller as $LEMONADE_API_KEY on a server that needs one, and has none otherwise", async () => {

@@ -278,7 +278,7 @@ describe("ollama", () => {
     ["a request mistake keeps its 400", ApiError.of(E.invalidArgument, "x"), "serve", 400],
     ["an engine failure is 500", ApiError.of(E.backendUnavailable, "x").with({ fromEngine: true }), "serve", 500],
     ["a failed pull is 500", ApiError.of(E.hubNotFound, "x"), "pull", 500],
-    ["deleting what is not there is 404", ApiError.of(E.modelNotDownloaded, "x"), "delete", 404],
+    ["deleting a model the registry does not know is 404", ApiError.of(E.modelNotFound, "x"), "delete", 404],
     ["another delete failure is 500", ApiError.of(E.authConflict, "x"), "delete", 500],
   ] as const)("%s", (_name, err, step, status) => {
     expect(ollamaError(err, step).status).toBe(status);

@@ -1,6 +1,6 @@
 // How the client reads; `tsc -p clients/typescript` checks it against the generated types, so a
 // type that drifts from these uses fails the check.
-import { createLemonadeClient, stream, StreamError, type ChatCompletion, type ChatCompletionChunk, type HealthResponse, type LemonadeError } from "../src/index.ts";
+import { createLemonadeClient, stream, StreamError, type ChatCompletion, type ChatCompletionChunk, type HealthResponse, type LemonadeModelError } from "../src/index.ts";
 
 export async function example(apiKey?: string): Promise<void> {
   const client = createLemonadeClient("http://localhost:13305", { apiKey });
@@ -11,8 +11,8 @@ export async function example(apiKey?: string): Promise<void> {
 
   const loaded = await client.POST("/v1/load", { body: { model_name: "Qwen3-0.6B-GGUF", ctx_size: 4096 } });
   if (loaded.error) {
-    const error: LemonadeError = loaded.error;
-    throw new Error(`${error.code}: ${error.message}`);
+    const error: LemonadeModelError = loaded.error;
+    throw new Error(`${error.error.type}: ${error.message}`);
   }
 
   const answer = await client.POST("/v1/chat/completions", { body: { model: "Qwen3-0.6B-GGUF", messages: [{ role: "user", content: "Hello" }] } });

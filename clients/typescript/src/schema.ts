@@ -2890,7 +2890,7 @@ export interface paths {
         put?: never;
         /**
          * Delete a downloaded model
-         * @description Deletes a model's files from the Hugging Face cache, unloading it first when it is loaded. A `user.*` model's registration is removed too. Files another downloaded model shares are kept.
+         * @description Deletes a model's files from the Hugging Face cache, unloading it first when it is loaded. A `user.*` model's registration is removed too. Files another downloaded model shares are kept. A model that is not downloaded is deleted as well, as Lemonade does: what a stopped download left is removed, and a `user.*` model is unregistered.
          */
         post: operations["lemonade.delete"];
         delete?: never;
@@ -4199,8 +4199,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Change settings, by GET
-         * @description Changes settings as `POST /internal/set` does (same checks, same answer), on every API prefix and with the regular API key, as Lemonade registers it: `{"key": value, ...}`, nested keys written with dots or as objects. Meant for the `telemetry.*` settings (`telemetry.enabled`, `telemetry.otlp.endpoint`, `telemetry.hide_inputs`, ...), which take effect at once. Lemonade answers GET with the same handler, so a GET reads its JSON body as the POST does; without one it is refused as invalid JSON.
+         * Read the effective configuration
+         * @description Every `config.json` setting as the server has it, as `GET /internal/config` answers, on every API prefix and with the regular API key, as Lemonade registers it.
          */
         get: operations["lemonade.params_get"];
         put?: never;
@@ -4223,7 +4223,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Change settings, by GET
+         * Read the effective configuration
          * @description The same as `GET /v1/params`, documented there.
          */
         get: operations["lemonade.params_get.api_v1_params"];
@@ -4247,7 +4247,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Change settings, by GET
+         * Read the effective configuration
          * @description The same as `GET /v1/params`, documented there.
          */
         get: operations["lemonade.params_get.v0_params"];
@@ -4271,7 +4271,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Change settings, by GET
+         * Read the effective configuration
          * @description The same as `GET /v1/params`, documented there.
          */
         get: operations["lemonade.params_get.api_v0_params"];
@@ -5182,7 +5182,7 @@ export interface paths {
         put?: never;
         /**
          * Stop the server
-         * @description Answers, then stops every engine and the server, as SIGTERM does.
+         * @description Unloads every model (their engines stopped) before it answers, then stops the server, as SIGTERM does.
          */
         post: operations["lemonade.internal_shutdown"];
         delete?: never;
@@ -5238,6 +5238,27 @@ export interface components {
             type: string;
             /** @description The offending field, when one is to blame. */
             param?: string;
+        };
+        /** LemonadeModelError */
+        LemonadeModelError: {
+            /** @constant */
+            status: "error";
+            /** @description What went wrong. */
+            message: string;
+            /** @description The machine-readable code from the Errors table. */
+            code?: string;
+            error: {
+                /** @description The same message. */
+                message: string;
+                /** @description The model error's code (`model_not_found`, `model_not_supported`, `slots_pinned_error`, `model_load_error`), else the error's class, such as `invalid_request_error`. */
+                type: string;
+                /** @description The machine-readable code from the Errors table. */
+                code?: string;
+                /** @description The offending field: `model` for a model error. */
+                param?: string;
+                /** @description The model the request named, for a model error. */
+                requested_model?: string;
+            };
         };
         ChatCompletionsRequest: {
             /** @description The conversation so far, in OpenAI's message format: each message has a `role` and `content`. */
@@ -5741,7 +5762,7 @@ export interface components {
             /** @description A collection's component models (a published collection's once its manifest is downloaded); empty for other models */
             components: string[];
             /** @description collection.omni: each component's model object, in the order of `components` (what an export carries); `null` for one no longer registered */
-            models?: (components["schemas"]["InternalConfigResponse"] | null)[];
+            models?: (components["schemas"]["ParamsGetResponse"] | null)[];
             /** @description collection.omni: its own system prompt, when it has one */
             system_prompt?: string;
             /** @description Every checkpoint by role, such as `main` or `mmproj` */
@@ -5752,8 +5773,8 @@ export interface components {
             checkpoint_status: components["schemas"]["CheckpointStatus"][];
             /** @description Where the model came from: `huggingface`, `extra_models_dir`, `local_path` or `cloud` */
             source: string;
-            /** @description Remote registry the checkpoint downloads from: `huggingface` */
-            registry_source?: string;
+            /** @description Remote registry the checkpoint downloads from: `huggingface` or `modelscope`; `huggingface` for a local or cloud model, which downloads nothing */
+            registry_source: string;
             /** @description The model's own options: its registry row's, with what was saved in `recipe_options.json` on top */
             recipe_options: {
                 [key: string]: unknown;
@@ -6238,6 +6259,8 @@ export interface components {
             acestep_backend?: string | null;
             /** @description thinksound: `auto` (default: the first backend config.json points at a binary, else `system`), `system` (`ts-server` on PATH), or a backend config.json's `thinksound.<backend>_bin` names. */
             thinksound_backend?: string | null;
+        } & {
+            [key: string]: unknown;
         };
         LoadResponse: {
             /**
@@ -6268,6 +6291,8 @@ export interface components {
             status: "success";
             /** @description What was done */
             message: string;
+            /** @description The model unloaded, as the request named it; absent when every model was */
+            model_name?: string;
         };
         PullRequest: {
             /** @description Model to install; a new registration must use the `user.` namespace. */
@@ -6301,7 +6326,7 @@ export interface components {
             /** @description collection.omni: the ordered, non-empty list of its models (none of them a collection). */
             components?: string[];
             /** @description collection.omni: a definition per component (the registration fields, keyed by `model_name`); components not registered here are registered from them, the others keep their local definition. */
-            models?: components["schemas"]["InternalConfigResponse"][];
+            models?: components["schemas"]["ParamsGetResponse"][];
             /** @description collection.omni: a system prompt of its own in place of the built-in one. */
             system_prompt?: string;
             /** @description Registration: the registry the checkpoints come from, `huggingface` (default, alias `hf`) or `modelscope` (alias `ms`; `MODELSCOPE_ENDPOINT`, files under `<cache>/modelscope/hub`). */
@@ -6321,6 +6346,8 @@ export interface components {
             status: "success";
             /** @description What was installed */
             message: string;
+            /** @description The model, as the request named it */
+            model_name: string;
         } | components["schemas"]["DownloadJob"];
         /**
          * PullProgressEvent
@@ -6337,12 +6364,23 @@ export interface components {
             bytes_downloaded?: number;
             /** @description `progress`: the file's size */
             bytes_total?: number;
+            /** @description `progress`: bytes of every file in the download */
+            total_download_size?: number;
+            /** @description `progress`: bytes of the file already on disk when its download began */
+            bytes_previously_downloaded?: number;
             /** @description Overall progress; `100` on `complete` */
             percent?: number;
+            /**
+             * @description `complete`, when nothing was left to download
+             * @constant
+             */
+            status?: "ok";
             /** @description `complete`: the model installed */
             model_name?: string;
             /** @description `error`: what went wrong */
             error?: string;
+            /** @description `error`: `unknown_model` for a name that is not registered and, without the `user.` prefix, cannot be */
+            code?: string;
         } & {
             [key: string]: unknown;
         };
@@ -6378,7 +6416,7 @@ export interface components {
             /** @description collection.omni: the ordered, non-empty list of its models (none of them a collection). */
             components?: string[];
             /** @description collection.omni: a definition per component (the registration fields, keyed by `model_name`); components not registered here are registered from them, the others keep their local definition. */
-            models?: components["schemas"]["InternalConfigResponse"][];
+            models?: components["schemas"]["ParamsGetResponse"][];
             /** @description collection.omni: a system prompt of its own in place of the built-in one. */
             system_prompt?: string;
             /** @description Registration: the registry the checkpoints come from, `huggingface` (default, alias `hf`) or `modelscope` (alias `ms`; `MODELSCOPE_ENDPOINT`, files under `<cache>/modelscope/hub`). */
@@ -6450,7 +6488,7 @@ export interface components {
         };
         RoutingValidateRequest: {
             /** @description The policy to try: a `collection.router` definition, or a registered router's name */
-            policy?: string | components["schemas"]["InternalConfigResponse"];
+            policy?: string | components["schemas"]["ParamsGetResponse"];
             /** @description The test request's text */
             prompt?: string;
             /** @description Whether the test request carries images */
@@ -6804,16 +6842,30 @@ export interface components {
                 recipe: string;
                 /** @description The pool the model counts in: `standard` (against `max_loaded_models` per type) or `routing_helper` (loaded for a collection's routing, a pool per helper model); a model moves between them in place as its use changes */
                 residency_class: "standard" | "routing_helper";
-                /** @description The residency pool, `<residency_class>/<type>` (e.g. `standard/llm`) */
+                /** @description The residency pool, `<residency_class>/<type>` (e.g. `standard/llm`); `unmetered` for a cloud model, which counts against no limit */
                 slot_pool: string;
-                /** @description Process ID of the backend engine serving this model */
+                /** @description Process ID of the backend engine serving this model; `0` for a cloud model */
                 pid: number;
+                /** @description Whether the backend answers: always `true`, since a model whose engine is gone is not listed */
+                backend_alive: boolean;
+                /** @description `busy` while the backend serves a request, else `ready` */
+                backend_health: "ready" | "busy";
+                /** @description Always `true` */
+                loaded: boolean;
+                /** @description Whether a hang watchdog restarted the engine: always `false`, since a hung engine is stopped and the model loaded again */
+                watchdog_reset: boolean;
                 /** @description The options the model was loaded with that differ from the recipe's defaults, and its context size */
                 recipe_options: {
                     [key: string]: unknown;
                 };
-                /** @description The engine's command line, as a shell would take it */
-                launch_command: string;
+                /** @description The engine's command line, as a shell would take it; absent for a cloud model, which runs no engine */
+                launch_command?: string;
+                /** @description Cloud models: the context window the provider reports */
+                max_context_window?: number;
+                /** @description Cloud models: USD per million input tokens, when the provider reports it */
+                cost_input_per_million?: number;
+                /** @description Cloud models: USD per million output tokens, when the provider reports it */
+                cost_output_per_million?: number;
                 /** @description Lemonade extension: the backend the engine runs on, `auto` resolved (such as `cpu`) */
                 backend?: string;
                 /** @description URL of the backend process serving this model */
@@ -6983,6 +7035,10 @@ export interface components {
                     models_discovered: number;
                 }[];
             };
+            /** @description Recipes every registered model of which is filtered out on this system (they cannot run here) */
+            unavailable_recipes: string[];
+            /** @description The `no_fetch_executables` setting: `true` when engines are never downloaded or built, only those installed are used */
+            no_fetch_executables: boolean;
             archetype?: components["schemas"]["Archetype"];
             /** @description Lemonade extension: each RPC worker in `llamacpp.rpc_workers` and its last health check (TCP, TLS, the secret, rpc-server's HELLO and device memory); absent when none is configured */
             rpc_workers?: components["schemas"]["RpcWorker"][];
@@ -7044,10 +7100,17 @@ export interface components {
              * @constant
              */
             status: "success";
+            /** @description The settings changed and their new values, nested as `config.json` holds them (`{"llamacpp": {"args": ...}}`) */
+            updated: {
+                [key: string]: unknown;
+            };
             /** @description Settings in effect now */
             applied: string[];
             /** @description Settings saved, which take effect at the next start */
             saved: string[];
+        };
+        ParamsGetResponse: {
+            [key: string]: unknown;
         };
         ProfilesResponse: {
             status: components["schemas"]["AutoTuneStatus"];
@@ -7239,16 +7302,13 @@ export interface components {
             /** @description The alias removed */
             alias: string;
         };
-        InternalConfigResponse: {
-            [key: string]: unknown;
-        };
         InternalConfigSchemaResponse: {
             [key: string]: components["schemas"]["SettingSchema"];
         };
         InternalPinRequest: {
-            /** @description A loaded model. */
-            model_name: string;
-            /** @description Accepted in place of `model_name`. */
+            /** @description A loaded model (`model_name` or `model` is required). */
+            model_name?: string;
+            /** @description Accepted in place of `model_name`, and read first when both are sent. */
             model?: string;
             /** @description `true` pins, `false` unpins. */
             pinned: boolean;
@@ -7259,7 +7319,7 @@ export interface components {
              * @constant
              */
             status: "success";
-            /** @description The model */
+            /** @description The model, as the request named it */
             model_name: string;
             /** @description Its pinned state now */
             pinned: boolean;
@@ -7286,12 +7346,10 @@ export interface components {
         };
         InternalShutdownResponse: {
             /**
-             * @description Always `"success"`
+             * @description Always `"shutting down"`
              * @constant
              */
-            status: "success";
-            /** @description What happens next */
-            message: string;
+            status: "shutting down";
         };
         /**
          * Usage
@@ -7473,7 +7531,7 @@ export interface components {
                 [key: string]: unknown;
             };
             /** @description Each condition evaluated, with its result (and a classifier's label and score) */
-            trace: components["schemas"]["InternalConfigResponse"][];
+            trace: components["schemas"]["ParamsGetResponse"][];
         };
         /**
          * RoutingValidResponse
@@ -7787,6 +7845,15 @@ export interface components {
                 "application/json": components["schemas"]["LemonadeError"];
             };
         };
+        /** @description An error, in the LemonadeModelError shape */
+        LemonadeModelError: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["LemonadeModelError"];
+            };
+        };
     };
     parameters: never;
     requestBodies: never;
@@ -7797,6 +7864,7 @@ export type OpenAiError = components['schemas']['OpenAIError'];
 export type OllamaError = components['schemas']['OllamaError'];
 export type AnthropicError = components['schemas']['AnthropicError'];
 export type LemonadeError = components['schemas']['LemonadeError'];
+export type LemonadeModelError = components['schemas']['LemonadeModelError'];
 export type ChatCompletionsRequest = components['schemas']['ChatCompletionsRequest'];
 export type ChatCompletion = components['schemas']['ChatCompletion'];
 export type ChatCompletionChunk = components['schemas']['ChatCompletionChunk'];
@@ -7892,6 +7960,7 @@ export type LiveResponse = components['schemas']['LiveResponse'];
 export type OpenapiResponse = components['schemas']['OpenapiResponse'];
 export type ParamsPostRequest = components['schemas']['ParamsPostRequest'];
 export type ParamsPostResponse = components['schemas']['ParamsPostResponse'];
+export type ParamsGetResponse = components['schemas']['ParamsGetResponse'];
 export type ProfilesResponse = components['schemas']['ProfilesResponse'];
 export type ModelsIdTuningPostRequest = components['schemas']['ModelsIdTuningPostRequest'];
 export type ModelTuning = components['schemas']['ModelTuning'];
@@ -7907,7 +7976,6 @@ export type AliasesGetResponse = components['schemas']['AliasesGetResponse'];
 export type AliasesPostRequest = components['schemas']['AliasesPostRequest'];
 export type AliasesPostResponse = components['schemas']['AliasesPostResponse'];
 export type AliasesDeleteResponse = components['schemas']['AliasesDeleteResponse'];
-export type InternalConfigResponse = components['schemas']['InternalConfigResponse'];
 export type InternalConfigSchemaResponse = components['schemas']['InternalConfigSchemaResponse'];
 export type InternalPinRequest = components['schemas']['InternalPinRequest'];
 export type InternalPinResponse = components['schemas']['InternalPinResponse'];
@@ -7947,6 +8015,7 @@ export type ResponseOpenAiError = components['responses']['OpenAIError'];
 export type ResponseOllamaError = components['responses']['OllamaError'];
 export type ResponseAnthropicError = components['responses']['AnthropicError'];
 export type ResponseLemonadeError = components['responses']['LemonadeError'];
+export type ResponseLemonadeModelError = components['responses']['LemonadeModelError'];
 export type $defs = Record<string, never>;
 export interface operations {
     "openai.chat_completions": {
@@ -10228,13 +10297,13 @@ export interface operations {
                 };
             };
             /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
-            400: components["responses"]["OpenAIError"];
+            400: components["responses"]["LemonadeModelError"];
             /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
-            401: components["responses"]["OpenAIError"];
+            401: components["responses"]["LemonadeModelError"];
             /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
-            403: components["responses"]["OpenAIError"];
+            403: components["responses"]["LemonadeModelError"];
             /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
-            404: components["responses"]["OpenAIError"];
+            404: components["responses"]["LemonadeModelError"];
         };
     };
     "openai.models_id.api_v1_models_id": {
@@ -10261,10 +10330,10 @@ export interface operations {
                     "application/json": components["schemas"]["Model"];
                 };
             };
-            400: components["responses"]["OpenAIError"];
-            401: components["responses"]["OpenAIError"];
-            403: components["responses"]["OpenAIError"];
-            404: components["responses"]["OpenAIError"];
+            400: components["responses"]["LemonadeModelError"];
+            401: components["responses"]["LemonadeModelError"];
+            403: components["responses"]["LemonadeModelError"];
+            404: components["responses"]["LemonadeModelError"];
         };
     };
     "openai.models_id.v0_models_id": {
@@ -10291,10 +10360,10 @@ export interface operations {
                     "application/json": components["schemas"]["Model"];
                 };
             };
-            400: components["responses"]["OpenAIError"];
-            401: components["responses"]["OpenAIError"];
-            403: components["responses"]["OpenAIError"];
-            404: components["responses"]["OpenAIError"];
+            400: components["responses"]["LemonadeModelError"];
+            401: components["responses"]["LemonadeModelError"];
+            403: components["responses"]["LemonadeModelError"];
+            404: components["responses"]["LemonadeModelError"];
         };
     };
     "openai.models_id.api_v0_models_id": {
@@ -10321,10 +10390,10 @@ export interface operations {
                     "application/json": components["schemas"]["Model"];
                 };
             };
-            400: components["responses"]["OpenAIError"];
-            401: components["responses"]["OpenAIError"];
-            403: components["responses"]["OpenAIError"];
-            404: components["responses"]["OpenAIError"];
+            400: components["responses"]["LemonadeModelError"];
+            401: components["responses"]["LemonadeModelError"];
+            403: components["responses"]["LemonadeModelError"];
+            404: components["responses"]["LemonadeModelError"];
         };
     };
     "openai.models_id_files": {
@@ -12492,19 +12561,19 @@ export interface operations {
                 };
             };
             /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
-            400: components["responses"]["LemonadeError"];
+            400: components["responses"]["LemonadeModelError"];
             /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
-            401: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeModelError"];
             /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
-            403: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeModelError"];
             /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The requested model is not in the registry */
-            404: components["responses"]["LemonadeError"];
+            404: components["responses"]["LemonadeModelError"];
             /** @description Every loaded model of the requested model's type is pinned, so none can be unloaded to make room */
-            409: components["responses"]["LemonadeError"];
+            409: components["responses"]["LemonadeModelError"];
             /** @description Loading the requested model fails, such as a model that is not downloaded or a backend that does not start */
-            500: components["responses"]["LemonadeError"];
+            500: components["responses"]["LemonadeModelError"];
             /** @description A worker the model is split across (llamacpp `rpc`) does not answer, refuses the secret, runs another RPC protocol version or serves another model, and the workers that answer cannot hold the model; the message names the worker */
-            503: components["responses"]["LemonadeError"];
+            503: components["responses"]["LemonadeModelError"];
         };
     };
     "lemonade.load.api_v1_load": {
@@ -12529,13 +12598,13 @@ export interface operations {
                     "application/json": components["schemas"]["LoadResponse"];
                 };
             };
-            400: components["responses"]["LemonadeError"];
-            401: components["responses"]["LemonadeError"];
-            403: components["responses"]["LemonadeError"];
-            404: components["responses"]["LemonadeError"];
-            409: components["responses"]["LemonadeError"];
-            500: components["responses"]["LemonadeError"];
-            503: components["responses"]["LemonadeError"];
+            400: components["responses"]["LemonadeModelError"];
+            401: components["responses"]["LemonadeModelError"];
+            403: components["responses"]["LemonadeModelError"];
+            404: components["responses"]["LemonadeModelError"];
+            409: components["responses"]["LemonadeModelError"];
+            500: components["responses"]["LemonadeModelError"];
+            503: components["responses"]["LemonadeModelError"];
         };
     };
     "lemonade.load.v0_load": {
@@ -12560,13 +12629,13 @@ export interface operations {
                     "application/json": components["schemas"]["LoadResponse"];
                 };
             };
-            400: components["responses"]["LemonadeError"];
-            401: components["responses"]["LemonadeError"];
-            403: components["responses"]["LemonadeError"];
-            404: components["responses"]["LemonadeError"];
-            409: components["responses"]["LemonadeError"];
-            500: components["responses"]["LemonadeError"];
-            503: components["responses"]["LemonadeError"];
+            400: components["responses"]["LemonadeModelError"];
+            401: components["responses"]["LemonadeModelError"];
+            403: components["responses"]["LemonadeModelError"];
+            404: components["responses"]["LemonadeModelError"];
+            409: components["responses"]["LemonadeModelError"];
+            500: components["responses"]["LemonadeModelError"];
+            503: components["responses"]["LemonadeModelError"];
         };
     };
     "lemonade.load.api_v0_load": {
@@ -12591,13 +12660,13 @@ export interface operations {
                     "application/json": components["schemas"]["LoadResponse"];
                 };
             };
-            400: components["responses"]["LemonadeError"];
-            401: components["responses"]["LemonadeError"];
-            403: components["responses"]["LemonadeError"];
-            404: components["responses"]["LemonadeError"];
-            409: components["responses"]["LemonadeError"];
-            500: components["responses"]["LemonadeError"];
-            503: components["responses"]["LemonadeError"];
+            400: components["responses"]["LemonadeModelError"];
+            401: components["responses"]["LemonadeModelError"];
+            403: components["responses"]["LemonadeModelError"];
+            404: components["responses"]["LemonadeModelError"];
+            409: components["responses"]["LemonadeModelError"];
+            500: components["responses"]["LemonadeModelError"];
+            503: components["responses"]["LemonadeModelError"];
         };
     };
     "lemonade.unload": {
@@ -12627,7 +12696,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "status": "success",
-                     *       "message": "Model unloaded successfully"
+                     *       "message": "Model unloaded successfully",
+                     *       "model_name": "Qwen3-0.6B-GGUF"
                      *     }
                      */
                     "application/json": components["schemas"]["UnloadResponse"];
@@ -12754,14 +12824,15 @@ export interface operations {
                     /**
                      * @example {
                      *       "status": "success",
-                     *       "message": "Installed model: Qwen3-0.6B-GGUF"
+                     *       "message": "Installed model: Qwen3-0.6B-GGUF",
+                     *       "model_name": "Qwen3-0.6B-GGUF"
                      *     }
                      */
                     "application/json": components["schemas"]["PullResponse"];
                     "text/event-stream": components["schemas"]["PullProgressEvent"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; A registration names two deployment modes, or one the recipe cannot serve; nothing is registered; `offline` is set to `true` */
+            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; A registration names two deployment modes, or one the recipe cannot serve; nothing is registered; `offline` is set to `true`; `model_name` names no model in the registry and defines none (no `checkpoint`, `checkpoints` or `recipe`), and without the `user.` prefix it could not register one */
             400: components["responses"]["LemonadeError"];
             /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
@@ -13852,7 +13923,7 @@ export interface operations {
             401: components["responses"]["LemonadeError"];
             /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["LemonadeError"];
-            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here; The model has no files to delete */
+            /** @description The requested model is filtered out on this system, such as a model whose recipe cannot run here */
             404: components["responses"]["LemonadeError"];
             /** @description `model_name` names no model in the registry */
             422: components["responses"]["LemonadeError"];
@@ -16015,11 +16086,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ParamsPostResponse"];
+                    "application/json": components["schemas"]["ParamsGetResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
-            400: components["responses"]["LemonadeError"];
             /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
             /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
@@ -16091,10 +16160,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ParamsPostResponse"];
+                    "application/json": components["schemas"]["ParamsGetResponse"];
                 };
             };
-            400: components["responses"]["LemonadeError"];
             401: components["responses"]["LemonadeError"];
             403: components["responses"]["LemonadeError"];
         };
@@ -16141,10 +16209,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ParamsPostResponse"];
+                    "application/json": components["schemas"]["ParamsGetResponse"];
                 };
             };
-            400: components["responses"]["LemonadeError"];
             401: components["responses"]["LemonadeError"];
             403: components["responses"]["LemonadeError"];
         };
@@ -16191,10 +16258,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ParamsPostResponse"];
+                    "application/json": components["schemas"]["ParamsGetResponse"];
                 };
             };
-            400: components["responses"]["LemonadeError"];
             401: components["responses"]["LemonadeError"];
             403: components["responses"]["LemonadeError"];
         };
@@ -17730,9 +17796,9 @@ export interface operations {
                 };
             };
             /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
-            401: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeModelError"];
             /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
-            403: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeModelError"];
         };
     };
     "lemonade.aliases_post": {
@@ -17770,12 +17836,14 @@ export interface operations {
                     "application/json": components["schemas"]["AliasesPostResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
-            400: components["responses"]["LemonadeError"];
+            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The alias names itself as its target, or starts with a reserved prefix (`user.`, `extra.`, `builtin.`) */
+            400: components["responses"]["LemonadeModelError"];
             /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
-            401: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeModelError"];
             /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
-            403: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeModelError"];
+            /** @description The alias is a model's own name, or the target leads back to the alias through other aliases */
+            409: components["responses"]["LemonadeModelError"];
         };
     };
     "lemonade.aliases_delete": {
@@ -17806,13 +17874,13 @@ export interface operations {
                 };
             };
             /** @description A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
-            400: components["responses"]["LemonadeError"];
+            400: components["responses"]["LemonadeModelError"];
             /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
-            401: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeModelError"];
             /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
-            403: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeModelError"];
             /** @description No alias of that name exists */
-            404: components["responses"]["LemonadeError"];
+            404: components["responses"]["LemonadeModelError"];
         };
     };
     "lemonade.internal_config": {
@@ -17830,7 +17898,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["InternalConfigResponse"];
+                    "application/json": components["schemas"]["ParamsGetResponse"];
                 };
             };
             /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
@@ -17919,6 +17987,12 @@ export interface operations {
                     /**
                      * @example {
                      *       "status": "success",
+                     *       "updated": {
+                     *         "max_loaded_models": 2,
+                     *         "llamacpp": {
+                     *           "backend": "cpu"
+                     *         }
+                     *       },
                      *       "applied": [
                      *         "max_loaded_models"
                      *       ],
@@ -17961,11 +18035,11 @@ export interface operations {
                 };
             };
             /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; `model_name` names a model that is not loaded (Lemonade answers a pin of one as a bad request) */
-            400: components["responses"]["LemonadeError"];
+            400: components["responses"]["LemonadeModelError"];
             /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
-            401: components["responses"]["LemonadeError"];
+            401: components["responses"]["LemonadeModelError"];
             /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
-            403: components["responses"]["LemonadeError"];
+            403: components["responses"]["LemonadeModelError"];
         };
     };
     "lemonade.internal_simulate_vram_pressure": {
@@ -18052,6 +18126,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "shutting down"
+                     *     }
+                     */
                     "application/json": components["schemas"]["InternalShutdownResponse"];
                 };
             };
