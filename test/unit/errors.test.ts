@@ -309,7 +309,7 @@ describe("every error raised is a row of spec/errors.ts", () => {
     expect(typeof adHoc).toBe("function");
     // A loading error's type is its code, as Lemonade's model errors carry it; another row's type follows its status.
     expect(ApiError.of(E.modelNotFound, "m")).toMatchObject({ status: 404, code: "model_not_found", type: "model_not_found" });
-    expect(ApiError.of(E.aliasNotFound, "m")).toMatchObject({ status: 404, code: "alias_not_found", type: "not_found_error" });
+    expect(ApiError.of(E.routeNotFound, "m")).toMatchObject({ status: 404, code: "not_found", type: "not_found_error" });
     expect(ApiError.of(E.serverBusy, "m").type).toBe("server_error");
     expect(ApiError.of(E.engineServer, "m").withStatus(502)).toMatchObject({ status: 502, code: "server_error", type: "backend_error" });
   });
