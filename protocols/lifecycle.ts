@@ -21,7 +21,7 @@ import { sseResponse } from "../lib/sse.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { saveLoadOptions, shownCheckpoints } from "./models.ts";
 
-type LoadContext = Pick<ServerContext, "catalog" | "config" | "library" | "proxy" | "recipeOptions" | "scheduler">;
+type LoadContext = Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "proxy" | "recipeOptions" | "scheduler">;
 
 /** Recipe option keys the load request carries (everything but the load's own fields). */
 function requestOptions(body: LoadRequest): Record<string, unknown> {
@@ -36,7 +36,8 @@ export async function load(ctx: LoadContext, body: LoadRequest): Promise<LoadRes
   const loaded = await ctx.proxy.targets.of(model).load({ options, pinned: body.pinned });
   // Saved once the load took them, so a refused option is never saved.
   if (loaded.tookOptions && body.save_options === true) saveLoadOptions(ctx, model, { ...options, ...(body.pinned !== undefined ? { pinned: body.pinned } : {}) });
-  return { status: "success", message: loaded.message, model_name: model.id, checkpoint: loaded.checkpoint ?? shownCheckpoints(ctx, model, false).main ?? "", recipe: model.recipe };
+  // model_name is the name the request gave (an alias's target), as Lemonade answers.
+  return { status: "success", message: loaded.message, model_name: ctx.aliases.resolve(body.model_name), checkpoint: loaded.checkpoint ?? shownCheckpoints(ctx, model, false).main ?? "", recipe: model.recipe };
 }
 
 /** POST /v1/unload: the model named, or every model when none is. */

@@ -25,7 +25,15 @@ export function shownCheckpoints(ctx: Pick<ServerContext, "config">, model: Cata
   return Object.fromEntries(Object.entries(model.checkpoints).map(([role, path]) => [role, shown(path)]));
 }
 
-export function modelObject(ctx: Pick<ServerContext, "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">, model: CatalogModel, includePaths = false, id = model.id): ModelResponse {
+/** A model's object in listings; `listed.id` names it otherwise than its listed id (an alias, the
+ * name a job asked for), `listed.all` is the catalog when the caller has it. */
+export function modelObject(
+  ctx: Pick<ServerContext, "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">,
+  model: CatalogModel,
+  includePaths = false,
+  listed: { id?: string; all?: CatalogModel[] } = {},
+): ModelResponse {
+  const naming = ctx.catalog.naming(model, listed.all);
   const files = ctx.catalog.files(model);
   const instance = ctx.scheduler.list().find((s) => s.model.id === model.id);
   const saved = ctx.recipeOptions.saved(model.id);
@@ -36,7 +44,7 @@ export function modelObject(ctx: Pick<ServerContext, "catalog" | "config" | "lib
   const hub = model.source === "huggingface";
   const checkpoints = shownCheckpoints(ctx, model, includePaths);
   return {
-    id,
+    id: listed.id ?? naming.id,
     created: 1234567890,
     object: "model" as const,
     owned_by: "lemonade" as const,
@@ -59,6 +67,8 @@ export function modelObject(ctx: Pick<ServerContext, "catalog" | "config" | "lib
       ...(includePaths && f.path ? { path: f.path } : {}),
     })),
     source: model.source,
+    canonical_id: naming.canonicalId,
+    shadowed: naming.shadowed,
     ...(hub ? { registry_source: model.registry ?? "huggingface" } : {}),
     recipe_options: { ...model.registryOptions, ...saved },
     ...(model.cloud ? cloudFields(model.cloud) : {}),
@@ -79,7 +89,7 @@ function omniFields(ctx: Pick<ServerContext, "catalog" | "config" | "library" | 
   const models = omni.components.map((c) => ctx.catalog.find(c));
   return {
     components: omni.components,
-    models: models.map((m): Record<string, unknown> | null => (m ? modelObject(ctx, m, includePaths, ctx.catalog.publicId(m)) : null)),
+    models: models.map((m): Record<string, unknown> | null => (m ? modelObject(ctx, m, includePaths) : null)),
     ...(omni.systemPrompt ? { system_prompt: omni.systemPrompt } : {}),
   };
 }
@@ -101,7 +111,7 @@ export function listModels(ctx: Pick<ServerContext, "aliases" | "catalog" | "con
   const all = ctx.catalog.all();
   const listed = all
     .filter((m) => ctx.catalog.isSupported(m) && (showAll || ctx.catalog.isDownloaded(m)))
-    .map((m) => modelObject(ctx, m, includePaths, ctx.catalog.publicId(m, all)));
+    .map((m) => modelObject(ctx, m, includePaths, { all }));
   const byId = new Map(listed.map((m) => [m.id, m]));
   for (const { alias, target } of ctx.aliases.list()) {
     const model = ctx.catalog.find(target);
@@ -156,19 +166,23 @@ function setOptions(recipe: string, options: Options): Options {
 /** An argv word as a POSIX shell would need it written. */
 const shellWord = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`);
 
-/** `/v1/health`'s `all_models_loaded` (MCP's lemonade_list_models reports the same). */
-export function loadedEntries(ctx: Pick<ServerContext, "proxy" | "scheduler">): HealthResponse["all_models_loaded"] {
-  return ctx.scheduler.list().map((s) => healthEntry(s, ctx.scheduler.isLoading(s.model.id), { queued: ctx.proxy.queued(s), slotsInUse: ctx.proxy.slotsInUse(s), memoryBytes: ctx.scheduler.footprint(s) }));
+/** `/v1/health`'s `all_models_loaded` (MCP's lemonade_list_models reports the same), each model
+ * by its listed id, as Lemonade reports it. */
+export function loadedEntries(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, all = ctx.catalog.all()): HealthResponse["all_models_loaded"] {
+  return ctx.scheduler.list().map((s) =>
+    healthEntry(s, ctx.catalog.publicId(s.model, all), ctx.scheduler.isLoading(s.model.id), { queued: ctx.proxy.queued(s), slotsInUse: ctx.proxy.slotsInUse(s), memoryBytes: ctx.scheduler.footprint(s) }),
+  );
 }
 
-/** One entry of `/v1/health`'s `all_models_loaded`. */
+/** One entry of `/v1/health`'s `all_models_loaded`; `name` is the model's listed id. */
 export function healthEntry(
   instance: Instance<CatalogModel>,
+  name: string,
   loading: boolean,
   load: { queued: number; slotsInUse: number; memoryBytes: number | undefined },
 ): HealthResponse["all_models_loaded"][number] {
   return {
-    model_name: instance.model.id,
+    model_name: name,
     checkpoint: instance.model.checkpoints.main ?? "",
     last_use: instance.lastUse / 1000,
     type: instance.model.type,
