@@ -56,10 +56,11 @@ describe("load and unload", () => {
     const res = await load(s, { model_name: "extra.tiny-chat" });
     expect(await res.json()).toEqual({ status: "success", message: "Loaded model: extra.tiny-chat", model_name: "extra.tiny-chat", checkpoint: "tiny-chat.gguf", recipe: "llamacpp" });
     const h = await health(s);
-    expect(h.model_loaded).toBe("extra.tiny-chat");
+    // Health names the model by its listed id, the bare name no other source holds.
+    expect(h.model_loaded).toBe("tiny-chat");
     expect(h.all_models_loaded).toHaveLength(1);
     const entry = h.all_models_loaded[0];
-    expect(entry).toMatchObject({ model_name: "extra.tiny-chat", type: "llm", recipe: "llamacpp", pinned: false });
+    expect(entry).toMatchObject({ model_name: "tiny-chat", type: "llm", recipe: "llamacpp", pinned: false });
     expect(isAlive(entry.pid)).toBe(true);
     // The backend URL is the engine itself, answering OpenAI-style requests.
     const direct = await (await fetch(`${entry.backend_url}/models`)).json();
@@ -90,12 +91,12 @@ describe("load and unload", () => {
     await load(s, { model_name: "extra.tiny-rerank" });
     const loaded = (await health(s)).all_models_loaded;
     const byName = Object.fromEntries(loaded.map((m: any) => [m.model_name, m]));
-    expect(byName["extra.tiny-embed"].type).toBe("embedding");
-    expect(byName["extra.tiny-rerank"].type).toBe("reranking");
-    const emb = await (await fetch(`${byName["extra.tiny-embed"].backend_url}/embeddings`, json({ input: "hi" }))).json();
+    expect(byName["tiny-embed"].type).toBe("embedding");
+    expect(byName["tiny-rerank"].type).toBe("reranking");
+    const emb = await (await fetch(`${byName["tiny-embed"].backend_url}/embeddings`, json({ input: "hi" }))).json();
     expect(emb.data[0].embedding.length).toBe(32);
     const rr = await (
-      await fetch(`${byName["extra.tiny-rerank"].backend_url}/rerank`, json({ query: "a", documents: ["x", "y"] }))
+      await fetch(`${byName["tiny-rerank"].backend_url}/rerank`, json({ query: "a", documents: ["x", "y"] }))
     ).json();
     expect(rr.results).toHaveLength(2);
   });
@@ -180,7 +181,7 @@ describe("eviction", () => {
     // B could only start once A had drained: its load finished after A's stream did.
     expect(await loadBDone).toBeGreaterThanOrEqual(streamEnded - 50);
     const after = (await health(s)).all_models_loaded;
-    expect(after.map((m: any) => m.model_name)).toEqual(["extra.tiny-chat-b"]);
+    expect(after.map((m: any) => m.model_name)).toEqual(["tiny-chat-b"]);
     await waitFor(() => !isAlive(firstPid), "the evicted engine to exit");
   });
 
@@ -192,7 +193,7 @@ describe("eviction", () => {
     await fetch(`${s.url}/v1/completions`, json({ model: "extra.tiny-chat", prompt: "x", max_tokens: 1 }));
     await load(s, { model_name: "extra.tiny-chat-c" });
     let names = (await health(s)).all_models_loaded.map((m: any) => m.model_name).sort();
-    expect(names).toEqual(["extra.tiny-chat", "extra.tiny-chat-c"]);
+    expect(names).toEqual(["tiny-chat", "tiny-chat-c"]);
 
     await load(s, { model_name: "extra.tiny-chat", pinned: true });
     await load(s, { model_name: "extra.tiny-chat-c", pinned: true });
@@ -202,7 +203,7 @@ describe("eviction", () => {
     expect(refused.status).toBe(409);
     expect((await refused.json()).code).toBe("slots_pinned_error");
     names = (await health(s)).all_models_loaded.map((m: any) => m.model_name).sort();
-    expect(names).toEqual(["extra.tiny-chat", "extra.tiny-chat-c"]);
+    expect(names).toEqual(["tiny-chat", "tiny-chat-c"]);
   });
 
   test("a model idle past evict_idle_timeout is unloaded", async () => {
