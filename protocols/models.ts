@@ -109,14 +109,15 @@ function cloudFields(c: NonNullable<CatalogModel["cloud"]>) {
 /** Every model to list: downloaded ones (or all with `showAll`), plus aliases of listed models. */
 export function listModels(ctx: Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">, showAll: boolean, includePaths: boolean): ModelResponse[] {
   const all = ctx.catalog.all();
-  const listed = all
-    .filter((m) => ctx.catalog.isSupported(m) && (showAll || ctx.catalog.isDownloaded(m)))
-    .map((m) => modelObject(ctx, m, includePaths, { all }));
-  const byId = new Map(listed.map((m) => [m.id, m]));
+  const shown = all.filter((m) => ctx.catalog.isSupported(m) && (showAll || ctx.catalog.isDownloaded(m)));
+  const listed = shown.map((m) => modelObject(ctx, m, includePaths, { all }));
+  // An alias's target is found by the catalog's id, which need not be the id it is listed by.
+  const byModel = new Map(shown.map((m, i) => [m.id, listed[i]!]));
+  const ids = new Set(listed.map((m) => m.id));
   for (const { alias, target } of ctx.aliases.list()) {
     const model = ctx.catalog.find(target);
-    const base = model && byId.get(model.id);
-    if (base && !byId.has(alias)) listed.push({ ...base, id: alias });
+    const base = model && byModel.get(model.id);
+    if (base && !ids.has(alias)) listed.push({ ...base, id: alias });
   }
   return listed;
 }

@@ -116,6 +116,11 @@ test("an extra model that wins its bare name is listed by it, on /v1/models, /ap
   expect(available.filter((n: string) => n.startsWith("extra."))).toEqual([]);
 });
 
+test("an alias of an extra model, named in any form, is listed beside it", async () => {
+  expect((await post("/internal/aliases", { alias: "my-root", target: "extra.Root-Model" })).status).toBe(200);
+  expect(await row("my-root")).toMatchObject({ checkpoint: "Root-Model.gguf", canonical_id: "extra.Root-Model" });
+});
+
 test("a prefixed name reaches only a model of that source: another source's is a 404", async () => {
   for (const name of ["user.Root-Model", "builtin.Root-Model", "extra.Qwen3-1.7B-GGUF", "user.Qwen3-1.7B-GGUF"]) {
     const res = await get(name);
