@@ -75,7 +75,8 @@ describe("the single-file build", () => {
     // Two sections, as Lemonade's CLI prints them: what is here, then the catalog's others.
     const [local, available] = list.out.split("Available for Download");
     expect(local).toMatch(/^Local\nModel Name\s+Downloaded\s+Size \(GB\)\s+Details/);
-    expect(local).toMatch(/extra\.tiny-chat\s+Yes\s+\d+\.\d\d\s+llamacpp/);
+    // Each listed by its id: an extra model's bare name, which nothing else holds.
+    expect(local).toMatch(/^tiny-chat\s+Yes\s+\d+\.\d\d\s+llamacpp/m);
     expect(available).toContain("Qwen3-0.6B-GGUF");
     expect(local).not.toContain("Qwen3-0.6B-GGUF");
     const filtered = await lemonade(["list", "--downloaded", "tiny"]);
