@@ -329,7 +329,8 @@ describe("an Omni collection", () => {
       await page.getByRole("button", { name: "Show variants" }).click();
       const offer = page.locator("p", { hasText: "Omni collection with 3 components" });
       await offer.getByRole("button", { name: "Download" }).click();
-      const row = page.locator('tr[data-model="WebOmni"]');
+      // A user's collection is listed by its user. id.
+      const row = page.locator('tr[data-model="user.WebOmni"]');
       await row.getByText("collection of extra.planner, SD-Turbo, kokoro-v1").waitFor({ timeout: 15_000 });
       expect(await row.locator("td").nth(1).textContent()).toBe("collection.omni");
       await row.locator('td[data-state="downloaded"]').waitFor();
@@ -343,7 +344,7 @@ describe("an Omni collection", () => {
 
       await close(page);
       const chat = await open("/?model=WebOmni#chat", fake);
-      await expect(chat.getByLabel("Model").inputValue()).resolves.toBe("WebOmni");
+      await expect(chat.getByLabel("Model").inputValue()).resolves.toBe("user.WebOmni");
       const say = (tool: string, args: Record<string, unknown>) => `[[fake ${JSON.stringify({ call: { name: tool, arguments: args } })}]] go`;
       await chat.getByLabel("Message").fill(say("text_to_speech", { text: "hello from the collection" }));
       await chat.getByRole("button", { name: "Send" }).click();
