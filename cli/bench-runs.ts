@@ -31,7 +31,7 @@ export function peakMemoryMb(pid: number | undefined): number | null {
 /** `warmup` unmeasured then `runs` measured requests of `tokens` generated tokens each, against the
  * model as it is loaded now. */
 export async function measureLoaded(client: Client, model: string, opts: { runs: number; warmup: number; tokens: number }): Promise<BenchRun[]> {
-  const pid = ((await client.json("GET", "/v1/health")).all_models_loaded as { model_name: string; pid: number }[]).find((m) => m.model_name === model)?.pid;
+  const pid = (await client.loadedEntry<{ model_name: string; pid: number }>(model))?.pid;
   const out: BenchRun[] = [];
   for (let i = 0; i < opts.warmup + opts.runs; i++) {
     const res = await client.json("POST", "/v1/chat/completions", {

@@ -80,6 +80,23 @@ export class Client {
     }
   }
 
+  /** The model's entry in /v1/health, which names it by its listed id, for any name of it (an
+   * alias, `extra.NAME`, `user.NAME`); undefined when it is not loaded. `health` is one already read. */
+  async loadedEntry<T extends { model_name: string }>(name: string, health?: { all_models_loaded: T[] }): Promise<T | undefined> {
+    const read: { all_models_loaded: T[] } = health ?? (await this.json("GET", "/v1/health"));
+    const entries = read.all_models_loaded;
+    const direct = entries.find((m) => m.model_name === name);
+    if (direct) return direct;
+    try {
+      // An alias answers under its own name; its target's canonical id reaches the listed one.
+      const model = await this.json("GET", `/v1/models/${encodeURIComponent(name)}`);
+      const listed = model.canonical_id ? (await this.json("GET", `/v1/models/${encodeURIComponent(model.canonical_id)}`)).id : model.id;
+      return entries.find((m) => m.model_name === listed);
+    } catch {
+      return undefined;
+    }
+  }
+
   /** A JSON request; an error answer becomes a CliError carrying the server's message. */
   async json<T = any>(method: string, path: string, body?: unknown): Promise<T> {
     const res = await this.request(method, path, body);

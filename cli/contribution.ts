@@ -25,7 +25,7 @@ export interface Contribution {
 /** One model's entry, from its runs and the server's view of how it is loaded now. */
 export async function contribution(client: Client, model: string, runs: BenchRun[], tokens: number): Promise<Contribution> {
   const health = await client.json("GET", "/v1/health");
-  const loaded = (health.all_models_loaded as { model_name: string; recipe: string; backend?: string; recipe_options: Record<string, unknown> }[]).find((m) => m.model_name === model);
+  const loaded = await client.loadedEntry<{ model_name: string; recipe: string; backend?: string; recipe_options: Record<string, unknown> }>(model, health);
   const view = await client.json("GET", `/v1/models/${encodeURIComponent(model)}/options`);
   const params = Object.fromEntries(Object.entries((view.tuning?.params ?? {}) as Record<string, { value: string | number }>).map(([k, p]) => [k, p.value]));
   const ctx = loaded?.recipe_options.ctx_size;

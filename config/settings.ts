@@ -103,7 +103,7 @@ const RULES: Record<string, SettingRule> = {
   max_loaded_models: { doc: "Models resident at once per type; -1 is unlimited. Loading one more evicts the one idle longest.", minimum: 1, special: -1, integer: true },
   ctx_size: { doc: "The default context size of a load; -1 sizes it automatically from the model and memory.", minimum: 1, maximum: 2 ** 31 - 1, special: -1, integer: true },
   offline: { doc: "Never reach the internet: no downloads, no update checks; only what is on disk is served." },
-  extra_models_dir: { doc: "A folder of extra GGUF models, listed as extra.<file name>; rescanned when changed. Empty for none." },
+  extra_models_dir: { doc: "A folder of extra GGUF models, listed by file name (extra.<file name> where a registered model holds that name); rescanned when changed. Empty for none." },
   global_timeout: { doc: "Seconds a cloud provider's request may take.", minimum: 1, integer: true },
   auto_evict: {
     doc: "Dynamic VRAM management, for models that set no auto_evict of their own: an idle model is downsized after its downsize_idle_timeout and unloaded after its evict_idle_timeout; on, GPU memory is also watched against auto_evict_threshold_pct.",

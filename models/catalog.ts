@@ -132,6 +132,21 @@ export function reservedNameProblem(id: string): string | undefined {
   return `Model names with 'extra.' / 'builtin.' prefixes are reserved, including as bare-name parts of a 'user.' alias. Received: ${clip(id)}`;
 }
 
+/** The three sources of local models, as their canonical ids' prefixes name them, highest
+ * precedence first: a bare name is the registered model's, else the imported one's, else the built-in's. */
+type NamingSource = "user" | "extra" | "builtin";
+const SOURCE_PRECEDENCE: NamingSource[] = ["user", "extra", "builtin"];
+
+/** A model's names in listings (Catalog.naming). */
+export interface ModelNaming {
+  /** The id listings show it by. */
+  id: string;
+  /** `user.NAME`, `extra.NAME` or `builtin.NAME`; a cloud model's own id. */
+  canonicalId: string;
+  /** Whether a source of higher precedence holds its bare name. */
+  shadowed: boolean;
+}
+
 /** The image defaults that are sd-cpp recipe options; the rest are sd-server's own extras. */
 const IMAGE_OPTION_KEYS = ["steps", "cfg_scale", "width", "height"];
 
@@ -420,20 +435,34 @@ export class Catalog {
     return undefined;
   }
 
-  /** The name `/v1/models` lists a model by: a user model's bare name (the `user.` id stays its
-   * canonical name); an extra model's bare name where it shadows a built-in (else `extra.<name>`);
-   * a shadowed built-in's `builtin.<name>`. `all` is the catalog, when the caller has it. */
+  /** Which of the three sources a local model is (precedence: user > extra > built-in) and its
+   * bare name; undefined for a model served elsewhere (cloud), which is named by its id alone. */
+  private origin(model: CatalogModel): { source: NamingSource; bare: string } | undefined {
+    if (model.source === "cloud") return undefined;
+    if (model.source === "extra_models_dir") return { source: "extra", bare: model.id.slice("extra.".length) };
+    if (model.id.startsWith("user.")) return { source: "user", bare: model.id.slice("user.".length) };
+    return this.builtIn.some((b) => b.id === model.id) ? { source: "builtin", bare: model.id } : undefined;
+  }
+
+  /** How listings name a model (the custom-models guide's "What the API emits"): `id`, the bare
+   * name when the model's source wins that name, else its canonical `<source>.<name>`; a
+   * collection of the user's or the extra folder's is listed by its canonical id even when it
+   * wins, so the id listed is the one it is registered, fetched and chatted by. `shadowed`: a
+   * source of higher precedence holds the bare name. `all` is the catalog, when the caller has it. */
+  naming(model: CatalogModel, all: CatalogModel[] = this.all()): ModelNaming {
+    const origin = this.origin(model);
+    if (!origin) return { id: model.id, canonicalId: model.id, shadowed: false };
+    const canonicalId = `${origin.source}.${origin.bare}`;
+    const outranks = SOURCE_PRECEDENCE.slice(0, SOURCE_PRECEDENCE.indexOf(origin.source));
+    const shadowed = outranks.some((s) => all.some((m) => m.source !== "cloud" && m.id === `${s}.${origin.bare}`));
+    const collection = model.router !== undefined || model.omni !== undefined;
+    const prefixed = shadowed || (collection && origin.source !== "builtin");
+    return { id: prefixed ? canonicalId : origin.bare, canonicalId, shadowed };
+  }
+
+  /** The id listings show a model by (see naming). */
   publicId(model: CatalogModel, all?: CatalogModel[]): string {
-    if (model.id.startsWith("user.")) return model.id.slice("user.".length);
-    const registered = (bare: string) => this.user.some((u) => u.id === `user.${bare}`);
-    if (model.source === "extra_models_dir") {
-      const bare = model.id.slice("extra.".length);
-      return !registered(bare) && this.builtIn.some((b) => b.id === bare) ? bare : model.id;
-    }
-    if (model.source === "huggingface" && this.builtIn.includes(model)) {
-      if (registered(model.id) || (all ?? this.all()).some((m) => m.source === "extra_models_dir" && m.id === `extra.${model.id}`)) return `${BUILTIN_PREFIX}${model.id}`;
-    }
-    return model.id;
+    return this.naming(model, all).id;
   }
 
   /** Like find, but a missing or filtered-out model is a CatalogError, worded as Lemonade's (a

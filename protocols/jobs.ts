@@ -66,7 +66,7 @@ export function jobOps(ctx: JobOpsContext): Record<string, JobOp> {
     system_info: async () => plain(systemInfo(ctx)),
     system_stats: async () => plain(await ctx.hostStats.read()),
     models: async (params) =>
-      plain(typeof params.id === "string" ? modelObject(ctx, ctx.catalog.get(params.id), false, params.id) : listModels(ctx, false, false)),
+      plain(typeof params.id === "string" ? modelObject(ctx, ctx.catalog.get(params.id), false, { id: params.id }) : listModels(ctx, false, false)),
     sleep: (params, signal) => {
       const ms = Number(params.ms ?? 0);
       return cancellable(new Promise<JsonValue>((resolve) => setTimeout(() => resolve({}), Number.isFinite(ms) ? Math.max(0, ms) : 0)), signal);
@@ -77,12 +77,12 @@ export function jobOps(ctx: JobOpsContext): Record<string, JobOp> {
       const id = ctx.catalog.get(model).id;
       const before = instanceOf(id);
       // An interrupted load that lands later is not the job's to keep: it goes again, unless it was there before.
-      const loaded = await cancellable(load(ctx, { ...options, model_name: model } as Parameters<typeof load>[1]), signal, () => {
+      await cancellable(load(ctx, { ...options, model_name: model } as Parameters<typeof load>[1]), signal, () => {
         if (instanceOf(id) !== before) void ctx.scheduler.unload(id);
       });
-      const instance = instanceOf(loaded.model_name);
+      const instance = instanceOf(id);
       const backend = Object.entries(instance?.spec.options ?? {}).find(([k]) => k.endsWith("_backend"))?.[1];
-      return { loaded: true, model: loaded.model_name, backend: typeof backend === "string" ? backend : null, ctx_size: instance?.spec.ctxSize ?? null };
+      return { loaded: true, model: id, backend: typeof backend === "string" ? backend : null, ctx_size: instance?.spec.ctxSize ?? null };
     },
     unload: async (params) => {
       const model = typeof params.model === "string" ? params.model : undefined;

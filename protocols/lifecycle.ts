@@ -23,7 +23,7 @@ import type { CatalogModel } from "../models/catalog.ts";
 import type { Progress } from "../models/downloads.ts";
 import { saveLoadOptions, shownCheckpoints } from "./models.ts";
 
-type LoadContext = Pick<ServerContext, "catalog" | "config" | "library" | "proxy" | "recipeOptions" | "scheduler">;
+type LoadContext = Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "proxy" | "recipeOptions" | "scheduler">;
 
 /** The fields the load body declares: a field it does not is ignored. */
 const LOAD_FIELDS = new Set(Object.keys(loadSpec.body.properties));
@@ -43,7 +43,8 @@ export async function load(ctx: LoadContext, body: LoadRequest): Promise<LoadRes
     const loaded = await ctx.proxy.targets.of(model).load({ options, pinned: body.pinned });
     // Saved once the load took them, so a refused option is never saved.
     if (loaded.tookOptions && body.save_options === true) saveLoadOptions(ctx, model, { ...options, ...(body.pinned !== undefined ? { pinned: body.pinned } : {}) });
-    return { status: "success", message: loaded.message, model_name: model.id, checkpoint: loaded.checkpoint ?? shownCheckpoints(ctx, model, false).main ?? "", recipe: model.recipe };
+    // model_name is the name the request gave (an alias's target), as Lemonade answers.
+    return { status: "success", message: loaded.message, model_name: ctx.aliases.resolve(body.model_name), checkpoint: loaded.checkpoint ?? shownCheckpoints(ctx, model, false).main ?? "", recipe: model.recipe };
   } catch (err) {
     if (!(err instanceof ApiError && MODEL_ERRORS.has(err.code))) throw err;
     // A failed load says so first, as Lemonade words it; the other model errors keep their words.

@@ -204,12 +204,13 @@ const DEFAULT_OMNI = "LMX-Omni-5.5B-Lite";
 const DEFAULT_MODELS = { llm: "Qwen3.5-4B-MTP-GGUF", transcription: "Whisper-Tiny", image: "SD-Turbo" } as const;
 
 /** What lemonade_list_models reports, as Lemonade's gateway does: the loaded models as
- * /v1/health lists them; the downloaded and the suggested ones by their registered ids (`user.`
- * prefixed for user models and collections, the names the other tools take). */
+ * /v1/health lists them; the downloaded and the suggested ones by the ids /v1/models lists them
+ * by (names every other tool takes). */
 async function listModelsTool(ctx: Pick<ServerContext, "catalog" | "cloud" | "proxy" | "scheduler">, args: Json): Promise<ToolResult> {
-  const loaded = loadedEntries(ctx);
-  const supported = ctx.catalog.all().filter((m) => ctx.catalog.isSupported(m));
-  const entry = (m: CatalogModel): { model_name: string; recipe: string; labels: string[]; size_gb?: number } => ({ model_name: m.id, recipe: m.recipe, labels: m.labels, ...(m.size ? { size_gb: m.size } : {}) });
+  const all = ctx.catalog.all();
+  const loaded = loadedEntries(ctx, all);
+  const supported = all.filter((m) => ctx.catalog.isSupported(m));
+  const entry = (m: CatalogModel): { model_name: string; recipe: string; labels: string[]; size_gb?: number } => ({ model_name: ctx.catalog.publicId(m, all), recipe: m.recipe, labels: m.labels, ...(m.size ? { size_gb: m.size } : {}) });
   const available =
     args.include_available === false
       ? []

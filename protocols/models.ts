@@ -25,7 +25,15 @@ export function shownCheckpoints(ctx: Pick<ServerContext, "config">, model: Cata
   return Object.fromEntries(Object.entries(model.checkpoints).map(([role, path]) => [role, shown(path)]));
 }
 
-export function modelObject(ctx: Pick<ServerContext, "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">, model: CatalogModel, includePaths = false, id = model.id): ModelResponse {
+/** A model's object in listings; `listed.id` names it otherwise than its listed id (an alias, the
+ * name a job asked for), `listed.all` is the catalog when the caller has it. */
+export function modelObject(
+  ctx: Pick<ServerContext, "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">,
+  model: CatalogModel,
+  includePaths = false,
+  listed: { id?: string; all?: CatalogModel[] } = {},
+): ModelResponse {
+  const naming = ctx.catalog.naming(model, listed.all);
   const files = ctx.catalog.files(model);
   const instance = ctx.scheduler.list().find((s) => s.model.id === model.id);
   const saved = ctx.recipeOptions.saved(model.id);
@@ -36,7 +44,7 @@ export function modelObject(ctx: Pick<ServerContext, "catalog" | "config" | "lib
   const hub = model.source === "huggingface";
   const checkpoints = shownCheckpoints(ctx, model, includePaths);
   return {
-    id,
+    id: listed.id ?? naming.id,
     created: 1234567890,
     object: "model" as const,
     owned_by: "lemonade" as const,
@@ -59,6 +67,8 @@ export function modelObject(ctx: Pick<ServerContext, "catalog" | "config" | "lib
       ...(includePaths && f.path ? { path: f.path } : {}),
     })),
     source: model.source,
+    canonical_id: naming.canonicalId,
+    shadowed: naming.shadowed,
     // Every model has one, as in Lemonade: a local or cloud model names the default registry.
     registry_source: model.registry ?? "huggingface",
     recipe_options: { ...model.registryOptions, ...saved },
@@ -80,7 +90,7 @@ function omniFields(ctx: Pick<ServerContext, "catalog" | "config" | "library" | 
   const models = omni.components.map((c) => ctx.catalog.find(c));
   return {
     components: omni.components,
-    models: models.map((m): Record<string, unknown> | null => (m ? modelObject(ctx, m, includePaths, ctx.catalog.publicId(m)) : null)),
+    models: models.map((m): Record<string, unknown> | null => (m ? modelObject(ctx, m, includePaths) : null)),
     ...(omni.systemPrompt ? { system_prompt: omni.systemPrompt } : {}),
   };
 }
@@ -100,14 +110,15 @@ function cloudFields(c: NonNullable<CatalogModel["cloud"]>) {
 /** Every model to list: downloaded ones (or all with `showAll`), plus aliases of listed models. */
 export function listModels(ctx: Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">, showAll: boolean, includePaths: boolean): ModelResponse[] {
   const all = ctx.catalog.all();
-  const listed = all
-    .filter((m) => ctx.catalog.isSupported(m) && (showAll || ctx.catalog.isDownloaded(m)))
-    .map((m) => modelObject(ctx, m, includePaths, ctx.catalog.publicId(m, all)));
-  const byId = new Map(listed.map((m) => [m.id, m]));
+  const shown = all.filter((m) => ctx.catalog.isSupported(m) && (showAll || ctx.catalog.isDownloaded(m)));
+  const listed = shown.map((m) => modelObject(ctx, m, includePaths, { all }));
+  // An alias's target is found by the catalog's id, which need not be the id it is listed by.
+  const byModel = new Map(shown.map((m, i) => [m.id, listed[i]!]));
+  const ids = new Set(listed.map((m) => m.id));
   for (const { alias, target } of ctx.aliases.list()) {
     const model = ctx.catalog.find(target);
-    const base = model && byId.get(model.id);
-    if (base && !byId.has(alias)) listed.push({ ...base, id: alias });
+    const base = model && byModel.get(model.id);
+    if (base && !ids.has(alias)) listed.push({ ...base, id: alias });
   }
   return listed;
 }
@@ -157,20 +168,23 @@ function setOptions(recipe: string, options: Options): Options {
 /** An argv word as a POSIX shell would need it written. */
 const shellWord = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`);
 
-/** `/v1/health`'s `all_models_loaded` (MCP's lemonade_list_models reports the same). */
-export function loadedEntries(ctx: Pick<ServerContext, "cloud" | "proxy" | "scheduler">): HealthResponse["all_models_loaded"] {
-  const local = ctx.scheduler.list().map((s) => healthEntry(s, ctx.scheduler.isLoading(s.model.id), { queued: ctx.proxy.queued(s), slotsInUse: ctx.proxy.slotsInUse(s), memoryBytes: ctx.scheduler.footprint(s) }));
-  return [...local, ...ctx.proxy.loadedCloud().map((c) => cloudHealthEntry(ctx, c))];
+/** `/v1/health`'s `all_models_loaded` (MCP's lemonade_list_models reports the same), each model
+ * by its listed id, as Lemonade reports it. */
+export function loadedEntries(ctx: Pick<ServerContext, "catalog" | "cloud" | "proxy" | "scheduler">, all = ctx.catalog.all()): HealthResponse["all_models_loaded"] {
+  const local = ctx.scheduler.list().map((s) =>
+    healthEntry(s, ctx.catalog.publicId(s.model, all), ctx.scheduler.isLoading(s.model.id), { queued: ctx.proxy.queued(s), slotsInUse: ctx.proxy.slotsInUse(s), memoryBytes: ctx.scheduler.footprint(s) }),
+  );
+  return [...local, ...ctx.proxy.loadedCloud().map((c) => cloudHealthEntry(ctx, c, all))];
 }
-
 /** A loaded cloud model's entry: no engine of its own, in the pool no limit counts. */
 function cloudHealthEntry(
-  ctx: Pick<ServerContext, "cloud">,
+  ctx: Pick<ServerContext, "catalog" | "cloud">,
   { model, lastUse, inflight, streaming }: ReturnType<ServerContext["proxy"]["loadedCloud"]>[number],
+  all: ReturnType<ServerContext["catalog"]["all"]>,
 ): HealthResponse["all_models_loaded"][number] {
   const info = model.cloud!;
   return {
-    model_name: model.id,
+    model_name: ctx.catalog.publicId(model, all),
     checkpoint: info.upstreamId,
     last_use: lastUse / 1000,
     type: model.type,
@@ -198,14 +212,15 @@ function cloudHealthEntry(
   };
 }
 
-/** One entry of `/v1/health`'s `all_models_loaded`. */
+/** One entry of `/v1/health`'s `all_models_loaded`; `name` is the model's listed id. */
 export function healthEntry(
   instance: Instance<CatalogModel>,
+  name: string,
   loading: boolean,
   load: { queued: number; slotsInUse: number; memoryBytes: number | undefined },
 ): HealthResponse["all_models_loaded"][number] {
   return {
-    model_name: instance.model.id,
+    model_name: name,
     checkpoint: instance.model.checkpoints.main ?? "",
     last_use: instance.lastUse / 1000,
     type: instance.model.type,

@@ -500,18 +500,19 @@ export function show(ctx: Pick<ServerContext, "catalog" | "options">, body: Show
   };
 }
 
-/** GET /api/tags: downloaded models */
+/** GET /api/tags: downloaded models, by the ids /v1/models lists them by */
 export function tags(ctx: Pick<ServerContext, "catalog">): TagsResponse {
+  const all = ctx.catalog.all();
   return {
-    models: ctx.catalog
-      .all()
+    models: all
       .filter((m) => ctx.catalog.isSupported(m) && ctx.catalog.isDownloaded(m))
       .map((m) => {
         // The registry's estimate in GiB, as bytes (ollama.md); the files on disk for a model with none.
         const size = m.size ? Math.trunc(m.size * 2 ** 30) : ctx.catalog.files(m).reduce((n, f) => n + f.sizeBytes, 0);
+        const id = tagged(ctx.catalog.publicId(m, all));
         return {
-          name: tagged(m.id),
-          model: tagged(m.id),
+          name: id,
+          model: id,
           modified_at: "2024-01-01T00:00:00Z",
           size,
           digest: spec.ZERO_DIGEST,
@@ -521,12 +522,13 @@ export function tags(ctx: Pick<ServerContext, "catalog">): TagsResponse {
   };
 }
 
-/** GET /api/ps: loaded models */
-export function ps(ctx: Pick<ServerContext, "scheduler">): PsResponse {
+/** GET /api/ps: loaded models, by their listed ids */
+export function ps(ctx: Pick<ServerContext, "catalog" | "scheduler">): PsResponse {
+  const all = ctx.catalog.all();
   return {
     models: ctx.scheduler.list().map((s) => ({
-      name: tagged(s.model.id),
-      model: tagged(s.model.id),
+      name: tagged(ctx.catalog.publicId(s.model, all)),
+      model: tagged(ctx.catalog.publicId(s.model, all)),
       size: 0,
       digest: spec.ZERO_DIGEST,
       details: details(s.model),

@@ -12,13 +12,17 @@ import { autoTuneStatus } from "./tuning.ts";
 const perType = (value: (type: ModelType) => number) => Object.fromEntries(MODEL_TYPES.map((t) => [t, value(t)])) as Record<ModelType, number>;
 
 /** GET /v1/health. */
-export function health(ctx: Pick<ServerContext, "cloud" | "config" | "kvCache" | "proxy" | "scheduler" | "stats" | "telemetry" | "tuning" | "version" | "websocketPort">): HealthResponse {
+export function health(ctx: Pick<ServerContext, "catalog" | "cloud" | "config" | "kvCache" | "proxy" | "scheduler" | "stats" | "telemetry" | "tuning" | "version" | "websocketPort">): HealthResponse {
   const pools = poolHealth(ctx);
+  // By its listed id, as all_models_loaded names it.
+  const all = ctx.catalog.all();
+  const recent = ctx.scheduler.mostRecent;
+  const recentModel = recent === null ? undefined : all.find((m) => m.id === recent);
   return {
     status: "ok",
     version: ctx.version,
-    model_loaded: ctx.scheduler.mostRecent,
-    all_models_loaded: loadedEntries(ctx),
+    model_loaded: recentModel ? ctx.catalog.publicId(recentModel, all) : recent,
+    all_models_loaded: loadedEntries(ctx, all),
     max_models: perType(() => ctx.config.maxLoadedModels),
     pinned_models: perType((t) => ctx.scheduler.list().filter((s) => s.model.type === t && s.pinned && s.residency === "standard").length),
     pinned_helper_models: perType((t) => ctx.scheduler.list().filter((s) => s.model.type === t && s.pinned && s.residency === "routing_helper").length),

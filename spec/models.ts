@@ -56,6 +56,14 @@ export const ModelObject = T.Object({
     { description: "One entry per checkpoint, answering whether its bytes are there" },
   ),
   source: T.String({ description: "Where the model came from: `huggingface`, `extra_models_dir`, `local_path` or `cloud`" }),
+  canonical_id: T.String({
+    description:
+      "The model's canonical id: `user.NAME` for a registered model, `extra.NAME` for one in the extra models folder, `builtin.NAME` for a built-in (the key `recipe_options.json` uses); a cloud model's own id. Always accepted as input, as `id` is",
+  }),
+  shadowed: T.Boolean({
+    description:
+      "`true` when a source of higher precedence (registered, then extra models folder, then built-in) holds the model's bare name; `id` is then `canonical_id`. A GUI shows such a model as `NAME (registered)`, `NAME (imported)` or `NAME (builtin)`",
+  }),
   registry_source: T.String({ description: "Remote registry the checkpoint downloads from: `huggingface` or `modelscope`; `huggingface` for a local or cloud model, which downloads nothing" }),
   recipe_options: T.Record(T.String(), T.Unknown(), {
     description: "The model's own options: its registry row's, with what was saved in `recipe_options.json` on top",
@@ -89,6 +97,8 @@ const exampleModel = `{
     {"type": "main", "present": true, "required": true, "registry": "huggingface"}
   ],
   "source": "huggingface",
+  "canonical_id": "builtin.Qwen3-0.6B-GGUF",
+  "shadowed": false,
   "registry_source": "huggingface",
   "recipe_options": {}
 }`;
@@ -105,7 +115,7 @@ export const list = endpoint({
   availability: "partially_available",
   description: "Lists the models available on the server, in OpenAI's format extended with the fields described below.",
   notes:
-    "A model alias whose target is listed appears too, as a copy of the target with the alias as its `id`. Every GGUF in the extra models folder is listed as a downloaded `extra.<name>` model.",
+    "A model alias whose target is listed appears too, as a copy of the target with the alias as its `id`. Every GGUF in the extra models folder is listed as a downloaded model. Each model's `id` is its bare name when its source wins that name (registered, then extra models folder, then built-in), else its `canonical_id`, so a name two sources share is listed once bare and once per shadowed source; a registered collection is listed by its `user.` id even when it wins. Every form (`NAME`, `user.NAME`, `extra.NAME`, `builtin.NAME`) is accepted as input; a prefixed form names only a model of that source.",
   query: T.Object({
     show_all: T.Optional(
       T.Boolean({
@@ -152,7 +162,7 @@ export const files = endpoint({
   summary: "List one model's local files",
   availability: "fully_available",
   description:
-    "Lists the resolved local files of one model, for model-detail views. It inventories one model, not drive storage.",
+    "Lists the resolved local files of one model, for model-detail views. It inventories one model, not drive storage. Each checkpoint role is one entry: a sharded GGUF is listed by its first shard, with that shard's own `size_bytes` (the model's `size` in [`GET /v1/models`](#get-v1models) counts every shard).",
   params: T.Object({
     id: T.String({ description: "Model id, as listed by [`GET /v1/models`](#get-v1models). An alias's id is not accepted here; use its target." }),
   }),

@@ -111,7 +111,28 @@ export interface Model {
   cloud_provider?: string;
   /** `huggingface`, `extra_models_dir`, `local_path` or `cloud`. */
   source?: string;
+  /** `user.NAME`, `extra.NAME` or `builtin.NAME` (a cloud model's own id). */
+  canonical_id?: string;
+  /** Whether a source of higher precedence holds the bare name (`id` is then `canonical_id`). */
+  shadowed?: boolean;
   checkpoint_status?: { type: string; present: boolean }[];
+}
+
+/** What each source is called where another outranks it on a name, by its canonical id's prefix. */
+const SHADOWED_AS: [prefix: string, word: string][] = [["user.", "registered"], ["extra.", "imported"], ["builtin.", "builtin"]];
+
+/** A model's name without its source: its canonical id, unprefixed. */
+export function bareName(m: Pick<Model, "id" | "canonical_id">): string {
+  const canonical = m.canonical_id ?? m.id;
+  const hit = SHADOWED_AS.find(([prefix]) => canonical.startsWith(prefix));
+  return hit ? canonical.slice(hit[0].length) : canonical;
+}
+
+/** How model lists show a model: its id, or for a shadowed source `NAME (registered)`,
+ * `NAME (imported)` or `NAME (builtin)`, as the custom-models guide has GUIs show it. */
+export function displayName(m: Pick<Model, "id" | "canonical_id" | "shadowed">): string {
+  const hit = m.shadowed && m.canonical_id ? SHADOWED_AS.find(([prefix]) => m.canonical_id!.startsWith(prefix)) : undefined;
+  return hit ? `${bareName(m)} (${hit[1]})` : m.id;
 }
 
 /** A server-owned download job (GET /v1/downloads). */

@@ -5,7 +5,7 @@
 // export as Markdown or JSON; and under each reply what the user saw: tokens/s, the time to the
 // first token on the wire, and the model's load time when the reply had to wait for one.
 import { useEffect, useRef, useState } from "preact/hooks";
-import { chatStream, getJson, installPhase, request, type Loaded, type Model } from "./api.ts";
+import { bareName, chatStream, displayName, getJson, installPhase, request, type Loaded, type Model } from "./api.ts";
 import { download, useStored } from "./hooks.ts";
 import { renderMarkdown } from "./markdown.ts";
 import { conversations as store } from "./store.ts";
@@ -258,7 +258,10 @@ export function Chat({ onManageModels }: { onManageModels: () => void }) {
         kept.sort((a, b) => b.updated - a.updated);
         const wanted = new URLSearchParams(location.search).get("model");
         let c = kept.find((x) => x.id === currentId) ?? kept[0] ?? newConversation();
-        if (wanted && chat.some((m) => m.id === wanted)) c = { ...c, model: wanted };
+        // ?model= takes every form of a name: the listed id, the canonical one, or the bare name of
+        // the model that wins it.
+        const picked = wanted ? chat.find((m) => m.id === wanted || m.canonical_id === wanted || (!m.shadowed && bareName(m) === wanted)) : undefined;
+        if (picked) c = { ...c, model: picked.id };
         else if (!chat.some((m) => m.id === c.model) && chat[0]) c = { ...c, model: chat[0].id };
         setList([c, ...kept.filter((x) => x.id !== c.id)]);
         setCurrentId(c.id);
@@ -444,7 +447,7 @@ export function Chat({ onManageModels }: { onManageModels: () => void }) {
             <select value={c.model} onChange={(e) => update({ ...c, model: (e.target as HTMLSelectElement).value })}>
               {models.map((m) => (
                 <option key={m.id} value={m.id}>
-                  {m.id}
+                  {displayName(m)}
                 </option>
               ))}
             </select>

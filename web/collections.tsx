@@ -5,7 +5,7 @@
 // components are picked per role from the models here, made with /v1/pull (which downloads the
 // components not yet downloaded).
 import { useEffect, useState } from "preact/hooks";
-import { getJson, postJson, type Model } from "./api.ts";
+import { displayName, getJson, postJson, type Model } from "./api.ts";
 
 export const ROUTER = "collection.router";
 export const OMNI = "collection.omni";
@@ -161,7 +161,7 @@ export function RouterForm({ models, editing, onDone }: { models: Model[]; editi
             <div class="checks">
               {chat.map((m) => (
                 <label key={m.id}>
-                  <input type="checkbox" checked={draft.candidates.includes(m.id)} onChange={(e) => toggle(m.id, (e.target as HTMLInputElement).checked)} /> {m.id}
+                  <input type="checkbox" checked={draft.candidates.includes(m.id)} onChange={(e) => toggle(m.id, (e.target as HTMLInputElement).checked)} /> {displayName(m)}
                 </label>
               ))}
             </div>
@@ -280,7 +280,7 @@ export function OmniForm({ models, editing, onDone }: { models: Model[]; editing
             <option value="">{"required" in r ? "(choose)" : "(none)"}</option>
             {parts.filter(r.fits).map((m) => (
               <option key={m.id} value={m.id}>
-                {m.id}
+                {displayName(m)}
                 {m.downloaded ? "" : " (not downloaded)"}
               </option>
             ))}

@@ -47,11 +47,11 @@ interface Toast {
 }
 
 /** What the scheduler logs when an engine exits on its own (runtime/scheduler.ts, onExit). */
-const CRASH = /The engine for (\S+) \(pid \d+\) exited unexpectedly with code (-?\d+)/;
+const CRASH = /The engine for (\S+) \(pid (\d+)\) exited unexpectedly with code (-?\d+)/;
 
 /** Calls `onCrash` for each engine that exits unexpectedly from now on, as the server's log
  * stream tells it (the snapshot of earlier lines is skipped: those are old news). */
-function useEngineCrashes(onCrash: (model: string, code: string) => void): void {
+function useEngineCrashes(onCrash: (model: string, pid: number, code: string) => void): void {
   const handler = useRef(onCrash);
   handler.current = onCrash;
   useEffect(() => {
@@ -64,7 +64,7 @@ function useEngineCrashes(onCrash: (model: string, code: string) => void): void 
       ws.onmessage = (ev) => {
         const msg = JSON.parse(String(ev.data));
         const found = msg.type === "logs.entry" ? CRASH.exec(msg.entry.line) : null;
-        if (found) handler.current(found[1]!, found[2]!);
+        if (found) handler.current(found[1]!, Number(found[2]), found[3]!);
       };
       // A server that restarts closes the stream: listen again a little later.
       ws.onclose = () => {
@@ -82,7 +82,11 @@ function useEngineCrashes(onCrash: (model: string, code: string) => void): void 
 
 /** Toasts for download jobs that finished or failed, models that left memory since the last poll,
  * and engines that crashed. */
-function useToasts(jobs: Job[] | undefined, loaded: string[] | undefined): [Toast[], (id: number) => void] {
+function useToasts(jobs: Job[] | undefined, entries: { model_name: string; pid: number }[] | undefined): [Toast[], (id: number) => void] {
+  const loaded = entries?.map((m) => m.model_name);
+  // The log names a model by the server's own id; health by its listed id: the pid joins the two.
+  const byPid = useRef(new Map<number, string>());
+  for (const m of entries ?? []) byPid.current.set(m.pid, m.model_name);
   const [toasts, setToasts] = useState<Toast[]>([]);
   const seen = useRef<Map<string, Job["status"]> | null>(null);
   const resident = useRef<string[] | null>(null);
@@ -94,7 +98,8 @@ function useToasts(jobs: Job[] | undefined, loaded: string[] | undefined): [Toas
     setToasts((t) => [...t, ...news].slice(-4));
     for (const n of news) if (!n.error) setTimeout(() => setToasts((t) => t.filter((x) => x.id !== n.id)), TOAST_MS);
   };
-  useEngineCrashes((model, code) => {
+  useEngineCrashes((logged, pid, code) => {
+    const model = byPid.current.get(pid) ?? logged;
     crashed.current.set(model, Date.now());
     push([{ id: next.current++, text: `The engine for ${model} crashed (exit code ${code}); the next request starts it again`, error: true }]);
   });
@@ -142,7 +147,7 @@ function App() {
   // Engine installs are downloads too (an engine's release, or its build).
   const active = (jobs.data ?? []).filter((j) => j.status === "downloading").length + (installs.data?.length ?? 0);
   const health = useHealth();
-  const [toasts, dismiss] = useToasts(jobs.data, (health.data?.all_models_loaded as { model_name: string }[] | undefined)?.map((m) => m.model_name));
+  const [toasts, dismiss] = useToasts(jobs.data, health.data?.all_models_loaded as { model_name: string; pid: number }[] | undefined);
   const [theme, setTheme] = useStored<Theme>("lemonade.theme", "system");
   useEffect(() => {
     if (theme === "system") delete document.documentElement.dataset.theme;

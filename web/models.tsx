@@ -4,7 +4,7 @@
 // making or changing routers and Omni collections (web/collections.tsx).
 import { Fragment } from "preact";
 import { useState } from "preact/hooks";
-import { activeJob, getJson, installPhase, postJson, type Loaded, type Model } from "./api.ts";
+import { activeJob, bareName, displayName, getJson, installPhase, postJson, type Loaded, type Model } from "./api.ts";
 import { download, usePoll } from "./hooks.ts";
 import type { Jobs } from "./downloads.tsx";
 import { Collections, OMNI as COLLECTION, ROUTER } from "./collections.tsx";
@@ -229,7 +229,7 @@ function Register({ onDone }: { onDone: () => void }) {
 }
 
 /** The name an exported model registers under: /v1/pull registers user models only. */
-const userName = (id: string) => (id.startsWith("user.") ? id : `user.${id.replace(/^extra\./, "")}`);
+const userName = (m: Model) => `user.${bareName(m)}`;
 
 /** A model's definition as an import-ready /v1/pull body, the file `lemonade export` writes
  * (cli/commands/models.ts, whose shape this follows): a collection carries each component's
@@ -237,16 +237,16 @@ const userName = (id: string) => (id.startsWith("user.") ? id : `user.${id.repla
 function exportBody(m: any): Record<string, unknown> {
   if (m.recipe === COLLECTION && m.components?.length) {
     const models = (m.models ?? []).flatMap((d: any, i: number) => (d ? [{ ...exportBody(d), model_name: m.components[i] }] : []));
-    return { model_name: userName(m.id), recipe: m.recipe, components: m.components, models, ...(m.system_prompt ? { system_prompt: m.system_prompt } : {}) };
+    return { model_name: userName(m), recipe: m.recipe, components: m.components, models, ...(m.system_prompt ? { system_prompt: m.system_prompt } : {}) };
   }
-  if (m.recipe === ROUTER) return { model_name: userName(m.id), recipe: m.recipe, components: m.components, version: m.version, routing: m.routing };
-  const body: Record<string, unknown> = { model_name: userName(m.id), recipe: m.recipe, checkpoints: m.checkpoints, labels: m.labels };
+  if (m.recipe === ROUTER) return { model_name: userName(m), recipe: m.recipe, components: m.components, version: m.version, routing: m.routing };
+  const body: Record<string, unknown> = { model_name: userName(m), recipe: m.recipe, checkpoints: m.checkpoints, labels: m.labels };
   if (m.size !== undefined) body.size = m.size;
   if (m.recipe_options && Object.keys(m.recipe_options).length) body.recipe_options = m.recipe_options;
   return body;
 }
 
-/** Whether Delete can work: a model with files of its own in the cache (none for an `extra.` model,
+/** Whether Delete can work: a model with files of its own in the cache (none for a model of the extra models folder,
  * whose file belongs to its folder, a cloud model, or a built-in engine's that serves without files),
  * or a collection's entry. */
 const deletable = (m: Listed) =>
@@ -267,8 +267,8 @@ export function Models({ jobs }: { jobs: Jobs }) {
   const [message, setMessage] = useState("");
   const all: Listed[] = models.data?.data ?? [];
   const loaded = new Map<string, Loaded>(((health.data?.all_models_loaded ?? []) as Loaded[]).map((m) => [m.model_name, m]));
-  // Jobs name a user model by its canonical `user.` id; the listing by its bare one.
-  const jobOf = (id: string) => jobs.data?.find((j) => (j.model_name === id || j.model_name === `user.${id}`) && activeJob(j));
+  // A job names its model as its pull did: by the listed id or the canonical one.
+  const jobOf = (m: Model) => jobs.data?.find((j) => (j.model_name === m.id || j.model_name === m.canonical_id) && activeJob(j));
   /** `started` is what to say once a background job (a download) has begun, rather than "done". */
   const act = async (what: string, fn: () => Promise<unknown>, started?: string) => {
     setMessage(`${what}…`);
@@ -300,7 +300,7 @@ export function Models({ jobs }: { jobs: Jobs }) {
       (!filter.downloaded || m.downloaded),
   );
   // What is moving first (downloads), then loaded, then downloaded, then what suits this machine, then the rest.
-  const rank = (m: Model) => (jobOf(m.id) ? 0 : loaded.has(m.id) ? 1 : m.downloaded ? 2 : m.suggested ? 3 : 4);
+  const rank = (m: Model) => (jobOf(m) ? 0 : loaded.has(m.id) ? 1 : m.downloaded ? 2 : m.suggested ? 3 : 4);
   shown.sort((a, b) => rank(a) - rank(b));
   // The filter asked for (`#models?label=image`) is an option before the list arrives, so the select shows it.
   const recipes = [...new Set([...all.map((m) => m.recipe), ...(filter.recipe ? [filter.recipe] : [])])].sort();
@@ -362,7 +362,7 @@ export function Models({ jobs }: { jobs: Jobs }) {
         </thead>
         <tbody>
           {shown.map((m, i) => {
-            const job = jobOf(m.id);
+            const job = jobOf(m);
             const slot = loaded.get(m.id);
             const section = SECTIONS[rank(m)]!;
             const first = i === 0 || SECTIONS[rank(shown[i - 1]!)] !== section;
@@ -377,7 +377,7 @@ export function Models({ jobs }: { jobs: Jobs }) {
               )}
               <tr data-model={m.id}>
                 <td data-label="Model">
-                  {m.id}
+                  {displayName(m)}
                   {m.update_available && <span class="badge"> update available</span>}
                   {m.recipe === COLLECTION && (
                     <div class="hint">{m.components?.length ? `collection of ${m.components.join(", ")}` : "collection; its components are listed once it is downloaded"}</div>

@@ -312,8 +312,15 @@ ${SERVER_FLAGS_HELP}`,
     const key = apiKey() ?? DEFAULT_KEY;
     const { argv, env } = agent.setup(client.base, model, key, values.provider);
     if (agent.configure) {
-      const listed = (await client.json("GET", "/v1/models")).data as ListedModel[];
-      agent.configure(client.base, key, model, listed.filter(agentLlm).map((m) => ({ id: m.id, context: m.context_length ?? m.max_context_window ?? 32768 })));
+      const entry = (m: ListedModel) => ({ id: m.id, context: m.context_length ?? m.max_context_window ?? 32768 });
+      const llms = ((await client.json("GET", "/v1/models")).data as ListedModel[]).filter(agentLlm).map(entry);
+      // The agent is told the model as typed, which need not be the id it is listed by (extra.NAME
+      // for NAME): its configuration carries that name too.
+      if (!llms.some((m) => m.id === model)) {
+        const named: ListedModel | undefined = await client.json("GET", `/v1/models/${encodeURIComponent(model)}`).catch(() => undefined);
+        if (named && agentLlm(named)) llms.push({ ...entry(named), id: model });
+      }
+      agent.configure(client.base, key, model, llms);
     }
     console.log(apiKey() ? "Launch auth: API key provided and propagated to the launched agent." : "Launch auth: no API key provided; using default agent auth token.");
     console.log(`Loading model in background: ${model}`);

@@ -115,7 +115,7 @@ export const serve: Command = {
   --host HOST              Address to bind (default 127.0.0.1, or LEMONADE_HOST)
   --port PORT              Port to listen on (default 13305, or LEMONADE_PORT; 0: a free one); a port in use exits 1
   --log-level LEVEL        trace, debug, info, warning or error (default info, or LEMONADE_LOG_LEVEL)
-  --extra-models-dir DIR   A folder of GGUF models to list as extra.<name>
+  --extra-models-dir DIR   A folder of GGUF models to list (also named extra.<name>)
   --max-loaded-models N    Models resident per type (-1: unlimited)
   --ctx-size N             Default context size (-1: each model's own window)
 For apps that start the server themselves:

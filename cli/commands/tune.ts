@@ -93,7 +93,7 @@ ${SERVER_FLAGS_HELP}`,
     if (baseline.tokensPerSecond === null) throw new CliError(`${model} does not run as it is: ${baseline.error}`);
 
     const health = await client.json("GET", "/v1/health");
-    const backend = best.backend ?? (health.all_models_loaded as { model_name: string; backend?: string }[]).find((m) => m.model_name === model)?.backend ?? view.tuning.backend;
+    const backend = best.backend ?? (await client.loadedEntry<{ model_name: string; backend?: string }>(model, health))?.backend ?? view.tuning.backend;
     const save = { backend, params: best.params, tokens_per_second: Math.round(best.tokensPerSecond! * 10) / 10 };
     // Saved even when the current settings won: the measured speed is the monitor's expectation.
     const saved = !input.values["dry-run"];

@@ -15,13 +15,13 @@ export function modelRoutes(bind: Binder, ctx: Pick<ServerContext, "aliases" | "
 
   bind.http(spec.get, ({ params, query }) => {
     const model = ctx.catalog.get(params.id);
-    return modelObject(ctx, model, query.include_paths === true, ctx.aliases.list().some((a) => a.alias === params.id) ? params.id : ctx.catalog.publicId(model));
+    return modelObject(ctx, model, query.include_paths === true, ctx.aliases.list().some((a) => a.alias === params.id) ? { id: params.id } : {});
   });
 
   bind.http(spec.files, ({ params, query }) => {
     const model = ctx.catalog.get(params.id);
     return {
-      model_id: model.id,
+      model_id: ctx.catalog.publicId(model),
       files: ctx.catalog.files(model).map((f) => ({
         name: f.path ? basename(f.path) : basename(model.checkpoints[f.role] ?? f.role),
         ...(query.include_paths === true && f.path ? { path: f.path } : {}),

@@ -85,8 +85,10 @@ export async function spawnServer(w: Work, env: Record<string, string> = {}, com
     startMs,
     post,
     async engineUrl(model) {
+      // Health names it by its listed id, whatever name the bench gave.
+      const listed = (await (await fetch(`${base}/v1/models/${encodeURIComponent(model)}`)).json()).id;
       const health = await (await fetch(`${base}/v1/health`)).json();
-      return health.all_models_loaded.find((m: { model_name: string }) => m.model_name === model).backend_url;
+      return health.all_models_loaded.find((m: { model_name: string }) => m.model_name === listed).backend_url;
     },
     async stop() {
       child.kill("SIGTERM");

@@ -46,7 +46,7 @@ export async function benchRpc(runs: number): Promise<Figure[]> {
     const url = `${server.base}/v1/chat/completions`;
     const linkBytes = async () => {
       const health = await (await fetch(`${server.base}/v1/health`)).json();
-      const split = health.all_models_loaded.find((m: { model_name: string }) => m.model_name === "extra.tiny-chat-split").rpc;
+      const split = health.all_models_loaded.find((m: { model_name: string }) => m.model_name === "tiny-chat-split").rpc;
       return split.workers.reduce((n: number, x: { bytes_sent: number; bytes_received: number }) => n + x.bytes_sent + x.bytes_received, 0);
     };
     const tokens = 128;

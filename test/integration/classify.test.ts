@@ -175,13 +175,13 @@ test("a RoBERTa classifier: byte-level BPE between <s> and </s>, its budget two 
 
 test("a crashed classifier engine is started again for the next request; the server stays up", async () => {
   const before = await (await post("/v1/classify", { model: "Sentiment", input: "hello world" })).json();
-  const pid = (await (await fetch(`${server.url}/v1/health`)).json()).all_models_loaded.find((m: any) => m.model_name === "user.Sentiment").pid;
+  const pid = (await (await fetch(`${server.url}/v1/health`)).json()).all_models_loaded.find((m: any) => m.model_name === "Sentiment").pid;
   process.kill(pid, "SIGKILL");
   await Bun.sleep(100);
   const after = await post("/v1/classify", { model: "Sentiment", input: "hello world" });
   expect(after.status).toBe(200);
   expect((await after.json()).labels).toEqual(before.labels);
-  const now = (await (await fetch(`${server.url}/v1/health`)).json()).all_models_loaded.find((m: any) => m.model_name === "user.Sentiment").pid;
+  const now = (await (await fetch(`${server.url}/v1/health`)).json()).all_models_loaded.find((m: any) => m.model_name === "Sentiment").pid;
   expect(now).not.toBe(pid);
 });
 
@@ -233,7 +233,7 @@ test("a graph whose output does not fit the declared labels fails its load, not 
   const err = (await res.json()).error;
   expect(err.code).toBe("model_load_error");
   expect(err.message).toContain("model.onnx answers float32 [1, 3], but a sequence classifier with 2 labels answers float32 [1, 2]");
-  expect(await loaded()).not.toContain("user.Mislabelled");
+  expect(await loaded()).not.toContain("Mislabelled");
 });
 
 test("a download that stopped after config.json does not count as downloaded", async () => {

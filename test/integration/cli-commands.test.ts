@@ -75,11 +75,14 @@ describe("the single-file build", () => {
     // Two sections, as Lemonade's CLI prints them: what is here, then the catalog's others.
     const [local, available] = list.out.split("Available for Download");
     expect(local).toMatch(/^Local\nModel Name\s+Downloaded\s+Size \(GB\)\s+Details/);
-    expect(local).toMatch(/extra\.tiny-chat\s+Yes\s+\d+\.\d\d\s+llamacpp/);
+    // Each listed by its id: an extra model's bare name, which nothing else holds.
+    expect(local).toMatch(/^tiny-chat\s+Yes\s+\d+\.\d\d\s+llamacpp/m);
     expect(available).toContain("Qwen3-0.6B-GGUF");
     expect(local).not.toContain("Qwen3-0.6B-GGUF");
     const filtered = await lemonade(["list", "--downloaded", "tiny"]);
-    expect(filtered.out).toContain("extra.tiny-chat");
+    // The Name column is the listed id: an extra model's bare name, which nothing else holds.
+    expect(filtered.out).toMatch(/^tiny-chat\s/m);
+    expect(filtered.out).not.toContain("extra.tiny-chat");
     expect(filtered.out).not.toContain("Available for Download");
     expect(filtered.out).not.toContain("Local\n");
     expect(filtered.out).toMatch(/^Model Name\s+Downloaded/);
@@ -89,12 +92,12 @@ describe("the single-file build", () => {
     const parsed = JSON.parse(status.out);
     expect(parsed.running).toBe(true);
     const loaded = parsed.all_models_loaded[0];
-    expect(loaded.model_name).toBe("extra.tiny-chat");
+    expect(loaded.model_name).toBe("tiny-chat");
     expect(() => process.kill(loaded.pid, 0)).not.toThrow();
     expect((await lemonade(["status"])).out).toContain(String(loaded.pid));
 
     const models = JSON.parse((await lemonade(["list", "--json"])).out);
-    expect(models.find((m: any) => m.id === "extra.tiny-chat").loaded).toBe(true);
+    expect(models.find((m: any) => m.id === "tiny-chat").loaded).toBe(true);
 
     expect((await lemonade(["unload", "extra.tiny-chat"])).code).toBe(0);
     expect(JSON.parse((await lemonade(["status", "--json"])).out).all_models_loaded).toEqual([]);
@@ -212,7 +215,8 @@ describe("the single-file build", () => {
     expect(published.code, published.err).toBe(0);
     expect(published.out).toContain("Installed user.Tiny-Omni");
     const list = () => lemonade(["list", "--json"]).then((r) => JSON.parse(r.out) as any[]);
-    expect((await list()).find((m) => m.id === "Tiny-Omni")).toMatchObject({ recipe: "collection.omni", components: ["user.omni-chat", "kokoro-v1"], downloaded: true });
+    // A user's collection is listed by its user. id.
+    expect((await list()).find((m) => m.id === "user.Tiny-Omni")).toMatchObject({ recipe: "collection.omni", components: ["user.omni-chat", "kokoro-v1"], downloaded: true });
 
     const missing = await lemonade(["pull", "user.CliGap", "--components", "user.omni-chat", "No-Such-Part"]);
     expect(missing.code).toBe(1);
@@ -227,15 +231,15 @@ describe("the single-file build", () => {
     expect(body.models[0].checkpoints.main).toBe("test-org/tiny-GGUF:Q4_0");
 
     expect((await lemonade(["delete", "user.CliKit"])).code).toBe(0);
-    expect((await list()).some((m) => m.id === "CliKit")).toBe(false);
+    expect((await list()).some((m) => m.id === "user.CliKit")).toBe(false);
     const imported = await lemonade(["import", file]);
     expect(imported.code, imported.err).toBe(0);
-    expect((await list()).find((m) => m.id === "CliKit")).toMatchObject({ components: ["user.omni-chat", "kokoro-v1"], downloaded: true });
+    expect((await list()).find((m) => m.id === "user.CliKit")).toMatchObject({ components: ["user.omni-chat", "kokoro-v1"], downloaded: true });
     // The file is an import-ready /v1/pull body, POSTed as it is.
     expect((await lemonade(["delete", "user.CliKit"])).code).toBe(0);
     const verbatim = await fetch(`http://127.0.0.1:${port}/v1/pull`, { method: "POST", body: readFileSync(file) });
     expect(verbatim.status).toBe(200);
-    expect((await list()).find((m) => m.id === "CliKit")).toMatchObject({ components: ["user.omni-chat", "kokoro-v1"] });
+    expect((await list()).find((m) => m.id === "user.CliKit")).toMatchObject({ components: ["user.omni-chat", "kokoro-v1"] });
   });
 
   test("cloud: the server as its own provider (another Lemonade), listed, keyed, cleared and removed", async () => {
@@ -570,7 +574,7 @@ describe("Lemonade's CLI syntax", () => {
     expect(sizes.out).toMatch(/extra\.tiny-chat \(ctx=512\)\s+1\s+[\d.]+/);
     expect(sizes.out).toMatch(/extra\.tiny-chat \(ctx=1024\): median TTFT/);
     const health = await (await fetch(`http://127.0.0.1:${port}/v1/health`)).json();
-    expect(health.all_models_loaded.find((m: any) => m.model_name === "extra.tiny-chat").recipe_options.ctx_size).toBe(1024);
+    expect(health.all_models_loaded.find((m: any) => m.model_name === "tiny-chat").recipe_options.ctx_size).toBe(1024);
     const preflight = await lemonade(["bench", "extra.tiny-chat", "user.Never-Pulled", "--runs", "1", "--tokens", "2"]);
     expect(preflight.code).toBe(1);
     expect(preflight.err).toContain("Not available: user.Never-Pulled (not registered). Pull with: lemonade pull MODEL, or pass --auto-pull");

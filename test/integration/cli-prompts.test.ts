@@ -260,11 +260,12 @@ describe("chat", () => {
     // Only downloaded models are listed while there are some.
     expect(menu).not.toContain("[not-downloaded]");
     s.type(`${line!.trim().split(")")[0]}\r`);
-    await s.until(/Selected model: extra\.tiny-chat\n[\s\S]*>>> $/);
+    // The menu offers the listed id: the extra model's bare name.
+    await s.until(/Selected model: tiny-chat\n[\s\S]*>>> $/);
     s.type("/bye\r");
     expect(await s.exited).toBe(0);
     const health = await (await fetch(`${server.url}/v1/health`)).json();
-    expect(health.all_models_loaded.map((m: { model_name: string }) => m.model_name)).toContain("extra.tiny-chat");
+    expect(health.all_models_loaded.map((m: { model_name: string }) => m.model_name)).toContain("tiny-chat");
   });
 
   test("off a terminal, with none loaded, it says to name one", async () => {
@@ -351,7 +352,7 @@ describe("pull", () => {
     const r = await piped(["pull", "user.NoParts", "--recipe", "collection.omni"]);
     expect(r.code).toBe(2);
     expect(r.err).toContain("omni pull requires --components MODEL [MODEL ...].");
-    expect((await models()).some((m) => m.id === "NoParts")).toBe(false);
+    expect((await models()).some((m) => m.id === "user.NoParts")).toBe(false);
   });
 });
 

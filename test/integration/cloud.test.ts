@@ -118,8 +118,9 @@ describe("a llama-server on another box as a provider", () => {
     expect((await post(server, "/internal/aliases", { alias: "prod", target: "gpu-box.tiny" })).status).toBe(200);
     expect(await ask()).toEqual(["gpu-box.tiny"]);
     expect((await post(server, "/internal/aliases", { alias: "prod", target: "extra.tiny-chat" })).status).toBe(200);
-    // The cloud model stays loaded beside it: it takes no slot of the local one's type.
-    expect((await ask()).sort()).toEqual(["extra.tiny-chat", "gpu-box.tiny"]);
+    // The cloud model stays loaded beside it (it takes no slot of the local one's type); health
+    // names each by its listed id.
+    expect((await ask()).sort()).toEqual(["gpu-box.tiny", "tiny-chat"]);
     await post(server, "/v1/unload", {});
   });
 
@@ -142,7 +143,7 @@ describe("another Lemonade behind an API key as a provider", () => {
     const install = await (await post(server, "/v1/install", { backend: "cloud", provider: "peer", base_url: `${peer.url}/v1` })).json();
     // Without a key the peer is not even asked for its models.
     expect(install.models_discovered).toBe(0);
-    expect(await ids(server)).not.toContain("peer.extra.tiny-chat");
+    expect(await ids(server)).not.toContain("peer.tiny-chat");
     // A key for an http:// provider needs the opt-in.
     const plain = await post(server, "/v1/cloud/auth", { provider: "peer", api_key: KEY });
     expect(plain.status).toBe(400);
@@ -151,15 +152,15 @@ describe("another Lemonade behind an API key as a provider", () => {
     const auth = await post(server, "/v1/cloud/auth", { provider: "peer", api_key: KEY, allow_insecure_http: true });
     expect(auth.status).toBe(200);
     expect(await auth.json()).toEqual({ provider: "peer", auth_state: { env_var_set: false, runtime_key_set: true }, models_discovered: await peerListed() });
-    const listed = (await (await fetch(`${server.url}/v1/models`)).json()).data.find((m: any) => m.id === "peer.extra.tiny-chat");
+    const listed = (await (await fetch(`${server.url}/v1/models`)).json()).data.find((m: any) => m.id === "peer.tiny-chat");
     // The peer's labels keep the model's deployment mode.
     expect(listed.labels).toContain("chat");
 
     // The peer answers only because the key reached it as a bearer token.
-    const res = await post(server, "/v1/chat/completions", { model: "peer.extra.tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 3 });
+    const res = await post(server, "/v1/chat/completions", { model: "peer.tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 3 });
     expect(res.status).toBe(200);
     expect((await res.json()).usage.completion_tokens).toBe(3);
-    const streamed = await post(server, "/v1/chat/completions", { model: "peer.extra.tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 3, stream: true });
+    const streamed = await post(server, "/v1/chat/completions", { model: "peer.tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 3, stream: true });
     expect(streamed.headers.get("content-type")).toContain("text/event-stream");
     const sse = await streamed.text();
     expect(sse).toContain('"chat.completion.chunk"');
@@ -169,7 +170,7 @@ describe("another Lemonade behind an API key as a provider", () => {
     expect(info).toEqual({ name: "peer", base_url: `${peer.url}/v1`, allow_insecure_http: true, env_var: "LEMONADE_PEER_API_KEY", env_var_set: false, runtime_key_set: true, models_discovered: await peerListed() });
     const clear = await fetch(`${server.url}/v1/cloud/auth/peer`, { method: "DELETE" });
     expect(await clear.json()).toEqual({ provider: "peer", cleared_runtime_key: true, auth_state: { env_var_set: false, runtime_key_set: false } });
-    expect(await ids(server)).not.toContain("peer.extra.tiny-chat");
+    expect(await ids(server)).not.toContain("peer.tiny-chat");
     const again = await fetch(`${server.url}/v1/cloud/auth/peer`, { method: "DELETE" });
     expect((await again.json()).cleared_runtime_key).toBe(false);
     const nobody = await post(server, "/v1/cloud/auth", { provider: "nobody", api_key: "x" });
@@ -181,9 +182,9 @@ describe("another Lemonade behind an API key as a provider", () => {
   test("a loaded cloud model whose key was cleared answers the missing-credentials error until it is unloaded; one never loaded is not found", async () => {
     await post(server, "/v1/install", { backend: "cloud", provider: "peer", base_url: `${peer.url}/v1` });
     expect((await post(server, "/v1/cloud/auth", { provider: "peer", api_key: KEY, allow_insecure_http: true })).status).toBe(200);
-    expect((await post(server, "/v1/load", { model_name: "peer.extra.tiny-chat" })).status).toBe(200);
+    expect((await post(server, "/v1/load", { model_name: "peer.tiny-chat" })).status).toBe(200);
     await fetch(`${server.url}/v1/cloud/auth/peer`, { method: "DELETE" });
-    const chat = () => post(server, "/v1/chat/completions", { model: "peer.extra.tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 3 });
+    const chat = () => post(server, "/v1/chat/completions", { model: "peer.tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 3 });
     const res = await chat();
     expect(res.status).toBe(500);
     expect((await res.json()).error).toMatchObject({
@@ -191,7 +192,7 @@ describe("another Lemonade behind an API key as a provider", () => {
       provider: "peer",
       message: `No API key for cloud provider 'peer'. Set the LEMONADE_PEER_API_KEY env var or POST /v1/cloud/auth with {"provider":"peer","api_key":"..."}.`,
     });
-    expect((await post(server, "/v1/unload", { model_name: "peer.extra.tiny-chat" })).status).toBe(200);
+    expect((await post(server, "/v1/unload", { model_name: "peer.tiny-chat" })).status).toBe(200);
     const gone = await chat();
     expect(gone.status).toBe(404);
     expect((await gone.json()).error.code).toBe("model_not_found");
@@ -201,13 +202,13 @@ describe("another Lemonade behind an API key as a provider", () => {
     const install = await (await post(server, "/v1/install", { backend: "cloud", provider: "claude-box", base_url: `${peer.url}/v1`, wire: "anthropic", api_key: KEY, allow_insecure_http: true })).json();
     expect(install).toMatchObject({ wire: "anthropic", models_discovered: await peerListed() });
     const anthropic = new Anthropic({ baseURL: server.url, apiKey: "unused" });
-    const message = await anthropic.messages.create({ model: "claude-box.extra.tiny-chat", max_tokens: 3, messages: [{ role: "user", content: "hi" }] });
-    expect(message.model).toBe("claude-box.extra.tiny-chat");
+    const message = await anthropic.messages.create({ model: "claude-box.tiny-chat", max_tokens: 3, messages: [{ role: "user", content: "hi" }] });
+    expect(message.model).toBe("claude-box.tiny-chat");
     expect(message.usage.output_tokens).toBe(3);
     expect(message.stop_reason).toBe("max_tokens");
-    const streamed = await anthropic.messages.stream({ model: "claude-box.extra.tiny-chat", max_tokens: 4, messages: [{ role: "user", content: "hi" }] }).finalMessage();
+    const streamed = await anthropic.messages.stream({ model: "claude-box.tiny-chat", max_tokens: 4, messages: [{ role: "user", content: "hi" }] }).finalMessage();
     expect(streamed.usage.output_tokens).toBe(4);
-    const viaOpenAI = await post(server, "/v1/chat/completions", { model: "claude-box.extra.tiny-chat", messages: [{ role: "user", content: "hi" }] });
+    const viaOpenAI = await post(server, "/v1/chat/completions", { model: "claude-box.tiny-chat", messages: [{ role: "user", content: "hi" }] });
     expect(viaOpenAI.status).toBe(400);
     expect((await viaOpenAI.json()).error.message).toContain("/v1/messages");
     await post(server, "/v1/uninstall", { backend: "cloud", provider: "claude-box" });

@@ -55,7 +55,7 @@ async function loadEngine(url: string, key: string | null): Promise<number> {
   const load = await fetch(`${url}/v1/load`, { method: "POST", headers, body: JSON.stringify({ model_name: MODEL }) });
   expect(load.status).toBe(200);
   const health = await (await fetch(`${url}/v1/health`, { headers })).json();
-  const pid = health.all_models_loaded.find((m: { model_name: string }) => m.model_name === MODEL)?.pid;
+  const pid = health.all_models_loaded.find((m: { model_name: string }) => m.model_name === "embed-chat")?.pid;
   expect(typeof pid).toBe("number");
   expect(running(pid)).toBe(true);
   return pid;

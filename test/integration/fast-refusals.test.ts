@@ -46,7 +46,7 @@ function post(path: string, body: string) {
 
 /** What the FAKE llama-server has been asked so far. */
 async function engineLog(): Promise<string[]> {
-  const loaded = (await (await fetch(`${server.url}/v1/health`)).json()).all_models_loaded.find((m: any) => m.model_name === "extra.vocab");
+  const loaded = (await (await fetch(`${server.url}/v1/health`)).json()).all_models_loaded.find((m: any) => m.model_name === "vocab");
   return (await fetch(`${loaded.backend_url.replace(/\/v1$/, "")}/fake/requests`)).json();
 }
 

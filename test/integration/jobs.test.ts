@@ -37,6 +37,7 @@ describe("jobs on one server", () => {
   let call: ReturnType<typeof client>;
   const job = (id: string) => call("GET", `/v1/jobs/${id}`).then((r) => r.body);
   const stepOf = (j: Any, id: string) => j.steps.find((s: Any) => s.id === id);
+  // Health names each model by its listed id: these extra models' bare names.
   const loaded = async () => ((await call("GET", "/v1/health")).body.all_models_loaded as Any[]).map((m) => ({ model: m.model_name, pinned: m.pinned === true }));
   const settled = (id: string, status: string) => until(`job ${id} ${status}`, async () => ((await job(id)).status === status ? job(id) : undefined));
   const create = async (body: unknown) => {
@@ -93,7 +94,7 @@ describe("jobs on one server", () => {
     const mine = list.body.jobs.find((j: Any) => j.id === id);
     expect(mine.progress).toEqual({ cursor: "", completed: 10, step_count: 10 });
     // The job committed its load: the model stays.
-    expect((await loaded()).map((m) => m.model)).toContain("extra.a");
+    expect((await loaded()).map((m) => m.model)).toContain("a");
   });
 
   test("every API prefix answers, and a failed step without on_fail fails the job", async () => {
@@ -159,13 +160,13 @@ describe("jobs on one server", () => {
     const interrupted = await settled(id, "interrupted");
     expect(stepOf(interrupted, "chat").status).toBe("pending");
     expect(interrupted.cursor).toBe("chat");
-    await until("extra.a unloaded", async () => !(await loaded()).some((m) => m.model === "extra.a"));
-    expect(await loaded()).toEqual([{ model: "extra.b", pinned: true }]);
+    await until("extra.a unloaded", async () => !(await loaded()).some((m) => m.model === "a"));
+    expect(await loaded()).toEqual([{ model: "b", pinned: true }]);
 
     await call("POST", `/v1/jobs/${id}/resume`);
     const done = await settled(id, "completed");
     expect(stepOf(done, "chat").output.choices).toBeDefined();
-    expect((await loaded()).map((m) => m.model).sort()).toEqual(["extra.a", "extra.b"]);
+    expect((await loaded()).map((m) => m.model).sort()).toEqual(["a", "b"]);
   });
 
   test("a same-named model loaded outside the job while it is interrupted is adopted on resume, and survives the job's next interrupt", async () => {
@@ -174,7 +175,7 @@ describe("jobs on one server", () => {
     await until("c1 running", async () => stepOf(await job(id), "c1").status === "running");
     await call("POST", `/v1/jobs/${id}/interrupt`);
     await settled(id, "interrupted");
-    await until("extra.a unloaded", async () => !(await loaded()).some((m) => m.model === "extra.a"));
+    await until("extra.a unloaded", async () => !(await loaded()).some((m) => m.model === "a"));
     // Someone else loads it meanwhile.
     expect((await call("POST", "/v1/load", { model_name: "extra.a" })).status).toBe(200);
     const pid = (await call("GET", "/v1/health")).body.all_models_loaded[0].pid;
@@ -183,7 +184,7 @@ describe("jobs on one server", () => {
     await call("POST", `/v1/jobs/${id}/interrupt`);
     await settled(id, "interrupted");
     const after = (await call("GET", "/v1/health")).body.all_models_loaded;
-    expect(after.map((m: Any) => [m.model_name, m.pid])).toEqual([["extra.a", pid]]);
+    expect(after.map((m: Any) => [m.model_name, m.pid])).toEqual([["a", pid]]);
     await call("DELETE", `/v1/jobs/${id}`);
   });
 
@@ -193,7 +194,7 @@ describe("jobs on one server", () => {
     await until("the wait step running", async () => stepOf(await job(id), "wait").status === "running");
     await call("POST", `/v1/jobs/${id}/pause`);
     await settled(id, "paused");
-    expect((await loaded()).map((m) => m.model)).toEqual(["extra.a"]);
+    expect((await loaded()).map((m) => m.model)).toEqual(["a"]);
     await call("DELETE", `/v1/jobs/${id}`);
     expect((await call("GET", `/v1/jobs/${id}`)).status).toBe(404);
     await until("extra.a unloaded", async () => (await loaded()).length === 0);

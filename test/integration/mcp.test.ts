@@ -58,9 +58,11 @@ describe("with the SDK client", () => {
     expect(result.isError).toBe(false);
     const [, json] = textOf(result);
     const summary = JSON.parse(json);
-    // Lemonade's shapes: the loaded models as /v1/health lists them, the rest by registered id.
-    expect([...summary.loaded, ...summary.available].map((m: { model_name: string }) => m.model_name)).toContain(CHAT);
-    expect(summary.available.find((m: { model_name: string }) => m.model_name === CHAT)).toMatchObject({ recipe: "llamacpp", downloaded: true });
+    // Lemonade's shapes: the loaded models as /v1/health lists them, the rest by their listed ids
+    // (an extra model's bare name, which nothing else holds).
+    const listed = "tiny-chat";
+    expect([...summary.loaded, ...summary.available].map((m: { model_name: string }) => m.model_name)).toContain(listed);
+    expect(summary.available.find((m: { model_name: string }) => m.model_name === listed)).toMatchObject({ recipe: "llamacpp", downloaded: true });
     expect(summary.suggested_to_pull.map((m: { model_name: string }) => m.model_name)).toContain("Qwen3-0.6B-GGUF");
     // Only a loaded model is recommended; none is loaded yet.
     expect(summary.recommended_chat_model).toBe(summary.loaded.find((m: { type: string }) => m.type === "llm")?.model_name ?? "");

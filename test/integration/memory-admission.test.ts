@@ -33,7 +33,7 @@ test("a second model that does not fit is refused with 507 model_load_error nami
   const body = await refused.json();
   expect(body.code).toBe("model_load_error");
   expect(body.message).toMatch(/extra\.tiny-chat-b needs 0\.\d\d GB of memory and 0\.\d\d GB is free; unload a model, or load with auto_evict on/);
-  expect(await loaded()).toEqual(["extra.tiny-chat"]);
+  expect(await loaded()).toEqual(["tiny-chat"]);
 });
 
 test("/v1/health reports each loaded model's memory by the estimate admission uses, and its slots", async () => {
@@ -48,7 +48,7 @@ test("/v1/health reports each loaded model's memory by the estimate admission us
 test("with auto_evict on, the least recently used model makes room", async () => {
   const res = await post("/v1/load", { model_name: "extra.tiny-chat-b", auto_evict: true });
   expect(res.status).toBe(200);
-  expect(await loaded()).toEqual(["extra.tiny-chat-b"]);
+  expect(await loaded()).toEqual(["tiny-chat-b"]);
   const chat = await post("/v1/chat/completions", { model: "extra.tiny-chat-b", messages: [{ role: "user", content: "hi" }], max_tokens: 2 });
   expect(chat.status).toBe(200);
 });

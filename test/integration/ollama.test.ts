@@ -11,6 +11,9 @@ let server: TestServer;
 let ollama: Ollama;
 const CHAT = "extra.tiny-chat";
 const EMBED = "extra.tiny-embed";
+// The names /api/tags and /api/ps list them by: their bare names, which nothing else holds.
+const CHAT_TAG = "tiny-chat:latest";
+const EMBED_TAG = "tiny-embed:latest";
 
 beforeAll(async () => {
   const models = testModelsDir();
@@ -145,13 +148,13 @@ describe("chat and generate", () => {
 
   test("keep_alive: 0 with no input unloads the model", async () => {
     await ollama.generate({ model: CHAT, prompt: "x", stream: false, options: { num_predict: 1 } });
-    expect((await ollama.ps()).models.map((m) => m.name)).toContain(`${CHAT}:latest`);
+    expect((await ollama.ps()).models.map((m) => m.name)).toContain(CHAT_TAG);
     const res = await ollama.chat({ model: CHAT, messages: [], keep_alive: 0, stream: false });
     expect(res.done_reason).toBe("unload");
-    expect((await ollama.ps()).models.map((m) => m.name)).not.toContain(`${CHAT}:latest`);
+    expect((await ollama.ps()).models.map((m) => m.name)).not.toContain(CHAT_TAG);
     const pre = await ollama.generate({ model: CHAT, prompt: "", stream: false });
     expect(pre.done_reason).toBe("load");
-    expect((await ollama.ps()).models.map((m) => m.name)).toContain(`${CHAT}:latest`);
+    expect((await ollama.ps()).models.map((m) => m.name)).toContain(CHAT_TAG);
   });
 });
 
@@ -175,7 +178,7 @@ describe("embeddings and model info", () => {
 
   test("list, show, ps and version", async () => {
     const list = await ollama.list();
-    expect(list.models.map((m) => m.name)).toEqual(expect.arrayContaining([`${CHAT}:latest`, `${EMBED}:latest`]));
+    expect(list.models.map((m) => m.name)).toEqual(expect.arrayContaining([CHAT_TAG, EMBED_TAG]));
     const shown = await ollama.show({ model: CHAT });
     expect(shown.capabilities).toContain("completion");
     expect(shown.details.family).toBe("llamacpp");

@@ -54,9 +54,10 @@ afterAll(async () => {
 });
 
 test("the collection registers as a unit and lists its components with their definitions", async () => {
-  const kit = (await (await fetch(`${server.url}/v1/models`)).json()).data.find((m: any) => m.id === "Kit");
+  // A user's collection is listed by its user. id; its components as registered, each model by its listed id.
+  const kit = (await (await fetch(`${server.url}/v1/models`)).json()).data.find((m: any) => m.id === "user.Kit");
   expect(kit).toMatchObject({ recipe: "collection.omni", components: ["extra.planner", "SD-Turbo", "kokoro-v1"], downloaded: true });
-  expect(kit.models.map((m: any) => m.id)).toEqual(["extra.planner", "SD-Turbo", "kokoro-v1"]);
+  expect(kit.models.map((m: any) => m.id)).toEqual(["planner", "SD-Turbo", "kokoro-v1"]);
   const unknown = await post("/v1/pull", { model_name: "user.Broken", recipe: "collection.omni", components: ["extra.planner", "No-Such"] });
   expect(unknown.status).toBe(400);
   // Lemonade's messages for a missing component, a nested collection and a self-reference.
@@ -286,7 +287,7 @@ test("load loads the components; delete removes the collection and leaves them",
   const load = await post("/v1/load", { model_name: "Kit" });
   expect(load.status).toBe(200);
   const loaded = (await (await fetch(`${server.url}/v1/health`)).json()).all_models_loaded.map((m: any) => m.model_name);
-  expect(loaded).toEqual(expect.arrayContaining(["extra.planner", "SD-Turbo"]));
+  expect(loaded).toEqual(expect.arrayContaining(["planner", "SD-Turbo"]));
   expect((await post("/v1/delete", { model_name: "Kit" })).status).toBe(200);
   expect((await fetch(`${server.url}/v1/models/Kit`)).status).toBe(404);
   expect((await fetch(`${server.url}/v1/models/SD-Turbo`)).status).toBe(200);

@@ -339,7 +339,7 @@ describe("llama.cpp extras, stats and metrics", () => {
     }
     expect(slots.every((s) => !s.is_processing)).toBe(true);
     const health = await (await fetch(`${server.url}/v1/health`)).json();
-    expect(health.all_models_loaded.find((m: any) => m.model_name === CHAT).is_busy).toBe(false);
+    expect(health.all_models_loaded.find((m: any) => m.model_name === "tiny-chat").is_busy).toBe(false);
   });
 
   test("/v1/stats reports the last generation; /metrics has per-model and engine metrics", async () => {
@@ -378,7 +378,7 @@ describe("llama.cpp extras, stats and metrics", () => {
     await post("/v1/unload", { model_name: EMBED });
     await client.embeddings.create({ model: EMBED, input: "x", ctx_size: 256 } as any);
     const health = await (await fetch(`${server.url}/v1/health`)).json();
-    expect(health.all_models_loaded.find((m: any) => m.model_name === EMBED).recipe_options.ctx_size).toBe(256);
+    expect(health.all_models_loaded.find((m: any) => m.model_name === "tiny-embed").recipe_options.ctx_size).toBe(256);
   });
 });
 

@@ -28,7 +28,7 @@ const route = (reply: string) => post("/v1/chat/completions", { model: "Self", m
 test("the router's helper is a routing_helper and its candidate standard/llm, both loaded with max_loaded_models=1", async () => {
   const res = await route("I pick extra.a");
   expect(res.headers.get("x-lemonade-route")).toBe("router.extra.a");
-  expect(await pools()).toEqual({ "extra.judge": "routing_helper routing_helper/llm", "extra.a": "standard standard/llm" });
+  expect(await pools()).toEqual({ judge: "routing_helper routing_helper/llm", a: "standard standard/llm" });
   // Pins are reported per pool: the helper's apart from the standard summary.
   expect((await post("/internal/pin", { model_name: "extra.judge", pinned: true })).status).toBe(200);
   const h = await (await fetch(`${server.url}/v1/health`)).json();
@@ -38,14 +38,14 @@ test("the router's helper is a routing_helper and its candidate standard/llm, bo
 
 test("the router's own model picked as the candidate is demoted into the standard pool in the request: one process, reported standard/llm", async () => {
   const pidOf = async (id: string) => ((await (await fetch(`${server.url}/v1/health`)).json()).all_models_loaded as { model_name: string; pid: number }[]).find((m) => m.model_name === id)?.pid;
-  const before = await pidOf("extra.judge");
+  const before = await pidOf("judge");
   const res = await route("I pick extra.judge");
   expect(res.status).toBe(200);
   expect(res.headers.get("x-lemonade-route")).toBe("router.extra.judge");
   expect((await res.json()).model).toBe("extra.judge");
-  expect(await pools()).toEqual({ "extra.judge": "standard standard/llm" });
-  expect(await pidOf("extra.judge")).toBe(before!);
+  expect(await pools()).toEqual({ judge: "standard standard/llm" });
+  expect(await pidOf("judge")).toBe(before!);
   // Routing again promotes it back: the helper pool, beside the candidate it picked.
   await route("I pick extra.a");
-  expect(await pools()).toEqual({ "extra.judge": "routing_helper routing_helper/llm", "extra.a": "standard standard/llm" });
+  expect(await pools()).toEqual({ judge: "routing_helper routing_helper/llm", a: "standard standard/llm" });
 });

@@ -56,10 +56,11 @@ describe("load and unload", () => {
     const res = await load(s, { model_name: "extra.tiny-chat" });
     expect(await res.json()).toEqual({ status: "success", message: "Loaded model: extra.tiny-chat", model_name: "extra.tiny-chat", checkpoint: "tiny-chat.gguf", recipe: "llamacpp" });
     const h = await health(s);
-    expect(h.model_loaded).toBe("extra.tiny-chat");
+    // Health names the model by its listed id, the bare name no other source holds.
+    expect(h.model_loaded).toBe("tiny-chat");
     expect(h.all_models_loaded).toHaveLength(1);
     const entry = h.all_models_loaded[0];
-    expect(entry).toMatchObject({ model_name: "extra.tiny-chat", type: "llm", recipe: "llamacpp", pinned: false });
+    expect(entry).toMatchObject({ model_name: "tiny-chat", type: "llm", recipe: "llamacpp", pinned: false });
     expect(isAlive(entry.pid)).toBe(true);
     // The backend URL is the engine itself, answering OpenAI-style requests.
     const direct = await (await fetch(`${entry.backend_url}/models`)).json();
@@ -90,12 +91,12 @@ describe("load and unload", () => {
     await load(s, { model_name: "extra.tiny-rerank" });
     const loaded = (await health(s)).all_models_loaded;
     const byName = Object.fromEntries(loaded.map((m: any) => [m.model_name, m]));
-    expect(byName["extra.tiny-embed"].type).toBe("embedding");
-    expect(byName["extra.tiny-rerank"].type).toBe("reranking");
-    const emb = await (await fetch(`${byName["extra.tiny-embed"].backend_url}/embeddings`, json({ input: "hi" }))).json();
+    expect(byName["tiny-embed"].type).toBe("embedding");
+    expect(byName["tiny-rerank"].type).toBe("reranking");
+    const emb = await (await fetch(`${byName["tiny-embed"].backend_url}/embeddings`, json({ input: "hi" }))).json();
     expect(emb.data[0].embedding.length).toBe(32);
     const rr = await (
-      await fetch(`${byName["extra.tiny-rerank"].backend_url}/rerank`, json({ query: "a", documents: ["x", "y"] }))
+      await fetch(`${byName["tiny-rerank"].backend_url}/rerank`, json({ query: "a", documents: ["x", "y"] }))
     ).json();
     expect(rr.results).toHaveLength(2);
   });
@@ -180,7 +181,7 @@ describe("eviction", () => {
     // B could only start once A had drained: its load finished after A's stream did.
     expect(await loadBDone).toBeGreaterThanOrEqual(streamEnded - 50);
     const after = (await health(s)).all_models_loaded;
-    expect(after.map((m: any) => m.model_name)).toEqual(["extra.tiny-chat-b"]);
+    expect(after.map((m: any) => m.model_name)).toEqual(["tiny-chat-b"]);
     await waitFor(() => !isAlive(firstPid), "the evicted engine to exit");
   });
 
@@ -192,7 +193,7 @@ describe("eviction", () => {
     await fetch(`${s.url}/v1/completions`, json({ model: "extra.tiny-chat", prompt: "x", max_tokens: 1 }));
     await load(s, { model_name: "extra.tiny-chat-c" });
     let names = (await health(s)).all_models_loaded.map((m: any) => m.model_name).sort();
-    expect(names).toEqual(["extra.tiny-chat", "extra.tiny-chat-c"]);
+    expect(names).toEqual(["tiny-chat", "tiny-chat-c"]);
 
     await load(s, { model_name: "extra.tiny-chat", pinned: true });
     await load(s, { model_name: "extra.tiny-chat-c", pinned: true });
@@ -202,7 +203,7 @@ describe("eviction", () => {
     expect(refused.status).toBe(409);
     expect((await refused.json()).code).toBe("slots_pinned_error");
     names = (await health(s)).all_models_loaded.map((m: any) => m.model_name).sort();
-    expect(names).toEqual(["extra.tiny-chat", "extra.tiny-chat-c"]);
+    expect(names).toEqual(["tiny-chat", "tiny-chat-c"]);
   });
 
   test("a model idle past evict_idle_timeout is unloaded", async () => {
@@ -292,13 +293,14 @@ describe("catalog and options", () => {
     await fetch(`${s.url}/internal/aliases`, json({ alias: "my-chat", target: "extra.tiny-chat" }));
     const list = await (await fetch(`${s.url}/v1/models`)).json();
     const ids = list.data.map((m: any) => m.id);
-    expect(ids).toEqual(expect.arrayContaining(["extra.tiny-chat", "extra.tiny-embed", "extra.tiny-rerank", "my-chat"]));
+    // The extra models are listed by their bare names, which nothing else holds.
+    expect(ids).toEqual(expect.arrayContaining(["tiny-chat", "tiny-embed", "tiny-rerank", "my-chat"]));
     expect(ids).not.toContain("Qwen3-0.6B-GGUF");
     const byId = Object.fromEntries(list.data.map((m: any) => [m.id, m]));
-    expect(byId["extra.tiny-embed"].labels).toEqual(["embeddings"]);
-    expect(byId["extra.tiny-rerank"].labels).toEqual(["reranking"]);
-    expect(byId["extra.tiny-chat"]).toMatchObject({ labels: ["chat"], downloaded: true, source: "extra_models_dir", max_context_window: 4096 });
-    expect(byId["my-chat"].checkpoint).toBe(byId["extra.tiny-chat"].checkpoint);
+    expect(byId["tiny-embed"].labels).toEqual(["embeddings"]);
+    expect(byId["tiny-rerank"].labels).toEqual(["reranking"]);
+    expect(byId["tiny-chat"]).toMatchObject({ labels: ["chat"], downloaded: true, source: "extra_models_dir", max_context_window: 4096 });
+    expect(byId["my-chat"].checkpoint).toBe(byId["tiny-chat"].checkpoint);
 
     const all = await (await fetch(`${s.url}/v1/models?show_all=true`)).json();
     const qwen = all.data.find((m: any) => m.id === "Qwen3-0.6B-GGUF");
@@ -307,7 +309,7 @@ describe("catalog and options", () => {
     expect(all.data.find((m: any) => m.id === "SD-Turbo")).toMatchObject({ recipe: "sd-cpp", downloaded: false });
 
     const one = await (await fetch(`${s.url}/v1/models/extra.tiny-chat:latest`)).json();
-    expect(one.id).toBe("extra.tiny-chat");
+    expect(one.id).toBe("tiny-chat");
     const missing = await fetch(`${s.url}/v1/models/nope`);
     expect(missing.status).toBe(404);
     expect((await missing.json()).error.code).toBe("model_not_found");

@@ -223,13 +223,13 @@ describe.skipIf(!built)("models split across RPC workers", () => {
     expect(text).not.toContain("[DONE]");
     // The engine died with its worker's link, and the model is unloaded.
     for (;;) {
-      if (!(await loaded(server)).some((m) => m.model_name === MODEL)) break;
+      if (!(await loaded(server)).some((m) => m.model_name === "tiny-chat")) break;
       await Bun.sleep(50);
     }
     // `rpc: all` loads again on the worker left, which holds the tiny model alone.
     const again = await post(server, "/api/v1/chat/completions", { model: MODEL, messages: prompt, ...greedy });
     expect(again.status).toBe(200);
-    const split = (await loaded(server)).find((m) => m.model_name === MODEL)!.rpc!;
+    const split = (await loaded(server)).find((m) => m.model_name === "tiny-chat")!.rpc!;
     expect(split.workers.map((w: { address: string }) => w.address)).toEqual([a.address]);
     expect(split.missing_workers).toEqual([b.address]);
     expect((await workersChecked(server)).find((w) => w.address === b.address)).toMatchObject({ state: "unavailable" });
@@ -265,7 +265,7 @@ describe.skipIf(!built)("models split across RPC workers", () => {
       const refused = await stuck;
       expect(refused.status).toBe(503);
       expect((await refused.json()).message).toContain(`rpc worker 127.0.0.1:${silent.port}`);
-      expect((await loaded(other)).map((m) => m.model_name)).toEqual(["extra.tiny-chat-b"]);
+      expect((await loaded(other)).map((m) => m.model_name)).toEqual(["tiny-chat-b"]);
     } finally {
       await other.close();
       silent.close();

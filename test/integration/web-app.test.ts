@@ -81,7 +81,7 @@ describe("the web app", () => {
     const page = await open("/?model=extra.tiny-chat#chat");
     await page.getByText("Sampling settings").click();
     await page.getByLabel("Max tokens").fill("12");
-    await expect(page.getByLabel("Model").inputValue()).resolves.toBe("extra.tiny-chat");
+    await expect(page.getByLabel("Model").inputValue()).resolves.toBe("tiny-chat");
     await page.getByLabel("Message").fill("Hello, lemon");
     await page.getByRole("button", { name: "Send" }).click();
     await page.locator(".bubble.user", { hasText: "Hello, lemon" }).waitFor();
@@ -98,10 +98,10 @@ describe("the web app", () => {
   test("model manager: load and unload, change an option, and a pull whose progress survives a reload", async () => {
     await fetch(`${server.url}/v1/unload`, { method: "POST", body: "{}" });
     const page = await open("/#models");
-    const row = page.locator('tr[data-model="extra.tiny-chat"]');
+    const row = page.locator('tr[data-model="tiny-chat"]');
     await row.getByRole("button", { name: "Load" }).click();
     await row.locator('td[data-state="loaded"]').waitFor({ timeout: 30_000 });
-    expect((await api("/v1/health")).all_models_loaded.map((m: any) => m.model_name)).toContain("extra.tiny-chat");
+    expect((await api("/v1/health")).all_models_loaded.map((m: any) => m.model_name)).toContain("tiny-chat");
     await row.getByRole("button", { name: "Unload" }).click();
     await row.getByRole("button", { name: "Load" }).waitFor();
 
@@ -140,7 +140,7 @@ describe("the web app", () => {
       await route.continue();
     });
     await page.getByRole("button", { name: "Downloads" }).getByLabel("1 active").waitFor();
-    const row = page.locator('tr[data-model="extra.tiny-chat"]');
+    const row = page.locator('tr[data-model="tiny-chat"]');
     await row.getByRole("button", { name: "Load" }).click();
     expect(await row.getByRole("button", { name: "Load" }).isDisabled()).toBe(true);
     await row.locator('td[data-label="State"] .phase', { hasText: "Installing llamacpp (cpu) — build, 40 %" }).waitFor();
@@ -169,7 +169,7 @@ describe("the web app", () => {
       await p.clock.install();
       await p.route("**/v1/downloads", (route) => route.fulfill({ json: jobs }));
     });
-    await page.locator('tr[data-model="extra.tiny-chat"]').waitFor();
+    await page.locator('tr[data-model="tiny-chat"]').waitFor();
     await page.waitForResponse((r) => r.url().endsWith("/v1/downloads"));
     jobs = [job("ToastDone", "completed"), job("ToastFail", "error")];
     const done = page.locator(".toast", { hasText: "Download of ToastDone done" });
@@ -329,7 +329,8 @@ describe("an Omni collection", () => {
       await page.getByRole("button", { name: "Show variants" }).click();
       const offer = page.locator("p", { hasText: "Omni collection with 3 components" });
       await offer.getByRole("button", { name: "Download" }).click();
-      const row = page.locator('tr[data-model="WebOmni"]');
+      // A user's collection is listed by its user. id.
+      const row = page.locator('tr[data-model="user.WebOmni"]');
       await row.getByText("collection of extra.planner, SD-Turbo, kokoro-v1").waitFor({ timeout: 15_000 });
       expect(await row.locator("td").nth(1).textContent()).toBe("collection.omni");
       await row.locator('td[data-state="downloaded"]').waitFor();
@@ -343,7 +344,7 @@ describe("an Omni collection", () => {
 
       await close(page);
       const chat = await open("/?model=WebOmni#chat", fake);
-      await expect(chat.getByLabel("Model").inputValue()).resolves.toBe("WebOmni");
+      await expect(chat.getByLabel("Model").inputValue()).resolves.toBe("user.WebOmni");
       const say = (tool: string, args: Record<string, unknown>) => `[[fake ${JSON.stringify({ call: { name: tool, arguments: args } })}]] go`;
       await chat.getByLabel("Message").fill(say("text_to_speech", { text: "hello from the collection" }));
       await chat.getByRole("button", { name: "Send" }).click();
@@ -463,12 +464,12 @@ describe("the web app, second edition (issue 29)", () => {
 
   test("only the actions a model or backend can take; at 390 px every button of the model manager and backends is on screen", async () => {
     const page = await open("/#models");
-    await page.locator('tr[data-model="extra.tiny-chat"]').waitFor();
+    await page.locator('tr[data-model="tiny-chat"]').waitFor();
     // Defect 5: no Delete for an extra. model (its file is its folder's) nor a built-in engine's.
-    for (const id of ["extra.tiny-chat", "kokoro-v1"]) expect(await page.locator(`tr[data-model="${id}"]`).getByRole("button", { name: "Delete" }).count()).toBe(0);
+    for (const id of ["tiny-chat", "kokoro-v1"]) expect(await page.locator(`tr[data-model="${id}"]`).getByRole("button", { name: "Delete" }).count()).toBe(0);
     expect(await page.locator('tr[data-model="WebCancel"]').getByRole("button", { name: "Delete" }).count()).toBe(1);
     // Defect 12: the cells keep their borders in line: the actions cell is a table cell.
-    expect(await page.locator('tr[data-model="extra.tiny-chat"] td.actions').evaluate((td) => getComputedStyle(td).display)).toBe("table-cell");
+    expect(await page.locator('tr[data-model="tiny-chat"] td.actions').evaluate((td) => getComputedStyle(td).display)).toBe("table-cell");
     await page.getByRole("button", { name: "Backends" }).click();
     await page.locator('tr[data-backend="onnxruntime:cpu"]').waitFor();
     expect(await page.locator('tr[data-backend="onnxruntime:cpu"]').getByRole("button", { name: "Uninstall" }).count()).toBe(0);
@@ -489,10 +490,10 @@ describe("the web app, second edition (issue 29)", () => {
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
     await shot(page, "backends");
     await page.getByRole("button", { name: "Model manager" }).click();
-    await page.locator('tr[data-model="extra.tiny-chat"]').waitFor();
+    await page.locator('tr[data-model="tiny-chat"]').waitFor();
     expect(await offScreenButtons(page)).toEqual([]);
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
-    expect(await page.locator('tr[data-model="extra.tiny-chat"]').getByRole("button", { name: "Load" }).isVisible()).toBe(true);
+    expect(await page.locator('tr[data-model="tiny-chat"]').getByRole("button", { name: "Load" }).isVisible()).toBe(true);
     await shot(page, "models");
     await page.getByRole("button", { name: "Downloads" }).click();
     await shot(page, "downloads");
@@ -543,7 +544,7 @@ describe("the web app, second edition (issue 29)", () => {
     const saved = (await api("/v1/models/extra.tiny-chat/options")).saved;
     await page.goto(`${server.url}/#models`);
     await page.setViewportSize({ width: 1280, height: 800 });
-    await page.locator('tr[data-model="extra.tiny-chat"]').getByRole("button", { name: "Options" }).click();
+    await page.locator('tr[data-model="tiny-chat"]').getByRole("button", { name: "Options" }).click();
     expect(await page.getByLabel("New model_name").count()).toBe(0);
     await page.getByLabel("New ctx_size").fill("abc");
     await page.getByText("ctx_size must be a number").waitFor();
@@ -553,8 +554,8 @@ describe("the web app, second edition (issue 29)", () => {
     // Load with options: this load only, nothing saved.
     await page.getByLabel("New ctx_size").fill("2048");
     await page.getByRole("button", { name: "Load with these options" }).click();
-    await page.getByText("Loaded extra.tiny-chat with these options.").waitFor({ timeout: 30_000 });
-    const entry = (await api("/v1/health")).all_models_loaded.find((m: any) => m.model_name === "extra.tiny-chat");
+    await page.getByText("Loaded tiny-chat with these options.").waitFor({ timeout: 30_000 });
+    const entry = (await api("/v1/health")).all_models_loaded.find((m: any) => m.model_name === "tiny-chat");
     expect(entry.recipe_options.ctx_size).toBe(2048);
     expect((await api("/v1/models/extra.tiny-chat/options")).saved).toEqual(saved);
     await close(page);
@@ -714,14 +715,14 @@ describe("the web app, second edition (issue 29)", () => {
       (url) => url.pathname === "/v1/models",
       async (route) => {
         const body = await (await route.fetch()).json();
-        for (const m of body.data) if (m.id === "extra.tiny-chat") m.labels.push("vision");
+        for (const m of body.data) if (m.id === "tiny-chat") m.labels.push("vision");
         await route.fulfill({ json: body });
       },
     );
     await seedConversation(page, {
       id: "seeded",
       title: "Seeded",
-      model: "extra.tiny-chat",
+      model: "tiny-chat",
       system: "",
       updated: Date.now(),
       messages: [
@@ -777,7 +778,7 @@ describe("the web app, second edition (issue 29)", () => {
     await page.getByLabel("Max tokens").fill("4");
     await page.getByLabel("Message").fill("Hi");
     await page.getByRole("button", { name: "Send" }).click();
-    await page.locator(".bubble.assistant .phase", { hasText: "Installing llamacpp (cpu), then loading extra.tiny-chat…" }).waitFor();
+    await page.locator(".bubble.assistant .phase", { hasText: "Installing llamacpp (cpu), then loading tiny-chat…" }).waitFor();
     await page.locator(".bubble.assistant .phase", { hasText: "Installing llamacpp (cpu) — build, 40 %" }).waitFor();
     await page.locator(".bubble.assistant .stats").last().waitFor({ timeout: 30_000 });
     await page.getByRole("button", { name: "Downloads" }).click();
@@ -792,7 +793,7 @@ describe("the web app, second edition (issue 29)", () => {
     await page.locator(".swagger-ui .info .title").waitFor({ timeout: 20_000 });
     expect(await page.locator('link[rel="icon"]').getAttribute("href")).toStartWith("data:image/svg+xml");
     await page.goto(`${server.url}/#models`);
-    await page.locator('tr[data-model="extra.tiny-chat"]').waitFor();
+    await page.locator('tr[data-model="tiny-chat"]').waitFor();
     await page.getByText("Add a model from Hugging Face").click();
     // Defect 12: no two inputs called "Search".
     expect(await page.getByLabel("Search", { exact: true }).count()).toBe(0);
@@ -809,8 +810,8 @@ describe("the web app, second edition (issue 29)", () => {
 
   test("compare: one prompt to two models, both streaming, tokens/s and time to first token under each", async () => {
     const page = await open("/#compare");
-    await page.getByLabel("Left model").selectOption("extra.tiny-chat");
-    await page.getByLabel("Right model").selectOption("extra.tiny-chat-b");
+    await page.getByLabel("Left model").selectOption("tiny-chat");
+    await page.getByLabel("Right model").selectOption("tiny-chat-b");
     await page.getByLabel("Max tokens").fill("8");
     await page.getByLabel("Prompt").fill("Say something sour");
     await page.getByRole("button", { name: "Send to both" }).click();
@@ -819,7 +820,7 @@ describe("the web app, second edition (issue 29)", () => {
       await stats.waitFor({ timeout: 30_000 });
       expect(await stats.textContent()).toMatch(/[\d.]+ tokens\/s · TTFT \d+ ms/);
     }
-    expect(await page.locator('[data-side="right"] .hint').textContent()).toBe("extra.tiny-chat-b");
+    expect(await page.locator('[data-side="right"] .hint').textContent()).toBe("tiny-chat-b");
     await shot(page, "compare");
     await page.setViewportSize({ width: 390, height: 844 });
     await shot(page, "compare");
@@ -829,10 +830,10 @@ describe("the web app, second edition (issue 29)", () => {
   test("dashboard: loaded models, host figures and live charts from /metrics", async () => {
     await fetch(`${server.url}/v1/load`, { method: "POST", body: JSON.stringify({ model_name: "extra.tiny-chat" }) });
     const page = await open("/#dashboard");
-    const row = page.locator('tr[data-loaded="extra.tiny-chat"]');
+    const row = page.locator('tr[data-loaded="tiny-chat"]');
     await row.waitFor();
     // Its slots and the memory the server estimates for it, as /v1/health reports them.
-    const entry = (await api("/v1/health")).all_models_loaded.find((m: any) => m.model_name === "extra.tiny-chat");
+    const entry = (await api("/v1/health")).all_models_loaded.find((m: any) => m.model_name === "tiny-chat");
     expect(await row.locator("td[data-slots]").textContent()).toContain(`of ${entry.slots}`);
     expect(await row.locator("td[data-memory]").textContent()).toBe(`≈ ${(entry.memory_estimate_bytes / 1024 ** 2).toFixed(0)} MiB`);
     await page.locator(".dashboard .host").getByText(/RAM in use \d/).waitFor();
@@ -848,7 +849,7 @@ describe("the web app, second edition (issue 29)", () => {
     await shot(page, "dashboard");
     // A model leaving memory is a toast, whichever panel is open.
     await fetch(`${server.url}/v1/unload`, { method: "POST", body: JSON.stringify({ model_name: "extra.tiny-chat" }) });
-    await page.locator(".toast", { hasText: "extra.tiny-chat was unloaded" }).waitFor({ timeout: 10_000 });
+    await page.locator(".toast", { hasText: "tiny-chat was unloaded" }).waitFor({ timeout: 10_000 });
     await close(page);
   });
 

@@ -6,7 +6,7 @@
 // GitHub's releases) cancelled in Downloads.
 // The server requires an API key, which the app is given as a user gives it in Settings.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { AxeBuilder } from "@axe-core/playwright";
@@ -249,16 +249,16 @@ describe("the model manager's forms and export", () => {
     await form.getByLabel("Router name").fill("web-router");
     // No candidate yet: the server says what is missing, at once.
     await form.locator("[data-validation].error").waitFor();
-    await form.getByLabel("extra.chat-a").check();
-    await form.getByLabel("extra.chat-b").check();
+    await form.getByLabel("chat-a").check();
+    await form.getByLabel("chat-b").check();
     await form.getByRole("button", { name: "Add a rule" }).click();
     await form.getByLabel("Rule id").fill("code");
     await form.getByLabel("Value of rule 1").fill("python, code");
-    await form.getByLabel("Route rule 1 to").selectOption("extra.chat-b");
-    await form.getByText("The test prompt goes to extra.chat-b by rule code.").waitFor();
+    await form.getByLabel("Route rule 1 to").selectOption("chat-b");
+    await form.getByText("The test prompt goes to chat-b by rule code.").waitFor();
     expect(await form.locator('li[data-rule="code"]').getAttribute("class")).toBe("matched");
     await form.getByLabel("Test prompt").fill("Tell me about lemons");
-    await form.getByText("The test prompt goes to extra.chat-a by default (no rule matches).").waitFor();
+    await form.getByText("The test prompt goes to chat-a by default (no rule matches).").waitFor();
     expect(await form.locator("li.matched").count()).toBe(0);
     // A pattern the server refuses (nested unbounded quantifiers) is shown as it types.
     await form.getByLabel("Condition of rule 1").selectOption("regex");
@@ -266,41 +266,41 @@ describe("the model manager's forms and export", () => {
     await form.locator("[data-validation].error", { hasText: "regex" }).waitFor();
     await form.getByLabel("Condition of rule 1").selectOption("keywords_any");
     await form.getByLabel("Value of rule 1").fill("python, code");
-    await form.getByText("The test prompt goes to extra.chat-a by default").waitFor();
+    await form.getByText("The test prompt goes to chat-a by default").waitFor();
     await shot(page, "router-form", form);
     // The same policy as JSON; what does not parse is said at once.
     await form.getByLabel("Edit the routing block as JSON (classifiers, any/all/not)").check();
-    expect(JSON.parse(await form.getByLabel("Routing JSON").inputValue()).rules[0]).toEqual({ id: "code", match: { keywords_any: ["python", "code"] }, route_to: "extra.chat-b" });
+    expect(JSON.parse(await form.getByLabel("Routing JSON").inputValue()).rules[0]).toEqual({ id: "code", match: { keywords_any: ["python", "code"] }, route_to: "chat-b" });
     await form.getByLabel("Routing JSON").fill("{ not json");
     await form.locator("[data-validation].error", { hasText: "Not JSON" }).waitFor();
     await form.getByLabel("Edit the routing block as JSON (classifiers, any/all/not)").uncheck();
-    await form.getByText("The test prompt goes to extra.chat-a by default").waitFor();
+    await form.getByText("The test prompt goes to chat-a by default").waitFor();
     await form.getByRole("button", { name: "Create router" }).click();
-    await page.getByText("Created the router web-router").waitFor();
-    const row = page.locator('tr[data-model="web-router"]');
+    await page.getByText("Created the router user.web-router").waitFor();
+    const row = page.locator('tr[data-model="user.web-router"]');
     await row.waitFor();
     const registered = await api("/v1/models/user.web-router");
-    expect(registered.routing).toMatchObject({ candidates: ["extra.chat-a", "extra.chat-b"], default_model: "extra.chat-a", rules: [{ id: "code", match: { keywords_any: ["python", "code"] }, route_to: "extra.chat-b" }] });
+    expect(registered.routing).toMatchObject({ candidates: ["chat-a", "chat-b"], default_model: "chat-a", rules: [{ id: "code", match: { keywords_any: ["python", "code"] }, route_to: "chat-b" }] });
     const routed = await fetch(`${server.url}/v1/chat/completions`, { method: "POST", headers: auth, body: JSON.stringify({ model: "user.web-router", messages: [{ role: "user", content: "some python please" }], max_tokens: 4 }) });
     expect([routed.status, routed.headers.get("x-lemonade-route")]).toEqual([200, "code"]);
     await routed.arrayBuffer();
 
     // Edit: the saved policy comes back into the form; a new word is saved.
     await row.getByRole("button", { name: "Edit" }).click();
-    const edit = page.getByRole("form", { name: "Edit router web-router" });
+    const edit = page.getByRole("form", { name: "Edit router user.web-router" });
     await expect(edit.getByLabel("Value of rule 1").inputValue()).resolves.toBe("python, code");
     await edit.getByLabel("Value of rule 1").fill("python, code, rust");
     await edit.getByLabel("Test prompt").fill("rust question");
     await edit.getByText("by rule code").waitFor();
     await edit.getByRole("button", { name: "Save router" }).click();
-    await page.getByText("Saved the router web-router").waitFor();
+    await page.getByText("Saved the router user.web-router").waitFor();
     expect((await api("/v1/models/user.web-router")).routing.rules[0].match.keywords_any).toEqual(["python", "code", "rust"]);
     // A policy the form cannot show (a nested any) is edited as its JSON.
     const nested = { candidates: ["extra.chat-a", "extra.chat-b"], default_model: "extra.chat-a", rules: [{ id: "either", match: { any: [{ keywords_any: ["x"] }, { min_chars: 500 }] }, route_to: "extra.chat-b" }] };
-    expect((await post("/v1/models/register", { model_name: "user.web-nested", recipe: "collection.router", version: "1", routing: nested })).model_name).toBe("web-nested");
+    expect((await post("/v1/models/register", { model_name: "user.web-nested", recipe: "collection.router", version: "1", routing: nested })).model_name).toBe("user.web-nested");
     await page.reload();
-    await page.locator('tr[data-model="web-nested"]').getByRole("button", { name: "Edit" }).click();
-    const json = page.getByRole("form", { name: "Edit router web-nested" }).getByLabel("Routing JSON");
+    await page.locator('tr[data-model="user.web-nested"]').getByRole("button", { name: "Edit" }).click();
+    const json = page.getByRole("form", { name: "Edit router user.web-nested" }).getByLabel("Routing JSON");
     expect(JSON.parse(await json.inputValue()).rules[0].match.any).toHaveLength(2);
     await page.getByRole("button", { name: "Close" }).click();
     await page.getByText("New router (collection.router)").click();
@@ -317,23 +317,23 @@ describe("the model manager's forms and export", () => {
     await page.getByText("New Omni collection").click();
     const form = page.getByRole("form", { name: "New Omni collection" });
     await form.getByLabel("Collection name").fill("web-omni");
-    await form.getByLabel("Chat model (plans and answers)").selectOption("extra.chat-a");
+    await form.getByLabel("Chat model (plans and answers)").selectOption("chat-a");
     await form.getByLabel("Image model", { exact: true }).selectOption("SD-Turbo");
     // The speech model stays unset: kokoro-v1 is not downloaded, and a pull would fetch it.
     await form.getByRole("button", { name: "Create collection" }).click();
     await page.getByText("Created the collection user.web-omni").waitFor();
-    const row = page.locator('tr[data-model="web-omni"]');
-    await row.getByText("collection of extra.chat-a, SD-Turbo").waitFor({ timeout: 15_000 });
+    const row = page.locator('tr[data-model="user.web-omni"]');
+    await row.getByText("collection of chat-a, SD-Turbo").waitFor({ timeout: 15_000 });
     await row.getByRole("button", { name: "Edit" }).click();
-    const edit = page.getByRole("form", { name: "Edit collection web-omni" });
+    const edit = page.getByRole("form", { name: "Edit collection user.web-omni" });
     await expect(edit.getByLabel("Image model", { exact: true }).inputValue()).resolves.toBe("SD-Turbo");
     await edit.getByLabel("System prompt (optional)").fill("Draw when asked.");
     await edit.getByRole("button", { name: "Save collection" }).click();
     await page.getByText("Saved the collection user.web-omni").waitFor();
-    expect(await api("/v1/models/user.web-omni")).toMatchObject({ components: ["extra.chat-a", "SD-Turbo"], system_prompt: "Draw when asked." });
+    expect(await api("/v1/models/user.web-omni")).toMatchObject({ components: ["chat-a", "SD-Turbo"], system_prompt: "Draw when asked." });
 
     // Export: the file is the CLI's, byte for byte, for a model, the collection and the router (made above).
-    for (const [id, file] of [["extra.chat-a", "chat-a.json"], ["web-omni", "web-omni.json"], ["web-router", "web-router.json"]] as const) {
+    for (const [id, file] of [["chat-a", "chat-a.json"], ["user.web-omni", "web-omni.json"], ["user.web-router", "web-router.json"]] as const) {
       const saved = page.waitForEvent("download");
       await page.locator(`tr[data-model="${id}"]`).getByRole("button", { name: "Export" }).click();
       const download = await saved;
@@ -344,7 +344,7 @@ describe("the model manager's forms and export", () => {
       expect(code, err).toBe(0);
       expect(readFileSync((await download.path())!, "utf8")).toBe(out);
       // The router's file carries its policy, as an import needs it.
-      if (id === "web-router") expect(JSON.parse(out)).toMatchObject({ model_name: "user.web-router", recipe: "collection.router", version: "1", routing: { default_model: "extra.chat-a" } });
+      if (id === "user.web-router") expect(JSON.parse(out)).toMatchObject({ model_name: "user.web-router", recipe: "collection.router", version: "1", routing: { default_model: "chat-a" } });
     }
     await shot(page, "collections", row);
     await page.setViewportSize({ width: 390, height: 844 });
@@ -357,8 +357,8 @@ describe("the model manager's forms and export", () => {
     const page = await open("/#models");
     await page.getByText("New router (collection.router)").click();
     await page.getByText("New Omni collection").click();
-    await page.locator('tr[data-model="web-router"]').getByRole("button", { name: "Edit" }).click();
-    await page.getByRole("form", { name: "Edit router web-router" }).waitFor();
+    await page.locator('tr[data-model="user.web-router"]').getByRole("button", { name: "Edit" }).click();
+    await page.getByRole("form", { name: "Edit router user.web-router" }).waitFor();
     const found: string[] = [];
     const check = async (panel: string) => {
       const { violations } = await new AxeBuilder({ page }).analyze();
@@ -378,8 +378,8 @@ describe("the dashboard on FAKE llama-servers", () => {
   test("slots in use while an answer streams, the memory estimate, and a toast when the engine is killed", async () => {
     await post("/v1/load", { model_name: "extra.chat-a" });
     const page = await open("/#dashboard");
-    const row = page.locator('tr[data-loaded="extra.chat-a"]');
-    const entry = (await api("/v1/health")).all_models_loaded.find((m: any) => m.model_name === "extra.chat-a");
+    const row = page.locator('tr[data-loaded="chat-a"]');
+    const entry = (await api("/v1/health")).all_models_loaded.find((m: any) => m.model_name === "chat-a");
     await row.locator("td[data-slots]", { hasText: `0 of ${entry.slots}` }).waitFor();
     expect(await row.locator("td[data-memory]").textContent()).toBe(`≈ ${(entry.memory_estimate_bytes / 1024 ** 2).toFixed(0)} MiB`);
     // A slow answer holds one slot until it ends.
@@ -397,12 +397,12 @@ describe("the dashboard on FAKE llama-servers", () => {
 
     // Killed from outside: the server logs the crash, and the app says so, whichever panel is open.
     await page.getByRole("button", { name: "Model manager" }).click();
-    process.kill((await api("/v1/health")).all_models_loaded.find((m: any) => m.model_name === "extra.chat-a").pid, "SIGKILL");
-    await page.locator(".toast.error", { hasText: "The engine for extra.chat-a crashed (exit code 137)" }).waitFor({ timeout: 15_000 });
+    process.kill((await api("/v1/health")).all_models_loaded.find((m: any) => m.model_name === "chat-a").pid, "SIGKILL");
+    await page.locator(".toast.error", { hasText: "The engine for chat-a crashed (exit code 137)" }).waitFor({ timeout: 15_000 });
     // Its leaving memory is that toast's news, not another one's.
     await page.waitForResponse((r) => r.url().endsWith("/v1/health"));
     await page.waitForResponse((r) => r.url().endsWith("/v1/health"));
-    expect(await page.locator(".toast", { hasText: "extra.chat-a was unloaded" }).count()).toBe(0);
+    expect(await page.locator(".toast", { hasText: "chat-a was unloaded" }).count()).toBe(0);
     await page.setViewportSize({ width: 390, height: 844 });
     await shot(page, "crash-toast");
     await close(page);
@@ -418,7 +418,7 @@ describe("eviction on FAKE llama-servers", () => {
     try {
       await post("/v1/load", { model_name: "extra.chat-a" });
       const page = await open("/#models");
-      await page.getByTestId("loaded").filter({ hasText: "extra.chat-a" }).waitFor({ timeout: 10_000 });
+      await page.getByTestId("loaded").filter({ hasText: "chat-a" }).waitFor({ timeout: 10_000 });
       // The app's health polls wait out the second load: the next one it sees has chat-b in chat-a's
       // place (a poll between the eviction and the arrival would call it a plain unload).
       const loaded = new Promise<void>((r) => (release = r));
@@ -427,10 +427,10 @@ describe("eviction on FAKE llama-servers", () => {
         await route.continue();
       });
       await post("/v1/load", { model_name: "extra.chat-b" });
-      expect((await api("/v1/health")).all_models_loaded.map((m: any) => m.model_name)).toEqual(["extra.chat-b"]);
+      expect((await api("/v1/health")).all_models_loaded.map((m: any) => m.model_name)).toEqual(["chat-b"]);
       release();
-      await page.locator(".toast", { hasText: "extra.chat-a was evicted for extra.chat-b" }).waitFor({ timeout: 10_000 });
-      expect(await page.locator(".toast", { hasText: "extra.chat-a was unloaded" }).count()).toBe(0);
+      await page.locator(".toast", { hasText: "chat-a was evicted for chat-b" }).waitFor({ timeout: 10_000 });
+      expect(await page.locator(".toast", { hasText: "chat-a was unloaded" }).count()).toBe(0);
       await close(page);
     } finally {
       release();
@@ -493,6 +493,29 @@ describe("engine installs in Downloads", () => {
     const none = await fetch(`${server.url}/v1/installs/cancel`, { method: "POST", headers: auth, body: JSON.stringify({ recipe: "llamacpp", backend: "cpu" }) });
     expect(none.status).toBe(404);
     await close(page);
+  }, 60_000);
+});
+
+describe("names in the model manager", () => {
+  test("a name three sources share: the winner bare, each shadowed source as NAME (imported) / NAME (builtin)", async () => {
+    // An extra model and a registered one on a built-in's name (the custom-models guide's third case).
+    const file = join(server.ctx.config.extraModelsDir!, "Qwen3-0.6B-GGUF.gguf");
+    writeFileSync(file, "FAKE: the fake engine reads no weights");
+    expect((await post("/v1/models/register", { model_name: "user.Qwen3-0.6B-GGUF", checkpoint: "test-org/tiny-GGUF:Q4_0", recipe: "llamacpp" })).status).toBe("success");
+    try {
+      const page = await open("/#models");
+      const shown = (id: string) => page.locator(`tr[data-model="${id}"] td[data-label="Model"]`).textContent();
+      await page.locator('tr[data-model="builtin.Qwen3-0.6B-GGUF"]').waitFor();
+      expect(await shown("Qwen3-0.6B-GGUF")).toBe("Qwen3-0.6B-GGUF");
+      expect(await shown("extra.Qwen3-0.6B-GGUF")).toBe("Qwen3-0.6B-GGUF (imported)");
+      expect(await shown("builtin.Qwen3-0.6B-GGUF")).toBe("Qwen3-0.6B-GGUF (builtin)");
+      // An unshadowed model is shown by its id alone.
+      expect(await shown("chat-a")).toBe("chat-a");
+      await close(page);
+    } finally {
+      rmSync(file);
+      await post("/v1/delete", { model_name: "user.Qwen3-0.6B-GGUF" });
+    }
   }, 60_000);
 });
 

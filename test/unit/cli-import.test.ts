@@ -59,7 +59,8 @@ test("--directory and --recipe-file with --yes import the recipe without asking"
   const r = await lemonade(["import", "--directory", "coding-agents", "--recipe-file", "CodeRouter.json", "--yes"]);
   expect(r.code, r.err).toBe(0);
   expect(r.out).toContain("Imported user.CodeRouter");
-  expect(await models()).toContain("CodeRouter");
+  // A user's collection is listed by its `user.` id.
+  expect(await models()).toContain("user.CodeRouter");
   await fetch(`${server.url}/v1/delete`, { method: "POST", body: JSON.stringify({ model_name: "user.CodeRouter" }) });
 });
 
@@ -74,7 +75,7 @@ test("--skip-prompt without both --directory and --recipe-file is a usage error,
   expect(piped.code).toBe(2);
   expect(piped.err).toContain("Non-interactive mode requires --directory (standard input is not a terminal to choose on)");
   expect(piped.out).not.toContain("Select a recipe directory");
-  expect(await models()).not.toContain("CodeRouter");
+  expect(await models()).not.toContain("user.CodeRouter");
 });
 
 test("a recipe file the directory does not hold is named in the error, with what it holds", async () => {

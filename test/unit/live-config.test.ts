@@ -18,6 +18,7 @@ afterAll(() => server.close());
 
 const admin = (path: string, body?: unknown) =>
   fetch(`${server.url}${path}`, { method: body === undefined ? "GET" : "POST", body: body === undefined ? undefined : JSON.stringify(body), headers: { authorization: `Bearer ${ADMIN}` } });
+// Health names each model by its listed id: these extra models' bare names, which nothing else holds.
 const loaded = async () => (await (await admin("/v1/health")).json()).all_models_loaded.map((m: any) => m.model_name).sort();
 const load = (model: string) => admin("/v1/load", { model_name: model });
 
@@ -31,11 +32,11 @@ test("GET /internal/config has every Lemonade setting, with the values the serve
 test("POST /internal/set max_loaded_models: 2 lets a second model stay loaded without a restart, and is saved", async () => {
   await load("extra.a");
   await load("extra.b");
-  expect(await loaded()).toEqual(["extra.b"]);
+  expect(await loaded()).toEqual(["b"]);
   const res = await admin("/internal/set", { max_loaded_models: 2 });
   expect(await res.json()).toEqual({ status: "success", updated: { max_loaded_models: 2 }, applied: ["max_loaded_models"], saved: [] });
   await load("extra.a");
-  expect(await loaded()).toEqual(["extra.a", "extra.b"]);
+  expect(await loaded()).toEqual(["a", "b"]);
   expect(JSON.parse(readFileSync(join(server.cacheDir, "config.json"), "utf8"))).toMatchObject({ max_loaded_models: 2 });
 });
 
@@ -87,7 +88,7 @@ test("/internal/pin pins and unpins a loaded model, idempotently; a model not lo
   for (const pinned of [true, true, false]) {
     const res = await admin("/internal/pin", { model_name: "extra.a", pinned });
     expect(await res.json()).toEqual({ status: "success", model_name: "extra.a", pinned });
-    const entry = (await (await admin("/v1/health")).json()).all_models_loaded.find((m: any) => m.model_name === "extra.a");
+    const entry = (await (await admin("/v1/health")).json()).all_models_loaded.find((m: any) => m.model_name === "a");
     expect(entry.pinned).toBe(pinned);
   }
   await admin("/v1/unload", { model_name: "extra.b" });
@@ -141,7 +142,7 @@ test("pinned: a pinned model whose engine is killed comes back pinned; saved wit
   const other = await startFakeServer(["p"]);
   try {
     const post = (path: string, body: unknown) => fetch(`${other.url}${path}`, { method: "POST", body: JSON.stringify(body) });
-    const entry = async () => (await (await fetch(`${other.url}/v1/health`)).json()).all_models_loaded.find((m: any) => m.model_name === "extra.p");
+    const entry = async () => (await (await fetch(`${other.url}/v1/health`)).json()).all_models_loaded.find((m: any) => m.model_name === "p");
     expect((await post("/v1/load", { model_name: "extra.p", pinned: true })).status).toBe(200);
     process.kill((await entry()).pid, "SIGKILL");
     await Bun.sleep(100);
@@ -197,7 +198,7 @@ test("evict_weight_factor and downsize_idle_timeout are taken on /v1/load and on
 
 test("health entries carry the engine's launch command and only the options that were set", async () => {
   await load("extra.a");
-  const entry = (await (await admin("/v1/health")).json()).all_models_loaded.find((m: any) => m.model_name === "extra.a");
+  const entry = (await (await admin("/v1/health")).json()).all_models_loaded.find((m: any) => m.model_name === "a");
   expect(entry.launch_command).toContain("llama-server -m ");
   expect(entry.launch_command).toContain("--ctx-size");
   // The fake server saves llamacpp_backend "system": set, so shown; llamacpp_device is the default, so not.
@@ -258,13 +259,13 @@ test("/internal/simulate-vram-pressure runs one pressure check: at the threshold
     expect((await post("/v1/load", { model_name: "extra.vp" })).status).toBe(200);
     // auto_evict is off by default: pressure eviction does not run, whatever the usage.
     expect(await (await post("/internal/simulate-vram-pressure", { pct: 0.99 })).json()).toEqual({ status: "ok" });
-    expect(await names()).toEqual(["extra.vp"]);
+    expect(await names()).toEqual(["vp"]);
     // A model takes the server-wide auto_evict when it loads.
     await post("/internal/set", { auto_evict: true, auto_evict_threshold_pct: 0.9 });
     await post("/v1/unload", { model_name: "extra.vp" });
     await post("/v1/load", { model_name: "extra.vp" });
     await post("/internal/simulate-vram-pressure", { pct: 0.5 });
-    expect(await names()).toEqual(["extra.vp"]);
+    expect(await names()).toEqual(["vp"]);
     await post("/internal/simulate-vram-pressure", { pct: 0.95 });
     // The eviction runs in the background: wait for it (a failure shows as the test's timeout).
     while ((await names()).length) await Bun.sleep(20);

@@ -28,7 +28,10 @@ test("a router registers, lists with its candidates, and refuses a bad policy wi
 
   const res = await post("/v1/pull", { model_name: "user.Auto", recipe: "collection.router", version: "1", routing });
   expect(res.status).toBe(200);
-  const listed = (await (await fetch(`${server.url}/v1/models`)).json()).data.find((m: any) => m.id === "Auto");
+  // A user's collection is listed by its `user.` id, the one it was registered by.
+  const data = (await (await fetch(`${server.url}/v1/models`)).json()).data;
+  expect(data.some((m: any) => m.id === "Auto")).toBe(false);
+  const listed = data.find((m: any) => m.id === "user.Auto");
   expect(listed).toMatchObject({ recipe: "collection.router", components: ["extra.a", "extra.b"], version: "1", routing, labels: ["chat"] });
   // Stored as written (the normalised form is worked out at each start).
   const stored = JSON.parse(readFileSync(join(server.cacheDir, "user_models.json"), "utf8"));
@@ -138,7 +141,8 @@ test("a router's load is a virtual no-op that loads no candidate; a router pulle
   await post("/v1/unload", {});
   const load = await post("/v1/load", { model_name: "Auto" });
   expect(load.status).toBe(200);
-  expect(await load.json()).toMatchObject({ status: "success", model_name: "user.Auto", recipe: "collection.router" });
+  // The reply names the model as the request did, as Lemonade's does.
+  expect(await load.json()).toMatchObject({ status: "success", model_name: "Auto", recipe: "collection.router" });
   expect((await (await fetch(`${server.url}/v1/health`)).json()).all_models_loaded).toEqual([]);
   const unversioned = await post("/v1/pull", { model_name: "user.NoVersion", recipe: "collection.router", routing });
   expect(unversioned.status).toBe(400);

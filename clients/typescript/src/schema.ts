@@ -1145,7 +1145,7 @@ export interface paths {
         };
         /**
          * List one model's local files
-         * @description Lists the resolved local files of one model, for model-detail views. It inventories one model, not drive storage.
+         * @description Lists the resolved local files of one model, for model-detail views. It inventories one model, not drive storage. Each checkpoint role is one entry: a sharded GGUF is listed by its first shard, with that shard's own `size_bytes` (the model's `size` in [`GET /v1/models`](#get-v1models) counts every shard).
          */
         get: operations["openai.models_id_files"];
         put?: never;
@@ -5773,6 +5773,10 @@ export interface components {
             checkpoint_status: components["schemas"]["CheckpointStatus"][];
             /** @description Where the model came from: `huggingface`, `extra_models_dir`, `local_path` or `cloud` */
             source: string;
+            /** @description The model's canonical id: `user.NAME` for a registered model, `extra.NAME` for one in the extra models folder, `builtin.NAME` for a built-in (the key `recipe_options.json` uses); a cloud model's own id. Always accepted as input, as `id` is */
+            canonical_id: string;
+            /** @description `true` when a source of higher precedence (registered, then extra models folder, then built-in) holds the model's bare name; `id` is then `canonical_id`. A GUI shows such a model as `NAME (registered)`, `NAME (imported)` or `NAME (builtin)` */
+            shadowed: boolean;
             /** @description Remote registry the checkpoint downloads from: `huggingface` or `modelscope`; `huggingface` for a local or cloud model, which downloads nothing */
             registry_source: string;
             /** @description The model's own options: its registry row's, with what was saved in `recipe_options.json` on top */
@@ -9979,6 +9983,8 @@ export interface operations {
                      *             }
                      *           ],
                      *           "source": "huggingface",
+                     *           "canonical_id": "builtin.Qwen3-0.6B-GGUF",
+                     *           "shadowed": false,
                      *           "registry_source": "huggingface",
                      *           "recipe_options": {}
                      *         }
@@ -10051,6 +10057,8 @@ export interface operations {
                      *             }
                      *           ],
                      *           "source": "huggingface",
+                     *           "canonical_id": "builtin.Qwen3-0.6B-GGUF",
+                     *           "shadowed": false,
                      *           "registry_source": "huggingface",
                      *           "recipe_options": {}
                      *         }
@@ -10289,6 +10297,8 @@ export interface operations {
                      *         }
                      *       ],
                      *       "source": "huggingface",
+                     *       "canonical_id": "builtin.Qwen3-0.6B-GGUF",
+                     *       "shadowed": false,
                      *       "registry_source": "huggingface",
                      *       "recipe_options": {}
                      *     }
