@@ -219,7 +219,7 @@ describe("/v1/health's loaded models", () => {
     await post("/v1/load", { model_name: "extra.a" });
     const body = await (await fetch(`${server.url}/v1/health`)).json();
     expect(Value.Check(health.response!, body)).toBe(true);
-    expect(body.all_models_loaded[0]).toMatchObject({ model_name: "extra.a", backend_alive: true, backend_health: "ready", loaded: true, watchdog_reset: false, slot_pool: "standard/llm" });
+    expect(body.all_models_loaded[0]).toMatchObject({ model_name: "a", backend_alive: true, backend_health: "ready", loaded: true, watchdog_reset: false, slot_pool: "standard/llm" });
     await post("/v1/unload");
   });
 

@@ -179,7 +179,7 @@ test("evict_weight_factor and downsize_idle_timeout are taken on /v1/load and on
   const before = (await (await admin("/v1/models/extra.a/options")).json()).saved;
   const loadedWith = await admin("/v1/load", { model_name: "extra.a", evict_weight_factor: 2.5, downsize_idle_timeout: 30 });
   expect(loadedWith.status).toBe(200);
-  const entry = (await (await admin("/v1/health")).json()).all_models_loaded.find((m: any) => m.model_name === "extra.a");
+  const entry = (await (await admin("/v1/health")).json()).all_models_loaded.find((m: any) => m.model_name === "a");
   expect(entry.recipe_options).toMatchObject({ evict_weight_factor: 2.5, downsize_idle_timeout: 30 });
   const saved = await admin("/v1/models/extra.a/options", { evict_weight_factor: 4, downsize_idle_timeout: 90 });
   expect(saved.status).toBe(200);
