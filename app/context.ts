@@ -169,13 +169,15 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     log: { info: (m) => logger.info("Scheduler", m), warn: (m) => logger.warn("Scheduler", m), error: (m) => logger.error("Scheduler", m) },
   });
   const backends = new Backends(recipes, installer, scheduler, engineEnv, (m) => logger.info("Server", m));
+  // A CPU window per reader (observability/system.ts HostStats): /v1/system-stats, /metrics, jobs.
   const hostStats = new HostStats();
+  const scrapeHostStats = new HostStats();
   const metrics: Metrics = new Metrics(VERSION, {
     loaded: (): LoadedModelInfo[] => scheduler.list().map((s) => ({ identity: modelIdentity(s.model), url: s.engine.url, queued: proxy.queued(s) })),
     maxLoaded: () => config.maxLoadedModels,
     stats,
     pools: () => cloud.names().flatMap((provider) => proxy.pools.of(provider)?.health().map((m) => ({ provider, member: m.url, up: m.state === "up", inFlight: m.in_flight })) ?? []),
-    host: () => hostStats.read(),
+    host: () => scrapeHostStats.read(),
   });
   const proxy: EngineProxy = new EngineProxy({
     scheduler,
@@ -201,7 +203,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   telemetry.configure(telemetrySettings(effectiveSettings(config).telemetry));
   const jobs = new JobEngine({
     file: join(config.cacheDir, "jobs.json"),
-    ops: jobOps({ aliases, backends, catalog, cloud, config, hostStats, library, options, proxy, recipeOptions, rpcWorkers, scheduler, tuning }),
+    ops: jobOps({ aliases, backends, catalog, cloud, config, hostStats: new HostStats(), library, options, proxy, recipeOptions, rpcWorkers, scheduler, tuning }),
     scheduler,
     gate,
     modelId: (name) => catalog.find(name)?.id,
