@@ -55,8 +55,9 @@ test("over HTTP: one slot (--parallel 1), max_queue 2: two wait (shown in /v1/he
     expect((await chat(false)).status).toBe(200);
     const finished: number[] = [];
     const running = [0, 1, 2].map((i) => chat(false, 30).then(async (r) => (await r.arrayBuffer(), finished.push(i), r.status)));
-    await Bun.sleep(100);
-    const health = await (await fetch(`${server.url}/v1/health`)).json();
+    // Until the three have reached the engine's queue (a failure shows as the test's timeout).
+    let health = await (await fetch(`${server.url}/v1/health`)).json();
+    while (health.all_models_loaded[0].queue_depth < 2) health = await (await fetch(`${server.url}/v1/health`)).json();
     // One request holds the one slot, two wait for it.
     expect(health.all_models_loaded[0]).toMatchObject({ queue_depth: 2, slots: 1, slots_in_use: 1 });
     expect(await (await fetch(`${server.url}/metrics`)).text()).toContain('lemonade_queued_requests{model="extra.a"} 2');
