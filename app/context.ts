@@ -85,7 +85,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   );
   const recipeOptions = new RecipeOptionsStore(config.cacheDir);
   // The scheduler is made below; the planner only reads its slots later.
-  const rpcWorkers = new RpcWorkers(rpc);
+  const rpcWorkers = new RpcWorkers(rpc, systemClock);
   const planner = memoryPlanner(config, catalog, () => scheduler.list(), (option) => rpcWorkers.freeBytes(option));
   // The archetype comes from the same facts /v1/system-info reports, derived once per process.
   let archetype: Archetype | undefined;

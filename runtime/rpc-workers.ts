@@ -4,7 +4,7 @@
 // ones when those are stale, so a worker slow to answer slows nothing but its own row.
 import { parseWorkerAddress, RpcWorkerError, statusProblem, type WorkerStatus } from "../engines/rpc-address.ts";
 import type { RpcSettings } from "../engines/engine.ts";
-import { systemClock, type Clock } from "../lib/clock.ts";
+import type { Clock } from "../lib/clock.ts";
 
 export interface WorkerView {
   address: string;
@@ -27,7 +27,7 @@ export class RpcWorkers {
 
   constructor(
     private readonly settings: RpcSettings,
-    private readonly clock: Clock = systemClock,
+    private readonly clock: Clock,
   ) {
     for (const address of settings.workers) this.views.set(address, { address, state: "checking", devices: [], busy: false });
     // Checked from the start, so that the first load's memory admission knows the workers.
@@ -35,8 +35,8 @@ export class RpcWorkers {
   }
 
   /** The last checks, starting fresh ones when they are stale. */
-  list(now = this.clock.now()): WorkerView[] {
-    if (this.settings.workers.length && now - this.checkedAt > STALE_MS) void this.refresh();
+  list(): WorkerView[] {
+    if (this.settings.workers.length && this.clock.now() - this.checkedAt > STALE_MS) void this.refresh();
     return [...this.views.values()];
   }
 

@@ -8,6 +8,7 @@ import { RpcWorkers } from "../../runtime/rpc-workers.ts";
 import { workerStatusAfterGrace } from "../../engines/llamacpp.ts";
 import type { WorkerStatus } from "../../engines/rpc-address.ts";
 import { FakeClock } from "../helpers/fake-clock.ts";
+import { systemClock } from "../../lib/clock.ts";
 
 /** A loopback port nothing listens on. */
 async function closedPort(): Promise<number> {
@@ -20,7 +21,7 @@ async function closedPort(): Promise<number> {
 
 test("unusable workers are listed with the reason, and count no memory once checked", async () => {
   const port = await closedPort();
-  const workers = new RpcWorkers({ workers: [`127.0.0.1:${port}`, "no-port-here"], secret: "s3cret-s3cret-s3cret", timeoutMs: 1000 });
+  const workers = new RpcWorkers({ workers: [`127.0.0.1:${port}`, "no-port-here"], secret: "s3cret-s3cret-s3cret", timeoutMs: 1000 }, systemClock);
   await workers.refresh();
   const [closed, bad] = workers.list();
   expect(closed).toMatchObject({ address: `127.0.0.1:${port}`, state: "unavailable", devices: [], busy: false });
@@ -31,7 +32,7 @@ test("unusable workers are listed with the reason, and count no memory once chec
 });
 
 test("until its first check ends a worker is `checking`, and the memory it may add is unknown", () => {
-  const workers = new RpcWorkers({ workers: ["10.255.255.1:50052"], secret: "s3cret-s3cret-s3cret", timeoutMs: 1000 });
+  const workers = new RpcWorkers({ workers: ["10.255.255.1:50052"], secret: "s3cret-s3cret-s3cret", timeoutMs: 1000 }, systemClock);
   expect(workers.list()[0]!.state).toBe("checking");
   expect(workers.freeBytes("all")).toBeNull();
   // A model naming no configured worker adds nothing.
@@ -39,7 +40,7 @@ test("until its first check ends a worker is `checking`, and the memory it may a
 });
 
 test("without the secret no worker is contacted", async () => {
-  const workers = new RpcWorkers({ workers: ["127.0.0.1:1"], secret: null, timeoutMs: 1000 });
+  const workers = new RpcWorkers({ workers: ["127.0.0.1:1"], secret: null, timeoutMs: 1000 }, systemClock);
   await workers.refresh();
   expect(workers.list()[0]!.error).toContain("no secret is set");
 });
