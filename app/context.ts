@@ -170,8 +170,8 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   });
   const backends = new Backends(recipes, installer, scheduler, engineEnv, (m) => logger.info("Server", m));
   // A CPU window per reader (observability/system.ts HostStats): /v1/system-stats, /metrics, jobs.
-  const hostStats = new HostStats();
-  const scrapeHostStats = new HostStats();
+  const hostStats = new HostStats(systemClock);
+  const scrapeHostStats = new HostStats(systemClock);
   const metrics: Metrics = new Metrics(VERSION, {
     loaded: (): LoadedModelInfo[] => scheduler.list().map((s) => ({ identity: modelIdentity(s.model), url: s.engine.url, queued: proxy.queued(s) })),
     maxLoaded: () => config.maxLoadedModels,
@@ -203,7 +203,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   telemetry.configure(telemetrySettings(effectiveSettings(config).telemetry));
   const jobs = new JobEngine({
     file: join(config.cacheDir, "jobs.json"),
-    ops: jobOps({ aliases, backends, catalog, cloud, config, hostStats: new HostStats(), library, options, proxy, recipeOptions, rpcWorkers, scheduler, tuning }),
+    ops: jobOps({ aliases, backends, catalog, cloud, config, hostStats: new HostStats(systemClock), library, options, proxy, recipeOptions, rpcWorkers, scheduler, tuning }),
     scheduler,
     gate,
     modelId: (name) => catalog.find(name)?.id,

@@ -203,7 +203,7 @@ const BUSY_GRACE_MS = 2000;
 
 /** A worker's status, asked again every 100 ms while `busy` rules a serving worker out and it
  * still serves a client, until the grace has passed. */
-export async function workerStatusAfterGrace(probe: () => Promise<WorkerStatus>, busy: boolean, clock: Clock = systemClock): Promise<WorkerStatus> {
+export async function workerStatusAfterGrace(probe: () => Promise<WorkerStatus>, busy: boolean, clock: Clock): Promise<WorkerStatus> {
   const until = clock.now() + BUSY_GRACE_MS;
   for (;;) {
     const status = await probe();
@@ -215,7 +215,7 @@ export async function workerStatusAfterGrace(probe: () => Promise<WorkerStatus>,
 async function checkWorker(address: WorkerAddress, secret: string, timeoutMs: number, busy: boolean): Promise<WorkerStatus> {
   // Loaded on first use: a server with no workers never loads node:tls.
   const { probeWorker } = await import("./rpc-link.ts");
-  return workerStatusAfterGrace(() => probeWorker(address, secret, timeoutMs), busy);
+  return workerStatusAfterGrace(() => probeWorker(address, secret, timeoutMs), busy, systemClock);
 }
 
 /** Health-checks the workers, all at once (so one slow to answer costs its own timeout, not the

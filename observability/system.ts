@@ -2,7 +2,7 @@
 import { cpus, freemem, release, totalmem, type, arch } from "node:os";
 import { mkdirSync, readFileSync, statfsSync } from "node:fs";
 import type { Devices } from "../lib/devices.ts";
-import { systemClock, type Clock } from "../lib/clock.ts";
+import type { Clock } from "../lib/clock.ts";
 
 const GiB = 1024 ** 3;
 
@@ -109,7 +109,7 @@ export class HostStats {
   private figure: number | null | undefined;
 
   constructor(
-    private readonly clock: Clock = systemClock,
+    private readonly clock: Clock,
     private readonly sample: () => CpuTimes = cpuTimes,
   ) {
     this.last = sample();
