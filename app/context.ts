@@ -92,7 +92,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   );
   const recipeOptions = new RecipeOptionsStore(config.cacheDir);
   // The scheduler is made below; the planner only reads its slots later.
-  const rpcWorkers = new RpcWorkers(rpc);
+  const rpcWorkers = new RpcWorkers(rpc, systemClock);
   const planner = memoryPlanner(config, catalog, () => scheduler.list(), (option) => rpcWorkers.freeBytes(option));
   // The archetype comes from the same facts /v1/system-info reports, derived once per process.
   let archetype: Archetype | undefined;
@@ -176,13 +176,15 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     log: { info: (m) => logger.info("Scheduler", m), warn: (m) => logger.warn("Scheduler", m), error: (m) => logger.error("Scheduler", m) },
   });
   const backends = new Backends(recipes, installer, scheduler, engineEnv, (m) => logger.info("Server", m));
-  const hostStats = new HostStats();
+  // A CPU window per reader (observability/system.ts HostStats): /v1/system-stats, /metrics, jobs.
+  const hostStats = new HostStats(systemClock);
+  const scrapeHostStats = new HostStats(systemClock);
   const metrics: Metrics = new Metrics(VERSION, {
     loaded: (): LoadedModelInfo[] => scheduler.list().map((s) => ({ identity: modelIdentity(s.model), url: s.engine.url, queued: proxy.queued(s) })),
     maxLoaded: () => config.maxLoadedModels,
     stats,
     pools: () => cloud.names().flatMap((provider) => proxy.pools.of(provider)?.health().map((m) => ({ provider, member: m.url, up: m.state === "up", inFlight: m.in_flight })) ?? []),
-    host: () => hostStats.read(),
+    host: () => scrapeHostStats.read(),
   });
   const proxy: EngineProxy = new EngineProxy({
     scheduler,
@@ -208,7 +210,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   telemetry.configure(telemetrySettings(effectiveSettings(config).telemetry));
   const jobs = new JobEngine({
     file: join(config.cacheDir, "jobs.json"),
-    ops: jobOps({ aliases, backends, catalog, cloud, config, hostStats, library, options, proxy, recipeOptions, rpcWorkers, scheduler, tuning }),
+    ops: jobOps({ aliases, backends, catalog, cloud, config, hostStats: new HostStats(systemClock), library, options, proxy, recipeOptions, rpcWorkers, scheduler, tuning }),
     scheduler,
     gate,
     modelId: (name) => catalog.find(name)?.id,

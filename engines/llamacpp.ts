@@ -5,6 +5,7 @@ import { statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { splitArgs } from "../lib/args.ts";
+import { systemClock, type Clock } from "../lib/clock.ts";
 import {
   checkAllowedArgs,
   checkReservedArgs,
@@ -200,15 +201,21 @@ type ReadyWorker = { address: WorkerAddress; status: WorkerStatus };
  * for this long before it counts as serving another model. */
 const BUSY_GRACE_MS = 2000;
 
-async function checkWorker(address: WorkerAddress, secret: string, timeoutMs: number, busy: boolean): Promise<WorkerStatus> {
-  const until = Date.now() + BUSY_GRACE_MS;
+/** A worker's status, asked again every 100 ms while `busy` rules a serving worker out and it
+ * still serves a client, until the grace has passed. */
+export async function workerStatusAfterGrace(probe: () => Promise<WorkerStatus>, busy: boolean, clock: Clock): Promise<WorkerStatus> {
+  const until = clock.now() + BUSY_GRACE_MS;
   for (;;) {
-    // Loaded on first use: a server with no workers never loads node:tls.
-    const { probeWorker } = await import("./rpc-link.ts");
-    const status = await probeWorker(address, secret, timeoutMs);
-    if (!(busy && status.clients > 0 && Date.now() < until)) return status;
-    await Bun.sleep(100);
+    const status = await probe();
+    if (!(busy && status.clients > 0 && clock.now() < until)) return status;
+    await new Promise<void>((resolve) => clock.after(100, resolve));
   }
+}
+
+async function checkWorker(address: WorkerAddress, secret: string, timeoutMs: number, busy: boolean): Promise<WorkerStatus> {
+  // Loaded on first use: a server with no workers never loads node:tls.
+  const { probeWorker } = await import("./rpc-link.ts");
+  return workerStatusAfterGrace(() => probeWorker(address, secret, timeoutMs), busy, systemClock);
 }
 
 /** Health-checks the workers, all at once (so one slow to answer costs its own timeout, not the

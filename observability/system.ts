@@ -2,6 +2,7 @@
 import { cpus, freemem, release, totalmem, type, arch } from "node:os";
 import { mkdirSync, readFileSync, statfsSync } from "node:fs";
 import type { Devices } from "../lib/devices.ts";
+import type { Clock } from "../lib/clock.ts";
 
 const GiB = 1024 ** 3;
 
@@ -51,7 +52,13 @@ export function hostInfo(storagePath: string, d: Devices) {
   return { ...host, model_storage: modelStorage(storagePath), devices };
 }
 
-function cpuTimes() {
+/** The host's CPU time so far, summed over its CPUs (ms): how much of it was idle. */
+export interface CpuTimes {
+  idle: number;
+  total: number;
+}
+
+function cpuTimes(): CpuTimes {
   let idle = 0;
   let total = 0;
   for (const c of cpus()) {
@@ -88,25 +95,47 @@ async function gpuUse(): Promise<{ gpu_percent: number | null; vram_gb: number |
   }
 }
 
-/** CPU use is the busy share since the previous call (or over a short sample on the first). */
+/** A CPU share over less time than this is mostly the kernel's tick (10 ms) rounding. */
+const MIN_WINDOW_MS = 100;
+
+/** One reader's view of the host: its CPU use is the busy share since that reader's previous
+ * read. Each reader (/metrics, /v1/system-stats, the jobs' system_stats op) has its own, so one
+ * client polling often does not shrink the window another's figure covers. A read sooner than
+ * MIN_WINDOW_MS after the last answers the last figure and leaves the window open; the first
+ * read, that soon after the reader was made, waits for the rest of it. */
 export class HostStats {
-  private last = cpuTimes();
-  private lastAt = Date.now();
+  private last: CpuTimes;
+  private lastAt: number;
+  private figure: number | null | undefined;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly sample: () => CpuTimes = cpuTimes,
+  ) {
+    this.last = sample();
+    this.lastAt = clock.now();
+  }
 
   async read() {
-    if (Date.now() - this.lastAt < 50) {
-      await Bun.sleep(100);
-    }
-    const now = cpuTimes();
-    const total = now.total - this.last.total;
-    const cpu = total > 0 ? Math.round(((total - (now.idle - this.last.idle)) / total) * 1000) / 10 : null;
-    this.last = now;
-    this.lastAt = Date.now();
     return {
-      cpu_percent: cpu,
+      cpu_percent: await this.cpu(),
       memory_gb: Math.round((memoryInUse() / GiB) * 100) / 100,
       ...(await gpuUse()),
       npu_percent: null,
     };
+  }
+
+  private async cpu(): Promise<number | null> {
+    const open = this.clock.now() - this.lastAt;
+    if (open < MIN_WINDOW_MS) {
+      if (this.figure !== undefined) return this.figure;
+      await new Promise<void>((resolve) => this.clock.after(MIN_WINDOW_MS - open, resolve));
+    }
+    const now = this.sample();
+    const total = now.total - this.last.total;
+    this.figure = total > 0 ? Math.round(((total - (now.idle - this.last.idle)) / total) * 1000) / 10 : null;
+    this.last = now;
+    this.lastAt = this.clock.now();
+    return this.figure;
   }
 }

@@ -6,7 +6,7 @@ import { asJson, isJson, jsonItems, type Json } from "../lib/json.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ModelCheck } from "../runtime/request.ts";
 import { sseFramer, type StreamRule } from "../runtime/stream-pump.ts";
-import { serves, type Capability } from "../spec/recipes.ts";
+import { serves, upstreamJudges, type Capability } from "../spec/recipes.ts";
 
 const DONE = "data: [DONE]\n\n";
 
@@ -160,9 +160,9 @@ export function hasImage(body: Json): boolean {
   return items.some((m) => jsonItems(m.content).some((p) => p.type === "image_url" || p.type === "input_image" || p.type === "image"));
 }
 
-/** Whether a model takes images: a vision label or a vision projector among its files; a cloud
- * model's provider decides for itself. */
-export const hasVision = (model: CatalogModel) => model.recipe === "cloud" || model.labels.includes("vision") || model.checkpoints.mmproj !== undefined;
+/** Whether a model takes images: a vision label or a vision projector among its files; a model
+ * its upstream judges (a cloud provider's) is left to it. */
+export const hasVision = (model: CatalogModel) => upstreamJudges(model.recipe) || model.labels.includes("vision") || model.checkpoints.mmproj !== undefined;
 
 /** Adds the image check to a route's check, when the request carries an image. */
 export function visionCheck(check: ModelCheck, body: Json): ModelCheck {
@@ -185,10 +185,10 @@ export const needsLlmFor =
   (model: CatalogModel) =>
     model.type === "llm" ? null : ApiError.of(E.notAnLlm, `This model does not support ${what}. Only LLM models support this endpoint.`);
 
-/** A cloud model's provider says for itself whether it embeds or reranks (a plain OpenAI-style
- * listing names no capabilities). */
+/** A model its upstream judges (a cloud provider's: a plain OpenAI-style listing names no
+ * capabilities) is left to say for itself whether it embeds or reranks. */
 export const needsEmbedder: ModelCheck = (model) => {
-  if (model.recipe === "cloud") return null;
+  if (upstreamJudges(model.recipe)) return null;
   if (!serves(model.recipe, "embeddings")) return ApiError.of(E.cannotEmbed, `Model ${model.id}'s backend (${model.recipe}) cannot embed`, "model");
   if (model.type !== "embedding") {
     return ApiError.of(E.notEmbeddingModel, `Model ${model.id} is a ${model.recipe} ${model.type} model, not an embedding model`, "model");
@@ -197,7 +197,7 @@ export const needsEmbedder: ModelCheck = (model) => {
 };
 
 export const needsReranker: ModelCheck = (model) =>
-  model.recipe === "cloud" || (serves(model.recipe, "rerank") && model.type === "reranking")
+  upstreamJudges(model.recipe) || (serves(model.recipe, "rerank") && model.type === "reranking")
     ? null
     : ApiError.of(E.notReranker, `Model ${model.id} is not a reranking model (its type is ${model.type}, its recipe ${model.recipe})`, "model");
 

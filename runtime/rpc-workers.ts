@@ -4,6 +4,7 @@
 // ones when those are stale, so a worker slow to answer slows nothing but its own row.
 import { parseWorkerAddress, RpcWorkerError, statusProblem, type WorkerStatus } from "../engines/rpc-address.ts";
 import type { RpcSettings } from "../engines/engine.ts";
+import type { Clock } from "../lib/clock.ts";
 
 export interface WorkerView {
   address: string;
@@ -24,15 +25,18 @@ export class RpcWorkers {
   private checkedAt = 0;
   private running: Promise<void> | null = null;
 
-  constructor(private readonly settings: RpcSettings) {
+  constructor(
+    private readonly settings: RpcSettings,
+    private readonly clock: Clock,
+  ) {
     for (const address of settings.workers) this.views.set(address, { address, state: "checking", devices: [], busy: false });
     // Checked from the start, so that the first load's memory admission knows the workers.
     if (settings.workers.length) void this.refresh();
   }
 
   /** The last checks, starting fresh ones when they are stale. */
-  list(now = Date.now()): WorkerView[] {
-    if (this.settings.workers.length && now - this.checkedAt > STALE_MS) void this.refresh();
+  list(): WorkerView[] {
+    if (this.settings.workers.length && this.clock.now() - this.checkedAt > STALE_MS) void this.refresh();
     return [...this.views.values()];
   }
 
@@ -50,14 +54,14 @@ export class RpcWorkers {
   /** Checks every worker at once; settles when all have answered or timed out. */
   refresh(): Promise<void> {
     this.running ??= Promise.all(this.settings.workers.map((w) => this.check(w))).then(() => {
-      this.checkedAt = Date.now();
+      this.checkedAt = this.clock.now();
       this.running = null;
     });
     return this.running;
   }
 
   private async check(text: string): Promise<void> {
-    const at = Math.floor(Date.now() / 1000);
+    const at = Math.floor(this.clock.now() / 1000);
     try {
       const address = parseWorkerAddress(text);
       if (!this.settings.secret) throw new RpcWorkerError(text, "no secret is set (LEMONADE_RPC_SECRET or llamacpp.rpc_secret)");

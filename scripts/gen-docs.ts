@@ -281,7 +281,9 @@ export function renderPage(page: DocPage, current: string | null, problems: stri
   return text.replace(/\n{3,}/g, "\n\n");
 }
 
-function main(check: boolean, docsDir: string): number {
+/** Brings the pages in `docsDir` up to date with the spec, or with `check` only finds where they
+ * are not: what is out of date. */
+export function updateDocs(check: boolean, docsDir: string): { pages: number; problems: string[] } {
   const pages = [...new Set(endpoints.map((d) => d.page))];
   const problems: string[] = [];
   for (const page of pages) {
@@ -295,11 +297,16 @@ function main(check: boolean, docsDir: string): number {
     }
     problems.push(...pageProblems);
   }
+  return { pages: pages.length, problems };
+}
+
+function main(check: boolean, docsDir: string): number {
+  const { pages, problems } = updateDocs(check, docsDir);
   if (check && problems.length) {
     console.error(problems.join("\n") + "\n\ngenerated-docs/ is out of date with spec/: run `bun run docs` and commit.");
     return 1;
   }
-  console.log(check ? "generated-docs/ matches spec/." : `generated-docs/ written (${pages.length} pages).`);
+  console.log(check ? "generated-docs/ matches spec/." : `generated-docs/ written (${pages} pages).`);
   return 0;
 }
 

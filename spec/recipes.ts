@@ -90,6 +90,10 @@ export interface RecipeSpec {
    * every platform), so they are listed here too even when the engine cannot be had on this
    * machine; loading one then fails saying why. */
   listedEverywhere?: boolean;
+  /** The model's kind is its upstream's to judge: a provider's plain listing names no type or
+   * modality, so whether a model embeds, reranks or takes images is left to the provider, which
+   * answers its own error for a request the model cannot serve. */
+  upstreamJudgesModels?: boolean;
   /** The checkpoint names a whole repository, and this file inside it stands for the model. */
   repositoryIndex?: string;
   /** Files that must be beside the index for the model to count as downloaded (an interrupted
@@ -325,7 +329,13 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
   /** sd-cli, one run per image, upscaling with an ESRGAN model for sd-cpp models. */
   "sd-cli": { kind: "one-shot", serves: ["image"], capabilities: { upscale: true }, defaultLabel: "image", options: {} },
   /** A provider's model: nothing is loaded here, so no load options apply. */
-  cloud: { serves: ["llm", "embedding", "reranking"], capabilities: { ...OPENAI_TEXT, embeddings: "/v1/embeddings", rerank: "/v1/rerank" }, defaultLabel: "chat", options: {} },
+  cloud: {
+    serves: ["llm", "embedding", "reranking"],
+    capabilities: { ...OPENAI_TEXT, embeddings: "/v1/embeddings", rerank: "/v1/rerank" },
+    defaultLabel: "chat",
+    options: {},
+    upstreamJudgesModels: true,
+  },
 };
 
 /** The options a recipe accepts; an unknown recipe takes only the common ones. */
@@ -338,6 +348,9 @@ export function serves(recipe: string, capability: Capability): boolean {
   const spec = RECIPE_SPECS[recipe];
   return spec?.capabilities[capability] !== undefined || spec?.standIns?.[capability] !== undefined;
 }
+
+/** Whether a recipe's models are judged by their upstream, not here (`upstreamJudgesModels`). */
+export const upstreamJudges = (recipe: string): boolean => RECIPE_SPECS[recipe]?.upstreamJudgesModels === true;
 
 /** The path a capability has on the recipe's engine; throws for one it does not serve there. */
 export function enginePath(recipe: string, capability: Capability): string {

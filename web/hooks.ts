@@ -1,6 +1,7 @@
-// Small things the panels share: polling the server, values kept in this browser's storage, and
-// saving a file the page made.
-import { useEffect, useState } from "preact/hooks";
+// Small things the panels share: polling the server, the log stream kept open, values kept in
+// this browser's storage, and saving a file the page made.
+import { useEffect, useRef, useState } from "preact/hooks";
+import { socket } from "./api.ts";
 
 /** `load()` now and every `ms`; its last value, or its last error's message. */
 export function usePoll<T>(load: () => Promise<T>, ms: number, deps: unknown[] = []): { data?: T; error?: string; refresh: () => void } {
@@ -21,6 +22,51 @@ export function usePoll<T>(load: () => Promise<T>, ms: number, deps: unknown[] =
     };
   }, [tick, ...deps]);
   return { ...state, refresh: () => setTick((t) => t + 1) };
+}
+
+/** What the log stream's reader is told: each message, and when the stream opens or closes. */
+export interface LogStreamHandlers {
+  message(msg: any): void;
+  open?(): void;
+  /** The stream closed; it opens again in `retryMs`. `mounted` says whether the reader still is. */
+  closed?(retryMs: number, mounted: () => boolean): void;
+}
+
+/** The server's /logs/stream, subscribed from its newest snapshot, while the component is
+ * mounted. The stream closes when the server stops or restarts: it is opened again a little later
+ * each time (0.5 s, doubling up to 10 s; 0.5 s again once one opens), so a quick restart is
+ * followed at once and a server that is away is not asked many times a second. A restarted
+ * server numbers its lines anew, hence the snapshot each time. */
+export function useLogStream(handlers: LogStreamHandlers): void {
+  const current = useRef(handlers);
+  current.current = handlers;
+  useEffect(() => {
+    let ws: WebSocket;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let stopped = false;
+    let attempt = 0;
+    const connect = () => {
+      ws = socket("/logs/stream");
+      ws.onopen = () => {
+        attempt = 0;
+        current.current.open?.();
+        ws.send(JSON.stringify({ type: "logs.subscribe", after_seq: null }));
+      };
+      ws.onmessage = (ev) => current.current.message(JSON.parse(String(ev.data)));
+      ws.onclose = () => {
+        if (stopped) return;
+        const wait = Math.min(10_000, 500 * 2 ** attempt++);
+        timer = setTimeout(connect, wait);
+        current.current.closed?.(wait, () => !stopped);
+      };
+    };
+    connect();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+      ws.close();
+    };
+  }, []);
 }
 
 /** A value kept in localStorage under `key`, as JSON. */

@@ -1,6 +1,7 @@
 // Logs: the server's /logs/stream, live, with a level filter, pause and search.
-import { useEffect, useRef, useState } from "preact/hooks";
-import { ApiError, getJson, socket } from "./api.ts";
+import { useRef, useState } from "preact/hooks";
+import { ApiError, getJson } from "./api.ts";
+import { useLogStream } from "./hooks.ts";
 
 interface Entry {
   seq: number;
@@ -19,42 +20,18 @@ export function Logs() {
   const [state, setState] = useState("connecting");
   const pausedRef = useRef(false);
   pausedRef.current = paused;
-  useEffect(() => {
-    let ws: WebSocket;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let stopped = false;
-    let attempt = 0;
-    const add = (list: Entry[]) => !pausedRef.current && setEntries((e) => [...e, ...list].slice(-MAX));
-    // The stream closes when the server stops or restarts: try again, a little later each time
-    // (up to 10 s). A restarted server numbers its lines anew, so each snapshot replaces the list.
-    const connect = () => {
-      ws = socket("/logs/stream");
-      ws.onopen = () => {
-        attempt = 0;
-        setState("live");
-        ws.send(JSON.stringify({ type: "logs.subscribe", after_seq: null }));
-      };
-      ws.onmessage = (ev) => {
-        const msg = JSON.parse(String(ev.data));
-        if (msg.type === "logs.snapshot") setEntries((msg.entries as Entry[]).slice(-MAX));
-        else if (msg.type === "logs.entry") add([msg.entry]);
-      };
-      ws.onclose = () => {
-        if (stopped) return;
-        const wait = Math.min(10_000, 500 * 2 ** attempt++);
-        setState(`disconnected: reconnecting in ${Math.ceil(wait / 1000)} s`);
-        timer = setTimeout(connect, wait);
-        // A socket says nothing of why it closed: a plain request tells a refused key from a server that is away.
-        getJson("/v1/health").catch((err) => !stopped && err instanceof ApiError && err.status === 401 && setState("closed: the server needs its API key: set it in Settings"));
-      };
-    };
-    connect();
-    return () => {
-      stopped = true;
-      clearTimeout(timer);
-      ws.close();
-    };
-  }, []);
+  useLogStream({
+    open: () => setState("live"),
+    message(msg) {
+      if (msg.type === "logs.snapshot") setEntries((msg.entries as Entry[]).slice(-MAX));
+      else if (msg.type === "logs.entry" && !pausedRef.current) setEntries((e) => [...e, msg.entry].slice(-MAX));
+    },
+    closed(wait, mounted) {
+      setState(`disconnected: reconnecting in ${Math.ceil(wait / 1000)} s`);
+      // A socket says nothing of why it closed: a plain request tells a refused key from a server that is away.
+      getJson("/v1/health").catch((err) => mounted() && err instanceof ApiError && err.status === 401 && setState("closed: the server needs its API key: set it in Settings"));
+    },
+  });
   const shown = entries.filter((e) => (RANK[e.severity] ?? 2) >= RANK[level]! && (!search || e.line.toLowerCase().includes(search.toLowerCase())));
   return (
     <section class="logs">

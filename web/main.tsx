@@ -13,8 +13,8 @@ import { StatusBar, useHealth } from "./status.tsx";
 import { Dashboard } from "./dashboard.tsx";
 import { Compare } from "./compare.tsx";
 import { Downloads, useInstalls, useJobs } from "./downloads.tsx";
-import { useStored } from "./hooks.ts";
-import { socket, type Job } from "./api.ts";
+import { useLogStream, useStored } from "./hooks.ts";
+import type { Job } from "./api.ts";
 
 const PANELS = [
   ["chat", "Chat"],
@@ -52,32 +52,12 @@ const CRASH = /The engine for (\S+) \(pid (\d+)\) exited unexpectedly with code 
 /** Calls `onCrash` for each engine that exits unexpectedly from now on, as the server's log
  * stream tells it (the snapshot of earlier lines is skipped: those are old news). */
 function useEngineCrashes(onCrash: (model: string, pid: number, code: string) => void): void {
-  const handler = useRef(onCrash);
-  handler.current = onCrash;
-  useEffect(() => {
-    let ws: WebSocket;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let stopped = false;
-    const connect = () => {
-      ws = socket("/logs/stream");
-      ws.onopen = () => ws.send(JSON.stringify({ type: "logs.subscribe", after_seq: null }));
-      ws.onmessage = (ev) => {
-        const msg = JSON.parse(String(ev.data));
-        const found = msg.type === "logs.entry" ? CRASH.exec(msg.entry.line) : null;
-        if (found) handler.current(found[1]!, Number(found[2]), found[3]!);
-      };
-      // A server that restarts closes the stream: listen again a little later.
-      ws.onclose = () => {
-        if (!stopped) timer = setTimeout(connect, 5000);
-      };
-    };
-    connect();
-    return () => {
-      stopped = true;
-      clearTimeout(timer);
-      ws.close();
-    };
-  }, []);
+  useLogStream({
+    message(msg) {
+      const found = msg.type === "logs.entry" ? CRASH.exec(msg.entry.line) : null;
+      if (found) onCrash(found[1]!, Number(found[2]), found[3]!);
+    },
+  });
 }
 
 /** Toasts for download jobs that finished or failed, models that left memory since the last poll,

@@ -1,6 +1,5 @@
 // `cleanup-cache`: frees what downloads and builds left behind (app/cache-cleanup.ts decides).
 import { loadConfig } from "../../config/config.ts";
-import { applyCleanup, planCleanup } from "../../app/cache-cleanup.ts";
 import { CliError } from "../client.ts";
 import type { Command } from "../command.ts";
 import { bytes, table } from "../format.ts";
@@ -16,6 +15,8 @@ Hugging Face blobs no snapshot links to. Models that count as downloaded are nev
   options: { "dry-run": { type: "boolean" } },
   async run(input) {
     if (input.positionals.length) throw new CliError(`usage: lemonade ${this.usage}`, 2);
+    // Loaded on use: it reads every recipe, which no other command's start-up needs.
+    const { applyCleanup, planCleanup } = await import("../../app/cache-cleanup.ts");
     const config = loadConfig({});
     const items = planCleanup(config.cacheDir, config.hfCacheDir);
     if (!items.length) {

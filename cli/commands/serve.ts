@@ -1,7 +1,7 @@
 // `lemonade serve`: the server in the foreground, and the hooks an app that embeds it uses: a
 // readiness line on stdout (--ready-json) and an exit when the app dies (--parent-pid).
 import { parseLogLevel, type Severity } from "../../lib/log-level.ts";
-import { startServer, type RunningServer } from "../../app/server.ts";
+import type { RunningServer } from "../../app/server.ts";
 import { CliError } from "../client.ts";
 import { startupDone } from "../jit-policy.ts";
 import type { Command, CommandInput } from "../command.ts";
@@ -140,6 +140,8 @@ For apps that start the server themselves:
     if (settings.parentPid !== undefined && !parentAlive(settings.parentPid, false)) {
       throw new CliError(`--parent-pid ${settings.parentPid}: no such process`);
     }
+    // Loaded here: every other command is a client, and importing the whole server would cost each one's start-up.
+    const { startServer } = await import("../../app/server.ts");
     let running: RunningServer;
     try {
       running = await startServer(

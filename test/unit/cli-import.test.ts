@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { importBody } from "../../cli/commands/models.ts";
+import { importBody, importModel } from "../../cli/commands/models.ts";
 import { startFakeServer } from "../helpers/fake-engine.ts";
 import { tempDir, type TestServer } from "../helpers/server.ts";
 
@@ -64,13 +64,16 @@ test("--directory and --recipe-file with --yes import the recipe without asking"
   await fetch(`${server.url}/v1/delete`, { method: "POST", body: JSON.stringify({ model_name: "user.CodeRouter" }) });
 });
 
+/** The command's own run, in this process: for refusals made before a server is needed (how
+ * `lemonade` prints a CliError and exits with its code, the tests above and below show). */
+const importRun = (values: Record<string, string | boolean>, positionals: string[] = []) => importModel.run({ values, positionals });
+
 test("--skip-prompt without both --directory and --recipe-file is a usage error, and so is no terminal to ask on", async () => {
-  for (const [args, missing] of [[["import", "--skip-prompt"], "--directory"], [["import", "--directory", "coding-agents", "--yes"], "--recipe-file"]] as const) {
-    const r = await lemonade([...args]);
-    expect(r.code).toBe(2);
-    expect(r.err).toContain(`Non-interactive mode requires ${missing}.`);
+  for (const [values, missing] of [[{ "skip-prompt": true }, "--directory"], [{ directory: "coding-agents", yes: true }, "--recipe-file"]] as const) {
+    await expect(importRun(values)).rejects.toMatchObject({ exitCode: 2, message: expect.stringContaining(`Non-interactive mode requires ${missing}.`) });
   }
-  // Piped answers are not read: off a terminal nothing is asked.
+  // Piped answers are not read: off a terminal nothing is asked (a process of its own: this one's
+  // standard input may be a terminal).
   const piped = await lemonade(["import"], "1\n1\n");
   expect(piped.code).toBe(2);
   expect(piped.err).toContain("Non-interactive mode requires --directory (standard input is not a terminal to choose on)");
@@ -113,10 +116,6 @@ test("a file that does not open or parse is named in the error", async () => {
   const dir = tempDir();
   const broken = join(dir, "broken.json");
   writeFileSync(broken, "{ not json");
-  const parse = await lemonade(["import", broken]);
-  expect(parse.code).toBe(1);
-  expect(parse.err).toContain(`Failed to parse JSON file '${broken}'`);
-  const missing = await lemonade(["import", join(dir, "absent.json")]);
-  expect(missing.code).toBe(1);
-  expect(missing.err).toContain(`Failed to open JSON file '${join(dir, "absent.json")}'`);
+  await expect(importRun({}, [broken])).rejects.toMatchObject({ exitCode: 1, message: expect.stringContaining(`Failed to parse JSON file '${broken}'`) });
+  await expect(importRun({}, [join(dir, "absent.json")])).rejects.toMatchObject({ exitCode: 1, message: `Failed to open JSON file '${join(dir, "absent.json")}'` });
 });

@@ -54,9 +54,11 @@ test("over HTTP: one slot (--parallel 1), max_queue 2: two wait (shown in /v1/he
       });
     expect((await chat(false)).status).toBe(200);
     const finished: number[] = [];
-    const running = [0, 1, 2].map((i) => chat(false, 30).then(async (r) => (await r.arrayBuffer(), finished.push(i), r.status)));
-    await Bun.sleep(100);
-    const health = await (await fetch(`${server.url}/v1/health`)).json();
+    // The first holds the slot for 10 tokens of 30 ms while the queue is looked at; the two behind it need not be slow.
+    const running = [0, 1, 2].map((i) => chat(false, i === 0 ? 30 : 0).then(async (r) => (await r.arrayBuffer(), finished.push(i), r.status)));
+    // Until the three have reached the engine's queue (a failure shows as the test's timeout).
+    let health = await (await fetch(`${server.url}/v1/health`)).json();
+    while (health.all_models_loaded[0].queue_depth < 2) health = await (await fetch(`${server.url}/v1/health`)).json();
     // One request holds the one slot, two wait for it.
     expect(health.all_models_loaded[0]).toMatchObject({ queue_depth: 2, slots: 1, slots_in_use: 1 });
     expect(await (await fetch(`${server.url}/metrics`)).text()).toContain('lemonade_queued_requests{model="extra.a"} 2');

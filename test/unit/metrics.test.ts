@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startFakeServer } from "../helpers/fake-engine.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
+import { FakeClock } from "../helpers/fake-clock.ts";
+import { HostStats, type CpuTimes } from "../../observability/system.ts";
 
 let server: TestServer;
 beforeAll(async () => {
@@ -163,6 +165,51 @@ test("the host gauges and max_loaded_models by type, as Lemonade exports them", 
   const limits = samples.filter((s) => s.name === "lemonade_max_loaded_models");
   expect(limits.map((s) => s.labels.type)).toEqual(expect.arrayContaining(["llm", "embedding", "reranking", "transcription", "image", "tts", "classification"]));
   for (const s of limits) expect(s.value).toBe(server.ctx.config.maxLoadedModels);
+});
+
+describe("the CPU figure, on a fake clock and a scripted CPU", () => {
+  const clock = new FakeClock();
+  let cpu: CpuTimes = { idle: 0, total: 0 };
+  /** Time passes with the CPU busy for `busy` of it. */
+  const spend = async (ms: number, busy: number) => {
+    cpu = { idle: cpu.idle + ms * (1 - busy), total: cpu.total + ms };
+    await clock.advance(ms);
+  };
+  const percent = async (reader: HostStats) => (await reader.read()).cpu_percent;
+
+  test("a /metrics scrape between two /v1/system-stats reads leaves their figure alone: each reader has its own window", async () => {
+    const systemStats = new HostStats(clock, () => cpu);
+    const scrape = new HostStats(clock, () => cpu);
+    await spend(1000, 0.2);
+    expect(await percent(systemStats)).toBe(20);
+    await spend(500, 1);
+    // The scrape's window is its whole life: 200 + 500 busy of 1500 ms.
+    expect(await percent(scrape)).toBe(46.7);
+    await spend(500, 0);
+    // 500 busy of the 1000 ms since this reader's last read; a shared window would say 0.
+    expect(await percent(systemStats)).toBe(50);
+    // The scrape, over its own 500 idle ms since its last.
+    expect(await percent(scrape)).toBe(0);
+    // Asked again within 100 ms, a reader answers its last figure and its window stays open:
+    // the next read covers 50 busy of 200 ms.
+    await spend(50, 1);
+    expect(await percent(systemStats)).toBe(50);
+    await spend(150, 0);
+    expect(await percent(systemStats)).toBe(25);
+  });
+
+  test("a reader's first read, sooner than the shortest window, waits for the rest of it", async () => {
+    const reader = new HostStats(clock, () => cpu);
+    let figure: number | null | undefined;
+    const reading = percent(reader).then((f) => (figure = f));
+    cpu = { idle: cpu.idle + 60, total: cpu.total + 99 };
+    await clock.advance(99);
+    expect(figure).toBeUndefined();
+    cpu = { idle: cpu.idle, total: cpu.total + 1 };
+    await clock.advance(1);
+    await reading;
+    expect(figure).toBe(40);
+  });
 });
 
 test("the reader rejects what is not Prometheus text", () => {

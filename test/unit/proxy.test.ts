@@ -78,12 +78,13 @@ test("two models, one instance, 16 concurrent alternating clients: all 200, two 
 
 test("a client that gives up while its model waits for room starts no engine", async () => {
   server = await startFakeServer(["a", "b"], { LEMONADE_LOG_LEVEL: "info" });
-  const long = chat(server, { model: "extra.a", stream: true, max_tokens: 40, fake: { token_ms: 10 } });
+  const long = chat(server, { model: "extra.a", stream: true, max_tokens: 20, fake: { token_ms: 10 } });
   const first = await long;
   const reading = first.text();
   const gaveUp = new AbortController();
   const waiting = chat(server, { model: "extra.b", max_tokens: 1 }, gaveUp.signal).catch((e) => e);
-  await Bun.sleep(50);
+  // Gives up once it waits for room (a failure shows as the test's timeout).
+  while (server.ctx.scheduler.queued === 0) await Bun.sleep(5);
   gaveUp.abort();
   expect(await waiting).toBeInstanceOf(Error);
   expect(await reading).toContain("[DONE]");

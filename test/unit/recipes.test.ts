@@ -14,6 +14,8 @@ import { LOAD_FLAGS, LOAD_FLAGS_HELP, loadOptionsFrom } from "../../cli/load-fla
 import { mergeSavedOptions, optionsToSave, resolvedCtxSize, resolveOptions, OptionError } from "../../models/recipe-options.ts";
 import { CONFIG_SECTIONS, enginePath, OPTION_DOCS, RECIPE_DEFAULT_KEYS, RECIPE_SPECS, serves, sharedEnginePath, type Capability } from "../../spec/recipes.ts";
 import { startTestServer, tempDir } from "../helpers/server.ts";
+import { hasVision, needsEmbedder, needsReranker } from "../../protocols/openai.ts";
+import type { CatalogModel } from "../../models/catalog.ts";
 
 const input = (over: Partial<LaunchInput> = {}): LaunchInput => ({
   modelId: "m",
@@ -133,6 +135,19 @@ describe("capabilities", () => {
     const configured = { ...env, binaries: { kokoro: { cpu: bin } } };
     expect(standInServes(RECIPES, configured, "kokoro", "speech", true)).toBe(false);
     expect(standInServes(RECIPES, configured, "kokoro", "speech", false)).toBe(true);
+  });
+
+  test("a recipe whose upstream judges its models (cloud) passes the embedder, reranker and vision checks whatever its type; a local model is judged here", () => {
+    const model = (recipe: string, type: string) => ({ id: `${recipe}.m`, recipe, type, labels: [], checkpoints: {} }) as unknown as CatalogModel;
+    expect(Object.entries(RECIPE_SPECS).filter(([, r]) => r.upstreamJudgesModels).map(([name]) => name)).toEqual(["cloud"]);
+    const provider = model("cloud", "llm");
+    expect(needsEmbedder(provider)).toBeNull();
+    expect(needsReranker(provider)).toBeNull();
+    expect(hasVision(provider)).toBe(true);
+    const local = model("llamacpp", "llm");
+    expect(needsEmbedder(local)?.message).toContain("not an embedding model");
+    expect(needsReranker(local)).not.toBeNull();
+    expect(hasVision(local)).toBe(false);
   });
 
   test("in-process and one-shot recipes are neither launched nor listed in /v1/system-info", () => {
