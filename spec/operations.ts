@@ -317,7 +317,9 @@ export const systemInfo = endpoint({
   "devices": {"cpu": {"name": "AMD EPYC 7B13", "cores": 2, "threads": 2, "available": true}, "amd_gpu": [], "nvidia_gpu": [], "amd_npu": {"name": "", "available": false}},
   "recipes": {
     "llamacpp": {"default_backend": "cpu", "backends": {"cpu": {"devices": ["cpu"], "state": "installable", "message": "llama.cpp is not built yet", "action": "lemonade backends install llamacpp:cpu"}}}
-  }
+  },
+  "unavailable_recipes": ["ryzenai-llm"],
+  "no_fetch_executables": false
 }`,
   },
 });
@@ -524,7 +526,7 @@ export const paramsSet = endpoint({
   body: T.Record(T.String(), T.Unknown(), { description: "The settings to change." }),
   response: internalSet.response,
   errors: [E.invalidJson, E.missingArgument, E.invalidArgument],
-  example: { body: { telemetry: { enabled: true, otlp: { protocol: "http/json" } } }, response: '{"status": "success", "applied": ["telemetry.enabled", "telemetry.otlp.protocol"], "saved": []}' },
+  example: { body: { telemetry: { enabled: true, otlp: { protocol: "http/json" } } }, response: '{"status": "success", "applied": ["telemetry.enabled", "telemetry.otlp.protocol"], "saved": [], "updated": {"telemetry": {"enabled": true, "otlp": {"protocol": "http/json"}}}}' },
 });
 
 export const paramsGet = endpoint({

@@ -59,7 +59,7 @@ test("/v1/health reports an idle auto_evict model as downsized after downsize_id
   expect((await chat()).status).toBe(200);
   await until("the downsize", async () => (await entry())?.status === "downsized");
   const downsized = await entry();
-  expect(downsized).toMatchObject({ model_name: "extra.ds", status: "downsized", is_busy: false });
+  expect(downsized).toMatchObject({ model_name: "ds", status: "downsized", is_busy: false });
   expect(await engineRequests(downsized.backend_url.replace(/\/v1$/, ""))).toEqual(expect.arrayContaining(["GET /slots", "POST /slots/0"]));
   expect((await chat()).status).toBe(200);
   const after = await entry();

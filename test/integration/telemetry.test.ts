@@ -73,7 +73,7 @@ test("off by default: /v1/health says so, and no span is sent; /v1/params turns 
   expect((await chat()).status).toBe(200);
   expect(await flushed()).toEqual([]);
   const res = await post("/api/v1/params", { telemetry: { enabled: true } });
-  expect(await res.json()).toEqual({ status: "success", applied: ["telemetry.enabled"], saved: [] });
+  expect(await res.json()).toEqual({ status: "success", applied: ["telemetry.enabled"], saved: [], updated: { telemetry: { enabled: true } } });
   expect((await (await fetch(`${server.url}/v1/health`)).json()).telemetry).toEqual({ enabled: true, captures: ["inputs", "outputs", "thinking"] });
   expect((await chat()).status).toBe(200);
   expect((await flushed()).map((s) => s.name)).toEqual(["chat.completions"]);
@@ -301,6 +301,7 @@ test("telemetry settings are checked as Lemonade checks them", async () => {
     status: "success",
     applied: ["telemetry.max_attribute_length", "telemetry.session.headers.client"],
     saved: [],
+    updated: { telemetry: { max_attribute_length: 64, session: { headers: { client: "x-corp-client" } } } },
   });
   await chat({ messages: [{ role: "user", content: "long ".repeat(100) }] }, { "x-session-id": "s", "x-corp-client": "corp" });
   const [cut] = await flushed();

@@ -15758,7 +15758,11 @@ export interface operations {
                      *             }
                      *           }
                      *         }
-                     *       }
+                     *       },
+                     *       "unavailable_recipes": [
+                     *         "ryzenai-llm"
+                     *       ],
+                     *       "no_fetch_executables": false
                      *     }
                      */
                     "application/json": components["schemas"]["SystemInfoResponse"];
@@ -16141,7 +16145,15 @@ export interface operations {
                      *         "telemetry.enabled",
                      *         "telemetry.otlp.protocol"
                      *       ],
-                     *       "saved": []
+                     *       "saved": [],
+                     *       "updated": {
+                     *         "telemetry": {
+                     *           "enabled": true,
+                     *           "otlp": {
+                     *             "protocol": "http/json"
+                     *           }
+                     *         }
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["ParamsPostResponse"];
