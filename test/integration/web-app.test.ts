@@ -340,7 +340,7 @@ describe("an Omni collection", () => {
         void d.dismiss();
       });
       await row.getByRole("button", { name: "Delete" }).click();
-      expect(asked).toContain("Only the collection entry is removed; its components (extra.planner, SD-Turbo, kokoro-v1) stay");
+      expect(asked).toContain("Only the collection entry is removed; its components (planner, SD-Turbo, kokoro-v1) stay");
 
       await close(page);
       const chat = await open("/?model=WebOmni#chat", fake);
