@@ -329,9 +329,9 @@ describe("an Omni collection", () => {
       await page.getByRole("button", { name: "Show variants" }).click();
       const offer = page.locator("p", { hasText: "Omni collection with 3 components" });
       await offer.getByRole("button", { name: "Download" }).click();
-      // A user's collection is listed by its user. id.
+      // A user's collection is listed by its user. id; its components by their listed ids.
       const row = page.locator('tr[data-model="user.WebOmni"]');
-      await row.getByText("collection of extra.planner, SD-Turbo, kokoro-v1").waitFor({ timeout: 15_000 });
+      await row.getByText("collection of planner, SD-Turbo, kokoro-v1").waitFor({ timeout: 15_000 });
       expect(await row.locator("td").nth(1).textContent()).toBe("collection.omni");
       await row.locator('td[data-state="downloaded"]').waitFor();
       let asked = "";
