@@ -134,8 +134,8 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     downloads,
     hubs,
     offline: () => config.offline,
-    // The scheduler is made below; the library only calls it later.
-    unload: (id) => scheduler.unload(id),
+    // The scheduler and the proxy are made below; the library only calls them later.
+    unload: async (id) => proxy.unloadCloud(id) || (await scheduler.unload(id)),
     log: (message) => logger.info("Models", message),
   });
   const launcher = new Launcher({

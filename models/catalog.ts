@@ -374,14 +374,15 @@ export class Catalog {
     return meta;
   }
 
-  /** Labels of a local GGUF from what it says about itself: rank pooling reranks, other pooling embeds. */
+  /** Labels of a local GGUF from what it says about itself: rank pooling reranks, other pooling
+   * embeds. `custom` first, as Lemonade labels every model of the extra folder. */
   private localLabels(mainPath: string, hasMmproj: boolean): string[] {
     const meta = this.metadata(mainPath);
     const arch = meta ? ggufScalar(meta, "general.architecture") : undefined;
     const pooling = meta && arch ? ggufScalar(meta, `${arch}.pooling_type`) : undefined;
-    if (pooling === 4) return ["reranking"];
-    if ((typeof pooling === "number" && pooling > 0) || /bert/.test(String(arch ?? ""))) return ["embeddings"];
-    return hasMmproj ? ["chat", "vision"] : ["chat"];
+    if (pooling === 4) return ["custom", "reranking"];
+    if ((typeof pooling === "number" && pooling > 0) || /bert/.test(String(arch ?? ""))) return ["custom", "embeddings"];
+    return hasMmproj ? ["custom", "chat", "vision"] : ["custom", "chat"];
   }
 
   private extraModels(): CatalogModel[] {
@@ -396,7 +397,8 @@ export class Catalog {
         type,
         labels,
         checkpoints: m.mmproj ? { main: m.main, mmproj: m.mmproj } : { main: m.main },
-        suggested: false,
+        // The user put it there to use it: Lemonade lists every extra model as suggested.
+        suggested: true,
         size: diskSizeGb(m.sizeBytes),
         source: "extra_models_dir",
         registryOptions: {},

@@ -71,6 +71,8 @@ type Plan = { manifest: RepoManifest; file: RepoFile; dir: string }[];
 export class DownloadManager {
   private readonly workers = new Map<string, Worker>();
   private readonly jobs = new Map<string, JobSnapshot>();
+  /** Each job's model by its catalog id: a job is named as its pull named the model. */
+  private readonly jobModels = new Map<string, string>();
   /** Each model's last download plan, so that cancelling a stopped job still finds its partials. */
   private readonly plans = new Map<string, Plan>();
 
@@ -144,15 +146,16 @@ export class DownloadManager {
     }
   }
 
-  /** Starts (or resumes) a server-owned job and returns its first snapshot. */
-  startJob(model: CatalogModel, run: (onProgress: (p: Progress) => void) => Promise<void> = (p) => this.pull(model, p)): JobSnapshot {
-    const id = `model:${model.id}`;
+  /** Starts (or resumes) a server-owned job and returns its first snapshot. The job (its id and
+   * `model_name`) is named by `name`, the name its pull gave, as Lemonade names it. */
+  startJob(model: CatalogModel, name: string, run: (onProgress: (p: Progress) => void) => Promise<void> = (p) => this.pull(model, p)): JobSnapshot {
+    const id = `model:${name}`;
     const existing = this.jobs.get(id);
     if (existing?.running) return existing;
     const job: JobSnapshot = {
       id,
       type: "model",
-      model_name: model.id,
+      model_name: name,
       status: "downloading",
       running: true,
       file: "",
@@ -169,6 +172,7 @@ export class DownloadManager {
       complete: false,
     };
     this.jobs.set(id, job);
+    this.jobModels.set(id, model.id);
     const onProgress = (p: Progress) => {
       const worker = this.workers.get(model.id);
       const plan = worker?.plan ?? [];
@@ -214,10 +218,11 @@ export class DownloadManager {
   /** pause: stop, keeping partial files to resume; cancel: stop and delete them; remove: forget. */
   async control(id: string, action: "pause" | "cancel" | "remove"): Promise<JobSnapshot | null> {
     const job = this.jobs.get(id);
-    if (!job) return null;
-    const worker = this.workers.get(job.model_name);
+    const modelId = this.jobModels.get(id);
+    if (!job || modelId === undefined) return null;
+    const worker = this.workers.get(modelId);
     if (action === "remove" && !worker) {
-      this.jobs.delete(id);
+      this.forget(id);
       return null;
     }
     const reason = action === "pause" ? "paused" : "cancelled";
@@ -227,16 +232,21 @@ export class DownloadManager {
       await worker.promise.catch(() => {});
     }
     // Cancel deletes the partial files, whether the job was still running or had stopped.
-    const plan = worker?.plan ?? this.plans.get(job.model_name);
+    const plan = worker?.plan ?? this.plans.get(modelId);
     if (reason === "cancelled" && plan) {
       for (const { manifest, file, dir } of plan) removePartials(dir, manifest, [file]);
     }
     job.status = reason;
     job.running = false;
     if (action === "remove") {
-      this.jobs.delete(id);
+      this.forget(id);
       return null;
     }
     return job;
+  }
+
+  private forget(id: string): void {
+    this.jobs.delete(id);
+    this.jobModels.delete(id);
   }
 }

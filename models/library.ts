@@ -24,7 +24,7 @@ export interface LibraryOptions {
   hubs: Record<Registry, HubOptions & { dir: string }>;
   /** Whether downloads are refused (`offline`), read at each call. */
   offline(): boolean;
-  /** Unloads a model before its files go. */
+  /** Unloads a model (its engine, or a cloud model's load) before its files go. */
   unload(id: string): Promise<unknown>;
   log(message: string): void;
 }
@@ -184,12 +184,12 @@ export class ModelLibrary {
     for (const [name, fields] of defined) this.modelFor({ ...fields, model_name: name.startsWith("user.") ? name : `user.${name}` });
   }
 
-  /** Starts a server-owned download job for the model (a collection's installs its manifest, then
-   * each component); null when the model has nothing to download. */
-  startJob(model: CatalogModel): JobSnapshot | null {
-    if (model.omni) return this.opts.downloads.startJob(model, (p) => this.install(model, p));
+  /** Starts a server-owned download job for the model, named `name` (a collection's installs its
+   * manifest, then each component); null when the model has nothing to download. */
+  startJob(model: CatalogModel, name: string): JobSnapshot | null {
+    if (model.omni) return this.opts.downloads.startJob(model, name, (p) => this.install(model, p));
     if (model.source !== "huggingface") return null;
-    return this.opts.downloads.startJob(model);
+    return this.opts.downloads.startJob(model, name);
   }
 
   /** Downloads a model's files (skipping what is already there); local models need nothing. A
@@ -243,8 +243,12 @@ export class ModelLibrary {
         `Cannot delete extra models via API. Models in --extra-models-dir are user-managed. Delete the file directly from the extra models folder: ${basename(model.checkpoints.main ?? model.id)}`,
       );
     }
+    // A cloud model has no files: deleting it unloads it, and its provider lists it still, as
+    // Lemonade answers (the provider goes with /v1/uninstall).
     if (model.cloud) {
-      throw ApiError.of(E.deleteCloudModel, `${model.id} is served by the ${model.cloud.provider} cloud provider; remove the provider with /v1/uninstall (backend "cloud") instead`);
+      await this.opts.unload(model.id);
+      this.opts.log(`Deleted ${model.id} (served by the ${model.cloud.provider} cloud provider; nothing on disk)`);
+      return model;
     }
     // Deleting a collection removes its entry; its components stay (lemonade.md). A published
     // collection's entry is its manifest, deleted below like any model's files.

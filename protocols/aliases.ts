@@ -3,14 +3,16 @@ import { E } from "../spec/errors.ts";
 import type { AliasDeleteResponse, AliasesListResponse, AliasSetRequest, AliasSetResponse } from "../spec/internal.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { clip } from "../lib/scrub.ts";
+import { GGUF_RECIPE } from "../spec/recipes.ts";
 import type { ServerContext } from "../runtime/context.ts";
 
-/** GET /internal/aliases: each alias with what its target is now. */
+/** GET /internal/aliases: each alias with what its target is now. A target the catalog does not
+ * know (yet) is reported as Lemonade reports it: not downloaded, and the GGUF recipe. */
 export function listAliases(ctx: Pick<ServerContext, "aliases" | "catalog">): AliasesListResponse {
   return {
     aliases: ctx.aliases.list().map(({ alias, target }) => {
       const model = ctx.catalog.find(target);
-      return { alias, target, downloaded: model ? ctx.catalog.isDownloaded(model) : false, recipe: model?.recipe ?? null };
+      return { alias, target, downloaded: model ? ctx.catalog.isDownloaded(model) : false, recipe: model?.recipe ?? GGUF_RECIPE };
     }),
   };
 }

@@ -35,16 +35,17 @@ function requestOptions(body: LoadRequest): Record<string, unknown> {
 }
 
 /** POST /v1/load: the model's target (its engine, a provider, a collection) loads it its own way.
- * An error naming the model carries the name as the request gave it. */
+ * The answer names the model as the request gave it (an alias's target), as Lemonade does; so does
+ * an error naming it (the alias itself). */
 export async function load(ctx: LoadContext, body: LoadRequest): Promise<LoadResponse> {
   const model = ctx.catalog.get(body.model_name);
   const options = requestOptions(body);
+  const name = ctx.aliases.resolve(body.model_name);
   try {
-    const loaded = await ctx.proxy.targets.of(model).load({ options, pinned: body.pinned });
+    const loaded = await ctx.proxy.targets.of(model).load({ name, options, pinned: body.pinned });
     // Saved once the load took them, so a refused option is never saved.
     if (loaded.tookOptions && body.save_options === true) saveLoadOptions(ctx, model, { ...options, ...(body.pinned !== undefined ? { pinned: body.pinned } : {}) });
-    // model_name is the name the request gave (an alias's target), as Lemonade answers.
-    return { status: "success", message: loaded.message, model_name: ctx.aliases.resolve(body.model_name), checkpoint: loaded.checkpoint ?? shownCheckpoints(ctx, model, false).main ?? "", recipe: model.recipe };
+    return { status: "success", message: loaded.message, model_name: name, checkpoint: loaded.checkpoint ?? shownCheckpoints(ctx, model, false).main ?? "", recipe: model.recipe };
   } catch (err) {
     if (!(err instanceof ApiError && MODEL_ERRORS.has(err.code))) throw err;
     // A failed load says so first, as Lemonade words it; the other model errors keep their words.
@@ -55,13 +56,15 @@ export async function load(ctx: LoadContext, body: LoadRequest): Promise<LoadRes
 
 const MODEL_ERRORS = new Set([E.modelNotSupported.code, E.modelNotFound.code, E.slotsPinned.code, E.modelLoadError.code]);
 
-/** POST /v1/unload: the model named, or every model when none is. */
-export async function unload(ctx: Pick<ServerContext, "catalog" | "proxy" | "scheduler">, name: string | undefined): Promise<UnloadResponse> {
-  if (name === undefined) {
+/** POST /v1/unload: the model named (the answer names it as the request did, an alias by its
+ * target, as Lemonade does), or every model when none is. */
+export async function unload(ctx: Pick<ServerContext, "aliases" | "catalog" | "proxy" | "scheduler">, given: string | undefined): Promise<UnloadResponse> {
+  if (given === undefined) {
     await ctx.scheduler.unloadWhere();
     ctx.proxy.unloadCloud();
     return { status: "success", message: "All models unloaded successfully" };
   }
+  const name = ctx.aliases.resolve(given);
   const done: UnloadResponse = { status: "success", message: "Model unloaded successfully", model_name: name };
   // A loaded cloud model is unloaded by its name even once its provider no longer lists it.
   if (ctx.proxy.unloadCloud(ctx.catalog.find(name)?.id ?? name)) return done;
@@ -71,7 +74,8 @@ export async function unload(ctx: Pick<ServerContext, "catalog" | "proxy" | "sch
 }
 
 /** POST /v1/pull: installed before the answer, as Server-Sent Events, or (`subscribe: false`)
- * as a server-owned job answered with its first snapshot. */
+ * as a server-owned job answered with its first snapshot. Answers, messages and jobs name the
+ * model as the request did, as Lemonade names them. */
 export async function pull(ctx: Pick<ServerContext, "library">, body: PullRequest): Promise<PullResponse | Response> {
   let model: CatalogModel;
   try {
@@ -85,11 +89,11 @@ export async function pull(ctx: Pick<ServerContext, "library">, body: PullReques
   // Registered first, as Lemonade does; offline, nothing is installed, even what is there.
   ctx.library.refuseOffline();
   if (body.stream === true && body.subscribe === false) {
-    return ctx.library.startJob(model) ?? { status: "success", message: `${model.id} is local; nothing to download`, model_name: body.model_name };
+    return ctx.library.startJob(model, body.model_name) ?? { status: "success", message: `${body.model_name} is local; nothing to download`, model_name: body.model_name };
   }
   if (body.stream !== true) {
     await ctx.library.install(model);
-    return { status: "success", message: `Installed model: ${model.id}`, model_name: body.model_name };
+    return { status: "success", message: `Installed model: ${body.model_name}`, model_name: body.model_name };
   }
   return sseResponse(async (send) => {
     let last: Progress | undefined;
@@ -98,7 +102,7 @@ export async function pull(ctx: Pick<ServerContext, "library">, body: PullReques
       send("progress", p);
     });
     // The last file's figures, at 100 %; a model with nothing left to fetch says only that it is done.
-    send("complete", last ? { ...last, bytes_downloaded: last.bytes_total, percent: 100, model_name: model.id } : { status: "ok", percent: 100, model_name: model.id });
+    send("complete", last ? { ...last, bytes_downloaded: last.bytes_total, percent: 100, model_name: body.model_name } : { status: "ok", percent: 100, model_name: body.model_name });
   });
 }
 
@@ -119,8 +123,9 @@ export function register(ctx: Pick<ServerContext, "catalog" | "library">, body: 
 export async function deleteModel(ctx: Pick<ServerContext, "catalog" | "library">, name: string): Promise<DeleteModelResponse> {
   // A name the registry does not know cannot be deleted: 422, as the real server answers.
   if (!ctx.catalog.find(name)) throw ApiError.of(E.deleteUnknownModel, `Model not found: ${clip(name)}`, "model_name");
-  const model = await ctx.library.delete(name);
-  return { status: "success", message: `Deleted model: ${model.id}` };
+  await ctx.library.delete(name);
+  // Named as the request named it, as Lemonade answers.
+  return { status: "success", message: `Deleted model: ${name}` };
 }
 
 /** POST /v1/downloads/control: steers a job that a `subscribe: false` pull started. */

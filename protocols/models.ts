@@ -73,13 +73,25 @@ export function modelObject(
     registry_source: model.registry ?? "huggingface",
     recipe_options: { ...model.registryOptions, ...saved },
     ...(model.cloud ? cloudFields(model.cloud) : {}),
-    ...(model.router ? { components: model.router.policy.candidates, version: model.router.version, routing: model.router.routing } : {}),
-    ...(model.omni ? omniFields(ctx, model, includePaths) : {}),
+    ...(model.router ? { components: model.router.policy.candidates.map((c) => listedName(ctx, c, listed.all)), version: model.router.version, routing: model.router.routing } : {}),
+    ...(model.omni ? omniFields(ctx, model, includePaths, listed.all) : {}),
   };
 }
 
+/** A collection's component by the id listings show it by, as Lemonade lists components; a name
+ * the catalog does not know, as registered. */
+function listedName(ctx: Pick<ServerContext, "catalog">, name: string, all?: CatalogModel[]): string {
+  const model = ctx.catalog.find(name);
+  return model ? ctx.catalog.publicId(model, all) : name;
+}
+
 /** A collection's components, and each one's full model object (so an export can be imported elsewhere). */
-function omniFields(ctx: Pick<ServerContext, "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">, collection: CatalogModel, includePaths: boolean): { components: string[]; models: (Record<string, unknown> | null)[]; system_prompt?: string } {
+function omniFields(
+  ctx: Pick<ServerContext, "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">,
+  collection: CatalogModel,
+  includePaths: boolean,
+  all?: CatalogModel[],
+): { components: string[]; models: (Record<string, unknown> | null)[]; system_prompt?: string } {
   // A published collection lists its components once its manifest is downloaded (a broken one, none).
   let omni: OmniSpec | null = null;
   try {
@@ -89,8 +101,8 @@ function omniFields(ctx: Pick<ServerContext, "catalog" | "config" | "library" | 
   // One entry per component, in the same order; one no longer registered is null.
   const models = omni.components.map((c) => ctx.catalog.find(c));
   return {
-    components: omni.components,
-    models: models.map((m): Record<string, unknown> | null => (m ? modelObject(ctx, m, includePaths) : null)),
+    components: omni.components.map((c) => listedName(ctx, c, all)),
+    models: models.map((m): Record<string, unknown> | null => (m ? modelObject(ctx, m, includePaths, { all }) : null)),
     ...(omni.systemPrompt ? { system_prompt: omni.systemPrompt } : {}),
   };
 }

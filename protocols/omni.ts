@@ -278,17 +278,16 @@ export function omniKind(ctx: OmniContext & Pick<ServerContext, "scheduler">): T
     claims: (model) => model.omni !== undefined,
     target: (model) => ({
       speaks: "openai",
-      async load() {
+      async load({ name }) {
         await ctx.library.ensureDownloaded(model);
-        const { components } = ctx.catalog.omniSpec(model)!;
+        const parts = ctx.catalog.omniSpec(model)!.components.map((c) => ctx.catalog.get(c));
         // Each component loads with its own options, not the request's.
-        for (const c of components) {
-          const part = ctx.catalog.get(c);
+        for (const part of parts) {
           // Speech an in-process recipe (espeak-ng) serves has no engine to start.
           if (part.type === "tts" && ctx.standIns.serving(part, "speech")) continue;
           await ctx.scheduler.load(part, {});
         }
-        return { message: `Loaded ${model.id}: ${components.join(", ")}`, checkpoint: "", tookOptions: false };
+        return { message: `Loaded ${name}: ${parts.map((p) => ctx.catalog.publicId(p)).join(", ")}`, checkpoint: "", tookOptions: false };
       },
       forward(req) {
         // Only a chat body has `messages`: the check narrows the client's body to one.

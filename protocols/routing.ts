@@ -136,7 +136,7 @@ export function routerKind(ctx: Pick<ServerContext, "catalog" | "logger" | "prox
     claims: (model) => model.router !== undefined,
     target: (model) => ({
       speaks: "openai",
-      load: async () => ({ message: `${model.id} is a router: its candidates load as requests are routed to them`, checkpoint: "", tookOptions: false }),
+      load: async ({ name }) => ({ message: `${name} is a router: its candidates load as requests are routed to them`, checkpoint: "", tookOptions: false }),
       async forward(req) {
         if (!req.client) throw ApiError.of(E.routerChatOnly, `Model ${model.id} is a collection.router, which routes chat, text completions and responses only`, "model");
         const { decision, trace } = await route(ctx, model, req.client, req.signal);

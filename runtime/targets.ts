@@ -9,6 +9,8 @@ import type { ProxyRequest } from "./request.ts";
 import type { Scheduler } from "./scheduler.ts";
 
 export interface LoadRequest {
+  /** What the answer's message calls the model: the name the load request gave, as Lemonade names it. */
+  name: string;
   /** Recipe options the load request carries. */
   options?: Record<string, unknown>;
   pinned?: boolean;
@@ -71,9 +73,9 @@ export function engineKind(scheduler: Scheduler<CatalogModel>, forwarding: Forwa
     claims: () => true,
     target: (model) => ({
       speaks: "openai",
-      async load({ options, pinned }) {
-        const instance = await scheduler.load(model, { options, pinned });
-        return { message: `Loaded model: ${instance.model.id}`, tookOptions: true };
+      async load({ name, options, pinned }) {
+        await scheduler.load(model, { options, pinned });
+        return { message: `Loaded model: ${name}`, tookOptions: true };
       },
       forward: (req) => forwarding.toEngine(model, req),
     }),
@@ -91,10 +93,10 @@ export function cloudKind(forwarding: Forwarding, loaded: CloudLoaded): TargetKi
     claims: (model) => model.cloud !== undefined,
     target: (model) => ({
       speaks: model.cloud!.wire,
-      load: async () => {
+      load: async ({ name }) => {
         loaded.set(model.id, { model, loadedAt: Date.now() });
         return {
-          message: `${model.id} is served by the ${model.cloud!.provider} cloud provider; nothing to load`,
+          message: `${name} is served by the ${model.cloud!.provider} cloud provider; nothing to load`,
           checkpoint: model.cloud!.upstreamId,
           tookOptions: false,
         };

@@ -31,9 +31,9 @@ const PullDefinition = {
 
 const JobSnapshot = T.Object(
   {
-    id: T.String({ description: "Stable download id, `model:<name>`" }),
+    id: T.String({ description: "Stable download id, `model:<name>`, the name as the pull gave it" }),
     type: T.Literal("model", { description: "Always `model`" }),
-    model_name: T.String({ description: "The model being downloaded" }),
+    model_name: T.String({ description: "The model being downloaded, named as the pull named it" }),
     status: T.String({ description: "`downloading`, `paused`, `cancelled`, `completed` or `error`" }),
     running: T.Boolean({ description: "Whether the download worker is still active" }),
     file: T.String({ description: "Current file" }),
@@ -113,7 +113,7 @@ export const pull = endpoint({
         bytes_previously_downloaded: T.Optional(T.Number({ description: "`progress`: bytes of the file already on disk when its download began" })),
         percent: T.Optional(T.Number({ description: "Overall progress; `100` on `complete`" })),
         status: T.Optional(T.Literal("ok", { description: "`complete`, when nothing was left to download" })),
-        model_name: T.Optional(T.String({ description: "`complete`: the model installed" })),
+        model_name: T.Optional(T.String({ description: "`complete`: the model installed, named as the request named it" })),
         error: T.Optional(T.String({ description: "`error`: what went wrong" })),
         code: T.Optional(T.String({ description: "`error`: `unknown_model` for a name that is not registered and, without the `user.` prefix, cannot be" })),
       },
@@ -394,7 +394,7 @@ export const deleteModel = endpoint({
   summary: "Delete a downloaded model",
   availability: "fully_available",
   description:
-    "Deletes a model's files from the Hugging Face cache, unloading it first when it is loaded. A `user.*` model's registration is removed too. Files another downloaded model shares are kept. A model that is not downloaded is deleted as well, as Lemonade does: what a stopped download left is removed, and a `user.*` model is unregistered.",
+    "Deletes a model's files from the Hugging Face cache, unloading it first when it is loaded. A `user.*` model's registration is removed too. Files another downloaded model shares are kept. A model that is not downloaded is deleted as well, as Lemonade does: what a stopped download left is removed, and a `user.*` model is unregistered. A cloud model has nothing on disk: it is unloaded and stays listed while its provider lists it (`POST /v1/uninstall` removes the provider). The message names the model as the request did.",
   bodyAliases: { model: "model_name" },
   body: T.Object({
     model_name: T.String({ minLength: 1, description: "The model to delete." }),
@@ -408,7 +408,6 @@ export const deleteModel = endpoint({
     E.modelNotSupported,
     { status: 422, code: "model_not_found", when: "`model_name` names no model in the registry" },
     { status: 500, code: "delete_failed", when: "The model is an `extra.` model, whose file belongs to its folder" },
-    E.deleteCloudModel,
   ],
   example: { body: { model_name: "Qwen3-0.6B-GGUF" }, response: '{"status": "success", "message": "Deleted model: Qwen3-0.6B-GGUF"}' },
 });

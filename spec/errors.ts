@@ -193,7 +193,6 @@ export const E = {
   ),
   deleteUnknownModel: row(422, "model_not_found", "`model_name` names no model in the registry"),
   deleteExtraModel: row(500, "delete_failed", "The model is an `extra.` model, whose file belongs to its folder"),
-  deleteCloudModel: row(400, "delete_failed", "The model is served by a cloud provider; `/v1/uninstall` removes the provider"),
   offline: row(400, "lemond_offline", "`offline` is set to `true`"),
   offlineUpdateCheck: row(409, "lemond_offline", "`offline` is set to `true`: no network request is made"),
   hubNotFound: row(404, "download_failed", "The hub has no such repository or file"),

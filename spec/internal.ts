@@ -3,13 +3,12 @@
 import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { E } from "./errors.ts";
-import { Nullable } from "./schemas.ts";
 
 const Alias = T.Object({
   alias: T.String({ description: "The alias name" }),
   target: T.String({ description: "The model the alias resolves to" }),
   downloaded: T.Boolean({ description: "Whether the target model is downloaded" }),
-  recipe: Nullable(T.String(), { description: "The target's recipe; `null` when the target is not in the catalog" }),
+  recipe: T.String({ description: "The target's recipe; `llamacpp` when the target is not in the catalog (yet), as Lemonade reports it" }),
 });
 
 export const aliasesList = endpoint({

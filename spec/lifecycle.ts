@@ -48,8 +48,8 @@ export const load = endpoint({
   ),
   response: T.Object({
     status: T.Literal("success", { description: 'Always `"success"`' }),
-    message: T.String({ description: "What was loaded" }),
-    model_name: T.String({ description: "The model loaded" }),
+    message: T.String({ description: "What was loaded, naming the model as `model_name` does" }),
+    model_name: T.String({ description: "The model loaded, as the request named it (an alias by its target)" }),
     checkpoint: T.String({ description: "Its main checkpoint" }),
     recipe: T.String({ description: "Its recipe" }),
   }),
@@ -82,7 +82,7 @@ export const unload = endpoint({
   response: T.Object({
     status: T.Literal("success", { description: 'Always `"success"` on success' }),
     message: T.String({ description: "What was done" }),
-    model_name: T.Optional(T.String({ description: "The model unloaded, as the request named it; absent when every model was" })),
+    model_name: T.Optional(T.String({ description: "The model unloaded, as the request named it (an alias by its target); absent when every model was" })),
   }),
   errors: [E.modelNotLoaded],
   example: { body: { model_name: "Qwen3-0.6B-GGUF" }, response: '{"status": "success", "message": "Model unloaded successfully", "model_name": "Qwen3-0.6B-GGUF"}' },

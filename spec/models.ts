@@ -37,7 +37,7 @@ export const ModelObject = T.Object({
   update_available: T.Boolean({ description: "Whether the model's registry has a newer commit" }),
   suggested: T.Boolean({ description: "Whether the model is recommended for general use" }),
   labels: T.Array(T.String(), { description: "The model's capabilities and characteristics; see Model Labels" }),
-  components: T.Array(T.String(), { description: "A collection's component models (a published collection's once its manifest is downloaded); empty for other models" }),
+  components: T.Array(T.String(), { description: "A collection's component models by the ids listings show them by (a published collection's once its manifest is downloaded); empty for other models" }),
   models: T.Optional(
     T.Array(T.Union([T.Record(T.String(), T.Unknown()), T.Null()]), {
       description: "collection.omni: each component's model object, in the order of `components` (what an export carries); `null` for one no longer registered",

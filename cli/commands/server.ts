@@ -129,7 +129,7 @@ export const alias: Command = {
     } else if (action === "list" && args.length === 0) {
       const { aliases } = await client.json("GET", "/internal/aliases");
       if (!aliases.length) console.log("No aliases. Add one with: lemonade alias add <alias> <model>");
-      else console.log(table(["ALIAS", "TARGET", "RECIPE", "DOWNLOADED"], aliases.map((a: any) => [a.alias, a.target, a.recipe ?? "-", a.downloaded ? "yes" : "no"])));
+      else console.log(table(["ALIAS", "TARGET", "RECIPE", "DOWNLOADED"], aliases.map((a: any) => [a.alias, a.target, a.recipe, a.downloaded ? "yes" : "no"])));
     } else if (action === "remove" && args.length === 1) {
       await client.json("DELETE", `/internal/aliases/${encodeURIComponent(args[0]!)}`);
       console.log(`Removed alias ${args[0]}`);

@@ -215,8 +215,8 @@ describe("the single-file build", () => {
     expect(published.code, published.err).toBe(0);
     expect(published.out).toContain("Installed user.Tiny-Omni");
     const list = () => lemonade(["list", "--json"]).then((r) => JSON.parse(r.out) as any[]);
-    // A user's collection is listed by its user. id.
-    expect((await list()).find((m) => m.id === "user.Tiny-Omni")).toMatchObject({ recipe: "collection.omni", components: ["user.omni-chat", "kokoro-v1"], downloaded: true });
+    // A user's collection is listed by its user. id; its components by their listed ids.
+    expect((await list()).find((m) => m.id === "user.Tiny-Omni")).toMatchObject({ recipe: "collection.omni", components: ["omni-chat", "kokoro-v1"], downloaded: true });
 
     const missing = await lemonade(["pull", "user.CliGap", "--components", "user.omni-chat", "No-Such-Part"]);
     expect(missing.code).toBe(1);
@@ -226,20 +226,20 @@ describe("the single-file build", () => {
     const file = join(cacheDir, "kit.json");
     expect((await lemonade(["export", "user.CliKit", "-o", file])).code).toBe(0);
     const body = JSON.parse(readFileSync(file, "utf8"));
-    expect(body).toMatchObject({ model_name: "user.CliKit", recipe: "collection.omni", components: ["user.omni-chat", "kokoro-v1"] });
-    expect(body.models.map((d: any) => [d.model_name, d.recipe])).toEqual([["user.omni-chat", "llamacpp"], ["kokoro-v1", "kokoro"]]);
+    expect(body).toMatchObject({ model_name: "user.CliKit", recipe: "collection.omni", components: ["omni-chat", "kokoro-v1"] });
+    expect(body.models.map((d: any) => [d.model_name, d.recipe])).toEqual([["omni-chat", "llamacpp"], ["kokoro-v1", "kokoro"]]);
     expect(body.models[0].checkpoints.main).toBe("test-org/tiny-GGUF:Q4_0");
 
     expect((await lemonade(["delete", "user.CliKit"])).code).toBe(0);
     expect((await list()).some((m) => m.id === "user.CliKit")).toBe(false);
     const imported = await lemonade(["import", file]);
     expect(imported.code, imported.err).toBe(0);
-    expect((await list()).find((m) => m.id === "user.CliKit")).toMatchObject({ components: ["user.omni-chat", "kokoro-v1"], downloaded: true });
+    expect((await list()).find((m) => m.id === "user.CliKit")).toMatchObject({ components: ["omni-chat", "kokoro-v1"], downloaded: true });
     // The file is an import-ready /v1/pull body, POSTed as it is.
     expect((await lemonade(["delete", "user.CliKit"])).code).toBe(0);
     const verbatim = await fetch(`http://127.0.0.1:${port}/v1/pull`, { method: "POST", body: readFileSync(file) });
     expect(verbatim.status).toBe(200);
-    expect((await list()).find((m) => m.id === "user.CliKit")).toMatchObject({ components: ["user.omni-chat", "kokoro-v1"] });
+    expect((await list()).find((m) => m.id === "user.CliKit")).toMatchObject({ components: ["omni-chat", "kokoro-v1"] });
   });
 
   test("cloud: the server as its own provider (another Lemonade), listed, keyed, cleared and removed", async () => {

@@ -52,7 +52,8 @@ test("a user router exported and imported again is itself: candidates, version, 
 test("a user omni collection exported and imported again is itself, its component definitions embedded", async () => {
   expect((await post("/v1/pull", { model_name: "user.Kit", recipe: "collection.omni", components: ["extra.chat", "kokoro-v1"], system_prompt: "Be brief." })).status).toBe(200);
   const { before, after, file } = await roundTrip("user.Kit");
-  expect(file).toMatchObject({ model_name: "user.Kit", recipe: "collection.omni", components: ["extra.chat", "kokoro-v1"], system_prompt: "Be brief." });
-  expect(file.models.map((m: { model_name: string }) => m.model_name)).toEqual(["extra.chat", "kokoro-v1"]);
+  // The components, and their definitions, by the ids the collection lists them by.
+  expect(file).toMatchObject({ model_name: "user.Kit", recipe: "collection.omni", components: ["chat", "kokoro-v1"], system_prompt: "Be brief." });
+  expect(file.models.map((m: { model_name: string }) => m.model_name)).toEqual(["chat", "kokoro-v1"]);
   expect(after).toEqual(before);
 });

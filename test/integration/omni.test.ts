@@ -54,9 +54,9 @@ afterAll(async () => {
 });
 
 test("the collection registers as a unit and lists its components with their definitions", async () => {
-  // A user's collection is listed by its user. id; its components as registered, each model by its listed id.
+  // A user's collection is listed by its user. id; its components, and each model, by their listed ids (as Lemonade lists them).
   const kit = (await (await fetch(`${server.url}/v1/models`)).json()).data.find((m: any) => m.id === "user.Kit");
-  expect(kit).toMatchObject({ recipe: "collection.omni", components: ["extra.planner", "SD-Turbo", "kokoro-v1"], downloaded: true });
+  expect(kit).toMatchObject({ recipe: "collection.omni", components: ["planner", "SD-Turbo", "kokoro-v1"], downloaded: true });
   expect(kit.models.map((m: any) => m.id)).toEqual(["planner", "SD-Turbo", "kokoro-v1"]);
   const unknown = await post("/v1/pull", { model_name: "user.Broken", recipe: "collection.omni", components: ["extra.planner", "No-Such"] });
   expect(unknown.status).toBe(400);
@@ -168,7 +168,7 @@ test("/v1/models/register takes one definition: a collection's embedded models a
   expect((await fetch(`${server.url}/v1/models/user.imported-planner`)).status).toBe(404);
   const pulled = await post("/v1/pull", body);
   expect(pulled.status).toBe(200);
-  expect((await (await fetch(`${server.url}/v1/models/Imported`)).json()).components).toEqual(["user.imported-planner", "kokoro-v1"]);
+  expect((await (await fetch(`${server.url}/v1/models/Imported`)).json()).components).toEqual(["imported-planner", "kokoro-v1"]);
   // A refused collection registers none of its definitions.
   const nested = await post("/v1/pull", { ...body, model_name: "user.Refused", components: ["user.refused-planner", "Kit"], models: [{ ...body.models[0], model_name: "user.refused-planner" }] });
   expect(nested.status).toBe(400);
@@ -252,7 +252,7 @@ test("a published collection (the catalog's LMX-Omni-5.5B-Lite) pulls its manife
   expect(await listed()).toMatchObject({ recipe: "collection.omni", downloaded: false, components: [], checkpoint: "lemonade-sdk/LMX-Omni-5.5B-Lite" });
   const pulled = await post("/v1/pull", { model_name: "LMX-Omni-5.5B-Lite" });
   expect(pulled.status).toBe(200);
-  expect(await listed()).toMatchObject({ downloaded: true, components: ["user.lite-planner", "kokoro-v1"] });
+  expect(await listed()).toMatchObject({ downloaded: true, components: ["lite-planner", "kokoro-v1"] });
   const planner = await (await fetch(`${server.url}/v1/models/user.lite-planner`)).json();
   expect(planner).toMatchObject({ recipe: "llamacpp", downloaded: true });
 
@@ -273,7 +273,7 @@ test("a published collection (the catalog's LMX-Omni-5.5B-Lite) pulls its manife
     status = (await (await fetch(`${server.url}/v1/downloads`)).json()).find((j: any) => j.id === job.id)?.status;
   }
   expect(status).toBe("completed");
-  expect(await listed()).toMatchObject({ downloaded: true, components: ["user.lite-planner", "kokoro-v1"] });
+  expect(await listed()).toMatchObject({ downloaded: true, components: ["lite-planner", "kokoro-v1"] });
   expect((await (await fetch(`${server.url}/v1/models/user.lite-planner`)).json()).downloaded).toBe(true);
 });
 

@@ -329,9 +329,9 @@ describe("an Omni collection", () => {
       await page.getByRole("button", { name: "Show variants" }).click();
       const offer = page.locator("p", { hasText: "Omni collection with 3 components" });
       await offer.getByRole("button", { name: "Download" }).click();
-      // A user's collection is listed by its user. id.
+      // A user's collection is listed by its user. id; its components by their listed ids.
       const row = page.locator('tr[data-model="user.WebOmni"]');
-      await row.getByText("collection of extra.planner, SD-Turbo, kokoro-v1").waitFor({ timeout: 15_000 });
+      await row.getByText("collection of planner, SD-Turbo, kokoro-v1").waitFor({ timeout: 15_000 });
       expect(await row.locator("td").nth(1).textContent()).toBe("collection.omni");
       await row.locator('td[data-state="downloaded"]').waitFor();
       let asked = "";
@@ -340,7 +340,7 @@ describe("an Omni collection", () => {
         void d.dismiss();
       });
       await row.getByRole("button", { name: "Delete" }).click();
-      expect(asked).toContain("Only the collection entry is removed; its components (extra.planner, SD-Turbo, kokoro-v1) stay");
+      expect(asked).toContain("Only the collection entry is removed; its components (planner, SD-Turbo, kokoro-v1) stay");
 
       await close(page);
       const chat = await open("/?model=WebOmni#chat", fake);
@@ -408,15 +408,15 @@ describe("the web app, second edition (issue 29)", () => {
     await page.locator("nav .nav-badge", { hasText: "1" }).waitFor();
     await shot(page, "models");
     await page.getByRole("button", { name: "Downloads" }).click();
-    const card = page.locator('li[data-job="user.WebCancel"]');
+    const card = page.locator('li[data-job="WebCancel"]');
     await card.getByText(/MB\/s · .+ left/).waitFor({ timeout: 15_000 });
     await shot(page, "downloads");
     await card.getByRole("button", { name: "Pause" }).click();
-    await page.locator('li[data-job="user.WebCancel"][data-status="paused"]').waitFor();
+    await page.locator('li[data-job="WebCancel"][data-status="paused"]').waitFor();
     await card.getByRole("button", { name: "Resume" }).click();
-    await page.locator('li[data-job="user.WebCancel"][data-status="downloading"]').waitFor();
+    await page.locator('li[data-job="WebCancel"][data-status="downloading"]').waitFor();
     await card.getByRole("button", { name: "Cancel" }).click();
-    await page.locator('li[data-job="user.WebCancel"][data-status="cancelled"]').waitFor();
+    await page.locator('li[data-job="WebCancel"][data-status="cancelled"]').waitFor();
     expect(await card.getByRole("button", { name: /^(Resume|Cancel|Pause)$/ }).count()).toBe(0);
     // Defect 3: its partial file is gone, and the model's row offers a new download, not Resume.
     await page.getByRole("button", { name: "Model manager" }).click();
@@ -425,7 +425,7 @@ describe("the web app, second edition (issue 29)", () => {
     hub.delayMs = 0;
     await page.getByRole("button", { name: "Downloads" }).click();
     await card.getByRole("button", { name: "Retry" }).click();
-    await page.locator(".toast", { hasText: "Download of user.WebCancel done" }).waitFor({ timeout: 30_000 });
+    await page.locator(".toast", { hasText: "Download of WebCancel done" }).waitFor({ timeout: 30_000 });
     await page.getByRole("button", { name: /Clear finished/ }).click();
     await card.waitFor({ state: "detached" });
     await close(page);

@@ -44,7 +44,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-type Listed = { id: string; size?: number; checkpoint: string; checkpoints: Record<string, string>; labels: string[]; source: string; canonical_id: string; shadowed: boolean };
+type Listed = { id: string; size?: number; checkpoint: string; checkpoints: Record<string, string>; labels: string[]; source: string; canonical_id: string; shadowed: boolean; suggested: boolean; components: string[] };
 const listed = async () => (await (await fetch(`${server.url}/v1/models?show_all=true`)).json()).data as Listed[];
 const row = async (id: string) => (await listed()).find((m) => m.id === id);
 const post = (path: string, body: unknown) => fetch(`${server.url}${path}`, { method: "POST", body: JSON.stringify(body) });
@@ -177,4 +177,26 @@ test("a user's collection is listed by its user. id even when it wins its name; 
   expect((await get("Kit")).body.id).toBe("user.Kit");
   expect(ids).toContain("LMX-Omni-5.5B-Lite");
   expect(ids).not.toContain("builtin.LMX-Omni-5.5B-Lite");
+});
+
+test("an extra model is labelled and suggested as Lemonade's are: `custom` first, then its mode (and vision), suggested true, on /v1/models and /v1/models/{id} alike", async () => {
+  for (const [id, labels] of [["Quants-Q8_0", ["custom", "chat"]], ["Vision", ["custom", "chat", "vision"]]] as const) {
+    const one = (await get(`extra.${id}`)).body;
+    expect(one).toMatchObject({ id, labels, suggested: true });
+    expect(await row(id)).toMatchObject({ labels, suggested: true, checkpoint: one.checkpoint });
+  }
+  // The checkpoint stays relative to the folder unless paths are asked for (the include_paths privacy rule).
+  expect((await get("extra.Quants-Q8_0")).body.checkpoint).toBe("Quants/Quants-Q8_0.gguf");
+  expect((await get("extra.Quants-Q8_0", true)).body.checkpoint).toBe(join(extra, "Quants", "Quants-Q8_0.gguf"));
+});
+
+test("a collection's components, and the models embedded with them, are listed by the ids listings show them by, as Lemonade lists them", async () => {
+  // By then user.Root-Model holds its bare name and builtin.Qwen3-0.6B-GGUF is shadowed.
+  const components = ["extra.Quants-Q4_K_M", "builtin.Qwen3-0.6B-GGUF", "user.Root-Model"];
+  expect((await post("/v1/models/register", { model_name: "user.Mixed", recipe: "collection.omni", components })).status).toBe(200);
+  const shown = ["Quants-Q4_K_M", "builtin.Qwen3-0.6B-GGUF", "Root-Model"];
+  const kit = (await get("user.Mixed")).body;
+  expect(kit.components).toEqual(shown);
+  expect(kit.models.map((m: { id: string }) => m.id)).toEqual(shown);
+  expect((await row("user.Mixed"))?.components).toEqual(shown);
 });

@@ -311,3 +311,65 @@ describe("/internal/aliases refuses what Lemonade refuses, in its words and its 
     expect(gone).toEqual({ status: 404, body: { status: "error", message: "Alias not found: one", code: "alias_not_found", error: { message: "Alias not found: one", type: "invalid_request_error", code: "alias_not_found", param: "alias" } } });
   });
 });
+
+describe("a model named otherwise than its catalog id is named as the request named it, as Lemonade names it", () => {
+  const events = async (res: Response) => {
+    const out = [];
+    for await (const e of readSse(res.body!)) out.push({ event: e.event, data: JSON.parse(e.data) });
+    return out;
+  };
+
+  test("pull by a user model's bare name: the job's id and model_name, the answer's message and the stream's complete event", async () => {
+    expect((await post("/v1/models/register", { model_name: "user.Named", checkpoint: "acme/tiny-GGUF:Q4_0", recipe: "llamacpp" })).status).toBe(200);
+    const started = await json(await post("/v1/pull", { model_name: "Named", stream: true, subscribe: false }));
+    expect(started.body).toMatchObject({ id: "model:Named", type: "model", model_name: "Named" });
+    let job: any;
+    do job = ((await (await fetch(`${server.url}/v1/downloads`)).json()) as any[]).find((j) => j.id === "model:Named");
+    while (job?.running);
+    expect(job).toMatchObject({ id: "model:Named", model_name: "Named", status: "completed", complete: true });
+    // Steered by that id: the job is found, and forgotten.
+    expect(await json(await post("/v1/downloads/control", { id: "model:Named", action: "remove" }))).toEqual({ status: 200, body: { status: "ok" } });
+    expect(((await (await fetch(`${server.url}/v1/downloads`)).json()) as any[]).map((j) => j.id)).not.toContain("model:Named");
+    expect(await json(await post("/v1/pull", { model_name: "Named" }))).toEqual({ status: 200, body: { status: "success", message: "Installed model: Named", model_name: "Named" } });
+    const streamed = await events(await post("/v1/pull", { model_name: "Named", stream: true }));
+    expect(streamed.at(-1)).toMatchObject({ event: "complete", data: { percent: 100, model_name: "Named" } });
+  });
+
+  test("load and unload by a bare name, and by an alias (named by its target); delete by a bare name", async () => {
+    expect(await json(await post("/v1/load", { model_name: "a" }))).toMatchObject({ status: 200, body: { message: "Loaded model: a", model_name: "a" } });
+    expect((await json(await post("/v1/unload", { model_name: "a" }))).body).toEqual({ status: "success", message: "Model unloaded successfully", model_name: "a" });
+    expect((await post("/internal/aliases", { alias: "the-a", target: "extra.a" })).status).toBe(200);
+    try {
+      expect(await json(await post("/v1/load", { model_name: "the-a" }))).toMatchObject({ status: 200, body: { message: "Loaded model: extra.a", model_name: "extra.a" } });
+      expect((await json(await post("/v1/unload", { model_name: "the-a" }))).body).toEqual({ status: "success", message: "Model unloaded successfully", model_name: "extra.a" });
+    } finally {
+      await fetch(`${server.url}/internal/aliases/the-a`, { method: "DELETE" });
+    }
+    expect(await json(await post("/v1/delete", { model_name: "Named" }))).toEqual({ status: 200, body: { status: "success", message: "Deleted model: Named" } });
+    expect((await fetch(`${server.url}/v1/models/user.Named`)).status).toBe(404);
+  });
+
+  test("a cloud model is deleted as Lemonade deletes it: unloaded, 200, and still listed while its provider lists it", async () => {
+    const base = `http://127.0.0.1:${upstream.port}/v1`;
+    expect((await post("/v1/install", { backend: "cloud", provider: "acme", base_url: base, api_key: "sk-acme", allow_insecure_http: true })).status).toBe(200);
+    try {
+      expect((await post("/v1/load", { model_name: "acme.tiny-chat" })).status).toBe(200);
+      expect(await json(await post("/v1/delete", { model_name: "acme.tiny-chat" }))).toEqual({ status: 200, body: { status: "success", message: "Deleted model: acme.tiny-chat" } });
+      const loaded = ((await (await fetch(`${server.url}/v1/health`)).json()).all_models_loaded as any[]).map((m) => m.model_name);
+      expect(loaded).not.toContain("acme.tiny-chat");
+      expect((await fetch(`${server.url}/v1/models/acme.tiny-chat`)).status).toBe(200);
+    } finally {
+      await post("/v1/uninstall", { backend: "cloud", provider: "acme" });
+    }
+  });
+
+  test("GET /internal/aliases reports an alias whose target is not in the catalog as Lemonade does: not downloaded, recipe llamacpp", async () => {
+    expect((await post("/internal/aliases", { alias: "later", target: "Not-Pulled-Yet" })).status).toBe(200);
+    try {
+      const { aliases } = await (await fetch(`${server.url}/internal/aliases`)).json();
+      expect(aliases.find((a: { alias: string }) => a.alias === "later")).toEqual({ alias: "later", target: "Not-Pulled-Yet", downloaded: false, recipe: "llamacpp" });
+    } finally {
+      await fetch(`${server.url}/internal/aliases/later`, { method: "DELETE" });
+    }
+  });
+});

@@ -268,7 +268,7 @@ describe("the proxy alone, on a fake clock", () => {
     const remote = { ...MODEL, id: "box.m", cloud: { provider: "box", upstreamId: "m-up", wire: "anthropic" } } as unknown as CatalogModel;
     const target = t.proxy.targets.of(remote);
     expect(target.speaks).toBe("anthropic");
-    expect(await target.load({ options: { ctx_size: 1 } })).toEqual({ message: "box.m is served by the box cloud provider; nothing to load", checkpoint: "m-up", tookOptions: false });
+    expect(await target.load({ name: "box.m", options: { ctx_size: 1 } })).toEqual({ message: "box.m is served by the box cloud provider; nothing to load", checkpoint: "m-up", tookOptions: false });
     expect(t.counts.acquired).toBe(1);
   });
 

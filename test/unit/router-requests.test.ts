@@ -32,7 +32,8 @@ test("a router registers, lists with its candidates, and refuses a bad policy wi
   const data = (await (await fetch(`${server.url}/v1/models`)).json()).data;
   expect(data.some((m: any) => m.id === "Auto")).toBe(false);
   const listed = data.find((m: any) => m.id === "user.Auto");
-  expect(listed).toMatchObject({ recipe: "collection.router", components: ["extra.a", "extra.b"], version: "1", routing, labels: ["chat"] });
+  // Its candidates by the ids listings show them by, as Lemonade lists a collection's components.
+  expect(listed).toMatchObject({ recipe: "collection.router", components: ["a", "b"], version: "1", routing, labels: ["chat"] });
   // Stored as written (the normalised form is worked out at each start).
   const stored = JSON.parse(readFileSync(join(server.cacheDir, "user_models.json"), "utf8"));
   expect((stored.Auto ?? stored["user.Auto"]).routing).toEqual(routing);

@@ -2890,7 +2890,7 @@ export interface paths {
         put?: never;
         /**
          * Delete a downloaded model
-         * @description Deletes a model's files from the Hugging Face cache, unloading it first when it is loaded. A `user.*` model's registration is removed too. Files another downloaded model shares are kept. A model that is not downloaded is deleted as well, as Lemonade does: what a stopped download left is removed, and a `user.*` model is unregistered.
+         * @description Deletes a model's files from the Hugging Face cache, unloading it first when it is loaded. A `user.*` model's registration is removed too. Files another downloaded model shares are kept. A model that is not downloaded is deleted as well, as Lemonade does: what a stopped download left is removed, and a `user.*` model is unregistered. A cloud model has nothing on disk: it is unloaded and stays listed while its provider lists it (`POST /v1/uninstall` removes the provider). The message names the model as the request did.
          */
         post: operations["lemonade.delete"];
         delete?: never;
@@ -5759,7 +5759,7 @@ export interface components {
             suggested: boolean;
             /** @description The model's capabilities and characteristics; see Model Labels */
             labels: string[];
-            /** @description A collection's component models (a published collection's once its manifest is downloaded); empty for other models */
+            /** @description A collection's component models by the ids listings show them by (a published collection's once its manifest is downloaded); empty for other models */
             components: string[];
             /** @description collection.omni: each component's model object, in the order of `components` (what an export carries); `null` for one no longer registered */
             models?: (components["schemas"]["ParamsGetResponse"] | null)[];
@@ -6272,9 +6272,9 @@ export interface components {
              * @constant
              */
             status: "success";
-            /** @description What was loaded */
+            /** @description What was loaded, naming the model as `model_name` does */
             message: string;
-            /** @description The model loaded */
+            /** @description The model loaded, as the request named it (an alias by its target) */
             model_name: string;
             /** @description Its main checkpoint */
             checkpoint: string;
@@ -6295,7 +6295,7 @@ export interface components {
             status: "success";
             /** @description What was done */
             message: string;
-            /** @description The model unloaded, as the request named it; absent when every model was */
+            /** @description The model unloaded, as the request named it (an alias by its target); absent when every model was */
             model_name?: string;
         };
         PullRequest: {
@@ -6379,7 +6379,7 @@ export interface components {
              * @constant
              */
             status?: "ok";
-            /** @description `complete`: the model installed */
+            /** @description `complete`: the model installed, named as the request named it */
             model_name?: string;
             /** @description `error`: what went wrong */
             error?: string;
@@ -7274,8 +7274,8 @@ export interface components {
                 target: string;
                 /** @description Whether the target model is downloaded */
                 downloaded: boolean;
-                /** @description The target's recipe; `null` when the target is not in the catalog */
-                recipe: string | null;
+                /** @description The target's recipe; `llamacpp` when the target is not in the catalog (yet), as Lemonade reports it */
+                recipe: string;
             }[];
         };
         AliasesPostRequest: {
@@ -7470,14 +7470,14 @@ export interface components {
          * @description A server-owned download job
          */
         DownloadJob: {
-            /** @description Stable download id, `model:<name>` */
+            /** @description Stable download id, `model:<name>`, the name as the pull gave it */
             id: string;
             /**
              * @description Always `model`
              * @constant
              */
             type: "model";
-            /** @description The model being downloaded */
+            /** @description The model being downloaded, named as the pull named it */
             model_name: string;
             /** @description `downloading`, `paused`, `cancelled`, `completed` or `error` */
             status: string;
@@ -13927,7 +13927,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteResponse"];
                 };
             };
-            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list; The model is served by a cloud provider; `/v1/uninstall` removes the provider */
+            /** @description The body is not a JSON object; A required argument is missing; An argument or a value nested in it has the wrong JSON type, or a value its schema does not list */
             400: components["responses"]["LemonadeError"];
             /** @description `LEMONADE_API_KEY` is set and the request does not carry it */
             401: components["responses"]["LemonadeError"];
