@@ -128,6 +128,7 @@ export function bareName(m: Pick<Model, "id" | "canonical_id">): string {
   return hit ? canonical.slice(hit[0].length) : canonical;
 }
 
+
 /** How model lists show a model: its id, or for a shadowed source `NAME (registered)`,
  * `NAME (imported)` or `NAME (builtin)`, as the custom-models guide has GUIs show it. */
 export function displayName(m: Pick<Model, "id" | "canonical_id" | "shadowed">): string {
@@ -146,6 +147,14 @@ export interface Job {
   total_download_size: number;
   overall_bytes_downloaded: number;
   error?: string;
+}
+
+/** Whether a download job is the model's. A job names its model by the catalog's id: the
+ * canonical id, but a built-in's bare name, which is the listed id of a registered model that
+ * shadows the built-in (and must not claim its job). */
+export function isJobOf(j: Pick<Job, "model_name">, m: Pick<Model, "id" | "canonical_id">): boolean {
+  const canonical = m.canonical_id ?? m.id;
+  return j.model_name === (canonical.startsWith("builtin.") ? canonical.slice("builtin.".length) : canonical);
 }
 
 /** Jobs that still hold a model's download: a cancelled one has deleted its partial files. */
