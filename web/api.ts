@@ -157,6 +157,10 @@ export function isJobOf(j: Pick<Job, "model_name">, m: Pick<Model, "id" | "canon
   return j.model_name === (canonical.startsWith("builtin.") ? canonical.slice("builtin.".length) : canonical);
 }
 
+/** Whether /v1/pull can download the model by a name of its own: not a built-in that a registered
+ * or imported model shadows, whose one name left, `builtin.<name>`, a pull refuses as reserved. */
+export const pullable = (m: Pick<Model, "canonical_id" | "shadowed">) => !(m.shadowed && m.canonical_id?.startsWith("builtin."));
+
 /** Jobs that still hold a model's download: a cancelled one has deleted its partial files. */
 export const activeJob = (j: Job) => j.status === "downloading" || j.status === "paused" || j.status === "error";
 

@@ -4,7 +4,7 @@
 // making or changing routers and Omni collections (web/collections.tsx).
 import { Fragment } from "preact";
 import { useState } from "preact/hooks";
-import { activeJob, bareName, displayName, getJson, installPhase, isJobOf, postJson, type Loaded, type Model } from "./api.ts";
+import { activeJob, bareName, displayName, getJson, installPhase, isJobOf, postJson, pullable, type Loaded, type Model } from "./api.ts";
 import { download, usePoll } from "./hooks.ts";
 import type { Jobs } from "./downloads.tsx";
 import { Collections, OMNI as COLLECTION, ROUTER } from "./collections.tsx";
@@ -378,6 +378,7 @@ export function Models({ jobs }: { jobs: Jobs }) {
                 <td data-label="Model">
                   {displayName(m)}
                   {m.update_available && <span class="badge"> update available</span>}
+                  {!m.downloaded && !pullable(m) && <div class="hint">not downloadable while {bareName(m)} names another model</div>}
                   {m.recipe === COLLECTION && (
                     <div class="hint">{m.components?.length ? `collection of ${m.components.join(", ")}` : "collection; its components are listed once it is downloaded"}</div>
                   )}
@@ -412,7 +413,7 @@ export function Models({ jobs }: { jobs: Jobs }) {
                     </button>
                   )}
                   {job && <button onClick={() => act(`Cancel ${m.id}`, () => postJson("/v1/downloads/control", { id: job.id, action: "cancel" }))}>Cancel</button>}
-                  {!job && !m.downloaded && (
+                  {!job && !m.downloaded && pullable(m) && (
                     <button onClick={() => act(`Download ${m.id}`, () => postJson("/v1/pull", { model_name: m.id, stream: true, subscribe: false }), `Download of ${m.id} started; follow it in Downloads`)}>
                       Download
                     </button>

@@ -3,7 +3,7 @@
 // job carries is the registered model's listed id, so matching the listed id gave the built-in's
 // download to the wrong row.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { displayName, isJobOf, type Model } from "../../web/api.ts";
+import { displayName, isJobOf, pullable, type Model } from "../../web/api.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 
 const BUILTIN = "Qwen3-0.6B-GGUF";
@@ -33,6 +33,19 @@ test("a built-in's download job is its row's, not the row of the registered mode
 
   expect(isJobOf(jobs[0]!, builtin)).toBe(true);
   expect(isJobOf(jobs[0]!, user)).toBe(false);
+});
+
+test("the model manager offers a download only where a pull takes the model's name: not for a shadowed built-in", async () => {
+  const listed = ((await (await fetch(`${server.url}/v1/models?show_all=true`)).json()) as { data: Model[] }).data;
+  const shadowed = listed.find((m) => m.canonical_id === `builtin.${BUILTIN}`)!;
+  const plain = listed.find((m) => m.canonical_id === "builtin.Qwen3-1.7B-GGUF")!;
+  expect(shadowed.shadowed).toBe(true);
+  expect(pullable(shadowed)).toBe(false);
+  const refused = await post("/v1/pull", { model_name: shadowed.id, stream: true, subscribe: false });
+  expect(refused.status).toBe(400);
+  expect(pullable(plain)).toBe(true);
+  const started = await post("/v1/pull", { model_name: plain.id, stream: true, subscribe: false });
+  expect(started.status).toBe(200);
 });
 
 test("isJobOf: a job named by the canonical id, a built-in's by its bare name, a cloud model's by its id", () => {
