@@ -129,10 +129,11 @@ export function bareName(m: Pick<Model, "id" | "canonical_id">): string {
 }
 
 
-/** How model lists show a model: its id, or for a shadowed source `NAME (registered)`,
- * `NAME (imported)` or `NAME (builtin)`, as the custom-models guide has GUIs show it. */
+/** How model lists show a model: its id, or for a shadowed source (listed by its canonical id)
+ * `NAME (registered)`, `NAME (imported)` or `NAME (builtin)`, as the custom-models guide has GUIs
+ * show it. An alias's row carries its target's canonical id and keeps its own name. */
 export function displayName(m: Pick<Model, "id" | "canonical_id" | "shadowed">): string {
-  const hit = m.shadowed && m.canonical_id ? SHADOWED_AS.find(([prefix]) => m.canonical_id!.startsWith(prefix)) : undefined;
+  const hit = m.shadowed && m.canonical_id === m.id ? SHADOWED_AS.find(([prefix]) => m.id.startsWith(prefix)) : undefined;
   return hit ? `${bareName(m)} (${hit[1]})` : m.id;
 }
 
@@ -157,9 +158,9 @@ export function isJobOf(j: Pick<Job, "model_name">, m: Pick<Model, "id" | "canon
   return j.model_name === (canonical.startsWith("builtin.") ? canonical.slice("builtin.".length) : canonical);
 }
 
-/** Whether /v1/pull can download the model by a name of its own: not a built-in that a registered
- * or imported model shadows, whose one name left, `builtin.<name>`, a pull refuses as reserved. */
-export const pullable = (m: Pick<Model, "canonical_id" | "shadowed">) => !(m.shadowed && m.canonical_id?.startsWith("builtin."));
+/** Whether /v1/pull takes the name the model is listed by: not one with a prefix the server keeps
+ * for itself (a shadowed built-in's `builtin.<name>`), which a pull refuses as reserved. */
+export const pullable = (m: Pick<Model, "id">) => !/^(builtin|extra)\./.test(m.id);
 
 /** Jobs that still hold a model's download: a cancelled one has deleted its partial files. */
 export const activeJob = (j: Job) => j.status === "downloading" || j.status === "paused" || j.status === "error";

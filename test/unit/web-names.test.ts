@@ -48,6 +48,18 @@ test("the model manager offers a download only where a pull takes the model's na
   expect(started.status).toBe(200);
 });
 
+test("an alias of a shadowed built-in is shown by its own name, not as the built-in", async () => {
+  expect((await post("/internal/aliases", { alias: "web-fast", target: `builtin.${BUILTIN}` })).status).toBe(200);
+  const listed = ((await (await fetch(`${server.url}/v1/models?show_all=true`)).json()) as { data: Model[] }).data;
+  const alias = listed.find((m) => m.id === "web-fast")!;
+  expect(alias).toMatchObject({ canonical_id: `builtin.${BUILTIN}`, shadowed: true });
+  expect(displayName(alias)).toBe("web-fast");
+  expect(displayName(listed.find((m) => m.id === `builtin.${BUILTIN}`)!)).toBe(`${BUILTIN} (builtin)`);
+  // The alias is a name a pull takes.
+  expect(pullable(alias)).toBe(true);
+  expect((await post("/v1/pull", { model_name: alias.id, stream: true, subscribe: false })).status).toBe(200);
+});
+
 test("isJobOf: a job named by the canonical id, a built-in's by its bare name, a cloud model's by its id", () => {
   expect(isJobOf({ model_name: "extra.X" }, { id: "X", canonical_id: "extra.X" })).toBe(true);
   expect(isJobOf({ model_name: "X" }, { id: "X", canonical_id: "extra.X" })).toBe(false);
