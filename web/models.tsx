@@ -378,7 +378,6 @@ export function Models({ jobs }: { jobs: Jobs }) {
                 <td data-label="Model">
                   {displayName(m)}
                   {m.update_available && <span class="badge"> update available</span>}
-                  {!m.downloaded && !pullable(m) && <div class="hint">not downloadable while {bareName(m)} names another model</div>}
                   {m.recipe === COLLECTION && (
                     <div class="hint">{m.components?.length ? `collection of ${m.components.join(", ")}` : "collection; its components are listed once it is downloaded"}</div>
                   )}
@@ -418,6 +417,7 @@ export function Models({ jobs }: { jobs: Jobs }) {
                       Download
                     </button>
                   )}
+                  {!job && !m.downloaded && !pullable(m) && <span class="hint">not downloadable while {bareName(m)} names another model</span>}
                   {m.downloaded && !slot && (
                     <button disabled={m.id in loading} onClick={() => void load(m)}>
                       Load
