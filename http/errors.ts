@@ -84,7 +84,7 @@ function lemonadeErrorBody(err: ApiError): unknown {
 
 /** The codes of the errors that name a model Lemonade could not find, run or load: their `type` is
  * the code, and `param` is `model`. */
-const MODEL_ERROR_CODES = new Set(["model_not_found", "model_not_supported", "slots_pinned_error", "model_load_error", "router_residency_conflict"]);
+const MODEL_ERROR_CODES = new Set([E.modelNotFound, E.modelNotSupported, E.slotsPinned, E.modelLoadError, E.routerResidencyConflict].map((row) => row.code));
 
 /** lemonade.md's `{"status": "error", "message"}` with the code beside it, as on Lemonade's other
  * routes, and the error object Lemonade's clients read it from. */

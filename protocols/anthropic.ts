@@ -11,6 +11,7 @@ import { anthropic as spec } from "../spec/index.ts";
 import { asJson, jsonItems, type Json } from "../lib/json.ts";
 import type { MessagesRequest, MessagesResponse } from "../spec/anthropic.ts";
 import { engineAnswer, type EngineAnswer, type EngineToolCall } from "./openai.ts";
+import { loadFailed } from "./ollama.ts";
 
 /** Anthropic's error types by status; another 4xx is the caller's to fix, another 5xx the API's. */
 const ANTHROPIC_TYPES: Record<number, string> = {
@@ -42,7 +43,7 @@ const LOAD_FAILURES = new Set<string>([E.modelNotFound.code, E.modelNotSupported
 export function messagesLoadError(model: string) {
   return (err: unknown): never => {
     if (err instanceof ApiError && !err.extras.fromEngine && LOAD_FAILURES.has(err.code)) {
-      throw ApiError.of(E.messagesLoadFailed, `model '${model.endsWith(":latest") ? model.slice(0, -":latest".length) : model}' not found, try pulling it first`);
+      throw ApiError.of(E.messagesLoadFailed, loadFailed(model));
     }
     throw err;
   };

@@ -158,8 +158,8 @@ const rethrow = (step: OllamaStep, notFound?: string) => (err: unknown): never =
 };
 
 /** What a failed load answers, whatever failed, as Ollama's server words it: the generating routes
- * add the hint to pull the model. */
-const loadFailed = (model: string, pullHint = true) => `model '${stripTag(model)}' not found${pullHint ? ", try pulling it first" : ""}`;
+ * add the hint to pull the model (Lemonade's Anthropic route answers in these words too). */
+export const loadFailed = (model: string, pullHint = true) => `model '${stripTag(model)}' not found${pullHint ? ", try pulling it first" : ""}`;
 
 const stripTag = (name: string) => (name.endsWith(":latest") ? name.slice(0, -":latest".length) : name);
 

@@ -52,7 +52,7 @@ export class CloudLeases {
         engine: remoteEngine(url, member?.health ?? (async () => true)),
         spec: { options: {}, ctxSize: model.cloud?.contextLength ?? 0 },
         pinned: false,
-        lastUse: Date.now(),
+        lastUse: this.clock.now(),
         inflight: 0,
         streaming: 0,
         lastOutput: this.clock.now(),
@@ -77,7 +77,7 @@ export class CloudLeases {
         if (released) return;
         released = true;
         s.inflight--;
-        s.lastUse = Date.now();
+        s.lastUse = this.clock.now();
         member?.done();
       },
       fail: async (why) => {

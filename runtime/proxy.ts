@@ -92,7 +92,6 @@ export class EngineProxy implements Forwarding {
   private readonly longestTokens = new WeakMap<CatalogModel, number | undefined>();
 
   constructor(private readonly deps: ProxyDeps) {
-    this.targets = new Targets(engineKind(deps.scheduler, this), [cloudKind(this, this.cloudLoaded)]);
     this.exchangeDeps = {
       logger: deps.logger,
       metrics: deps.metrics,
@@ -103,6 +102,7 @@ export class EngineProxy implements Forwarding {
       pingMs: deps.pingMs ?? 1000,
     };
     this.cloudLeases = new CloudLeases(this.exchangeDeps.clock);
+    this.targets = new Targets(engineKind(deps.scheduler, this), [cloudKind(this, this.cloudLoaded, this.exchangeDeps.clock)]);
     const send = this.exchangeDeps.fetch;
     this.pools = new Pools({
       clock: this.exchangeDeps.clock,
@@ -273,7 +273,7 @@ export class EngineProxy implements Forwarding {
     if (req.path === "/v1/responses" && !req.stream) {
       throw ApiError.of(E.noResponsesApi, `Model ${model.id} is a cloud model, which has no Responses API: use /v1/chat/completions, or stream`, "model");
     }
-    if (!this.cloudLoaded.has(model.id)) this.cloudLoaded.set(model.id, { model, loadedAt: Date.now() });
+    if (!this.cloudLoaded.has(model.id)) this.cloudLoaded.set(model.id, { model, loadedAt: this.exchangeDeps.clock.now() });
     const baseUrl = servers[0]!.baseUrl;
     const headers = new Map(servers.map((s) => [s.baseUrl, s.headers]));
     const pool = this.pools.of(provider);

@@ -4,6 +4,7 @@
 // collection.omni (protocols/omni.ts: the server-side tool loop over its components). The proxy
 // resolves a request's model to its target once; the kinds beyond the two defined here are added
 // where their logic lives (app/context.ts), so neither the proxy nor a route asks a model's kind.
+import type { Clock } from "../lib/clock.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ProxyRequest } from "./request.ts";
 import type { Scheduler } from "./scheduler.ts";
@@ -82,19 +83,19 @@ export function engineKind(scheduler: Scheduler<CatalogModel>, forwarding: Forwa
   };
 }
 
-/** A model a cloud provider serves: there is nothing to load, and its requests go to the provider.
- * A load is remembered in `loaded`, so that the model keeps answering by its name (with the
- * provider's missing-credentials error once its key is cleared) after the catalog drops it. */
 /** The cloud models loaded (by `/v1/load`, or by a request naming one), with when. */
 export type CloudLoaded = Map<string, { model: CatalogModel; loadedAt: number }>;
 
-export function cloudKind(forwarding: Forwarding, loaded: CloudLoaded): TargetKind {
+/** A model a cloud provider serves: there is nothing to load, and its requests go to the provider.
+ * A load is remembered in `loaded`, so that the model keeps answering by its name (with the
+ * provider's missing-credentials error once its key is cleared) after the catalog drops it. */
+export function cloudKind(forwarding: Forwarding, loaded: CloudLoaded, clock: Clock): TargetKind {
   return {
     claims: (model) => model.cloud !== undefined,
     target: (model) => ({
       speaks: model.cloud!.wire,
       load: async ({ name }) => {
-        loaded.set(model.id, { model, loadedAt: Date.now() });
+        loaded.set(model.id, { model, loadedAt: clock.now() });
         return {
           message: `${name} is served by the ${model.cloud!.provider} cloud provider; nothing to load`,
           checkpoint: model.cloud!.upstreamId,

@@ -108,10 +108,12 @@ export interface StartManifest {
 }
 
 /** The files a build read, relative to root: the project's own, and for everything under
- * node_modules the one file npm rewrites on every install (a changed dependency is a changed install). */
+ * node_modules the one file npm rewrites on every install (a changed dependency is a changed install).
+ * tsconfig.json too, which the bundler reads without the metafile naming it (the web app's JSX
+ * runtime is set there). */
 function inputsOf(files: string[]): string[] {
   const own = files.map((file) => relative(root, file)).filter((file) => !file.split("/").includes("node_modules"));
-  return [...new Set([...own, join("node_modules", ".package-lock.json")])].sort();
+  return [...new Set([...own, join("node_modules", ".package-lock.json"), "tsconfig.json"])].sort();
 }
 
 /** Packages that only code run on first use needs (the /docs pages' markdown, OTLP export, unpacking

@@ -128,10 +128,12 @@ export function bareName(m: Pick<Model, "id" | "canonical_id">): string {
   return hit ? canonical.slice(hit[0].length) : canonical;
 }
 
-/** How model lists show a model: its id, or for a shadowed source `NAME (registered)`,
- * `NAME (imported)` or `NAME (builtin)`, as the custom-models guide has GUIs show it. */
+
+/** How model lists show a model: its id, or for a shadowed source (listed by its canonical id)
+ * `NAME (registered)`, `NAME (imported)` or `NAME (builtin)`, as the custom-models guide has GUIs
+ * show it. An alias's row carries its target's canonical id and keeps its own name. */
 export function displayName(m: Pick<Model, "id" | "canonical_id" | "shadowed">): string {
-  const hit = m.shadowed && m.canonical_id ? SHADOWED_AS.find(([prefix]) => m.canonical_id!.startsWith(prefix)) : undefined;
+  const hit = m.shadowed && m.canonical_id === m.id ? SHADOWED_AS.find(([prefix]) => m.id.startsWith(prefix)) : undefined;
   return hit ? `${bareName(m)} (${hit[1]})` : m.id;
 }
 
@@ -147,6 +149,16 @@ export interface Job {
   overall_bytes_downloaded: number;
   error?: string;
 }
+
+/** Whether a download job is a model row's. A job names its model as its pull named it (lemond's
+ * `model:<name>`): by the id the row is listed by, or by its canonical `user.`/`extra.`/`builtin.` id. */
+export function isJobOf(j: Pick<Job, "model_name">, m: Pick<Model, "id" | "canonical_id">): boolean {
+  return j.model_name === m.id || j.model_name === m.canonical_id;
+}
+
+/** Whether /v1/pull takes the name the model is listed by: not one with a prefix the server keeps
+ * for itself (a shadowed built-in's `builtin.<name>`), which a pull refuses as reserved. */
+export const pullable = (m: Pick<Model, "id">) => !/^(builtin|extra)\./.test(m.id);
 
 /** Jobs that still hold a model's download: a cancelled one has deleted its partial files. */
 export const activeJob = (j: Job) => j.status === "downloading" || j.status === "paused" || j.status === "error";

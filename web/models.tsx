@@ -4,7 +4,7 @@
 // making or changing routers and Omni collections (web/collections.tsx).
 import { Fragment } from "preact";
 import { useState } from "preact/hooks";
-import { activeJob, bareName, displayName, getJson, installPhase, postJson, type Loaded, type Model } from "./api.ts";
+import { activeJob, bareName, displayName, getJson, installPhase, isJobOf, postJson, pullable, type Loaded, type Model } from "./api.ts";
 import { download, usePoll } from "./hooks.ts";
 import type { Jobs } from "./downloads.tsx";
 import { Collections, OMNI as COLLECTION, ROUTER } from "./collections.tsx";
@@ -267,8 +267,7 @@ export function Models({ jobs }: { jobs: Jobs }) {
   const [message, setMessage] = useState("");
   const all: Listed[] = models.data?.data ?? [];
   const loaded = new Map<string, Loaded>(((health.data?.all_models_loaded ?? []) as Loaded[]).map((m) => [m.model_name, m]));
-  // A job names its model as its pull did: by the listed id or the canonical one.
-  const jobOf = (m: Model) => jobs.data?.find((j) => (j.model_name === m.id || j.model_name === m.canonical_id) && activeJob(j));
+  const jobOf = (m: Model) => jobs.data?.find((j) => isJobOf(j, m) && activeJob(j));
   /** `started` is what to say once a background job (a download) has begun, rather than "done". */
   const act = async (what: string, fn: () => Promise<unknown>, started?: string) => {
     setMessage(`${what}…`);
@@ -413,11 +412,12 @@ export function Models({ jobs }: { jobs: Jobs }) {
                     </button>
                   )}
                   {job && <button onClick={() => act(`Cancel ${m.id}`, () => postJson("/v1/downloads/control", { id: job.id, action: "cancel" }))}>Cancel</button>}
-                  {!job && !m.downloaded && (
+                  {!job && !m.downloaded && pullable(m) && (
                     <button onClick={() => act(`Download ${m.id}`, () => postJson("/v1/pull", { model_name: m.id, stream: true, subscribe: false }), `Download of ${m.id} started; follow it in Downloads`)}>
                       Download
                     </button>
                   )}
+                  {!job && !m.downloaded && !pullable(m) && <span class="hint">not downloadable while {bareName(m)} names another model</span>}
                   {m.downloaded && !slot && (
                     <button disabled={m.id in loading} onClick={() => void load(m)}>
                       Load

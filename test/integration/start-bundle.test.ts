@@ -43,8 +43,9 @@ test("with no bundle yet, npm start builds it and runs it; a second start runs i
     expect(first.log.some((line) => line.includes("Building npm start's bundle, since there is none yet"))).toBe(true);
     const manifest = JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8"));
     expect(checkBundle(dir, manifest.root, Bun.revision)).toEqual({ stale: null, bundle: join(dir, manifest.bundle) });
-    // Its inputs: the server's sources and the web app's, the data they import, and npm's record of the install.
-    expect(manifest.inputs).toEqual(expect.arrayContaining(["cli/main.ts", "web/main.tsx", "config/defaults.json", "node_modules/.package-lock.json"]));
+    // Its inputs: the server's sources and the web app's, the data they import, npm's record of the
+    // install, and the TypeScript settings the bundler read (the JSX runtime).
+    expect(manifest.inputs).toEqual(expect.arrayContaining(["cli/main.ts", "web/main.tsx", "config/defaults.json", "node_modules/.package-lock.json", "tsconfig.json"]));
     expect(manifest.inputs.filter((file: string) => file.startsWith("node_modules/"))).toEqual(["node_modules/.package-lock.json"]);
     expect(existsSync(join(dir, `${manifest.bundle}.jsc`))).toBe(true);
 

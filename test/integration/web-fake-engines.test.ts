@@ -509,6 +509,10 @@ describe("names in the model manager", () => {
       expect(await shown("Qwen3-0.6B-GGUF")).toBe("Qwen3-0.6B-GGUF");
       expect(await shown("extra.Qwen3-0.6B-GGUF")).toBe("Qwen3-0.6B-GGUF (imported)");
       expect(await shown("builtin.Qwen3-0.6B-GGUF")).toBe("Qwen3-0.6B-GGUF (builtin)");
+      // A pull refuses the shadowed built-in's only name (builtin.<name>): no Download for it, a hint instead.
+      const download = (id: string) => page.locator(`tr[data-model="${id}"]`).getByRole("button", { name: "Download" }).count();
+      expect([await download("builtin.Qwen3-0.6B-GGUF"), await download("Qwen3-0.6B-GGUF")]).toEqual([0, 1]);
+      expect(await page.locator('tr[data-model="builtin.Qwen3-0.6B-GGUF"] td.actions').textContent()).toContain("not downloadable while Qwen3-0.6B-GGUF names another model");
       // An unshadowed model is shown by its id alone.
       expect(await shown("chat-a")).toBe("chat-a");
       await close(page);

@@ -206,6 +206,16 @@ describe("the proxy and a pool", () => {
     expect(t.health().map((m) => [m.state, m.in_flight])).toEqual([["up", 0], ["up", 0]]);
   });
 
+  test("a cloud model a request used is loaded, with its last use, on the proxy's clock (/v1/health's last_use)", async () => {
+    const t = setup({ a: answers("a"), b: answers("b") });
+    const start = t.clock.now();
+    await (await t.proxy.toModel(request())).json();
+    expect(t.proxy.loadedCloud().map((c) => [c.model.id, c.lastUse, c.inflight])).toEqual([["farm.tiny", start, 0]]);
+    await t.clock.advance(5000);
+    await (await t.proxy.toModel(request())).json();
+    expect(t.proxy.loadedCloud()[0]!.lastUse).toBe(start + 5000);
+  });
+
   test("a member that cannot be reached is marked down and the request goes to the other; the next skip it until its probe answers", async () => {
     let aUp = false;
     const t = setup({ a: async (init) => (aUp ? answers("a")(init) : refused(init)), b: answers("b") });
