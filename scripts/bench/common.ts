@@ -51,9 +51,15 @@ export interface ServerProcess {
 /** The runtime settings the server is started with (package.json's `start`, the .deb's systemd
  * unit): without JavaScriptCore's top JIT tier (FTL) the RSS a load test leaves is about half
  * (bench memory: +14 % over idle after 10,000 requests with it, +7 % without), at no request rate
- * bench catalog can tell apart; its other settings (--smol, a smaller RAM size or heap, mimalloc's
- * purge delay) measured no better. */
-export const SERVER_RUNTIME_ENV = { BUN_JSC_useFTLJIT: "0" };
+ * bench catalog can tell apart. The DFG tier (the top one left) compiles a function after 10,000
+ * rather than 1,000 units of warm-up: start-up calls two small functions often enough for the
+ * default (the bundler's module initializer, Elysia's checksum of a handler's source; at 5,000
+ * still one start in four), and that one compile pages in 2 MB of the DFG's own code, for good
+ * (bench memory, npm start idle: 53.6 -> 51.7 MB; the server's CPU for 10,000 requests, warm-up
+ * included, measured no different). Its other settings (--smol, a smaller RAM size or heap, mimalloc's purge
+ * delay and eager commit, one GC marker, no concurrent JIT) measured no better; without the DFG
+ * at all idle is as low, but each request costs 1.5 to 2 times the CPU. */
+export const SERVER_RUNTIME_ENV = { BUN_JSC_useFTLJIT: "0", BUN_JSC_thresholdForOptimizeAfterWarmUp: "10000" };
 
 /** `lemonade serve` in its own process (from the sources, or `command`: npm start's launcher, the
  * single executable), the FAKE engine first on its PATH; settles once /live answers. */

@@ -23,6 +23,7 @@ beforeAll(() => {
   env = {
     PATH: `${FAKE_DIR}:${process.env.PATH ?? ""}`,
     BUN_JSC_useFTLJIT: "0",
+    BUN_JSC_thresholdForOptimizeAfterWarmUp: "10000",
     LEMONADE_CACHE_DIR: cacheDir,
     LEMONADE_EXTRA_MODELS_DIR: extra,
     HF_HUB_CACHE: join(cacheDir, "hf"),
