@@ -213,7 +213,8 @@ function cloudHealthEntry(
     slot_pool: "unmetered",
     pid: 0,
     backend_alive: true,
-    backend_health: inflight > 0 ? "busy" : "ready",
+    // Lemonade's cloud backend is healthy while loaded: a request in flight shows in status, not here.
+    backend_health: "ready",
     loaded: true,
     watchdog_reset: false,
     recipe_options: {},

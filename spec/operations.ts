@@ -72,7 +72,7 @@ export const LoadedModel = T.Object({
   slot_pool: T.String({ description: "The residency pool, `<residency_class>/<type>` (e.g. `standard/llm`); `unmetered` for a cloud model, which counts against no limit" }),
   pid: T.Integer({ description: "Process ID of the backend engine serving this model; `0` for a cloud model" }),
   backend_alive: T.Boolean({ description: "Whether the backend answers: always `true`, since a model whose engine is gone is not listed" }),
-  backend_health: T.Union([T.Literal("ready"), T.Literal("busy")], { description: "`busy` while the backend serves a request, else `ready`" }),
+  backend_health: T.Union([T.Literal("ready"), T.Literal("busy")], { description: "`busy` while a local backend serves a request, else `ready`; a cloud model's is always `ready`" }),
   loaded: T.Boolean({ description: "Always `true`" }),
   watchdog_reset: T.Boolean({ description: "Whether a hang watchdog restarted the engine: always `false`, since a hung engine is stopped and the model loaded again" }),
   recipe_options: T.Record(T.String(), T.Unknown(), { description: "The options the model was loaded with that differ from the recipe's defaults, and its context size" }),

@@ -14,11 +14,14 @@ import type { TestServer } from "../helpers/server.ts";
 const GGUF = new TextEncoder().encode("GGUF tiny model bytes for the lifecycle tests");
 let hub: FakeHub;
 let server: TestServer;
+/** While set, the upstream holds its chat answers until it settles (a request in flight). */
+let holdChat: Promise<void> | undefined;
 const upstream = Bun.serve({
   hostname: "127.0.0.1",
   port: 0,
-  fetch(req) {
+  async fetch(req) {
     if (new URL(req.url).pathname.endsWith("/models")) return Response.json({ object: "list", data: [{ id: "tiny-chat", context_length: 8192, pricing: { input: 0.5, output: 1.5 } }] });
+    await holdChat;
     return Response.json({ id: "x", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: "hi" }, finish_reason: "stop" }] });
   },
 });
@@ -253,6 +256,24 @@ describe("/v1/health's loaded models", () => {
     expect((await listed()).map((m) => m.model_name)).toEqual(["acme.tiny-chat"]);
     await post("/v1/unload");
     expect(await listed()).toEqual([]);
+    await post("/v1/uninstall", { backend: "cloud", provider: "acme" });
+  });
+
+  test("a cloud model serving a request is in use, and its backend's health stays ready as Lemonade's cloud entry says", async () => {
+    const base = `http://127.0.0.1:${upstream.port}/v1`;
+    expect((await post("/v1/install", { backend: "cloud", provider: "acme", base_url: base, api_key: "sk-acme", allow_insecure_http: true })).status).toBe(200);
+    let release!: () => void;
+    holdChat = new Promise((r) => (release = r));
+    const chat = post("/v1/chat/completions", { model: "acme.tiny-chat", messages: [{ role: "user", content: "hi" }] });
+    const cloudEntry = async () => ((await (await fetch(`${server.url}/v1/health`)).json()).all_models_loaded as any[]).find((m) => m.recipe === "cloud");
+    let entry = await cloudEntry();
+    while (!entry?.is_busy) entry = await (Bun.sleep(5), cloudEntry());
+    expect(entry).toMatchObject({ model_name: "acme.tiny-chat", is_busy: true, status: "in_use", slots_in_use: 1, backend_health: "ready" });
+    release();
+    holdChat = undefined;
+    expect((await chat).status).toBe(200);
+    expect(await cloudEntry()).toMatchObject({ is_busy: false, status: "ready", backend_health: "ready" });
+    await post("/v1/unload");
     await post("/v1/uninstall", { backend: "cloud", provider: "acme" });
   });
 });
