@@ -289,7 +289,8 @@ export class Catalog {
     for (const [name, row] of Object.entries(userRows)) {
       const id = name.startsWith("user.") ? name : `user.${name}`;
       try {
-        this.user.push(fromRow(id, row, "huggingface"));
+        // An entry that does not say is suggested, as Lemonade reads a stored user model.
+        this.user.push(fromRow(id, { suggested: true, ...row }, "huggingface"));
       } catch (err) {
         // A bad stored entry is skipped with an error naming it; the file is left for the user to fix.
         opts.onWarning?.(`Skipping user model ${id}: ${(err as Error).message}`);
@@ -308,6 +309,9 @@ export class Catalog {
     if (!/^user\.[A-Za-z0-9_+-][A-Za-z0-9._+-]*$/.test(id) || id.includes("..")) {
       throw new CatalogError("invalid_labels", `Model '${clip(id)}': a name may use letters, digits and . _ + - only`);
     }
+    // Lemonade stores a registration's labels as a sorted set with `custom` among them, and
+    // marks it suggested; an entry written by hand keeps the labels its author gave.
+    row = { ...row, labels: [...new Set(["custom", ...(row.labels ?? [])])].sort(), suggested: true };
     const model = fromRow(id, row, "huggingface");
     if (!model.checkpoints.main && !model.router && !model.omni) throw new CatalogError("invalid_labels", `Model '${id}': a main checkpoint is required (checkpoint or checkpoints.main)`);
     for (const [role, checkpoint] of Object.entries(model.checkpoints)) {

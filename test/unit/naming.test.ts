@@ -1,7 +1,9 @@
 // Model naming as lemonade.md has it: user models by their bare name (and `user.<name>`), a
 // shadowed built-in as `builtin.<name>`, reserved prefixes, aliases of aliases.
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { startTestServer, type TestServer } from "../helpers/server.ts";
+import { startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
 
 let server: TestServer;
 beforeAll(async () => {
@@ -36,6 +38,28 @@ test("a user model that shadows a built-in takes its name; the built-in stays re
   expect(builtin.id).toBe("builtin.Qwen3-0.6B-GGUF");
   const listed = (await (await fetch(`${server.url}/v1/models?show_all=true`)).json()).data.map((m: any) => m.id);
   expect(listed).toEqual(expect.arrayContaining(["Qwen3-0.6B-GGUF", "builtin.Qwen3-0.6B-GGUF"]));
+});
+
+test("a registration is stored and listed with the custom label, as a sorted set, and suggested, as Lemonade stores it", async () => {
+  expect((await post("/v1/models/register", { model_name: "user.Labeled", checkpoint: "test-org/tiny-GGUF:Q4_0", recipe: "llamacpp", reasoning: true, labels: ["vision"] })).status).toBe(200);
+  expect(await get("Labeled")).toMatchObject({ labels: ["chat", "custom", "reasoning", "vision"], suggested: true });
+  const stored = JSON.parse(readFileSync(join(server.cacheDir, "user_models.json"), "utf8")).Labeled;
+  expect(stored).toMatchObject({ labels: ["custom", "reasoning", "vision"], suggested: true });
+});
+
+test("a user_models.json entry written by hand is listed with its own labels, suggested, and the file is left as written", async () => {
+  const cacheDir = tempDir();
+  mkdirSync(cacheDir, { recursive: true });
+  const written = JSON.stringify({ Hand: { checkpoint: "test-org/tiny-GGUF:Q4_0", recipe: "llamacpp", labels: ["reasoning"] } });
+  writeFileSync(join(cacheDir, "user_models.json"), written);
+  const other = await startTestServer({}, cacheDir, { engines: false });
+  try {
+    const model = await (await fetch(`${other.url}/v1/models/Hand`)).json();
+    expect(model).toMatchObject({ labels: ["chat", "reasoning"], suggested: true });
+    expect(readFileSync(join(cacheDir, "user_models.json"), "utf8")).toBe(written);
+  } finally {
+    await other.close();
+  }
 });
 
 test("extra. and builtin. are reserved prefixes", async () => {

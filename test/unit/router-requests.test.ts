@@ -33,7 +33,7 @@ test("a router registers, lists with its candidates, and refuses a bad policy wi
   expect(data.some((m: any) => m.id === "Auto")).toBe(false);
   const listed = data.find((m: any) => m.id === "user.Auto");
   // Its candidates by the ids listings show them by, as Lemonade lists a collection's components.
-  expect(listed).toMatchObject({ recipe: "collection.router", components: ["a", "b"], version: "1", routing, labels: ["chat"] });
+  expect(listed).toMatchObject({ recipe: "collection.router", components: ["a", "b"], version: "1", routing, labels: ["chat", "custom"] });
   // Stored as written (the normalised form is worked out at each start).
   const stored = JSON.parse(readFileSync(join(server.cacheDir, "user_models.json"), "utf8"));
   expect((stored.Auto ?? stored["user.Auto"]).routing).toEqual(routing);
