@@ -40,6 +40,18 @@ test("a user model that shadows a built-in takes its name; the built-in stays re
   expect(listed).toEqual(expect.arrayContaining(["Qwen3-0.6B-GGUF", "builtin.Qwen3-0.6B-GGUF"]));
 });
 
+test("lemonade_list_models suggests a shadowed built-in by its builtin. name, as Lemonade does, and a load takes that name", async () => {
+  const mcp = await (await post("/mcp", { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "lemonade_list_models", arguments: {} } })).json();
+  const suggested = JSON.parse(mcp.result.content[1].text).suggested_to_pull.map((m: any) => m.model_name);
+  // The user's model takes the bare name and is suggested too (Lemonade suggests every user model).
+  expect(suggested).toEqual(expect.arrayContaining(["Qwen3-0.6B-GGUF", "builtin.Qwen3-0.6B-GGUF"]));
+  // /v1/pull refuses the prefix as one no registration may take; the tools reach the model by a
+  // load, which takes it (here failing only at the download, no hub being reachable).
+  const load = await post("/v1/load", { model_name: "builtin.Qwen3-0.6B-GGUF" });
+  expect(load.status).toBe(500);
+  expect((await load.json()).message).toStartWith("Failed to load model 'builtin.Qwen3-0.6B-GGUF': ");
+});
+
 test("a registration is stored and listed with the custom label, as a sorted set, and suggested, as Lemonade stores it", async () => {
   expect((await post("/v1/models/register", { model_name: "user.Labeled", checkpoint: "test-org/tiny-GGUF:Q4_0", recipe: "llamacpp", reasoning: true, labels: ["vision"] })).status).toBe(200);
   expect(await get("Labeled")).toMatchObject({ labels: ["chat", "custom", "reasoning", "vision"], suggested: true });
