@@ -2,7 +2,7 @@
 // handler, an unexpected throw) into the documented error, rendered by the protocol adapter whose
 // shape the route's definition names, so no stack trace or HTML reaches a client.
 import { ApiError } from "../lib/api-error.ts";
-import { E } from "../spec/errors.ts";
+import { E, MODEL_ERROR_CODES } from "../spec/errors.ts";
 import type { ErrorStyle } from "../spec/endpoint.ts";
 import { anthropicErrorBody } from "../protocols/anthropic.ts";
 import { ollamaErrorBody } from "../protocols/ollama.ts";
@@ -82,14 +82,12 @@ function lemonadeErrorBody(err: ApiError): unknown {
   return body;
 }
 
-/** The codes of the errors that name a model Lemonade could not find, run or load: their `type` is
- * the code, and `param` is `model`. */
-const MODEL_ERROR_CODES = new Set([E.modelNotFound, E.modelNotSupported, E.slotsPinned, E.modelLoadError, E.routerResidencyConflict].map((row) => row.code));
+const MODEL_ERRORS = new Set(MODEL_ERROR_CODES);
 
 /** lemonade.md's `{"status": "error", "message"}` with the code beside it, as on Lemonade's other
  * routes, and the error object Lemonade's clients read it from. */
 function lemonadeModelErrorBody(err: ApiError): unknown {
-  const model = MODEL_ERROR_CODES.has(err.code);
+  const model = MODEL_ERRORS.has(err.code);
   const error: Record<string, unknown> = { ...err.extras.fields, message: err.message, type: model ? err.code : err.type };
   if (err.code) error.code = err.code;
   const param = err.param ?? (model ? "model" : undefined);

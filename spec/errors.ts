@@ -271,3 +271,7 @@ export const ANY_ROUTE_ERRORS: ErrorRow[] = [
 ];
 
 export type ErrorName = keyof typeof E;
+
+/** The errors that name a model Lemonade could not find, run or load: their `type` is their code,
+ * and `param` is `model` (the LemonadeModelError schema's description lists them from here). */
+export const MODEL_ERROR_CODES: readonly string[] = [E.modelNotFound, E.modelNotSupported, E.slotsPinned, E.modelLoadError, E.routerResidencyConflict].map((row) => row.code);

@@ -1,6 +1,7 @@
 // Schemas shared across endpoint families. Descriptions here are what the docs print.
 import { Type as T, type TSchema, type SchemaOptions } from "@sinclair/typebox";
 import type { ParamStatus } from "./endpoint.ts";
+import { MODEL_ERROR_CODES } from "./errors.ts";
 
 /** Marks a parameter's availability for the docs' Status column (default `available`). */
 export function status<S extends TSchema>(schema: S, value: ParamStatus): S {
@@ -74,7 +75,7 @@ export const LemonadeModelError = T.Object({
   code: T.Optional(T.String({ description: "The machine-readable code from the Errors table." })),
   error: T.Object({
     message: T.String({ description: "The same message." }),
-    type: T.String({ description: "The model error's code (`model_not_found`, `model_not_supported`, `slots_pinned_error`, `model_load_error`), else the error's class, such as `invalid_request_error`." }),
+    type: T.String({ description: `The model error's code (${MODEL_ERROR_CODES.map((c) => `\`${c}\``).join(", ")}), else the error's class, such as \`invalid_request_error\`.` }),
     code: T.Optional(T.String({ description: "The machine-readable code from the Errors table." })),
     param: T.Optional(T.String({ description: "The offending field: `model` for a model error." })),
     requested_model: T.Optional(T.String({ description: "The model the request named, for a model error." })),

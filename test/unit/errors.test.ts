@@ -5,8 +5,9 @@ import { Value } from "@sinclair/typebox/value";
 import Anthropic from "@anthropic-ai/sdk";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
+import { errorResponse } from "../../http/errors.ts";
 import { ApiError } from "../../lib/api-error.ts";
-import { ANY_ROUTE_ERRORS, BACKEND_ERRORS, E, type ErrorRow } from "../../spec/errors.ts";
+import { ANY_ROUTE_ERRORS, BACKEND_ERRORS, E, MODEL_ERROR_CODES, type ErrorRow } from "../../spec/errors.ts";
 import { documentedErrors, endpoints } from "../../spec/index.ts";
 import { LemonadeError, LemonadeModelError, OllamaError, OpenAIError } from "../../spec/schemas.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
@@ -92,6 +93,16 @@ describe("Lemonade's own routes answer in lemonade.md's shapes", () => {
       "Model 'user.Both': a model deploys in exactly one mode, but these labels name two: 'chat' and 'embeddings'. Register one model per mode.",
     );
   });
+});
+
+test("every model error's body has its code as type, and LemonadeModelError's description of type names each one", async () => {
+  const description = (LemonadeModelError.properties.error.properties.type as { description: string }).description;
+  for (const name of ["modelNotFound", "modelNotSupported", "slotsPinned", "modelLoadError", "routerResidencyConflict"] as const) {
+    const body = (await errorResponse(ApiError.of(E[name], "x"), "lemonade_model").json()) as any;
+    expect(body.error.type, name).toBe(E[name].code);
+    expect(description, name).toContain(`\`${E[name].code}\``);
+  }
+  expect(MODEL_ERROR_CODES).toHaveLength(5);
 });
 
 describe("Ollama-style routes", () => {

@@ -5250,7 +5250,7 @@ export interface components {
             error: {
                 /** @description The same message. */
                 message: string;
-                /** @description The model error's code (`model_not_found`, `model_not_supported`, `slots_pinned_error`, `model_load_error`), else the error's class, such as `invalid_request_error`. */
+                /** @description The model error's code (`model_not_found`, `model_not_supported`, `slots_pinned_error`, `model_load_error`, `router_residency_conflict`), else the error's class, such as `invalid_request_error`. */
                 type: string;
                 /** @description The machine-readable code from the Errors table. */
                 code?: string;
@@ -6852,7 +6852,7 @@ export interface components {
                 pid: number;
                 /** @description Whether the backend answers: always `true`, since a model whose engine is gone is not listed */
                 backend_alive: boolean;
-                /** @description `busy` while the backend serves a request, else `ready` */
+                /** @description `busy` while a local backend serves a request, else `ready`; a cloud model's is always `ready` */
                 backend_health: "ready" | "busy";
                 /** @description Always `true` */
                 loaded: boolean;
