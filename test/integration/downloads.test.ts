@@ -85,7 +85,7 @@ describe("pull", () => {
     expect(readdirSync(join(repoDir(s), "blobs")).sort()).toEqual([sha256(big), sha256(mmproj)].sort());
 
     const model = await (await fetch(`${s.url}/v1/models/user.Tiny`)).json();
-    expect(model).toMatchObject({ downloaded: true, labels: ["chat", "vision"], checkpoints: { main: "test-org/tiny-GGUF:Q8_0", mmproj: "test-org/tiny-GGUF:mmproj-tiny-f16.gguf" } });
+    expect(model).toMatchObject({ downloaded: true, labels: ["chat", "custom", "vision"], checkpoints: { main: "test-org/tiny-GGUF:Q8_0", mmproj: "test-org/tiny-GGUF:mmproj-tiny-f16.gguf" } });
     expect(JSON.parse(readFileSync(join(s.cacheDir, "user_models.json"), "utf8")).Tiny.checkpoint).toBe("test-org/tiny-GGUF:Q8_0");
   });
 
