@@ -216,7 +216,7 @@ async function maybeUnload<R extends object>(
   reply: R,
 ): Promise<(R & { model: string; created_at: string; done: true; done_reason: string }) | null> {
   if (!(empty && (body.keep_alive === 0 || body.keep_alive === "0" || body.keep_alive === "0s"))) return null;
-  const model = registered(ctx, body);
+  const model = registered(ctx, body.model);
   await ctx.scheduler.unload(model.id);
   return { model: String(body.model), created_at: CREATED_AT, ...reply, done: true, done_reason: "unload" };
 }
@@ -358,8 +358,7 @@ const needsOllamaEmbedder: ModelCheck = (m) =>
   m.type === "embedding" ? null : ApiError.of(E.notAnEmbedder, `Model ${m.id} is not an embedding model`);
 
 /** A registered model by its Ollama name (with or without `:latest`); anything else is Ollama's 404. */
-export function registered(ctx: Pick<ServerContext, "catalog">, body: { model?: string; name?: string }): CatalogModel {
-  const name = body.model ?? body.name;
+export function registered(ctx: Pick<ServerContext, "catalog">, name: string | undefined): CatalogModel {
   if (!name) throw ApiError.of(E.missingArgument, "name is required", "name");
   const model = ctx.catalog.find(name);
   if (!model || !ctx.catalog.isSupported(model)) throw ApiError.of(E.modelNotFound, `model '${stripTag(name)}' not found`);
@@ -475,7 +474,8 @@ export function details(model: CatalogModel) {
 
 /** POST /api/show */
 export function show(ctx: Pick<ServerContext, "catalog" | "options">, body: ShowRequest): ShowResponse {
-  const model = registered(ctx, body);
+  // Lemonade's show reads `name` unless it is empty, then `model`.
+  const model = registered(ctx, body.name || body.model);
   // A recipe with no context size (speech, images) reads as one sized at load time.
   const ctxSize = ctx.options.resolve(model).ctx_size ?? -1;
   const capabilities = [
@@ -540,7 +540,8 @@ export function ps(ctx: Pick<ServerContext, "catalog" | "scheduler">): PsRespons
 
 /** POST /api/pull: NDJSON progress lines, or one status when `stream` is false. */
 export async function pull(ctx: Pick<ServerContext, "catalog" | "library">, body: PullRequest): Promise<Response | PullResponse> {
-  const model = registered(ctx, body);
+  // Lemonade's pull and delete read `name` when it is sent (an empty one is missing), else `model`.
+  const model = registered(ctx, body.name ?? body.model);
   ctx.library.refuseOffline();
   if (body.stream === false) {
     await ctx.library.install(model).catch(rethrow("pull"));
@@ -558,7 +559,8 @@ export async function pull(ctx: Pick<ServerContext, "catalog" | "library">, body
         controller.enqueue(line({ status: "success" }));
         controller.enqueue(line({ status: "success" }));
       } catch (err) {
-        controller.enqueue(line({ status: "error", error: (err as Error).message }));
+        // Lemonade's failed pull ends with a line that carries only the error.
+        controller.enqueue(line({ error: (err as Error).message }));
       }
       controller.close();
     },
@@ -568,11 +570,11 @@ export async function pull(ctx: Pick<ServerContext, "catalog" | "library">, body
 
 /** DELETE /api/delete */
 export async function remove(ctx: Pick<ServerContext, "catalog" | "library">, body: DeleteRequest): Promise<Response> {
-  const name = body.model ?? body.name;
+  const name = body.name ?? body.model;
   const known = name ? ctx.catalog.find(name) : undefined;
   // Lemonade's delete words an unknown model as its catalog does, unlike show and pull.
   if (name && (!known || !ctx.catalog.isSupported(known))) throw ApiError.of(E.ollamaModelNotFound, `Model not found: ${stripTag(name)}`);
-  const model = registered(ctx, body);
+  const model = registered(ctx, name);
   await ctx.library.delete(model.id).catch(rethrow("delete"));
   return new Response(null, { status: 200 });
 }

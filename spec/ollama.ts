@@ -283,7 +283,7 @@ export type GenerateResponse = Static<typeof generate.response>;
 
 const ModelOrName = {
   model: T.Optional(T.String({ description: "The model's name (`name` is accepted too)." })),
-  name: T.Optional(T.String({ description: "The model's name, Ollama's older spelling." })),
+  name: T.Optional(T.String({ description: "The model's name, Ollama's older spelling; read before `model` when both are sent, as Lemonade does." })),
 };
 
 /** The body that only names a model (show, delete). */

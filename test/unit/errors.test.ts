@@ -193,6 +193,27 @@ describe("a model that cannot be served, as each dialect's official client sees 
     expect(await answers("/api/copy", { source: "a", destination: "b" })).toEqual([501, "not supported by Lemonade"]);
   });
 
+  test("Ollama /api/pull, /api/delete and /api/show read `name` before `model`, as Lemonade does; a failed streamed pull ends with a line of only its error", async () => {
+    const answers = async (path: string, body: unknown, method = "POST") => {
+      const res = await fetch(`${server.url}${path}`, { method, body: JSON.stringify(body), headers: { "content-type": "application/json" } });
+      return [res.status, (await res.json()).error];
+    };
+    expect(await answers("/api/pull", { name: "No-Such-Model", model: "Qwen3-0.6B-GGUF", stream: false })).toEqual([404, "model 'No-Such-Model' not found"]);
+    expect(await answers("/api/delete", { name: "No-Such-Model", model: "Qwen3-0.6B-GGUF" }, "DELETE")).toEqual([404, "Model not found: No-Such-Model"]);
+    expect(await answers("/api/show", { name: "No-Such-Model", model: "Qwen3-0.6B-GGUF" })).toEqual([404, "model 'No-Such-Model' not found"]);
+    // An empty `name` is a missing one for pull and delete; show reads `model` then.
+    expect(await answers("/api/pull", { name: "", model: "Qwen3-0.6B-GGUF" })).toEqual([400, "name is required"]);
+    expect(await answers("/api/delete", { name: "", model: "Qwen3-0.6B-GGUF" }, "DELETE")).toEqual([400, "name is required"]);
+    expect(await answers("/api/show", { name: "", model: "No-Such-Model" })).toEqual([404, "model 'No-Such-Model' not found"]);
+    // No hub is reachable here, so the download fails after the manifest line.
+    const res = await fetch(`${server.url}/api/pull`, { method: "POST", body: JSON.stringify({ model: "Qwen3-0.6B-GGUF" }) });
+    expect(res.status).toBe(200);
+    const lines = (await res.text()).trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines[0]).toEqual({ status: "pulling manifest" });
+    expect(Object.keys(lines.at(-1))).toEqual(["error"]);
+    expect(lines.at(-1).error).toContain("cannot reach the hub");
+  });
+
   test("Ollama /api/show and /api/tags: the modelfile as Lemonade writes it; a model with no context size reads num_ctx -1; sizes from the registry", async () => {
     const ollama = new Ollama({ host: server.url });
     const qwen = await ollama.show({ model: "Qwen3-0.6B-GGUF" });

@@ -6114,7 +6114,7 @@ export interface components {
         OllamaModelRef: {
             /** @description The model's name (`name` is accepted too). */
             model?: string;
-            /** @description The model's name, Ollama's older spelling. */
+            /** @description The model's name, Ollama's older spelling; read before `model` when both are sent, as Lemonade does. */
             name?: string;
         };
         OllamaShowResponse: {
@@ -6183,7 +6183,7 @@ export interface components {
         OllamaPullRequest: {
             /** @description The model's name (`name` is accepted too). */
             model?: string;
-            /** @description The model's name, Ollama's older spelling. */
+            /** @description The model's name, Ollama's older spelling; read before `model` when both are sent, as Lemonade does. */
             name?: string;
             /** @description `true` streams the response as newline-delimited JSON; `false` sends one response once complete. Defaults to `true`. */
             stream?: boolean;
