@@ -14,7 +14,7 @@ import type {
   RegistrySearchResponse,
 } from "../spec/downloads.ts";
 import { load as loadSpec, type LoadRequest, type LoadResponse, type UnloadResponse } from "../spec/lifecycle.ts";
-import { E } from "../spec/errors.ts";
+import { E, MODEL_ERROR_CODES } from "../spec/errors.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { clip } from "../lib/scrub.ts";
 import { sseResponse } from "../lib/sse.ts";
@@ -54,7 +54,7 @@ export async function load(ctx: LoadContext, body: LoadRequest): Promise<LoadRes
   }
 }
 
-const MODEL_ERRORS = new Set([E.modelNotSupported.code, E.modelNotFound.code, E.slotsPinned.code, E.modelLoadError.code]);
+const MODEL_ERRORS = new Set(MODEL_ERROR_CODES);
 
 /** POST /v1/unload: the model named (the answer names it as the request did, an alias by its
  * target, as Lemonade does), or every model when none is. */
