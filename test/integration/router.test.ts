@@ -297,9 +297,10 @@ describe("catalog and options", () => {
     expect(ids).toEqual(expect.arrayContaining(["tiny-chat", "tiny-embed", "tiny-rerank", "my-chat"]));
     expect(ids).not.toContain("Qwen3-0.6B-GGUF");
     const byId = Object.fromEntries(list.data.map((m: any) => [m.id, m]));
-    expect(byId["tiny-embed"].labels).toEqual(["embeddings"]);
-    expect(byId["tiny-rerank"].labels).toEqual(["reranking"]);
-    expect(byId["tiny-chat"]).toMatchObject({ labels: ["chat"], downloaded: true, source: "extra_models_dir", max_context_window: 4096 });
+    // Each is `custom` first, as Lemonade labels an imported model, then its kind from its metadata.
+    expect(byId["tiny-embed"].labels).toEqual(["custom", "embeddings"]);
+    expect(byId["tiny-rerank"].labels).toEqual(["custom", "reranking"]);
+    expect(byId["tiny-chat"]).toMatchObject({ labels: ["custom", "chat"], downloaded: true, source: "extra_models_dir", max_context_window: 4096 });
     expect(byId["my-chat"].checkpoint).toBe(byId["tiny-chat"].checkpoint);
 
     const all = await (await fetch(`${s.url}/v1/models?show_all=true`)).json();
