@@ -108,7 +108,7 @@ test("a registered classifier: `text` as the alias, top_k keeps the best k in or
   const pulled = await post("/v1/pull", { model_name: "user.Sentiment", checkpoint: "test-org/sentiment-ONNX", recipe: "onnxruntime", labels: ["classifier"] });
   expect(pulled.status).toBe(200);
   const listed = (await (await fetch(`${server.url}/v1/models/Sentiment`)).json()).labels;
-  expect(listed).toEqual(["classification"]);
+  expect(listed).toEqual(["classification", "custom"]);
   const want = expected("sentiment");
   for (const [text, scores] of Object.entries(want)) {
     const body = await (await post("/v1/classify", { model: "Sentiment", text })).json();
