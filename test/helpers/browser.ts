@@ -67,10 +67,16 @@ export async function closePage(page: Page): Promise<void> {
       ws.close();
     }
   });
+  // The requests already asked are let finish first: navigating away disposes of a request whose
+  // answer is still coming, and playwright-core under Bun then fails on that answer's event.
+  const pending = inFlight.get(page)!;
+  const settle = async () => {
+    for (let i = 0; i < 500 && pending.size; i++) await Bun.sleep(20);
+  };
+  await settle();
   // A blank page starts nothing more: an answer arriving now cannot make the app ask again.
   await page.goto("about:blank");
-  const pending = inFlight.get(page)!;
-  for (let i = 0; i < 500 && pending.size; i++) await Bun.sleep(20);
+  await settle();
   await page.context().close();
 }
 

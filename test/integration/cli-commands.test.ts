@@ -140,7 +140,7 @@ describe("the single-file build", () => {
     // One message went out; /bye ended the chat before the line after it. The server counts a
     // request when its stream has ended, which may be just after the client saw [DONE].
     let after = await chats();
-    for (let i = 0; i < 20 && after === before; i++) {
+    for (let i = 0; i < 200 && after === before; i++) {
       await Bun.sleep(50);
       after = await chats();
     }
