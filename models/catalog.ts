@@ -82,7 +82,6 @@ export interface ResolvedFile {
   sizeBytes: number;
 }
 
-/** A name the catalog does not know or cannot serve (404), or a definition it refuses (400). */
 /** A size on disk in Lemonade's unit and precision: GiB, to 3 decimals under 1, 2 under 10, else 1. */
 export function diskSizeGb(bytes: number): number {
   const gib = bytes / 2 ** 30;
@@ -90,6 +89,7 @@ export function diskSizeGb(bytes: number): number {
   return Math.round(gib * scale) / scale;
 }
 
+/** A name the catalog does not know or cannot serve (404), or a definition it refuses (400). */
 export class CatalogError extends ApiError {
   constructor(kind: "model_not_found" | "model_not_supported" | "invalid_labels", message: string, param?: string) {
     const row = kind === "model_not_found" ? E.modelNotFound : kind === "model_not_supported" ? E.modelNotSupported : E.invalidArgument;

@@ -66,9 +66,9 @@ export async function unload(ctx: Pick<ServerContext, "aliases" | "catalog" | "p
   }
   const name = ctx.aliases.resolve(given);
   const done: UnloadResponse = { status: "success", message: "Model unloaded successfully", model_name: name };
-  // A loaded cloud model is unloaded by its name even once its provider no longer lists it.
-  if (ctx.proxy.unloadCloud(ctx.catalog.find(name)?.id ?? name)) return done;
   const model = ctx.catalog.find(name);
+  // A loaded cloud model is unloaded by its name even once its provider no longer lists it.
+  if (ctx.proxy.unloadCloud(model?.id ?? name)) return done;
   if (!model || !(await ctx.scheduler.unload(model.id))) throw ApiError.of(E.modelNotLoaded, `Model not loaded: ${clip(name)}`);
   return done;
 }

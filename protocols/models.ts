@@ -188,11 +188,12 @@ export function loadedEntries(ctx: Pick<ServerContext, "catalog" | "cloud" | "pr
   );
   return [...local, ...ctx.proxy.loadedCloud().map((c) => cloudHealthEntry(ctx, c, all))];
 }
+
 /** A loaded cloud model's entry: no engine of its own, in the pool no limit counts. */
 function cloudHealthEntry(
   ctx: Pick<ServerContext, "catalog" | "cloud">,
   { model, lastUse, inflight, streaming }: ReturnType<ServerContext["proxy"]["loadedCloud"]>[number],
-  all: ReturnType<ServerContext["catalog"]["all"]>,
+  all: CatalogModel[],
 ): HealthResponse["all_models_loaded"][number] {
   const info = model.cloud!;
   return {
