@@ -526,15 +526,10 @@ export function tags(ctx: Pick<ServerContext, "catalog">): TagsResponse {
 export function ps(ctx: Pick<ServerContext, "catalog" | "scheduler">): PsResponse {
   const all = ctx.catalog.all();
   return {
-    models: ctx.scheduler.list().map((s) => ({
-      name: tagged(ctx.catalog.publicId(s.model, all)),
-      model: tagged(ctx.catalog.publicId(s.model, all)),
-      size: 0,
-      digest: spec.ZERO_DIGEST,
-      details: details(s.model),
-      expires_at: "2099-01-01T00:00:00Z",
-      size_vram: 0,
-    })),
+    models: ctx.scheduler.list().map((s) => {
+      const id = tagged(ctx.catalog.publicId(s.model, all));
+      return { name: id, model: id, size: 0, digest: spec.ZERO_DIGEST, details: details(s.model), expires_at: "2099-01-01T00:00:00Z", size_vram: 0 };
+    }),
   };
 }
 
