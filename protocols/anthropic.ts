@@ -5,7 +5,7 @@
 // this adapter does each of those as Anthropic's API does. Unknown fields are dropped and named in
 // a warning, never refused.
 import { ApiError } from "../lib/api-error.ts";
-import { E } from "../spec/errors.ts";
+import { E, MODEL_ERROR_CODES } from "../spec/errors.ts";
 import { sseFramer, type StreamRule } from "../runtime/stream-pump.ts";
 import { anthropic as spec } from "../spec/index.ts";
 import { asJson, jsonItems, type Json } from "../lib/json.ts";
@@ -35,8 +35,9 @@ export function anthropicErrorBody(err: ApiError): unknown {
   return { type: "error", error: { type, message } };
 }
 
-/** The loading errors a Messages request answers as Lemonade's does: the model not found. */
-const LOAD_FAILURES = new Set<string>([E.modelNotFound.code, E.modelNotSupported.code, E.modelLoadError.code, E.slotsPinned.code]);
+/** The loading errors a Messages request answers as Lemonade's does, the model not found: every
+ * model error but a residency conflict, which keeps its 409. */
+const LOAD_FAILURES = new Set(MODEL_ERROR_CODES.filter((code) => code !== E.routerResidencyConflict.code));
 
 /** A failed load of `model` as Anthropic's route answers it (404, whatever failed; a residency
  * conflict keeps its 409); any other failure passes unchanged. */
