@@ -128,7 +128,6 @@ export function bareName(m: Pick<Model, "id" | "canonical_id">): string {
   return hit ? canonical.slice(hit[0].length) : canonical;
 }
 
-
 /** How model lists show a model: its id, or for a shadowed source (listed by its canonical id)
  * `NAME (registered)`, `NAME (imported)` or `NAME (builtin)`, as the custom-models guide has GUIs
  * show it. An alias's row carries its target's canonical id and keeps its own name. */
