@@ -90,7 +90,10 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     },
     aliases,
   );
-  const recipeOptions = new RecipeOptionsStore(config.cacheDir);
+  const recipeOptions = new RecipeOptionsStore(config.cacheDir, {
+    isBuiltIn: (name) => catalog.isBuiltIn(name),
+    log: { info: (m) => logger.info("Models", m), warn: (m) => logger.warn("Models", m) },
+  });
   // The scheduler is made below; the planner only reads its slots later.
   const rpcWorkers = new RpcWorkers(rpc, systemClock);
   const planner = memoryPlanner(config, catalog, () => scheduler.list(), (option) => rpcWorkers.freeBytes(option));

@@ -137,6 +137,9 @@ export function reservedNameProblem(id: string): string | undefined {
 type NamingSource = "user" | "extra" | "builtin";
 const SOURCE_PRECEDENCE: NamingSource[] = ["user", "extra", "builtin"];
 
+/** Whether a name already carries a source's prefix (`user.`, `extra.` or `builtin.`). */
+export const hasSourcePrefix = (name: string): boolean => SOURCE_PRECEDENCE.some((s) => name.startsWith(`${s}.`));
+
 /** A model's names in listings (Catalog.naming). */
 export interface ModelNaming {
   /** The id listings show it by. */
@@ -410,6 +413,11 @@ export class Catalog {
     });
   }
 
+  /** Whether `name` is a built-in model's (bare) name, exactly as server_models.json spells it. */
+  isBuiltIn(name: string): boolean {
+    return this.builtIn.some((m) => m.id === name);
+  }
+
   /** Every model known, supported here or not. */
   all(): CatalogModel[] {
     return [...this.builtIn, ...this.user, ...this.extraModels(), ...(this.opts.remote?.() ?? [])];
@@ -447,7 +455,7 @@ export class Catalog {
     if (model.source === "cloud") return undefined;
     if (model.source === "extra_models_dir") return { source: "extra", bare: model.id.slice("extra.".length) };
     if (model.id.startsWith("user.")) return { source: "user", bare: model.id.slice("user.".length) };
-    return this.builtIn.some((b) => b.id === model.id) ? { source: "builtin", bare: model.id } : undefined;
+    return this.isBuiltIn(model.id) ? { source: "builtin", bare: model.id } : undefined;
   }
 
   /** How listings name a model (the custom-models guide's "What the API emits"): `id`, the bare

@@ -13,6 +13,7 @@ import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
 import { E } from "../spec/errors.ts";
 import { optionSpecs, RECIPE_SPECS, type Options, type OptionValue } from "../spec/recipes.ts";
 import type { ArchetypeProfileT, Layer, TuningParamsT } from "../spec/tuning.ts";
+import { hasSourcePrefix } from "./catalog.ts";
 import { paramsFor, type LocalTune } from "./tuning.ts";
 
 /** An option value a recipe does not take: the documented 400 invalid_argument. */
@@ -327,29 +328,70 @@ export class OptionResolver<M extends OptionedModel = OptionedModel> {
   }
 }
 
-/** recipe_options.json: each model's explicitly saved options. */
+/** The key recipe_options.json keeps a model's options under: its canonical id. The catalog knows
+ * user and extra models by theirs and a built-in by its bare name, which gets `builtin.`; so does
+ * any other unprefixed id, as Lemonade keys it. */
+export function optionsKey(id: string): string {
+  return hasSourcePrefix(id) ? id : `builtin.${id}`;
+}
+
+export interface RecipeOptionsStoreOptions {
+  /** Whether a bare key is a built-in's name, which the first load rewrites to `builtin.<name>`. */
+  isBuiltIn?: (name: string) => boolean;
+  log?: { info(message: string): void; warn(message: string): void };
+}
+
+/** recipe_options.json: each model's explicitly saved options, under its canonical id. Callers
+ * name a model by its catalog id. */
 export class RecipeOptionsStore {
   private readonly path: string;
   private data: Record<string, Options>;
 
-  constructor(cacheDir: string) {
+  constructor(cacheDir: string, opts: RecipeOptionsStoreOptions = {}) {
     this.path = join(cacheDir, "recipe_options.json");
     const raw = readJsonFile<Record<string, Options>>(this.path, {});
     if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
       throw new Error(`${this.path} must hold a JSON object of model name -> options`);
     }
-    this.data = raw;
+    this.data = this.migrated(raw, opts.isBuiltIn ?? (() => false), opts.log);
+  }
+
+  /** Older Lemonade saved a built-in's options under its bare name: each such key is rewritten to
+   * `builtin.<name>` where it stands (an entry already under that key wins), and the file written
+   * back once. A bare key that names no built-in is kept as it is. */
+  private migrated(raw: Record<string, Options>, isBuiltIn: (name: string) => boolean, log: RecipeOptionsStoreOptions["log"]): Record<string, Options> {
+    let moved = 0;
+    const next: Record<string, Options> = {};
+    for (const [key, value] of Object.entries(raw)) {
+      if (hasSourcePrefix(key) || !isBuiltIn(key)) {
+        next[key] = value;
+        continue;
+      }
+      moved++;
+      const canonical = optionsKey(key);
+      if (!(canonical in raw)) next[canonical] = value;
+    }
+    if (!moved) return raw;
+    try {
+      writeJsonFileAtomic(this.path, next);
+      log?.info(`Migrated ${moved} recipe_options.json ${moved === 1 ? "key" : "keys"} of built-in models to the builtin. prefix`);
+    } catch (err) {
+      // The migrated keys still serve this run; the next start tries the write again.
+      log?.warn(`Could not write the migrated ${this.path}: ${(err as Error).message}`);
+    }
+    return next;
   }
 
   saved(model: string): Options {
-    return { ...(this.data[model] ?? {}) };
+    return { ...(this.data[optionsKey(model)] ?? {}) };
   }
 
   /** Replaces a model's entry (an empty entry removes it); disk first, then memory. */
   replace(model: string, options: Options): void {
+    const key = optionsKey(model);
     const next = { ...this.data };
-    if (Object.keys(options).length) next[model] = options;
-    else delete next[model];
+    if (Object.keys(options).length) next[key] = options;
+    else delete next[key];
     writeJsonFileAtomic(this.path, next);
     this.data = next;
   }
