@@ -190,6 +190,7 @@ export function classify(id: string, recipe: string, labels: string[]): { type: 
   const type = named.length ? DEPLOYMENT[named[0]!]! : defaultLabel ? DEPLOYMENT[defaultLabel]! : "llm";
   const out = labels.map(canonicalLabel);
   if (!named.length && defaultLabel) out.unshift(defaultLabel);
+  out.push(...(RECIPE_SPECS[recipe]?.defaultCapabilities ?? []));
   return { type, labels: [...new Set(out)] };
 }
 
@@ -223,6 +224,9 @@ function fromRow(id: string, row: RegistryRow, source: ModelSource): CatalogMode
     : row.recipe === ROUTER_RECIPE || row.recipe === OMNI_RECIPE
       ? { type: "llm" as ModelType, labels: ["chat", ...(row.labels ?? []).filter((l) => l !== "chat")] }
       : { type: "llm" as ModelType, labels: row.labels ?? [] };
+  // A user model's labels are a sorted set with `custom` among them, as Lemonade keeps a
+  // registration's, whether it was registered or written into user_models.json by hand.
+  const listed = id.startsWith("user.") ? [...new Set(["custom", ...labels])].sort() : labels;
   const defaults = Object.entries(row.image_defaults ?? {});
   const imageOptions = Object.fromEntries(defaults.filter(([k]) => IMAGE_OPTION_KEYS.includes(k)));
   const imageExtras = Object.fromEntries(defaults.filter(([k]) => !IMAGE_OPTION_KEYS.includes(k)));
@@ -230,7 +234,7 @@ function fromRow(id: string, row: RegistryRow, source: ModelSource): CatalogMode
     id,
     recipe: row.recipe,
     type,
-    labels,
+    labels: listed,
     checkpoints,
     suggested: row.suggested ?? false,
     size: row.size,
@@ -312,10 +316,10 @@ export class Catalog {
     if (!/^user\.[A-Za-z0-9_+-][A-Za-z0-9._+-]*$/.test(id) || id.includes("..")) {
       throw new CatalogError("invalid_labels", `Model '${clip(id)}': a name may use letters, digits and . _ + - only`);
     }
-    // Lemonade stores a registration's labels as a sorted set with `custom` among them, and
-    // marks it suggested; an entry written by hand keeps the labels its author gave.
-    row = { ...row, labels: [...new Set(["custom", ...(row.labels ?? [])])].sort(), suggested: true };
-    const model = fromRow(id, row, "huggingface");
+    // Lemonade stores a registration's labels as it lists them (the deployment label included)
+    // and marks it suggested.
+    const model = fromRow(id, { ...row, suggested: true }, "huggingface");
+    row = { ...row, labels: model.labels, suggested: true };
     if (!model.checkpoints.main && !model.router && !model.omni) throw new CatalogError("invalid_labels", `Model '${id}': a main checkpoint is required (checkpoint or checkpoints.main)`);
     for (const [role, checkpoint] of Object.entries(model.checkpoints)) {
       const problem = checkpointProblem(checkpoint);

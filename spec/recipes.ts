@@ -62,6 +62,8 @@ export interface RecipeSpec {
   standIns?: Partial<Record<Capability, string>>;
   /** The deployment label of a model that names none. */
   defaultLabel: string;
+  /** Labels every model of the recipe carries, whatever its own say. */
+  defaultCapabilities?: string[];
   /** The recipe options a load accepts, with their built-in defaults. */
   options: Record<string, OptionSpec>;
   /** The option that picks the backend; the CLI spells it `--<cliFlag> BACKEND`. */
@@ -191,6 +193,8 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
     serves: ["transcription"],
     capabilities: { transcribe: "/inference" },
     defaultLabel: "transcription",
+    // Lemonade marks every whisper.cpp model as one /realtime can stream to.
+    defaultCapabilities: ["realtime-transcription"],
     options: {
       whispercpp_backend: { kind: "string", default: "cpu", doc: "whispercpp: `auto`, `cpu` or `system`." },
       whispercpp_args: { kind: "string", default: "", doc: "whispercpp: extra whisper-server arguments: only decoding, thread and device flags (such as `--threads`, `--beam-size`, `--language`, `--no-gpu`); the server sets `-m`, `--port`, `--host`." },

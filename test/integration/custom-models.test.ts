@@ -1,6 +1,6 @@
 // lemonade-docs-guide-configuration-custom-models.md: recipe_options.json keyed by canonical id
 // (`builtin.NAME`, `user.NAME`, `extra.NAME`) for every reader and writer, with the migration of
-// older bare built-in keys.
+// older bare built-in keys; a user model's automatic labels.
 import { afterAll, describe, expect, test } from "bun:test";
 import { copyFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -118,5 +118,30 @@ describe("options under the canonical id of the model a name resolves to", () =>
     // DELETE by the bare name resets the winner only.
     expect((await fetch(`${s.url}/v1/models/${BUILTIN}/options`, { method: "DELETE" })).status).toBe(200);
     expect(Object.keys(JSON.parse(readFileSync(optionsFile(s), "utf8"))).sort()).toEqual([`builtin.${BUILTIN}`, `extra.${BUILTIN}`]);
+  });
+});
+
+describe("a user model's labels", () => {
+  test("an entry written into user_models.json by hand gets `custom` and, naming no deployment label, its recipe's default", async () => {
+    const cacheDir = tempDir();
+    mkdirSync(cacheDir, { recursive: true });
+    writeFileSync(
+      join(cacheDir, "user_models.json"),
+      JSON.stringify({
+        "Hand-Chat": { checkpoint: "test-org/tiny-GGUF:Q4_0", recipe: "llamacpp" },
+        "Hand-Coder": { checkpoint: "test-org/tiny-GGUF:Q4_0", recipe: "llamacpp", labels: ["tool-calling", "coding"] },
+        "Hand-Embed": { checkpoint: "test-org/tiny-GGUF:Q4_0", recipe: "llamacpp", labels: ["embeddings"] },
+        "Hand-Image": { checkpoint: "test-org/tiny-sd:model.safetensors", recipe: "sd-cpp" },
+        "Hand-Whisper": { checkpoint: "ggerganov/whisper.cpp:ggml-tiny.bin", recipe: "whispercpp" },
+      }),
+    );
+    const s = await start({}, cacheDir);
+    const labelsOf = async (id: string) => (await (await fetch(`${s.url}/v1/models/${id}`)).json()).labels;
+    expect(await labelsOf("Hand-Chat")).toEqual(["chat", "custom"]);
+    expect(await labelsOf("user.Hand-Coder")).toEqual(["chat", "coding", "custom", "tool-calling"]);
+    expect(await labelsOf("Hand-Embed")).toEqual(["custom", "embeddings"]);
+    expect(await labelsOf("Hand-Image")).toEqual(["custom", "image"]);
+    // whisper.cpp models also carry Lemonade's realtime-transcription capability.
+    expect(await labelsOf("Hand-Whisper")).toEqual(["custom", "realtime-transcription", "transcription"]);
   });
 });

@@ -52,14 +52,14 @@ test("lemonade_list_models suggests a shadowed built-in by its builtin. name, as
   expect((await load.json()).message).toStartWith("Failed to load model 'builtin.Qwen3-0.6B-GGUF': ");
 });
 
-test("a registration is stored and listed with the custom label, as a sorted set, and suggested, as Lemonade stores it", async () => {
+test("a registration is stored and listed with the custom label and its recipe's deployment label, as a sorted set, and suggested, as Lemonade stores it", async () => {
   expect((await post("/v1/models/register", { model_name: "user.Labeled", checkpoint: "test-org/tiny-GGUF:Q4_0", recipe: "llamacpp", reasoning: true, labels: ["vision"] })).status).toBe(200);
   expect(await get("Labeled")).toMatchObject({ labels: ["chat", "custom", "reasoning", "vision"], suggested: true });
   const stored = JSON.parse(readFileSync(join(server.cacheDir, "user_models.json"), "utf8")).Labeled;
-  expect(stored).toMatchObject({ labels: ["custom", "reasoning", "vision"], suggested: true });
+  expect(stored).toMatchObject({ labels: ["chat", "custom", "reasoning", "vision"], suggested: true });
 });
 
-test("a user_models.json entry written by hand is listed with its own labels, suggested, and the file is left as written", async () => {
+test("a user_models.json entry written by hand is listed with its own labels, custom and its deployment label added, suggested, and the file is left as written", async () => {
   const cacheDir = tempDir();
   mkdirSync(cacheDir, { recursive: true });
   const written = JSON.stringify({ Hand: { checkpoint: "test-org/tiny-GGUF:Q4_0", recipe: "llamacpp", labels: ["reasoning"] } });
@@ -67,7 +67,7 @@ test("a user_models.json entry written by hand is listed with its own labels, su
   const other = await startTestServer({}, cacheDir, { engines: false });
   try {
     const model = await (await fetch(`${other.url}/v1/models/Hand`)).json();
-    expect(model).toMatchObject({ labels: ["chat", "reasoning"], suggested: true });
+    expect(model).toMatchObject({ labels: ["chat", "custom", "reasoning"], suggested: true });
     expect(readFileSync(join(cacheDir, "user_models.json"), "utf8")).toBe(written);
   } finally {
     await other.close();
