@@ -12,6 +12,7 @@ export interface ExtraModelFiles {
   name: string;
   main: string;
   mmproj?: string;
+  /** Its main file (or main file's shard series) and its mmproj. */
   sizeBytes: number;
 }
 
@@ -26,6 +27,23 @@ const SHARD = /^(.+)[-._]\d{5}-of-\d{5}\.gguf$/i;
 interface Found {
   path: string;
   size: number;
+}
+
+/** The series a shard's name says it belongs to (its base and shard count), as Lemonade reads
+ * one when it sizes a model: any number of digits, index 1 to the count. */
+function shardSeries(name: string): string | undefined {
+  const m = /[-._](\d+)-of-(\d+)\.gguf$/i.exec(name);
+  if (!m) return undefined;
+  const [index, total] = [Number(m[1]), Number(m[2])];
+  return index >= 1 && index <= total ? `${name.slice(0, m.index)}\0${total}` : undefined;
+}
+
+/** A model's size on disk as Lemonade counts it: its main file, or every file of the main file's
+ * shard series in that folder, and its mmproj. */
+function modelBytes(main: Found, mmproj: Found | undefined, folder: Found[]): number {
+  const series = shardSeries(basename(main.path));
+  const weights = series ? folder.filter((f) => shardSeries(basename(f.path)) === series) : [main];
+  return weights.reduce((n, f) => n + f.size, 0) + (mmproj?.size ?? 0);
 }
 
 /** The regular GGUF files (links followed) of each folder under `root`, the root included, by folder path. */
@@ -66,8 +84,8 @@ function folderModels(dir: string, found: Found[]): ExtraModelFiles[] {
   const sorted = [...found].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   const weights = sorted.filter((f) => !isMmproj(basename(f.path)));
   if (!weights.length) return [];
-  const mmproj = sorted.find((f) => isMmproj(basename(f.path)))?.path;
-  const withMmproj = mmproj ? { mmproj } : {};
+  const mmproj = sorted.find((f) => isMmproj(basename(f.path)));
+  const withMmproj = mmproj ? { mmproj: mmproj.path } : {};
   // Files of one shard series are one variant; every variant must be a named quantisation for
   // the folder to split (anything else would be a guess at which files go together).
   const series = new Map<string, Found[]>();
@@ -78,13 +96,13 @@ function folderModels(dir: string, found: Found[]): ExtraModelFiles[] {
   }
   const split = series.size > 1 && weights.every((f) => QUANT.test(basename(f.path)));
   if (!split) {
-    return [{ name: basename(dir), main: weights[0]!.path, ...withMmproj, sizeBytes: sorted.reduce((n, f) => n + f.size, 0) }];
+    return [{ name: basename(dir), main: weights[0]!.path, ...withMmproj, sizeBytes: modelBytes(weights[0]!, mmproj, sorted) }];
   }
   return [...series.entries()].map(([key, files]) => ({
     name: files.length > 1 ? key : stem(files[0]!.path),
     main: files[0]!.path,
     ...withMmproj,
-    sizeBytes: files.reduce((n, f) => n + f.size, 0),
+    sizeBytes: modelBytes(files[0]!, mmproj, sorted),
   }));
 }
 
@@ -106,7 +124,7 @@ export function scanExtraModels(root: string): ExtraModelFiles[] {
   };
   // Top-level files claim their names first.
   const top = [...(byDir.get(root) ?? [])].sort((a, b) => (a.path < b.path ? -1 : 1));
-  for (const f of top) if (!isMmproj(basename(f.path))) add({ name: stem(f.path), main: f.path, sizeBytes: f.size }, root);
+  for (const f of top) if (!isMmproj(basename(f.path))) add({ name: stem(f.path), main: f.path, sizeBytes: modelBytes(f, undefined, top) }, root);
   const dirs = [...byDir.keys()].filter((d) => d !== root).sort((a, b) => compareSegments(a, b));
   for (const dir of dirs) for (const m of folderModels(dir, byDir.get(dir)!)) add(m, dir);
   return models;

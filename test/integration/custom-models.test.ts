@@ -1,8 +1,8 @@
 // lemonade-docs-guide-configuration-custom-models.md: recipe_options.json keyed by canonical id
 // (`builtin.NAME`, `user.NAME`, `extra.NAME`) for every reader and writer, with the migration of
-// older bare built-in keys; a user model's automatic labels.
+// older bare built-in keys; a user model's automatic labels; an extra model's size in GiB.
 import { afterAll, describe, expect, test } from "bun:test";
-import { copyFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { MODELS, testModelsDir } from "../helpers/engines.ts";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
@@ -143,5 +143,40 @@ describe("a user model's labels", () => {
     expect(await labelsOf("Hand-Image")).toEqual(["custom", "image"]);
     // whisper.cpp models also carry Lemonade's realtime-transcription capability.
     expect(await labelsOf("Hand-Whisper")).toEqual(["custom", "realtime-transcription", "transcription"]);
+  });
+});
+
+describe("an extra model's size", () => {
+  const extra = tempDir("lemonade-extra-sizes-");
+  /** A sparse file of that many bytes. */
+  const put = (path: string, bytes: number) => {
+    mkdirSync(join(extra, path, ".."), { recursive: true });
+    writeFileSync(join(extra, path), "");
+    truncateSync(join(extra, path), bytes);
+  };
+
+  test("is GiB, rounded as Lemonade rounds: the main file or its whole shard series, plus the model's mmproj", async () => {
+    put("Top-00001-of-00002.gguf", 3e8);
+    put("Top-00002-of-00002.gguf", 4e8);
+    put("Vis/vis-model.gguf", 2e9);
+    put("Vis/mmproj-a.gguf", 6e8);
+    put("Vis/mmproj-b.gguf", 5e8);
+    put("Q/Q-Q4_K_M-00001-of-00002.gguf", 1e8);
+    put("Q/Q-Q4_K_M-00002-of-00002.gguf", 1e8);
+    put("Q/Q-Q8_0.gguf", 3e8);
+    put("Q/mmproj-q.gguf", 5e7);
+    put("Mixed/alpha.gguf", 1e9);
+    put("Mixed/beta.gguf", 1e9);
+    const s = await start({ LEMONADE_EXTRA_MODELS_DIR: extra });
+    const sizeOf = async (id: string) => (await (await fetch(`${s.url}/v1/models/extra.${id}`)).json()).size;
+    // A top-level shard is a model of its own, sized as its whole series (7e8 bytes).
+    expect(await sizeOf("Top-00001-of-00002")).toBe(0.652);
+    // The main file and the first mmproj only (2.6e9 bytes), not every mmproj in the folder.
+    expect(await sizeOf("Vis")).toBe(2.42);
+    // Each quantisation of a split folder: its shards and the folder's mmproj (2.5e8 and 3.5e8 bytes).
+    expect(await sizeOf("Q-Q4_K_M")).toBe(0.233);
+    expect(await sizeOf("Q-Q8_0")).toBe(0.326);
+    // A folder that stays one model is its main file's size (1e9 bytes), not the folder's.
+    expect(await sizeOf("Mixed")).toBe(0.931);
   });
 });
