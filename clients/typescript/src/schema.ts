@@ -1225,7 +1225,7 @@ export interface paths {
         };
         /**
          * Read a model's recipe options by layer
-         * @description Reads a model's recipe options, separated by layer, without loading it. Per-model options live in `recipe_options.json` in the cache directory. A load resolves each option through the priority chain: the `/v1/load` request, then the saved entry, then the model's registry row, then the server configuration, then the built-in default.
+         * @description Reads a model's recipe options, separated by layer, without loading it. Per-model options live in `recipe_options.json` in the cache directory, each under the canonical id of the model the name resolves to (`builtin.NAME`, `user.NAME` or `extra.NAME`), so a shadowed built-in keeps its own. A load resolves each option through the priority chain: the `/v1/load` request, then the saved entry, then the model's registry row, then the server configuration, then the built-in default.
          */
         get: operations["openai.models_id_options_get"];
         put?: never;
