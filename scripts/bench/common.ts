@@ -4,6 +4,7 @@
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { SERVER_RUNTIME_ENV } from "../../cli/runtime-env.ts";
 import { defaultCacheDir } from "../../config/config.ts";
 import { LLAMACPP } from "../../engines/llamacpp.ts";
 import { cachedBinary } from "../../engines/source-build.ts";
@@ -48,21 +49,10 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-/** The runtime settings the server is started with (package.json's `start`, the .deb's systemd
- * unit): without JavaScriptCore's top JIT tier (FTL) the RSS a load test leaves is about half
- * (bench memory: +14 % over idle after 10,000 requests with it, +7 % without), at no request rate
- * bench catalog can tell apart. The DFG tier (the top one left) compiles a function after 10,000
- * rather than 1,000 units of warm-up: start-up calls two small functions often enough for the
- * default (the bundler's module initializer, Elysia's checksum of a handler's source; at 5,000
- * still one start in four), and that one compile pages in 2 MB of the DFG's own code, for good
- * (bench memory, npm start idle: 53.6 -> 51.7 MB; the server's CPU for 10,000 requests, warm-up
- * included, measured no different). Its other settings (--smol, a smaller RAM size or heap, mimalloc's purge
- * delay and eager commit, one GC marker, no concurrent JIT) measured no better; without the DFG
- * at all idle is as low, but each request costs 1.5 to 2 times the CPU. */
-export const SERVER_RUNTIME_ENV = { BUN_JSC_useFTLJIT: "0", BUN_JSC_thresholdForOptimizeAfterWarmUp: "10000" };
 
 /** `lemonade serve` in its own process (from the sources, or `command`: npm start's launcher, the
- * single executable), the FAKE engine first on its PATH; settles once /live answers. */
+ * single executable), the FAKE engine first on its PATH; settles once /live answers. Run by Bun,
+ * it gets the runtime settings npm start's script sets; the single executable sets its own. */
 export async function spawnServer(w: Work, env: Record<string, string> = {}, command = [process.execPath, join(import.meta.dir, "..", "..", "cli", "main.ts")]): Promise<ServerProcess> {
   const fakeDir = join(import.meta.dir, "..", "fake-engine");
   const port = freePort();
@@ -70,7 +60,7 @@ export async function spawnServer(w: Work, env: Record<string, string> = {}, com
   const child = Bun.spawn([...command, "serve", "--port", String(port)], {
     env: {
       ...process.env,
-      ...SERVER_RUNTIME_ENV,
+      ...(command[0] === process.execPath ? SERVER_RUNTIME_ENV : {}),
       PATH: `${fakeDir}:${dirname(process.execPath)}:${process.env.PATH}`,
       LEMONADE_CACHE_DIR: w.cacheDir,
       LEMONADE_EXTRA_MODELS_DIR: w.extra,

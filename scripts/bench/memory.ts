@@ -25,7 +25,7 @@ interface Idle {
 }
 
 async function idleOf(pid: number): Promise<Idle> {
-  const rss = await settled(pid, 1500);
+  const rss = await settled(pid, 4000);
   return { rss, anonymous: anonymousMb(pid) };
 }
 

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { SERVER_RUNTIME_ENV } from "../../cli/runtime-env.ts";
 import { defaultCacheDir } from "../../config/config.ts";
 import { freePort } from "../../engines/process.ts";
 import { MODELS, testModelsDir } from "../helpers/engines.ts";
@@ -69,6 +70,12 @@ afterAll(async () => {
 });
 
 describe("the single-file build", () => {
+  test("serve re-runs itself in place with the JavaScriptCore settings npm start's script sets", () => {
+    // Started with none of them: the same process (execve keeps the pid) now has each.
+    const environ = readFileSync(`/proc/${server.pid}/environ`, "utf8").split("\0");
+    for (const [key, value] of Object.entries(SERVER_RUNTIME_ENV)) expect(environ).toContain(`${key}=${value}`);
+  });
+
   test("list, load, status and unload against its own server", async () => {
     const list = await lemonade(["list"]);
     expect(list.code).toBe(0);
