@@ -56,6 +56,14 @@ export interface JobSnapshot {
 
 type Listener = (p: Progress) => void;
 
+/** A download a client paused or cancelled: every caller sharing it stops with this, and the
+ * streams Lemonade answers end without an error for it. */
+export class DownloadStopped extends Error {
+  constructor(readonly reason: "paused" | "cancelled") {
+    super(`download ${reason}`);
+  }
+}
+
 interface Worker {
   promise: Promise<void>;
   abort: AbortController;
@@ -88,9 +96,13 @@ export class DownloadManager {
       const abort = new AbortController();
       const listeners = new Set<Listener>();
       const w: Worker = { abort, listeners, promise: Promise.resolve() };
-      w.promise = this.run(model, w).finally(() => {
-        if (this.workers.get(model.id) === w) this.workers.delete(model.id);
-      });
+      w.promise = this.run(model, w)
+        .catch((err) => {
+          throw w.stopReason ? new DownloadStopped(w.stopReason) : err;
+        })
+        .finally(() => {
+          if (this.workers.get(model.id) === w) this.workers.delete(model.id);
+        });
       this.workers.set(model.id, w);
       worker = w;
     }
@@ -228,7 +240,7 @@ export class DownloadManager {
     const reason = action === "pause" ? "paused" : "cancelled";
     if (worker) {
       worker.stopReason = reason;
-      worker.abort.abort(new Error(`download ${reason}`));
+      worker.abort.abort(new DownloadStopped(reason));
       await worker.promise.catch(() => {});
     }
     // Cancel deletes the partial files, whether the job was still running or had stopped.
