@@ -447,7 +447,12 @@ export class Catalog {
     if (model.source === "cloud") return undefined;
     if (model.source === "extra_models_dir") return { source: "extra", bare: model.id.slice("extra.".length) };
     if (model.id.startsWith("user.")) return { source: "user", bare: model.id.slice("user.".length) };
-    return this.builtIn.some((b) => b.id === model.id) ? { source: "builtin", bare: model.id } : undefined;
+    return this.isBuiltIn(model) ? { source: "builtin", bare: model.id } : undefined;
+  }
+
+  /** Whether a model is one of the built-in catalog's, whose id is its bare name. */
+  isBuiltIn(model: CatalogModel): boolean {
+    return this.builtIn.some((b) => b.id === model.id);
   }
 
   /** How listings name a model (the custom-models guide's "What the API emits"): `id`, the bare
@@ -469,6 +474,14 @@ export class Catalog {
   /** The id listings show a model by (see naming). */
   publicId(model: CatalogModel, all?: CatalogModel[]): string {
     return this.naming(model, all).id;
+  }
+
+  /** The id listings show the model whose catalog id is `id` by; `id` itself once no model has
+   * it (a registration since deleted), as Lemonade names a model it no longer lists. */
+  publicIdOf(id: string): string {
+    const all = this.all();
+    const model = all.find((m) => m.id === id);
+    return model ? this.publicId(model, all) : id;
   }
 
   /** Like find, but a missing or filtered-out model is a CatalogError, worded as Lemonade's (a
