@@ -37,6 +37,8 @@ export interface JobSnapshot {
   id: string;
   type: "model";
   model_name: string;
+  /** The job's model by its canonical id (`builtin.NAME`, ...), whatever `model_name` names later. */
+  canonical_id: string;
   status: JobStatus;
   running: boolean;
   file: string;
@@ -159,8 +161,14 @@ export class DownloadManager {
   }
 
   /** Starts (or resumes) a server-owned job and returns its first snapshot. The job (its id and
-   * `model_name`) is named by `name`, the name its pull gave, as Lemonade names it. */
-  startJob(model: CatalogModel, name: string, run: (onProgress: (p: Progress) => void) => Promise<void> = (p) => this.pull(model, p)): JobSnapshot {
+   * `model_name`) is named by `name`, the name its pull gave, as Lemonade names it; `canonicalId`
+   * says which model that is. */
+  startJob(
+    model: CatalogModel,
+    name: string,
+    canonicalId: string,
+    run: (onProgress: (p: Progress) => void) => Promise<void> = (p) => this.pull(model, p),
+  ): JobSnapshot {
     const id = `model:${name}`;
     const existing = this.jobs.get(id);
     if (existing?.running) return existing;
@@ -168,6 +176,7 @@ export class DownloadManager {
       id,
       type: "model",
       model_name: name,
+      canonical_id: canonicalId,
       status: "downloading",
       running: true,
       file: "",

@@ -192,9 +192,10 @@ export class ModelLibrary {
   /** Starts a server-owned download job for the model, named `name` (a collection's installs its
    * manifest, then each component); null when the model has nothing to download. */
   startJob(model: CatalogModel, name: string): JobSnapshot | null {
-    if (model.omni) return this.opts.downloads.startJob(model, name, (p) => this.install(model, p));
+    const { canonicalId } = this.opts.catalog.naming(model);
+    if (model.omni) return this.opts.downloads.startJob(model, name, canonicalId, (p) => this.install(model, p));
     if (model.source !== "huggingface") return null;
-    return this.opts.downloads.startJob(model, name);
+    return this.opts.downloads.startJob(model, name, canonicalId);
   }
 
   /** Downloads a model's files (skipping what is already there); local models need nothing. A

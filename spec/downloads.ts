@@ -34,6 +34,10 @@ const JobSnapshot = T.Object(
     id: T.String({ description: "Stable download id, `model:<name>`, the name as the pull gave it" }),
     type: T.Literal("model", { description: "Always `model`" }),
     model_name: T.String({ description: "The model being downloaded, named as the pull named it" }),
+    canonical_id: T.String({
+      description:
+        "The canonical id of the model being downloaded, as `/v1/models` gives it (`user.NAME`, `extra.NAME`, `builtin.NAME`): the job's model even once `model_name` names another (a registration made since, shadowing the built-in the job downloads)",
+    }),
     status: T.String({ description: "`downloading`, `paused`, `cancelled`, `completed` or `error`" }),
     running: T.Boolean({ description: "Whether the download worker is still active" }),
     file: T.String({ description: "Current file" }),

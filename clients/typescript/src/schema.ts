@@ -7479,6 +7479,8 @@ export interface components {
             type: "model";
             /** @description The model being downloaded, named as the pull named it */
             model_name: string;
+            /** @description The canonical id of the model being downloaded, as `/v1/models` gives it (`user.NAME`, `extra.NAME`, `builtin.NAME`): the job's model even once `model_name` names another (a registration made since, shadowing the built-in the job downloads) */
+            canonical_id: string;
             /** @description `downloading`, `paused`, `cancelled`, `completed` or `error` */
             status: string;
             /** @description Whether the download worker is still active */
