@@ -4112,7 +4112,7 @@ export interface paths {
         };
         /**
          * Prometheus scrape endpoint
-         * @description Prometheus text exposition of the server's state at the moment of the scrape. Root-level only. When `LEMONADE_API_KEY` is set it requires bearer authentication with either the API key or `LEMONADE_ADMIN_API_KEY`; otherwise it is open.
+         * @description Prometheus text exposition of the server's state at the moment of the scrape. Root-level only. When `LEMONADE_API_KEY` is set it requires bearer authentication with either the API key or `LEMONADE_ADMIN_API_KEY`; otherwise it is open. Per-model series name the model (`model_name`, or `model`) by the id `/v1/models` lists it by: the bare name for the model that holds it, `builtin.NAME` or `extra.NAME` for one a registered or imported model shadows.
          */
         get: operations["lemonade.metrics"];
         put?: never;
@@ -4121,7 +4121,7 @@ export interface paths {
         options?: never;
         /**
          * Prometheus scrape endpoint (headers only)
-         * @description Prometheus text exposition of the server's state at the moment of the scrape. Root-level only. When `LEMONADE_API_KEY` is set it requires bearer authentication with either the API key or `LEMONADE_ADMIN_API_KEY`; otherwise it is open.
+         * @description Prometheus text exposition of the server's state at the moment of the scrape. Root-level only. When `LEMONADE_API_KEY` is set it requires bearer authentication with either the API key or `LEMONADE_ADMIN_API_KEY`; otherwise it is open. Per-model series name the model (`model_name`, or `model`) by the id `/v1/models` lists it by: the bare name for the model that holds it, `builtin.NAME` or `extra.NAME` for one a registered or imported model shadows.
          */
         head: operations["lemonade.metrics.head"];
         patch?: never;
