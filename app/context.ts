@@ -147,6 +147,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     files: (m) => catalog.files(m),
     install: (recipe, backend) => installer.install(recipe, backend),
     record,
+    name: (m) => catalog.publicId(m),
     log: logger,
   });
   const kvCache = new KvCache({
@@ -154,6 +155,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     dir: (id) => launcher.workDir(id),
     root: launcher.slotsRoot,
     files: (m) => catalog.files(m),
+    name: (m) => catalog.publicId(m),
     log: logger,
   });
   const stats = new GenerationStats();
@@ -177,6 +179,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     // The multi-model guide's monitor: GPU memory is read only while the server-wide auto_evict is on.
     pressure: { enabled: () => config.recipeDefaults.auto_evict === true, threshold: () => config.autoEvictThresholdPct, sample: () => gpuMemoryUse(), everyMs: 2000 },
     log: { info: (m) => logger.info("Scheduler", m), warn: (m) => logger.warn("Scheduler", m), error: (m) => logger.error("Scheduler", m) },
+    name: (m) => catalog.publicId(m),
   });
   const backends = new Backends(recipes, installer, scheduler, engineEnv, (m) => logger.info("Server", m));
   // A CPU window per reader (observability/system.ts HostStats): /v1/system-stats, /metrics, jobs.
@@ -188,6 +191,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     stats,
     pools: () => cloud.names().flatMap((provider) => proxy.pools.of(provider)?.health().map((m) => ({ provider, member: m.url, up: m.state === "up", inFlight: m.in_flight })) ?? []),
     host: () => scrapeHostStats.read(),
+    publicId: (id) => catalog.publicIdOf(id),
   });
   const proxy: EngineProxy = new EngineProxy({
     scheduler,
@@ -217,6 +221,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
     scheduler,
     gate,
     modelId: (name) => catalog.find(name)?.id,
+    publicId: (id) => catalog.publicIdOf(id),
     log: { info: (m) => logger.info("Jobs", m), warn: (m) => logger.warn("Jobs", m) },
   });
   const ctx: ServerContext = {

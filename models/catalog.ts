@@ -483,6 +483,14 @@ export class Catalog {
     return this.naming(model, all).id;
   }
 
+  /** The id listings show the model whose catalog id is `id` by; `id` itself once no model has
+   * it (a registration since deleted), as Lemonade names a model it no longer lists. */
+  publicIdOf(id: string): string {
+    const all = this.all();
+    const model = all.find((m) => m.id === id);
+    return model ? this.publicId(model, all) : id;
+  }
+
   /** Like find, but a missing or filtered-out model is a CatalogError, worded as Lemonade's (a
    * missing one with the first names in the registry, so a client sees what it could ask for). */
   get(name: string): CatalogModel {

@@ -37,6 +37,8 @@ export interface JobSnapshot {
   id: string;
   type: "model";
   model_name: string;
+  /** The job's model by its canonical id (`builtin.NAME`, ...), whatever `model_name` names later. */
+  canonical_id: string;
   status: JobStatus;
   running: boolean;
   file: string;
@@ -55,6 +57,14 @@ export interface JobSnapshot {
 }
 
 type Listener = (p: Progress) => void;
+
+/** A download a client paused or cancelled: every caller sharing it stops with this, and the
+ * streams Lemonade answers end without an error for it. */
+export class DownloadStopped extends Error {
+  constructor(readonly reason: "paused" | "cancelled") {
+    super(`download ${reason}`);
+  }
+}
 
 interface Worker {
   promise: Promise<void>;
@@ -88,9 +98,13 @@ export class DownloadManager {
       const abort = new AbortController();
       const listeners = new Set<Listener>();
       const w: Worker = { abort, listeners, promise: Promise.resolve() };
-      w.promise = this.run(model, w).finally(() => {
-        if (this.workers.get(model.id) === w) this.workers.delete(model.id);
-      });
+      w.promise = this.run(model, w)
+        .catch((err) => {
+          throw w.stopReason ? new DownloadStopped(w.stopReason) : err;
+        })
+        .finally(() => {
+          if (this.workers.get(model.id) === w) this.workers.delete(model.id);
+        });
       this.workers.set(model.id, w);
       worker = w;
     }
@@ -147,8 +161,14 @@ export class DownloadManager {
   }
 
   /** Starts (or resumes) a server-owned job and returns its first snapshot. The job (its id and
-   * `model_name`) is named by `name`, the name its pull gave, as Lemonade names it. */
-  startJob(model: CatalogModel, name: string, run: (onProgress: (p: Progress) => void) => Promise<void> = (p) => this.pull(model, p)): JobSnapshot {
+   * `model_name`) is named by `name`, the name its pull gave, as Lemonade names it; `canonicalId`
+   * says which model that is. */
+  startJob(
+    model: CatalogModel,
+    name: string,
+    canonicalId: string,
+    run: (onProgress: (p: Progress) => void) => Promise<void> = (p) => this.pull(model, p),
+  ): JobSnapshot {
     const id = `model:${name}`;
     const existing = this.jobs.get(id);
     if (existing?.running) return existing;
@@ -156,6 +176,7 @@ export class DownloadManager {
       id,
       type: "model",
       model_name: name,
+      canonical_id: canonicalId,
       status: "downloading",
       running: true,
       file: "",
@@ -228,7 +249,7 @@ export class DownloadManager {
     const reason = action === "pause" ? "paused" : "cancelled";
     if (worker) {
       worker.stopReason = reason;
-      worker.abort.abort(new Error(`download ${reason}`));
+      worker.abort.abort(new DownloadStopped(reason));
       await worker.promise.catch(() => {});
     }
     // Cancel deletes the partial files, whether the job was still running or had stopped.

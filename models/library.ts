@@ -87,6 +87,11 @@ export class ModelLibrary {
     return registryOf(source);
   }
 
+  /** How log lines name a model: the id the API lists it by. */
+  private named(model: CatalogModel): string {
+    return this.opts.catalog.publicId(model);
+  }
+
   private hubOf(model: CatalogModel) {
     return this.opts.hubs[model.registry ?? "huggingface"];
   }
@@ -124,7 +129,7 @@ export class ModelLibrary {
       checkRouting(body, (name) => catalog.find(name) !== undefined, (name) => isClassifier(catalog.find(name)));
     }
     const model = catalog.registerUser(body.model_name, rowFrom(body));
-    this.opts.log(`Registered ${model.id} (${model.checkpoints.main})`);
+    this.opts.log(`Registered ${this.named(model)} (${model.checkpoints.main})`);
     return model;
   }
 
@@ -136,7 +141,7 @@ export class ModelLibrary {
     if (components === undefined && (body.checkpoint !== undefined || body.checkpoints !== undefined)) {
       // A published collection: its components are what its manifest says, read when it is pulled.
       const model = catalog.registerUser(body.model_name, rowFrom(body));
-      this.opts.log(`Registered ${model.id} (collection published in ${model.checkpoints.main})`);
+      this.opts.log(`Registered ${this.named(model)} (collection published in ${model.checkpoints.main})`);
       return model;
     }
     if (!Array.isArray(components) || !components.length || !components.every((c) => typeof c === "string" && c)) {
@@ -145,7 +150,7 @@ export class ModelLibrary {
     this.registerComponents(body.model_name, { components, models: definitions && Array.isArray(body.models) ? body.models : [] });
     const row: RegistryRow = { recipe: OMNI_RECIPE, labels: body.labels ?? [], components, ...(typeof body.system_prompt === "string" ? { system_prompt: body.system_prompt } : {}) };
     const model = catalog.registerUser(body.model_name, row);
-    this.opts.log(`Registered ${model.id} (collection of ${components.join(", ")})`);
+    this.opts.log(`Registered ${this.named(model)} (collection of ${components.join(", ")})`);
     return model;
   }
 
@@ -187,9 +192,10 @@ export class ModelLibrary {
   /** Starts a server-owned download job for the model, named `name` (a collection's installs its
    * manifest, then each component); null when the model has nothing to download. */
   startJob(model: CatalogModel, name: string): JobSnapshot | null {
-    if (model.omni) return this.opts.downloads.startJob(model, name, (p) => this.install(model, p));
+    const { canonicalId } = this.opts.catalog.naming(model);
+    if (model.omni) return this.opts.downloads.startJob(model, name, canonicalId, (p) => this.install(model, p));
     if (model.source !== "huggingface") return null;
-    return this.opts.downloads.startJob(model, name);
+    return this.opts.downloads.startJob(model, name, canonicalId);
   }
 
   /** Downloads a model's files (skipping what is already there); local models need nothing. A
@@ -212,11 +218,11 @@ export class ModelLibrary {
 
   private async download(model: CatalogModel, onProgress?: (p: Progress) => void): Promise<void> {
     this.refuseOffline();
-    this.opts.log(`Downloading ${model.id}`);
+    this.opts.log(`Downloading ${this.named(model)}`);
     await this.opts.downloads.pull(model, onProgress).catch(hubError);
     this.updatesAvailable.delete(model.id);
     changed();
-    this.opts.log(`Installed ${model.id}`);
+    this.opts.log(`Installed ${this.named(model)}`);
   }
 
   /** A load's first step: fetch what is missing, as the load's own error when that fails. */
@@ -226,7 +232,7 @@ export class ModelLibrary {
       await this.install(model);
     } catch (err) {
       const message = (err as Error).message;
-      this.opts.log(`Failed to download ${model.id}: ${message}`);
+      this.opts.log(`Failed to download ${this.named(model)}: ${message}`);
       if (err instanceof ApiError && err.code === "lemond_offline") throw err;
       throw ApiError.of(E.modelLoadError, `${model.id} is not downloaded and the download failed: ${scrubPaths(message)}`);
     }
@@ -236,6 +242,8 @@ export class ModelLibrary {
   async delete(name: string): Promise<CatalogModel> {
     const { catalog } = this.opts;
     const model = catalog.get(name);
+    // Named as listed before it goes: once a registration is gone, its bare name is another model's.
+    const listed = this.named(model);
     if (model.source === "extra_models_dir") {
       // Lemonade's words; the file by its name, not its path (no home folder in an answer).
       throw ApiError.of(
@@ -247,14 +255,14 @@ export class ModelLibrary {
     // Lemonade answers (the provider goes with /v1/uninstall).
     if (model.cloud) {
       await this.opts.unload(model.id);
-      this.opts.log(`Deleted ${model.id} (served by the ${model.cloud.provider} cloud provider; nothing on disk)`);
+      this.opts.log(`Deleted ${listed} (served by the ${model.cloud.provider} cloud provider; nothing on disk)`);
       return model;
     }
     // Deleting a collection removes its entry; its components stay (lemonade.md). A published
     // collection's entry is its manifest, deleted below like any model's files.
     if (model.omni?.spec || model.router) {
       catalog.unregisterUser(model.id);
-      this.opts.log(`Deleted ${model.id}`);
+      this.opts.log(`Deleted ${listed}`);
       return model;
     }
     await this.opts.unload(model.id);
@@ -268,7 +276,7 @@ export class ModelLibrary {
       changed();
     }
     if (model.id.startsWith("user.")) catalog.unregisterUser(model.id);
-    this.opts.log(`Deleted ${model.id}`);
+    this.opts.log(`Deleted ${listed}`);
     return model;
   }
 

@@ -44,6 +44,8 @@ export interface MetricSources {
   stats: GenerationStats;
   pools: () => PoolMemberInfo[];
   host: () => Promise<HostUse>;
+  /** The id the API lists the model with catalog id `id` by: what every model label carries. */
+  publicId: (id: string) => string;
 }
 
 const noHost: HostUse = { cpu_percent: null, memory_gb: null, gpu_percent: null, vram_gb: null, npu_percent: null };
@@ -51,7 +53,13 @@ const noHost: HostUse = { cpu_percent: null, memory_gb: null, gpu_percent: null,
 /** Lemonade's per-model label names, in the order its samples carry them. */
 const MODEL_LABELS = ["checkpoint", "device", "model_name", "recipe", "type"] as const;
 type ModelLabel = (typeof MODEL_LABELS)[number];
-const modelLabels = (i: ModelIdentity): Record<ModelLabel, string> => ({ checkpoint: i.checkpoint, device: i.device, model_name: i.model_name, recipe: i.recipe, type: i.type });
+const modelLabels = (i: ModelIdentity, publicId: (id: string) => string): Record<ModelLabel, string> => ({
+  checkpoint: i.checkpoint,
+  device: i.device,
+  model_name: publicId(i.model_name),
+  recipe: i.recipe,
+  type: i.type,
+});
 
 export class Metrics {
   readonly registry = new Registry();
@@ -64,11 +72,15 @@ export class Metrics {
   readonly timeToFirstToken: Histogram<"model">;
   private readonly loaded: () => LoadedModelInfo[];
   private readonly host: () => Promise<HostUse>;
+  /** A model's label value, read when the sample is taken: Lemonade names a model by the id its
+   * API lists then, so a shadowed built-in and the model shadowing it stay apart. */
+  readonly modelName: (id: string) => string;
 
   constructor(version: string, sources: Partial<MetricSources> = {}) {
     const { maxLoaded = () => 1, stats = new GenerationStats(), pools = () => [], host = async () => noHost } = sources;
     const loadedModels = (this.loaded = sources.loaded ?? (() => []));
     this.host = host;
+    const modelName = (this.modelName = sources.publicId ?? ((id) => id));
     const registers = [this.registry];
     new Gauge({ name: "lemonade_server_up", help: "Whether the Lemonade server is running.", registers }).set(1);
     new Gauge({
@@ -118,7 +130,7 @@ export class Metrics {
     const perModel = () => {
       const identities = loadedModels().map((m) => m.identity);
       const loaded = new Set(identities.map(identityKey));
-      return stats.models(identities).map((t) => ({ ...t, labels: modelLabels(t.identity), loaded: loaded.has(identityKey(t.identity)) }));
+      return stats.models(identities).map((t) => ({ ...t, labels: modelLabels(t.identity, modelName), loaded: loaded.has(identityKey(t.identity)) }));
     };
     type Row = ReturnType<typeof perModel>[number];
     const modelFamily = (name: string, help: string, kind: "gauge" | "counter", value: (r: Row) => number | null) => {
@@ -181,7 +193,7 @@ export class Metrics {
       registers,
       collect() {
         this.reset();
-        for (const m of loadedModels()) this.set({ model: m.identity.model_name }, m.queued);
+        for (const m of loadedModels()) this.set({ model: modelName(m.identity.model_name) }, m.queued);
       },
     });
     new Gauge({
@@ -259,7 +271,7 @@ export class Metrics {
       this.loaded()
         .flatMap((m) => {
           const scrape = RECIPE_SPECS[m.identity.recipe]?.metrics;
-          return scrape ? [scrapeEngine(m, scrape)] : [];
+          return scrape ? [scrapeEngine(m, scrape, modelLabels(m.identity, this.modelName))] : [];
         }),
     );
     // One HELP/TYPE per family, with every engine's samples grouped under it.
@@ -298,7 +310,7 @@ const escapeLabel = (v: string) => v.replace(/\\/g, "\\\\").replace(/"/g, '\\"')
 
 type Families = Map<string, { meta: string[]; samples: string[] }>;
 
-async function scrapeEngine(m: LoadedModelInfo, scrape: { path: string; prefix: string }): Promise<Families> {
+async function scrapeEngine(m: LoadedModelInfo, scrape: { path: string; prefix: string }, ids: Record<ModelLabel, string>): Promise<Families> {
   const families: Families = new Map();
   let text: string;
   try {
@@ -308,7 +320,6 @@ async function scrapeEngine(m: LoadedModelInfo, scrape: { path: string; prefix: 
   } catch {
     return families;
   }
-  const ids = modelLabels(m.identity);
   const labels = MODEL_LABELS.map((k) => `${k}="${escapeLabel(ids[k])}"`).join(",");
   const family = (name: string) => {
     let f = families.get(name);

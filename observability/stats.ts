@@ -25,8 +25,9 @@ export interface LastRequest {
   cache_tokens: number | null;
 }
 
-/** A model as Lemonade labels its per-model series and keys its telemetry. */
+/** A model as Lemonade keys its telemetry and labels its per-model series. */
 export interface ModelIdentity {
+  /** The catalog id; a label shows it as the id the API lists (Metrics.modelName). */
   model_name: string;
   checkpoint: string;
   type: string;

@@ -49,7 +49,7 @@ function field(form: FormData, name: string): string | undefined {
   return typeof v === "string" && v !== "" ? v : undefined;
 }
 
-export async function transcribe(ctx: Pick<ServerContext, "config" | "logger" | "proxy">, request: Request): Promise<Response> {
+export async function transcribe(ctx: Pick<ServerContext, "catalog" | "config" | "logger" | "proxy">, request: Request): Promise<Response> {
   if (!request.headers.get("content-type")?.toLowerCase().startsWith("multipart/form-data")) {
     throw ApiError.of(E.notMultipart, "The request must be multipart/form-data with a 'file' and a 'model'");
   }
@@ -85,7 +85,7 @@ export async function transcribe(ctx: Pick<ServerContext, "config" | "logger" | 
     signal: request.signal,
     loadOptions: loadOptionsOf(form),
   });
-  ctx.logger.info("Transcribe", `Transcribed ${(wav.byteLength / 32000).toFixed(1)} s of audio with ${model.id}`);
+  ctx.logger.info("Transcribe", `Transcribed ${(wav.byteLength / 32000).toFixed(1)} s of audio with ${ctx.catalog.publicId(model)}`);
   return new Response(body, { headers: { "content-type": CONTENT_TYPE[format] } });
 }
 
@@ -122,7 +122,7 @@ export async function speak(ctx: Pick<ServerContext, "catalog" | "logger" | "pro
     });
     res.headers.set("x-lemonade-speech-engine", engine.engine);
     res.headers.set("content-type", SPEECH_CONTENT_TYPES[format]);
-    ctx.logger.info("TTS", `Spoke ${body.input.length} characters with ${model.id} on ${engine.engine} (${voice}, ${format})`);
+    ctx.logger.info("TTS", `Spoke ${body.input.length} characters with ${ctx.catalog.publicId(model)} on ${engine.engine} (${voice}, ${format})`);
     return res;
   }
   let audio: ReadableStream<Uint8Array>;
@@ -135,6 +135,6 @@ export async function speak(ctx: Pick<ServerContext, "catalog" | "logger" | "pro
   if (streaming) return new Response(audio, { headers });
   const bytes = new Uint8Array(await new Response(audio).arrayBuffer());
   if (bytes.length === 0) throw ApiError.of(E.noAudio, `${model.id} produced no audio`);
-  ctx.logger.info("TTS", `Spoke ${body.input.length} characters with ${model.id} (${voice}, ${format}, ${bytes.length} bytes)`);
+  ctx.logger.info("TTS", `Spoke ${body.input.length} characters with ${ctx.catalog.publicId(model)} (${voice}, ${format}, ${bytes.length} bytes)`);
   return new Response(bytes, { headers });
 }

@@ -20,7 +20,7 @@ import { clip } from "../lib/scrub.ts";
 import { sseResponse } from "../lib/sse.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import type { CatalogModel } from "../models/catalog.ts";
-import type { Progress } from "../models/downloads.ts";
+import { DownloadStopped, type Progress } from "../models/downloads.ts";
 import { saveLoadOptions, shownCheckpoints } from "./models.ts";
 
 type LoadContext = Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "proxy" | "recipeOptions" | "scheduler">;
@@ -97,10 +97,16 @@ export async function pull(ctx: Pick<ServerContext, "library">, body: PullReques
   }
   return sseResponse(async (send) => {
     let last: Progress | undefined;
-    await ctx.library.install(model, (p) => {
-      last = p;
-      send("progress", p);
-    });
+    try {
+      await ctx.library.install(model, (p) => {
+        last = p;
+        send("progress", p);
+      });
+    } catch (err) {
+      // A download a client stopped ends the stream with no error event and no complete, as Lemonade's does.
+      if (err instanceof DownloadStopped) return;
+      throw err;
+    }
     // The last file's figures, at 100 %; a model with nothing left to fetch says only that it is done.
     send("complete", last ? { ...last, bytes_downloaded: last.bytes_total, percent: 100, model_name: body.model_name } : { status: "ok", percent: 100, model_name: body.model_name });
   });

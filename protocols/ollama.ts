@@ -4,6 +4,7 @@
 import { basename } from "node:path";
 import { ApiError } from "../lib/api-error.ts";
 import type { CatalogModel } from "../models/catalog.ts";
+import { DownloadStopped } from "../models/downloads.ts";
 import { parseCheckpoint } from "../models/hf-cache.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import type { ModelCheck } from "../runtime/request.ts";
@@ -554,8 +555,9 @@ export async function pull(ctx: Pick<ServerContext, "catalog" | "library">, body
         controller.enqueue(line({ status: "success" }));
         controller.enqueue(line({ status: "success" }));
       } catch (err) {
-        // Lemonade's failed pull ends with a line that carries only the error.
-        controller.enqueue(line({ error: (err as Error).message }));
+        // Lemonade's failed pull ends with a line that carries only the error; a stopped
+        // download's stream just ends, with neither an error nor a success line.
+        if (!(err instanceof DownloadStopped)) controller.enqueue(line({ error: (err as Error).message }));
       }
       controller.close();
     },

@@ -185,7 +185,7 @@ async function route(
   }
   const decision = await decide(policy, routeInput(body), classifierRunner(ctx, signal));
   ctx.stats.recordRoute(conversationKey(body), decision.route_to);
-  ctx.logger.info("Router", `${model.id} routed to ${decision.route_to} (${decision.matched_rule || "default"})`);
+  ctx.logger.info("Router", `${ctx.catalog.publicId(model)} routed to ${decision.route_to} (${decision.matched_rule || "default"})`);
   // `route_trace` is Lemonade's, asked for in a field the OpenAI definitions do not name.
   const { route_trace }: Json = body;
   if (route_trace !== true) return { decision, trace: null };

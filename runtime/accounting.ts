@@ -28,15 +28,16 @@ export interface Ended {
 
 export function account({ metrics, stats }: AccountingDeps, ended: Ended): void {
   const { modelId, status } = ended;
-  const labels = { model: modelId, endpoint: ended.endpoint };
+  const model = metrics.modelName(modelId);
+  const labels = { model, endpoint: ended.endpoint };
   metrics.engineRequests.inc({ ...labels, status: String(status) });
-  if (ended.provider) metrics.cloudRequests.inc({ provider: ended.provider, model: modelId, status: String(status) });
+  if (ended.provider) metrics.cloudRequests.inc({ provider: ended.provider, model, status: String(status) });
   metrics.modelRequestDuration.observe(labels, ended.seconds);
   if (!ended.generation || !ended.tail || status < 200 || status >= 300) return;
   const found = extractTimings(ended.tail);
   if (!found) return;
   const rec = stats.record(found.timings, found.usage, ended.identity);
   if (rec.tokens_per_second !== null && (rec.output_tokens ?? 0) > 1) stats.observeSpeed(modelId, rec.tokens_per_second);
-  if (rec.output_tokens) metrics.generatedTokens.inc({ model: modelId }, rec.output_tokens);
-  if (rec.time_to_first_token !== null) metrics.timeToFirstToken.observe({ model: modelId }, rec.time_to_first_token);
+  if (rec.output_tokens) metrics.generatedTokens.inc({ model }, rec.output_tokens);
+  if (rec.time_to_first_token !== null) metrics.timeToFirstToken.observe({ model }, rec.time_to_first_token);
 }

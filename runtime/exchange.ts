@@ -127,6 +127,9 @@ export class Exchange {
     const t = this.transport;
     return {
       modelId: this.modelId,
+      get modelName() {
+        return t.modelName;
+      },
       get clientGone() {
         return t.clientGone;
       },

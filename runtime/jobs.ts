@@ -80,6 +80,8 @@ export interface JobEngineDeps {
   gate: ExclusiveGate;
   /** The catalog id a model name stands for (aliases, public names); undefined when none. */
   modelId(name: string): string | undefined;
+  /** How log lines name the model with catalog id `id`: the id the API lists it by. */
+  publicId(id: string): string;
   log: { info(m: string): void; warn(m: string): void };
   clock?: Clock;
   /** How often the gate's drain looks whether in-flight work has finished (ms). */
@@ -385,10 +387,10 @@ export class JobEngine {
       try {
         await load.run(params, new AbortController().signal);
         this.own(job.id, id);
-        this.deps.log.info(`Job ${job.id}: loaded ${id} again for the resume`);
+        this.deps.log.info(`Job ${job.id}: loaded ${this.deps.publicId(id)} again for the resume`);
       } catch (err) {
         // The step that needs it fails in its own way (its on_fail decides).
-        this.deps.log.warn(`Job ${job.id}: could not load ${id} again: ${(err as Error).message}`);
+        this.deps.log.warn(`Job ${job.id}: could not load ${this.deps.publicId(id)} again: ${(err as Error).message}`);
       }
     }
   }
@@ -410,7 +412,7 @@ export class JobEngine {
     for (const [modelId, instance] of custody.owned) {
       if (this.instanceOf(modelId) !== instance) continue;
       await this.deps.scheduler.unload(modelId);
-      this.deps.log.info(`Job ${id}: unloaded ${modelId}, which it had loaded`);
+      this.deps.log.info(`Job ${id}: unloaded ${this.deps.publicId(modelId)}, which it had loaded`);
     }
     custody.owned.clear();
     for (const b of custody.before ?? []) {

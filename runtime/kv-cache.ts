@@ -41,6 +41,8 @@ export interface KvCacheDeps {
   /** The folder every model's slot folder is in. */
   root: string;
   files(model: CatalogModel): ResolvedFile[];
+  /** How log lines name a model: the id the API lists it by. */
+  name(model: CatalogModel): string;
   log: { info(tag: string, message: string): void; warn(tag: string, message: string): void };
   fetch?: typeof fetch;
   now?: () => number;
@@ -164,7 +166,7 @@ export class KvCache {
       list.push({ file, key, prompt: slot.prompt!, tokens: body.n_saved ?? slot.n_prompt_tokens!, bytes: body.n_written, savedAt: this.now() });
     }
     this.write(model.id, list);
-    this.deps.log.info("KvCache", `Saved ${recent.length} conversation(s) of ${model.id} before it was unloaded`);
+    this.deps.log.info("KvCache", `Saved ${recent.length} conversation(s) of ${this.deps.name(model)} before it was unloaded`);
     this.prune();
   }
 
@@ -221,11 +223,11 @@ export class KvCache {
       signal: AbortSignal.timeout(ACTION_TIMEOUT_MS),
     }).catch((err: Error) => err);
     if (res instanceof Response && res.ok) {
-      this.deps.log.info("KvCache", `Restored a saved conversation of ${instance.model.id} (${match.tokens} tokens) into slot ${slot}`);
+      this.deps.log.info("KvCache", `Restored a saved conversation of ${this.deps.name(instance.model)} (${match.tokens} tokens) into slot ${slot}`);
       return;
     }
     const why = res instanceof Response ? `${res.status} ${(await res.text()).slice(0, 200)}` : res.message;
-    this.deps.log.warn("KvCache", `Could not restore ${match.file} for ${instance.model.id} (${why}); the prompt is processed in full`);
+    this.deps.log.warn("KvCache", `Could not restore ${match.file} for ${this.deps.name(instance.model)} (${why}); the prompt is processed in full`);
     this.removeFile(instance.model.id, match);
     this.write(instance.model.id, (this.all().get(instance.model.id) ?? []).filter((c) => c.file !== match.file));
   }

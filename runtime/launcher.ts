@@ -24,6 +24,8 @@ export interface LauncherDeps {
   /** Installs a backend the first time a model needs it. */
   install(recipe: string, backend: string): Promise<unknown>;
   record?: SpawnRecord;
+  /** How log lines name a model: the id the API lists it by. */
+  name(model: CatalogModel): string;
   log: { info(tag: string, message: string): void; warn(tag: string, message: string): void; error(tag: string, message: string): void; debug(tag: string, message: string): void };
 }
 
@@ -64,7 +66,7 @@ export class Launcher {
 
   /** A load the engine refused: logged in full, answered with the paths scrubbed. */
   private loadFailed(model: CatalogModel, err: Error): never {
-    this.deps.log.error("Scheduler", `Failed to load ${model.id}: ${err.message}`);
+    this.deps.log.error("Scheduler", `Failed to load ${this.deps.name(model)}: ${err.message}`);
     throw ApiError.of(E.modelLoadError, `Failed to load ${model.id}: ${scrubPaths(err.message)}`);
   }
 
@@ -108,7 +110,7 @@ export class Launcher {
 
   /** A worker missing, refusing or of another version: the load may succeed once it answers. */
   private workerFailed(model: CatalogModel, err: RpcWorkerError): never {
-    this.deps.log.error("Scheduler", `Failed to load ${model.id}: ${err.message}`);
+    this.deps.log.error("Scheduler", `Failed to load ${this.deps.name(model)}: ${err.message}`);
     throw ApiError.of(E.rpcWorkerUnavailable, `Failed to load ${model.id}: ${err.message}`);
   }
 
@@ -126,7 +128,7 @@ export class Launcher {
         .map(([k, p]) => `${k}=${p.value} (${p.source})`);
       this.deps.log.warn(
         "Scheduler",
-        `${model.id} failed to start with auto-tuned values [${tuned.join(", ") || spec.tuning?.backend}]: ${err.message.split("\n")[0]}; falling back to the next layer`,
+        `${this.deps.name(model)} failed to start with auto-tuned values [${tuned.join(", ") || spec.tuning?.backend}]: ${err.message.split("\n")[0]}; falling back to the next layer`,
       );
       return this.launch(model, spec.fallback);
     }
@@ -148,7 +150,7 @@ export class Launcher {
       const binary = await this.binary(recipe, backend);
       const ctx = "ctx_size" in spec.options ? `, ctx ${spec.ctxSize}` : "";
       const which = !asked || asked === backend ? backend : `${asked}: ${backend}`;
-      this.deps.log.info("Scheduler", `Loading ${model.id} on ${recipe.displayName} (${which}${ctx})`);
+      this.deps.log.info("Scheduler", `Loading ${this.deps.name(model)} on ${recipe.displayName} (${which}${ctx})`);
       const plan = recipe.plan(binary, {
         modelId: model.id,
         type: model.type,
@@ -159,9 +161,9 @@ export class Launcher {
         ...(spec.tuning?.args.length ? { tuningArgs: spec.tuning.args } : {}),
         ...(this.deps.env.rpc ? { rpc: this.deps.env.rpc } : {}),
       });
-      const tag = `${model.recipe}:${model.id}`;
+      const tag = `${model.recipe}:${this.deps.name(model)}`;
       const engine = await startEngine({ ...plan, backend }, (line) => this.deps.log.debug(tag, line), this.deps.record);
-      this.deps.log.info("Scheduler", `Loaded ${model.id} in ${Math.round(performance.now() - started)} ms (pid ${engine.pid}, ${engine.url})`);
+      this.deps.log.info("Scheduler", `Loaded ${this.deps.name(model)} in ${Math.round(performance.now() - started)} ms (pid ${engine.pid}, ${engine.url})`);
       return engine;
     } catch (err) {
       if (err instanceof RpcWorkerError) this.workerFailed(model, err);

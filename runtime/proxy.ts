@@ -100,6 +100,7 @@ export class EngineProxy implements Forwarding {
       fetch: deps.fetch ?? fetch,
       hangCheckMs: deps.hangCheckMs ?? 10_000,
       pingMs: deps.pingMs ?? 1000,
+      name: (model) => deps.catalog.publicId(model),
     };
     this.cloudLeases = new CloudLeases(this.exchangeDeps.clock);
     this.targets = new Targets(engineKind(deps.scheduler, this), [cloudKind(this, this.cloudLoaded, this.exchangeDeps.clock)]);
@@ -143,7 +144,8 @@ export class EngineProxy implements Forwarding {
   }
 
   /** The model a request names: a loaded one by its id without a catalog scan (every request's
-   * hot path), else the catalog's answer; refused when the route cannot serve it. */
+   * hot path), else the catalog's answer; refused when the route cannot serve it. A built-in's id
+   * is its bare name, which a registered or imported model outranks, so it takes the catalog's. */
   model(name: string, check: ModelCheck): CatalogModel {
     const model = this.lookup(name);
     const refusal = check(model);
@@ -152,7 +154,9 @@ export class EngineProxy implements Forwarding {
   }
 
   private lookup(name: string): CatalogModel {
-    return this.deps.scheduler.ready(name) ?? this.cloudLoaded.get(name)?.model ?? this.deps.catalog.get(name);
+    const loaded = this.deps.scheduler.ready(name);
+    if (loaded && !this.deps.catalog.isBuiltIn(loaded.id)) return loaded;
+    return this.cloudLoaded.get(name)?.model ?? this.deps.catalog.get(name);
   }
 
   /** The loaded cloud models, with their last use and what they serve now (for /v1/health). */

@@ -134,6 +134,8 @@ export interface SchedulerDeps<M extends SchedulableModel> {
   /** Models of one type resident at once; -1 is unlimited. Read at each decision. */
   maxLoaded(): number;
   log: Logger;
+  /** How log lines name a model: the id the API lists it by (its catalog id when not given). */
+  name?(model: M): string;
   /** How often idle models are checked for `downsize_idle_timeout` and `evict_idle_timeout` (ms). */
   idleCheckMs?: number;
   /** GPU memory pressure; none: no pressure eviction. */
@@ -202,6 +204,10 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     this.stopIdleCheck = this.clock.every(deps.idleCheckMs ?? 1000, () => this.degradeIdle());
     const pressure = deps.pressure;
     this.stopPressureCheck = pressure ? this.clock.every(pressure.everyMs, () => void this.checkPressure(pressure)) : () => {};
+  }
+
+  private named(model: M): string {
+    return this.deps.name?.(model) ?? model.id;
   }
 
   /** Models resident now (ready or finishing their requests), oldest load first. */
@@ -377,7 +383,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
       const instance = this.instances.get(w.model.id);
       if (instance?.state === "ready") {
         // An explicit load with other options: the running engine goes first.
-        this.deps.log.info(`Reloading ${w.model.id} with new options`);
+        this.deps.log.info(`Reloading ${this.named(w.model)} with new options`);
         void this.evict(instance);
         continue;
       }
@@ -397,8 +403,8 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
         return;
       case "evict": {
         const victim = this.instances.get(admission.victim)!;
-        const why = admission.reason === "memory" && mem ? `to free memory for ${w.model.id} (needs ${gb(mem.need)}, ${gb(mem.free)} free)` : `(the ${victim.model.type} idle longest for its load time) to make room for ${w.model.id}`;
-        this.deps.log.info(`Evicting ${victim.model.id} ${why}`);
+        const why = admission.reason === "memory" && mem ? `to free memory for ${this.named(w.model)} (needs ${gb(mem.need)}, ${gb(mem.free)} free)` : `(the ${victim.model.type} idle longest for its load time) to make room for ${this.named(w.model)}`;
+        this.deps.log.info(`Evicting ${this.named(victim.model)} ${why}`);
         void this.evict(victim);
         return;
       }
@@ -522,7 +528,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
       fail: async () => {
         lease.release();
         if (instance.state !== "stopping" && this.instances.get(instance.model.id) === instance) {
-          this.deps.log.warn(`The engine for ${instance.model.id} (pid ${instance.engine.pid}) stopped answering; stopping it so that the next request starts it again`);
+          this.deps.log.warn(`The engine for ${this.named(instance.model)} (pid ${instance.engine.pid}) stopped answering; stopping it so that the next request starts it again`);
           await this.stopInstance(instance, 0);
         }
         await instance.gone.promise;
@@ -547,14 +553,14 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     this.interruptDownsize(instance);
     const save = this.deps.effects.save;
     if (evicted && save && !this.closed) {
-      await save(instance).catch((err: Error) => this.deps.log.warn(`Could not save the state of ${instance.model.id} before unloading it: ${err.message}`));
+      await save(instance).catch((err: Error) => this.deps.log.warn(`Could not save the state of ${this.named(instance.model)} before unloading it: ${err.message}`));
     }
     // A request that came during the save took the model back (takeBack).
     if (instance.state !== "stopping") return;
     instance.autoEvicting = false;
     await instance.engine.stop(graceMs);
     this.forget(instance);
-    this.deps.log.info(`Unloaded ${instance.model.id} (pid ${instance.engine.pid})`);
+    this.deps.log.info(`Unloaded ${this.named(instance.model)} (pid ${instance.engine.pid})`);
   }
 
   /** Drops an instance whose engine is gone, and lets the queue move. */
@@ -580,11 +586,12 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
       if (max >= 0 && staying.length >= max) {
         const victim = pickVictim(pool, this.clock.now());
         if (!victim) throw pinnedError(instance.model.type, pool.map((r) => r.id));
-        this.deps.log.info(`Evicting ${victim.id} to make room in the standard pool for ${instance.model.id}`);
-        void this.evict(this.instances.get(victim.id)!);
+        const evicted = this.instances.get(victim.id)!;
+        this.deps.log.info(`Evicting ${this.named(evicted.model)} to make room in the standard pool for ${this.named(instance.model)}`);
+        void this.evict(evicted);
       }
     }
-    this.deps.log.info(`${instance.model.id} moves from the ${instance.residency} pool to the ${residency} pool`);
+    this.deps.log.info(`${this.named(instance.model)} moves from the ${instance.residency} pool to the ${residency} pool`);
     instance.residency = residency;
     changed();
   }
@@ -596,7 +603,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     if (!instance.autoEvicting || this.closed) return false;
     instance.state = "ready";
     instance.autoEvicting = false;
-    this.deps.log.info(`A request for ${instance.model.id} interrupted its eviction; it stays loaded`);
+    this.deps.log.info(`A request for ${this.named(instance.model)} interrupted its eviction; it stays loaded`);
     changed();
     return true;
   }
@@ -606,8 +613,8 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   private restore(instance: Instance<M>): void {
     instance.downsizeFailed = false;
     if (instance.tier === "full") return;
-    if (this.interruptDownsize(instance)) this.deps.log.info(`A request for ${instance.model.id} interrupted its downsize`);
-    else this.deps.log.info(`Restoring ${instance.model.id} from its downsized state`);
+    if (this.interruptDownsize(instance)) this.deps.log.info(`A request for ${this.named(instance.model)} interrupted its downsize`);
+    else this.deps.log.info(`Restoring ${this.named(instance.model)} from its downsized state`);
     instance.tier = "full";
     changed();
   }
@@ -626,12 +633,12 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     this.downsizing.set(instance, controller);
     instance.tier = "downsizing";
     changed();
-    this.deps.log.info(`Downsizing ${instance.model.id}: idle for ${idleS} s (downsize_idle_timeout)`);
+    this.deps.log.info(`Downsizing ${this.named(instance.model)}: idle for ${idleS} s (downsize_idle_timeout)`);
     const effect = this.deps.effects.downsize;
     void (effect ? effect(instance, controller.signal) : Promise.resolve()).then(
       () => this.downsized(instance, controller, true),
       (err: Error) => {
-        if (this.downsizing.get(instance) === controller) this.deps.log.warn(`Could not downsize ${instance.model.id}: ${err.message}; it stays whole`);
+        if (this.downsizing.get(instance) === controller) this.deps.log.warn(`Could not downsize ${this.named(instance.model)}: ${err.message}; it stays whole`);
         this.downsized(instance, controller, false);
       },
     );
@@ -643,13 +650,13 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     this.downsizing.delete(instance);
     instance.tier = ok ? "downsized" : "full";
     instance.downsizeFailed = !ok;
-    if (ok) this.deps.log.info(`Downsized ${instance.model.id}`);
+    if (ok) this.deps.log.info(`Downsized ${this.named(instance.model)}`);
     changed();
   }
 
   /** An eviction a request may still interrupt (idle or pressure), unlike one that makes room. */
   private autoEvict(instance: Instance<M>, why: string): void {
-    this.deps.log.info(`Unloading ${instance.model.id}: ${why}`);
+    this.deps.log.info(`Unloading ${this.named(instance.model)}: ${why}`);
     instance.autoEvicting = true;
     void this.evict(instance);
   }
@@ -692,7 +699,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
     // A stop the scheduler asked for (stopInstance marks the instance first) is no crash.
     if (instance.state === "stopping" || this.instances.get(instance.model.id) !== instance) return;
     this.deps.log.error(
-      `The engine for ${instance.model.id} (pid ${instance.engine.pid}) exited unexpectedly with code ${code}; it will be started again on the next request. Last output:\n${instance.engine.lastLines}`,
+      `The engine for ${this.named(instance.model)} (pid ${instance.engine.pid}) exited unexpectedly with code ${code}; it will be started again on the next request. Last output:\n${instance.engine.lastLines}`,
     );
     this.forget(instance);
   }

@@ -57,6 +57,8 @@ export type StreamRule = { framer: Framer } & (
 /** What the pump needs from the exchange it streams for. */
 export interface StreamSource {
   readonly modelId: string;
+  /** The model as log lines name it (the id the API lists it by). */
+  readonly modelName: string;
   readonly clientGone: boolean;
   /** The engine's answer, ok (after a replay, sent again); throws the ApiError the client gets when
    * there is none. */
@@ -165,7 +167,7 @@ export function pump(rule: StreamRule, src: StreamSource, { clock, pingMs }: Pum
           const apiErr = err instanceof ApiError ? err : ApiError.of(E.backendStopped, `The ${src.modelId} engine stopped answering`);
           status = apiErr.status;
           error = apiErr.message;
-          src.warn(`Stream from ${src.modelId} failed: ${apiErr.message}`);
+          src.warn(`Stream from ${src.modelName} failed: ${apiErr.message}`);
           try {
             write(framer.error(apiErr));
           } catch {

@@ -64,6 +64,8 @@ export interface TransportDeps {
   hangCheckMs: number;
   /** The HTTP client (tests pass an in-process engine). */
   fetch: typeof fetch;
+  /** How log lines name a model: the id the API lists it by. */
+  name(model: CatalogModel): string;
 }
 
 /** What the transport sends. */
@@ -109,6 +111,11 @@ export class Transport {
 
   get modelId(): string {
     return this.lease.instance.model.id;
+  }
+
+  /** The model as log lines name it. */
+  get modelName(): string {
+    return this.deps.name(this.lease.instance.model);
   }
 
   /** The client is gone: its request aborted, or its stream cancelled. */
@@ -169,7 +176,7 @@ export class Transport {
     if (this.clientGone) throw clientClosed();
     if (this.replays >= replay.times) throw engineUnavailable(id, `${why} twice`);
     this.replays++;
-    this.deps.logger.warn("Proxy", `The ${id} engine ${detail ?? why}; ${replay.how}`);
+    this.deps.logger.warn("Proxy", `The ${this.modelName} engine ${detail ?? why}; ${replay.how}`);
     try {
       this.lease = await replay.claim();
     } catch (err) {

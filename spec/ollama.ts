@@ -402,7 +402,7 @@ export const pull = endpoint({
   description:
     "Downloads a registered model. Only models already in Lemonade's registry can be pulled; use [`POST /v1/pull`](./lemonade.md#post-v1pull) to register a new one.",
   notes:
-    "Streaming (the default) sends NDJSON: `pulling manifest`, then `downloading <file>` lines with `digest`, `completed` and `total`, then two `success` lines; a failed download ends with a line carrying `error`.",
+    "Streaming (the default) sends NDJSON: `pulling manifest`, then `downloading <file>` lines with `digest`, `completed` and `total`, then two `success` lines; a failed download ends with a line carrying `error`, and one paused or cancelled through [`POST /v1/downloads/control`](./lemonade.md#post-v1downloadscontrol) ends after its last `downloading` line, with neither.",
   body: T.Object({ ...ModelOrName, stream: Stream }),
   response: T.Object({ status: T.String({ description: "`success` (non-streaming)" }) }),
   stream: {

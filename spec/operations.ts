@@ -357,7 +357,7 @@ export const metrics = endpoint({
   summary: "Prometheus scrape endpoint",
   availability: "fully_available",
   description:
-    "Prometheus text exposition of the server's state at the moment of the scrape. Root-level only. When `LEMONADE_API_KEY` is set it requires bearer authentication with either the API key or `LEMONADE_ADMIN_API_KEY`; otherwise it is open.",
+    "Prometheus text exposition of the server's state at the moment of the scrape. Root-level only. When `LEMONADE_API_KEY` is set it requires bearer authentication with either the API key or `LEMONADE_ADMIN_API_KEY`; otherwise it is open. Per-model series name the model (`model_name`, or `model`) by the id `/v1/models` lists it by: the bare name for the model that holds it, `builtin.NAME` or `extra.NAME` for one a registered or imported model shadows.",
   head: true,
   contentType: "text/plain; version=0.0.4; charset=utf-8",
   example: {

@@ -140,6 +140,8 @@ export function displayName(m: Pick<Model, "id" | "canonical_id" | "shadowed">):
 export interface Job {
   id: string;
   model_name: string;
+  /** The job's model by its canonical id, as a model row's `canonical_id`. */
+  canonical_id: string;
   status: "downloading" | "paused" | "cancelled" | "completed" | "error";
   running: boolean;
   file?: string;
@@ -149,10 +151,13 @@ export interface Job {
   error?: string;
 }
 
-/** Whether a download job is a model row's. A job names its model as its pull named it (lemond's
- * `model:<name>`): by the id the row is listed by, or by its canonical `user.`/`extra.`/`builtin.` id. */
-export function isJobOf(j: Pick<Job, "model_name">, m: Pick<Model, "id" | "canonical_id">): boolean {
-  return j.model_name === m.id || j.model_name === m.canonical_id;
+/** Whether a download job is a model row's: the job's model is the row's (by canonical id, since
+ * the name a pull gave may since name another model: a registration shadowing the built-in the job
+ * downloads), and the row is that model's own listing or the alias the pull named. */
+export function isJobOf(j: Pick<Job, "model_name" | "canonical_id">, m: Pick<Model, "id" | "canonical_id">): boolean {
+  const canonical = m.canonical_id ?? m.id;
+  if (j.canonical_id !== canonical) return false;
+  return m.id === canonical || m.id === bareName(m) || j.model_name === m.id;
 }
 
 /** Whether /v1/pull takes the name the model is listed by: not one with a prefix the server keeps

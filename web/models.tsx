@@ -362,6 +362,8 @@ export function Models({ jobs }: { jobs: Jobs }) {
         <tbody>
           {shown.map((m, i) => {
             const job = jobOf(m);
+            // A stopped job goes on with a pull of its name, while that name still names this model.
+            const resumable = job !== undefined && (job.model_name === m.id || job.model_name === m.canonical_id);
             const slot = loaded.get(m.id);
             const section = SECTIONS[rank(m)]!;
             const first = i === 0 || SECTIONS[rank(shown[i - 1]!)] !== section;
@@ -406,8 +408,8 @@ export function Models({ jobs }: { jobs: Jobs }) {
                 <td class="actions" data-label="Actions">
                   <div class="buttons">
                   {job && job.status === "downloading" && <button onClick={() => act(`Pause ${m.id}`, () => postJson("/v1/downloads/control", { id: job.id, action: "pause" }))}>Pause</button>}
-                  {job && job.status !== "downloading" && (
-                    <button onClick={() => act(`Resume ${m.id}`, () => postJson("/v1/pull", { model_name: m.id, stream: true, subscribe: false }), `Download of ${m.id} resumed`)}>
+                  {job && job.status !== "downloading" && resumable && (
+                    <button onClick={() => act(`Resume ${m.id}`, () => postJson("/v1/pull", { model_name: job.model_name, stream: true, subscribe: false }), `Download of ${m.id} resumed`)}>
                       {job.status === "error" ? "Retry" : "Resume"}
                     </button>
                   )}
@@ -417,7 +419,7 @@ export function Models({ jobs }: { jobs: Jobs }) {
                       Download
                     </button>
                   )}
-                  {!job && !m.downloaded && !pullable(m) && <span class="hint">not downloadable while {bareName(m)} names another model</span>}
+                  {((!job && !m.downloaded && !pullable(m)) || (job && job.status !== "downloading" && !resumable)) && <span class="hint">not downloadable while {bareName(m)} names another model</span>}
                   {m.downloaded && !slot && (
                     <button disabled={m.id in loading} onClick={() => void load(m)}>
                       Load

@@ -2,6 +2,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { Ollama } from "ollama";
 import { MODELS, testModelsDir } from "../helpers/engines.ts";
 import { sha256, startFakeHub, type FakeHub, type HubRepo } from "../helpers/fake-hub.ts";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
@@ -396,6 +397,39 @@ describe("server-owned jobs", () => {
     expect(await jobs()).toEqual([]);
     expect(await (await post("/v1/downloads/control", { id: "model:user.Job", action: "remove" })).json()).toEqual({ status: "ok", missing: true });
     expect((await post("/v1/downloads/control", { id: "model:nope", action: "pause" })).status).toBe(404);
+  });
+  test("a cancel ends the pulls sharing the download with no error: Ollama's NDJSON and /v1/pull's events just stop", async () => {
+    const s = await start();
+    hub.delayMs = 50;
+    await job();
+    // Both join the job's download of the same model.
+    const ollamaRaw = post("/api/pull", { model: "user.Job" }).then((r) => r.text());
+    const sse = post("/v1/pull", { model_name: "user.Job", stream: true }).then(events);
+    const client = (async () => {
+      const seen: any[] = [];
+      try {
+        for await (const part of await new Ollama({ host: s.url }).pull({ model: "user.Job", stream: true })) seen.push(part);
+        return { seen, thrown: "" };
+      } catch (err) {
+        return { seen, thrown: (err as Error).message };
+      }
+    })();
+    await waitFor((j) => j.bytes_downloaded > 100_000);
+    expect((await (await post("/v1/downloads/control", { id: "model:user.Job", action: "cancel" })).json()).status).toBe("cancelled");
+
+    const lines = (await ollamaRaw).trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines[0]).toEqual({ status: "pulling manifest" });
+    expect(lines.length).toBeGreaterThan(1);
+    expect(lines.slice(1).every((l) => Object.keys(l).sort().join() === "completed,digest,status,total" && l.status === "downloading tiny-Q8_0.gguf")).toBe(true);
+    expect(lines.at(-1).completed).toBeLessThan(big.length);
+    // The official client, given no error line, reports only that the stream ended early.
+    const { seen, thrown } = await client;
+    expect(thrown).toBe("Did not receive done or success response in stream.");
+    expect(seen.some((p) => p.status === "success")).toBe(false);
+    const evs = await sse;
+    expect(evs.length).toBeGreaterThan(0);
+    expect(evs.every((e) => e.event === "progress")).toBe(true);
+    expect((await (await fetch(`${s.url}/v1/models/user.Job`)).json()).downloaded).toBe(false);
   });
 });
 

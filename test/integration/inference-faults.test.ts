@@ -17,7 +17,7 @@ afterAll(() => server.close());
 
 const post = (path: string, body: Record<string, unknown>) => fetch(`${server.url}${path}`, { method: "POST", body: JSON.stringify(body) });
 const chat = (body: Record<string, unknown>) => post("/v1/chat/completions", { model: "extra.a", messages: [{ role: "user", content: "hi" }], ...body });
-const loads = () => server.ctx.logger.snapshot().filter((e) => /Loading extra\.a on llama\.cpp/.test(e.line)).length;
+const loads = () => server.ctx.logger.snapshot().filter((e) => /Loading a on llama\.cpp/.test(e.line)).length;
 const enginePid = () => server.ctx.scheduler.list()[0]!.engine.pid;
 const events = (text: string) => text.trim().split("\n\n");
 

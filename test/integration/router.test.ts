@@ -224,7 +224,7 @@ describe("concurrency and faults", () => {
       ),
     );
     expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));
-    const loads = s.ctx.logger.snapshot().filter((e) => e.line.includes("Loading extra.tiny-chat on llama.cpp"));
+    const loads = s.ctx.logger.snapshot().filter((e) => e.line.includes("Loading tiny-chat on llama.cpp"));
     expect(loads).toHaveLength(1);
     const pgrep = Bun.spawnSync(["pgrep", "-f", `${s.ctx.config.extraModelsDir}/tiny-chat.gguf`]);
     expect(pgrep.stdout.toString().trim().split("\n")).toHaveLength(1);
@@ -241,7 +241,7 @@ describe("concurrency and faults", () => {
       ),
     );
     expect(results.map((r) => r.status)).toEqual(Array(16).fill(200));
-    const starts = s.ctx.logger.snapshot().filter((e) => /Loading extra\.tiny-chat(-b)? on llama\.cpp/.test(e.line)).length;
+    const starts = s.ctx.logger.snapshot().filter((e) => /Loading tiny-chat(-b)? on llama\.cpp/.test(e.line)).length;
     expect(starts).toBe(2);
   });
 

@@ -497,7 +497,10 @@ describe("engine installs in Downloads", () => {
 });
 
 describe("names in the model manager", () => {
-  test("a name three sources share: the winner bare, each shadowed source as NAME (imported) / NAME (builtin)", async () => {
+  test("a name three sources share: the winner bare, each shadowed source as NAME (imported) / NAME (builtin); the built-in's download on its own row", async () => {
+    // The built-in's download, started while the name was still its own (no hub answers here: it
+    // stops on an error, and keeps its partial state to retry).
+    await post("/v1/pull", { model_name: "Qwen3-0.6B-GGUF", stream: true, subscribe: false });
     // An extra model and a registered one on a built-in's name (the custom-models guide's third case).
     const file = join(server.ctx.config.extraModelsDir!, "Qwen3-0.6B-GGUF.gguf");
     writeFileSync(file, "FAKE: the fake engine reads no weights");
@@ -513,12 +516,18 @@ describe("names in the model manager", () => {
       const download = (id: string) => page.locator(`tr[data-model="${id}"]`).getByRole("button", { name: "Download" }).count();
       expect([await download("builtin.Qwen3-0.6B-GGUF"), await download("Qwen3-0.6B-GGUF")]).toEqual([0, 1]);
       expect(await page.locator('tr[data-model="builtin.Qwen3-0.6B-GGUF"] td.actions').textContent()).toContain("not downloadable while Qwen3-0.6B-GGUF names another model");
+      // The job the pull of Qwen3-0.6B-GGUF started is the built-in's: its row shows it (with no
+      // Retry, which would pull the registered model now), the rows now named so do not.
+      const progress = (id: string) => page.locator(`tr[data-model="${id}"] progress`).count();
+      expect([await progress("builtin.Qwen3-0.6B-GGUF"), await progress("Qwen3-0.6B-GGUF"), await progress("extra.Qwen3-0.6B-GGUF")]).toEqual([1, 0, 0]);
+      expect(await page.locator('tr[data-model="builtin.Qwen3-0.6B-GGUF"]').getByRole("button", { name: "Retry" }).count()).toBe(0);
       // An unshadowed model is shown by its id alone.
       expect(await shown("chat-a")).toBe("chat-a");
       await close(page);
     } finally {
       rmSync(file);
       await post("/v1/delete", { model_name: "user.Qwen3-0.6B-GGUF" });
+      await post("/v1/downloads/control", { id: "model:Qwen3-0.6B-GGUF", action: "remove" });
     }
   }, 60_000);
 });

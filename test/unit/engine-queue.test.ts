@@ -61,7 +61,7 @@ test("over HTTP: one slot (--parallel 1), max_queue 2: two wait (shown in /v1/he
     while (health.all_models_loaded[0].queue_depth < 2) health = await (await fetch(`${server.url}/v1/health`)).json();
     // One request holds the one slot, two wait for it.
     expect(health.all_models_loaded[0]).toMatchObject({ queue_depth: 2, slots: 1, slots_in_use: 1 });
-    expect(await (await fetch(`${server.url}/metrics`)).text()).toContain('lemonade_queued_requests{model="extra.a"} 2');
+    expect(await (await fetch(`${server.url}/metrics`)).text()).toContain('lemonade_queued_requests{model="a"} 2');
     const busy = await chat(false);
     expect(busy.status).toBe(503);
     expect(busy.headers.get("retry-after")).toBe("1");

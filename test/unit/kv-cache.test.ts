@@ -53,6 +53,7 @@ function setup(slots: Slot[], settings: Partial<KvCacheSettings> = {}, now = { t
     dir,
     root,
     files: () => [],
+    name: (m) => m.id,
     log: { info: (_t, m) => logs.push(m), warn: (_t, m) => logs.push(m) },
     fetch: e.fetch,
     now: () => now.t,
@@ -145,6 +146,7 @@ test("saved conversations are read back from the folders by a new server", async
     dir: (id) => join(root, id),
     root,
     files: () => [],
+    name: (m) => m.id,
     log: { info: () => {}, warn: () => {} },
   });
   expect(fresh.summary()).toEqual([{ model_name: "m", conversations: 1, bytes: 100 }]);

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { startFakeServer } from "../helpers/fake-engine.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 import { FakeClock } from "../helpers/fake-clock.ts";
@@ -76,9 +78,10 @@ test("request counters count requests by route and status", async () => {
 describe("Lemonade's families on a model's engine (the FAKE llama-server)", () => {
   let fake: TestServer;
   const scrape = async () => parsePrometheus(await (await fetch(`${fake.url}/metrics`)).text());
-  /** The one sample of a family for extra.info, and that it is labelled with exactly Lemonade's five labels. */
+  /** The one sample of a family for extra.info (listed as `info`, which no other model holds),
+   * and that it is labelled with exactly Lemonade's five labels. */
   const ofModel = (samples: Sample[], name: string) => {
-    const found = samples.filter((s) => s.name === name && s.labels.model_name === "extra.info");
+    const found = samples.filter((s) => s.name === name && s.labels.model_name === "info");
     expect(found, name).toHaveLength(1);
     expect(Object.keys(found[0]!.labels).sort(), name).toEqual(["checkpoint", "device", "model_name", "recipe", "type"]);
     return found[0]!;
@@ -95,7 +98,7 @@ describe("Lemonade's families on a model's engine (the FAKE llama-server)", () =
     const { samples } = await scrape();
     const info = ofModel(samples, "lemonade_model_info");
     expect(info.value).toBe(1);
-    expect(info.labels).toMatchObject({ model_name: "extra.info", type: "llm", device: "cpu", recipe: "llamacpp", checkpoint: expect.stringMatching(/info\.gguf$/) });
+    expect(info.labels).toMatchObject({ model_name: "info", type: "llm", device: "cpu", recipe: "llamacpp", checkpoint: expect.stringMatching(/info\.gguf$/) });
     expect(ofModel(samples, "lemonade_model_loaded").value).toBe(1);
     // A loaded model with no request yet reports zeros, and no cache figure.
     expect(ofModel(samples, "lemonade_model_requests_total").value).toBe(0);
@@ -135,7 +138,7 @@ describe("Lemonade's families on a model's engine (the FAKE llama-server)", () =
       expect(valueOf(after, all)! - valueOf(before, all)!, all).toBe(by);
       expect(after.find((s) => s.name === all)?.labels, all).toEqual({});
     }
-    const engine = (samples: Sample[]) => samples.find((s) => s.name === "lemonade_engine_requests_total" && s.labels.model === "extra.info" && s.labels.endpoint === "chat_completions" && s.labels.status === "200")?.value ?? 0;
+    const engine = (samples: Sample[]) => samples.find((s) => s.name === "lemonade_engine_requests_total" && s.labels.model === "info" && s.labels.endpoint === "chat_completions" && s.labels.status === "200")?.value ?? 0;
     expect(engine(after) - engine(before)).toBe(1);
   });
 
@@ -148,6 +151,60 @@ describe("Lemonade's families on a model's engine (the FAKE llama-server)", () =
     expect(ofModel(samples, "lemonade_model_info").value).toBe(1);
     expect(ofModel(samples, "lemonade_model_loaded").value).toBe(0);
     expect(ofModel(samples, "lemonade_model_requests_total").value).toBe(before);
+  });
+});
+
+describe("a built-in shadowed by a registered model of its name (the custom-models guide's naming spec)", () => {
+  let fake: TestServer;
+  const BARE = "Qwen3-0.6B-GGUF";
+  /** Puts a checkpoint's file in the server's Hugging Face cache, as a download would leave it. */
+  const seed = (repo: string, file: string) => {
+    const base = join(fake.cacheDir, "hf", `models--${repo.replace(/\//g, "--")}`);
+    mkdirSync(join(base, "refs"), { recursive: true });
+    writeFileSync(join(base, "refs", "main"), "c".repeat(40));
+    mkdirSync(join(base, "snapshots", "c".repeat(40)), { recursive: true });
+    writeFileSync(join(base, "snapshots", "c".repeat(40), file), "FAKE: the fake engine reads no weights");
+  };
+  const post = (path: string, body: unknown) => fetch(`${fake.url}${path}`, { method: "POST", body: JSON.stringify(body) });
+  beforeAll(async () => {
+    fake = await startFakeServer([], { LEMONADE_MAX_LOADED_MODELS: "-1", LEMONADE_LOG_LEVEL: "info" });
+    seed("unsloth/Qwen3-0.6B-GGUF", "Qwen3-0.6B-Q4_0.gguf");
+    seed("test-org/shadow-GGUF", "shadow-Q4_0.gguf");
+    expect((await post("/v1/models/register", { model_name: `user.${BARE}`, checkpoint: "test-org/shadow-GGUF:Q4_0", recipe: "llamacpp" })).status).toBe(200);
+  });
+  afterAll(() => fake.close());
+
+  test("each is labelled by the id /v1/models lists it by: the registered one bare, the built-in builtin.NAME; log lines name them so too", async () => {
+    const listed = ((await (await fetch(`${fake.url}/v1/models?show_all=true`)).json()).data as { id: string }[]).map((m) => m.id);
+    expect(listed).toContain(BARE);
+    expect(listed).toContain(`builtin.${BARE}`);
+    for (const name of [`builtin.${BARE}`, BARE]) {
+      expect((await post("/v1/load", { model_name: name, llamacpp_backend: "system" })).status).toBe(200);
+      expect((await post("/v1/chat/completions", { model: name, messages: [{ role: "user", content: "hi" }], max_tokens: 2 })).status).toBe(200);
+    }
+    let samples: Sample[] = [];
+    // A request is recorded once its answer has ended on the server, which may be just after the client has it.
+    for (let i = 0; i < 40 && samples.filter((s) => s.name === "lemonade_engine_requests_total").length < 2; i++) {
+      if (i) await Bun.sleep(25);
+      samples = parsePrometheus(await (await fetch(`${fake.url}/metrics`)).text()).samples;
+    }
+    const info = samples.filter((s) => s.name === "lemonade_model_info").map((s) => [s.labels.model_name, s.labels.checkpoint]);
+    expect(info.sort()).toEqual([
+      [BARE, "test-org/shadow-GGUF:Q4_0"],
+      [`builtin.${BARE}`, "unsloth/Qwen3-0.6B-GGUF:Q4_0"],
+    ]);
+    for (const family of ["lemonade_model_requests_total", "lemonade_llamacpp_requests_processing"]) {
+      expect(samples.filter((s) => s.name === family).map((s) => s.labels.model_name).sort(), family).toEqual([BARE, `builtin.${BARE}`]);
+    }
+    // The bare name's chat went to the registered model, not to the built-in loaded under that id.
+    expect(samples.filter((s) => s.name === "lemonade_model_requests_total").map((s) => s.value)).toEqual([1, 1]);
+    for (const family of ["lemonade_engine_requests_total", "lemonade_generated_tokens_total", "lemonade_queued_requests"]) {
+      expect(samples.filter((s) => s.name === family).map((s) => s.labels.model).sort(), family).toEqual([BARE, `builtin.${BARE}`]);
+    }
+    const lines = fake.ctx.logger.snapshot().map((e) => e.line);
+    expect(lines.filter((l) => / Loading \S+ on llama\.cpp/.test(l)).map((l) => / Loading (\S+) on/.exec(l)![1])).toEqual([`builtin.${BARE}`, BARE]);
+    expect(lines.some((l) => l.includes(`Registered ${BARE} (test-org/shadow-GGUF:Q4_0)`))).toBe(true);
+    expect(lines.some((l) => l.includes("user.") || / Load(ing|ed) Qwen3-0\.6B-GGUF .*unsloth/.test(l))).toBe(false);
   });
 });
 

@@ -30,7 +30,7 @@ afterEach(async () => {
 const chat = (s: TestServer, body: Record<string, unknown>, signal?: AbortSignal) =>
   fetch(`${s.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], ...body }), signal });
 
-const loads = (s: TestServer) => s.ctx.logger.snapshot().filter((e) => /Loading extra\.\w+ on llama\.cpp/.test(e.line)).length;
+const loads = (s: TestServer) => s.ctx.logger.snapshot().filter((e) => /Loading \w+ on llama\.cpp/.test(e.line)).length;
 
 test("a stream through the server arrives whole, with the engine's timings recorded", async () => {
   server = await startFakeServer(["a"], { LEMONADE_LOG_LEVEL: "info" });
@@ -130,7 +130,7 @@ describe("the proxy alone, on a fake clock", () => {
         return { instance, url: "http://engine.test", streaming() {}, release() {}, fail: async () => void counts.failed++ } satisfies Lease<CatalogModel>;
       },
     } as unknown as Scheduler<CatalogModel>;
-    const catalog = { get: () => model } as unknown as Catalog;
+    const catalog = { get: () => model, publicId: (m: CatalogModel) => m.id, isBuiltIn: () => false } as unknown as Catalog;
     const metrics = new Metrics("test");
     const logger = new Logger("Info", () => {});
     const proxy = new EngineProxy({

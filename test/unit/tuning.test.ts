@@ -177,6 +177,7 @@ describe("the launcher's fallback", () => {
     env: { cacheDir: tempDir(), path: "" },
     files: () => [{ role: "main", path: "/m/tiny.gguf", exists: true, sizeBytes: 1 }] as ReturnType<ConstructorParameters<typeof Launcher>[0]["files"]>,
     install: async () => {},
+    name: (m) => m.id,
     log: { info: () => {}, warn: (_t, m) => warnings.push(m), error: () => {}, debug: () => {} },
   });
   const start = launcher.effects(async () => {}).start;

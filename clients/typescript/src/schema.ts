@@ -4112,7 +4112,7 @@ export interface paths {
         };
         /**
          * Prometheus scrape endpoint
-         * @description Prometheus text exposition of the server's state at the moment of the scrape. Root-level only. When `LEMONADE_API_KEY` is set it requires bearer authentication with either the API key or `LEMONADE_ADMIN_API_KEY`; otherwise it is open.
+         * @description Prometheus text exposition of the server's state at the moment of the scrape. Root-level only. When `LEMONADE_API_KEY` is set it requires bearer authentication with either the API key or `LEMONADE_ADMIN_API_KEY`; otherwise it is open. Per-model series name the model (`model_name`, or `model`) by the id `/v1/models` lists it by: the bare name for the model that holds it, `builtin.NAME` or `extra.NAME` for one a registered or imported model shadows.
          */
         get: operations["lemonade.metrics"];
         put?: never;
@@ -4121,7 +4121,7 @@ export interface paths {
         options?: never;
         /**
          * Prometheus scrape endpoint (headers only)
-         * @description Prometheus text exposition of the server's state at the moment of the scrape. Root-level only. When `LEMONADE_API_KEY` is set it requires bearer authentication with either the API key or `LEMONADE_ADMIN_API_KEY`; otherwise it is open.
+         * @description Prometheus text exposition of the server's state at the moment of the scrape. Root-level only. When `LEMONADE_API_KEY` is set it requires bearer authentication with either the API key or `LEMONADE_ADMIN_API_KEY`; otherwise it is open. Per-model series name the model (`model_name`, or `model`) by the id `/v1/models` lists it by: the bare name for the model that holds it, `builtin.NAME` or `extra.NAME` for one a registered or imported model shadows.
          */
         head: operations["lemonade.metrics.head"];
         patch?: never;
@@ -7479,6 +7479,8 @@ export interface components {
             type: "model";
             /** @description The model being downloaded, named as the pull named it */
             model_name: string;
+            /** @description The canonical id of the model being downloaded, as `/v1/models` gives it (`user.NAME`, `extra.NAME`, `builtin.NAME`): the job's model even once `model_name` names another (a registration made since, shadowing the built-in the job downloads) */
+            canonical_id: string;
             /** @description `downloading`, `paused`, `cancelled`, `completed` or `error` */
             status: string;
             /** @description Whether the download worker is still active */
