@@ -6,7 +6,7 @@ import { dirname, join } from "node:path";
 import builtIn from "./server_models.json" with { type: "json" };
 import { checkpointProblem, findCachedFile, parseCheckpoint } from "./hf-cache.ts";
 import { ggufScalar, readGgufMetadata, type GgufMetadata } from "./gguf.ts";
-import { changed } from "../lib/generation.ts";
+import { changed, generation } from "../lib/generation.ts";
 import { clip } from "../lib/scrub.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
@@ -122,6 +122,10 @@ export interface RegistryRow {
 
 /** The prefix that reaches a built-in model a user model of the same name shadows. */
 const BUILTIN_PREFIX = "builtin.";
+
+/** How long a scan of the extra folder serves when its watcher reported nothing (a change it
+ * cannot see: a file behind a symbolic link, a file system without notifications). */
+const EXTRA_SCAN_LIFETIME_MS = 2000;
 
 /** Why a name cannot be registered or pulled, when its prefix is one the server owns: `extra.`
  * (found on disk) and `builtin.` (shipped), also as the bare part of a `user.` name, which would
@@ -396,7 +400,23 @@ export class Catalog {
     return hasMmproj ? ["custom", "chat", "vision"] : ["custom", "chat"];
   }
 
+  /** The extra folder's models, scanned again once the folder changed (its watcher counts a
+   * change) or the scan is EXTRA_SCAN_LIFETIME_MS old: a scan stats every file, and every lookup
+   * and listing reads the catalog (bench catalog, 50 extra models: /v1/health 2.5k -> 16k req/s). */
+  private extraScan?: { generation: number; at: number; models: CatalogModel[] };
+
   private extraModels(): CatalogModel[] {
+    const now = performance.now();
+    const cached = this.extraScan;
+    if (cached && cached.generation === generation() && now - cached.at < EXTRA_SCAN_LIFETIME_MS) return cached.models;
+    // Read the count first: a change while scanning makes the next read scan again.
+    const at = generation();
+    const models = this.scanExtra();
+    this.extraScan = { generation: at, at: now, models };
+    return models;
+  }
+
+  private scanExtra(): CatalogModel[] {
     const dir = this.opts.extraModelsDir;
     if (!dir || !existsSync(dir)) return [];
     return scanExtraModels(dir).map((m): CatalogModel => {
@@ -434,6 +454,15 @@ export class Catalog {
 
   /** Looks a name up through aliases and Ollama's `:latest` tag; undefined when unknown. */
   find(name: string): CatalogModel | undefined {
+    const hit = this.lookup(name);
+    if (hit || !this.extraScan) return hit;
+    // Not known: a file dropped into the extra folder a moment ago may not have reached the
+    // watcher yet, so the folder is scanned afresh before the answer is no.
+    this.extraScan = undefined;
+    return this.lookup(name);
+  }
+
+  private lookup(name: string): CatalogModel | undefined {
     // A name longer than any can be names nothing: no alias walk or comparison is spent on it.
     if (name.length > MAX_MODEL_NAME_BYTES || Buffer.byteLength(name) > MAX_MODEL_NAME_BYTES) return undefined;
     const all = this.all();
@@ -449,6 +478,7 @@ export class Catalog {
     };
     const direct = byId(this.aliases.resolve(name));
     if (direct) return direct;
+
     if (name.endsWith(":latest")) return byId(this.aliases.resolve(name.slice(0, -":latest".length)));
     return undefined;
   }

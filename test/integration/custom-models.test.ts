@@ -2,7 +2,7 @@
 // (`builtin.NAME`, `user.NAME`, `extra.NAME`) for every reader and writer, with the migration of
 // older bare built-in keys; a user model's automatic labels; an extra model's size in GiB.
 import { afterAll, describe, expect, test } from "bun:test";
-import { copyFileSync, mkdirSync, readFileSync, statSync, truncateSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { MODELS, testModelsDir } from "../helpers/engines.ts";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server.ts";
@@ -178,5 +178,31 @@ describe("an extra model's size", () => {
     expect(await sizeOf("Q-Q8_0")).toBe(0.326);
     // A folder that stays one model is its main file's size (1e9 bytes), not the folder's.
     expect(await sizeOf("Mixed")).toBe(0.931);
+  });
+});
+
+describe("the extra folder, scanned once per change rather than per request", () => {
+  test("a file dropped in is found at once, by name, and a file removed leaves the listings", async () => {
+    const extra = tempDir("lemonade-extra-scan-");
+    const gguf = join(testModelsDir(), MODELS.chat);
+    copyFileSync(gguf, join(extra, "first.gguf"));
+    const s = await start({ LEMONADE_EXTRA_MODELS_DIR: extra });
+    const status = async (id: string) => (await fetch(`${s.url}/v1/models/${id}`)).status;
+    const listed = async () => ((await (await fetch(`${s.url}/v1/models`)).json()).data as { id: string }[]).map((m) => m.id);
+    expect(await status("extra.first")).toBe(200);
+    expect(await listed()).toContain("first");
+    // Asked for by name straight after the copy: no wait for the folder's watcher.
+    copyFileSync(gguf, join(extra, "second.gguf"));
+    expect(await status("extra.second")).toBe(200);
+    // Removed: gone from the listings once the watcher (or the scan's short lifetime) tells.
+    rmSync(join(extra, "first.gguf"));
+    let ids = await listed();
+    for (let i = 0; i < 60 && ids.includes("first"); i++) {
+      await Bun.sleep(100);
+      ids = await listed();
+    }
+    expect(ids).not.toContain("first");
+    expect(ids).toContain("second");
+    expect(await status("extra.first")).toBe(404);
   });
 });
