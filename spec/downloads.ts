@@ -345,7 +345,7 @@ export const downloads = endpoint({
     "Lists the download jobs started with `POST /v1/pull` and `stream: true, subscribe: false`. Active, paused, cancelled, failed and completed jobs stay listed until removed.",
   response: T.Array(JobSnapshot, { description: "The jobs, as a bare array (lemonade.md)" }),
   example: {
-    response: `[{"id": "model:Qwen3-0.6B-GGUF", "type": "model", "model_name": "Qwen3-0.6B-GGUF", "status": "downloading", "running": true, "file": "Qwen3-0.6B-Q4_0.gguf", "file_index": 1, "total_files": 1, "bytes_downloaded": 104857600, "bytes_total": 382156480, "total_download_size": 382156480, "bytes_previously_downloaded": 0, "completed_files_bytes": 0, "cumulative_bytes_downloaded": 104857600, "overall_bytes_downloaded": 104857600, "percent": 27, "complete": false}]`,
+    response: `[{"id": "model:Qwen3-0.6B-GGUF", "type": "model", "model_name": "Qwen3-0.6B-GGUF", "canonical_id": "builtin.Qwen3-0.6B-GGUF", "status": "downloading", "running": true, "file": "Qwen3-0.6B-Q4_0.gguf", "file_index": 1, "total_files": 1, "bytes_downloaded": 104857600, "bytes_total": 382156480, "total_download_size": 382156480, "bytes_previously_downloaded": 0, "completed_files_bytes": 0, "cumulative_bytes_downloaded": 104857600, "overall_bytes_downloaded": 104857600, "percent": 27, "complete": false}]`,
   },
 });
 
@@ -379,7 +379,8 @@ export const downloadsControl = endpoint({
   example: {
     body: { id: "model:Qwen3-0.6B-GGUF", action: "pause" },
     response: `{
-  "id": "model:Qwen3-0.6B-GGUF", "type": "model", "model_name": "Qwen3-0.6B-GGUF", "status": "paused", "running": false,
+  "id": "model:Qwen3-0.6B-GGUF", "type": "model", "model_name": "Qwen3-0.6B-GGUF", "canonical_id": "builtin.Qwen3-0.6B-GGUF",
+  "status": "paused", "running": false,
   "file": "Qwen3-0.6B-Q4_0.gguf", "file_index": 1, "total_files": 1, "bytes_downloaded": 152862592, "bytes_total": 382156480,
   "total_download_size": 382156480, "bytes_previously_downloaded": 0, "completed_files_bytes": 0,
   "cumulative_bytes_downloaded": 152862592, "overall_bytes_downloaded": 152862592, "percent": 40, "complete": false

@@ -168,7 +168,7 @@ describe("embeddings and model info", () => {
     // Each route is counted under its own label, from its spec definition.
     const metrics = await (await fetch(`${server.url}/metrics`)).text();
     for (const label of ["ollama_embed", "ollama_embeddings"]) {
-      expect(metrics).toMatch(new RegExp(`lemonade_engine_requests_total\\{model="${EMBED}",endpoint="${label}",status="200"\\} 1`));
+      expect(metrics).toMatch(new RegExp(`lemonade_engine_requests_total\\{model="${EMBED.slice("extra.".length)}",endpoint="${label}",status="200"\\} 1`));
     }
     // ollama.md: `prompt` or `input`, a string or an array (the first text's vector), and the model named back.
     const byInput = await (await post("/api/embeddings", { model: EMBED, input: ["one", "two"] })).json();

@@ -352,16 +352,17 @@ describe("llama.cpp extras, stats and metrics", () => {
     expect(stats.request_count_total).toBeGreaterThan(1);
 
     const metrics = await (await fetch(`${server.url}/metrics`)).text();
-    expect(metrics).toMatch(new RegExp(`lemonade_engine_requests_total\\{model="${CHAT}",endpoint="chat_completions",status="200"\\} \\d+`));
+    // Labelled by the id /v1/models lists it by: the extra model's bare name, which nothing else holds.
+    expect(metrics).toMatch(new RegExp(`lemonade_engine_requests_total\\{model="${CHAT.slice("extra.".length)}",endpoint="chat_completions",status="200"\\} \\d+`));
     // Labelled as Lemonade labels the engine's own series: with the model's whole identity.
-    expect(metrics).toMatch(new RegExp(`lemonade_llamacpp_tokens_predicted_total\\{checkpoint="[^"]+",device="cpu",model_name="${CHAT}",recipe="llamacpp",type="llm"\\} \\d+`));
+    expect(metrics).toMatch(new RegExp(`lemonade_llamacpp_tokens_predicted_total\\{checkpoint="[^"]+",device="cpu",model_name="${CHAT.slice("extra.".length)}",recipe="llamacpp",type="llm"\\} \\d+`));
     expect(metrics.match(/# TYPE lemonade_llamacpp_tokens_predicted_total /g)).toHaveLength(1);
   });
 
   test("lemonade_model_cache_tokens_total counts the prompt tokens the engine reused from its cache", async () => {
     const cached = async () => {
       const text = await (await fetch(`${server.url}/metrics`)).text();
-      return Number(new RegExp(`lemonade_model_cache_tokens_total\\{[^}]*model_name="${CHAT}"[^}]*\\} (\\d+)`).exec(text)?.[1] ?? 0);
+      return Number(new RegExp(`lemonade_model_cache_tokens_total\\{[^}]*model_name="${CHAT.slice("extra.".length)}"[^}]*\\} (\\d+)`).exec(text)?.[1] ?? 0);
     };
     const before = await cached();
     const ask = () => client.chat.completions.create({ model: CHAT, messages: [{ role: "user", content: "the same words twice, cached" }], max_tokens: 2 });

@@ -10,7 +10,7 @@ import { startTestServer, tempDir, type TestServer } from "../helpers/server.ts"
 let server: TestServer;
 const post = (path: string, body: unknown) => fetch(`${server.url}${path}`, { method: "POST", body: JSON.stringify(body) });
 const embedCalls = async () => {
-  const m = /lemonade_engine_requests_total\{model="extra\.tiny-embed",endpoint="routing",status="200"\} (\d+)/.exec(await (await fetch(`${server.url}/metrics`)).text());
+  const m = /lemonade_engine_requests_total\{model="tiny-embed",endpoint="routing",status="200"\} (\d+)/.exec(await (await fetch(`${server.url}/metrics`)).text());
   return Number(m?.[1] ?? 0);
 };
 
