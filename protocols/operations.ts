@@ -14,14 +14,17 @@ const perType = (value: (type: ModelType) => number) => Object.fromEntries(MODEL
 /** GET /v1/health. */
 export function health(ctx: Pick<ServerContext, "catalog" | "cloud" | "config" | "kvCache" | "proxy" | "scheduler" | "stats" | "telemetry" | "tuning" | "version" | "websocketPort">): HealthResponse {
   const pools = poolHealth(ctx);
-  // By its listed id, as all_models_loaded names it.
+  // Models by their listed ids, as all_models_loaded names them; one no longer in the catalog, by its id.
   const all = ctx.catalog.all();
+  const listed = (id: string) => {
+    const model = all.find((m) => m.id === id);
+    return model ? ctx.catalog.publicId(model, all) : id;
+  };
   const recent = ctx.scheduler.mostRecent;
-  const recentModel = recent === null ? undefined : all.find((m) => m.id === recent);
   return {
     status: "ok",
     version: ctx.version,
-    model_loaded: recentModel ? ctx.catalog.publicId(recentModel, all) : recent,
+    model_loaded: recent === null ? null : listed(recent),
     all_models_loaded: loadedEntries(ctx, all),
     max_models: perType(() => ctx.config.maxLoadedModels),
     pinned_models: perType((t) => ctx.scheduler.list().filter((s) => s.model.type === t && s.pinned && s.residency === "standard").length),
@@ -31,7 +34,7 @@ export function health(ctx: Pick<ServerContext, "catalog" | "cloud" | "config" |
     update_check_done: true,
     auto_tune: autoTuneStatus(ctx),
     ...(pools.length ? { pools } : {}),
-    saved_kv_cache: ctx.kvCache.summary(),
+    saved_kv_cache: ctx.kvCache.summary().map((s) => ({ ...s, model_name: listed(s.model_name) })),
   };
 }
 

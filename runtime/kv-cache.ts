@@ -124,7 +124,7 @@ export class KvCache {
     this.summaryCache = null;
   }
 
-  /** Saved conversations and their bytes, per model (/v1/health). */
+  /** Saved conversations and their bytes, per model by its catalog id (/v1/health names each by its listed id). */
   summary(): SavedKvSummary[] {
     this.summaryCache ??= [...this.all()].map(([model, list]) => ({
       model_name: model,

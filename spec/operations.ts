@@ -155,7 +155,7 @@ export const health = endpoint({
     saved_kv_cache: T.Array(
       T.Object(
         {
-          model_name: T.String({ description: "The model the conversations were saved from" }),
+          model_name: T.String({ description: "The model the conversations were saved from, by the id `/v1/models` lists it by" }),
           conversations: T.Integer({ description: "Conversations saved" }),
           bytes: T.Integer({ description: "Bytes their files take on disk" }),
         },

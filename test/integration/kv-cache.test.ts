@@ -40,9 +40,13 @@ async function chat(server: TestServer, model: string, messages: Message[]): Pro
   return { content: body.choices[0].message.content, cached: body.timings.cache_n };
 }
 
+/** A model's saved conversations as /v1/health lists them: by the id /v1/models lists it by (an
+ * extra model's bare name), never by its internal `extra.` key. */
 async function saved(server: TestServer, model: string): Promise<{ conversations: number; bytes: number } | undefined> {
   const health = await (await fetch(`${server.url}/api/v1/health`)).json();
-  return health.saved_kv_cache.find((s: { model_name: string }) => s.model_name === model);
+  const names = health.saved_kv_cache.map((s: { model_name: string }) => s.model_name);
+  expect(names).not.toContain(model);
+  return health.saved_kv_cache.find((s: { model_name: string }) => s.model_name === model.slice("extra.".length));
 }
 
 const first: Message = { role: "user", content: "Here is a long story about a lighthouse keeper, a storm and a ship that lost its way. ".repeat(6) };

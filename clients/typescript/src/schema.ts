@@ -7701,7 +7701,7 @@ export interface components {
         };
         /** SavedKvCache */
         SavedKvCache: {
-            /** @description The model the conversations were saved from */
+            /** @description The model the conversations were saved from, by the id `/v1/models` lists it by */
             model_name: string;
             /** @description Conversations saved */
             conversations: number;
