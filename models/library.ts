@@ -87,7 +87,7 @@ export class ModelLibrary {
     return registryOf(source);
   }
 
-  /** How log lines name a model: the id the API lists it by. */
+  /** How log lines and error messages name a model: the id the API lists it by. */
   private named(model: CatalogModel): string {
     return this.opts.catalog.publicId(model);
   }
@@ -234,7 +234,7 @@ export class ModelLibrary {
       const message = (err as Error).message;
       this.opts.log(`Failed to download ${this.named(model)}: ${message}`);
       if (err instanceof ApiError && err.code === "lemond_offline") throw err;
-      throw ApiError.of(E.modelLoadError, `${model.id} is not downloaded and the download failed: ${scrubPaths(message)}`);
+      throw ApiError.of(E.modelLoadError, `${this.named(model)} is not downloaded and the download failed: ${scrubPaths(message)}`);
     }
   }
 

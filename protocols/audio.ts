@@ -93,7 +93,7 @@ export async function transcribe(ctx: Pick<ServerContext, "catalog" | "config" |
 export async function speak(ctx: Pick<ServerContext, "catalog" | "logger" | "proxy" | "standIns">, body: SpeechRequest, signal: AbortSignal = new AbortController().signal): Promise<Response> {
   const model = ctx.catalog.get(body.model);
   if (model.type !== "tts" || !serves(model.recipe, "speech")) {
-    throw ApiError.of(E.modelNotApplicable, `Model ${model.id} is not a text-to-speech model (its type is ${model.type})`, "model");
+    throw ApiError.of(E.modelNotApplicable, `Model ${ctx.catalog.publicId(model)} is not a text-to-speech model (its type is ${model.type})`, "model");
   }
   const voice = body.voice ?? "shimmer";
   const standIn = ctx.standIns.of(model, "speech");
@@ -129,12 +129,12 @@ export async function speak(ctx: Pick<ServerContext, "catalog" | "logger" | "pro
   try {
     audio = inProcess.synthesize(body.input, voice, body.speed ?? 1, format);
   } catch (err) {
-    throw ApiError.of(E.modelLoadError, `Cannot speak with ${model.id}: ${(err as Error).message}`);
+    throw ApiError.of(E.modelLoadError, `Cannot speak with ${ctx.catalog.publicId(model)}: ${(err as Error).message}`);
   }
   const headers = { "content-type": SPEECH_CONTENT_TYPES[format], "x-lemonade-speech-engine": inProcess.name };
   if (streaming) return new Response(audio, { headers });
   const bytes = new Uint8Array(await new Response(audio).arrayBuffer());
-  if (bytes.length === 0) throw ApiError.of(E.noAudio, `${model.id} produced no audio`);
+  if (bytes.length === 0) throw ApiError.of(E.noAudio, `${ctx.catalog.publicId(model)} produced no audio`);
   ctx.logger.info("TTS", `Spoke ${body.input.length} characters with ${ctx.catalog.publicId(model)} (${voice}, ${format}, ${bytes.length} bytes)`);
   return new Response(bytes, { headers });
 }

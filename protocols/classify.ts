@@ -7,15 +7,14 @@ import { E } from "../spec/errors.ts";
 import { serves, sharedEnginePath } from "../spec/recipes.ts";
 import type { ClassifyRequest, ClassifyResponse } from "../spec/classify.ts";
 import type { ModelCheck } from "../runtime/request.ts";
-import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
 
-export const needsClassifier: ModelCheck = (model: CatalogModel) => {
+export const needsClassifier: ModelCheck = (model, named) => {
   if (model.type !== "classification" || !serves(model.recipe, "classify")) {
-    return ApiError.of(E.invalidArgument, `Model ${model.id} is not a text classifier: /v1/classify serves onnxruntime models labelled 'classification'`, "model");
+    return ApiError.of(E.invalidArgument, `Model ${named(model)} is not a text classifier: /v1/classify serves onnxruntime models labelled 'classification'`, "model");
   }
   if (model.labels.includes("zero-shot")) {
-    return ApiError.of(E.invalidArgument, `Model ${model.id} is a zero-shot classifier, whose labels come with each request; this server serves fixed-label classifiers only`, "model");
+    return ApiError.of(E.invalidArgument, `Model ${named(model)} is a zero-shot classifier, whose labels come with each request; this server serves fixed-label classifiers only`, "model");
   }
   return null;
 };

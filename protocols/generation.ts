@@ -18,8 +18,8 @@ export type AudioGenerationRequest = Static<(typeof audioGenerations)["body"]>;
 
 const BASE64 = /^[A-Za-z0-9+/=\r\n]+$/;
 
-const needs = (capability: Capability, row: typeof E.cannotGenerateMeshes, what: string): ModelCheck => (model) =>
-  serves(model.recipe, capability) ? null : ApiError.of(row, `Model ${model.id} cannot generate ${what} (its recipe is ${model.recipe})`, "model");
+const needs = (capability: Capability, row: typeof E.cannotGenerateMeshes, what: string): ModelCheck => (model, named) =>
+  serves(model.recipe, capability) ? null : ApiError.of(row, `Model ${named(model)} cannot generate ${what} (its recipe is ${model.recipe})`, "model");
 
 const needsMeshModel = needs("mesh.generate", E.cannotGenerateMeshes, "3D meshes");
 const needsAudioModel = needs("audio.generate", E.cannotGenerateAudio, "audio");

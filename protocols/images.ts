@@ -24,13 +24,13 @@ import { isJson, jsonItems, type Json } from "../lib/json.ts";
 /** The prompt the real server sends for a variation (the docs: the prompt is ignored). */
 const VARIATION_PROMPT = "variation";
 
-export const needsImageModel: ModelCheck = (model: CatalogModel) => {
+export const needsImageModel: ModelCheck = (model, named) => {
   if (model.labels.includes("upscaling")) {
-    return ApiError.of(E.upscalerCannotGenerate, `Model ${model.id} is an upscaling model: it cannot generate images (use /v1/images/upscale)`, "model");
+    return ApiError.of(E.upscalerCannotGenerate, `Model ${named(model)} is an upscaling model: it cannot generate images (use /v1/images/upscale)`, "model");
   }
   return model.type === "image" && serves(model.recipe, "image.generate")
     ? null
-    : ApiError.of(E.cannotGenerateImages, `Model ${model.id} cannot generate images (its type is ${model.type})`, "model");
+    : ApiError.of(E.cannotGenerateImages, `Model ${named(model)} cannot generate images (its type is ${model.type})`, "model");
 };
 
 /** sd.cpp makes images in multiples of 64 pixels, rounding a size up. */
@@ -286,13 +286,13 @@ export async function upscale(ctx: Pick<ServerContext, "catalog" | "library" | "
     if (err instanceof ApiError && err.code === E.modelNotFound.code) throw ApiError.of(E.upscalerNotFound, `Upscale model not found: ${body.model}`, "model");
     throw err;
   }
-  if (!model.labels.includes("upscaling")) throw ApiError.of(E.notUpscaler, `Model ${model.id} is not an upscaling model (it has no 'upscaling' label)`, "model");
+  if (!model.labels.includes("upscaling")) throw ApiError.of(E.notUpscaler, `Model ${ctx.catalog.publicId(model)} is not an upscaling model (it has no 'upscaling' label)`, "model");
   const upscaler = ctx.standIns.of(model, "upscale");
-  if (upscaler?.kind !== "one-shot") throw ApiError.of(E.cannotUpscale, `Model ${model.id}'s recipe (${model.recipe}) cannot upscale`, "model");
+  if (upscaler?.kind !== "one-shot") throw ApiError.of(E.cannotUpscale, `Model ${ctx.catalog.publicId(model)}'s recipe (${model.recipe}) cannot upscale`, "model");
   // An ESRGAN model upscales by its own scale only (sd-cli has no other): another factor is refused.
   const scale = nativeScale(model);
   if (body.upscale_factor !== undefined && body.upscale_factor !== scale) {
-    throw ApiError.of(E.invalidArgument, `'upscale_factor' must be ${scale}: ${model.id} upscales ${scale}x, and no other factor`, "upscale_factor");
+    throw ApiError.of(E.invalidArgument, `'upscale_factor' must be ${scale}: ${ctx.catalog.publicId(model)} upscales ${scale}x, and no other factor`, "upscale_factor");
   }
   const image = Uint8Array.from(Buffer.from(body.image, "base64"));
   const decoded = readImage(image);
@@ -305,7 +305,7 @@ export async function upscale(ctx: Pick<ServerContext, "catalog" | "library" | "
     throw ApiError.of(E.upscalerNotFound, (err as Error).message, "model");
   }
   const path = ctx.catalog.files(model).find((f) => f.role === "main")?.path;
-  if (!path) throw ApiError.of(E.upscalerNotFound, `Model ${model.id}'s file is not downloaded`, "model");
+  if (!path) throw ApiError.of(E.upscalerNotFound, `Model ${ctx.catalog.publicId(model)}'s file is not downloaded`, "model");
   let out: Uint8Array;
   try {
     out = await ctx.standIns.run(upscaler, { modelPath: path, options: ctx.options.resolve(model), input: image }, signal);

@@ -301,7 +301,7 @@ async function chatTool(ctx: Pick<ServerContext, "catalog" | "proxy" | "schedule
 /** Checks a model exists and is of the kind a tool needs, before any file is touched. */
 function modelOfType(ctx: Pick<ServerContext, "catalog">, name: string, type: string, hint: string) {
   const model = ctx.catalog.get(name);
-  if (model.type !== type) throw new ToolError(`Model ${model.id} is not a ${type} model. ${hint}`);
+  if (model.type !== type) throw new ToolError(`Model ${ctx.catalog.publicId(model)} is not a ${type} model. ${hint}`);
   return model;
 }
 

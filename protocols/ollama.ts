@@ -355,8 +355,8 @@ async function ollamaEmbed(ctx: Pick<ServerContext, "proxy">, t: Omit<Translatio
   ));
 }
 
-const needsOllamaEmbedder: ModelCheck = (m) =>
-  m.type === "embedding" ? null : ApiError.of(E.notAnEmbedder, `Model ${m.id} is not an embedding model`);
+const needsOllamaEmbedder: ModelCheck = (m, named) =>
+  m.type === "embedding" ? null : ApiError.of(E.notAnEmbedder, `Model ${named(m)} is not an embedding model`);
 
 /** A registered model by its Ollama name (with or without `:latest`); anything else is Ollama's 404. */
 export function registered(ctx: Pick<ServerContext, "catalog">, name: string | undefined): CatalogModel {

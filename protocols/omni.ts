@@ -106,7 +106,7 @@ async function runTool(ctx: Pick<ServerContext, "catalog" | "logger" | "options"
       answer = await generateImages(ctx, { model: model.id, prompt: String(args.prompt ?? ""), ...(args.size ? { size: String(args.size) } : {}), response_format: "b64_json" }, signal, "omni");
     }
     const b64 = jsonItems(answer.data)[0]?.b64_json;
-    if (typeof b64 !== "string" || !b64) throw new Error(`${model.id} returned no image`);
+    if (typeof b64 !== "string" || !b64) throw new Error(`${ctx.catalog.publicId(model)} returned no image`);
     return { artifact: { type: "image", data: b64, mimeType: "image/png" }, media: `![generated image](data:image/png;base64,${b64})`, result: "The image was generated and shown to the user." };
   }
   if (!roles.tts) throw new Error("text_to_speech has no speech model in this collection");
@@ -292,7 +292,7 @@ export function omniKind(ctx: OmniContext & Pick<ServerContext, "scheduler">): T
       forward(req) {
         // Only a chat body has `messages`: the check narrows the client's body to one.
         if (req.path !== "/v1/chat/completions" || !req.client || !("messages" in req.client)) {
-          throw ApiError.of(E.omniChatOnly, `Model ${model.id} is a collection.omni, which serves chat completions only`, "model");
+          throw ApiError.of(E.omniChatOnly, `Model ${ctx.catalog.publicId(model)} is a collection.omni, which serves chat completions only`, "model");
         }
         return omniChat(ctx, model, req.client, req.signal);
       },

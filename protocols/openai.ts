@@ -167,16 +167,16 @@ export const hasVision = (model: CatalogModel) => upstreamJudges(model.recipe) |
 /** Adds the image check to a route's check, when the request carries an image. */
 export function visionCheck(check: ModelCheck, body: Json): ModelCheck {
   if (!hasImage(body)) return check;
-  return (model) =>
-    check(model) ??
-    (hasVision(model) ? null : ApiError.of(E.noVision, `Model ${model.id} does not accept images: it has no vision projector (mmproj)`, "messages"));
+  return (model, named) =>
+    check(model, named) ??
+    (hasVision(model) ? null : ApiError.of(E.noVision, `Model ${named(model)} does not accept images: it has no vision projector (mmproj)`, "messages"));
 }
 
 /** Routes that generate text take LLMs only. */
 export const needsLlm =
   (row: ErrorRow = E.notAnLlm): ModelCheck =>
-  (model: CatalogModel) =>
-    model.type === "llm" ? null : ApiError.of(row, `Model ${model.id} is not an LLM (its type is ${model.type})`, "model");
+  (model, named) =>
+    model.type === "llm" ? null : ApiError.of(row, `Model ${named(model)} is not an LLM (its type is ${model.type})`, "model");
 
 /** Chat and text completions refuse a model that is no LLM as Lemonade's server words it, naming
  * the route's kind of generation. */
@@ -187,22 +187,22 @@ export const needsLlmFor =
 
 /** A model its upstream judges (a cloud provider's: a plain OpenAI-style listing names no
  * capabilities) is left to say for itself whether it embeds or reranks. */
-export const needsEmbedder: ModelCheck = (model) => {
+export const needsEmbedder: ModelCheck = (model, named) => {
   if (upstreamJudges(model.recipe)) return null;
-  if (!serves(model.recipe, "embeddings")) return ApiError.of(E.cannotEmbed, `Model ${model.id}'s backend (${model.recipe}) cannot embed`, "model");
+  if (!serves(model.recipe, "embeddings")) return ApiError.of(E.cannotEmbed, `Model ${named(model)}'s backend (${model.recipe}) cannot embed`, "model");
   if (model.type !== "embedding") {
-    return ApiError.of(E.notEmbeddingModel, `Model ${model.id} is a ${model.recipe} ${model.type} model, not an embedding model`, "model");
+    return ApiError.of(E.notEmbeddingModel, `Model ${named(model)} is a ${model.recipe} ${model.type} model, not an embedding model`, "model");
   }
   return null;
 };
 
-export const needsReranker: ModelCheck = (model) =>
+export const needsReranker: ModelCheck = (model, named) =>
   upstreamJudges(model.recipe) || (serves(model.recipe, "rerank") && model.type === "reranking")
     ? null
-    : ApiError.of(E.notReranker, `Model ${model.id} is not a reranking model (its type is ${model.type}, its recipe ${model.recipe})`, "model");
+    : ApiError.of(E.notReranker, `Model ${named(model)} is not a reranking model (its type is ${model.type}, its recipe ${model.recipe})`, "model");
 
 /** Slots and tokenize reach the most recently used model, whose recipe must serve them. */
 export const needs =
   (capability: Capability): ModelCheck =>
-  (model) =>
-    serves(model.recipe, capability) ? null : ApiError.of(E.recentLacksCapability, `The most recently used model, ${model.id}, has no ${capability} (its recipe is ${model.recipe})`);
+  (model, named) =>
+    serves(model.recipe, capability) ? null : ApiError.of(E.recentLacksCapability, `The most recently used model, ${named(model)}, has no ${capability} (its recipe is ${model.recipe})`);

@@ -72,7 +72,7 @@ export class RealtimeSession {
   private queue: Promise<void> = Promise.resolve();
 
   constructor(
-    private readonly ctx: Pick<ServerContext, "proxy">,
+    private readonly ctx: Pick<ServerContext, "catalog" | "proxy">,
     model: string | null,
     private readonly send: Send,
   ) {

@@ -138,7 +138,7 @@ export function routerKind(ctx: Pick<ServerContext, "catalog" | "logger" | "prox
       speaks: "openai",
       load: async ({ name }) => ({ message: `${name} is a router: its candidates load as requests are routed to them`, checkpoint: "", tookOptions: false }),
       async forward(req) {
-        if (!req.client) throw ApiError.of(E.routerChatOnly, `Model ${model.id} is a collection.router, which routes chat, text completions and responses only`, "model");
+        if (!req.client) throw ApiError.of(E.routerChatOnly, `Model ${ctx.catalog.publicId(model)} is a collection.router, which routes chat, text completions and responses only`, "model");
         const { decision, trace } = await route(ctx, model, req.client, req.signal);
         const { reshape, stream } = req;
         const res = await ctx.proxy.toModel({
@@ -181,7 +181,7 @@ async function route(
 ): Promise<{ decision: Decision; trace: Json | null }> {
   const policy = model.router!.policy;
   for (const candidate of policy.candidates) {
-    if (!ctx.catalog.find(candidate)) throw ApiError.of(E.modelNotFound, `Router ${model.id} routes to ${candidate}, which is no longer registered`);
+    if (!ctx.catalog.find(candidate)) throw ApiError.of(E.modelNotFound, `Router ${ctx.catalog.publicId(model)} routes to ${candidate}, which is no longer registered`);
   }
   const decision = await decide(policy, routeInput(body), classifierRunner(ctx, signal));
   ctx.stats.recordRoute(conversationKey(body), decision.route_to);

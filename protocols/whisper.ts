@@ -4,7 +4,6 @@ import { ApiError } from "../lib/api-error.ts";
 import { isJson } from "../lib/json.ts";
 import { E } from "../spec/errors.ts";
 import { engineError, engineUnavailable } from "../runtime/engine-error.ts";
-import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import type { ModelCheck } from "../runtime/request.ts";
 import { engineFetch } from "../runtime/transport.ts";
@@ -13,10 +12,10 @@ import { enginePath, serves } from "../spec/recipes.ts";
 export const TRANSCRIPTION_FORMATS = ["json", "verbose_json", "text", "srt", "vtt"] as const;
 export type TranscriptionFormat = (typeof TRANSCRIPTION_FORMATS)[number];
 
-export const needsTranscriber: ModelCheck = (model: CatalogModel) =>
+export const needsTranscriber: ModelCheck = (model, named) =>
   model.type === "transcription" && serves(model.recipe, "transcribe")
     ? null
-    : ApiError.of(E.cannotTranscribe, `Model ${model.id} cannot transcribe audio (its type is ${model.type})`, "model");
+    : ApiError.of(E.cannotTranscribe, `Model ${named(model)} cannot transcribe audio (its type is ${model.type})`, "model");
 
 export interface Inference {
   /** 16 kHz mono 16-bit WAV. */
@@ -31,7 +30,7 @@ export interface Inference {
 }
 
 /** Transcribes with a Whisper model (loading it when needed); the engine's answer as text. */
-export async function whisperInference(ctx: Pick<ServerContext, "proxy">, name: string, req: Inference): Promise<string> {
+export async function whisperInference(ctx: Pick<ServerContext, "catalog" | "proxy">, name: string, req: Inference): Promise<string> {
   const lease = await ctx.proxy.acquire(name, needsTranscriber, { signal: req.signal, options: req.loadOptions });
   try {
     const form = new FormData();
@@ -45,10 +44,10 @@ export async function whisperInference(ctx: Pick<ServerContext, "proxy">, name: 
       res = await engineFetch(`${lease.url}${enginePath(lease.instance.model.recipe, "transcribe")}`, { method: "POST", body: form, signal: req.signal });
     } catch {
       if (req.signal?.aborted) throw ApiError.of(E.clientClosed, "The client closed the request");
-      throw engineUnavailable(lease.instance.model.id, "did not answer");
+      throw engineUnavailable(ctx.catalog.publicId(lease.instance.model), "did not answer");
     }
     const body = await res.text();
-    if (!res.ok) throw engineError(res.status, body, lease.instance.model.id);
+    if (!res.ok) throw engineError(res.status, body, ctx.catalog.publicId(lease.instance.model));
     return body;
   } finally {
     lease.release();
@@ -56,7 +55,7 @@ export async function whisperInference(ctx: Pick<ServerContext, "proxy">, name: 
 }
 
 /** The transcript's text alone. */
-export async function transcriptText(ctx: Pick<ServerContext, "proxy">, name: string, req: Omit<Inference, "format">): Promise<string> {
+export async function transcriptText(ctx: Pick<ServerContext, "catalog" | "proxy">, name: string, req: Omit<Inference, "format">): Promise<string> {
   const body: unknown = JSON.parse(await whisperInference(ctx, name, { ...req, format: "json" }));
   return String((isJson(body) ? body.text : undefined) ?? "").trim();
 }

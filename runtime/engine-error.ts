@@ -19,7 +19,7 @@ const ENGINE_ROWS: Record<string, ErrorRow> = {
 };
 
 /** The engine's answer to a request that failed: normalised, with its own body in `details`. */
-export function engineError(status: number, text: string, modelId: string): ApiError {
+export function engineError(status: number, text: string, modelName: string): ApiError {
   let body: unknown = text;
   try {
     body = JSON.parse(text);
@@ -29,7 +29,7 @@ export function engineError(status: number, text: string, modelId: string): ApiE
   const raw = (isJson(body) ? body.error : undefined) ?? body;
   // An object is llama.cpp's `{message, type}`; an array says nothing of its own.
   const error: Json = isJson(raw) ? raw : Array.isArray(raw) ? {} : { message: String(raw ?? "") };
-  const message = scrubPaths(String(error.message ?? "").trim()) || `The ${modelId} engine answered ${status}`;
+  const message = scrubPaths(String(error.message ?? "").trim()) || `The ${modelName} engine answered ${status}`;
   const details = typeof body === "object" && body !== null ? scrubDeep(body) : { message };
   if (error.type === "exceed_context_size_error") {
     return ApiError.of(E.contextLengthExceeded, message).with({ details, fromEngine: true });
@@ -41,8 +41,8 @@ export function engineError(status: number, text: string, modelId: string): ApiE
 }
 
 /** An engine that could not be reached, even after the model was loaded again. */
-export function engineUnavailable(modelId: string, why: string): ApiError {
-  return ApiError.of(E.backendUnavailable, `The ${modelId} engine ${why}; try again`).with({ retryable: true, fromEngine: true });
+export function engineUnavailable(modelName: string, why: string): ApiError {
+  return ApiError.of(E.backendUnavailable, `The ${modelName} engine ${why}; try again`).with({ retryable: true, fromEngine: true });
 }
 
 function scrubDeep(value: unknown): unknown {

@@ -25,6 +25,8 @@ export class EngineQueue {
   constructor(
     private readonly slots: number,
     private readonly maxQueue: () => number,
+    /** How a refusal names the model (the id /v1/models lists it by), asked only on a refusal. */
+    private readonly modelName: () => string,
   ) {}
 
   /** Requests waiting for a slot. */
@@ -37,14 +39,14 @@ export class EngineQueue {
     return this.active;
   }
 
-  join(modelId: string, signal?: AbortSignal): Ticket {
+  join(signal?: AbortSignal): Ticket {
     if (signal?.aborted) throw ApiError.of(E.clientClosed, "The client closed the request");
     if (this.active < this.slots && this.waiting.length === 0) {
       this.active++;
       return this.ticket(Promise.resolve(), () => true);
     }
     if (this.waiting.length >= this.maxQueue()) {
-      throw ApiError.of(E.serverBusy, `${modelId} has ${this.waiting.length} requests waiting already; try again shortly`).with({
+      throw ApiError.of(E.serverBusy, `${this.modelName()} has ${this.waiting.length} requests waiting already; try again shortly`).with({
         retryable: true,
         retryAfterS: 1,
       });

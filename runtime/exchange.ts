@@ -63,10 +63,6 @@ export class Exchange {
     req.signal.addEventListener("abort", this.onClientAbort, { once: true });
   }
 
-  private get modelId(): string {
-    return this.transport.modelId;
-  }
-
   /** The whole answer at once, the model named as the client named it (bytes, for `raw`, as they are). */
   unary(): Promise<Response> {
     return this.guard(async () => {
@@ -87,7 +83,7 @@ export class Exchange {
           this.end(res.status);
           return new Response(body, { status: res.status, headers: { "content-type": res.headers.get("content-type") ?? "application/octet-stream" } });
         }
-        if (!res.ok) throw engineError(res.status, body, this.modelId);
+        if (!res.ok) throw engineError(res.status, body, this.transport.modelName);
         this.end(res.status, body);
         return new Response(rewriteAnswer(body, this.req.model, this.req.reshape), {
           status: res.status,
@@ -120,13 +116,12 @@ export class Exchange {
     const res = await this.transport.send();
     if (res.ok) return res;
     const text = await res.text().catch(() => "");
-    throw engineError(res.status, text, this.modelId);
+    throw engineError(res.status, text, this.transport.modelName);
   }
 
   private source(): StreamSource {
     const t = this.transport;
     return {
-      modelId: this.modelId,
       get modelName() {
         return t.modelName;
       },

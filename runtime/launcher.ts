@@ -24,7 +24,7 @@ export interface LauncherDeps {
   /** Installs a backend the first time a model needs it. */
   install(recipe: string, backend: string): Promise<unknown>;
   record?: SpawnRecord;
-  /** How log lines name a model: the id the API lists it by. */
+  /** How log lines and error messages name a model: the id the API lists it by. */
   name(model: CatalogModel): string;
   log: { info(tag: string, message: string): void; warn(tag: string, message: string): void; error(tag: string, message: string): void; debug(tag: string, message: string): void };
 }
@@ -67,7 +67,7 @@ export class Launcher {
   /** A load the engine refused: logged in full, answered with the paths scrubbed. */
   private loadFailed(model: CatalogModel, err: Error): never {
     this.deps.log.error("Scheduler", `Failed to load ${this.deps.name(model)}: ${err.message}`);
-    throw ApiError.of(E.modelLoadError, `Failed to load ${model.id}: ${scrubPaths(err.message)}`);
+    throw ApiError.of(E.modelLoadError, `Failed to load ${this.deps.name(model)}: ${scrubPaths(err.message)}`);
   }
 
   /** The folder every model's slot folder is in. */
@@ -111,7 +111,7 @@ export class Launcher {
   /** A worker missing, refusing or of another version: the load may succeed once it answers. */
   private workerFailed(model: CatalogModel, err: RpcWorkerError): never {
     this.deps.log.error("Scheduler", `Failed to load ${this.deps.name(model)}: ${err.message}`);
-    throw ApiError.of(E.rpcWorkerUnavailable, `Failed to load ${model.id}: ${err.message}`);
+    throw ApiError.of(E.rpcWorkerUnavailable, `Failed to load ${this.deps.name(model)}: ${err.message}`);
   }
 
   /** A load whose auto-tuned values make the engine fail (refused, or exiting before it is ready)
@@ -138,11 +138,11 @@ export class Launcher {
   private async launch(model: CatalogModel, spec: LoadSpec, rethrow = false): Promise<RunningEngine> {
     const recipe = this.recipeOf(model);
     if (!recipe?.locate || !recipe.plan) {
-      throw ApiError.of(E.modelLoadError, `${model.id} needs the ${model.recipe} engine, which this server does not run`);
+      throw ApiError.of(E.modelLoadError, `${this.deps.name(model)} needs the ${model.recipe} engine, which this server does not run`);
     }
     const files = this.deps.files(model);
     const missing = files.filter((f) => !f.exists).map((f) => f.role);
-    if (missing.length) throw ApiError.of(E.modelLoadError, `${model.id} is not downloaded (missing: ${missing.join(", ")})`);
+    if (missing.length) throw ApiError.of(E.modelLoadError, `${this.deps.name(model)} is not downloaded (missing: ${missing.join(", ")})`);
     const asked = String(spec.options[recipe.backendOption ?? ""] ?? "");
     const started = performance.now();
     try {

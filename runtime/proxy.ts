@@ -127,7 +127,7 @@ export class EngineProxy implements Forwarding {
   queueOf(instance: Instance<CatalogModel>): EngineQueue {
     let queue = this.queues.get(instance);
     if (!queue) {
-      queue = new EngineQueue(instance.engine.slots, this.deps.maxQueue ?? (() => 512));
+      queue = new EngineQueue(instance.engine.slots, this.deps.maxQueue ?? (() => 512), () => this.exchangeDeps.name(instance.model));
       this.queues.set(instance, queue);
     }
     return queue;
@@ -148,7 +148,7 @@ export class EngineProxy implements Forwarding {
    * is its bare name, which a registered or imported model outranks, so it takes the catalog's. */
   model(name: string, check: ModelCheck): CatalogModel {
     const model = this.lookup(name);
-    const refusal = check(model);
+    const refusal = check(model, this.exchangeDeps.name);
     if (refusal) throw refusal;
     return model;
   }
@@ -211,7 +211,7 @@ export class EngineProxy implements Forwarding {
     const lease = await this.deps.scheduler.acquire(model, { signal: req.signal });
     let ticket: Ticket | undefined;
     try {
-      ticket = this.queueOf(lease.instance).join(model.id, req.signal);
+      ticket = this.queueOf(lease.instance).join(req.signal);
       await ticket.ready;
       return await call(lease.url, req.body, req.signal);
     } catch (err) {
@@ -219,7 +219,7 @@ export class EngineProxy implements Forwarding {
       if (req.signal.aborted) throw ApiError.of(E.clientClosed, "The client closed the request");
       // The engine did not answer: it is stopped and forgotten, so the next request starts it again.
       await lease.fail();
-      throw ApiError.of(E.backendStopped, `${model.id}'s engine stopped answering: ${(err as Error).message}`);
+      throw ApiError.of(E.backendStopped, `${this.exchangeDeps.name(model)}'s engine stopped answering: ${(err as Error).message}`);
     } finally {
       ticket?.leave();
       lease.release();
@@ -228,7 +228,7 @@ export class EngineProxy implements Forwarding {
 
   /** To a local engine: the model claimed (loaded when needed), then one exchange with its engine. */
   async toEngine(model: CatalogModel, req: ProxyRequest): Promise<Response> {
-    const refusal = req.check(model);
+    const refusal = req.check(model, this.exchangeDeps.name);
     if (refusal) throw refusal;
     this.checkFits(model, req);
     const opts = { options: req.loadOptions, signal: req.signal, residency: req.helper ? ("routing_helper" as const) : ("standard" as const) };
@@ -254,14 +254,14 @@ export class EngineProxy implements Forwarding {
     const bytes = promptBytes(req.body);
     const tokens = minimumTokens(bytes, longest);
     if (tokens > context) {
-      throw ApiError.of(E.contextLengthExceeded, `The prompt is at least ${tokens} tokens (${bytes} bytes; no token of ${model.id} is longer than ${longest}), more than its context of ${context}`);
+      throw ApiError.of(E.contextLengthExceeded, `The prompt is at least ${tokens} tokens (${bytes} bytes; no token of ${this.exchangeDeps.name(model)} is longer than ${longest}), more than its context of ${context}`);
     }
   }
 
   /** A cloud model's request goes to its provider, the model named by the provider's own id; a
    * pool's goes to the member it chooses, and on to the next while members fail before answering. */
   async toCloud(model: CatalogModel, req: ProxyRequest): Promise<Response> {
-    const refusal = req.check(model);
+    const refusal = req.check(model, this.exchangeDeps.name);
     if (refusal) throw refusal;
     const { cloud, cloudTimeoutS } = this.deps;
     if (!cloud) throw ApiError.of(E.modelNotFound, `Model not found: ${model.id}`);
@@ -299,7 +299,7 @@ export class EngineProxy implements Forwarding {
       // provider's request is never sent twice.
       replay: pool ? { claim: async () => claim(), times: servers.length, how: "sending the request to the pool's next member", failsOver: (status) => UNAVAILABLE.has(status) } : null,
       timeoutMs: (cloudTimeoutS?.() ?? 600) * 1000,
-      join: (l, signal) => this.queueOf(l.instance).join(l.instance.model.id, signal),
+      join: (l, signal) => this.queueOf(l.instance).join(signal),
     };
     return this.forward(claim(), { ...req, method: "POST", body: { ...req.body, model: model.cloud!.upstreamId } }, route, req);
   }
@@ -309,7 +309,7 @@ export class EngineProxy implements Forwarding {
       url: (lease, path) => lease.url + path,
       headers: () => ({}),
       replay: { claim: () => this.deps.scheduler.acquire(model, opts), times: 1, how: "loading it again to send the request once more" },
-      join: queued ? (lease, signal) => this.queueOf(lease.instance).join(lease.instance.model.id, signal) : null,
+      join: queued ? (lease, signal) => this.queueOf(lease.instance).join(signal) : null,
     };
   }
 
@@ -319,8 +319,8 @@ export class EngineProxy implements Forwarding {
     const id = scheduler.mostRecent;
     if (!id) throw ApiError.of(E.noModelLoaded, "No model is loaded: load a llama.cpp model first");
     const model = scheduler.list().find((s) => s.model.id === id)?.model;
-    if (!model) throw ApiError.of(E.unloadedWhileWaiting, `Model ${id} was unloaded while the request waited for it`);
-    const refusal = req.check(model);
+    if (!model) throw ApiError.of(E.unloadedWhileWaiting, `Model ${this.deps.catalog.publicIdOf(id)} was unloaded while the request waited for it`);
+    const refusal = req.check(model, this.exchangeDeps.name);
     if (refusal) throw refusal;
     const opts = { signal: req.signal };
     const lease = await scheduler.acquire(model, opts);

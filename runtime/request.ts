@@ -7,8 +7,9 @@ import type { InferenceSpan } from "../observability/telemetry.ts";
 import type { Json } from "../lib/json.ts";
 import type { ChatCompletionRequest, CompletionRequest, ResponsesRequest } from "../spec/openai.ts";
 
-/** Refuses a model a route cannot serve (checked before anything loads). */
-export type ModelCheck = (model: CatalogModel) => ApiError | null;
+/** Refuses a model a route cannot serve (checked before anything loads); a refusal names the
+ * model by `named` (the id /v1/models lists it by). */
+export type ModelCheck = (model: CatalogModel, named: (model: CatalogModel) => string) => ApiError | null;
 
 /** Turns an engine's whole JSON answer into the one the client gets. */
 export type Reshape = (answer: Json) => Json;

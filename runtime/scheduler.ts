@@ -134,7 +134,7 @@ export interface SchedulerDeps<M extends SchedulableModel> {
   /** Models of one type resident at once; -1 is unlimited. Read at each decision. */
   maxLoaded(): number;
   log: Logger;
-  /** How log lines name a model: the id the API lists it by (its catalog id when not given). */
+  /** How log lines and error messages name a model: the id the API lists it by (its catalog id when not given). */
   name?(model: M): string;
   /** How often idle models are checked for `downsize_idle_timeout` and `evict_idle_timeout` (ms). */
   idleCheckMs?: number;
@@ -414,7 +414,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
             ? pinnedError(w.model.type, admission.pinned)
             : ApiError.of(
                 E.insufficientMemory,
-                `${w.model.id} needs ${gb(admission.need)} of memory and ${gb(admission.free)} is free${admission.evictable ? "; unload a model, or load with auto_evict on to let one be evicted" : ""}`,
+                `${this.named(w.model)} needs ${gb(admission.need)} of memory and ${gb(admission.free)} is free${admission.evictable ? "; unload a model, or load with auto_evict on to let one be evicted" : ""}`,
               );
         for (const other of this.waiters.filter((x) => x.model.id === w.model.id)) {
           this.remove(other);

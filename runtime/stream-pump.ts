@@ -56,8 +56,7 @@ export type StreamRule = { framer: Framer } & (
 
 /** What the pump needs from the exchange it streams for. */
 export interface StreamSource {
-  readonly modelId: string;
-  /** The model as log lines name it (the id the API lists it by). */
+  /** The model as log lines and error messages name it (the id the API lists it by). */
   readonly modelName: string;
   readonly clientGone: boolean;
   /** The engine's answer, ok (after a replay, sent again); throws the ApiError the client gets when
@@ -164,7 +163,7 @@ export function pump(rule: StreamRule, src: StreamSource, { clock, pingMs }: Pum
         if (src.clientGone) {
           status = 499;
         } else {
-          const apiErr = err instanceof ApiError ? err : ApiError.of(E.backendStopped, `The ${src.modelId} engine stopped answering`);
+          const apiErr = err instanceof ApiError ? err : ApiError.of(E.backendStopped, `The ${src.modelName} engine stopped answering`);
           status = apiErr.status;
           error = apiErr.message;
           src.warn(`Stream from ${src.modelName} failed: ${apiErr.message}`);
@@ -251,7 +250,7 @@ async function pipe(res: Response, rule: StreamRule, src: StreamSource, write: (
     abandon();
     if (src.clientGone) throw clientClosed();
     if (err instanceof ApiError) throw err;
-    throw ApiError.of(E.unexpected, `The ${src.modelId} stream could not be passed on: ${(err as Error).message}`);
+    throw ApiError.of(E.unexpected, `The ${src.modelName} stream could not be passed on: ${(err as Error).message}`);
   } finally {
     stopWatch();
   }

@@ -64,7 +64,7 @@ export interface TransportDeps {
   hangCheckMs: number;
   /** The HTTP client (tests pass an in-process engine). */
   fetch: typeof fetch;
-  /** How log lines name a model: the id the API lists it by. */
+  /** How log lines and error messages name a model: the id the API lists it by. */
   name(model: CatalogModel): string;
 }
 
@@ -109,11 +109,7 @@ export class Transport {
     this.stopDeadline = route.timeoutMs ? deps.clock.after(route.timeoutMs, () => this.abort("deadline")) : () => {};
   }
 
-  get modelId(): string {
-    return this.lease.instance.model.id;
-  }
-
-  /** The model as log lines name it. */
+  /** The model as log lines and error messages name it (the id the API lists it by). */
   get modelName(): string {
     return this.deps.name(this.lease.instance.model);
   }
@@ -164,7 +160,7 @@ export class Transport {
   async engineGone(detail?: string): Promise<void> {
     if (this.clientGone) throw clientClosed();
     if (this.cause === "deadline") throw this.timeoutError();
-    const id = this.modelId;
+    const id = this.modelName;
     const why = this.cause === "hung" ? "stopped answering its health checks" : "could not be reached";
     const { replay } = this.route;
     if (!replay) throw engineUnavailable(id, why);
@@ -191,7 +187,7 @@ export class Transport {
   /** The error for a stream that stopped short after some of it was sent. */
   stoppedShort(): ApiError {
     if (this.cause === "deadline") return this.timeoutError();
-    return ApiError.of(E.backendStopped, `The ${this.modelId} engine closed the stream early`);
+    return ApiError.of(E.backendStopped, `The ${this.modelName} engine closed the stream early`);
   }
 
   /** Engine output arrived: the engine is alive. */
@@ -242,6 +238,6 @@ export class Transport {
   }
 
   private timeoutError(): ApiError {
-    return ApiError.of(E.backendTimeout, `${this.modelId} did not answer within ${Math.round(this.route.timeoutMs! / 1000)} s (global_timeout)`);
+    return ApiError.of(E.backendTimeout, `${this.modelName} did not answer within ${Math.round(this.route.timeoutMs! / 1000)} s (global_timeout)`);
   }
 }

@@ -4,7 +4,7 @@ import type { ServerContext } from "../../runtime/context.ts";
 import { RealtimeSession } from "../../protocols/realtime.ts";
 import type { Binder } from "../bind.ts";
 
-export function realtimeRoutes(bind: Binder, ctx: Pick<ServerContext, "proxy">): void {
+export function realtimeRoutes(bind: Binder, ctx: Pick<ServerContext, "catalog" | "proxy">): void {
   const sessions = new Map<string, RealtimeSession>();
   bind.ws(spec.realtime, {
     open(ws) {

@@ -26,13 +26,14 @@ test("ctx_size -1 resolves to what fits: the trained window of the tiny model", 
   expect(options.resolved_ctx_size).toBe(4096);
 });
 
-test("a second model that does not fit is refused with 507 model_load_error naming the GB", async () => {
+test("a second model that does not fit is refused with 507 model_load_error naming the GB and the model by its listed id", async () => {
   expect((await post("/v1/load", { model_name: "extra.tiny-chat" })).status).toBe(200);
   const refused = await post("/v1/load", { model_name: "extra.tiny-chat-b" });
   expect(refused.status).toBe(507);
   const body = await refused.json();
   expect(body.code).toBe("model_load_error");
-  expect(body.message).toMatch(/extra\.tiny-chat-b needs 0\.\d\d GB of memory and 0\.\d\d GB is free; unload a model, or load with auto_evict on/);
+  // Lemonade's prefix quotes the request; the reason names the model by its listed id (the bare name).
+  expect(body.message).toMatch(/^Failed to load model 'extra\.tiny-chat-b': tiny-chat-b needs 0\.\d\d GB of memory and 0\.\d\d GB is free; unload a model, or load with auto_evict on/);
   expect(await loaded()).toEqual(["tiny-chat"]);
 });
 

@@ -5,13 +5,13 @@ import { EngineQueue } from "../../runtime/engine-queue.ts";
 import { startFakeServer } from "../helpers/fake-engine.ts";
 
 test("slots go in arrival order, a freed slot passes to the next waiter, a leaver leaves the line", async () => {
-  const q = new EngineQueue(1, () => 10);
+  const q = new EngineQueue(1, () => 10, () => "m");
   const order: string[] = [];
-  const a = q.join("m");
-  const b = q.join("m");
+  const a = q.join();
+  const b = q.join();
   const left = new AbortController();
-  const c = q.join("m", left.signal);
-  const d = q.join("m");
+  const c = q.join(left.signal);
+  const d = q.join();
   expect(q.depth).toBe(3);
   for (const [name, t] of [["b", b], ["d", d]] as const) void t.ready.then(() => order.push(name));
   const cOutcome = c.ready.then(() => "served", (e) => e.code);
@@ -26,21 +26,21 @@ test("slots go in arrival order, a freed slot passes to the next waiter, a leave
   expect(order).toEqual(["b", "d"]);
   d.leave();
   expect(q.depth).toBe(0);
-  const e = q.join("m");
+  const e = q.join();
   await e.ready;
 });
 
 test("a full queue refuses at once with 503 server_busy and Retry-After", () => {
-  const q = new EngineQueue(1, () => 1);
-  q.join("m");
-  q.join("m");
+  const q = new EngineQueue(1, () => 1, () => "m");
+  q.join();
+  q.join();
   let err: any;
   try {
-    q.join("m");
+    q.join();
   } catch (e) {
     err = e;
   }
-  expect(err).toMatchObject({ status: 503, code: "server_busy" });
+  expect(err).toMatchObject({ status: 503, code: "server_busy", message: "m has 1 requests waiting already; try again shortly" });
   expect(err.extras).toMatchObject({ retryable: true, retryAfterS: 1 });
 });
 
@@ -65,7 +65,8 @@ test("over HTTP: one slot (--parallel 1), max_queue 2: two wait (shown in /v1/he
     const busy = await chat(false);
     expect(busy.status).toBe(503);
     expect(busy.headers.get("retry-after")).toBe("1");
-    expect((await busy.json()).error.code).toBe("server_busy");
+    // Named by its listed id (the extra model's bare name).
+    expect((await busy.json()).error).toMatchObject({ code: "server_busy", message: "a has 2 requests waiting already; try again shortly" });
     const busyStream = await chat(true);
     expect(busyStream.status).toBe(503);
     await busyStream.arrayBuffer();
@@ -78,14 +79,14 @@ test("over HTTP: one slot (--parallel 1), max_queue 2: two wait (shown in /v1/he
 });
 
 test("a client that is already gone is refused at once; a granted slot stays taken until its request ends", async () => {
-  const q = new EngineQueue(1, () => 10);
+  const q = new EngineQueue(1, () => 10, () => "m");
   const gone = new AbortController();
   gone.abort();
-  expect(() => q.join("m", gone.signal)).toThrow(/closed/);
+  expect(() => q.join(gone.signal)).toThrow(/closed/);
   const leaving = new AbortController();
-  const a = q.join("m", leaving.signal);
+  const a = q.join(leaving.signal);
   await a.ready;
-  const b = q.join("m");
+  const b = q.join();
   let bReady = false;
   void b.ready.then(() => (bReady = true));
   // The engine still works on a's request after its client left: b waits until a's request ends.

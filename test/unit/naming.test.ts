@@ -30,6 +30,12 @@ test("registration answers the public and canonical names; the model answers to 
   expect(listed).not.toContain("user.Phi-Test");
 });
 
+test("a failed load quotes the name the request gave, as Lemonade does, and its reason names the model as /v1/models lists it", async () => {
+  const load = await post("/v1/load", { model_name: "user.Phi-Test" });
+  expect(load.status).toBe(500);
+  expect((await load.json()).message).toStartWith("Failed to load model 'user.Phi-Test': Phi-Test is not downloaded and the download failed: ");
+});
+
 test("a user model that shadows a built-in takes its name; the built-in stays reachable as builtin.<name>", async () => {
   expect((await register("user.Qwen3-0.6B-GGUF", "someone/other-GGUF:Q8_0")).status).toBe(200);
   expect((await get("Qwen3-0.6B-GGUF")).checkpoint).toBe("someone/other-GGUF:Q8_0");

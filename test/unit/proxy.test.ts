@@ -48,7 +48,7 @@ test("a stream through the server arrives whole, with the engine's timings recor
   expect(stats.output_tokens).toBe(50);
 });
 
-test("an engine that dies mid-stream: exactly one error event, no [DONE], and the next request loads it again", async () => {
+test("an engine that dies mid-stream: exactly one error event naming the model as listed, no [DONE], and the next request loads it again", async () => {
   server = await startFakeServer(["a"], { LEMONADE_LOG_LEVEL: "info" });
   const res = await chat(server, { model: "extra.a", stream: true, max_tokens: 20, fake: { die_after: 5 } });
   expect(res.status).toBe(200);
@@ -57,11 +57,20 @@ test("an engine that dies mid-stream: exactly one error event, no [DONE], and th
   expect(events.filter((e) => e.includes("tok"))).toHaveLength(5);
   const errors = events.filter((e) => e.includes('"error"'));
   expect(errors).toHaveLength(1);
-  expect(JSON.parse(errors[0]!.replace(/^data: /, "")).error).toMatchObject({ type: "backend_error", status_code: 502 });
+  // The model is named by the id /v1/models lists it by (an extra model's bare name), not its key.
+  expect(JSON.parse(errors[0]!.replace(/^data: /, "")).error).toMatchObject({ type: "backend_error", status_code: 502, message: "The a engine closed the stream early" });
   expect(text).not.toContain("[DONE]");
   const again = await chat(server, { model: "extra.a", max_tokens: 3 });
   expect(again.status).toBe(200);
   expect(loads(server)).toBe(2);
+});
+
+test("a route's refusal names the model by its listed id, before any engine starts", async () => {
+  server = await startFakeServer(["a"], { LEMONADE_LOG_LEVEL: "info" });
+  const res = await chat(server, { model: "extra.a", messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "data:," } }] }] });
+  expect(res.status).toBe(400);
+  expect((await res.json()).error.message).toBe("Model a does not accept images: it has no vision projector (mmproj)");
+  expect(loads(server)).toBe(0);
 });
 
 test("two models, one instance, 16 concurrent alternating clients: all 200, two engine starts", async () => {

@@ -139,14 +139,15 @@ describe("capabilities", () => {
 
   test("a recipe whose upstream judges its models (cloud) passes the embedder, reranker and vision checks whatever its type; a local model is judged here", () => {
     const model = (recipe: string, type: string) => ({ id: `${recipe}.m`, recipe, type, labels: [], checkpoints: {} }) as unknown as CatalogModel;
+    const named = (m: CatalogModel) => m.id;
     expect(Object.entries(RECIPE_SPECS).filter(([, r]) => r.upstreamJudgesModels).map(([name]) => name)).toEqual(["cloud"]);
     const provider = model("cloud", "llm");
-    expect(needsEmbedder(provider)).toBeNull();
-    expect(needsReranker(provider)).toBeNull();
+    expect(needsEmbedder(provider, named)).toBeNull();
+    expect(needsReranker(provider, named)).toBeNull();
     expect(hasVision(provider)).toBe(true);
     const local = model("llamacpp", "llm");
-    expect(needsEmbedder(local)?.message).toContain("not an embedding model");
-    expect(needsReranker(local)).not.toBeNull();
+    expect(needsEmbedder(local, named)?.message).toContain("not an embedding model");
+    expect(needsReranker(local, named)).not.toBeNull();
     expect(hasVision(local)).toBe(false);
   });
 

@@ -58,15 +58,16 @@ describe("openai", () => {
     expect(second.logprobs.text_offset).toEqual([2]);
   });
 
-  test("an image sent to a model without vision is refused before any load, naming the model", () => {
+  test("an image sent to a model without vision is refused before any load, naming the model as the listing does", () => {
     const body = { messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "data:," } }] }] };
     const plain = { id: "m", type: "llm", labels: [], checkpoints: { main: "x" } } as unknown as CatalogModel;
     const vision = { ...plain, checkpoints: { main: "x", mmproj: "y" } } as CatalogModel;
-    const refusal = visionCheck(() => null, body)(plain);
+    const listed = (m: CatalogModel) => `listed-${m.id}`;
+    const refusal = visionCheck(() => null, body)(plain, listed);
     expect(refusal?.status).toBe(400);
-    expect(refusal?.message).toContain("Model m");
-    expect(visionCheck(() => null, body)(vision)).toBeNull();
-    expect(visionCheck(() => null, { messages: [{ role: "user", content: "hi" }] })(plain)).toBeNull();
+    expect(refusal?.message).toStartWith("Model listed-m does not accept images");
+    expect(visionCheck(() => null, body)(vision, listed)).toBeNull();
+    expect(visionCheck(() => null, { messages: [{ role: "user", content: "hi" }] })(plain, listed)).toBeNull();
   });
 });
 
