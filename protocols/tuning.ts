@@ -31,7 +31,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 /** The archetype, the profile document's version and age, and the loaded models running well below
  * the speed their tuned overlay measured. */
-export function autoTuneStatus(ctx: Pick<ServerContext, "scheduler" | "stats" | "tuning">): TuningStatusT {
+export function autoTuneStatus(ctx: Pick<ServerContext, "catalog" | "scheduler" | "stats" | "tuning">): TuningStatusT {
   const current = ctx.tuning.profiles.current();
   const retune: TuningStatusT["retune_suggested"] = [];
   for (const instance of ctx.scheduler.list()) {
@@ -40,11 +40,13 @@ export function autoTuneStatus(ctx: Pick<ServerContext, "scheduler" | "stats" | 
     if (expected === undefined || recent.length < MIN_SAMPLES) continue;
     const observed = median(recent);
     if (observed < expected * RETUNE_BELOW) {
+      // By its listed id, which the hint's command takes as it is.
+      const name = ctx.catalog.publicId(instance.model);
       retune.push({
-        model_name: instance.model.id,
+        model_name: name,
         expected_tokens_per_second: expected,
         observed_tokens_per_second: Math.round(observed * 10) / 10,
-        hint: `lemonade tune ${instance.model.id}`,
+        hint: `lemonade tune ${name}`,
       });
     }
   }
@@ -56,20 +58,20 @@ export function autoTuneStatus(ctx: Pick<ServerContext, "scheduler" | "stats" | 
   };
 }
 
-export function profilesView(ctx: Pick<ServerContext, "scheduler" | "stats" | "tuning">): { status: TuningStatusT; document: ProfileDocumentT; profile?: ReturnType<ServerContext["tuning"]["profile"]> } {
+export function profilesView(ctx: Pick<ServerContext, "catalog" | "scheduler" | "stats" | "tuning">): { status: TuningStatusT; document: ProfileDocumentT; profile?: ReturnType<ServerContext["tuning"]["profile"]> } {
   const profile = ctx.tuning.profile();
   return { status: autoTuneStatus(ctx), document: ctx.tuning.profiles.current().document, ...(profile ? { profile } : {}) };
 }
 
 /** The model's tuning as its next load would resolve it. */
-function modelTuning(ctx: Pick<ServerContext, "options">, model: CatalogModel): { model_name: string; tuning: TuningViewT } {
+function modelTuning(ctx: Pick<ServerContext, "catalog" | "options">, model: CatalogModel): { model_name: string; tuning: TuningViewT } {
   const t = ctx.options.resolution(model).tuning;
-  if (!t) throw ApiError.of(E.modelNotSupported, `${model.id}'s recipe (${model.recipe}) takes no tuning parameters`);
-  return { model_name: model.id, tuning: tuningView(t) };
+  if (!t) throw ApiError.of(E.modelNotSupported, `${ctx.catalog.publicId(model)}'s recipe (${model.recipe}) takes no tuning parameters`);
+  return { model_name: ctx.catalog.publicId(model), tuning: tuningView(t) };
 }
 
 /** POST /v1/models/{id}/tuning: saves the overlay `lemonade tune` measured. */
-export function saveTuning(ctx: Pick<ServerContext, "options" | "tuning">, model: CatalogModel, body: TuningSaveRequest): { model_name: string; tuning: TuningViewT } {
+export function saveTuning(ctx: Pick<ServerContext, "catalog" | "options" | "tuning">, model: CatalogModel, body: TuningSaveRequest): { model_name: string; tuning: TuningViewT } {
   if (!RECIPE_SPECS[model.recipe]?.tuning) throw ApiError.of(E.modelNotSupported, `${model.recipe} models take no tuning parameters`);
   try {
     ctx.tuning.local.set(model.id, {
@@ -80,18 +82,18 @@ export function saveTuning(ctx: Pick<ServerContext, "options" | "tuning">, model
       tuned_at: Date.now(),
     });
   } catch (err) {
-    throw ApiError.of(E.optionsIoError, `Could not save ${model.id}'s tuning: ${(err as Error).message}`);
+    throw ApiError.of(E.optionsIoError, `Could not save ${ctx.catalog.publicId(model)}'s tuning: ${(err as Error).message}`);
   }
   return modelTuning(ctx, model);
 }
 
 /** DELETE /v1/models/{id}/tuning. */
-export function deleteTuning(ctx: Pick<ServerContext, "options" | "tuning">, model: CatalogModel): { model_name: string; tuning: TuningViewT } {
+export function deleteTuning(ctx: Pick<ServerContext, "catalog" | "options" | "tuning">, model: CatalogModel): { model_name: string; tuning: TuningViewT } {
   if (!RECIPE_SPECS[model.recipe]?.tuning) throw ApiError.of(E.modelNotSupported, `${model.recipe} models take no tuning parameters`);
   try {
     ctx.tuning.local.set(model.id, null);
   } catch (err) {
-    throw ApiError.of(E.optionsIoError, `Could not remove ${model.id}'s tuning: ${(err as Error).message}`);
+    throw ApiError.of(E.optionsIoError, `Could not remove ${ctx.catalog.publicId(model)}'s tuning: ${(err as Error).message}`);
   }
   return modelTuning(ctx, model);
 }
@@ -124,7 +126,7 @@ export async function tuneOp(
   const model = ctx.catalog.get(params.model);
   const resolution = ctx.options.resolution(model);
   const spec = RECIPE_SPECS[model.recipe];
-  if (!resolution.tuning || !spec?.backendOption) throw new Error(`${model.id} (${model.recipe}) takes no tuning parameters`);
+  if (!resolution.tuning || !spec?.backendOption) throw new Error(`${ctx.catalog.publicId(model)} (${model.recipe}) takes no tuning parameters`);
   const budgetMs = num(params.budget_s, 300) * 1000;
   const tokens = num(params.tokens, 32);
   const runs = num(params.runs, 2);
@@ -150,7 +152,7 @@ export async function tuneOp(
     },
     within: () => !signal.aborted && Date.now() - started < budgetMs,
   });
-  if (result.baseline.tokensPerSecond === null) throw new Error(`${model.id} does not run as it is: ${result.baseline.error}`);
+  if (result.baseline.tokensPerSecond === null) throw new Error(`${ctx.catalog.publicId(model)} does not run as it is: ${result.baseline.error}`);
   const backend = result.best.backend ?? ctx.options.resolution(model, { tuning: result.best.params }).tuning?.backend ?? resolution.tuning.backend;
   const save = params.save !== false && !signal.aborted;
   if (save) {

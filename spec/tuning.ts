@@ -101,7 +101,7 @@ export const TuningStatus = T.Object(
     }),
     retune_suggested: T.Array(
       T.Object({
-        model_name: T.String({ description: "A loaded model running well below its expectation" }),
+        model_name: T.String({ description: "A loaded model running well below its expectation, by the id `/v1/models` lists it by" }),
         expected_tokens_per_second: T.Number({ description: "What its tuned overlay measured" }),
         observed_tokens_per_second: T.Number({ description: "The median of its recent requests" }),
         hint: T.String({ description: "What to run" }),
@@ -140,7 +140,7 @@ export const profilesGet = endpoint({
 
 const ModelId = T.String({ description: "Model name" });
 
-const ModelTuning = T.Object({ model_name: T.String({ description: "The model" }), tuning: TuningView }, { title: "ModelTuning" });
+const ModelTuning = T.Object({ model_name: T.String({ description: "The model, by the id `/v1/models` lists it by" }), tuning: TuningView }, { title: "ModelTuning" });
 
 export const tuningPost = endpoint({
   id: "lemonade.models_id_tuning_post",

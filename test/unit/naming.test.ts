@@ -36,6 +36,14 @@ test("a failed load quotes the name the request gave, as Lemonade does, and its 
   expect((await load.json()).message).toStartWith("Failed to load model 'user.Phi-Test': Phi-Test is not downloaded and the download failed: ");
 });
 
+test("a model's tuning answers name it by its listed id, whichever name the path used", async () => {
+  const saved = await post("/v1/models/user.Phi-Test/tuning", { backend: "cpu", params: { threads: 2 } });
+  expect(saved.status).toBe(200);
+  expect((await saved.json()).model_name).toBe("Phi-Test");
+  const removed = await fetch(`${server.url}/v1/models/user.Phi-Test/tuning`, { method: "DELETE" });
+  expect((await removed.json()).model_name).toBe("Phi-Test");
+});
+
 test("a user model that shadows a built-in takes its name; the built-in stays reachable as builtin.<name>", async () => {
   expect((await register("user.Qwen3-0.6B-GGUF", "someone/other-GGUF:Q8_0")).status).toBe(200);
   expect((await get("Qwen3-0.6B-GGUF")).checkpoint).toBe("someone/other-GGUF:Q8_0");

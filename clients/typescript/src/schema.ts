@@ -7130,7 +7130,7 @@ export interface components {
         };
         /** ModelTuning */
         ModelTuning: {
-            /** @description The model */
+            /** @description The model, by the id `/v1/models` lists it by */
             model_name: string;
             tuning: components["schemas"]["Tuning"];
         };
@@ -7641,7 +7641,7 @@ export interface components {
             };
             /** @description Runtime monitor: loaded models whose recent generation speed is under half their tuned expectation */
             retune_suggested: {
-                /** @description A loaded model running well below its expectation */
+                /** @description A loaded model running well below its expectation, by the id `/v1/models` lists it by */
                 model_name: string;
                 /** @description What its tuned overlay measured */
                 expected_tokens_per_second: number;
