@@ -115,7 +115,7 @@ export async function speak(ctx: Pick<ServerContext, "catalog" | "logger" | "pro
       path: enginePath(model.recipe, "speech"),
       body: { model: engine.model, input: body.input, voice, speed: body.speed ?? 1, response_format: format, stream: false },
       raw: true,
-      check: (m) => (m.type === "tts" ? null : ApiError.of(E.modelNotApplicable, `Model ${m.id} is not a text-to-speech model`, "model")),
+      check: (m, named) => (m.type === "tts" ? null : ApiError.of(E.modelNotApplicable, `Model ${named(m)} is not a text-to-speech model`, "model")),
       signal,
       endpoint: "audio_speech",
       generation: false,

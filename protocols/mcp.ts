@@ -282,7 +282,7 @@ async function chatTool(ctx: Pick<ServerContext, "catalog" | "proxy" | "schedule
     model,
     path: "/v1/chat/completions",
     body,
-    check: (m) => (m.type === "llm" ? null : ApiError.of(E.notAnLlm, `Model ${m.id} is not a chat model; use lemonade_list_models to find one`)),
+    check: (m, named) => (m.type === "llm" ? null : ApiError.of(E.notAnLlm, `Model ${named(m)} is not a chat model; use lemonade_list_models to find one`)),
     signal,
     endpoint: "mcp_chat",
     generation: true,

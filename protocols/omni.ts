@@ -34,7 +34,7 @@ interface Roles {
 export function omniRoles(ctx: Pick<ServerContext, "catalog">, collection: CatalogModel): Roles {
   const parts = (ctx.catalog.omniSpec(collection)?.components ?? []).map((name) => ctx.catalog.find(name)).filter((m): m is CatalogModel => m !== undefined);
   const chat = parts.find((m) => m.type === "llm");
-  if (!chat) throw ApiError.of(E.invalidArgument, `Collection ${collection.id} has no chat model among its components`, "model");
+  if (!chat) throw ApiError.of(E.invalidArgument, `Collection ${ctx.catalog.publicId(collection)} has no chat model among its components`, "model");
   return {
     chat,
     image: parts.find((m) => m.type === "image" && !m.labels.includes("edit")) ?? parts.find((m) => m.type === "image"),

@@ -129,6 +129,11 @@ describe("with the SDK client", () => {
     expect(textOf(noAudio)).toEqual(["Error: Provide either `audio_path` (path to a local audio file) or `audio_base64` (base64-encoded audio bytes)."]);
     const empty = await client.callTool({ name: "lemonade_transcribe_audio", arguments: { model: CHAT, audio_base64: "" } });
     expect(textOf(empty)).toEqual(["Error: audio_base64 decoded to zero bytes. If you meant to pass a file path, use the `audio_path` argument instead."]);
+    // A model of the wrong kind is named by the id /v1/models lists it by (the extra model's bare name).
+    const wrongKind = await client.callTool({ name: "lemonade_transcribe_audio", arguments: { model: CHAT, audio_base64: "UklGRg==" } });
+    expect(textOf(wrongKind)).toEqual(["Error: Model tiny-chat is not a transcription model. Use a Whisper model such as Whisper-Tiny."]);
+    const notChat = await client.callTool({ name: "lemonade_chat", arguments: { model: "Whisper-Tiny", messages: [{ role: "user", content: "x" }] } });
+    expect(textOf(notChat)).toEqual(["Error: Model Whisper-Tiny is not a chat model; use lemonade_list_models to find one"]);
   });
 });
 
