@@ -280,6 +280,7 @@ export interface CatalogOptions {
 
 export class Catalog {
   private readonly builtIn: CatalogModel[];
+  private readonly builtInIds: Set<string>;
   private user: CatalogModel[];
   private userRows: Record<string, RegistryRow>;
   private readonly metaCache = new Map<string, MetaCacheEntry>();
@@ -290,6 +291,7 @@ export class Catalog {
     private readonly aliases: AliasStore,
   ) {
     this.builtIn = Object.entries(builtIn as Record<string, RegistryRow>).map(([id, row]) => fromRow(id, row, "huggingface"));
+    this.builtInIds = new Set(this.builtIn.map((m) => m.id));
     this.watchExtraDir();
     const userRows = readJsonFile<Record<string, RegistryRow>>(join(opts.cacheDir, "user_models.json"), {});
     if (typeof userRows !== "object" || userRows === null || Array.isArray(userRows)) {
@@ -439,7 +441,15 @@ export class Catalog {
 
   /** Whether `name` is a built-in model's (bare) name, exactly as server_models.json spells it. */
   isBuiltIn(name: string): boolean {
-    return this.builtIn.some((m) => m.id === name);
+    return this.builtInIds.has(name);
+  }
+
+  /** Whether `id` is a built-in's name that a registered or imported model holds too, so that the
+   * bare name is theirs (matched as find matches, case aside); cheap enough for a request's path. */
+  isShadowedBuiltIn(id: string): boolean {
+    if (!this.isBuiltIn(id)) return false;
+    const [user, extra] = [`user.${id}`.toLowerCase(), `extra.${id}`.toLowerCase()];
+    return this.user.some((m) => m.id.toLowerCase() === user) || this.extraModels().some((m) => m.id.toLowerCase() === extra);
   }
 
   /** Every model known, supported here or not. */
@@ -478,7 +488,6 @@ export class Catalog {
     };
     const direct = byId(this.aliases.resolve(name));
     if (direct) return direct;
-
     if (name.endsWith(":latest")) return byId(this.aliases.resolve(name.slice(0, -":latest".length)));
     return undefined;
   }
@@ -515,8 +524,7 @@ export class Catalog {
 
   /** The id listings show the model whose catalog id is `id` by; `id` itself once no model has
    * it (a registration since deleted), as Lemonade names a model it no longer lists. */
-  publicIdOf(id: string): string {
-    const all = this.all();
+  publicIdOf(id: string, all: CatalogModel[] = this.all()): string {
     const model = all.find((m) => m.id === id);
     return model ? this.publicId(model, all) : id;
   }
