@@ -16,10 +16,7 @@ export function health(ctx: Pick<ServerContext, "catalog" | "cloud" | "config" |
   const pools = poolHealth(ctx);
   // Models by their listed ids, as all_models_loaded names them; one no longer in the catalog, by its id.
   const all = ctx.catalog.all();
-  const listed = (id: string) => {
-    const model = all.find((m) => m.id === id);
-    return model ? ctx.catalog.publicId(model, all) : id;
-  };
+  const listed = (id: string) => ctx.catalog.publicIdOf(id, all);
   const recent = ctx.scheduler.mostRecent;
   return {
     status: "ok",

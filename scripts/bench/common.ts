@@ -49,7 +49,6 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-
 /** `lemonade serve` in its own process (from the sources, or `command`: npm start's launcher, the
  * single executable), the FAKE engine first on its PATH; settles once /live answers. Run by Bun,
  * it gets the runtime settings npm start's script sets; the single executable sets its own. */
