@@ -125,6 +125,16 @@ export function pump(rule: StreamRule, src: StreamSource, { clock, pingMs }: Pum
     }
     stopTicking = clock.after(Math.max(1, lastWrite + pingMs - now), tick);
   };
+  // The engine's last chunks as passed through, kept for a client that leaves before the engine's
+  // stream has closed.
+  const sentTail: Uint8Array[] = [];
+  // A client that stops reading at the answer's end (many stop at `[DONE]`, `lemonade run` among
+  // them) got the whole answer, though it may leave before the engine's stream has closed: the
+  // request is counted as answered, not as one the client left.
+  const leftAt = (): [number, string | undefined] => {
+    const text = decodeTail(sentTail);
+    return rule.ending?.(text) === "" ? [200, text] : [499, undefined];
+  };
   const finish = (status: number, tail?: string, error?: string) => {
     over = true;
     stopTicking();
@@ -145,7 +155,7 @@ export function pump(rule: StreamRule, src: StreamSource, { clock, pingMs }: Pum
         let res = await src.open();
         for (;;) {
           status = res.status;
-          const out = await pipe(res, rule, src, (chunk, boundary) => {
+          const out = await pipe(res, rule, src, sentTail, (chunk, boundary) => {
             lastWrite = clock.now();
             atBoundary = boundary;
             write(chunk);
@@ -161,7 +171,7 @@ export function pump(rule: StreamRule, src: StreamSource, { clock, pingMs }: Pum
         }
       } catch (err) {
         if (src.clientGone) {
-          status = 499;
+          [status, tail] = leftAt();
         } else {
           const apiErr = err instanceof ApiError ? err : ApiError.of(E.backendStopped, `The ${src.modelName} engine stopped answering`);
           status = apiErr.status;
@@ -183,7 +193,7 @@ export function pump(rule: StreamRule, src: StreamSource, { clock, pingMs }: Pum
     },
     cancel() {
       src.cancelled();
-      finish(499);
+      finish(...leftAt());
     },
   } as unknown as UnderlyingDefaultSource<Uint8Array>);
   return new Response(body, { status: 200, headers: framer.headers });
@@ -191,12 +201,18 @@ export function pump(rule: StreamRule, src: StreamSource, { clock, pingMs }: Pum
 
 /** Reads the engine's stream into `write`, passed through or translated. `sent`: whether any of
  * it reached the client; `broken`: whether it stopped short. */
-async function pipe(res: Response, rule: StreamRule, src: StreamSource, write: (chunk: Uint8Array | string, boundary: boolean) => void) {
+async function pipe(
+  res: Response,
+  rule: StreamRule,
+  src: StreamSource,
+  tail: Uint8Array[],
+  write: (chunk: Uint8Array | string, boundary: boolean) => void,
+) {
   const reader = res.body!.getReader();
   const translator = rule.translate?.();
   // One decoder per stream: a decoder keeps a split character's bytes for its next call.
   const decoder = new TextDecoder();
-  const tail: Uint8Array[] = [];
+  tail.length = 0;
   let sent = false;
   let pending = "";
   // Whether the bytes so far end with a newline, for an event end split across chunks.
@@ -221,15 +237,16 @@ async function pipe(res: Response, rule: StreamRule, src: StreamSource, write: (
       const value = chunk.value;
       src.heard(!sent, value);
       sent = true;
-      tail.push(value);
-      if (tail.length > TAIL_CHUNKS) tail.shift();
       if (!translator) {
         const n = value.length;
         const boundary = value[n - 1] === 10 && (n > 1 ? value[n - 2] === 10 : endsNewline);
         endsNewline = value[n - 1] === 10;
         write(value, boundary);
+        // Kept once written: what the client was sent is what tells a whole answer.
+        keep(tail, value);
         continue;
       }
+      keep(tail, value);
       const blocks = (pending + decoder.decode(value, { stream: true })).split("\n\n");
       pending = blocks.pop()!;
       let out = "";
@@ -254,7 +271,7 @@ async function pipe(res: Response, rule: StreamRule, src: StreamSource, write: (
   } finally {
     stopWatch();
   }
-  const tailText = tail.map((c) => new TextDecoder().decode(c)).join("");
+  const tailText = decodeTail(tail);
   const ending = rule.translate ? translator!.end() : rule.ending(tailText);
   if (ending === null) {
     abandon();
@@ -262,6 +279,17 @@ async function pipe(res: Response, rule: StreamRule, src: StreamSource, write: (
   }
   if (ending) write(ending, true);
   return { sent, broken: false, tail: tailText };
+}
+
+function keep(tail: Uint8Array[], chunk: Uint8Array): void {
+  tail.push(chunk);
+  if (tail.length > TAIL_CHUNKS) tail.shift();
+}
+
+/** The last chunks as text: each decoded alone, as a split character at the start does not matter
+ * to the timings and end markers read from them. */
+function decodeTail(tail: Uint8Array[]): string {
+  return tail.map((c) => new TextDecoder().decode(c)).join("");
 }
 
 /** The data of one SSE block (its `data:` lines joined), or null for a comment-only block. */

@@ -165,3 +165,32 @@ test("a client that cancels a stream before its first token neither kills the en
   expect((await chat({ max_tokens: 2 })).status).toBe(200);
   expect(enginePid()).toBe(pid);
 });
+
+test("a client that stops reading at [DONE] before the engine's stream closes is counted as answered; one that leaves mid-answer is not", async () => {
+  const count = async (status: number) => {
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    const m = new RegExp(`lemonade_engine_requests_total\\{model="a",endpoint="chat_completions",status="${status}"\\} (\\d+)`).exec(metrics);
+    return Number(m?.[1] ?? 0);
+  };
+  const settled = async (status: number, from: number) => {
+    for (let i = 0; i < 100 && (await count(status)) === from; i++) await Bun.sleep(20);
+    return count(status);
+  };
+  const [answered, left] = [await count(200), await count(499)];
+  // As `lemonade run` does: read to [DONE], then let go while the engine has not closed yet.
+  const whole = await chat({ stream: true, max_tokens: 3, fake: { close_ms: 1500 } });
+  const reader = whole.body!.getReader();
+  let text = "";
+  while (!text.includes("[DONE]")) text += new TextDecoder().decode((await reader.read()).value);
+  await reader.cancel();
+  expect(await settled(200, answered)).toBe(answered + 1);
+  expect(await count(499)).toBe(left);
+
+  const cut = await chat({ stream: true, max_tokens: 50, fake: { token_ms: 100 } });
+  const partial = cut.body!.getReader();
+  let first = "";
+  while (!first.includes("tok0")) first += new TextDecoder().decode((await partial.read()).value);
+  await partial.cancel();
+  expect(await settled(499, left)).toBe(left + 1);
+  expect(await count(200)).toBe(answered + 1);
+});
