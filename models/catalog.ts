@@ -444,6 +444,14 @@ export class Catalog {
     return this.builtInIds.has(name);
   }
 
+  /** Whether `id` is a built-in's name that a registered or imported model holds too, so that the
+   * bare name is theirs (matched as find matches, case aside); cheap enough for a request's path. */
+  isShadowedBuiltIn(id: string): boolean {
+    if (!this.isBuiltIn(id)) return false;
+    const [user, extra] = [`user.${id}`.toLowerCase(), `extra.${id}`.toLowerCase()];
+    return this.user.some((m) => m.id.toLowerCase() === user) || this.extraModels().some((m) => m.id.toLowerCase() === extra);
+  }
+
   /** Every model known, supported here or not. */
   all(): CatalogModel[] {
     return [...this.builtIn, ...this.user, ...this.extraModels(), ...(this.opts.remote?.() ?? [])];

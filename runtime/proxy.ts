@@ -145,7 +145,8 @@ export class EngineProxy implements Forwarding {
 
   /** The model a request names: a loaded one by its id without a catalog scan (every request's
    * hot path), else the catalog's answer; refused when the route cannot serve it. A built-in's id
-   * is its bare name, which a registered or imported model outranks, so it takes the catalog's. */
+   * is its bare name, which a registered or imported model of that name outranks: then the
+   * catalog's answer. */
   model(name: string, check: ModelCheck): CatalogModel {
     const model = this.lookup(name);
     const refusal = check(model, this.exchangeDeps.name);
@@ -155,7 +156,7 @@ export class EngineProxy implements Forwarding {
 
   private lookup(name: string): CatalogModel {
     const loaded = this.deps.scheduler.ready(name);
-    if (loaded && !this.deps.catalog.isBuiltIn(loaded.id)) return loaded;
+    if (loaded && !this.deps.catalog.isShadowedBuiltIn(loaded.id)) return loaded;
     return this.cloudLoaded.get(name)?.model ?? this.deps.catalog.get(name);
   }
 

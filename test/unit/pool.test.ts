@@ -172,7 +172,7 @@ describe("the proxy and a pool", () => {
     const logger = new Logger("Info", () => {});
     const proxy = new EngineProxy({
       scheduler: { ready: () => undefined } as unknown as Scheduler<CatalogModel>,
-      catalog: { get: () => model, publicId: (m: CatalogModel) => m.id, isBuiltIn: () => false } as unknown as Catalog,
+      catalog: { get: () => model, publicId: (m: CatalogModel) => m.id, isShadowedBuiltIn: () => false } as unknown as Catalog,
       metrics: new Metrics("test"),
       stats: new GenerationStats(),
       logger,

@@ -139,7 +139,7 @@ describe("the proxy alone, on a fake clock", () => {
         return { instance, url: "http://engine.test", streaming() {}, release() {}, fail: async () => void counts.failed++ } satisfies Lease<CatalogModel>;
       },
     } as unknown as Scheduler<CatalogModel>;
-    const catalog = { get: () => model, publicId: (m: CatalogModel) => m.id, isBuiltIn: () => false } as unknown as Catalog;
+    const catalog = { get: () => model, publicId: (m: CatalogModel) => m.id, isShadowedBuiltIn: () => false } as unknown as Catalog;
     const metrics = new Metrics("test");
     const logger = new Logger("Info", () => {});
     const proxy = new EngineProxy({
