@@ -14,9 +14,10 @@ import type {
   RegistrySearchResponse,
 } from "../spec/downloads.ts";
 import { load as loadSpec, type LoadRequest, type LoadResponse, type UnloadResponse } from "../spec/lifecycle.ts";
-import { E, MODEL_ERROR_CODES } from "../spec/errors.ts";
+import { E } from "../spec/errors.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { clip } from "../lib/scrub.ts";
+import { forRequestedModel } from "../runtime/model-error.ts";
 import { sseResponse } from "../lib/sse.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import type { CatalogModel } from "../models/catalog.ts";
@@ -47,14 +48,9 @@ export async function load(ctx: LoadContext, body: LoadRequest): Promise<LoadRes
     if (loaded.tookOptions && body.save_options === true) saveLoadOptions(ctx, model, { ...options, ...(body.pinned !== undefined ? { pinned: body.pinned } : {}) });
     return { status: "success", message: loaded.message, model_name: name, checkpoint: loaded.checkpoint ?? shownCheckpoints(ctx, model, false).main ?? "", recipe: model.recipe };
   } catch (err) {
-    if (!(err instanceof ApiError && MODEL_ERRORS.has(err.code))) throw err;
-    // A failed load says so first, as Lemonade words it; the other model errors keep their words.
-    const said = err.code === E.modelLoadError.code ? err.reworded(`Failed to load model '${clip(body.model_name)}': ${err.message}`) : err;
-    throw said.with({ fields: { requested_model: clip(body.model_name) } });
+    throw forRequestedModel(err, body.model_name);
   }
 }
-
-const MODEL_ERRORS = new Set(MODEL_ERROR_CODES);
 
 /** POST /v1/unload: the model named (the answer names it as the request did, an alias by its
  * target, as Lemonade does), or every model when none is. */

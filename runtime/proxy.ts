@@ -28,6 +28,7 @@ import type { Route } from "./transport.ts";
 import type { EngineCall, Generated } from "../engines/engine.ts";
 import type { Capability } from "../spec/recipes.ts";
 import type { Json } from "../lib/json.ts";
+import { forRequestedModel } from "./model-error.ts";
 
 export interface ProxyDeps {
   scheduler: Scheduler<CatalogModel>;
@@ -183,7 +184,9 @@ export class EngineProxy implements Forwarding {
 
   /** Claims the model a request names (loading it when needed). */
   acquire(name: string, check: ModelCheck, opts: { options?: Record<string, unknown>; signal?: AbortSignal } = {}): Promise<Lease<CatalogModel>> {
-    return this.deps.scheduler.acquire(this.model(name, check), opts);
+    return this.deps.scheduler.acquire(this.model(name, check), opts).catch((err) => {
+      throw forRequestedModel(err, name);
+    });
   }
 
   /** The target a model name resolves to. */
@@ -209,7 +212,9 @@ export class EngineProxy implements Forwarding {
     const model = this.model(req.model, req.check);
     const call = this.deps.engineCall?.(model.recipe, req.capability);
     if (!call) throw new Error(`Recipe ${model.recipe} has no engine call for ${req.capability}`);
-    const lease = await this.deps.scheduler.acquire(model, { signal: req.signal });
+    const lease = await this.deps.scheduler.acquire(model, { signal: req.signal }).catch((err) => {
+      throw forRequestedModel(err, req.model);
+    });
     let ticket: Ticket | undefined;
     try {
       ticket = this.queueOf(lease.instance).join(req.signal);
@@ -233,7 +238,9 @@ export class EngineProxy implements Forwarding {
     if (refusal) throw refusal;
     this.checkFits(model, req);
     const opts = { options: req.loadOptions, signal: req.signal, residency: req.helper ? ("routing_helper" as const) : ("standard" as const) };
-    const lease = await this.deps.scheduler.acquire(model, opts);
+    const lease = await this.deps.scheduler.acquire(model, opts).catch((err) => {
+      throw forRequestedModel(err, req.model);
+    });
     if (this.deps.beforeSend) {
       try {
         await this.deps.beforeSend(lease, req);

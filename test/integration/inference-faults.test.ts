@@ -151,6 +151,33 @@ test("Ollama: a model whose engine fails to start is a 404 on a route that loads
   }
 });
 
+test("an OpenAI route that loads on first use answers a failed load as /v1/load does: naming the model as the request did, with requested_model", async () => {
+  const broken = await startFakeServer(["fake-exit-3"]);
+  try {
+    for (const stream of [false, true]) {
+      const res = await fetch(`${broken.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: "fake-exit-3", stream, messages: [{ role: "user", content: "hi" }] }) });
+      expect(res.status).toBe(500);
+      const { error } = await res.json();
+      expect(error.code).toBe("model_load_error");
+      expect(error.type).toBe("model_load_error");
+      expect(error.requested_model).toBe("fake-exit-3");
+      expect(error.message).toStartWith("Failed to load model 'fake-exit-3': ");
+      expect(error.message).toContain("exited with code 3");
+    }
+    const completion = await fetch(`${broken.url}/v1/completions`, { method: "POST", body: JSON.stringify({ model: "extra.fake-exit-3", prompt: "hi" }) });
+    const { error } = await completion.json();
+    expect([completion.status, error.requested_model]).toEqual([500, "extra.fake-exit-3"]);
+    expect(error.message).toStartWith("Failed to load model 'extra.fake-exit-3': ");
+    // Anthropic's routes keep Anthropic's own shape, as Lemonade's do.
+    const messages = await fetch(`${broken.url}/v1/messages`, { method: "POST", body: JSON.stringify({ model: "fake-exit-3", max_tokens: 4, messages: [{ role: "user", content: "hi" }] }) });
+    const said = await messages.json();
+    expect(said.type).toBe("error");
+    expect(said.error.requested_model).toBeUndefined();
+  } finally {
+    await broken.close();
+  }
+});
+
 test("a client that cancels a stream before its first token neither kills the engine nor keeps its claim", async () => {
   expect((await chat({ max_tokens: 1 })).status).toBe(200);
   const pid = enginePid();
