@@ -21,6 +21,8 @@ beforeAll(() => {
       files: { "tiny-Q4_0.gguf": chat, "tiny-Q8_0.gguf": big, "mmproj-tiny-f16.gguf": mmproj, "README.md": new TextEncoder().encode("# tiny") },
     },
     // A hostile hub: names that would leave the cache if they were used as paths.
+    // The built-in Qwen3-0.6B-GGUF's repository, so that a built-in downloads from this hub too.
+    "unsloth/Qwen3-0.6B-GGUF": { sha: "c".repeat(40), files: { "Qwen3-0.6B-Q4_0.gguf": big } },
     "evil-org/commit-GGUF": { sha: "../../../../escaped-commit", files: { "m-Q4_0.gguf": chat } },
     "evil-org/file-GGUF": { sha: "b".repeat(40), files: { "../../../../escaped-Q4_0.gguf": chat } },
   };
@@ -430,6 +432,55 @@ describe("server-owned jobs", () => {
     expect(evs.length).toBeGreaterThan(0);
     expect(evs.every((e) => e.event === "progress")).toBe(true);
     expect((await (await fetch(`${s.url}/v1/models/user.Job`)).json()).downloaded).toBe(false);
+  });
+});
+
+describe("a shadowed built-in, by its builtin. name", () => {
+  const BUILTIN = "Qwen3-0.6B-GGUF";
+  const builtinDir = (s: TestServer) => join(s.cacheDir, "hf", "models--unsloth--Qwen3-0.6B-GGUF");
+  const jobs = async () => (await (await fetch(`${server!.url}/v1/downloads`)).json()) as any[];
+
+  test("a paused download of the built-in goes on by Range under builtin.NAME once a registration holds NAME; /v1/pull refuses the prefix as lemond does; delete takes only the built-in's files", async () => {
+    const s = await start();
+    hub.delayMs = 10;
+    await post("/v1/pull", { model_name: BUILTIN, stream: true, subscribe: false });
+    const deadline = Date.now() + 10_000;
+    while (((await jobs())[0]?.bytes_downloaded ?? 0) < 200_000 && Date.now() < deadline) await Bun.sleep(20);
+    const paused = await (await post("/v1/downloads/control", { id: `model:${BUILTIN}`, action: "pause" })).json();
+    expect(paused).toMatchObject({ status: "paused", canonical_id: `builtin.${BUILTIN}` });
+    hub.delayMs = 0;
+
+    // A registration now holds the bare name: NAME is the user's model, the built-in is builtin.NAME.
+    expect((await post("/v1/pull", { model_name: `user.${BUILTIN}`, checkpoint: "test-org/tiny-GGUF:Q4_0", recipe: "llamacpp" })).status).toBe(200);
+    expect((await (await fetch(`${s.url}/v1/models/${BUILTIN}`)).json()).canonical_id).toBe(`user.${BUILTIN}`);
+
+    // lemond's /pull checks every name against the reserved prefixes, with or without a definition.
+    for (const name of [`builtin.${BUILTIN}`, `extra.${BUILTIN}`]) {
+      const refused = await post("/v1/pull", { model_name: name });
+      expect(refused.status).toBe(400);
+      expect(JSON.stringify(await refused.json())).toContain("reserved");
+    }
+    // Any other dotted prefix is part of a bare name, which names nothing here.
+    const unknown = await post("/v1/pull", { model_name: `local.${BUILTIN}` });
+    expect(unknown.status).toBe(400);
+    expect(JSON.stringify(await unknown.json())).toContain("unknown_model");
+
+    // Ollama's pull takes any name a model answers to: builtin.NAME reaches the built-in, from where it stopped.
+    const ranges = hub.ranges.get("Qwen3-0.6B-Q4_0.gguf")!.length;
+    const lines = (await (await post("/api/pull", { model: `builtin.${BUILTIN}` })).text()).trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines.at(-1)).toEqual({ status: "success" });
+    const resumed = hub.ranges.get("Qwen3-0.6B-Q4_0.gguf")!.slice(ranges);
+    expect(resumed).toHaveLength(1);
+    expect(Number(/bytes=(\d+)-/.exec(resumed[0]!)![1])).toBeGreaterThan(0);
+    expect(readFileSync(join(builtinDir(s), "blobs", sha256(big)))).toEqual(Buffer.from(big));
+    expect((await (await fetch(`${s.url}/v1/models/builtin.${BUILTIN}`)).json()).downloaded).toBe(true);
+    expect(hub.ranges.get("tiny-Q4_0.gguf")).toHaveLength(1);
+
+    const del = await post("/v1/delete", { model_name: `builtin.${BUILTIN}` });
+    expect(del.status).toBe(200);
+    expect(existsSync(builtinDir(s))).toBe(false);
+    expect(readFileSync(join(repoDir(s), "blobs", sha256(chat)))).toEqual(Buffer.from(chat));
+    expect((await (await fetch(`${s.url}/v1/models/${BUILTIN}`)).json()).downloaded).toBe(true);
   });
 });
 
