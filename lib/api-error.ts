@@ -29,6 +29,8 @@ export interface ErrorExtras {
   fromEngine?: boolean;
   /** Seconds a client should wait before sending it again (the Retry-After header). */
   retryAfterS?: number;
+  /** What failed, without the model's name, for a message that names the model itself. */
+  reason?: string;
   /** Documented fields of the error object beside message/type/code (`env_var` of auth_conflict). */
   fields?: Record<string, unknown>;
 }

@@ -67,7 +67,8 @@ export class Launcher {
   /** A load the engine refused: logged in full, answered with the paths scrubbed. */
   private loadFailed(model: CatalogModel, err: Error): never {
     this.deps.log.error("Scheduler", `Failed to load ${this.deps.name(model)}: ${err.message}`);
-    throw ApiError.of(E.modelLoadError, `Failed to load ${this.deps.name(model)}: ${scrubPaths(err.message)}`);
+    const reason = scrubPaths(err.message);
+    throw ApiError.of(E.modelLoadError, `Failed to load ${this.deps.name(model)}: ${reason}`).with({ reason });
   }
 
   /** The folder every model's slot folder is in. */

@@ -12,6 +12,6 @@ export function forRequestedModel(err: unknown, requested: string): unknown {
   if (!(err instanceof ApiError && MODEL_ERRORS.has(err.code))) return err;
   const name = clip(requested);
   // The other model errors keep their own words.
-  const said = err.code === E.modelLoadError.code && !err.message.startsWith("Failed to load model '") ? err.reworded(`Failed to load model '${name}': ${err.message}`) : err;
+  const said = err.code === E.modelLoadError.code && !err.message.startsWith("Failed to load model '") ? err.reworded(`Failed to load model '${name}': ${err.extras.reason ?? err.message}`) : err;
   return said.with({ fields: { requested_model: name } });
 }

@@ -161,8 +161,7 @@ test("an OpenAI route that loads on first use answers a failed load as /v1/load 
       expect(error.code).toBe("model_load_error");
       expect(error.type).toBe("model_load_error");
       expect(error.requested_model).toBe("fake-exit-3");
-      expect(error.message).toStartWith("Failed to load model 'fake-exit-3': ");
-      expect(error.message).toContain("exited with code 3");
+      expect(error.message).toStartWith("Failed to load model 'fake-exit-3': engine exited with code 3");
     }
     const completion = await fetch(`${broken.url}/v1/completions`, { method: "POST", body: JSON.stringify({ model: "extra.fake-exit-3", prompt: "hi" }) });
     const { error } = await completion.json();
