@@ -184,8 +184,14 @@ export class EngineProxy implements Forwarding {
 
   /** Claims the model a request names (loading it when needed). */
   acquire(name: string, check: ModelCheck, opts: { options?: Record<string, unknown>; signal?: AbortSignal } = {}): Promise<Lease<CatalogModel>> {
-    return this.deps.scheduler.acquire(this.model(name, check), opts).catch((err) => {
-      throw forRequestedModel(err, name);
+    return this.claim(this.model(name, check), name, opts);
+  }
+
+  /** Claims `model` (loading it when needed) for a request that named it `requested`: a failed
+   * load is answered for that name. */
+  private claim(model: CatalogModel, requested: string, opts: Parameters<Scheduler<CatalogModel>["acquire"]>[1]): Promise<Lease<CatalogModel>> {
+    return this.deps.scheduler.acquire(model, opts).catch((err) => {
+      throw forRequestedModel(err, requested);
     });
   }
 
@@ -212,9 +218,7 @@ export class EngineProxy implements Forwarding {
     const model = this.model(req.model, req.check);
     const call = this.deps.engineCall?.(model.recipe, req.capability);
     if (!call) throw new Error(`Recipe ${model.recipe} has no engine call for ${req.capability}`);
-    const lease = await this.deps.scheduler.acquire(model, { signal: req.signal }).catch((err) => {
-      throw forRequestedModel(err, req.model);
-    });
+    const lease = await this.claim(model, req.model, { signal: req.signal });
     let ticket: Ticket | undefined;
     try {
       ticket = this.queueOf(lease.instance).join(req.signal);
@@ -238,9 +242,7 @@ export class EngineProxy implements Forwarding {
     if (refusal) throw refusal;
     this.checkFits(model, req);
     const opts = { options: req.loadOptions, signal: req.signal, residency: req.helper ? ("routing_helper" as const) : ("standard" as const) };
-    const lease = await this.deps.scheduler.acquire(model, opts).catch((err) => {
-      throw forRequestedModel(err, req.model);
-    });
+    const lease = await this.claim(model, req.model, opts);
     if (this.deps.beforeSend) {
       try {
         await this.deps.beforeSend(lease, req);
