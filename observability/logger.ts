@@ -1,6 +1,7 @@
 // The server's log: formatted lines to the console, plus a ring buffer of recent entries and live
 // subscribers for the /logs/stream WebSocket. Sequence numbers let a client resume without gaps.
 
+import { wallClock } from "../lib/local-time.ts";
 import { RANK, type Severity } from "../lib/log-level.ts";
 
 export type { Severity };
@@ -19,7 +20,8 @@ export const LOG_RETENTION = 5000;
 
 function formatTimestamp(d: Date): string {
   const p = (n: number, w = 2) => String(n).padStart(w, "0");
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}`;
+  const w = wallClock(d);
+  return `${w.year}-${p(w.month)}-${p(w.day)} ${p(w.hours)}:${p(w.minutes)}:${p(w.seconds)}.${p(w.milliseconds, 3)}`;
 }
 
 export class Logger {

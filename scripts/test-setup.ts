@@ -1,6 +1,7 @@
 // What the tests need beyond npm packages, made ready before `npm test` (its pretest step):
-// Debian's build tools, espeak-ng, ffmpeg, openssl, Chromium and the Python onnx package; llama.cpp and
+// Debian's build tools, espeak-ng, ffmpeg, openssl, Chromium, tzdata and the Python onnx package; llama.cpp and
 // whisper.cpp built into the cache; the tiny test models. Each step is skipped when its result is already there.
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { buildEngines } from "./build-engines.ts";
 import { makeClassifierModels, makeTestModels } from "./make-test-models.ts";
@@ -19,6 +20,10 @@ const TOOLS: Record<string, string> = {
   chromium: "chromium",
 };
 
+/** Files the tests read, and their Debian packages: the zone files the log's local time is
+ * checked against (test/unit/local-time.test.ts). */
+const FILES: Record<string, string> = { "/usr/share/zoneinfo/America/New_York": "tzdata" };
+
 /** Python modules the classifier test models are written with, and their Debian packages. */
 const PYTHON_MODULES: Record<string, string> = { onnx: "python3-onnx", numpy: "python3-numpy" };
 
@@ -33,9 +38,10 @@ function hasPythonModule(module: string): boolean {
 function ensureTools(): void {
   const missing = Object.keys(TOOLS).filter((t) => !Bun.which(t));
   const missingModules = Object.keys(PYTHON_MODULES).filter((m) => !hasPythonModule(m));
-  if (!missing.length && !missingModules.length) return;
-  const packages = [...new Set([...missing.map((t) => TOOLS[t]!), ...missingModules.map((m) => PYTHON_MODULES[m]!)])];
-  missing.push(...missingModules.map((m) => `python3 ${m}`));
+  const missingFiles = Object.keys(FILES).filter((f) => !existsSync(f));
+  if (!missing.length && !missingModules.length && !missingFiles.length) return;
+  const packages = [...new Set([...missing.map((t) => TOOLS[t]!), ...missingModules.map((m) => PYTHON_MODULES[m]!), ...missingFiles.map((f) => FILES[f]!)])];
+  missing.push(...missingModules.map((m) => `python3 ${m}`), ...missingFiles);
   const canInstall = process.getuid?.() === 0 && Bun.which("apt-get");
   if (!canInstall) {
     console.error(`Missing ${missing.join(", ")}. Install them first: sudo apt-get install -y ${packages.join(" ")}`);
