@@ -131,7 +131,8 @@ const rangeText = (key: string, r: SettingRule) =>
 /** Why a `key = value` cannot be set, or null. Types follow the default; some keys have ranges or lists. */
 export function settingProblem(key: string, value: unknown): string | null {
   const d = defaultAt(key);
-  if (d === undefined) return `'${key}' is not a Lemonade setting`;
+  // Lemonade's wording, which its CLI recognises.
+  if (d === undefined) return `Unknown config key: '${key}'`;
   if (isObject(d) && !isLeafObject(key)) return `'${key}' is a section; set its keys (${Object.keys(d).slice(0, 5).join(", ")}, ...)`;
   if (HEADER_LISTS.has(key)) {
     const ok = typeof value === "string" || (Array.isArray(value) && value.every((h) => typeof h === "string"));

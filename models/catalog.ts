@@ -73,6 +73,9 @@ export interface CatalogModel {
   /** A collection.omni, which a chat naming runs the tool loop on (protocols/omni.ts): its
    * components as registered, or null when they are its repository's manifest (Catalog.omniSpec). */
   omni?: { spec: OmniSpec | null };
+  /** An extra model that was its folder's before the folder split into variants: the folder's
+   * name, which requests may still use for it (bare or `extra.`), never listed. */
+  folderAlias?: string;
 }
 
 export interface ResolvedFile {
@@ -435,6 +438,7 @@ export class Catalog {
         size: diskSizeGb(m.sizeBytes),
         source: "extra_models_dir",
         registryOptions: {},
+        ...(m.folderAlias ? { folderAlias: m.folderAlias } : {}),
       };
     });
   }
@@ -449,7 +453,7 @@ export class Catalog {
   isShadowedBuiltIn(id: string): boolean {
     if (!this.isBuiltIn(id)) return false;
     const [user, extra] = [`user.${id}`.toLowerCase(), `extra.${id}`.toLowerCase()];
-    return this.user.some((m) => m.id.toLowerCase() === user) || this.extraModels().some((m) => m.id.toLowerCase() === extra);
+    return this.user.some((m) => m.id.toLowerCase() === user) || this.extraModels().some((m) => m.id.toLowerCase() === extra || m.folderAlias === id);
   }
 
   /** Every model known, supported here or not. */
@@ -481,10 +485,13 @@ export class Catalog {
       return all.find((m) => m.id === id) ?? all.find((m) => m.id.toLowerCase() === lower);
     };
     // A bare name is the registered model's, else the extra folder's, else the built-in's (which
-    // always answers to `builtin.<name>`): registered > imported > built-in.
+    // always answers to `builtin.<name>`): registered > imported > built-in. A split folder's old
+    // name comes after the models themselves but before a built-in, as Lemonade ranks it.
+    const folder = (alias: string) => all.find((m) => m.folderAlias === alias);
     const byId = (id: string) => {
       if (id.startsWith(BUILTIN_PREFIX)) return this.builtIn.find((m) => m.id === id.slice(BUILTIN_PREFIX.length));
-      return exact(`user.${id}`) ?? exact(`extra.${id}`) ?? exact(id);
+      if (id.startsWith("extra.")) return exact(`user.${id}`) ?? exact(id) ?? folder(id.slice("extra.".length));
+      return exact(`user.${id}`) ?? exact(`extra.${id}`) ?? folder(id) ?? exact(id);
     };
     const direct = byId(this.aliases.resolve(name));
     if (direct) return direct;
@@ -511,7 +518,10 @@ export class Catalog {
     if (!origin) return { id: model.id, canonicalId: model.id, shadowed: false };
     const canonicalId = `${origin.source}.${origin.bare}`;
     const outranks = SOURCE_PRECEDENCE.slice(0, SOURCE_PRECEDENCE.indexOf(origin.source));
-    const shadowed = outranks.some((s) => all.some((m) => m.source !== "cloud" && m.id === `${s}.${origin.bare}`));
+    // A split extra folder's old name takes a built-in's bare name too (Lemonade's input alias).
+    const shadowed =
+      outranks.some((s) => all.some((m) => m.source !== "cloud" && m.id === `${s}.${origin.bare}`)) ||
+      (origin.source === "builtin" && all.some((m) => m.folderAlias === origin.bare));
     const collection = model.router !== undefined || model.omni !== undefined;
     const prefixed = shadowed || (collection && origin.source !== "builtin");
     return { id: prefixed ? canonicalId : origin.bare, canonicalId, shadowed };

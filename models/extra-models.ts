@@ -1,7 +1,10 @@
 // What the extra models folder holds, as Lemonade names it: a GGUF at the top is a model named by
 // its stem; a folder is one model named after it (its shards, or files that are not all named
 // quantisations), or, when every file is a named quantisation, one model per quantisation named by
-// its file. The first mmproj of a folder, alphabetically, goes with its models. The folder is
+// its file; a split folder's own name still reaches, unlisted, the model of its first file
+// alphabetically (`folderAlias`, so scripts written before the split keep working). A draft
+// companion (`dflash-*`, `mtp-*`) is no variant, so a folder holding one stays one model. The
+// first mmproj of a folder, alphabetically, goes with its models. The folder is
 // walked to any depth; symbolic links to files are followed (models often live on another drive),
 // links to folders are not (no cycles), and only regular files are read (a FIFO is never opened).
 import { readdirSync, statSync } from "node:fs";
@@ -14,10 +17,14 @@ export interface ExtraModelFiles {
   mmproj?: string;
   /** Its main file (or main file's shard series) and its mmproj. */
   sizeBytes: number;
+  /** The split folder's name, which requests may still use for this model (never listed). */
+  folderAlias?: string;
 }
 
 const isGguf = (f: string) => f.toLowerCase().endsWith(".gguf");
 const isMmproj = (f: string) => f.toLowerCase().includes("mmproj");
+/** A speculative-decoding companion of a model, never a model of its own. */
+const isDraftCompanion = (f: string) => /^(dflash-|mtp-)|^dflash\.gguf$/i.test(f);
 
 /** A quantisation token in a file name (Q4_K_M, UD-Q4_K_XL, IQ3_XS, F16, BF16, MXFP4_MOE, ...). */
 const QUANT = /(?:^|[-._/])((?:UD[-_])?(?:Q\d+(?:_\d)?(?:_K)?(?:_(?:M|S|L|XL|XXL))?|IQ\d+(?:_(?:M|S|L|XS|XXS|NL))?|F(?:16|32)|BF16|MXFP\d+(?:_MOE)?))(?=[-._/]|\.gguf$|$)/i;
@@ -94,7 +101,7 @@ function folderModels(dir: string, found: Found[]): ExtraModelFiles[] {
     const key = SHARD.exec(name)?.[1] ?? name;
     series.set(key, [...(series.get(key) ?? []), f]);
   }
-  const split = series.size > 1 && weights.every((f) => QUANT.test(basename(f.path)));
+  const split = series.size > 1 && weights.every((f) => QUANT.test(basename(f.path)) && !isDraftCompanion(basename(f.path)));
   if (!split) {
     return [{ name: basename(dir), main: weights[0]!.path, ...withMmproj, sizeBytes: modelBytes(weights[0]!, mmproj, sorted) }];
   }
@@ -103,6 +110,7 @@ function folderModels(dir: string, found: Found[]): ExtraModelFiles[] {
     main: files[0]!.path,
     ...withMmproj,
     sizeBytes: modelBytes(files[0]!, mmproj, sorted),
+    ...(files[0] === weights[0] ? { folderAlias: basename(dir) } : {}),
   }));
 }
 

@@ -63,8 +63,8 @@ const isAuto = (layer: Layer) => (AUTO_LAYERS as readonly Layer[]).includes(laye
 
 /** The first set value of `candidates`; with `skipAuto`, an auto-tune layer's winner gives way to
  * the next layer down (the fallback when a tuned value made the engine fail). */
-function pick<V>(candidates: [Layer, V | undefined | null][], skipAuto = false): [Layer, V] | undefined {
-  const set = candidates.filter((c): c is [Layer, V] => c[1] !== undefined && c[1] !== null);
+function pick<V>(candidates: [Layer, V | undefined | null][], skipAuto = false, unsetMinusOne = false): [Layer, V] | undefined {
+  const set = candidates.filter((c): c is [Layer, V] => c[1] !== undefined && c[1] !== null && !(unsetMinusOne && c[1] === -1));
   return skipAuto && set[0] && isAuto(set[0][0]) ? set[1] : set[0];
 }
 
@@ -87,6 +87,9 @@ export function resolveWithSources(recipe: string, layers: Layers, skipAuto = fa
         ...AUTO_LAYERS.map((l): [Layer, unknown] => [l, layers.tuned?.[l]?.[key]]),
       ],
       skipAuto,
+      // -1 is "not set here" in every layer, so the next layer answers (a number option's -1 is
+      // Lemonade's empty value), except for a context size, where it asks for the automatic one.
+      spec.kind !== "string" && spec.kind !== "bool" && !spec.ctx,
     );
     out[key] = (found?.[1] as OptionValue | undefined) ?? spec.default;
     sources[key] = found?.[0] ?? "default";

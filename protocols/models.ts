@@ -135,21 +135,23 @@ export function listModels(ctx: Pick<ServerContext, "aliases" | "catalog" | "con
   return listed;
 }
 
-export function optionsView(ctx: Pick<ServerContext, "config" | "options" | "recipeOptions">, model: CatalogModel, saved: Options = ctx.recipeOptions.saved(model.id)): ModelOptionsResponse {
+/** A model's options by layer. `name` is the id the request named it by (trimmed), which the view
+ * answers with, as Lemonade does, so `effective` replays as the caller's own load body. */
+export function optionsView(ctx: Pick<ServerContext, "config" | "options" | "recipeOptions">, model: CatalogModel, name = model.id, saved: Options = ctx.recipeOptions.saved(model.id)): ModelOptionsResponse {
   const resolution = ctx.options.resolution(model, undefined, saved);
   const effective = resolution.options;
   const defaults = ctx.options.resolve(model, undefined, {});
   const takesCtx = "ctx_size" in optionSpecs(model.recipe);
   return {
-    model_name: model.id,
+    model_name: name,
     recipe: model.recipe,
     saved: ctx.recipeOptions.saved(model.id),
-    effective: { ...effective, model_name: model.id },
-    defaults: { ...defaults, model_name: model.id },
+    effective: { ...effective, model_name: name },
+    defaults: { ...defaults, model_name: name },
     ...(takesCtx ? { resolved_ctx_size: ctx.options.ctxSize(model, effective) } : {}),
     // The load this view describes, ready to paste (as the real server prints it).
     // The key, on a server that needs one, is left for the caller as the base URL is (lemonade.md).
-    load_command: `curl -X POST $LEMONADE_BASE_URL/v1/load -H "Content-Type: application/json"${ctx.config.apiKey ? ' -H "Authorization: Bearer $LEMONADE_API_KEY"' : ""} -d '${JSON.stringify({ ...effective, model_name: model.id })}'`,
+    load_command: `curl -X POST $LEMONADE_BASE_URL/v1/load -H "Content-Type: application/json"${ctx.config.apiKey ? ' -H "Authorization: Bearer $LEMONADE_API_KEY"' : ""} -d '${JSON.stringify({ ...effective, model_name: name })}'`,
     provenance: resolution.sources,
     ...(resolution.tuning ? { tuning: tuningView(resolution.tuning) } : {}),
   };
@@ -157,13 +159,13 @@ export function optionsView(ctx: Pick<ServerContext, "config" | "options" | "rec
 
 /** POST /v1/models/{id}/options: merges the body into the saved entry (or, with `dry_run`,
  * only shows what that would give). */
-export function saveOptions(ctx: Pick<ServerContext, "config" | "options" | "recipeOptions" | "scheduler">, model: CatalogModel, body: ModelOptionsRequest): ModelOptionsResponse {
+export function saveOptions(ctx: Pick<ServerContext, "config" | "options" | "recipeOptions" | "scheduler">, model: CatalogModel, body: ModelOptionsRequest, name = model.id): ModelOptionsResponse {
   const next = mergeSavedOptions(model.recipe, ctx.recipeOptions.saved(model.id), body);
   // A value the next load would fail on (a reserved flag, an unknown backend) is refused now, not then.
   ctx.scheduler.checkOptions(model, next);
-  if (body.dry_run === true) return optionsView(ctx, model, next);
+  if (body.dry_run === true) return optionsView(ctx, model, name, next);
   ctx.recipeOptions.replace(model.id, next);
-  return optionsView(ctx, model);
+  return optionsView(ctx, model, name);
 }
 
 /** `save_options` on a load: the request's concrete values replace the saved entry. */

@@ -26,9 +26,11 @@ export interface Resident {
   /** ms since the epoch of the last request's start or end. */
   lastUse: number;
   inflight: number;
-  /** `evict_idle_timeout` in seconds when `auto_evict` is on; 0 or less never expires. */
+  /** `evict_idle_timeout` in seconds when `auto_evict` is on (0 or less: as soon as it is idle, as
+   * Lemonade's eviction engine reads it); Infinity when off. */
   idleTimeoutS: number;
-  /** `downsize_idle_timeout` in seconds when `auto_evict` is on; 0 or less never downsizes. */
+  /** `downsize_idle_timeout` in seconds when `auto_evict` is on (0 or less: as soon as it is
+   * idle); Infinity when off. */
   downsizeTimeoutS: number;
   /** Its `auto_evict` (its own, else the server's): idle and pressure eviction may take it. */
   autoEvict: boolean;
@@ -113,7 +115,7 @@ const idle = (r: Resident) => r.state === "ready" && !r.pinned && r.inflight ===
 
 /** Models idle past their `evict_idle_timeout`: ready, unpinned, nothing in flight. */
 export function idleExpired(residents: readonly Resident[], now: number): Resident[] {
-  return residents.filter((r) => idle(r) && r.idleTimeoutS > 0 && now - r.lastUse >= r.idleTimeoutS * 1000);
+  return residents.filter((r) => idle(r) && now - r.lastUse >= r.idleTimeoutS * 1000);
 }
 
 /** Tiered degradation (multi-model guide): past `evict_idle_timeout` a model is evicted; else past
@@ -121,7 +123,7 @@ export function idleExpired(residents: readonly Resident[], now: number): Reside
 export function idleDegradation(residents: readonly Resident[], now: number): { evict: Resident[]; downsize: Resident[] } {
   const evict = idleExpired(residents, now);
   const downsize = residents.filter(
-    (r) => idle(r) && !evict.includes(r) && r.tier === "full" && r.downsizeTimeoutS > 0 && now - r.lastUse >= r.downsizeTimeoutS * 1000,
+    (r) => idle(r) && !evict.includes(r) && r.tier === "full" && now - r.lastUse >= r.downsizeTimeoutS * 1000,
   );
   return { evict, downsize };
 }

@@ -432,7 +432,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   private residents(): Resident[] {
     const now = this.clock.now();
     const starting = [...this.loading.values()].map(
-      ({ model: m, residency }): Resident => ({ id: m.id, type: m.type, residency, state: "loading", pinned: false, lastUse: now, inflight: 0, idleTimeoutS: 0, downsizeTimeoutS: 0, autoEvict: false, tier: "full", loadMs: 0, weight: 1 }),
+      ({ model: m, residency }): Resident => ({ id: m.id, type: m.type, residency, state: "loading", pinned: false, lastUse: now, inflight: 0, idleTimeoutS: Infinity, downsizeTimeoutS: Infinity, autoEvict: false, tier: "full", loadMs: 0, weight: 1 }),
     );
     return [...[...this.instances.values()].map((s) => this.resident(s)), ...starting];
   }
@@ -447,9 +447,9 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
       pinned: s.pinned,
       lastUse: s.lastUse,
       inflight: s.inflight,
-      // Idle eviction is off unless auto_evict is on (lemonade.md's default).
-      idleTimeoutS: autoEvict === true && typeof timeout === "number" ? timeout : 0,
-      downsizeTimeoutS: autoEvict === true && typeof downsize === "number" ? downsize : 0,
+      // Idle degradation is off unless auto_evict is on (lemonade.md's default).
+      idleTimeoutS: autoEvict === true && typeof timeout === "number" ? timeout : Infinity,
+      downsizeTimeoutS: autoEvict === true && typeof downsize === "number" ? downsize : Infinity,
       autoEvict: autoEvict === true,
       tier: s.downsizeFailed ? "downsized" : s.tier,
       loadMs: s.loadMs,

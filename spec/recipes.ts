@@ -119,11 +119,11 @@ const COMMON: Record<string, OptionSpec> = {
     default: null,
     doc: "`true` downsizes the model after `downsize_idle_timeout` seconds idle and unloads it after `evict_idle_timeout`, and lets GPU memory pressure evict it; unset takes the server's `auto_evict` setting (`false` by default). A pinned model is never downsized or evicted so.",
   },
-  evict_idle_timeout: { kind: "int", default: 300, doc: "Seconds idle before an `auto_evict` model is unloaded; `0` never. Default `300`." },
+  evict_idle_timeout: { kind: "int", default: 300, doc: "Seconds idle before an `auto_evict` model is unloaded; `0` as soon as it is idle. Default `300`." },
   downsize_idle_timeout: {
     kind: "int",
     default: 60,
-    doc: "Seconds idle before an `auto_evict` model is downsized: its KV cache is freed (llama.cpp: its slots erased) and its weights stay loaded; the next request is served as before. `0` never. Default `60`.",
+    doc: "Seconds idle before an `auto_evict` model is downsized: its KV cache is freed (llama.cpp: its slots erased) and its weights stay loaded; the next request is served as before. `0` as soon as it is idle. Default `60`.",
   },
   evict_weight_factor: {
     kind: "number",

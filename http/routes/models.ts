@@ -32,13 +32,14 @@ export function modelRoutes(bind: Binder, ctx: Pick<ServerContext, "aliases" | "
     };
   });
 
-  bind.http(spec.optionsGet, ({ params }) => optionsView(ctx, ctx.catalog.get(params.id)));
+  // The options views answer by the id the URL named, as Lemonade's do.
+  bind.http(spec.optionsGet, ({ params }) => optionsView(ctx, ctx.catalog.get(params.id), params.id.trim()));
 
-  bind.http(spec.optionsPost, ({ params, body }) => saveOptions(ctx, ctx.catalog.get(params.id), body));
+  bind.http(spec.optionsPost, ({ params, body }) => saveOptions(ctx, ctx.catalog.get(params.id), body, params.id.trim()));
 
   bind.http(spec.optionsDelete, ({ params }) => {
     const model = ctx.catalog.get(params.id);
     ctx.recipeOptions.replace(model.id, {});
-    return optionsView(ctx, model);
+    return optionsView(ctx, model, params.id.trim());
   });
 }

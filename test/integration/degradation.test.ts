@@ -52,7 +52,7 @@ test("a request that arrives mid-downsize (the slot erase still running) is answ
 });
 
 test("/v1/health reports an idle auto_evict model as downsized after downsize_idle_timeout (its slots erased); the next request is served without a reload", async () => {
-  server = await startFakeServer(["ds"], {}, { auto_evict: true, downsize_idle_timeout: 1, evict_idle_timeout: 0 });
+  server = await startFakeServer(["ds"], {}, { auto_evict: true, downsize_idle_timeout: 1, evict_idle_timeout: 3600 });
   const chat = () =>
     fetch(`${server!.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "extra.ds", messages: [{ role: "user", content: "hi" }], max_tokens: 3 }) });
   const entry = async () => (await (await fetch(`${server!.url}/v1/health`)).json()).all_models_loaded[0];

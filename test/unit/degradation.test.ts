@@ -88,6 +88,18 @@ test("with auto_evict off (the default) a model is neither downsized nor evicted
   expect(status(scheduler.list()[0])).toBe("full");
 });
 
+test("a timeout of 0 is no 'never': at 0 a model is downsized, or evicted, at the first idle check (lemond's eviction engine reads it so)", async () => {
+  const d = downsizer();
+  const specs: Record<string, LoadSpec> = { soft: auto({ downsize_idle_timeout: 0 }), hard: auto({ evict_idle_timeout: 0 }) };
+  const { scheduler, engines, clock } = memoryScheduler(-1, { resolve: (m) => specs[m.id]! }, { downsize: d.downsize });
+  engines.autoStart = true;
+  await scheduler.load(model("soft"));
+  await scheduler.load(model("hard"));
+  await clock.advance(1_000);
+  expect(d.calls.map((c) => c.id)).toEqual(["soft"]);
+  expect(engines.stopsAsked).toEqual(["hard"]);
+});
+
 test("a pinned model bypasses the idle downsize and eviction; unpinned, it degrades again", async () => {
   const d = downsizer();
   const { scheduler, engines, clock } = memoryScheduler(1, { resolve: () => auto() }, { downsize: d.downsize });
@@ -145,7 +157,7 @@ test("a request that arrives mid-eviction (its state being saved) takes the mode
   const saving = Promise.withResolvers<void>();
   let saves = 0;
   const save = () => (saves++, saving.promise);
-  const { scheduler, engines, clock, logs } = memoryScheduler(1, { resolve: () => auto({ downsize_idle_timeout: 0 }) }, { save });
+  const { scheduler, engines, clock, logs } = memoryScheduler(1, { resolve: () => auto({ downsize_idle_timeout: 3600 }) }, { save });
   engines.autoStart = true;
   const loaded = await scheduler.load(model("a"));
   await clock.advance(301_000);
@@ -189,9 +201,9 @@ test("an eviction that makes room for another model is not taken back: the reque
 test("VRAM pressure: at the threshold the most disposable idle model goes, by idle time over load time x evict_weight_factor", async () => {
   const { state, pressure } = sampler(true, 0.9);
   const specs: Record<string, LoadSpec> = {
-    slow: auto({ downsize_idle_timeout: 0, evict_idle_timeout: 0 }),
-    quick: auto({ downsize_idle_timeout: 0, evict_idle_timeout: 0 }),
-    guarded: auto({ downsize_idle_timeout: 0, evict_idle_timeout: 0, evict_weight_factor: 1000 }),
+    slow: auto({ downsize_idle_timeout: 3600, evict_idle_timeout: 3600 }),
+    quick: auto({ downsize_idle_timeout: 3600, evict_idle_timeout: 3600 }),
+    guarded: auto({ downsize_idle_timeout: 3600, evict_idle_timeout: 3600, evict_weight_factor: 1000 }),
   };
   const { scheduler, engines, clock, logs } = memoryScheduler(-1, { resolve: (m) => specs[m.id]!, pressure });
   // slow takes 20 s to load; quick and guarded 1 s, but guarded's weight protects it.
@@ -222,9 +234,9 @@ test("VRAM pressure: at the threshold the most disposable idle model goes, by id
 test("VRAM pressure spares pinned models, models in use and models without auto_evict", async () => {
   const { state, pressure } = sampler(true, 0.8);
   const specs: Record<string, LoadSpec> = {
-    pinned: auto({ downsize_idle_timeout: 0, evict_idle_timeout: 0 }),
-    busy: auto({ downsize_idle_timeout: 0, evict_idle_timeout: 0 }),
-    manual: auto({ auto_evict: false, downsize_idle_timeout: 0, evict_idle_timeout: 0 }),
+    pinned: auto({ downsize_idle_timeout: 3600, evict_idle_timeout: 3600 }),
+    busy: auto({ downsize_idle_timeout: 3600, evict_idle_timeout: 3600 }),
+    manual: auto({ auto_evict: false, downsize_idle_timeout: 3600, evict_idle_timeout: 3600 }),
   };
   const { scheduler, engines, clock } = memoryScheduler(-1, { resolve: (m) => specs[m.id]!, pressure });
   engines.autoStart = true;

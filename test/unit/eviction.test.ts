@@ -80,18 +80,19 @@ test("pickVictim: idle time over load time x evict_weight_factor", () => {
   expect(pickVictim([r("heavy", { lastUse: now - 50_000, weight: 10 }), r("light", { lastUse: now - 10_000 })], now)?.id).toBe("light");
 });
 
-test("idleExpired: ready, unpinned, idle and past a positive timeout", () => {
+test("idleExpired: ready, unpinned, idle and past its timeout (0: at once); none while auto_evict is off (Infinity)", () => {
   const now = 1_000_000;
   const residents = [
     r("expired", { lastUse: now - 301_000 }),
     r("fresh", { lastUse: now - 299_000 }),
     r("busy", { lastUse: now - 900_000, inflight: 1 }),
     r("pinned", { lastUse: now - 900_000, pinned: true }),
-    r("never", { lastUse: 0, idleTimeoutS: 0 }),
+    r("never", { lastUse: 0, idleTimeoutS: Infinity }),
+    r("at-once", { lastUse: now, idleTimeoutS: 0 }),
     r("draining", { lastUse: 0, state: "draining" }),
     r("loading", { lastUse: 0, state: "loading" }),
   ];
-  expect(idleExpired(residents, now).map((x) => x.id)).toEqual(["expired"]);
+  expect(idleExpired(residents, now).map((x) => x.id)).toEqual(["expired", "at-once"]);
 });
 
 test("idleDegradation: evict past evict_idle_timeout, else downsize a whole model past downsize_idle_timeout", () => {
@@ -104,11 +105,12 @@ test("idleDegradation: evict past evict_idle_timeout, else downsize a whole mode
     r("downsizing", { lastUse: now - 61_000, tier: "downsizing" }),
     r("pinned", { lastUse: now - 900_000, pinned: true }),
     r("busy", { lastUse: now - 900_000, inflight: 1 }),
-    r("never", { lastUse: now - 200_000, downsizeTimeoutS: 0 }),
+    r("never", { lastUse: now - 200_000, downsizeTimeoutS: Infinity }),
+    r("at-once", { lastUse: now, downsizeTimeoutS: 0 }),
   ];
   const { evict, downsize } = idleDegradation(residents, now);
   expect(evict.map((x) => x.id)).toEqual(["evict"]);
-  expect(downsize.map((x) => x.id)).toEqual(["downsize"]);
+  expect(downsize.map((x) => x.id)).toEqual(["downsize", "at-once"]);
 });
 
 test("pressureVictim: the most disposable idle auto_evict model; none while one is leaving", () => {

@@ -35,11 +35,21 @@ beforeAll(async () => {
   put(join(extra, "two", "Twin-Q4_0.gguf"));
   put(join(extra, "two", "Twin-Q8_0.gguf"));
   put(join(extra, "Qwen3-0.6B-GGUF.gguf"));
+  // A split folder under a built-in's name; a folder whose second file is a draft companion.
+  put(join(extra, "Qwen3-4B-GGUF", "Qwen3-4B-Q8_0.gguf"));
+  put(join(extra, "Qwen3-4B-GGUF", "Qwen3-4B-Q4_K_M.gguf"));
+  put(join(extra, "Drafted", "Drafted-Q4_K_M.gguf"));
+  put(join(extra, "Drafted", "mtp-Drafted-Q8_0.gguf"));
   put(join(elsewhere, "Linked.gguf"), 5e8);
   put(join(extra, "Mid.gguf"), 5.5e9);
   put(join(extra, "Huge.gguf"), 12.5e9);
   symlinkSync(join(elsewhere, "Linked.gguf"), join(extra, "Linked.gguf"));
   symlinkSync(join(elsewhere, "gone.gguf"), join(extra, "Dangling.gguf"));
+  // A link to a folder is not walked (so no link can loop the scan); links that loop are skipped.
+  put(join(elsewhere, "Behind", "Behind.gguf"));
+  symlinkSync(join(elsewhere, "Behind"), join(extra, "LinkedFolder"));
+  symlinkSync(join(extra, "LoopB.gguf"), join(extra, "LoopA.gguf"));
+  symlinkSync(join(extra, "LoopA.gguf"), join(extra, "LoopB.gguf"));
   server = await startTestServer({ LEMONADE_EXTRA_MODELS_DIR: extra }, undefined, { engines: false });
 });
 afterAll(() => server.close());
@@ -73,6 +83,32 @@ test("a folder of named quantisations is one model per quantisation", async () =
   expect((await get("extra.Quants-Q8_0")).body.checkpoint).toBe("Quants/Quants-Q8_0.gguf");
 });
 
+test("a split folder's own name still reaches its first file's model, unlisted, bare or as extra.<folder>, over a built-in of that name", async () => {
+  const ids = (await listed()).map((m) => m.id);
+  expect(ids).toEqual(expect.arrayContaining(["Qwen3-4B-Q4_K_M", "Qwen3-4B-Q8_0", "Quants-Q4_K_M"]));
+  expect(ids.filter((id) => /(^|\.)(Quants|Qwen3-4B-GGUF)$/.test(id))).toEqual(["builtin.Qwen3-4B-GGUF"]);
+  for (const name of ["Quants", "extra.Quants"]) expect((await get(name)).body).toMatchObject({ id: "Quants-Q4_K_M", checkpoint: "Quants/Quants-Q4_K_M.gguf" });
+  // The folder's old name takes the built-in's bare name; the built-in answers as builtin.<name>.
+  expect((await get("Qwen3-4B-GGUF")).body).toMatchObject({ id: "Qwen3-4B-Q4_K_M", checkpoint: "Qwen3-4B-GGUF/Qwen3-4B-Q4_K_M.gguf" });
+  expect((await get("builtin.Qwen3-4B-GGUF")).body).toMatchObject({ id: "builtin.Qwen3-4B-GGUF", shadowed: true });
+});
+
+test("a folder beside a draft companion (mtp-, dflash-) stays one model, named after the folder", async () => {
+  const ids = (await listed()).map((m) => m.id);
+  expect(ids.filter((id) => /Drafted/.test(id))).toEqual(["Drafted"]);
+  expect((await get("Drafted")).body.checkpoint).toBe("Drafted/Drafted-Q4_K_M.gguf");
+});
+
+test("the options views answer by the id the URL named, bare or prefixed, in model_name and in effective and defaults", async () => {
+  const names = (b: { model_name: string; effective: { model_name: string }; defaults: { model_name: string } }) => [b.model_name, b.effective.model_name, b.defaults.model_name];
+  for (const id of ["Mid", "extra.Mid"]) {
+    const url = `${server.url}/v1/models/${id}/options`;
+    expect(names(await (await fetch(url)).json())).toEqual([id, id, id]);
+    expect(names(await (await post(`/v1/models/${id}/options`, { ctx_size: 2048 })).json())).toEqual([id, id, id]);
+    expect(names(await (await fetch(url, { method: "DELETE" })).json())).toEqual([id, id, id]);
+  }
+});
+
 test("a sharded GGUF stays one model: the first shard, the sizes summed", async () => {
   const ids = (await listed()).map((m) => m.id);
   expect(ids.filter((id) => /^(extra\.)?Big/.test(id))).toEqual(["Big"]);
@@ -94,9 +130,9 @@ test("identical names in two folders stay two models; the second is qualified by
   expect((await get("extra.two-Twin-Q4_0")).body.checkpoint).toBe("two/Twin-Q4_0.gguf");
 });
 
-test("a symbolic link to a GGUF is followed; a dangling one is skipped", async () => {
+test("a symbolic link to a GGUF is followed; a dangling one, links that loop and a link to a folder are skipped", async () => {
   const ids = (await listed()).map((m) => m.id);
-  expect(ids.filter((id) => id.endsWith("Dangling"))).toEqual([]);
+  expect(ids.filter((id) => /Dangling|Loop|Behind|LinkedFolder/.test(id))).toEqual([]);
   const linked = await get("extra.Linked");
   expect(linked.status).toBe(200);
   expect(linked.body.downloaded).toBe(true);

@@ -63,6 +63,12 @@ test("nested settings by dots or objects are saved nested; a wrong type, a range
     expect(res.status).toBe(400);
     expect((await res.json()).param).toBe(key);
   }
+  // The per-model eviction options are no server settings (the multi-model guide's scope column), in Lemonade's words.
+  for (const key of ["evict_weight_factor", "downsize_idle_timeout", "evict_idle_timeout", "no_such_setting"]) {
+    const res = await admin("/internal/set", { [key]: 2 });
+    expect(res.status).toBe(400);
+    expect((await res.json()).message).toBe(`Unknown config key: '${key}'`);
+  }
   expect(JSON.parse(readFileSync(join(server.cacheDir, "config.json"), "utf8")).max_loaded_models).toBe(2);
   await admin("/internal/set", { log_level: "info", "llamacpp.args": "" });
 });

@@ -239,6 +239,13 @@ describe("options", () => {
     });
   });
 
+  test("a number option's -1 is Lemonade's empty value in every layer, so the next layer answers; ctx_size's -1 is the automatic size", () => {
+    const request = { downsize_idle_timeout: -1, evict_idle_timeout: -1, evict_weight_factor: -1, ctx_size: -1 };
+    const saved = { downsize_idle_timeout: 5, evict_weight_factor: -1, ctx_size: 2048 };
+    const resolved = resolveOptions("llamacpp", { request, saved, registry: {}, config: {} });
+    expect(resolved).toMatchObject({ downsize_idle_timeout: 5, evict_idle_timeout: 300, evict_weight_factor: 1, ctx_size: -1 });
+  });
+
   test("merge_args puts the server-wide args first; without it the model's own replace them", () => {
     const base = { saved: { llamacpp_args: "--b" }, registry: {}, config: { llamacpp_args: "--a" } };
     expect(resolveOptions("llamacpp", base).llamacpp_args).toBe("--a --b");

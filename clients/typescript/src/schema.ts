@@ -6229,9 +6229,9 @@ export interface components {
             merge_args?: boolean | null;
             /** @description `true` downsizes the model after `downsize_idle_timeout` seconds idle and unloads it after `evict_idle_timeout`, and lets GPU memory pressure evict it; unset takes the server's `auto_evict` setting (`false` by default). A pinned model is never downsized or evicted so. */
             auto_evict?: boolean | null;
-            /** @description Seconds idle before an `auto_evict` model is unloaded; `0` never. Default `300`. */
+            /** @description Seconds idle before an `auto_evict` model is unloaded; `0` as soon as it is idle. Default `300`. */
             evict_idle_timeout?: number | null;
-            /** @description Seconds idle before an `auto_evict` model is downsized: its KV cache is freed (llama.cpp: its slots erased) and its weights stay loaded; the next request is served as before. `0` never. Default `60`. */
+            /** @description Seconds idle before an `auto_evict` model is downsized: its KV cache is freed (llama.cpp: its slots erased) and its weights stay loaded; the next request is served as before. `0` as soon as it is idle. Default `60`. */
             downsize_idle_timeout?: number | null;
             /** @description Weighs the model's load time in the eviction score (idle time over load time times this); above 1 keeps it longer. Default `1.0`. */
             evict_weight_factor?: number | null;
