@@ -48,7 +48,7 @@ export async function startServer(overrides: Overrides = {}, env = process.env, 
   if (config.port !== 0) {
     listenAlone(() => Bun.serve({ hostname: config.host, port: config.port, reusePort: false, fetch: () => new Response(null) }).stop(true), config.host, config.port);
   }
-  const ctx = createServerContext(config, hooks.logToStderr ? new Logger(config.logLevel, (line) => process.stderr.write(line + "\n")) : undefined);
+  const ctx = createServerContext(config, hooks.logToStderr ? new Logger(config.logLevel, (line) => console.error(line)) : undefined);
   const { app } = createApp(ctx);
   // Bun's own body limit (128 MB) stays the last guard; JSON bodies meet http/body.ts's first.
   const limits = { reusePort: false };

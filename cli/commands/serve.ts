@@ -174,7 +174,7 @@ For apps that start the server themselves:
     if (settings.readyJson) {
       const url = clientUrl(running, running.ctx.config.host);
       await untilLive(url);
-      process.stdout.write(readyLine(url, running.port, running.ctx.config.apiKey) + "\n");
+      console.log(readyLine(url, running.port, running.ctx.config.apiKey));
     }
     return await new Promise<number>(() => {});
   },

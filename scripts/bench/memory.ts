@@ -156,7 +156,9 @@ export async function benchMemory(): Promise<Figure[]> {
     const splits: Figure[] = [];
     const grew: Figure[] = [];
     for (const { label, command, env } of servers(scratch)) {
-      const server = await spawnServer(w, env, command);
+      // At the default log level, as npm start runs: the log's first lines page in what writing
+      // them takes (spawnServer's other benches keep to warnings).
+      const server = await spawnServer(w, { ...env, LEMONADE_LOG_LEVEL: "info" }, command);
       try {
         const m = await measure(server);
         out.push(...figures(label, m, hello));

@@ -92,3 +92,19 @@ test("the buffer keeps the last 5000 entries", () => {
   expect(snap.at(-1)!.line).toContain(`line ${LOG_RETENTION + 9}`);
   expect(logger.snapshot(LOG_RETENTION + 8).map((e) => e.seq)).toEqual([LOG_RETENTION + 9, LOG_RETENTION + 10]);
 });
+
+test("the default echo writes each line whole, Info and Debug to stdout, Warning and Error to stderr, in local time from TZ", () => {
+  const logger = JSON.stringify(import.meta.resolve("../../observability/logger.ts"));
+  const code = `const { Logger } = await import(${logger}); const l = new Logger("Debug");
+l.debug("T", "d %s 100%"); l.info("T", "i"); l.warn("T", "w"); l.error("T", "e"); process.kill(process.pid, "SIGKILL");`;
+  const run = Bun.spawnSync([process.execPath, "-e", code], { env: { ...process.env, TZ: "Asia/Kolkata" } });
+  const lines = (s: Buffer) => s.toString().split("\n").filter(Boolean);
+  const stamp = /^(\d{4}-\d\d-\d\d \d\d:\d\d):\d\d\.\d{3} /;
+  // Written before the process was killed: nothing waits in a buffer.
+  expect(lines(run.stdout).map((l) => l.replace(stamp, ""))).toEqual(["[Debug] (T) d %s 100%", "[Info] (T) i"]);
+  expect(lines(run.stderr).map((l) => l.replace(stamp, ""))).toEqual(["[Warning] (T) w", "[Error] (T) e"]);
+  // India is 5:30 ahead of UTC all year.
+  const utc = new Date(Date.now() + 19_800_000).toISOString().slice(0, 16).replace("T", " ");
+  const logged = stamp.exec(lines(run.stdout)[0]!)![1]!;
+  expect(Math.abs(Date.parse(`${logged}Z`) - Date.parse(`${utc}Z`))).toBeLessThanOrEqual(60_000);
+});
