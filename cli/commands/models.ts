@@ -213,7 +213,8 @@ ${SERVER_FLAGS_HELP}`,
     if (v.source !== undefined && !["huggingface", "hf", "modelscope", "ms"].includes(String(v.source))) {
       throw new CliError(`--source ${v.source}: use huggingface or modelscope. Run with --help for the options.`, 2);
     }
-    if (v.recipe === "collection.omni" && !v.components) throw new CliError("omni pull requires --components MODEL [MODEL ...]. See 'lemonade pull --help'.", 2);
+    // Exit 1, as Lemonade's CLI refuses it after parsing.
+    if (v.recipe === "collection.omni" && !v.components) throw new CliError("omni pull requires --components MODEL [MODEL ...].\n       See 'lemonade pull --help'.");
     const client = await connect(input);
     const body: Record<string, unknown> = { model_name: target };
     const checkpoints: Record<string, string> = {};
@@ -468,8 +469,9 @@ export async function importRemote(client: Client, dir: string, file: RecipeEntr
 function checkNonInteractive(directory: string | undefined, recipeFile: string | undefined, skipPrompt: boolean): void {
   if (!skipPrompt && interactive()) return;
   const why = skipPrompt ? "" : " (standard input is not a terminal to choose on)";
-  if (!directory) throw new CliError(`Non-interactive mode requires --directory${why}. Pass --directory DIR --recipe-file FILE.`, 2);
-  if (!recipeFile) throw new CliError(`Non-interactive mode requires --recipe-file${why}. Pass --directory DIR --recipe-file FILE.`, 2);
+  // Exit 1, as Lemonade's import refuses it.
+  if (!directory) throw new CliError(`Non-interactive mode requires --directory${why}. Pass --directory DIR --recipe-file FILE.`);
+  if (!recipeFile) throw new CliError(`Non-interactive mode requires --recipe-file${why}. Pass --directory DIR --recipe-file FILE.`);
 }
 
 /** `import` without a file: a recipe of github.com/lemonade-sdk/recipes, the directory and the

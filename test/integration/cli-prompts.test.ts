@@ -319,8 +319,11 @@ describe("import", () => {
 
   test("off a terminal it runs as --skip-prompt: --directory and --recipe-file are needed, and suffice", async () => {
     const r = await piped(["import"], "1\n1\n");
-    expect(r.code).toBe(2);
-    expect(r.err).toContain("Non-interactive mode requires --directory (standard input is not a terminal to choose on)");
+    expect(r.code).toBe(1);
+    expect(r.err).toContain("Error: Non-interactive mode requires --directory (standard input is not a terminal to choose on)");
+    const noFile = await piped(["import", "--skip-prompt", "--directory", "coding-agents"]);
+    expect(noFile.code).toBe(1);
+    expect(noFile.err).toContain("Error: Non-interactive mode requires --recipe-file.");
     const both = await piped(["import", "--directory", "coding-agents", "--recipe-file", "AgentRecipe.json"]);
     expect(both.code, both.err).toBe(0);
     expect(both.out).toContain("Imported user.AgentRecipe");
@@ -372,8 +375,8 @@ describe("pull", () => {
 
   test("--recipe collection.omni without --components names the flag it needs", async () => {
     const r = await piped(["pull", "user.NoParts", "--recipe", "collection.omni"]);
-    expect(r.code).toBe(2);
-    expect(r.err).toContain("omni pull requires --components MODEL [MODEL ...].");
+    expect(r.code).toBe(1);
+    expect(r.err).toBe("Error: omni pull requires --components MODEL [MODEL ...].\n       See 'lemonade pull --help'.\n");
     expect((await models()).some((m) => m.id === "user.NoParts")).toBe(false);
   });
 });
