@@ -279,7 +279,7 @@ const WIRING: Record<string, string> = {
   claude: "Claude Code on this server's Anthropic routes: ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN and\nANTHROPIC_DEFAULT_*_MODEL.",
   codex: "Codex CLI on this server's Responses API: -c model_providers.lemonade={...} and -m MODEL.",
   opencode: "opencode through its ~/.config/opencode/opencode.json \"Lemonade\" provider (written here,\nthe rest of the file kept): -m Lemonade/MODEL.",
-  pi: "pi through its ~/.pi/agent/models.json \"Lemonade\" provider (and settings.json's default when\nit names none): --provider Lemonade --model MODEL.",
+  pi: "pi through its ~/.pi/agent/models.json \"Lemonade\" provider, started on it and the model\n(settings.json's default is set when it names none).",
 };
 
 /** The server's address as an agent is given it: a server bound to every address is reached on
