@@ -304,7 +304,12 @@ async function agentModels(client: Client, model: string): Promise<AgentModel[]>
     // The launched model is still listed below.
   }
   const models = listed.filter((m) => m.labels?.includes("chat")).map((m) => entry(m.id, m.recipe_options?.ctx_size));
-  if (!models.some((m) => m.id === model)) models.push(entry(model));
+  // The model as typed (extra.NAME for the listed NAME, an alias) is listed too, with its own
+  // saved ctx_size where the server knows the name.
+  if (!models.some((m) => m.id === model)) {
+    const named = await client.json("GET", `/v1/models/${encodeURIComponent(model)}`).catch(() => undefined);
+    models.push(entry(model, named?.recipe_options?.ctx_size));
+  }
   return models;
 }
 

@@ -118,7 +118,7 @@ export const alias: Command = {
   summary: "Manage model aliases",
   usage: "alias add <alias> <model> | alias list | alias remove <alias>",
   help: `Aliases give a stable name to a model; re-pointing one switches clients over at once.\n${SERVER_FLAGS_HELP}`,
-  options: { ...SERVER_FLAGS, json: { type: "boolean" } },
+  options: SERVER_FLAGS,
   async run(input) {
     const [action, ...args] = input.positionals;
     const client = clientOf(input);
@@ -190,7 +190,7 @@ Lemonade's defaults, saves config.json atomically and, through a running server,
 can at once (max_loaded_models, log_level, ctx_size, offline, extra_models_dir, host/port, the
 recipe sections); without a server, it only saves. Nested keys take dots: llamacpp.backend=vulkan.
 ${SERVER_FLAGS_HELP}`,
-  options: SERVER_FLAGS,
+  options: { ...SERVER_FLAGS, json: { type: "boolean" } },
   async run(input) {
     const [action, ...args] = input.positionals;
     const client = clientOf(input);
