@@ -299,7 +299,7 @@ ${SERVER_FLAGS_HELP}`,
       let opened = false;
       ws.addEventListener("open", () => (opened = true));
       ws.onerror = () => {
-        if (!opened) console.error(red(`error: the server refused the log stream${key ? " with the key given" : ""}: it needs its API key. Pass --api-key KEY or set LEMONADE_API_KEY.`));
+        if (!opened) console.error(red(`Error: the server refused the log stream${key ? " with the key given" : ""}: it needs its API key. Pass --api-key KEY or set LEMONADE_API_KEY.`));
         resolve(1);
       };
       ws.onclose = () => resolve(opened ? 0 : 1);
