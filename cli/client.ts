@@ -16,6 +16,9 @@ export class CliError extends Error {
   }
 }
 
+/** Hosts that name every address: a server bound to one is reached on loopback. */
+export const WILDCARD_HOSTS = new Set(["0.0.0.0", "::", "[::]", "*", ""]);
+
 export interface Target {
   host: string;
   port: number;
@@ -40,16 +43,17 @@ export function target(flags: { host?: string; port?: string }): Target {
   const spec = given !== undefined ? parseHostSpec(given) : undefined;
   const port = spec?.port ?? (flags.port !== undefined ? Number(flags.port) : (spec?.schemePort ?? config.port));
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw new CliError(`--port must be 1-65535, got ${flags.port}`, 2);
-  // A server bound to every address is reached on loopback.
-  const host = spec?.host ?? (config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host);
-  return { host, port, ...(spec?.ssl ? { ssl: true } : {}) };
+  return { host: spec?.host ?? config.host, port, ...(spec?.ssl ? { ssl: true } : {}) };
 }
 
 export class Client {
   readonly base: string;
+  /** The address requests go to: the target's, or loopback for a server bound to every address. */
+  readonly host: string;
 
   constructor(readonly at: Target) {
-    this.base = `${at.ssl ? "https" : "http"}://${at.host.includes(":") ? `[${at.host}]` : at.host}:${at.port}`;
+    this.host = WILDCARD_HOSTS.has(at.host) ? "127.0.0.1" : at.host;
+    this.base = `${at.ssl ? "https" : "http"}://${this.host.includes(":") ? `[${this.host}]` : this.host}:${at.port}`;
   }
 
   private headers(): Record<string, string> {
@@ -57,18 +61,22 @@ export class Client {
     return { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) };
   }
 
+  /** Whether a server answers at all: any HTTP answer counts, so that no second server is started
+   * on a port something already serves. */
   async isUp(): Promise<boolean> {
     try {
-      return (await fetch(`${this.base}/live`, { signal: AbortSignal.timeout(1000) })).ok;
+      await fetch(`${this.base}/live`, { signal: AbortSignal.timeout(1000) });
+      return true;
     } catch {
       return false;
     }
   }
 
-  /** A raw request; the caller reads the answer (streams included). */
+  /** A raw request; the caller reads the answer (streams included). The OpenAI-style routes go to
+   * their `/api/v1` spelling, as Lemonade's CLI sends them. */
   async request(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
     try {
-      return await fetch(`${this.base}${path}`, {
+      return await fetch(`${this.base}${path.startsWith("/v1/") ? `/api${path}` : path}`, {
         method,
         headers: this.headers(),
         body: body === undefined ? undefined : JSON.stringify(body),
@@ -76,7 +84,7 @@ export class Client {
       });
     } catch (err) {
       if (signal?.aborted) throw err;
-      throw new CliError(`No Lemonade server answers at ${this.base}. Start one with: lemonade serve`);
+      throw unreachable(this, err);
     }
   }
 
@@ -121,6 +129,14 @@ export function errorMessage(parsed: any, fallback: string): string {
   return parsed?.error?.message ?? parsed?.message ?? fallback;
 }
 
+/** No server answers: Lemonade's CLI's words, with the address tried and the way to start one. */
+export function unreachable(client: Client, err?: unknown): CliError {
+  const reason = err instanceof Error ? ` (${err.message})` : "";
+  return new CliError(`Could not connect to Lemonade server at ${client.base}${reason}.\nMake sure the server is running and try again (lemonade serve starts one).`);
+}
+
+const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1"]);
+
 /** How to start this program again as `lemonade serve`, compiled or run from source. */
 function selfCommand(): string[] {
   const compiled = Bun.main.startsWith("/$bunfs/") || Bun.main.startsWith("B:\\~BUN");
@@ -130,10 +146,12 @@ function selfCommand(): string[] {
 /** Makes sure a server answers, starting one in the background (logging to the cache dir) if not. */
 export async function ensureServer(client: Client, quiet = false): Promise<void> {
   if (await client.isUp()) return;
+  // A server is started only where this machine would serve it: plain HTTP on loopback.
+  if (client.at.ssl || !LOOPBACK.has(client.host)) throw unreachable(client);
   const log = join(defaultCacheDir(), "server.log");
   if (!quiet) process.stderr.write(`Starting Lemonade Server on ${client.base} (log: ${log})...\n`);
   const out = openSync(log, "a");
-  const child = Bun.spawn([...selfCommand(), "serve", "--host", client.at.host, "--port", String(client.at.port)], {
+  const child = Bun.spawn([...selfCommand(), "serve", "--host", client.host, "--port", String(client.at.port)], {
     stdio: ["ignore", out, out],
     env: process.env,
   });

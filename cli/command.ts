@@ -16,6 +16,9 @@ export interface Command {
   /** Extra help text: what the command does and its flags. */
   help: string;
   options?: Options;
+  /** Help for what the positionals name (`launch codex --help`), where it differs from the
+   * command's own. */
+  helpFor?(positionals: string[]): string | undefined;
   /** Rewrites the arguments before they are parsed (flags that take two values). */
   rewrite?(args: string[]): string[];
   run(input: CommandInput): Promise<number>;

@@ -27,17 +27,51 @@ export const LOAD_FLAGS: Options = {
   save: { type: "boolean" },
 };
 
-// Grouped as Lemonade's `load --help` groups them: options of every load, then each recipe's.
+/** Options every load takes, listed under General Options. */
+const GENERAL = new Set(["ctx_size", "merge_args", "auto_evict", "evict_idle_timeout", "downsize_idle_timeout", "evict_weight_factor"]);
+
+/** The help group each recipe's flags stand under, as Lemonade's backends name theirs. */
+const GROUPS: Record<string, string> = {
+  llamacpp: "Llama.cpp Backend Options",
+  whispercpp: "Whisper.cpp Options",
+  "sd-cpp": "Stable Diffusion Options",
+  vllm: "vLLM Options",
+  trellis: "3D Generation Options",
+  acestep: "Audio Generation Options",
+  thinksound: "Audio Generation Options",
+};
+
+const TYPE_NAMES: Record<OptionSpec["kind"], string> = { int: "SIZE", number: "SIZE", string: "ARGS", bool: "" };
+
+/** A flag's help line: the flag, its value's kind, and the first clause of what it does. */
+function flagLine(name: string, spec: OptionSpec): string {
+  const flag = flagOf(name);
+  const head = spec.kind === "bool" ? `--${flag}, --no-${flag}` : `--${flag} ${BACKEND_FLAGS[name] ? "BACKEND" : TYPE_NAMES[spec.kind]}`;
+  const what = (spec.doc ?? "").replace(/^[\w-]+: /, "").replace(/`/g, "").split(/(?<=[^.]{8})[.;]\s/)[0]!.replace(/\.$/, "");
+  const described = BACKEND_FLAGS[name] ? `Backend to use: ${what}` : what.charAt(0).toUpperCase() + what.slice(1);
+  return `  ${head.padEnd(30)} ${described}`.trimEnd();
+}
+
+// Grouped as Lemonade's `load --help` groups them: the options of every load, then each recipe's
+// under its backend's group (recipes sharing a group share its heading).
+const grouped = new Map<string, string[]>();
+for (const [recipe, spec] of Object.entries(RECIPE_SPECS)) {
+  for (const [name, option] of Object.entries(spec.options)) {
+    if (GENERAL.has(name)) continue;
+    const group = GROUPS[recipe] ?? `${recipe} Options`;
+    const lines = grouped.get(group) ?? [];
+    const line = flagLine(name, option);
+    if (!lines.includes(line)) lines.push(line);
+    grouped.set(group, lines);
+  }
+}
+const byName = Object.fromEntries(ALL);
 export const LOAD_FLAGS_HELP = `
 General Options:
-  --pinned                 Pin the model against eviction
-  --save-options           Save these options for the model (recipe_options.json)
-  --[no-]merge-args        Add the args to the server-wide ones (default) or replace them
-  --auto-evict, --evict-idle-timeout S, --evict-weight-factor X, --downsize-idle-timeout S
-
-Recipe-Specific Options:
-  --ctx-size N             Context size (-1: the model's own window)
-${WITH_FLAG.map((r) => `  ${`--${r.cliFlag} BACKEND`.padEnd(25)}${r.cliHelp ?? ""}`).join("\n")}
+${["ctx_size", "merge_args", "auto_evict", "evict_idle_timeout", "downsize_idle_timeout", "evict_weight_factor"].map((n) => flagLine(n, byName[n]!)).join("\n")}
+  ${"--pinned".padEnd(30)} Pin the model against eviction
+  ${"--save-options".padEnd(30)} Save these options for the model (recipe_options.json)
+${[...grouped].map(([group, lines]) => `\n${group}:\n${lines.join("\n")}`).join("\n")}
 `;
 
 /** The /v1/load fields the flags name, checked by kind. */

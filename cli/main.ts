@@ -149,7 +149,7 @@ async function main(argv: string[]): Promise<number> {
     throw new CliError(`${(err as Error).message}\nusage: lemonade ${command.usage}\nRun 'lemonade ${command.name} --help' for its options.`, 2);
   }
   if (parsed.values.help) {
-    console.log(helpOf(command));
+    console.log(command.helpFor?.(parsed.positionals) ?? helpOf(command));
     return 0;
   }
   const values = { ...parsed.values, ...(found.host !== undefined ? { host: found.host } : {}), ...(found.port !== undefined ? { port: found.port } : {}) };
@@ -167,7 +167,7 @@ main(process.argv.slice(2)).then(
   },
   (err) => {
     const code = err instanceof CliError ? err.exitCode : 1;
-    console.error(red(`error: ${(err as Error).message}`));
+    console.error(red(`Error: ${(err as Error).message}`));
     process.exit(code);
   },
 );

@@ -110,7 +110,7 @@ export async function chatLoop(client: Client, firstModel: string, opts: ChatOpt
           model = next;
           process.stderr.write(dim(`Now chatting with ${model}.\n`));
         } catch (err) {
-          process.stderr.write(`error: ${(err as Error).message}\n`);
+          process.stderr.write(`Error: ${(err as Error).message}\n`);
         }
       }
     } else if (text) {

@@ -5,8 +5,8 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
-import { apiKey, Client, CliError, ensureServer, target } from "../client.ts";
-import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
+import { apiKey, Client, CliError, ensureServer, target, WILDCARD_HOSTS } from "../client.ts";
+import { SERVER_FLAGS, type Command, type CommandInput } from "../command.ts";
 import { splitArgs } from "../../lib/args.ts";
 import { importRemote, recipeContents, recipeFiles, type RecipeEntry } from "./models.ts";
 import { askLine, askNumber, chooseOne, endQuestions, needTerminal } from "../prompt.ts";
@@ -20,12 +20,19 @@ interface Launch {
   env: Record<string, string>;
 }
 
+/** A model an agent's config file lists: its id, the name shown, its context window. */
+interface AgentModel {
+  id: string;
+  name: string;
+  context: number;
+}
+
 interface Agent {
   install: string;
   /** The agent's argv and environment for a server at `base` and a model. */
   setup(base: string, model: string, key: string, provider: string | undefined): Launch;
   /** Writes the agent's own config files for this server and the model, before it starts. */
-  configure?(base: string, key: string, model: string, models: { id: string; context: number }[]): void;
+  configure?(base: string, key: string, model: string, models: AgentModel[]): void;
 }
 
 /** Codex's `-c key=value` arguments: a Lemonade model provider on the Responses API, unless the
@@ -50,9 +57,9 @@ function readConfig(path: string): Record<string, unknown> {
   try {
     parsed = JSON.parse(readFileSync(path, "utf8"));
   } catch (err) {
-    throw new CliError(`${path} is not valid JSON (${(err as Error).message}). Refusing to overwrite. Fix or remove the file manually.`);
+    throw new Error(`Cannot parse existing ${path}: ${(err as Error).message}. Refusing to overwrite. Fix or remove the file manually.`);
   }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new CliError(`${path} is not a JSON object. Refusing to overwrite.`);
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error(`${path} is not a JSON object. Refusing to overwrite.`);
   return parsed as Record<string, unknown>;
 }
 
@@ -99,7 +106,7 @@ const AGENTS: Record<string, Agent> = {
         npm: "@ai-sdk/openai-compatible",
         name: "Lemonade Server (local)",
         options: { baseURL: `${base}/v1`, apiKey: key },
-        models: Object.fromEntries(models.map((m) => [m.id, { name: m.id, limit: { context: m.context, output: Math.floor(m.context / 3) } }])),
+        models: Object.fromEntries(models.map((m) => [m.id, { name: m.name, limit: { context: m.context, output: Math.floor(m.context / 3) } }])),
       };
       writeConfig(path, { $schema: "https://opencode.ai/config.json", ...config, provider: providers });
     },
@@ -114,7 +121,7 @@ const AGENTS: Record<string, Agent> = {
       const path = join(dir, "models.json");
       const config = readConfig(path);
       const providers = typeof config.providers === "object" && config.providers !== null && !Array.isArray(config.providers) ? (config.providers as Record<string, unknown>) : {};
-      providers.Lemonade = { baseUrl: `${base}/v1`, api: "openai-completions", apiKey: key, models: models.map((m) => ({ id: m.id, name: m.id, contextWindow: m.context })) };
+      providers.Lemonade = { baseUrl: `${base}/v1`, api: "openai-completions", apiKey: key, models: models.map((m) => ({ id: m.id })) };
       writeConfig(path, { ...config, providers });
       const settingsPath = join(dir, "settings.json");
       const settings = readConfig(settingsPath);
@@ -143,10 +150,11 @@ const offeredTo = (agent: string) => (m: ListedModel) => !(agent === "codex" && 
 const row = (m: ListedModel) => `${m.id} [${m.downloaded ? "downloaded" : "not-downloaded"}] (${m.recipe || "-"})`;
 const CODEX_WARNING = "\nWarning: Qwen 3.5 family models currently do not work with Codex due to a llama.cpp incompatibility. Track upstream: https://github.com/ggml-org/llama.cpp/issues/20733\n";
 
-/** The agent, asked for by number when none is named. */
+/** The agent, asked for by number when none is named. Unlike the other questions, this one reads
+ * a piped answer too, as Lemonade's CLI does (`echo 1 | lemonade launch --model M`); input that
+ * has ended is refused at once. */
 async function pickAgent(): Promise<string> {
   const names = Object.keys(AGENTS);
-  needTerminal(`name the agent: lemonade launch ${names.join("|")}`);
   process.stdout.write(`Select an agent to launch:\n${names.map((n, i) => `  ${i + 1}) ${n}\n`).join("")}`);
   const answer = await askLine("Enter number: ");
   if (answer === null) throw new CliError("Failed to read agent selection.");
@@ -255,27 +263,76 @@ async function pickModel(client: Client, agent: string, directory: string | unde
   }
 }
 
+const OPTIONS_HELP = `Options:
+  -m, --model MODEL    Model name to load; without it, asks for one: a coding-agent recipe to import,
+                       a downloaded tool-calling model or a recommended one (on a terminal only)
+  --directory DIR      Remote recipe directory used only if you choose recipe import at prompt
+  --recipe-file FILE   Remote recipe JSON filename used only if you choose recipe import at prompt
+  --agent-args ARGS    Custom arguments to pass directly to the launched agent process`;
+
+const CODEX_PROVIDER_HELP = `  -p, --provider [PROVIDER]
+                       Use model provider name for Codex instead of Lemonade-injected provider
+                       definition (default: lemonade); Codex's own config.toml defines it`;
+
+/** What each agent is told, for its help. */
+const WIRING: Record<string, string> = {
+  claude: "Claude Code on this server's Anthropic routes: ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN and\nANTHROPIC_DEFAULT_*_MODEL.",
+  codex: "Codex CLI on this server's Responses API: -c model_providers.lemonade={...} and -m MODEL.",
+  opencode: "opencode through its ~/.config/opencode/opencode.json \"Lemonade\" provider (written here,\nthe rest of the file kept): -m Lemonade/MODEL.",
+  pi: "pi through its ~/.pi/agent/models.json \"Lemonade\" provider, started on it and the model\n(settings.json's default is set when it names none).",
+};
+
+/** The server's address as an agent is given it: a server bound to every address is reached on
+ * localhost. */
+function agentBase(client: Client): string {
+  const { host, port, ssl } = client.at;
+  const reached = WILDCARD_HOSTS.has(host) ? "localhost" : host.includes(":") ? `[${host}]` : host;
+  return `${ssl ? "https" : "http"}://${reached}:${port}`;
+}
+
+/** Lemonade's default context window for a model its config file lists, where the model has
+ * no saved ctx_size. */
+const DEFAULT_AGENT_CONTEXT = 40960;
+
+/** The downloaded chat models an agent's config file lists, the model launched among them. */
+async function agentModels(client: Client, model: string): Promise<AgentModel[]> {
+  const entry = (id: string, context?: unknown): AgentModel => ({ id, name: `${id} (local)`, context: typeof context === "number" ? context : DEFAULT_AGENT_CONTEXT });
+  let listed: (ListedModel & { recipe_options?: { ctx_size?: unknown } })[] = [];
+  try {
+    listed = (await client.json("GET", "/v1/models?show_all=false")).data;
+  } catch {
+    // The launched model is still listed below.
+  }
+  const models = listed.filter((m) => m.labels?.includes("chat")).map((m) => entry(m.id, m.recipe_options?.ctx_size));
+  // The model as typed (extra.NAME for the listed NAME, an alias) is listed too, with its own
+  // saved ctx_size where the server knows the name.
+  if (!models.some((m) => m.id === model)) {
+    const named = await client.json("GET", `/v1/models/${encodeURIComponent(model)}`).catch(() => undefined);
+    models.push(entry(model, named?.recipe_options?.ctx_size));
+  }
+  return models;
+}
+
 export const launch: Command = {
   name: "launch",
-  summary: `Start a coding agent (${Object.keys(AGENTS).join(", ")}) on this server's models`,
-  usage: "launch [AGENT] [--model MODEL] [--agent-args ARGS] [--provider [NAME]] [--directory DIR] [--recipe-file FILE] [-- AGENT ARGS...]",
-  help: `Starts the agent with its base URL, key and model pointed at this server, asking for the
-model's load in the background. Without AGENT, asks which one; without --model, asks for a model:
-a coding-agent recipe to import, a downloaded tool-calling model or a recommended one (on a
-terminal only: elsewhere, name both).
+  summary: `Launch an agent with a model`,
+  usage: "launch [AGENT] [OPTIONS]",
+  help: `Starts the agent pointed at this server (its base URL, the API key and the model), asking for
+the model's load in the background. Without AGENT, asks which one.
+
 Agents:
-  claude     Claude Code: ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN, ANTHROPIC_DEFAULT_*_MODEL
-  codex      Codex CLI: -c model_providers.lemonade={...} (the Responses API), -m MODEL
-  opencode   opencode: its ~/.config/opencode/opencode.json "Lemonade" provider, -m Lemonade/MODEL
-  pi         pi: its ~/.pi/agent/models.json "Lemonade" provider (and settings.json's default when
-             it has none), --provider Lemonade --model MODEL
-  --model, -m M        The model the agent uses
-  --agent-args ARGS    Arguments for the agent (as do those after --)
-  --provider, -p       codex only: use this provider of your own Codex config.toml (default lemonade)
-  --directory DIR      The recipes directory offered when asking for the model
-  --recipe-file FILE   The recipe in it to import, when asking for the model
+${Object.keys(AGENTS).map((n) => `  ${n.padEnd(10)} Launch ${n} with a model`).join("\n")}
+
+Run 'lemonade launch AGENT --help' for the agent's options.`,
+  helpFor([name]) {
+    if (!name || !AGENTS[name]) return undefined;
+    return `Usage: lemonade launch ${name} [OPTIONS]
+
+Launch ${name} with a model: ${WIRING[name]}
 The API key (--api-key, else LEMONADE_API_KEY) is handed to the agent; without one, "${DEFAULT_KEY}".
-${SERVER_FLAGS_HELP}`,
+
+${OPTIONS_HELP}${name === "codex" ? `\n${CODEX_PROVIDER_HELP}` : ""}`;
+  },
   options: {
     ...SERVER_FLAGS,
     model: { type: "string", short: "m" },
@@ -289,38 +346,36 @@ ${SERVER_FLAGS_HELP}`,
   async run(input) {
     const values = input.values as { model?: string; "agent-args"?: string; provider?: string; directory?: string; "recipe-file"?: string };
     let [name, ...agentArgs] = input.positionals;
-    const refuseProvider = (agent: string) => {
-      if (values.provider !== undefined && agent !== "codex") throw new CliError("--provider is only supported for 'lemonade launch codex'.");
-    };
-    if (name !== undefined) refuseProvider(name);
+    // As Lemonade's CLI: refused before anything is asked, whatever the agent.
+    if (values.provider !== undefined && name !== "codex") throw new CliError("--provider is only supported for 'lemonade launch codex'.");
+    if (name !== undefined && !AGENTS[name]) throw new CliError(`Unsupported agent: ${name}. Supported agents: ${Object.keys(AGENTS).join(", ")}.\nRun with --help for more information.`, 2);
     name ??= await pickAgent();
-    refuseProvider(name);
-    const agent = AGENTS[name];
-    if (!agent) throw new CliError(`Unsupported agent: ${name}. Supported agents: ${Object.keys(AGENTS).join(", ")}.`, 2);
-    // A missing agent fails before anything is asked, loaded or written.
+    const agent = AGENTS[name]!;
+    if (values.model) console.log("Model was provided explicitly; skipping recipe import prompts.");
+    // A missing agent fails before anything is asked, loaded or written, in Lemonade's words
+    // (its log line, unprefixed).
     const program = agent.setup("", "", "", values.provider).argv[0]!;
     const binary = Bun.which(program, { PATH: process.env.PATH ?? "" });
-    if (!binary) throw new CliError(`Agent binary not found for ${name}\n${agent.install}`);
+    if (!binary) {
+      process.stderr.write(`Agent binary not found for ${name}\n${agent.install}\n`);
+      return 1;
+    }
     // Off a terminal, a missing --model is said before a server is started for it.
     if (!values.model) needTerminal(`name the model: lemonade launch ${name} --model MODEL`);
     const client = clientOf(input);
     await ensureServer(client);
-    let model = values.model;
-    if (model) console.log("Model was provided explicitly; skipping recipe import prompts.");
-    else model = await pickModel(client, name, values.directory, values["recipe-file"]);
+    const model = values.model ?? (await pickModel(client, name, values.directory, values["recipe-file"]));
     endQuestions();
     const key = apiKey() ?? DEFAULT_KEY;
-    const { argv, env } = agent.setup(client.base, model, key, values.provider);
+    const base = agentBase(client);
+    const { argv, env } = agent.setup(base, model, key, values.provider);
     if (agent.configure) {
-      const entry = (m: ListedModel) => ({ id: m.id, context: m.context_length ?? m.max_context_window ?? 32768 });
-      const llms = ((await client.json("GET", "/v1/models")).data as ListedModel[]).filter(agentLlm).map(entry);
-      // The agent is told the model as typed, which need not be the id it is listed by (extra.NAME
-      // for NAME): its configuration carries that name too.
-      if (!llms.some((m) => m.id === model)) {
-        const named: ListedModel | undefined = await client.json("GET", `/v1/models/${encodeURIComponent(model)}`).catch(() => undefined);
-        if (named && agentLlm(named)) llms.push({ ...entry(named), id: model });
+      // As Lemonade's CLI: a config file it cannot update is reported, and the agent starts anyway.
+      try {
+        agent.configure(base, key, model, await agentModels(client, model));
+      } catch (err) {
+        process.stderr.write(`Warning: Failed to sync ${name} config: ${(err as Error).message}\nContinuing with launch anyway...\n`);
       }
-      agent.configure(client.base, key, model, llms);
     }
     console.log(apiKey() ? "Launch auth: API key provided and propagated to the launched agent." : "Launch auth: no API key provided; using default agent auth token.");
     console.log(`Loading model in background: ${model}`);

@@ -1,6 +1,6 @@
 // Model commands: list, pull, delete, load, unload, pin, unpin, export, import, check-updates.
 import { readFileSync, writeFileSync } from "node:fs";
-import { Client, CliError, ensureServer, errorMessage, target } from "../client.ts";
+import { Client, CliError, ensureServer, errorMessage, target, unreachable } from "../client.ts";
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
 import { ProgressReporter, bold, bytes, dim, green, sseEvents, table } from "../format.ts";
 import { LOAD_FLAGS, LOAD_FLAGS_HELP, loadOptionsFrom } from "../load-flags.ts";
@@ -25,7 +25,7 @@ export const list: Command = {
   usage: "list [--downloaded] [FILTER] [--json]",
   help: `Lists the models on this machine under "Local", then the catalog's models this system can run
 under "Available for Download": Model Name, Downloaded, Size (GB) and Details (the recipe; loaded
-ones say so). FILTER keeps names containing it.
+ones say so). FILTER keeps names containing it (any case; * matches any run of characters).
   --downloaded  Only the downloaded models, in one table
   --json        Print JSON for scripts (every listed model, with "loaded")
 ${SERVER_FLAGS_HELP}`,
@@ -35,17 +35,22 @@ ${SERVER_FLAGS_HELP}`,
     if (extra.length) throw new CliError(`usage: lemonade ${this.usage}`, 2);
     const client = await connect(input);
     const onlyLocal = input.values.downloaded === true;
+    // FILTER as Lemonade's: case-insensitive, `*` for any run of characters, found anywhere in the
+    // id or the id without its source prefix.
+    const bare = (id: string) => id.replace(/^(user|extra|builtin)\./, "");
+    const pattern = filter === undefined ? undefined : new RegExp(filter.split("*").map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join(".*"), "i");
     const models = ((await client.json("GET", `/v1/models?show_all=${onlyLocal ? "false" : "true"}`)).data as any[]).filter(
-      (m) => !filter || m.id.toLowerCase().includes(filter.toLowerCase()),
+      (m) => !pattern || pattern.test(m.id) || pattern.test(bare(m.id)),
     );
-    const loaded = new Set(((await client.json("GET", "/v1/health")).all_models_loaded as any[]).map((m) => m.model_name));
+    // Which are loaded is this CLI's addition to Details: a server without /v1/health still lists.
+    const health = await client.json("GET", "/v1/health").catch(() => ({ all_models_loaded: [] }));
+    const loaded = new Set((health.all_models_loaded as any[]).map((m) => m.model_name));
     if (input.values.json) {
       console.log(JSON.stringify(models.map((m) => ({ ...m, loaded: loaded.has(m.id) })), null, 2));
       return 0;
     }
     // As Lemonade's CLI prints it: Model Name (the API id, copy-paste safe), Downloaded, Size (GB),
     // Details (the recipe; and here whether it is loaded); sorted by bare name, then source.
-    const bare = (id: string) => id.replace(/^(user|extra|builtin)\./, "");
     const rank = (id: string) => (id.startsWith("user.") ? 1 : id.startsWith("extra.") ? 2 : id.startsWith("builtin.") ? 3 : 0);
     models.sort((a, b) => bare(a.id).localeCompare(bare(b.id)) || rank(a.id) - rank(b.id) || a.id.localeCompare(b.id));
     const size = (m: any) => (typeof m.size === "number" ? m.size.toFixed(2) : "-");
@@ -54,6 +59,10 @@ ${SERVER_FLAGS_HELP}`,
     if (onlyLocal) {
       if (models.length) print(models);
       else console.log(`No local models downloaded${filter ? ` matching '${filter}'` : ""}.`);
+      return 0;
+    }
+    if (!models.length) {
+      console.log(`No models available${filter ? ` matching '${filter}'` : ""}`);
       return 0;
     }
     const local = models.filter((m) => m.downloaded);
@@ -204,7 +213,8 @@ ${SERVER_FLAGS_HELP}`,
     if (v.source !== undefined && !["huggingface", "hf", "modelscope", "ms"].includes(String(v.source))) {
       throw new CliError(`--source ${v.source}: use huggingface or modelscope. Run with --help for the options.`, 2);
     }
-    if (v.recipe === "collection.omni" && !v.components) throw new CliError("omni pull requires --components MODEL [MODEL ...]. See 'lemonade pull --help'.", 2);
+    // Exit 1, as Lemonade's CLI refuses it after parsing.
+    if (v.recipe === "collection.omni" && !v.components) throw new CliError("omni pull requires --components MODEL [MODEL ...].\n       See 'lemonade pull --help'.");
     const client = await connect(input);
     const body: Record<string, unknown> = { model_name: target };
     const checkpoints: Record<string, string> = {};
@@ -309,7 +319,7 @@ export const unload: Command = {
   options: { ...SERVER_FLAGS, all: { type: "boolean" } },
   async run(input) {
     const client = new Client(target(input.values as { host?: string; port?: string }));
-    if (!(await client.isUp())) throw new CliError(`No Lemonade server answers at ${client.base}; nothing is loaded. Start one with: lemonade serve`);
+    if (!(await client.isUp())) throw unreachable(client);
     const [model, ...extra] = input.positionals;
     if (extra.length || (model && input.values.all)) throw new CliError(`usage: lemonade ${this.usage}`, 2);
     console.log((await client.json("POST", "/v1/unload", model ? { model_name: model } : {})).message);
@@ -459,8 +469,9 @@ export async function importRemote(client: Client, dir: string, file: RecipeEntr
 function checkNonInteractive(directory: string | undefined, recipeFile: string | undefined, skipPrompt: boolean): void {
   if (!skipPrompt && interactive()) return;
   const why = skipPrompt ? "" : " (standard input is not a terminal to choose on)";
-  if (!directory) throw new CliError(`Non-interactive mode requires --directory${why}. Pass --directory DIR --recipe-file FILE.`, 2);
-  if (!recipeFile) throw new CliError(`Non-interactive mode requires --recipe-file${why}. Pass --directory DIR --recipe-file FILE.`, 2);
+  // Exit 1, as Lemonade's import refuses it.
+  if (!directory) throw new CliError(`Non-interactive mode requires --directory${why}. Pass --directory DIR --recipe-file FILE.`);
+  if (!recipeFile) throw new CliError(`Non-interactive mode requires --recipe-file${why}. Pass --directory DIR --recipe-file FILE.`);
 }
 
 /** `import` without a file: a recipe of github.com/lemonade-sdk/recipes, the directory and the

@@ -1,6 +1,6 @@
 // Server commands: status, backends, alias, config, logs.
 import { join } from "node:path";
-import { apiKey, Client, CliError, ensureServer, errorMessage, target } from "../client.ts";
+import { apiKey, Client, CliError, ensureServer, errorMessage, target, unreachable } from "../client.ts";
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
 import { ProgressReporter, dim, green, red, sseEvents, table, yellow } from "../format.ts";
 import { defaultCacheDir, loadConfig } from "../../config/config.ts";
@@ -141,7 +141,7 @@ export const alias: Command = {
 /** `KEY=VALUE` -> [key, value]: JSON where the value is JSON (numbers, true/false, arrays), else the text. */
 function setting(pair: string): [string, unknown] {
   const eq = pair.indexOf("=");
-  if (eq < 1) throw new CliError(`'${pair}' is not KEY=VALUE, e.g. max_loaded_models=2 or llamacpp.backend=vulkan`, 2);
+  if (eq < 1) throw new CliError(`expected key=value, got '${pair}' (e.g. max_loaded_models=2 or llamacpp.backend=vulkan)`);
   const raw = pair.slice(eq + 1);
   let value: unknown = raw;
   try {
@@ -152,26 +152,53 @@ function setting(pair: string): [string, unknown] {
   return [pair.slice(0, eq), value];
 }
 
+/** A setting's value as Lemonade's `config` table shows it: text bare, numbers and switches as
+ * written, lists and objects as compact JSON, nothing as "(empty)". */
+function shown(value: unknown): string {
+  const text = typeof value === "string" ? value : typeof value === "number" && !Number.isInteger(value) ? String(Number(value.toPrecision(6))) : JSON.stringify(value);
+  return text === "" ? "(empty)" : text;
+}
+
+/** The settings as Lemonade's \`lemonade config\` prints them: the top-level values under [General],
+ * then each nested setting's fields as \`section.field\`, keys sorted, values in one column. */
+function settingsTable(settings: Record<string, unknown>): string {
+  const nested = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+  const keys = Object.keys(settings).filter((k) => k !== "config_version").sort();
+  const sections: [string, [string, unknown][]][] = [];
+  const general = keys.filter((k) => !nested(settings[k])).map((k): [string, unknown] => [k, settings[k]]);
+  if (general.length) sections.push(["General", general]);
+  for (const section of keys.filter((k) => nested(settings[k]))) {
+    const fields = settings[section] as Record<string, unknown>;
+    const rows = Object.keys(fields).sort().map((f): [string, unknown] => [`${section}.${f}`, fields[f]]);
+    if (rows.length) sections.push([section, rows]);
+  }
+  const width = Math.max(0, ...sections.flatMap(([, rows]) => rows.map(([k]) => k.length))) + 4;
+  const body = sections.map(([name, rows]) => `\n  [${name}]\n${rows.map(([k, v]) => `  ${k.padEnd(width)}${shown(v)}`).join("\n")}`);
+  return `Server Configuration\n${"-".repeat(width + 30)}\n${body.join("\n")}\n\nTo change a value:  lemonade config set port=9000 llamacpp.backend=rocm`;
+}
+
 /** A dotted key's value in a nested object. */
 const at = (obj: Record<string, any>, key: string) => key.split(".").reduce<any>((node, part) => (node && typeof node === "object" ? node[part] : undefined), obj);
 
 export const config: Command = {
   name: "config",
   summary: "Show or change the server's settings (config.json), live",
-  usage: "config | config get KEY | config set KEY=VALUE [KEY=VALUE]...",
-  help: `With no arguments, prints every setting as the server has it. \`set\` checks each value against
+  usage: "config [--json] | config get KEY | config set KEY=VALUE [KEY=VALUE]...",
+  help: `With no arguments, prints every setting as the server has it (--json: as JSON), as Lemonade's
+CLI does: [General], then a section per nested setting. \`set\` checks each value against
 Lemonade's defaults, saves config.json atomically and, through a running server, applies what it
 can at once (max_loaded_models, log_level, ctx_size, offline, extra_models_dir, host/port, the
 recipe sections); without a server, it only saves. Nested keys take dots: llamacpp.backend=vulkan.
 ${SERVER_FLAGS_HELP}`,
-  options: SERVER_FLAGS,
+  options: { ...SERVER_FLAGS, json: { type: "boolean" } },
   async run(input) {
     const [action, ...args] = input.positionals;
     const client = clientOf(input);
     const up = await client.isUp();
     const effective = async () => (up ? await client.json("GET", "/internal/config") : effectiveSettings(loadConfig({})));
     if (action === undefined) {
-      console.log(JSON.stringify(await effective(), null, 2));
+      const settings = await effective();
+      console.log(input.values.json ? JSON.stringify(settings, null, 2) : settingsTable(settings));
       return 0;
     }
     if (action === "get" && args.length === 1) {
@@ -186,7 +213,7 @@ ${SERVER_FLAGS_HELP}`,
       // The flat spellings (`vllm_args=...`, `no_broadcast=true`) are their settings' own.
       changes = changesOf(Object.fromEntries(args.map(setting)));
     } catch (err) {
-      if (err instanceof SettingsConflict) throw new CliError(err.message, 2);
+      if (err instanceof SettingsConflict) throw new CliError(err.message);
       throw err;
     }
     await change(client, up, changes);
@@ -197,14 +224,18 @@ ${SERVER_FLAGS_HELP}`,
 /** Checks settings, then sets them through a running server (live where it can) or in config.json. */
 async function change(client: Client, up: boolean, changes: Record<string, unknown>, say = true): Promise<void> {
   for (const [key, value] of Object.entries(changes)) {
+    // A refused setting exits 1, as Lemonade's `config set` does; an unknown key in its words.
     const problem = settingProblem(key, value);
-    if (problem) throw new CliError(`${problem}. See the settings with: lemonade config`, 2);
+    if (problem?.endsWith("is not a Lemonade setting")) throw new CliError(`unknown config key \`${key}\`\nRun \`lemonade config\` to see valid keys.`);
+    if (problem) throw new CliError(`${problem}. See the settings with: lemonade config`);
   }
   if (up) {
     const res = await client.json("POST", "/internal/set", changes);
     if (!say) return;
-    if (res.applied.length) console.log(`Applied now: ${res.applied.join(", ")}`);
-    if (res.saved.length) console.log(`Saved for the next start: ${res.saved.join(", ")}`);
+    // As Lemonade's CLI reports it; then what waits for a restart, which this server says apart.
+    if (typeof res.message === "string") console.log(res.message);
+    console.log(`Configuration updated:\n${JSON.stringify(res.updated ?? {}, null, 4)}`);
+    if (res.saved?.length) console.log(`Saved for the next start: ${res.saved.join(", ")}`);
   } else {
     saveSettings({ cacheDir: defaultCacheDir() }, changes);
     if (say) console.log(`Saved ${join(defaultCacheDir(), "config.json")}; the server reads it when it starts.`);
@@ -242,7 +273,7 @@ ${SERVER_FLAGS_HELP}`,
   options: { ...SERVER_FLAGS, follow: { type: "boolean" }, "no-follow": { type: "boolean" } },
   async run(input) {
     const client = clientOf(input);
-    if (!(await client.isUp())) throw new CliError(`No Lemonade server answers at ${client.base}. Start one with: lemonade serve`);
+    if (!(await client.isUp())) throw unreachable(client);
     if (!input.values.follow && !input.values["no-follow"]) {
       const page = `${client.base}/#logs`;
       if (await openBrowser(page)) console.log(`Opened ${page}`);
@@ -268,7 +299,7 @@ ${SERVER_FLAGS_HELP}`,
       let opened = false;
       ws.addEventListener("open", () => (opened = true));
       ws.onerror = () => {
-        if (!opened) console.error(red(`error: the server refused the log stream${key ? " with the key given" : ""}: it needs its API key. Pass --api-key KEY or set LEMONADE_API_KEY.`));
+        if (!opened) console.error(red(`Error: the server refused the log stream${key ? " with the key given" : ""}: it needs its API key. Pass --api-key KEY or set LEMONADE_API_KEY.`));
         resolve(1);
       };
       ws.onclose = () => resolve(opened ? 0 : 1);

@@ -197,7 +197,9 @@ describe("the single-file build", () => {
 
     expect((await lemonade(["config", "set", "max_loaded_models=2", "offline=false"])).code).toBe(0);
     expect((await lemonade(["config", "get", "max_loaded_models"])).out.trim()).toBe("2");
-    expect((await lemonade(["config", "set", "nonsense=1"])).code).toBe(2);
+    const unknown = await lemonade(["config", "set", "nonsense=1"]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.err).toBe("Error: unknown config key `nonsense`\nRun `lemonade config` to see valid keys.\n");
     // auto_evict is a setting the CLI sets (the multi-model guide's `lemonade config set auto_evict=true`).
     const evict = await lemonade(["config", "set", "auto_evict=true"]);
     expect(evict.code, evict.err).toBe(0);
@@ -307,7 +309,7 @@ describe("the single-file build", () => {
     const missing = await lemonade(["load", "No-Such-Model"]);
     expect(missing.code).toBe(1);
     // A load says what it is doing first ("Loading ..."); the error is the line that ends it.
-    expect(missing.err.trimEnd().split("\n").at(-1)).toStartWith("error: Model 'No-Such-Model' was not found.");
+    expect(missing.err.trimEnd().split("\n").at(-1)).toStartWith("Error: Model 'No-Such-Model' was not found.");
     expect(missing.err).not.toContain("\x1b[");
   });
 
@@ -344,7 +346,7 @@ describe("the single-file build", () => {
 });
 
 describe("Lemonade's CLI syntax", () => {
-  test("global options before or after the command, LEMONADE_HOST forms, --help-all, -v, error: messages", async () => {
+  test("global options before or after the command, LEMONADE_HOST forms, --help-all, -v, Error: messages", async () => {
     expect(JSON.parse((await lemonade(["--port", String(port), "status", "--json"])).out).running).toBe(true);
     expect(JSON.parse((await lemonade(["status", "--json", `--port=${port}`])).out).running).toBe(true);
     // Lemonade's beacon switches are taken (the server is --host's, found by no beacon).
@@ -360,7 +362,42 @@ describe("Lemonade's CLI syntax", () => {
     expect((await lemonade(["list", "-v"])).out.trim()).toMatch(/^\d+\.\d+\.\d+/);
     const bad = await lemonade(["load", "extra.tiny-chat", "--ctx-size", "lots"]);
     expect(bad.code).toBe(2);
-    expect(bad.err).toMatch(/^error: --ctx-size must be a whole number, got lots\. Run with --help/);
+    expect(bad.err).toMatch(/^Error: --ctx-size must be a whole number, got lots\. Run with --help/);
+  });
+
+  test("--host URLs: a server of Lemonade's API at http://HOST:PORT is listed from, https is tried as TLS; list's FILTER takes *", async () => {
+    // Only Lemonade's /api/v1 routes, as a Lemonade server behind a proxy might expose.
+    const stand = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (req) => (new URL(req.url).pathname === "/api/v1/models" ? Response.json({ data: [] }) : new Response("no", { status: 404 })) });
+    try {
+      const plain = await lemonade(["list"], undefined, { LEMONADE_PORT: undefined, LEMONADE_HOST: `http://127.0.0.1:${stand.port}` });
+      expect(plain.code, plain.err).toBe(0);
+      expect(plain.out).toBe("No models available\n");
+      // Nothing is started where something already answers, nor for an https address.
+      const tls = await lemonade(["list"], undefined, { LEMONADE_PORT: undefined, LEMONADE_HOST: `https://127.0.0.1:${stand.port}` });
+      expect(tls.code).toBe(1);
+      expect(tls.err).toStartWith(`Error: Could not connect to Lemonade server at https://127.0.0.1:${stand.port}`);
+      expect(tls.err).not.toContain("Starting Lemonade Server");
+    } finally {
+      stand.stop(true);
+    }
+    const starred = await lemonade(["list", "TINY*chat"]);
+    expect(starred.out).toMatch(/\ntiny-chat +Yes /);
+    expect(starred.out).not.toContain("Qwen");
+  });
+
+  test("load and run --help group the recipe flags under Lemonade's headings", async () => {
+    for (const cmd of ["load", "run"]) {
+      const help = (await lemonade([cmd, "--help"])).out;
+      const groups = ["General Options:", "Llama.cpp Backend Options:", "Whisper.cpp Options:", "Stable Diffusion Options:", "vLLM Options:"];
+      const at = groups.map((g) => help.indexOf(`\n${g}\n`));
+      expect(at.every((i) => i >= 0), help).toBe(true);
+      const section = (g: string) => help.slice(help.indexOf(`\n${g}\n`) + 1).split("\n\n")[0]!;
+      expect(section("General Options:")).toMatch(/\n  --ctx-size SIZE +\S[\s\S]*\n  --merge-args, --no-merge-args +\S/);
+      for (const flag of ["--llamacpp BACKEND", "--llamacpp-device", "--llamacpp-args"]) expect(section("Llama.cpp Backend Options:")).toContain(`\n  ${flag} `);
+      for (const flag of ["--sdcpp BACKEND", "--sdcpp-args"]) expect(section("Stable Diffusion Options:")).toContain(`\n  ${flag} `);
+      for (const flag of ["--vllm BACKEND", "--vllm-args"]) expect(section("vLLM Options:")).toContain(`\n  ${flag} `);
+      for (const flag of ["--whispercpp BACKEND", "--whispercpp-args"]) expect(section("Whisper.cpp Options:")).toContain(`\n  ${flag} `);
+    }
   });
 
   test("load takes every recipe option as a flag; pin, unpin; unload with no model unloads all", async () => {
@@ -381,24 +418,31 @@ describe("Lemonade's CLI syntax", () => {
   });
 
   test("config shows the live settings; set applies through the server and saves; get reads nested keys", async () => {
-    const shown = JSON.parse((await lemonade(["config"])).out);
-    expect(shown.llamacpp.backend).toBe("auto");
+    // As Lemonade's CLI prints it: [General], then a section per nested setting, `section.field`.
+    const table = (await lemonade(["config"])).out;
+    expect(table).toStartWith("Server Configuration\n---");
+    expect(table).toMatch(/\n  \[General\]\n(  \S+ +\S.*\n)*  max_loaded_models +\d+\n/);
+    expect(table).toMatch(/\n  \[llamacpp\]\n(  llamacpp\.\S+ +\S.*\n)*  llamacpp\.backend +auto\n/);
+    expect(table).toMatch(/  llamacpp\.args +\(empty\)\n/);
+    expect(table.trimEnd()).toEndWith("To change a value:  lemonade config set port=9000 llamacpp.backend=rocm");
+    expect(JSON.parse((await lemonade(["config", "--json"])).out).llamacpp.backend).toBe("auto");
     const set = await lemonade(["config", "set", "max_loaded_models=3", "llamacpp.args=--threads 1"]);
     expect(set.code, set.err).toBe(0);
-    expect(set.out).toContain("Applied now: max_loaded_models");
+    expect(set.out).toStartWith(`Configuration updated:\n${JSON.stringify({ max_loaded_models: 3, llamacpp: { args: "--threads 1" } }, null, 4)}`);
     expect((await (await fetch(`http://127.0.0.1:${port}/v1/health`)).json()).max_models.llm).toBe(3);
     expect((await lemonade(["config", "get", "llamacpp.args"])).out.trim()).toBe("--threads 1");
     expect(JSON.parse(readFileSync(join(cacheDir, "config.json"), "utf8")).llamacpp.args).toBe("--threads 1");
     const wrong = await lemonade(["config", "set", "max_loaded_models=many"]);
-    expect(wrong.code).toBe(2);
+    expect(wrong.code).toBe(1);
     expect(wrong.err).toContain("max_loaded_models");
     // Lemonade's flat spellings: a backend's `<recipe>_args` is its section's `args`; `no_broadcast` negates `broadcast`.
     const flat = await lemonade(["config", "set", "vllm_args=--enforce-eager", "no_broadcast=true"]);
     expect(flat.code, flat.err).toBe(0);
     expect((await lemonade(["config", "get", "vllm.args"])).out.trim()).toBe("--enforce-eager");
+    expect((await lemonade(["config"])).out).toMatch(/\n  vllm\.args +--enforce-eager\n/);
     expect((await lemonade(["config", "get", "broadcast"])).out.trim()).toBe("false");
     const twice = await lemonade(["config", "set", "llamacpp_args=-a", "llamacpp.args=-b"]);
-    expect(twice.code).toBe(2);
+    expect(twice.code).toBe(1);
     expect((await lemonade(["config", "get", "llamacpp.args"])).out.trim()).toBe("--threads 1");
     await lemonade(["config", "set", "max_loaded_models=2", "llamacpp.args=", "vllm.args=", "broadcast=true"]);
   });
@@ -472,9 +516,15 @@ describe("Lemonade's CLI syntax", () => {
     expect(readFileSync(record, "utf8")).toContain("ANTHROPIC_AUTH_TOKEN=sk-flag\n");
     expect(readFileSync(record, "utf8")).toContain("LEMONADE_API_KEY=sk-flag\n");
 
+    // A server bound to every address is the agent's on localhost, as Lemonade's CLI gives it.
+    expect((await lemonade(["--host", "0.0.0.0", "launch", "claude", "--model", "extra.tiny-chat"], undefined, agentEnv)).code).toBe(7);
+    expect(readFileSync(record, "utf8")).toContain(`ANTHROPIC_BASE_URL=http://localhost:${port}\n`);
+
+    // A missing agent: the model named is acknowledged, then Lemonade's (unprefixed) message.
     const missing = await lemonade(["launch", "codex", "--model", "extra.tiny-chat"], undefined, agentEnv);
     expect(missing.code).toBe(1);
-    expect(missing.err).toContain("Agent binary not found for codex");
+    expect(missing.out).toBe("Model was provided explicitly; skipping recipe import prompts.\n");
+    expect(missing.err).toStartWith("Agent binary not found for codex\n");
     expect(missing.err).toContain("Install Codex CLI and ensure 'codex' is on PATH.");
 
     fakeAgent("codex");
@@ -494,7 +544,7 @@ describe("Lemonade's CLI syntax", () => {
     expect(readFileSync(record, "utf8")).not.toContain("model_providers.");
     const refused = await lemonade(["launch", "claude", "--model", "extra.tiny-chat", "--provider", "mine"], undefined, agentEnv);
     expect(refused.code).toBe(1);
-    expect(refused.err).toContain("--provider is only supported for 'lemonade launch codex'.");
+    expect(refused.err).toContain("Error: --provider is only supported for 'lemonade launch codex'.");
 
     // opencode: its config file is created with the Lemonade provider, refreshed, and keeps the rest.
     fakeAgent("opencode");
@@ -505,11 +555,25 @@ describe("Lemonade's CLI syntax", () => {
     expect(readFileSync(record, "utf8")).toContain("ARGV -m Lemonade/extra.tiny-chat");
     const config = JSON.parse(readFileSync(configPath, "utf8"));
     expect(config).toMatchObject({ $schema: "https://opencode.ai/config.json", theme: "dark", provider: { Other: { name: "x" }, Lemonade: { npm: "@ai-sdk/openai-compatible", options: { baseURL: `http://127.0.0.1:${port}/v1`, apiKey: "lemonade" } } } });
-    expect(Object.keys(config.provider.Lemonade.models)).toContain("extra.tiny-chat");
+    // The downloaded chat models, each named "<id> (local)", with its saved ctx_size as its context
+    // (else Lemonade's 40960) and a third of it as its output.
+    expect(config.provider.Lemonade.models["extra.tiny-chat"]).toEqual({ name: "extra.tiny-chat (local)", limit: { context: 40960, output: 13653 } });
+    await fetch(`http://127.0.0.1:${port}/v1/models/extra.tiny-chat/options`, { method: "POST", body: JSON.stringify({ ctx_size: 2048 }) });
+    expect((await lemonade(["launch", "opencode", "--model", "extra.tiny-chat"], undefined, agentEnv)).code).toBe(0);
+    expect(JSON.parse(readFileSync(configPath, "utf8")).provider.Lemonade.models["extra.tiny-chat"].limit).toEqual({ context: 2048, output: 682 });
+    await fetch(`http://127.0.0.1:${port}/v1/models/extra.tiny-chat/options`, { method: "DELETE" });
+    // A config file that is not JSON is left as it is, and the agent starts anyway.
+    writeFileSync(configPath, "{ not json");
+    const broken = await lemonade(["launch", "opencode", "--model", "extra.tiny-chat"], undefined, agentEnv);
+    expect(broken.code).toBe(0);
+    expect(broken.err).toContain(`Warning: Failed to sync opencode config: Cannot parse existing ${configPath}: `);
+    expect(broken.err).toContain("Continuing with launch anyway...");
+    expect(readFileSync(configPath, "utf8")).toBe("{ not json");
+    writeFileSync(configPath, JSON.stringify({ theme: "dark", provider: { Other: { name: "x" } } }));
 
     const unknown = await lemonade(["launch", "notepad"]);
     expect(unknown.code).toBe(2);
-    expect(unknown.err).toContain("Unsupported agent: notepad. Supported agents: claude, codex, opencode, pi.");
+    expect(unknown.err).toContain("Unsupported agent: notepad. Supported agents: claude, codex, opencode, pi.\nRun with --help for more information.");
     // Refreshed with the key given; created, with its $schema, where there was none.
     expect((await lemonade(["launch", "opencode", "--model", "extra.tiny-chat"], undefined, { ...agentEnv, LEMONADE_API_KEY: "sk-open" })).code).toBe(0);
     expect(JSON.parse(readFileSync(configPath, "utf8"))).toMatchObject({ theme: "dark", provider: { Other: { name: "x" }, Lemonade: { options: { apiKey: "sk-open" } } } });
@@ -631,7 +695,7 @@ describe("Lemonade's CLI syntax", () => {
       expect(config).toMatchObject({ max_loaded_models: 3, ctx_size: 512, extra_models_dir: extra });
       const refused = await lemonade(["logs", "--no-follow", "--port", String(other)]);
       expect(refused.code).toBe(1);
-      expect(refused.err).toContain("error: the server refused the log stream");
+      expect(refused.err).toContain("Error: the server refused the log stream");
       expect(refused.err).toContain("--api-key");
       const allowed = await lemonade(["logs", "--no-follow", "--port", String(other), "--api-key", "sk-cli"]);
       expect(allowed.code).toBe(0);

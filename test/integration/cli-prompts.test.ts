@@ -88,11 +88,22 @@ afterAll(async () => {
 });
 
 describe("launch", () => {
-  test("--help lists the agents and the flags that spare the questions", async () => {
+  test("--help lists the agents under Agents:; an agent's --help its flags, --provider for codex alone", async () => {
     const r = await piped(["launch", "--help"]);
     expect(r.code).toBe(0);
-    for (const agent of ["claude", "codex", "opencode", "pi"]) expect(r.out).toMatch(new RegExp(`\\n  ${agent} +\\S`));
-    for (const flag of ["--model, -m", "--agent-args", "--provider, -p", "--directory DIR", "--recipe-file FILE"]) expect(r.out).toContain(flag);
+    expect(r.out).toContain("\nAgents:\n");
+    for (const agent of ["claude", "codex", "opencode", "pi"]) expect(r.out).toContain(`\n  ${agent.padEnd(10)} Launch ${agent} with a model\n`);
+    // As Lemonade's: the flags are an agent's, so the command's own help names none.
+    for (const flag of ["--model", "--directory", "--recipe-file", "--agent-args", "--provider", "--ctx-size"]) expect(r.out).not.toContain(flag);
+    for (const agent of ["claude", "codex", "opencode", "pi"]) {
+      const own = await piped(["launch", agent, "--help"]);
+      expect(own.code).toBe(0);
+      expect(own.out).toStartWith(`Usage: lemonade launch ${agent} [OPTIONS]`);
+      for (const flag of ["-m, --model MODEL", "--directory DIR", "--recipe-file FILE", "--agent-args ARGS"]) expect(own.out).toContain(`\n  ${flag} `);
+      for (const absent of ["--ctx-size", "--llamacpp"]) expect(own.out).not.toContain(absent);
+      if (agent === "codex") expect(own.out).toContain("-p, --provider [PROVIDER]\n                       Use model provider name for Codex");
+      else expect(own.out).not.toContain("--provider");
+    }
   });
 
   test("without AGENT it asks for one by number; without --model it offers the coding-agent recipes, then the downloaded tool-calling models", async () => {
@@ -197,7 +208,7 @@ describe("launch", () => {
       const s = onTerminal(["launch", "--model", "extra.tiny-chat"]);
       await s.until(/Enter number: $/);
       s.type(keys);
-      expect(await s.until(new RegExp(error.replace(/\./g, "\\.")))).toContain(`error: ${error}`);
+      expect(await s.until(new RegExp(error.replace(/\./g, "\\.")))).toContain(`Error: ${error}`);
       expect(await s.exited).toBe(1);
     }
     // An agent that is not installed fails at once, before any question.
@@ -209,12 +220,23 @@ describe("launch", () => {
     expect(readFileSync(record, "utf8")).toBe("");
   });
 
-  test("off a terminal it asks nothing: no AGENT or no --model is an error naming what to pass", async () => {
+  test("off a terminal the agent is read from what is piped, as Lemonade's CLI reads it; no --model is an error naming what to pass", async () => {
+    fakeAgent("claude");
     writeFileSync(record, "");
-    const noAgent = await piped(["launch", "--model", "extra.tiny-chat"], "4\n");
-    expect(noAgent.code).toBe(2);
-    expect(noAgent.err).toContain("standard input is not a terminal, so nothing can be asked: name the agent: lemonade launch claude|codex|opencode|pi");
-    expect(noAgent.out).not.toContain("Select an agent");
+    const piped1 = await piped(["launch", "--model", "extra.tiny-chat"], "1\n");
+    expect(piped1.code, piped1.err).toBe(0);
+    expect(piped1.out).toStartWith("Select an agent to launch:\n  1) claude\n  2) codex\n  3) opencode\n  4) pi\nEnter number: Selected agent: claude\n");
+    expect(readFileSync(record, "utf8")).toContain("ANTHROPIC_DEFAULT_SONNET_MODEL=extra.tiny-chat\n");
+    writeFileSync(record, "");
+    // Nothing piped: refused at once.
+    const noAgent = await piped(["launch", "--model", "extra.tiny-chat"], "");
+    expect(noAgent.code).toBe(1);
+    expect(noAgent.err).toContain("Error: Failed to read agent selection.");
+    // --provider is refused before the agent is asked for.
+    const provider = await piped(["launch", "--provider", "mine"], "2\n");
+    expect(provider.code).toBe(1);
+    expect(provider.err).toBe("Error: --provider is only supported for 'lemonade launch codex'.\n");
+    expect(provider.out).toBe("");
     const noModel = await piped(["launch", "claude"]);
     expect(noModel.code).toBe(2);
     expect(noModel.err).toContain("name the model: lemonade launch claude --model MODEL");
@@ -297,8 +319,11 @@ describe("import", () => {
 
   test("off a terminal it runs as --skip-prompt: --directory and --recipe-file are needed, and suffice", async () => {
     const r = await piped(["import"], "1\n1\n");
-    expect(r.code).toBe(2);
-    expect(r.err).toContain("Non-interactive mode requires --directory (standard input is not a terminal to choose on)");
+    expect(r.code).toBe(1);
+    expect(r.err).toContain("Error: Non-interactive mode requires --directory (standard input is not a terminal to choose on)");
+    const noFile = await piped(["import", "--skip-prompt", "--directory", "coding-agents"]);
+    expect(noFile.code).toBe(1);
+    expect(noFile.err).toContain("Error: Non-interactive mode requires --recipe-file.");
     const both = await piped(["import", "--directory", "coding-agents", "--recipe-file", "AgentRecipe.json"]);
     expect(both.code, both.err).toBe(0);
     expect(both.out).toContain("Imported user.AgentRecipe");
@@ -329,7 +354,7 @@ describe("pull", () => {
     const empty = onTerminal(["pull", "test-org/tiny-GGUF"]);
     await empty.until(/type any variant name: $/);
     empty.type("\r");
-    await empty.until(/error: variant is required\./);
+    await empty.until(/Error: variant is required\./);
     expect(await empty.exited).toBe(1);
 
     // The variants are the server's, in its order (its picks first).
@@ -350,8 +375,8 @@ describe("pull", () => {
 
   test("--recipe collection.omni without --components names the flag it needs", async () => {
     const r = await piped(["pull", "user.NoParts", "--recipe", "collection.omni"]);
-    expect(r.code).toBe(2);
-    expect(r.err).toContain("omni pull requires --components MODEL [MODEL ...].");
+    expect(r.code).toBe(1);
+    expect(r.err).toBe("Error: omni pull requires --components MODEL [MODEL ...].\n       See 'lemonade pull --help'.\n");
     expect((await models()).some((m) => m.id === "user.NoParts")).toBe(false);
   });
 });
@@ -372,7 +397,7 @@ describe("cloud auth", () => {
     const empty = onTerminal(["cloud", "auth", "self"]);
     await empty.until(/input hidden\): $/);
     empty.type("\r");
-    await empty.until(/error: empty API key/);
+    await empty.until(/Error: empty API key/);
     expect(await empty.exited).toBe(1);
 
     const none = await piped(["cloud", "auth", "self"]);

@@ -68,14 +68,14 @@ test("--directory and --recipe-file with --yes import the recipe without asking"
  * `lemonade` prints a CliError and exits with its code, the tests above and below show). */
 const importRun = (values: Record<string, string | boolean>, positionals: string[] = []) => importModel.run({ values, positionals });
 
-test("--skip-prompt without both --directory and --recipe-file is a usage error, and so is no terminal to ask on", async () => {
+test("--skip-prompt without both --directory and --recipe-file is refused (exit 1, as Lemonade's), and so is no terminal to ask on", async () => {
   for (const [values, missing] of [[{ "skip-prompt": true }, "--directory"], [{ directory: "coding-agents", yes: true }, "--recipe-file"]] as const) {
-    await expect(importRun(values)).rejects.toMatchObject({ exitCode: 2, message: expect.stringContaining(`Non-interactive mode requires ${missing}.`) });
+    await expect(importRun(values)).rejects.toMatchObject({ exitCode: 1, message: expect.stringContaining(`Non-interactive mode requires ${missing}.`) });
   }
   // Piped answers are not read: off a terminal nothing is asked (a process of its own: this one's
   // standard input may be a terminal).
   const piped = await lemonade(["import"], "1\n1\n");
-  expect(piped.code).toBe(2);
+  expect(piped.code).toBe(1);
   expect(piped.err).toContain("Non-interactive mode requires --directory (standard input is not a terminal to choose on)");
   expect(piped.out).not.toContain("Select a recipe directory");
   expect(await models()).not.toContain("user.CodeRouter");

@@ -19,12 +19,13 @@ test("a load that waits for its engine's install prints each install phase, then
     hostname: "127.0.0.1",
     async fetch(req) {
       const path = new URL(req.url).pathname;
-      if (path === "/v1/installs") {
+      // The CLI sends the /api/v1 spelling, as Lemonade's does.
+      if (path === "/api/v1/installs") {
         const now = steps[Math.min(looks++, steps.length - 1)]!;
         if (looks > steps.length) release();
         return Response.json(now);
       }
-      if (path === "/v1/load") {
+      if (path === "/api/v1/load") {
         await installed;
         return Response.json({ status: "success", message: "Loaded model: extra.tiny-chat" });
       }

@@ -35,6 +35,11 @@ test("a bare host keeps --port (or the default); host:port and [v6]:port carry t
   expect(base({ host: "[::1]:9002" })).toBe("http://[::1]:9002");
 });
 
+test("a host naming every address is reached on loopback", () => {
+  expect(base({ host: "0.0.0.0", port: "9000" })).toBe("http://127.0.0.1:9000");
+  expect(base({ host: "[::]:9001" })).toBe("http://127.0.0.1:9001");
+});
+
 test("LEMONADE_HOST is read the same way when --host is not given", () => {
   process.env.LEMONADE_HOST = "https://remote.example.com/v1";
   try {
@@ -44,7 +49,7 @@ test("LEMONADE_HOST is read the same way when --host is not given", () => {
   }
 });
 
-test("help is grouped as Lemonade's: Quick Start, Server, Model Management, Benchmarking; load's General and Recipe-Specific Options", async () => {
+test("help is grouped as Lemonade's: Quick Start, Server, Model Management, Benchmarking; load's General Options, then each backend's", async () => {
   const run = async (args: string[]) => {
     const child = Bun.spawn([process.execPath, "cli/main.ts", ...args], { cwd: join(import.meta.dir, "..", ".."), stdout: "pipe", stderr: "pipe" });
     const out = await new Response(child.stdout).text();
@@ -60,6 +65,6 @@ test("help is grouped as Lemonade's: Quick Start, Server, Model Management, Benc
   expect(top).not.toContain("\nOther:\n");
   const load = await run(["load", "--help"]);
   expect(load.indexOf("\nGeneral Options:\n")).toBeGreaterThan(0);
-  expect(load.indexOf("\nGeneral Options:\n")).toBeLessThan(load.indexOf("\nRecipe-Specific Options:\n"));
-  expect(load.slice(load.indexOf("\nGeneral Options:\n"), load.indexOf("\nRecipe-Specific Options:\n"))).toContain("--pinned");
+  expect(load.indexOf("\nGeneral Options:\n")).toBeLessThan(load.indexOf("\nLlama.cpp Backend Options:\n"));
+  expect(load.slice(load.indexOf("\nGeneral Options:\n"), load.indexOf("\nLlama.cpp Backend Options:\n"))).toContain("--pinned");
 });
