@@ -68,8 +68,9 @@ export interface CatalogModel {
   cloud?: CloudModelInfo;
   /** The registry a hub model's checkpoints come from; absent: Hugging Face. */
   registry?: "modelscope";
-  /** collection.router: the policy, normalised (models/routing-policy.ts), and as registered. */
-  router?: { policy: Routing; version: string; routing: unknown };
+  /** collection.router: the policy, normalised (models/routing-policy.ts), and as registered, with
+   * its components (a registration older than their being required: its candidates). */
+  router?: { policy: Routing; version: string; routing: unknown; components: string[] };
   /** A collection.omni, which a chat naming runs the tool loop on (protocols/omni.ts): its
    * components as registered, or null when they are its repository's manifest (Catalog.omniSpec). */
   omni?: { spec: OmniSpec | null };
@@ -118,7 +119,7 @@ export interface RegistryRow {
   /** collection.router: the policy document's version and its routing block, as registered. */
   version?: string;
   routing?: unknown;
-  /** collection.omni: its models, in order, and an optional system prompt of its own. */
+  /** A collection's models, in order (collection.omni: and an optional system prompt of its own). */
   components?: string[];
   system_prompt?: string;
 }
@@ -249,10 +250,15 @@ function fromRow(id: string, row: RegistryRow, source: ModelSource): CatalogMode
     registryOptions: { ...imageOptions, ...(row.recipe_options ?? {}) },
     ...(defaults.length ? { imageExtras } : {}),
     ...(row.source === "modelscope" ? { registry: "modelscope" as const } : {}),
-    ...(row.recipe === ROUTER_RECIPE ? { router: { policy: checkRouting(row, () => true), version: row.version ?? "1", routing: row.routing } } : {}),
+    ...(row.recipe === ROUTER_RECIPE ? { router: routerOf(row) } : {}),
     ...(row.recipe === OMNI_RECIPE && Array.isArray(row.components) ? { omni: { spec: { components: row.components, models: [], ...(row.system_prompt ? { systemPrompt: row.system_prompt } : {}) } } } : {}),
     ...(fromManifest ? { omni: { spec: null } } : {}),
   };
+}
+
+function routerOf(row: RegistryRow): NonNullable<CatalogModel["router"]> {
+  const policy = checkRouting(row, () => true);
+  return { policy, version: row.version ?? "1", routing: row.routing, components: row.components ?? policy.candidates };
 }
 
 /** A registered routing policy: a model that picks, per request, one of its candidates. */

@@ -42,10 +42,6 @@ function rowFrom(body: Json): RegistryRow {
   if (body.size !== undefined) row.size = body.size;
   if (body.recipe_options) row.recipe_options = body.recipe_options;
   if (registryFor(body.source, [body.checkpoint, ...Object.values(body.checkpoints ?? {})]) === "modelscope") row.source = "modelscope";
-  if (body.recipe === ROUTER_RECIPE) {
-    row.version = body.version;
-    row.routing = body.routing;
-  }
   return row;
 }
 
@@ -122,23 +118,19 @@ export class ModelLibrary {
       return catalog.get(body.model_name);
     }
     if (!body.recipe) throw ApiError.of(E.missingArgument, "Missing required argument 'recipe' to register a model", "recipe");
-    if (body.recipe === OMNI_RECIPE) return this.registerOmni(body, opts.definitions ?? true);
-    // A routing policy is checked against what is registered before it is stored.
-    if (body.recipe === ROUTER_RECIPE) {
-      requireVersion(body);
-      checkRouting(body, (name) => catalog.find(name) !== undefined, (name) => isClassifier(catalog.find(name)));
-    }
+    if (body.recipe === OMNI_RECIPE || body.recipe === ROUTER_RECIPE) return this.registerCollection(body, opts.definitions ?? true);
     const model = catalog.registerUser(body.model_name, rowFrom(body));
     this.opts.log(`Registered ${this.named(model)} (${model.checkpoints.main})`);
     return model;
   }
 
-  /** A collection.omni: its components must be registered models (or be defined in `models`,
-   * registered first), none of them a collection. */
-  private registerOmni(body: Json, definitions: boolean): CatalogModel {
+  /** A collection (omni or router): its components must be registered models (or be defined in
+   * `models`, registered first), none of them a collection; a router's policy is checked against
+   * them before anything is stored, every model it names one of its components. */
+  private registerCollection(body: Json, definitions: boolean): CatalogModel {
     const { catalog } = this.opts;
     const components = body.components;
-    if (components === undefined && (body.checkpoint !== undefined || body.checkpoints !== undefined)) {
+    if (body.recipe === OMNI_RECIPE && components === undefined && (body.checkpoint !== undefined || body.checkpoints !== undefined)) {
       // A published collection: its components are what its manifest says, read when it is pulled.
       const model = catalog.registerUser(body.model_name, rowFrom(body));
       this.opts.log(`Registered ${this.named(model)} (collection published in ${model.checkpoints.main})`);
@@ -147,17 +139,37 @@ export class ModelLibrary {
     if (!Array.isArray(components) || !components.length || !components.every((c) => typeof c === "string" && c)) {
       throw ApiError.of(E.invalidArgument, "Collection recipe requires a non-empty 'components' array", "components");
     }
-    this.registerComponents(body.model_name, { components, models: definitions && Array.isArray(body.models) ? body.models : [] });
-    const row: RegistryRow = { recipe: OMNI_RECIPE, labels: body.labels ?? [], components, ...(typeof body.system_prompt === "string" ? { system_prompt: body.system_prompt } : {}) };
-    const model = catalog.registerUser(body.model_name, row);
+    const spec = { components, models: definitions && Array.isArray(body.models) ? body.models : [] };
+    const defined = this.checkComponents(body.model_name, spec);
+    const extra: Partial<RegistryRow> = {};
+    if (body.recipe === ROUTER_RECIPE) {
+      // Names compare as the models they resolve to: `extra.a` is the component `a`.
+      const resolved = (name: string) => catalog.find(name)?.id ?? name;
+      const declared = new Set(components.map(resolved));
+      requireVersion(body);
+      checkRouting(body, (name) => catalog.find(name) !== undefined || defined.has(name), (name) => isClassifier(catalog.find(name)), (name) => declared.has(resolved(name)));
+      Object.assign(extra, { version: body.version, routing: body.routing });
+    } else if (typeof body.system_prompt === "string") extra.system_prompt = body.system_prompt;
+    this.registerDefined(defined);
+    const model = catalog.registerUser(body.model_name, { recipe: body.recipe, labels: body.labels ?? [], components, ...extra });
     this.opts.log(`Registered ${this.named(model)} (collection of ${components.join(", ")})`);
     return model;
   }
 
-  /** Registers the components a collection defines and this server lacks (names that exist keep
-   * their local definition), once every component is known to be a regular model: a refused
-   * collection registers nothing. */
+  /** Registers the components a collection defines and this server lacks, once every component is
+   * known to be a regular model: a refused collection registers nothing. */
   private registerComponents(collection: string, spec: OmniSpec): void {
+    this.registerDefined(this.checkComponents(collection, spec));
+  }
+
+  private registerDefined(defined: Map<string, Json>): void {
+    for (const [name, fields] of defined) this.modelFor({ ...fields, model_name: name.startsWith("user.") ? name : `user.${name}` });
+  }
+
+  /** Checks a collection's components (each a regular model, registered or defined in `models`,
+   * never the collection itself) and answers the definitions to register: those this server lacks
+   * (names that exist keep their local definition). */
+  private checkComponents(collection: string, spec: OmniSpec): Map<string, Json> {
     const { catalog } = this.opts;
     // Lemonade's messages, word for word: scripts match them.
     const bare = (name: string) => name.replace(/^user\./, "");
@@ -186,7 +198,7 @@ export class ModelLibrary {
         );
       }
     }
-    for (const [name, fields] of defined) this.modelFor({ ...fields, model_name: name.startsWith("user.") ? name : `user.${name}` });
+    return defined;
   }
 
   /** Starts a server-owned download job for the model, named `name` (a collection's installs its

@@ -83,9 +83,13 @@ export function hasNestedQuantifier(pattern: string): boolean {
 function checkExpr(e: unknown, path: string, classifiers: Map<string, Classifier>): MatchExpr {
   if (!isObject(e) || Object.keys(e).length === 0) throw invalid(path, "must be an object with at least one condition");
   for (const k of Object.keys(e)) if (!EXPR_KEYS.has(k)) throw invalid(`${path}.${k}`, "is not a condition (use any, all, not, keywords_any, keywords_all, regex, min_chars, max_chars, has_tools, has_images, metadata, classifier)");
+  // As Lemonade's parser reads a node: one logical operator alone, or leaf conditions.
+  const logical = ["any", "all", "not"].filter((k) => e[k] !== undefined);
+  if (logical.length > 1) throw invalid(path, "must contain only one logical operator");
+  if (logical.length && Object.keys(e).length > 1) throw invalid(path, "cannot mix logical operators with leaf conditions");
   for (const k of ["any", "all"] as const) {
     if (e[k] !== undefined) {
-      if (!Array.isArray(e[k])) throw invalid(`${path}.${k}`, "must be a list of conditions");
+      if (!Array.isArray(e[k]) || !e[k].length) throw invalid(`${path}.${k}`, "must be a non-empty list of conditions");
       (e[k] as unknown[]).forEach((x, i) => checkExpr(x, `${path}.${k}[${i}]`, classifiers));
     }
   }
@@ -117,6 +121,7 @@ function checkExpr(e: unknown, path: string, classifiers: Map<string, Classifier
   for (const k of ["min_score", "max_score"] as const) {
     if (e[k] !== undefined && !(typeof e[k] === "number" && (e[k] as number) >= 0 && (e[k] as number) <= 1)) throw invalid(`${path}.${k}`, "must be a number from 0 to 1");
   }
+  if (typeof e.min_score === "number" && typeof e.max_score === "number" && e.min_score > e.max_score) throw invalid(path, "has min_score greater than max_score");
   const scoped = e.label !== undefined || e.min_score !== undefined || e.max_score !== undefined;
   if (scoped && e.classifier === undefined) throw invalid(path, "uses label/min_score/max_score without naming a classifier");
   if (e.classifier !== undefined) {
@@ -129,8 +134,6 @@ function checkExpr(e: unknown, path: string, classifiers: Map<string, Classifier
   return e as MatchExpr;
 }
 
-/** Checks a `routing` block (and its document's `version`); `known(name)` says whether a model is
- * registered, `classifierModel(name)` (when given) whether it is a fixed-label classifier. */
 /** A policy document that is registered or tried must say its version (Lemonade's parser
  * requires it); the routing checks alone take one without. */
 export function requireVersion(doc: { version?: unknown }): void {
@@ -139,7 +142,35 @@ export function requireVersion(doc: { version?: unknown }): void {
   }
 }
 
-export function checkRouting(doc: { version?: unknown; routing?: unknown }, known: (name: string) => boolean, classifierModel?: (name: string) => boolean): Routing {
+/** The keys of a policy document (Lemonade's parser refuses any other). */
+const DOCUMENT_KEYS = ["version", "model_name", "recipe", "components", "models", "routing"];
+
+/** A policy document that is tried (POST /v1/routing/validate) stands on its own: only the
+ * document's keys, the router recipe, and its `components` listed (each name the policy uses must
+ * be one of them). Answers a check that a name is declared. */
+export function checkPolicyDocument(doc: Record<string, unknown>): (name: string) => boolean {
+  for (const k of Object.keys(doc)) if (!DOCUMENT_KEYS.includes(k)) throw invalid("collection", `contains unknown key '${k}'`);
+  requireVersion(doc);
+  if (doc.recipe !== "collection.router") throw invalid("collection.recipe", "must be 'collection.router' for a routing policy");
+  const components = doc.components;
+  if (components === undefined) throw ApiError.of(E.invalidArgument, "Invalid routing policy: collection.router requires a non-empty components array", "components");
+  const declared = strings(components, "collection.components", 1);
+  return (name) => declared.includes(name);
+}
+
+/** Checks a `routing` block (and its document's `version`); `known(name)` says whether a model is
+ * registered, `classifierModel(name)` (when given) whether it is a fixed-label classifier, and
+ * `declared(name)` (when given) whether the document's `components` list it, as every model the
+ * policy names must be. */
+export function checkRouting(
+  doc: { version?: unknown; routing?: unknown },
+  known: (name: string) => boolean,
+  classifierModel?: (name: string) => boolean,
+  declared?: (name: string) => boolean,
+): Routing {
+  const mustDeclare = (name: string, path: string) => {
+    if (declared && !declared(name)) throw invalid(path, `references component '${name}' that is not declared in collection.components`);
+  };
   if (doc.version !== undefined && doc.version !== "1") {
     throw ApiError.of(E.invalidArgument, `Routing policy version ${JSON.stringify(doc.version)} is not supported: this server reads version "1"`, "version");
   }
@@ -147,7 +178,11 @@ export function checkRouting(doc: { version?: unknown; routing?: unknown }, know
   if (!isObject(r)) throw invalid("routing", "must be an object with candidates, default_model and rules (or router)");
   for (const k of Object.keys(r)) if (!["candidates", "default_model", "router", "classifiers", "rules"].includes(k)) throw invalid(`routing.${k}`, "is not a routing key");
   const candidates = strings(r.candidates, "routing.candidates", 1);
-  for (const c of candidates) if (!known(c)) throw invalid("routing.candidates", `names '${c}', which is not a registered model`);
+  candidates.forEach((c, i) => {
+    if (candidates.indexOf(c) !== i) throw invalid(`routing.candidates[${i}]`, `duplicates candidate '${c}'`);
+    if (!known(c)) throw invalid("routing.candidates", `names '${c}', which is not a registered model`);
+    mustDeclare(c, `routing.candidates[${i}]`);
+  });
   if (typeof r.default_model !== "string" || !candidates.includes(r.default_model)) throw invalid("routing.default_model", "must be one of the candidates");
   if (r.router !== undefined) {
     if (r.rules !== undefined || r.classifiers !== undefined) throw invalid("routing.router", "cannot be combined with rules or classifiers");
@@ -156,13 +191,15 @@ export function checkRouting(doc: { version?: unknown; routing?: unknown }, know
       throw invalid("routing.router", 'must be {"type": "llm", "model", "prompt"}');
     }
     if (!known(s.model)) throw invalid("routing.router.model", `names '${s.model}', which is not a registered model`);
-    // The sugar's frozen v1 expansion: one llm classifier labelled with the candidates, identity rules.
-    const classifier: Classifier = { id: "router", type: "llm", model: s.model, prompt: s.prompt, labels: candidates, on_error: "match_false" };
+    mustDeclare(s.model, "routing.router.model");
+    // The sugar's frozen v1 expansion, with Lemonade's ids (the rule id is the route header's
+    // value): one llm classifier labelled with the candidates, an identity rule per candidate.
+    const classifier: Classifier = { id: "__router", type: "llm", model: s.model, prompt: s.prompt, labels: candidates, on_error: "match_false" };
     return {
       candidates,
       default_model: r.default_model,
       classifiers: [classifier],
-      rules: candidates.map((c) => ({ id: `router.${c}`, match: { classifier: "router", label: c }, route_to: c })),
+      rules: candidates.map((c, i) => ({ id: `__route_${i}`, match: { classifier: "__router", label: c, min_score: 1 }, route_to: c })),
     };
   }
   if (r.rules === undefined) throw invalid("routing", "needs rules, or a router");
@@ -176,6 +213,7 @@ export function checkRouting(doc: { version?: unknown; routing?: unknown }, know
       if (!ALL_CLASSIFIERS.has(String(c.type))) throw invalid(`${path}.type`, `'${String(c.type)}' is not a classifier type`);
       if (!SUPPORTED_CLASSIFIERS.has(String(c.type))) throw invalid(`${path}.type`, `'${String(c.type)}' classifiers are not evaluated by this server yet (use llm, semantic_similarity or classifier, or deterministic conditions)`);
       if (typeof c.model !== "string" || !known(c.model)) throw invalid(`${path}.model`, "must name a registered model");
+      mustDeclare(c.model, `${path}.model`);
       if (c.type === "classifier" && classifierModel && !classifierModel(c.model)) {
         throw invalid(`${path}.model`, `'${c.model}' is not a fixed-label classification model (an onnxruntime model labelled 'classification')`);
       }
@@ -209,7 +247,7 @@ export function checkRouting(doc: { version?: unknown; routing?: unknown }, know
       });
     });
   }
-  if (!Array.isArray(r.rules)) throw invalid("routing.rules", "must be a list");
+  if (!Array.isArray(r.rules) || !r.rules.length) throw invalid("routing.rules", "must be a non-empty list");
   const ids = new Set<string>();
   const rules = r.rules.map((rule: unknown, i: number) => {
     const path = `routing.rules[${i}]`;

@@ -73,7 +73,7 @@ export function modelObject(
     registry_source: model.registry ?? "huggingface",
     recipe_options: { ...model.registryOptions, ...saved },
     ...(model.cloud ? cloudFields(model.cloud) : {}),
-    ...(model.router ? { components: model.router.policy.candidates.map((c) => listedName(ctx, c, listed.all)), version: model.router.version, routing: model.router.routing } : {}),
+    ...(model.router ? { ...componentFields(ctx, model.router.components, includePaths, listed.all), version: model.router.version, routing: model.router.routing } : {}),
     ...(model.omni ? omniFields(ctx, model, includePaths, listed.all) : {}),
   };
 }
@@ -98,12 +98,21 @@ function omniFields(
     omni = ctx.catalog.omniSpec(collection);
   } catch {}
   if (!omni) return { components: [], models: [] };
-  // One entry per component, in the same order; one no longer registered is null.
-  const models = omni.components.map((c) => ctx.catalog.find(c));
+  return { ...componentFields(ctx, omni.components, includePaths, all), ...(omni.systemPrompt ? { system_prompt: omni.systemPrompt } : {}) };
+}
+
+/** A collection's components by their listed ids, and each one's full model object, in the same
+ * order (one no longer registered is null). */
+function componentFields(
+  ctx: Pick<ServerContext, "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">,
+  components: string[],
+  includePaths: boolean,
+  all?: CatalogModel[],
+): { components: string[]; models: (Record<string, unknown> | null)[] } {
+  const models = components.map((c) => ctx.catalog.find(c));
   return {
-    components: omni.components.map((c) => listedName(ctx, c, all)),
+    components: components.map((c) => listedName(ctx, c, all)),
     models: models.map((m): Record<string, unknown> | null => (m ? modelObject(ctx, m, includePaths, { all }) : null)),
-    ...(omni.systemPrompt ? { system_prompt: omni.systemPrompt } : {}),
   };
 }
 

@@ -4,13 +4,13 @@
 // `route_trace: true`, an `x_lemonade_route` object on the body or the first stream event.
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
-import { checkRouting, requireVersion, type Classifier } from "../models/routing-policy.ts";
+import { checkPolicyDocument, checkRouting, type Classifier, type Routing } from "../models/routing-policy.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import type { StreamRule } from "../runtime/stream-pump.ts";
 import type { TargetKind } from "../runtime/targets.ts";
 import { decide, routeInput, type Decision } from "../runtime/router-engine.ts";
-import { chatStream, embeddingVectors, engineAnswer, mappedStream, needsEmbedder, needsLlm } from "./openai.ts";
+import { embeddingVectors, engineAnswer, mappedStream, needsEmbedder, needsLlm, openaiFramer } from "./openai.ts";
 import { classifyText } from "./classify.ts";
 import { jsonItems, type Json } from "../lib/json.ts";
 import type { ChatCompletionRequest, CompletionRequest, ResponsesRequest } from "../spec/openai.ts";
@@ -102,22 +102,25 @@ function classifierRunner(ctx: Pick<ServerContext, "catalog" | "proxy" | "schedu
 
 /** POST /v1/routing/validate: with `policy` (inline, its names taken as given, or a registered
  * router's name), the decision it makes for the test request, its classifiers run as a routed
- * request runs them (one that fails, fails open); without, the body checked as a policy document. */
+ * request runs them (one that fails, fails open); without, the body checked as a policy document.
+ * An inline document stands alone, as Lemonade's form sends it: its names taken as given, each one
+ * the policy uses among its `components`. */
 export async function validateRouting(ctx: Pick<ServerContext, "catalog" | "library" | "proxy" | "scheduler">, body: RoutingValidateRequest, signal: AbortSignal): Promise<RoutingValidateResponse> {
   if (body.policy === undefined) {
     if (body.routing === undefined) throw ApiError.of(E.invalidArgument, "'policy' must be a JSON object (a collection.router definition) or a registered router's name", "policy");
     return { valid: true, routing: ctx.library.validateRouting(body) };
   }
   let doc: Json;
+  let policy: Routing;
   if (typeof body.policy === "string") {
     const named = ctx.catalog.find(body.policy);
     if (!named?.router) throw ApiError.of(E.invalidArgument, `'policy' names '${body.policy.slice(0, 200)}', which is not a registered collection.router model`, "policy");
-    doc = { recipe: named.recipe, version: named.router.version, routing: named.router.routing };
+    doc = { recipe: named.recipe, version: named.router.version, components: named.router.components, routing: named.router.routing };
+    policy = named.router.policy;
   } else {
     doc = body.policy;
-    requireVersion(doc);
+    policy = checkRouting(doc, () => true, undefined, checkPolicyDocument(doc));
   }
-  const policy = checkRouting(doc, () => true);
   const decision = await decide(policy, { text: body.prompt ?? "", metadata: body.metadata ?? {}, hasImages: body.has_images === true, hasTools: body.has_tools === true }, classifierRunner(ctx, signal));
   return { decision: { ...decision, trace: decision.trace.map((t) => ({ ...t })) }, normalized_policy: { ...doc, routing: policy } };
 }
@@ -148,8 +151,7 @@ export function routerKind(ctx: Pick<ServerContext, "catalog" | "logger" | "prox
           ...(trace
             ? {
                 reshape: (answer) => ({ ...(reshape ? reshape(answer) : answer), x_lemonade_route: trace }),
-                // A translated stream keeps its own events (the header still says where it went).
-                stream: stream === chatStream ? tracedStream(trace) : stream,
+                stream: stream && tracedStream(stream, trace),
               }
             : {}),
         });
@@ -160,16 +162,40 @@ export function routerKind(ctx: Pick<ServerContext, "catalog" | "logger" | "prox
   };
 }
 
-/** A chat stream whose first event carries the route trace. */
-function tracedStream(trace: Json): StreamRule {
-  return mappedStream(() => {
-    let first = true;
-    return (ev) => {
-      if (!first) return ev;
-      first = false;
-      return { ...ev, x_lemonade_route: trace };
-    };
-  });
+/** An OpenAI stream whose first JSON event carries the route trace: a passed-through chat or
+ * completions stream's, or the first event a translated one (Responses) sends. Other protocols'
+ * streams keep their events (the header still says where the request went). */
+function tracedStream(rule: StreamRule, trace: Json): StreamRule {
+  if (rule.framer !== openaiFramer) return rule;
+  const translate = rule.translate?.bind(rule);
+  if (!translate) {
+    return mappedStream(() => {
+      let first = true;
+      return (ev) => {
+        if (!first) return ev;
+        first = false;
+        return { ...ev, x_lemonade_route: trace };
+      };
+    });
+  }
+  return {
+    framer: rule.framer,
+    translate: () => {
+      const inner = translate();
+      let attached = false;
+      return {
+        event(data) {
+          const out = inner.event(data);
+          if (attached) return out;
+          // The first `data: {...}` line of what the translator sends for this event.
+          const marked = out.replace(/^data: (\{.*\})$/m, (_, json: string) => `data: ${JSON.stringify({ ...JSON.parse(json), x_lemonade_route: trace })}`);
+          attached = marked !== out;
+          return marked;
+        },
+        end: () => inner.end(),
+      };
+    },
+  };
 }
 
 /** The decision for a request naming a router, and the trace to add when the client asked for it. */
@@ -189,5 +215,5 @@ async function route(
   // `route_trace` is Lemonade's, asked for in a field the OpenAI definitions do not name.
   const { route_trace }: Json = body;
   if (route_trace !== true) return { decision, trace: null };
-  return { decision, trace: { route_to: decision.route_to, matched_rule: decision.matched_rule, default_used: decision.default_used, outputs: decision.outputs, trace: decision.trace } };
+  return { decision, trace: { version: decision.version, route_to: decision.route_to, matched_rule: decision.matched_rule, default_used: decision.default_used, outputs: decision.outputs, trace: decision.trace } };
 }

@@ -53,6 +53,13 @@ function routingOf(d: RouterDraft): Record<string, unknown> {
   return { candidates: d.candidates, default_model: d.default_model, rules: d.rules.map((r) => ({ id: r.id, match: matchOf(r), route_to: r.route_to })) };
 }
 
+/** The models a policy names (candidates, classifier and router models): the router's
+ * components, which a registration must list. */
+function componentsOf(routing: any): string[] {
+  const named: unknown[] = [...(routing?.candidates ?? []), ...(routing?.classifiers ?? []).map((c: any) => c?.model), routing?.router?.model];
+  return [...new Set(named.filter((n): n is string => typeof n === "string" && n.length > 0))];
+}
+
 /** A registered policy as the form's draft, or null when it uses what the form does not edit. */
 function draftOf(name: string, routing: any): RouterDraft | null {
   if (!routing || routing.router || routing.classifiers?.length) return null;
@@ -77,7 +84,7 @@ function useValidation(routing: unknown, prompt: string) {
     const timer = setTimeout(async () => {
       try {
         await postJson("/v1/routing/validate", { version: "1", routing });
-        const { decision } = await postJson("/v1/routing/validate", { policy: { version: "1", recipe: ROUTER, routing }, prompt });
+        const { decision } = await postJson("/v1/routing/validate", { policy: { version: "1", recipe: ROUTER, components: componentsOf(routing), routing }, prompt });
         if (live) setState({ decision });
       } catch (err) {
         if (live) setState({ error: (err as Error).message });
@@ -128,7 +135,7 @@ export function RouterForm({ models, editing, onDone }: { models: Model[]; editi
     if (!draft.name.trim()) return setMessage("Give the router a name.");
     if (jsonProblem) return setMessage(jsonProblem);
     try {
-      const res = await postJson("/v1/models/register", { model_name: `user.${draft.name.trim()}`, recipe: ROUTER, version: "1", routing });
+      const res = await postJson("/v1/models/register", { model_name: `user.${draft.name.trim()}`, recipe: ROUTER, version: "1", components: componentsOf(routing), routing });
       onDone(`${editing ? "Saved" : "Created"} the router ${res.model_name}`);
     } catch (err) {
       setMessage((err as Error).message);

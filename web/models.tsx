@@ -235,11 +235,17 @@ const userName = (m: Model) => `user.${bareName(m)}`;
  * (cli/commands/models.ts, whose shape this follows): a collection carries each component's
  * definition, a router its policy. */
 function exportBody(m: any): Record<string, unknown> {
-  if (m.recipe === COLLECTION && m.components?.length) {
+  if ((m.recipe === COLLECTION || m.recipe === ROUTER) && m.components?.length) {
     const models = (m.models ?? []).flatMap((d: any, i: number) => (d ? [{ ...exportBody(d), model_name: m.components[i] }] : []));
-    return { model_name: userName(m), recipe: m.recipe, components: m.components, models, ...(m.system_prompt ? { system_prompt: m.system_prompt } : {}) };
+    return {
+      model_name: userName(m),
+      recipe: m.recipe,
+      components: m.components,
+      models,
+      ...(m.routing ? { version: m.version, routing: m.routing } : {}),
+      ...(m.system_prompt ? { system_prompt: m.system_prompt } : {}),
+    };
   }
-  if (m.recipe === ROUTER) return { model_name: userName(m), recipe: m.recipe, components: m.components, version: m.version, routing: m.routing };
   const body: Record<string, unknown> = { model_name: userName(m), recipe: m.recipe, checkpoints: m.checkpoints, labels: m.labels };
   if (m.size !== undefined) body.size = m.size;
   if (m.recipe_options && Object.keys(m.recipe_options).length) body.recipe_options = m.recipe_options;

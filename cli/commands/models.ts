@@ -349,15 +349,21 @@ export const unpin = pinCommand(false);
 const userName = (m: any) => `user.${String(m.canonical_id ?? m.id).replace(/^(user|extra|builtin)\./, "")}`;
 
 /** The /v1/pull body that re-creates a model elsewhere (POST-able as it is); a collection
- * carries each component's definition. */
+ * carries each component's definition, and a router its policy with the schema version /v1/pull
+ * requires. */
 function exportBody(m: any): Record<string, unknown> {
-  if (m.recipe === "collection.omni" && m.components?.length) {
+  if ((m.recipe === "collection.omni" || m.recipe === "collection.router") && m.components?.length) {
     // Each definition under the name the collection lists it by, so an import matches them up.
     const models = (m.models ?? []).flatMap((d: any, i: number) => (d ? [{ ...exportBody(d), model_name: m.components[i] }] : []));
-    return { model_name: userName(m), recipe: m.recipe, components: m.components, models, ...(m.system_prompt ? { system_prompt: m.system_prompt } : {}) };
+    return {
+      model_name: userName(m),
+      recipe: m.recipe,
+      components: m.components,
+      models,
+      ...(m.routing ? { version: m.version, routing: m.routing } : {}),
+      ...(m.system_prompt ? { system_prompt: m.system_prompt } : {}),
+    };
   }
-  // A router is its policy: its candidates, and the schema version /v1/pull requires.
-  if (m.routing) return { model_name: userName(m), recipe: m.recipe, components: m.components, version: m.version, routing: m.routing };
   const body: Record<string, unknown> = { model_name: userName(m), recipe: m.recipe, checkpoints: m.checkpoints, labels: m.labels };
   if (m.size !== undefined) body.size = m.size;
   if (m.recipe_options && Object.keys(m.recipe_options).length) body.recipe_options = m.recipe_options;

@@ -130,6 +130,7 @@ test("a router's classifier condition routes on the classifier's label scores", 
       model_name: name,
       recipe: "collection.router",
       version: "1",
+      components: ["extra.alpha", "extra.beta", "Sentiment"],
       routing: { candidates: ["extra.alpha", "extra.beta"], default_model: "extra.alpha", classifiers: [classifier], rules: [{ id: "calm", match, route_to: "extra.beta" }] },
     });
   const text = "I love this movie, it is great!";

@@ -41,9 +41,11 @@ test("a user router exported and imported again is itself: candidates, version, 
     default_model: "extra.chat",
     rules: [{ id: "code", match: { any: [{ keywords_any: ["python"] }, { metadata: { key: "task", equals: "code" } }] }, route_to: "extra.coder", outputs: { tier: "code" } }],
   };
-  expect((await post("/v1/pull", { model_name: "user.Dispatch", recipe: "collection.router", version: "1", routing })).status).toBe(200);
+  expect((await post("/v1/pull", { model_name: "user.Dispatch", recipe: "collection.router", version: "1", components: ["extra.coder", "extra.chat"], routing })).status).toBe(200);
   const { before, after, file } = await roundTrip("user.Dispatch");
-  expect(file).toMatchObject({ model_name: "user.Dispatch", recipe: "collection.router", version: "1", routing });
+  // Its components by their listed ids, their definitions embedded, as an omni collection's are.
+  expect(file).toMatchObject({ model_name: "user.Dispatch", recipe: "collection.router", version: "1", components: ["coder", "chat"], routing });
+  expect(file.models.map((m: { model_name: string }) => m.model_name)).toEqual(["coder", "chat"]);
   // Runtime fields stay out of the file; the server makes them again.
   for (const key of ["created", "downloaded", "suggested", "id"]) expect(file).not.toHaveProperty(key);
   expect(after).toEqual(before);

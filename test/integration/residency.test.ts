@@ -12,6 +12,7 @@ beforeAll(async () => {
     model_name: "user.Self",
     recipe: "collection.router",
     version: "1",
+    components: ["a", "judge"],
     routing: { candidates: ["extra.a", "extra.judge"], default_model: "extra.a", router: { type: "llm", model: "extra.judge", prompt: "Pick the model for this." } },
   });
   if (res.status !== 200) throw new Error(`the router did not register: ${await res.text()}`);
@@ -27,7 +28,7 @@ const route = (reply: string) => post("/v1/chat/completions", { model: "Self", m
 
 test("the router's helper is a routing_helper and its candidate standard/llm, both loaded with max_loaded_models=1", async () => {
   const res = await route("I pick extra.a");
-  expect(res.headers.get("x-lemonade-route")).toBe("router.extra.a");
+  expect(res.headers.get("x-lemonade-route")).toBe("__route_0");
   expect(await pools()).toEqual({ judge: "routing_helper routing_helper/llm", a: "standard standard/llm" });
   // Pins are reported per pool: the helper's apart from the standard summary.
   expect((await post("/internal/pin", { model_name: "extra.judge", pinned: true })).status).toBe(200);
@@ -41,7 +42,7 @@ test("the router's own model picked as the candidate is demoted into the standar
   const before = await pidOf("judge");
   const res = await route("I pick extra.judge");
   expect(res.status).toBe(200);
-  expect(res.headers.get("x-lemonade-route")).toBe("router.extra.judge");
+  expect(res.headers.get("x-lemonade-route")).toBe("__route_1");
   expect((await res.json()).model).toBe("extra.judge");
   expect(await pools()).toEqual({ judge: "standard standard/llm" });
   expect(await pidOf("judge")).toBe(before!);

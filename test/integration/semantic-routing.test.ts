@@ -22,6 +22,7 @@ beforeAll(async () => {
     model_name: "user.Desk",
     recipe: "collection.router",
     version: "1",
+    components: ["extra.tiny-chat", "extra.tiny-chat-b", "extra.tiny-embed"],
     routing: {
       candidates: ["extra.tiny-chat", "extra.tiny-chat-b"],
       default_model: "extra.tiny-chat",

@@ -297,7 +297,7 @@ describe("the model manager's forms and export", () => {
     expect((await api("/v1/models/user.web-router")).routing.rules[0].match.keywords_any).toEqual(["python", "code", "rust"]);
     // A policy the form cannot show (a nested any) is edited as its JSON.
     const nested = { candidates: ["extra.chat-a", "extra.chat-b"], default_model: "extra.chat-a", rules: [{ id: "either", match: { any: [{ keywords_any: ["x"] }, { min_chars: 500 }] }, route_to: "extra.chat-b" }] };
-    expect((await post("/v1/models/register", { model_name: "user.web-nested", recipe: "collection.router", version: "1", routing: nested })).model_name).toBe("user.web-nested");
+    expect((await post("/v1/models/register", { model_name: "user.web-nested", recipe: "collection.router", version: "1", components: ["extra.chat-a", "extra.chat-b"], routing: nested })).model_name).toBe("user.web-nested");
     await page.reload();
     await page.locator('tr[data-model="user.web-nested"]').getByRole("button", { name: "Edit" }).click();
     const json = page.getByRole("form", { name: "Edit router user.web-nested" }).getByLabel("Routing JSON");

@@ -10,7 +10,13 @@ import { startFakeServer } from "../helpers/fake-engine.ts";
 import { tempDir, type TestServer } from "../helpers/server.ts";
 
 const root = join(import.meta.dir, "..", "..");
-const recipe = { model_name: "CodeRouter", recipe: "collection.router", version: "1", routing: { candidates: ["extra.coder"], default_model: "extra.coder", rules: [] } };
+const recipe = {
+  model_name: "CodeRouter",
+  recipe: "collection.router",
+  version: "1",
+  components: ["extra.coder"],
+  routing: { candidates: ["extra.coder"], default_model: "extra.coder", rules: [{ id: "code", match: { keywords_any: ["code"] }, route_to: "extra.coder" }] },
+};
 let server: TestServer;
 let github: ReturnType<typeof Bun.serve>;
 

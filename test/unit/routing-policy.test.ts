@@ -1,7 +1,7 @@
 // collection.router: policy checks and the deterministic conditions, table-driven; the llm
 // classifier through a stand-in `classify`.
 import { describe, expect, test } from "bun:test";
-import { checkRouting, hasNestedQuantifier, type Routing } from "../../models/routing-policy.ts";
+import { checkPolicyDocument, checkRouting, hasNestedQuantifier, type Routing } from "../../models/routing-policy.ts";
 import { decide, routeInput, type Classify } from "../../runtime/router-engine.ts";
 
 const known = (n: string) => ["small", "big", "coder", "judge"].includes(n);
@@ -39,6 +39,17 @@ describe("policy checks", () => {
       { routing: { ...base, classifiers: [{ id: "c", type: "semantic_similarity", model: "judge", reference_phrases: { billing: ["refund"] } }], rules: [{ id: "r", match: { classifier: "c", label: "jokes" }, route_to: "big" }] } },
       /'jokes' is not one of classifier 'c''s labels \(billing\)/,
     ],
+    // As Lemonade's parser refuses them.
+    ["no rules", { routing: { ...base, rules: [] } }, /routing\.rules must be a non-empty list/],
+    ["a candidate named twice", { routing: { ...base, candidates: ["small", "big", "small"], rules: [] } }, /candidates\[2\] duplicates candidate 'small'/],
+    ["a logical operator beside a leaf", { routing: { ...base, rules: [{ id: "r", match: { any: [{ keywords_any: ["x"] }], min_chars: 3 }, route_to: "big" }] } }, /cannot mix logical operators with leaf conditions/],
+    ["two logical operators in one node", { routing: { ...base, rules: [{ id: "r", match: { any: [{ keywords_any: ["x"] }], not: { min_chars: 3 } }, route_to: "big" }] } }, /must contain only one logical operator/],
+    ["an empty any", { routing: { ...base, rules: [{ id: "r", match: { any: [] }, route_to: "big" }] } }, /match\.any must be a non-empty list/],
+    [
+      "a band whose min_score is above its max_score",
+      { routing: { ...base, classifiers: [{ id: "c", type: "llm", model: "judge", prompt: "p", labels: ["x"] }], rules: [{ id: "r", match: { classifier: "c", label: "x", min_score: 0.8, max_score: 0.2 }, route_to: "big" }] } },
+      /has min_score greater than max_score/,
+    ],
   ];
   for (const [what, doc, message] of refused) {
     test(`refused: ${what}`, () => {
@@ -54,12 +65,36 @@ describe("policy checks", () => {
 
   test("the router sugar desugars into one llm classifier over the candidates and identity rules", () => {
     const policy = checkRouting({ version: "1", routing: { ...base, router: { type: "llm", model: "judge", prompt: "Pick a model." } } }, known);
-    expect(policy.classifiers).toEqual([{ id: "router", type: "llm", model: "judge", prompt: "Pick a model.", labels: ["small", "big", "coder"], on_error: "match_false" }]);
+    // Lemonade's ids: a matched pick's rule id is what the route header says.
+    expect(policy.classifiers).toEqual([{ id: "__router", type: "llm", model: "judge", prompt: "Pick a model.", labels: ["small", "big", "coder"], on_error: "match_false" }]);
     expect(policy.rules.map((r) => [r.id, r.match, r.route_to])).toEqual([
-      ["router.small", { classifier: "router", label: "small" }, "small"],
-      ["router.big", { classifier: "router", label: "big" }, "big"],
-      ["router.coder", { classifier: "router", label: "coder" }, "coder"],
+      ["__route_0", { classifier: "__router", label: "small", min_score: 1 }, "small"],
+      ["__route_1", { classifier: "__router", label: "big", min_score: 1 }, "big"],
+      ["__route_2", { classifier: "__router", label: "coder", min_score: 1 }, "coder"],
     ]);
+  });
+
+  test("every model the policy names must be one of the document's components", () => {
+    const declared = (n: string) => ["small", "big", "coder"].includes(n);
+    const rules = [{ id: "r", match: { keywords_any: ["x"] }, route_to: "big" }];
+    expect(checkRouting({ routing: { ...base, rules } }, known, undefined, declared).candidates).toEqual(["small", "big", "coder"]);
+    expect(() => checkRouting({ routing: { ...base, candidates: ["small", "judge"], rules: [] } }, known, undefined, declared)).toThrow(
+      "routing.candidates[1] references component 'judge' that is not declared in collection.components",
+    );
+    expect(() => checkRouting({ routing: { ...base, router: { type: "llm", model: "judge", prompt: "p" } } }, known, undefined, declared)).toThrow(/routing\.router\.model references component 'judge'/);
+    const classifiers = [{ id: "c", type: "llm", model: "judge", prompt: "p", labels: ["x"] }];
+    expect(() => checkRouting({ routing: { ...base, classifiers, rules } }, known, undefined, declared)).toThrow(/classifiers\[0\]\.model references component 'judge'/);
+  });
+
+  test("a document tried on its own has only the document's keys, the router recipe, and its components", () => {
+    const doc = { version: "1", recipe: "collection.router", components: ["small"], routing: {} };
+    expect(checkPolicyDocument(doc)("small")).toBe(true);
+    expect(checkPolicyDocument(doc)("big")).toBe(false);
+    expect(() => checkPolicyDocument({ ...doc, stream: true })).toThrow("collection contains unknown key 'stream'");
+    expect(() => checkPolicyDocument({ ...doc, recipe: "collection.omni" })).toThrow("collection.recipe must be 'collection.router'");
+    expect(() => checkPolicyDocument({ ...doc, components: undefined })).toThrow("collection.router requires a non-empty components array");
+    expect(() => checkPolicyDocument({ ...doc, components: [] })).toThrow(/collection\.components must be a list of at least 1/);
+    expect(() => checkPolicyDocument({ ...doc, version: undefined })).toThrow(/collection\.version must be a non-empty string/);
   });
 
   test("nested quantifier detection", () => {

@@ -2570,7 +2570,7 @@ export interface paths {
         put?: never;
         /**
          * Check a routing policy
-         * @description Checks a `collection.router` policy document (`version` "1", `routing`) as a registration would, against the models registered now, without registering anything. Candidates, `default_model`, every `route_to`, classifier references and labels, regexes (no nested unbounded quantifiers) and metadata comparators are checked; the answer is the policy as the engine runs it, the `router` sugar desugared into an `llm` classifier and identity rules. `llm`, `semantic_similarity` and `classifier` classifiers are evaluated (a `classifier` names an `onnxruntime` classification model and lists the labels its rules use; they score as `/v1/classify` scores them); the reserved presets (`pii_detection`, `prompt_safety`, ...) are refused: this server does not evaluate them yet.
+         * @description Checks a `collection.router` policy document (`version` "1", `routing`) as a registration would, against the models registered now, without registering anything. Candidates (each once), `default_model`, every `route_to`, classifier references and labels, regexes (no nested unbounded quantifiers), match nodes (one logical operator alone, or leaf conditions; a non-empty `rules` list and `any`/`all` lists) and metadata comparators are checked; the answer is the policy as the engine runs it, the `router` sugar desugared into an `llm` classifier `__router` and identity rules `__route_0`, `__route_1`, ... (one per candidate, the rule id the route header names). `llm`, `semantic_similarity` and `classifier` classifiers are evaluated (a `classifier` names an `onnxruntime` classification model and lists the labels its rules use; they score as `/v1/classify` scores them); the reserved presets (`pii_detection`, `prompt_safety`, ...) are refused: this server does not evaluate them yet.
          */
         post: operations["lemonade.routing_validate"];
         delete?: never;
@@ -13348,7 +13348,17 @@ export interface operations {
                  *           "Qwen3-0.6B-GGUF"
                  *         ],
                  *         "default_model": "Qwen3-0.6B-GGUF",
-                 *         "rules": []
+                 *         "rules": [
+                 *           {
+                 *             "id": "code",
+                 *             "match": {
+                 *               "keywords_any": [
+                 *                 "python"
+                 *               ]
+                 *             },
+                 *             "route_to": "Qwen3-0.6B-GGUF"
+                 *           }
+                 *         ]
                  *       }
                  *     }
                  */
@@ -13371,7 +13381,17 @@ export interface operations {
                      *         ],
                      *         "default_model": "Qwen3-0.6B-GGUF",
                      *         "classifiers": [],
-                     *         "rules": []
+                     *         "rules": [
+                     *           {
+                     *             "id": "code",
+                     *             "match": {
+                     *               "keywords_any": [
+                     *                 "python"
+                     *               ]
+                     *             },
+                     *             "route_to": "Qwen3-0.6B-GGUF"
+                     *           }
+                     *         ]
                      *       }
                      *     }
                      */
