@@ -19,7 +19,13 @@ const required = (value: string | undefined, field: string): string => {
 async function installCloud(ctx: Pick<ServerContext, "cloud">, body: InstallRequest): Promise<CloudInstalled> {
   const provider = required(body.provider, "provider");
   if (body.members && body.base_url) throw ApiError.of(E.invalidArgument, "Give base_url for one server or members for a pool, not both", "members");
-  const result = await ctx.cloud.install(provider, body.members ?? required(body.base_url, "base_url"), { apiKey: body.api_key, wire: body.wire, allowInsecureHttp: body.allow_insecure_http });
+  const result = await ctx.cloud.install(provider, body.members ?? required(body.base_url, "base_url"), {
+    apiKey: body.api_key,
+    wire: body.wire,
+    allowInsecureHttp: body.allow_insecure_http,
+    authHeaderName: body.auth_header_name,
+    authHeaderPrefix: body.auth_header_prefix,
+  });
   return { status: "success", backend: "cloud", provider, ...result };
 }
 

@@ -16,7 +16,7 @@ import type { Metrics } from "../observability/metrics.ts";
 import type { GenerationStats } from "../observability/stats.ts";
 import { EngineQueue, type Ticket } from "./engine-queue.ts";
 import type { Lease, Scheduler, Instance } from "./scheduler.ts";
-import type { CloudProviders } from "../models/cloud.ts";
+import { noKey, type CloudProviders } from "../models/cloud.ts";
 import { upstreamUrl } from "../engines/cloud.ts";
 import { CloudLeases } from "./cloud-lease.ts";
 import { Pools, type MemberClaim } from "./pool.ts";
@@ -274,6 +274,12 @@ export class EngineProxy implements Forwarding {
     const { cloud, cloudTimeoutS } = this.deps;
     if (!cloud) throw ApiError.of(E.modelNotFound, `Model not found: ${model.id}`);
     const provider = model.cloud!.provider;
+    // Lemonade refuses a stream for want of a key inside the stream: a 200, then the one error event.
+    if (req.stream && !req.holdHeaders && cloud.lacksKey(provider)) {
+      const err = noKey(provider, true);
+      req.span?.fail(err.message);
+      return new Response(req.stream.framer.error(err), { status: 200, headers: req.stream.framer.headers });
+    }
     const { servers, wire } = cloud.target(provider);
     const messages = req.path.startsWith("/v1/messages");
     if ((wire === "anthropic") !== messages) {

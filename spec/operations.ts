@@ -6,6 +6,7 @@ import { E } from "./errors.ts";
 import { internalConfig, internalSet } from "./internal.ts";
 import { Archetype, TuningStatus } from "./tuning.ts";
 import { ModelType, Nullable, PerModelType } from "./schemas.ts";
+import { AuthHeaderFields, CloudWarnings } from "./backends.ts";
 
 export const RpcSplit = T.Object(
   {
@@ -281,10 +282,12 @@ export const systemInfo = endpoint({
               base_url: T.String({ description: "Its base URL, as saved in `config.json` (a pool's first member's)" }),
               members: T.Optional(T.Array(T.String(), { description: "A pool's member base URLs; absent for one server" })),
               allow_insecure_http: T.Boolean({ description: "Whether its key may travel to an `http://` base URL" }),
+              ...AuthHeaderFields,
               env_var: T.String({ description: "The environment variable its key is read from (the name, never the value)" }),
               env_var_set: T.Boolean({ description: "Whether that variable is set" }),
               runtime_key_set: T.Boolean({ description: "Whether a key was set with `POST /v1/cloud/auth` (or with a pool member at install)" }),
               models_discovered: T.Integer({ description: "Its models in the catalog" }),
+              ...CloudWarnings,
             }),
           ),
         },
