@@ -77,7 +77,9 @@ export const LoadedModel = T.Object({
   loaded: T.Boolean({ description: "Always `true`" }),
   watchdog_reset: T.Boolean({ description: "Whether a hang watchdog restarted the engine: always `false`, since a hung engine is stopped and the model loaded again" }),
   recipe_options: T.Record(T.String(), T.Unknown(), { description: "The options the model was loaded with that differ from the recipe's defaults, and its context size" }),
-  launch_command: T.Optional(T.String({ description: "The engine's command line, as a shell would take it; absent for a cloud model, which runs no engine" })),
+  launch_command: T.Optional(
+    T.Array(T.String(), { description: "The engine's command line, one argument per item, the executable first; absent for a cloud model, which runs no engine" }),
+  ),
   max_context_window: T.Optional(T.Integer({ description: "Cloud models: the context window the provider reports" })),
   cost_input_per_million: T.Optional(T.Number({ description: "Cloud models: USD per million input tokens, when the provider reports it" })),
   cost_output_per_million: T.Optional(T.Number({ description: "Cloud models: USD per million output tokens, when the provider reports it" })),
