@@ -326,6 +326,39 @@ test("an upstream that dies mid-stream ends the stream with one error event and 
   }
 });
 
+test("a streamed chat asks the provider for its usage, counts those tokens, and keeps the usage-only chunk from a client that did not ask", async () => {
+  // As a hosted provider streams: no llama.cpp timings, and usage only when include_usage is asked.
+  const asked: unknown[] = [];
+  const hosted = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(req) {
+      if (new URL(req.url).pathname === "/v1/models") return Response.json({ object: "list", data: [{ id: "hosted-chat" }] });
+      const body = await req.json();
+      asked.push(body.stream_options?.include_usage);
+      const frame = (o: unknown) => `data: ${JSON.stringify(o)}\n\n`;
+      const chunk = { id: "c", object: "chat.completion.chunk", model: "hosted-chat", choices: [{ index: 0, delta: { content: "hi" }, finish_reason: null }] };
+      const usage = body.stream_options?.include_usage ? frame({ id: "c", object: "chat.completion.chunk", model: "hosted-chat", choices: [], usage: { prompt_tokens: 5, completion_tokens: 7, total_tokens: 12 } }) : "";
+      return new Response(frame(chunk) + usage + "data: [DONE]\n\n", { headers: { "content-type": "text/event-stream" } });
+    },
+  });
+  try {
+    await post(server, "/v1/install", { backend: "cloud", provider: "hosted", base_url: `http://127.0.0.1:${hosted.port}/v1`, api_key: "sk-hosted", allow_insecure_http: true });
+    const chat = (extra: object) => post(server, "/v1/chat/completions", { model: "hosted.hosted-chat", stream: true, messages: [{ role: "user", content: "hi" }], ...extra });
+    const plain = await (await chat({})).text();
+    expect(asked).toEqual([true]);
+    expect(plain).not.toContain('"usage"');
+    expect(plain.trim().endsWith("data: [DONE]")).toBe(true);
+    expect((await (await fetch(`${server.url}/v1/stats`)).json()).output_tokens).toBe(7);
+    // A client that asks for usage gets the provider's chunk.
+    const withUsage = await (await chat({ stream_options: { include_usage: true } })).text();
+    expect(withUsage).toContain('"completion_tokens":7');
+    await post(server, "/v1/uninstall", { backend: "cloud", provider: "hosted" });
+  } finally {
+    hosted.stop(true);
+  }
+});
+
 test("a provider slower than global_timeout is cut off with a 504, and the server stays up", async () => {
   const cacheDir = tempDir();
   writeFileSync(join(cacheDir, "config.json"), JSON.stringify({ global_timeout: 1 }));
