@@ -35,14 +35,14 @@ export interface ProviderRecord {
 }
 
 /** The header a key travels in, as the install answers and system-info report it. */
-export interface AuthHeader {
+interface AuthHeader {
   auth_header_name: string;
   auth_header_prefix: string;
 }
 
 /** `/v1/install`'s and `/v1/cloud/auth`'s cautions about an `http://` provider, as Lemonade words them:
  * every one as `warnings`, and joined as the older `warning`. */
-export type Warnings = { warnings?: string[]; warning?: string };
+type Warnings = { warnings?: string[]; warning?: string };
 
 const ANTHROPIC_VERSION = "2023-06-01";
 
@@ -249,8 +249,8 @@ export class CloudProviders {
   private save(): void {
     const file = readJsonFile<Record<string, unknown>>(this.configPath, {});
     const next = typeof file === "object" && file !== null && !Array.isArray(file) ? { ...file } : {};
-    // As Lemonade writes them (`name`, the opt-in always, a header only when it is not the
-    // default), so either server reads the other's config.json; `members` and `wire` are ours.
+    // As Lemonade writes them (`name`, the opt-in always, a header setting only when one was
+    // given), so either server reads the other's config.json; `members` and `wire` are ours.
     next.cloud_providers = [...this.providers.values()].map(({ record: { provider, base_url, allow_insecure_http, auth_header_name, auth_header_prefix, members, wire } }) => ({
       name: provider,
       base_url,
