@@ -184,20 +184,58 @@ function checkedUrl(baseUrl: string): string {
 
 const positive = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v > 0 ? v : undefined);
 
+/** A price as providers give it (a number, or a string of one); undefined for none or zero. */
+const mega = (perToken: number | undefined) => (perToken === undefined ? undefined : perToken * 1e6);
+const price = (v: unknown) => positive(typeof v === "string" ? Number(v) : v);
+
+/** The capabilities a provider's `/models` entry reports, in Lemonade's label words, as Lemonade
+ * reads them from each provider's own fields; from the id only when the entry reports none. */
+function capabilityLabels(raw: any): string[] {
+  const yes = (key: string) => raw[key] === true;
+  const has = (list: unknown, item: string) => Array.isArray(list) && list.includes(item);
+  const params = raw.supported_parameters;
+  const caps = raw.capabilities;
+  let vision =
+    yes("supports_image_input") || yes("supports_vision") || yes("vision") || has(raw.modalities, "image") || has(raw.input_modalities, "image") || has(raw.architecture?.input_modalities, "image");
+  let tools =
+    yes("supports_tools") || yes("function_calling") || yes("supports_function_calling") || has(params, "tools") || has(params, "tool_choice") || ["tools", "function_calling", "tool_calling"].some((c) => has(caps, c));
+  let reasoning = yes("reasoning") || yes("supports_reasoning") || has(params, "reasoning") || has(params, "include_reasoning");
+  const reported = ["supports_image_input", "supports_vision", "vision", "supports_tools", "function_calling", "architecture", "capabilities", "supported_parameters", "modalities", "input_modalities"].some((k) => k in raw);
+  if (!reported) {
+    const id = String(raw.id).toLowerCase();
+    const any = (...parts: string[]) => parts.some((part) => id.includes(part));
+    vision ||= any("gpt-4o", "gpt-4.1", "gpt-5", "-vl", "vision", "llava", "pixtral");
+    tools ||= any("gpt-4", "gpt-5", "o1", "o3", "o4");
+    reasoning ||= any("o1", "o3", "o4", "reason", "-thinking");
+  }
+  return [...(vision ? ["vision"] : []), ...(tools ? ["tool-calling"] : []), ...(reasoning ? ["reasoning"] : [])];
+}
+
+/** A model's listed id, as Lemonade names it: `<provider>.<upstream id>`, with an
+ * `accounts/<account>/models/` wrapper cut to `<account>/` and a leading `<provider>/` dropped
+ * (`accounts/fireworks/models/kimi-k2p5` -> `fireworks.kimi-k2p5`, `openai/gpt-4o` -> `openrouter.openai/gpt-4o`). */
+export function publicName(provider: string, upstreamId: string): string {
+  const wrapped = /^accounts\/([^/]+)\/models\/(.*)$/s.exec(upstreamId);
+  const cleaned = wrapped ? `${wrapped[1]}/${wrapped[2]}` : upstreamId;
+  return `${provider}.${cleaned.startsWith(`${provider}/`) ? cleaned.slice(provider.length + 1) : cleaned}`;
+}
+
 /** One entry of an OpenAI-style `/models` answer, with what Lemonade and some providers add. */
 function entryOf(raw: any): CloudEntry | null {
   // Another Lemonade's own cloud models are its providers' business: taking them would chain
   // servers (and loop, for a server that is its own provider).
   if (raw?.recipe === "cloud") return null;
   if (typeof raw?.id !== "string" || !raw.id || raw.id.length > 256 || /[\u0000-\u001f]/.test(raw.id)) return null;
-  const labels = Array.isArray(raw.labels) ? raw.labels.filter((l: unknown): l is string => typeof l === "string") : [];
+  const given = Array.isArray(raw.labels) ? raw.labels.filter((l: unknown): l is string => typeof l === "string") : [];
+  const labels = [...new Set([...given, ...capabilityLabels(raw)])];
   return {
     upstreamId: raw.id,
     labels,
     maxOutputTokens: positive(raw.max_output_tokens ?? raw.max_completion_tokens),
     contextLength: positive(raw.context_length ?? raw.context_window ?? raw.max_model_len),
-    costInputPerMillion: positive(raw.cost_input_per_million ?? raw.pricing?.input),
-    costOutputPerMillion: positive(raw.cost_output_per_million ?? raw.pricing?.output),
+    // OpenRouter prices per token (`prompt`, `completion`), Together per million (`input`, `output`).
+    costInputPerMillion: positive(raw.cost_input_per_million) ?? price(raw.pricing?.input) ?? mega(price(raw.pricing?.prompt)),
+    costOutputPerMillion: positive(raw.cost_output_per_million) ?? price(raw.pricing?.output) ?? mega(price(raw.pricing?.completion)),
   };
 }
 
@@ -516,18 +554,18 @@ export class CloudProviders {
     this.timer = undefined;
   }
 
-  /** Every discovered model as the catalog lists it: `<provider>.<id>`, recipe `cloud`. Labels the
-   * provider reports (another Lemonade does) keep their deployment mode; others are chat models. */
+  /** Every discovered model as the catalog lists it: named as Lemonade names it (`publicName`),
+   * recipe `cloud`, labelled `cloud` and suggested, as Lemonade lists them. Labels the provider
+   * reports (another Lemonade does) keep their deployment mode; others are chat models. */
   catalogModels(): CatalogModel[] {
     const out: CatalogModel[] = [];
     for (const p of this.providers.values()) {
-      // Ids like `accounts/fireworks/models/kimi-k2p5` are listed by their last part
-      // (`fireworks.kimi-k2p5`), unless two of the provider's models share it.
-      const short = (e: CloudEntry) => e.upstreamId.split("/").at(-1) || e.upstreamId;
-      const counts = new Map<string, number>();
-      for (const e of p.models) counts.set(short(e), (counts.get(short(e)) ?? 0) + 1);
+      const ids = new Set<string>();
       for (const e of p.models) {
-        const id = `${p.record.provider}.${counts.get(short(e)) === 1 ? short(e) : e.upstreamId}`;
+        const id = publicName(p.record.provider, e.upstreamId);
+        // Two upstream ids that clean to one name: the first is listed.
+        if (ids.has(id)) continue;
+        ids.add(id);
         let classified;
         try {
           classified = classify(id, "cloud", e.labels);
@@ -538,9 +576,9 @@ export class CloudProviders {
           id,
           recipe: "cloud",
           type: classified.type,
-          labels: classified.labels,
+          labels: ["cloud", ...classified.labels.filter((l) => l !== "cloud")],
           checkpoints: {},
-          suggested: false,
+          suggested: true,
           source: "cloud",
           registryOptions: {},
           cloud: { provider: p.record.provider, available: p.available, wire: p.record.wire ?? "openai", ...e },

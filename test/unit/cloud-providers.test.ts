@@ -7,7 +7,7 @@ import { CloudProviders } from "../../models/cloud.ts";
 import { tempDir } from "../helpers/server.ts";
 import { freePort } from "../../engines/process.ts";
 
-let mode: "list" | "fail" | "refuse" = "list";
+let mode: "list" | "fail" | "refuse" | "shapes" = "list";
 let seenAuth: (string | null)[] = [];
 let seenApiKey: (string | null)[] = [];
 const upstream = Bun.serve({
@@ -18,6 +18,17 @@ const upstream = Bun.serve({
     seenApiKey.push(req.headers.get("x-api-key"));
     if (mode === "fail") return new Response("down", { status: 502 });
     if (mode === "refuse") return Response.json({ error: "no key" }, { status: 401 });
+    // Entries as OpenRouter, OpenAI and Fireworks list them.
+    if (mode === "shapes") {
+      return Response.json({
+        data: [
+          { id: "openai/gpt-4o-mini", architecture: { modality: "text+image->text", input_modalities: ["text", "image"] }, supported_parameters: ["tools", "include_reasoning"], pricing: { prompt: "0.00000015", completion: "0.0000006" } },
+          { id: "gpt-4o" },
+          { id: "accounts/fireworks/models/kimi-k2p5", supports_chat: true, supports_tools: false },
+          { id: "router/plain-model" },
+        ],
+      });
+    }
     return Response.json({
       object: "list",
       data: [
@@ -50,12 +61,27 @@ test("discovery lists the provider's models by their short ids, with what it rep
   expect(result.models_discovered).toBe(3);
   const models = cloud.catalogModels();
   const ids = models.map((m) => m.id);
-  // Two models end in `embedder`, so those keep their whole ids.
-  expect(ids).toEqual(["acme.big-chat", "acme.acme/embedder", "acme.other/embedder"]);
+  // Named as Lemonade names them: an `accounts/<a>/models/` wrapper cut, a leading `acme/` dropped.
+  expect(ids).toEqual(["acme.big-chat", "acme.embedder", "acme.other/embedder"]);
   const big = models[0]!;
   expect(big).toMatchObject({ recipe: "cloud", type: "llm", source: "cloud", checkpoints: {} });
   expect(big.cloud).toMatchObject({ provider: "acme", upstreamId: "accounts/acme/models/big-chat", maxOutputTokens: 8192, contextLength: 131072, costInputPerMillion: 0.6, costOutputPerMillion: 2.4 });
   expect(models[1]!.type).toBe("embedding");
+});
+
+test("models are named, labelled and priced as Lemonade reads each provider's entries", async () => {
+  mode = "shapes";
+  const { cloud } = registry();
+  await cloud.install("router", base(), keyed);
+  const byId = Object.fromEntries(cloud.catalogModels().map((m) => [m.id, m]));
+  // Lemonade's names: an accounts/<a>/models/ wrapper cut to <a>/, the provider's own leading segment dropped.
+  expect(Object.keys(byId)).toEqual(["router.openai/gpt-4o-mini", "router.gpt-4o", "router.fireworks/kimi-k2p5", "router.plain-model"]);
+  expect(byId["router.openai/gpt-4o-mini"]).toMatchObject({ labels: ["cloud", "chat", "vision", "tool-calling", "reasoning"], suggested: true });
+  expect(byId["router.openai/gpt-4o-mini"]!.cloud).toMatchObject({ costInputPerMillion: 0.15, costOutputPerMillion: 0.6 });
+  // An entry that reports nothing is read by its id; one that reports, by what it reports.
+  expect(byId["router.gpt-4o"]!.labels).toEqual(["cloud", "chat", "vision", "tool-calling"]);
+  expect(byId["router.fireworks/kimi-k2p5"]!.labels).toEqual(["cloud", "chat"]);
+  expect(byId["router.plain-model"]!.labels).toEqual(["cloud", "chat"]);
 });
 
 test("a provider that fails keeps its last list, marked unavailable, and is asked again later and later", async () => {
