@@ -220,13 +220,44 @@ export function publicName(provider: string, upstreamId: string): string {
   return `${provider}.${cleaned.startsWith(`${provider}/`) ? cleaned.slice(provider.length + 1) : cleaned}`;
 }
 
-/** One entry of an OpenAI-style `/models` answer, with what Lemonade and some providers add. */
+/** What an id says a model without metadata makes, as Lemonade guesses it (OpenAI lists bare ids). */
+function typeFromId(id: string): "image" | "tts" | "transcription" | "reranking" | "embedding" | "llm" {
+  const any = (...parts: string[]) => parts.some((part) => id.includes(part));
+  if (any("flux", "stable-diffusion", "sdxl", "sd-", "dall-e", "gpt-image", "chatgpt-image", "sora")) return "image";
+  if (any("tts")) return "tts";
+  if (any("whisper", "transcribe", "realtime", "audio")) return "transcription";
+  if (any("rerank")) return "reranking";
+  if (any("embed", "bge-", "nomic-", "moderation")) return "embedding";
+  return "llm";
+}
+
+/** Whether a provider's entry is a chat model, as Lemonade decides: the output kind Fireworks
+ * reports vetoes, then its `supports_chat`, a `capabilities` list, OpenRouter's modality, Together's
+ * `type`, else the id. */
+function isChatModel(raw: any): boolean {
+  const kind = raw.kind;
+  if (typeof kind === "string" && (kind === "FLUMINA_BASE_MODEL" || ["IMAGE", "AUDIO", "VIDEO", "EMBED"].some((k) => kind.includes(k)))) return false;
+  if (typeof raw.supports_chat === "boolean") return raw.supports_chat;
+  if (Array.isArray(raw.capabilities)) return raw.capabilities.some((c: unknown) => c === "chat" || c === "chat.completions" || c === "completion");
+  if (typeof raw.architecture?.modality === "string") return raw.architecture.modality.includes("->text");
+  if (typeof raw.type === "string") {
+    if (["chat", "language", "code"].includes(raw.type)) return true;
+    if (["image", "embedding", "rerank", "moderation", "audio"].includes(raw.type)) return false;
+  }
+  return typeFromId(raw.id) === "llm";
+}
+
+/** One entry of an OpenAI-style `/models` answer, with what Lemonade and some providers add: the
+ * chat models Lemonade lists, and (beyond it) the embedding and reranking models another Lemonade
+ * labels so. */
 function entryOf(raw: any): CloudEntry | null {
   // Another Lemonade's own cloud models are its providers' business: taking them would chain
   // servers (and loop, for a server that is its own provider).
   if (raw?.recipe === "cloud") return null;
   if (typeof raw?.id !== "string" || !raw.id || raw.id.length > 256 || /[\u0000-\u001f]/.test(raw.id)) return null;
   const given = Array.isArray(raw.labels) ? raw.labels.filter((l: unknown): l is string => typeof l === "string") : [];
+  const servedBeyondChat = given.some((l: string) => ["embeddings", "embedding", "reranking"].includes(l));
+  if (!servedBeyondChat && !isChatModel(raw)) return null;
   const labels = [...new Set([...given, ...capabilityLabels(raw)])];
   return {
     upstreamId: raw.id,

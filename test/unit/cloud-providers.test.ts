@@ -26,6 +26,11 @@ const upstream = Bun.serve({
           { id: "gpt-4o" },
           { id: "accounts/fireworks/models/kimi-k2p5", supports_chat: true, supports_tools: false },
           { id: "router/plain-model" },
+          // Not chat models, which Lemonade does not list: by the id, by the output kind, by the modality.
+          { id: "whisper-1" },
+          { id: "text-embedding-3-small" },
+          { id: "accounts/fireworks/models/flux-kontext", supports_chat: true, kind: "FLUMINA_BASE_MODEL" },
+          { id: "openai/gpt-image-1", architecture: { modality: "text->image" } },
         ],
       });
     }
@@ -34,7 +39,7 @@ const upstream = Bun.serve({
       data: [
         { id: "accounts/acme/models/big-chat", max_output_tokens: 8192, context_length: 131072, pricing: { input: 0.6, output: 2.4 } },
         { id: "acme/embedder", labels: ["embeddings"] },
-        { id: "other/embedder" },
+        { id: "other/embedder", labels: ["embeddings"] },
         { id: "elsewhere", recipe: "cloud" },
         { id: "" },
       ],
