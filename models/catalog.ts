@@ -65,6 +65,9 @@ export interface CatalogModel {
   registryOptions: Record<string, unknown>;
   /** An image model's other generation defaults (sampler, flow shift), passed to sd-server as they are. */
   imageExtras?: Record<string, unknown>;
+  /** A registry row's `image_defaults` as Lemonade lists them: steps, cfg_scale, width and height
+   * always (its defaults for one left out), the sampler and flow shift when set. */
+  imageDefaults?: ImageDefaults;
   cloud?: CloudModelInfo;
   /** The registry a hub model's checkpoints come from; absent: Hugging Face. */
   registry?: "modelscope";
@@ -158,6 +161,28 @@ export interface ModelNaming {
   shadowed: boolean;
 }
 
+export interface ImageDefaults {
+  steps: number;
+  cfg_scale: number;
+  width: number;
+  height: number;
+  sampling_method?: string;
+  flow_shift?: number;
+}
+
+/** A row's `image_defaults` in Lemonade's listed shape; a field of the wrong type takes its default. */
+function imageDefaultsOf(raw: Record<string, unknown>): ImageDefaults {
+  const num = (v: unknown, fallback: number) => (typeof v === "number" && Number.isFinite(v) ? v : fallback);
+  return {
+    steps: num(raw.steps, 20),
+    cfg_scale: num(raw.cfg_scale, 7.0),
+    width: num(raw.width, 512),
+    height: num(raw.height, 512),
+    ...(typeof raw.sampling_method === "string" && raw.sampling_method ? { sampling_method: raw.sampling_method } : {}),
+    ...(typeof raw.flow_shift === "number" && raw.flow_shift > 0 ? { flow_shift: raw.flow_shift } : {}),
+  };
+}
+
 /** The image defaults that are sd-cpp recipe options; the rest are sd-server's own extras. */
 const IMAGE_OPTION_KEYS = ["steps", "cfg_scale", "width", "height"];
 
@@ -249,6 +274,7 @@ function fromRow(id: string, row: RegistryRow, source: ModelSource): CatalogMode
     source,
     registryOptions: { ...imageOptions, ...(row.recipe_options ?? {}) },
     ...(defaults.length ? { imageExtras } : {}),
+    ...(row.image_defaults && typeof row.image_defaults === "object" && !Array.isArray(row.image_defaults) ? { imageDefaults: imageDefaultsOf(row.image_defaults) } : {}),
     ...(row.source === "modelscope" ? { registry: "modelscope" as const } : {}),
     ...(row.recipe === ROUTER_RECIPE ? { router: routerOf(row) } : {}),
     ...(row.recipe === OMNI_RECIPE && Array.isArray(row.components) ? { omni: { spec: { components: row.components, models: [], ...(row.system_prompt ? { systemPrompt: row.system_prompt } : {}) } } } : {}),

@@ -28,7 +28,21 @@ export interface ProviderRecord {
   wire?: Wire;
   /** A key may travel to this `http://` base URL (the user opted in). */
   allow_insecure_http?: boolean;
+  /** The header the key travels in, for a gateway that does not take `Authorization`; absent: the wire's own. */
+  auth_header_name?: string;
+  /** What the key's header value starts with (`""` for a bare key); absent: the wire's own. */
+  auth_header_prefix?: string;
 }
+
+/** The header a key travels in, as the install answers and system-info report it. */
+interface AuthHeader {
+  auth_header_name: string;
+  auth_header_prefix: string;
+}
+
+/** `/v1/install`'s and `/v1/cloud/auth`'s cautions about an `http://` provider, as Lemonade words them:
+ * every one as `warnings`, and joined as the older `warning`. */
+type Warnings = { warnings?: string[]; warning?: string };
 
 const ANTHROPIC_VERSION = "2023-06-01";
 
@@ -89,6 +103,63 @@ export const urlsOf = (record: ProviderRecord): string[] => record.members ?? [r
 
 const isHttp = (record: ProviderRecord) => urlsOf(record).some((u) => u.startsWith("http://"));
 
+const warningsOf = (list: string[]): Warnings => (list.length ? { warnings: list, warning: list.join(" | ") } : {});
+
+/** What Lemonade warns of for a provider over plain HTTP, and for a key that travels there. */
+const httpWarnings = (record: ProviderRecord, keyAvailable: boolean): string[] =>
+  isHttp(record)
+    ? [
+        "Base URL uses http://; traffic to this provider is not encrypted.",
+        ...(keyAvailable ? ["An API key is configured for this http:// provider; Lemonade will send it as a Bearer token over plaintext HTTP."] : []),
+      ]
+    : [];
+
+/** A header name as HTTP allows it (RFC 7230's token), as Lemonade checks it. */
+function checkedHeaderName(name: string): string {
+  if (!name) throw ApiError.of(E.invalidArgument, "Auth header name must not be empty", "auth_header_name");
+  if (name.length > 128) throw ApiError.of(E.invalidArgument, "Auth header name must be 128 characters or fewer", "auth_header_name");
+  if (!/^[A-Za-z0-9!#$%&'*+\-.^_`|~]+$/.test(name)) {
+    throw ApiError.of(E.invalidArgument, "Auth header name must be a valid HTTP header name (letters, digits, and !#$%&'*+-.^_`|~)", "auth_header_name");
+  }
+  return name;
+}
+
+/** A header value prefix with no control characters but a tab (a CR or LF would end the header). */
+function checkedHeaderPrefix(prefix: string): string {
+  if (prefix.length > 128) throw ApiError.of(E.invalidArgument, "Auth header prefix must be 128 characters or fewer", "auth_header_prefix");
+  if (/[\u0000-\u0008\u000a-\u001f\u007f]/.test(prefix)) {
+    throw ApiError.of(E.invalidArgument, "Auth header prefix must not contain control characters (including carriage return or line feed)", "auth_header_prefix");
+  }
+  return prefix;
+}
+
+/** A config.json entry's header settings; one that fails the checks is left out (the wire's
+ * default then), as Lemonade reads a hand-edited file, rather than sent malformed. */
+function headerFields(raw: any): Pick<ProviderRecord, "auth_header_name" | "auth_header_prefix"> {
+  const valid = (check: (v: string) => string, v: unknown) => {
+    if (typeof v !== "string") return undefined;
+    try {
+      return check(v);
+    } catch {
+      return undefined;
+    }
+  };
+  const name = valid(checkedHeaderName, raw?.auth_header_name);
+  const prefix = valid(checkedHeaderPrefix, raw?.auth_header_prefix);
+  return { ...(name !== undefined ? { auth_header_name: name } : {}), ...(prefix !== undefined ? { auth_header_prefix: prefix } : {}) };
+}
+
+/** Lemonade's missing-credentials error; inside a stream it words it shorter. */
+export const noKey = (provider: string, streamed = false) => {
+  const env = envKeyName(provider);
+  return ApiError.of(
+    E.cloudNoKey,
+    streamed
+      ? `No API key for cloud provider '${provider}'. Set ${env} or POST /v1/cloud/auth.`
+      : `No API key for cloud provider '${provider}'. Set the ${env} env var or POST /v1/cloud/auth with {"provider":"${provider}","api_key":"..."}.`,
+  ).with({ fields: { provider } });
+};
+
 const insecureRefused = (provider: string) =>
   ApiError.of(
     E.insecureHttp,
@@ -113,20 +184,89 @@ function checkedUrl(baseUrl: string): string {
 
 const positive = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v > 0 ? v : undefined);
 
-/** One entry of an OpenAI-style `/models` answer, with what Lemonade and some providers add. */
+/** A price as providers give it (a number, or a string of one); undefined for none or zero. */
+const mega = (perToken: number | undefined) => (perToken === undefined ? undefined : perToken * 1e6);
+const price = (v: unknown) => positive(typeof v === "string" ? Number(v) : v);
+
+/** The capabilities a provider's `/models` entry reports, in Lemonade's label words, as Lemonade
+ * reads them from each provider's own fields; from the id only when the entry reports none. */
+function capabilityLabels(raw: any): string[] {
+  const yes = (key: string) => raw[key] === true;
+  const has = (list: unknown, item: string) => Array.isArray(list) && list.includes(item);
+  const params = raw.supported_parameters;
+  const caps = raw.capabilities;
+  let vision =
+    yes("supports_image_input") || yes("supports_vision") || yes("vision") || has(raw.modalities, "image") || has(raw.input_modalities, "image") || has(raw.architecture?.input_modalities, "image");
+  let tools =
+    yes("supports_tools") || yes("function_calling") || yes("supports_function_calling") || has(params, "tools") || has(params, "tool_choice") || ["tools", "function_calling", "tool_calling"].some((c) => has(caps, c));
+  let reasoning = yes("reasoning") || yes("supports_reasoning") || has(params, "reasoning") || has(params, "include_reasoning");
+  const reported = ["supports_image_input", "supports_vision", "vision", "supports_tools", "function_calling", "architecture", "capabilities", "supported_parameters", "modalities", "input_modalities"].some((k) => k in raw);
+  if (!reported) {
+    const id = String(raw.id).toLowerCase();
+    const any = (...parts: string[]) => parts.some((part) => id.includes(part));
+    vision ||= any("gpt-4o", "gpt-4.1", "gpt-5", "-vl", "vision", "llava", "pixtral");
+    tools ||= any("gpt-4", "gpt-5", "o1", "o3", "o4");
+    reasoning ||= any("o1", "o3", "o4", "reason", "-thinking");
+  }
+  return [...(vision ? ["vision"] : []), ...(tools ? ["tool-calling"] : []), ...(reasoning ? ["reasoning"] : [])];
+}
+
+/** A model's listed id, as Lemonade names it: `<provider>.<upstream id>`, with an
+ * `accounts/<account>/models/` wrapper cut to `<account>/` and a leading `<provider>/` dropped
+ * (`accounts/fireworks/models/kimi-k2p5` -> `fireworks.kimi-k2p5`, `openai/gpt-4o` -> `openrouter.openai/gpt-4o`). */
+export function publicName(provider: string, upstreamId: string): string {
+  const wrapped = /^accounts\/([^/]+)\/models\/(.*)$/s.exec(upstreamId);
+  const cleaned = wrapped ? `${wrapped[1]}/${wrapped[2]}` : upstreamId;
+  return `${provider}.${cleaned.startsWith(`${provider}/`) ? cleaned.slice(provider.length + 1) : cleaned}`;
+}
+
+/** What an id says a model without metadata makes, as Lemonade guesses it (OpenAI lists bare ids). */
+function typeFromId(id: string): "image" | "tts" | "transcription" | "reranking" | "embedding" | "llm" {
+  const any = (...parts: string[]) => parts.some((part) => id.includes(part));
+  if (any("flux", "stable-diffusion", "sdxl", "sd-", "dall-e", "gpt-image", "chatgpt-image", "sora")) return "image";
+  if (any("tts")) return "tts";
+  if (any("whisper", "transcribe", "realtime", "audio")) return "transcription";
+  if (any("rerank")) return "reranking";
+  if (any("embed", "bge-", "nomic-", "moderation")) return "embedding";
+  return "llm";
+}
+
+/** Whether a provider's entry is a chat model, as Lemonade decides: the output kind Fireworks
+ * reports vetoes, then its `supports_chat`, a `capabilities` list, OpenRouter's modality, Together's
+ * `type`, else the id. */
+function isChatModel(raw: any): boolean {
+  const kind = raw.kind;
+  if (typeof kind === "string" && (kind === "FLUMINA_BASE_MODEL" || ["IMAGE", "AUDIO", "VIDEO", "EMBED"].some((k) => kind.includes(k)))) return false;
+  if (typeof raw.supports_chat === "boolean") return raw.supports_chat;
+  if (Array.isArray(raw.capabilities)) return raw.capabilities.some((c: unknown) => c === "chat" || c === "chat.completions" || c === "completion");
+  if (typeof raw.architecture?.modality === "string") return raw.architecture.modality.includes("->text");
+  if (typeof raw.type === "string") {
+    if (["chat", "language", "code"].includes(raw.type)) return true;
+    if (["image", "embedding", "rerank", "moderation", "audio"].includes(raw.type)) return false;
+  }
+  return typeFromId(raw.id) === "llm";
+}
+
+/** One entry of an OpenAI-style `/models` answer, with what Lemonade and some providers add: the
+ * chat models Lemonade lists, and (beyond it) the embedding and reranking models another Lemonade
+ * labels so. */
 function entryOf(raw: any): CloudEntry | null {
   // Another Lemonade's own cloud models are its providers' business: taking them would chain
   // servers (and loop, for a server that is its own provider).
   if (raw?.recipe === "cloud") return null;
   if (typeof raw?.id !== "string" || !raw.id || raw.id.length > 256 || /[\u0000-\u001f]/.test(raw.id)) return null;
-  const labels = Array.isArray(raw.labels) ? raw.labels.filter((l: unknown): l is string => typeof l === "string") : [];
+  const given = Array.isArray(raw.labels) ? raw.labels.filter((l: unknown): l is string => typeof l === "string") : [];
+  const servedBeyondChat = given.some((l: string) => ["embeddings", "embedding", "reranking"].includes(l));
+  if (!servedBeyondChat && !isChatModel(raw)) return null;
+  const labels = [...new Set([...given, ...capabilityLabels(raw)])];
   return {
     upstreamId: raw.id,
     labels,
     maxOutputTokens: positive(raw.max_output_tokens ?? raw.max_completion_tokens),
     contextLength: positive(raw.context_length ?? raw.context_window ?? raw.max_model_len),
-    costInputPerMillion: positive(raw.cost_input_per_million ?? raw.pricing?.input),
-    costOutputPerMillion: positive(raw.cost_output_per_million ?? raw.pricing?.output),
+    // OpenRouter prices per token (`prompt`, `completion`), Together per million (`input`, `output`).
+    costInputPerMillion: positive(raw.cost_input_per_million) ?? price(raw.pricing?.input) ?? mega(price(raw.pricing?.prompt)),
+    costOutputPerMillion: positive(raw.cost_output_per_million) ?? price(raw.pricing?.output) ?? mega(price(raw.pricing?.completion)),
   };
 }
 
@@ -166,9 +306,10 @@ export class CloudProviders {
           ...(members ? { members } : {}),
           ...(raw.wire === "anthropic" ? { wire: "anthropic" as const } : {}),
           ...(raw.allow_insecure_http === true ? { allow_insecure_http: true } : {}),
+          ...headerFields(raw),
         });
       }
-      else this.opts.log.warn(`Skipping a config.json cloud_providers entry that is not {"provider", "base_url"}`);
+      else this.opts.log.warn(`Skipping a config.json cloud_providers entry that is not {"name", "base_url"}`);
     }
     return out;
   }
@@ -177,7 +318,17 @@ export class CloudProviders {
   private save(): void {
     const file = readJsonFile<Record<string, unknown>>(this.configPath, {});
     const next = typeof file === "object" && file !== null && !Array.isArray(file) ? { ...file } : {};
-    next.cloud_providers = [...this.providers.values()].map((p) => p.record);
+    // As Lemonade writes them (`name`, the opt-in always, a header setting only when one was
+    // given), so either server reads the other's config.json; `members` and `wire` are ours.
+    next.cloud_providers = [...this.providers.values()].map(({ record: { provider, base_url, allow_insecure_http, auth_header_name, auth_header_prefix, members, wire } }) => ({
+      name: provider,
+      base_url,
+      allow_insecure_http: allow_insecure_http === true,
+      ...(auth_header_name !== undefined ? { auth_header_name } : {}),
+      ...(auth_header_prefix !== undefined ? { auth_header_prefix } : {}),
+      ...(members ? { members } : {}),
+      ...(wire ? { wire } : {}),
+    }));
     writeJsonFileAtomic(this.configPath, next);
   }
 
@@ -219,20 +370,39 @@ export class CloudProviders {
 
   /** The providers as /v1/system-info lists them: a key's variable name, never its value. */
   systemInfo() {
-    return [...this.providers.values()].map((p) => ({
-      name: p.record.provider,
-      base_url: p.record.base_url,
-      ...(p.record.members ? { members: p.record.members } : {}),
-      allow_insecure_http: p.record.allow_insecure_http === true,
-      env_var: envKeyName(p.record.provider),
-      ...this.authState(p.record.provider),
-      models_discovered: p.models.length,
-    }));
+    return [...this.providers.values()].map((p) => {
+      const auth = this.authState(p.record.provider);
+      return {
+        name: p.record.provider,
+        base_url: p.record.base_url,
+        ...(p.record.members ? { members: p.record.members } : {}),
+        allow_insecure_http: p.record.allow_insecure_http === true,
+        ...this.authHeader(p.record),
+        env_var: envKeyName(p.record.provider),
+        ...auth,
+        models_discovered: p.models.length,
+        ...warningsOf(httpWarnings(p.record, auth.env_var_set || auth.runtime_key_set)),
+      };
+    });
+  }
+
+  /** The header a provider's key travels in: its own setting, else its wire's. */
+  private authHeader(record: ProviderRecord): AuthHeader {
+    const anthropic = record.wire === "anthropic";
+    return {
+      auth_header_name: record.auth_header_name ?? (anthropic ? "x-api-key" : "Authorization"),
+      auth_header_prefix: record.auth_header_prefix ?? (anthropic ? "" : "Bearer "),
+    };
   }
 
   /** Adds or updates a provider, then reads its models: one server's base URL, or a pool's
-   * members (each with its own key, or none). `allowInsecureHttp` unset keeps what the provider had. */
-  async install(provider: string, server: string | MemberInput[], opts: { apiKey?: string; wire?: string; allowInsecureHttp?: boolean } = {}) {
+   * members (each with its own key, or none). `allowInsecureHttp` and the auth header's name and
+   * prefix, when not given, keep what the provider had. */
+  async install(
+    provider: string,
+    server: string | MemberInput[],
+    opts: { apiKey?: string; wire?: string; allowInsecureHttp?: boolean; authHeaderName?: string; authHeaderPrefix?: string } = {},
+  ) {
     const { apiKey, wire } = opts;
     if (!NAME.test(provider) || RESERVED.has(provider)) {
       throw ApiError.of(E.invalidArgument, `Invalid provider '${clip(provider)}': use lower-case letters, digits, '-' and '_' (not user, extra, builtin or admin)`, "provider");
@@ -249,6 +419,8 @@ export class CloudProviders {
     // Anthropic itself speaks its own API unless told otherwise.
     const anthropic = (wire ?? (provider === "anthropic" ? "anthropic" : "openai")) === "anthropic";
     const previous = this.providers.get(provider);
+    const headerName = opts.authHeaderName !== undefined ? checkedHeaderName(opts.authHeaderName) : previous?.record.auth_header_name;
+    const headerPrefix = opts.authHeaderPrefix !== undefined ? checkedHeaderPrefix(opts.authHeaderPrefix) : previous?.record.auth_header_prefix;
     const insecure = opts.allowInsecureHttp ?? previous?.record.allow_insecure_http ?? false;
     const keyed = apiKey || inputs.some((m) => m.api_key) || this.authState(provider).env_var_set;
     if (urls.some((u) => u.startsWith("http://")) && !insecure && keyed) throw insecureRefused(provider);
@@ -258,15 +430,17 @@ export class CloudProviders {
       ...(urls.length > 1 ? { members: urls } : {}),
       ...(anthropic ? { wire: "anthropic" as const } : {}),
       ...(insecure ? { allow_insecure_http: true } : {}),
+      ...(headerName !== undefined ? { auth_header_name: headerName } : {}),
+      ...(headerPrefix !== undefined ? { auth_header_prefix: headerPrefix } : {}),
     };
     this.providers.set(provider, { record, models: previous?.models ?? [], available: false, failures: 0, nextRefresh: 0 });
     this.save();
-    let warning: string | undefined;
+    let ignoredKey = false;
     const envSet = this.authState(provider).env_var_set;
     // A member's key belongs to that member: reinstalling the pool replaces them all.
     this.memberKeys.delete(provider);
     if (apiKey || inputs.some((m) => m.api_key)) {
-      if (envSet) warning = `${envKeyName(provider)} is set in the server's environment; it takes precedence and the supplied key was not stored`;
+      if (envSet) ignoredKey = true;
       else {
         if (apiKey) this.runtimeKeys.set(provider, apiKey);
         const own = new Map(inputs.flatMap((m, i) => (m.api_key ? [[urls[i]!, m.api_key] as const] : [])));
@@ -275,7 +449,21 @@ export class CloudProviders {
     }
     this.opts.log.info(`Installed cloud provider ${provider}`);
     const models_discovered = await this.refresh(provider);
-    return { models_discovered, auth_state: this.authState(provider), base_url: record.base_url, ...(record.members ? { members: record.members } : {}), wire: record.wire ?? "openai", ...(warning ? { warning } : {}) };
+    const auth_state = this.authState(provider);
+    const warnings = [
+      ...httpWarnings(record, auth_state.env_var_set || auth_state.runtime_key_set),
+      ...(ignoredKey ? [`${envKeyName(provider)} is set; supplied api_key was ignored.`] : []),
+    ];
+    return {
+      base_url: record.base_url,
+      ...(record.members ? { members: record.members } : {}),
+      allow_insecure_http: insecure,
+      ...this.authHeader(record),
+      models_discovered,
+      auth_state,
+      wire: record.wire ?? "openai",
+      ...warningsOf(warnings),
+    };
   }
 
   /** Removes a provider and its models; 404 when it was never installed. */
@@ -308,13 +496,13 @@ export class CloudProviders {
     }
     this.runtimeKeys.set(provider, apiKey);
     const models_discovered = await this.refresh(provider);
-    return { provider, auth_state: this.authState(provider), models_discovered };
+    return { provider, allow_insecure_http: state.record.allow_insecure_http === true, auth_state: this.authState(provider), models_discovered, ...warningsOf(httpWarnings(state.record, true)) };
   }
 
   /** Forgets the in-memory keys (the provider's and its members'); without one from the
-   * environment the models are read again, and a provider that needs a key then lists none. */
+   * environment the models are read again, and a provider that needs a key then lists none.
+   * A provider that is not installed has no key to forget, which Lemonade answers as such. */
   async clearKey(provider: string) {
-    if (!this.providers.has(provider)) throw notInstalled(provider);
     const clearedMembers = this.memberKeys.delete(provider);
     const cleared = this.runtimeKeys.delete(provider) || clearedMembers;
     if (cleared && !this.authState(provider).env_var_set) await this.refresh(provider);
@@ -397,18 +585,18 @@ export class CloudProviders {
     this.timer = undefined;
   }
 
-  /** Every discovered model as the catalog lists it: `<provider>.<id>`, recipe `cloud`. Labels the
-   * provider reports (another Lemonade does) keep their deployment mode; others are chat models. */
+  /** Every discovered model as the catalog lists it: named as Lemonade names it (`publicName`),
+   * recipe `cloud`, labelled `cloud` and suggested, as Lemonade lists them. Labels the provider
+   * reports (another Lemonade does) keep their deployment mode; others are chat models. */
   catalogModels(): CatalogModel[] {
     const out: CatalogModel[] = [];
     for (const p of this.providers.values()) {
-      // Ids like `accounts/fireworks/models/kimi-k2p5` are listed by their last part
-      // (`fireworks.kimi-k2p5`), unless two of the provider's models share it.
-      const short = (e: CloudEntry) => e.upstreamId.split("/").at(-1) || e.upstreamId;
-      const counts = new Map<string, number>();
-      for (const e of p.models) counts.set(short(e), (counts.get(short(e)) ?? 0) + 1);
+      const ids = new Set<string>();
       for (const e of p.models) {
-        const id = `${p.record.provider}.${counts.get(short(e)) === 1 ? short(e) : e.upstreamId}`;
+        const id = publicName(p.record.provider, e.upstreamId);
+        // Two upstream ids that clean to one name: the first is listed.
+        if (ids.has(id)) continue;
+        ids.add(id);
         let classified;
         try {
           classified = classify(id, "cloud", e.labels);
@@ -419,9 +607,9 @@ export class CloudProviders {
           id,
           recipe: "cloud",
           type: classified.type,
-          labels: classified.labels,
+          labels: ["cloud", ...classified.labels.filter((l) => l !== "cloud")],
           checkpoints: {},
-          suggested: false,
+          suggested: true,
           source: "cloud",
           registryOptions: {},
           cloud: { provider: p.record.provider, available: p.available, wire: p.record.wire ?? "openai", ...e },
@@ -440,8 +628,15 @@ export class CloudProviders {
   /** The headers every request to one of a provider's servers carries: its key, as its wire sends one. */
   private headersOf(record: ProviderRecord, url: string): Record<string, string> {
     const key = this.usableKey(record, url);
-    if (record.wire === "anthropic") return { "anthropic-version": ANTHROPIC_VERSION, ...(key ? { "x-api-key": key } : {}) };
-    return key ? { authorization: `Bearer ${key}` } : {};
+    const { auth_header_name, auth_header_prefix } = this.authHeader(record);
+    const auth = key ? { [auth_header_name.toLowerCase()]: `${auth_header_prefix}${key}` } : {};
+    return record.wire === "anthropic" ? { "anthropic-version": ANTHROPIC_VERSION, ...auth } : auth;
+  }
+
+  /** Whether an installed provider has a server no key at all is held for (the missing-credentials case). */
+  lacksKey(provider: string): boolean {
+    const state = this.providers.get(provider);
+    return state !== undefined && urlsOf(state.record).some((url) => !this.key(provider, url));
   }
 
   /** Where a request for a provider's model may go (one server, or a pool's members), with the
@@ -453,8 +648,7 @@ export class CloudProviders {
     for (const url of urls) {
       if (this.usableKey(state.record, url)) continue;
       if (this.key(provider, url)) throw insecureRefused(provider);
-      const env = envKeyName(provider);
-      throw ApiError.of(E.cloudNoKey, `No API key for cloud provider '${provider}'. Set the ${env} env var or POST /v1/cloud/auth with {"provider":"${provider}","api_key":"..."}.`).with({ fields: { provider } });
+      throw noKey(provider);
     }
     return { servers: urls.map((baseUrl) => ({ baseUrl, headers: this.headersOf(state.record, baseUrl) })), wire: state.record.wire ?? "openai" };
   }

@@ -6,10 +6,22 @@ import type { InstallDryRunRequest, InstallDryRunResponse, InstallRequest, Insta
 import { ApiError } from "../lib/api-error.ts";
 import { sseResponse } from "../lib/sse.ts";
 import type { ServerContext } from "../runtime/context.ts";
+import { openaiErrorBody } from "./openai.ts";
 
 /** The answers for a cloud provider (`backend: "cloud"`). */
 type CloudInstalled = Extract<InstallResponse, { backend: "cloud" }>;
 type CloudUninstalled = Extract<UninstallResponse, { backend: "cloud" }>;
+
+/** A cloud provider's refusal in the shape Lemonade gives it (`{"error": {message, type, ...}}`),
+ * where a backend's is the route's flat one. */
+async function cloudAnswer<T>(run: () => T | Promise<T>): Promise<T | Response> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof ApiError) return Response.json(openaiErrorBody(err), { status: err.status });
+    throw err;
+  }
+}
 
 const required = (value: string | undefined, field: string): string => {
   if (!value) throw ApiError.of(E.missingArgument, `Missing required argument '${field}' (backend "cloud")`, field);
@@ -19,7 +31,13 @@ const required = (value: string | undefined, field: string): string => {
 async function installCloud(ctx: Pick<ServerContext, "cloud">, body: InstallRequest): Promise<CloudInstalled> {
   const provider = required(body.provider, "provider");
   if (body.members && body.base_url) throw ApiError.of(E.invalidArgument, "Give base_url for one server or members for a pool, not both", "members");
-  const result = await ctx.cloud.install(provider, body.members ?? required(body.base_url, "base_url"), { apiKey: body.api_key, wire: body.wire, allowInsecureHttp: body.allow_insecure_http });
+  const result = await ctx.cloud.install(provider, body.members ?? required(body.base_url, "base_url"), {
+    apiKey: body.api_key,
+    wire: body.wire,
+    allowInsecureHttp: body.allow_insecure_http,
+    authHeaderName: body.auth_header_name,
+    authHeaderPrefix: body.auth_header_prefix,
+  });
   return { status: "success", backend: "cloud", provider, ...result };
 }
 
@@ -36,7 +54,7 @@ function requiredRecipe(recipe: string | undefined): string {
 
 /** POST /v1/install. */
 export async function install(ctx: Pick<ServerContext, "backends" | "cloud">, body: InstallRequest): Promise<InstallResponse | Response> {
-  if (body.backend === "cloud") return installCloud(ctx, body);
+  if (body.backend === "cloud") return cloudAnswer(() => installCloud(ctx, body));
   const { backend } = body;
   const recipe = requiredRecipe(body.recipe);
   const result: InstallResponse = { status: "success", recipe, backend };
@@ -54,8 +72,8 @@ export async function install(ctx: Pick<ServerContext, "backends" | "cloud">, bo
 }
 
 /** POST /v1/uninstall. */
-export async function uninstall(ctx: Pick<ServerContext, "backends" | "cloud">, body: UninstallRequest): Promise<UninstallResponse> {
-  if (body.backend === "cloud") return uninstallCloud(ctx, body);
+export async function uninstall(ctx: Pick<ServerContext, "backends" | "cloud">, body: UninstallRequest): Promise<UninstallResponse | Response> {
+  if (body.backend === "cloud") return cloudAnswer(() => uninstallCloud(ctx, body));
   const recipe = requiredRecipe(body.recipe);
   // Uninstalling what is gone already succeeds: the state asked for is the state there is.
   if (await ctx.backends.uninstall(recipe, body.backend)) return { status: "success", recipe, backend: body.backend };

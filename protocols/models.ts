@@ -72,6 +72,7 @@ export function modelObject(
     // Every model has one, as in Lemonade: a local or cloud model names the default registry.
     registry_source: model.registry ?? "huggingface",
     recipe_options: { ...model.registryOptions, ...saved },
+    ...(model.imageDefaults ? { image_defaults: model.imageDefaults } : {}),
     ...(model.cloud ? cloudFields(model.cloud) : {}),
     ...(model.router ? { ...componentFields(ctx, model.router.components, includePaths, listed.all), version: model.router.version, routing: model.router.routing } : {}),
     ...(model.omni ? omniFields(ctx, model, includePaths, listed.all) : {}),
@@ -188,9 +189,6 @@ function setOptions(recipe: string, options: Options): Options {
   return Object.fromEntries(Object.entries(options).filter(([key, value]) => specs[key]?.default !== value));
 }
 
-/** An argv word as a POSIX shell would need it written. */
-const shellWord = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`);
-
 /** `/v1/health`'s `all_models_loaded` (MCP's lemonade_list_models reports the same), each model
  * by its listed id, as Lemonade reports it. */
 export function loadedEntries(ctx: Pick<ServerContext, "catalog" | "cloud" | "proxy" | "scheduler">, all = ctx.catalog.all()): HealthResponse["all_models_loaded"] {
@@ -268,8 +266,8 @@ export function healthEntry(
     watchdog_reset: false,
     // Only what was set (by the load, the saved options or the catalog): defaults are left out.
     recipe_options: { ...setOptions(instance.model.recipe, instance.spec.options), ...("ctx_size" in instance.spec.options ? { ctx_size: instance.spec.ctxSize } : {}) },
-    // The command line the engine runs, for a user to start the same engine by hand.
-    launch_command: instance.engine.argv.map(shellWord).join(" "),
+    // The command line the engine runs, word by word (the executable first), as Lemonade reports it.
+    launch_command: [...instance.engine.argv],
     // The backend it runs on, `auto` resolved.
     ...(instance.engine.backend ? { backend: instance.engine.backend } : {}),
     backend_url: `${instance.engine.url}/v1`,

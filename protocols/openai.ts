@@ -20,13 +20,14 @@ export function openaiErrorBody(err: ApiError): unknown {
   return { error: { ...err.extras.fields, ...error } };
 }
 
-/** `data: {"error": {message, type, code, status_code}}`: the one event a failed stream ends with. */
+/** `data: {"error": {message, type, code, status_code}}`: the one event a failed stream ends with,
+ * with the error's documented fields (a cloud error's `provider`) as its JSON answer has them. */
 export function openaiStreamError(err: ApiError): string {
   const error: Record<string, unknown> = { message: err.message, type: err.type };
   if (err.code) error.code = err.code;
   error.status_code = err.status;
   if (err.extras.retryable !== undefined) error.retryable = err.extras.retryable;
-  return `data: ${JSON.stringify({ error })}\n\n`;
+  return `data: ${JSON.stringify({ error: { ...err.extras.fields, ...error } })}\n\n`;
 }
 
 /** OpenAI's framing: SSE, an SSE comment for the keep-alive, its error event. */

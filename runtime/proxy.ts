@@ -16,7 +16,7 @@ import type { Metrics } from "../observability/metrics.ts";
 import type { GenerationStats } from "../observability/stats.ts";
 import { EngineQueue, type Ticket } from "./engine-queue.ts";
 import type { Lease, Scheduler, Instance } from "./scheduler.ts";
-import type { CloudProviders } from "../models/cloud.ts";
+import { noKey, type CloudProviders } from "../models/cloud.ts";
 import { upstreamUrl } from "../engines/cloud.ts";
 import { CloudLeases } from "./cloud-lease.ts";
 import { Pools, type MemberClaim } from "./pool.ts";
@@ -27,7 +27,7 @@ import { cloudKind, engineKind, Targets, type CloudLoaded, type Forwarding, type
 import type { Route } from "./transport.ts";
 import type { EngineCall, Generated } from "../engines/engine.ts";
 import type { Capability } from "../spec/recipes.ts";
-import type { Json } from "../lib/json.ts";
+import { isJson, type Json } from "../lib/json.ts";
 import { forRequestedModel } from "./model-error.ts";
 
 export interface ProxyDeps {
@@ -76,6 +76,44 @@ const PROBE_TIMEOUT_MS = 5000;
  * is the request's own failure (llama-server's answer to one it cannot process), so it goes to the
  * client rather than taking each member down in turn. */
 const UNAVAILABLE = new Set([502, 503, 504]);
+
+/** A chunk a provider sends only because its usage was asked for: usage, and no choices. */
+function usageOnly(data: string): boolean {
+  try {
+    const chunk = JSON.parse(data);
+    return isJson(chunk) && chunk.usage != null && (!("choices" in chunk) || (Array.isArray(chunk.choices) && chunk.choices.length === 0));
+  } catch {
+    return false;
+  }
+}
+
+/** A provider's chat or completion stream, as Lemonade sends it: with `stream_options.include_usage`
+ * asked for, so the request's tokens are counted (from the provider's own chunks), and the
+ * usage-only chunk that adds kept from a client that did not ask for it. */
+function countedStream(req: ProxyRequest, wire: string): { body: ProxyRequest["body"]; stream: StreamRule | undefined } {
+  const { body, stream } = req;
+  const options = isJson(body.stream_options) ? body.stream_options : {};
+  const passthrough = stream && !stream.translate;
+  if (!passthrough || wire !== "openai" || !["/v1/chat/completions", "/v1/completions"].includes(req.path) || options.include_usage === true) {
+    return { body, stream };
+  }
+  const rule: StreamRule = {
+    framer: stream.framer,
+    translate: () => {
+      let done = false;
+      return {
+        event(data) {
+          if (data.trim() === "[DONE]") done = true;
+          else if (usageOnly(data)) return "";
+          return `data: ${data}\n\n`;
+        },
+        // Whole once the provider said [DONE]; else it stopped short.
+        end: () => (done ? "" : null),
+      };
+    },
+  };
+  return { body: { ...body, stream_options: { ...options, include_usage: true } }, stream: rule };
+}
 
 export class EngineProxy implements Forwarding {
   private readonly queues = new WeakMap<Instance<CatalogModel>, EngineQueue>();
@@ -276,6 +314,12 @@ export class EngineProxy implements Forwarding {
     const { cloud, cloudTimeoutS } = this.deps;
     if (!cloud) throw ApiError.of(E.modelNotFound, `Model not found: ${model.id}`);
     const provider = model.cloud!.provider;
+    // Lemonade refuses a stream for want of a key inside the stream: a 200, then the one error event.
+    if (req.stream && !req.holdHeaders && cloud.lacksKey(provider)) {
+      const err = noKey(provider, true);
+      req.span?.fail(err.message);
+      return new Response(req.stream.framer.error(err), { status: 200, headers: req.stream.framer.headers });
+    }
     const { servers, wire } = cloud.target(provider);
     const messages = req.path.startsWith("/v1/messages");
     if ((wire === "anthropic") !== messages) {
@@ -311,7 +355,8 @@ export class EngineProxy implements Forwarding {
       timeoutMs: (cloudTimeoutS?.() ?? 600) * 1000,
       join: (l, signal) => this.queueOf(l.instance).join(signal),
     };
-    return this.forward(claim(), { ...req, method: "POST", body: { ...req.body, model: model.cloud!.upstreamId } }, route, req);
+    const counted = countedStream(req, wire);
+    return this.forward(claim(), { ...req, method: "POST", body: { ...counted.body, model: model.cloud!.upstreamId } }, route, { ...req, stream: counted.stream });
   }
 
   private localRoute(model: CatalogModel, opts: { options?: Record<string, unknown>; signal?: AbortSignal }, queued: boolean): Route {

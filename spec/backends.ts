@@ -19,16 +19,35 @@ export const AuthState = T.Object({
   runtime_key_set: T.Boolean({ description: "A key set with `/v1/cloud/auth` (or given with the install, for the provider or a pool member) is held in memory" }),
 }, { title: "CloudAuthState" });
 
+/** The header a provider's key travels in, as the install answers and system-info report it. */
+export const AuthHeaderFields = {
+  auth_header_name: T.String({ description: "The header the key is sent in: `Authorization` unless the provider was installed with another (`x-api-key` for an Anthropic-API provider)" }),
+  auth_header_prefix: T.String({ description: "What the header's value starts with before the key: `Bearer ` unless the provider was installed with another (`\"\"` for a bare key)" }),
+};
+
+/** Cautions about a provider over plain HTTP, as Lemonade words them. */
+export const CloudWarnings = {
+  warnings: T.Optional(
+    T.Array(T.String(), {
+      description:
+        "Present when there is something to warn of: an `http://` base URL (its traffic is not encrypted), a key that will travel over it, or (on install) an `api_key` the environment's key took precedence over",
+    }),
+  ),
+  warning: T.Optional(T.String({ description: "`warnings` joined with ` | `, for older clients" })),
+};
+
 const CloudInstallResult = T.Object({
   status: T.Literal("success"),
   backend: T.Literal("cloud"),
   provider: T.String({ description: "The provider, the prefix of its models' ids" }),
   base_url: T.String({ description: "The provider's base URL, as saved (a pool's first member's)" }),
   members: T.Optional(T.Array(T.String(), { description: "A pool's member base URLs, as saved" })),
+  allow_insecure_http: T.Boolean({ description: "Whether a key may travel to the provider's `http://` base URL, as saved" }),
+  ...AuthHeaderFields,
   models_discovered: T.Integer({ description: "Models the provider's `GET /models` listed; `0` when it refused to list them" }),
   wire: T.String({ description: "`openai` or `anthropic`" }),
   auth_state: AuthState,
-  warning: T.Optional(T.String({ description: "Present when `api_key` was given but the environment's key took precedence" })),
+  ...CloudWarnings,
 }, { description: "A cloud provider (`backend: \"cloud\"`)" });
 
 /** `/v1/install` and `/v1/uninstall` fields for a cloud provider (`backend: "cloud"`). */
@@ -52,6 +71,17 @@ const CloudFields = {
   api_key: T.Optional(T.String({ minLength: 1, description: "Cloud install: a key kept in memory only (never written, logged or answered back)." })),
   allow_insecure_http: T.Optional(
     T.Boolean({ description: "Cloud install: `true` lets a key travel to an `http://` base URL (a provider on loopback or a trusted network); kept with the provider. Without it, an `http://` provider with a key is refused." }),
+  ),
+  auth_header_name: T.Optional(
+    T.String({
+      description:
+        "Cloud install: the header the key is sent in, for a gateway that does not take `Authorization` (`X-Api-Key`); an HTTP header name. Kept with the provider: a later install that leaves it out keeps it.",
+    }),
+  ),
+  auth_header_prefix: T.Optional(
+    T.String({
+      description: "Cloud install: what the header's value starts with before the key (default `Bearer `; `\"\"` sends the bare key). No control characters. Kept with the provider as `auth_header_name` is.",
+    }),
   ),
   wire: T.Optional(
     T.Union([T.Literal("openai"), T.Literal("anthropic")], {
@@ -77,7 +107,7 @@ export const install = endpoint({
   summary: "Install a backend",
   availability: "partially_available",
   description:
-    "Installs a backend for a recipe, or registers a cloud provider (`backend: \"cloud\"`). `llamacpp:cpu` and `whispercpp:cpu` are built from the llama.cpp and whisper.cpp sources that npm ships, into the cache directory (a few minutes on a small machine); a build of the same version that is already there is kept. Concurrent requests for one backend share one build. A cloud provider is any OpenAI-compatible server (a hosted provider, another Lemonade, vLLM, a llama-server elsewhere): its base URL is saved in `config.json` `cloud_providers`, its models are read from its `GET /models` (now, and every 10 minutes; a provider that cannot be reached keeps its last list) and listed as `<provider>.<id>` with `recipe: \"cloud\"`. Its key, if any, is held in memory only; `LEMONADE_<PROVIDER>_API_KEY` in the server's environment takes precedence.",
+    "Installs a backend for a recipe, or registers a cloud provider (`backend: \"cloud\"`). `llamacpp:cpu` and `whispercpp:cpu` are built from the llama.cpp and whisper.cpp sources that npm ships, into the cache directory (a few minutes on a small machine); a build of the same version that is already there is kept. Concurrent requests for one backend share one build. A cloud provider is any OpenAI-compatible server (a hosted provider, another Lemonade, vLLM, a llama-server elsewhere): its base URL is saved in `config.json` `cloud_providers`, its models are read from its `GET /models` (now, and every 10 minutes; a provider that cannot be reached keeps its last list) and listed as `<provider>.<id>` with `recipe: \"cloud\"`. Its key, if any, is held in memory only; `LEMONADE_<PROVIDER>_API_KEY` in the server's environment takes precedence. A cloud install's refusals are `{\"error\": {\"message\", \"type\", \"code\"}}`, as Lemonade answers them.",
   notes:
     'With `stream: true` the answer is Server-Sent Events: `event: progress` with `{"phase", "percent"}` while it works (`download`, `extract`, `configure`, `build`, `install`), then `event: complete` with `{"recipe", "backend", "percent": 100}`, or `event: error` with `{"error"}`.',
   body: T.Composite([
@@ -160,7 +190,7 @@ export const uninstall = endpoint({
   summary: "Uninstall a backend",
   availability: "partially_available",
   description:
-    "Removes an installed backend. Loaded models using it are unloaded first, after their in-flight requests finish. With `backend: \"cloud\"`, removes the provider from `config.json`, forgets its in-memory key and drops its models.",
+    "Removes an installed backend. Loaded models using it are unloaded first, after their in-flight requests finish. With `backend: \"cloud\"`, removes the provider from `config.json`, forgets its in-memory key and drops its models; a provider that is not installed is a 404 `{\"error\": {\"message\", \"type\": \"invalid_request_error\"}}`, as Lemonade answers it.",
   body: T.Object({ recipe: InstallBody.properties.recipe, backend: InstallBody.properties.backend, provider: CloudFields.provider }),
   response: T.Union([
     T.Composite([InstallResult, T.Object({ message: T.Optional(T.String({ description: "Present when the backend was not installed: nothing was removed" })) })], { description: InstallResult.description }),

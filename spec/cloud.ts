@@ -3,7 +3,7 @@
 import { Type as T } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { E } from "./errors.ts";
-import { AuthState } from "./backends.ts";
+import { AuthState, CloudWarnings } from "./backends.ts";
 
 export const cloudAuth = endpoint({
   id: "lemonade.cloud_auth",
@@ -25,8 +25,10 @@ export const cloudAuth = endpoint({
   }),
   response: T.Object({
     provider: T.String(),
+    allow_insecure_http: T.Boolean({ description: "Whether the key may travel to the provider's `http://` base URL, as saved" }),
     auth_state: AuthState,
     models_discovered: T.Integer({ description: "Models the provider lists with the key" }),
+    ...CloudWarnings,
   }),
   errors: [
     E.authConflict,
@@ -35,7 +37,7 @@ export const cloudAuth = endpoint({
   ],
   example: {
     body: { provider: "fireworks", api_key: "fw-XXXXX" },
-    response: '{"provider": "fireworks", "auth_state": {"env_var_set": false, "runtime_key_set": true}, "models_discovered": 12}',
+    response: '{"provider": "fireworks", "allow_insecure_http": false, "auth_state": {"env_var_set": false, "runtime_key_set": true}, "models_discovered": 12}',
   },
 });
 
@@ -50,14 +52,13 @@ export const cloudAuthClear = endpoint({
   summary: "Clear a cloud provider's key",
   availability: "fully_available",
   description:
-    "Forgets the in-memory keys of a provider (its own, and its pool members' given at install); a key from the environment stays in effect. Without one, the provider's models are read again without a key, so a provider that needs one lists none.",
+    "Forgets the in-memory keys of a provider (its own, and its pool members' given at install); a key from the environment stays in effect. Without one, the provider's models are read again without a key, so a provider that needs one lists none. A provider that is not installed held no key: `cleared_runtime_key` is `false`, as Lemonade answers.",
   params: T.Object({ provider: T.String({ description: "Installed provider name." }) }),
   response: T.Object({
     provider: T.String(),
     cleared_runtime_key: T.Boolean({ description: "`false` when no in-memory key was held" }),
     auth_state: AuthState,
   }),
-  errors: [E.providerNotFound],
   example: {
     path: "/v1/cloud/auth/fireworks",
     response: '{"provider": "fireworks", "cleared_runtime_key": true, "auth_state": {"env_var_set": false, "runtime_key_set": false}}',

@@ -6,6 +6,7 @@ import { E } from "./errors.ts";
 import { internalConfig, internalSet } from "./internal.ts";
 import { Archetype, TuningStatus } from "./tuning.ts";
 import { ModelType, Nullable, PerModelType } from "./schemas.ts";
+import { AuthHeaderFields, CloudWarnings } from "./backends.ts";
 
 export const RpcSplit = T.Object(
   {
@@ -76,7 +77,9 @@ export const LoadedModel = T.Object({
   loaded: T.Boolean({ description: "Always `true`" }),
   watchdog_reset: T.Boolean({ description: "Whether a hang watchdog restarted the engine: always `false`, since a hung engine is stopped and the model loaded again" }),
   recipe_options: T.Record(T.String(), T.Unknown(), { description: "The options the model was loaded with that differ from the recipe's defaults, and its context size" }),
-  launch_command: T.Optional(T.String({ description: "The engine's command line, as a shell would take it; absent for a cloud model, which runs no engine" })),
+  launch_command: T.Optional(
+    T.Array(T.String(), { description: "The engine's command line, one argument per item, the executable first; absent for a cloud model, which runs no engine" }),
+  ),
   max_context_window: T.Optional(T.Integer({ description: "Cloud models: the context window the provider reports" })),
   cost_input_per_million: T.Optional(T.Number({ description: "Cloud models: USD per million input tokens, when the provider reports it" })),
   cost_output_per_million: T.Optional(T.Number({ description: "Cloud models: USD per million output tokens, when the provider reports it" })),
@@ -281,10 +284,12 @@ export const systemInfo = endpoint({
               base_url: T.String({ description: "Its base URL, as saved in `config.json` (a pool's first member's)" }),
               members: T.Optional(T.Array(T.String(), { description: "A pool's member base URLs; absent for one server" })),
               allow_insecure_http: T.Boolean({ description: "Whether its key may travel to an `http://` base URL" }),
+              ...AuthHeaderFields,
               env_var: T.String({ description: "The environment variable its key is read from (the name, never the value)" }),
               env_var_set: T.Boolean({ description: "Whether that variable is set" }),
               runtime_key_set: T.Boolean({ description: "Whether a key was set with `POST /v1/cloud/auth` (or with a pool member at install)" }),
               models_discovered: T.Integer({ description: "Its models in the catalog" }),
+              ...CloudWarnings,
             }),
           ),
         },

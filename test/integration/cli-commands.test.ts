@@ -263,7 +263,19 @@ describe("the single-file build", () => {
     expect(install.out).toMatch(/Installed self: [1-9]\d* model\(s\) discovered/);
     const listed = JSON.parse((await lemonade(["cloud", "list", "--json"])).out);
     expect(listed).toEqual([
-      { name: "self", base_url: `http://127.0.0.1:${port}/v1`, allow_insecure_http: true, env_var: "LEMONADE_SELF_API_KEY", env_var_set: false, runtime_key_set: true, models_discovered: expect.any(Number) },
+      {
+        name: "self",
+        base_url: `http://127.0.0.1:${port}/v1`,
+        allow_insecure_http: true,
+        auth_header_name: "Authorization",
+        auth_header_prefix: "Bearer ",
+        env_var: "LEMONADE_SELF_API_KEY",
+        env_var_set: false,
+        runtime_key_set: true,
+        models_discovered: expect.any(Number),
+        warnings: expect.arrayContaining(["Base URL uses http://; traffic to this provider is not encrypted."]),
+        warning: expect.stringContaining("not encrypted"),
+      },
     ]);
     expect(listed[0].models_discovered).toBeGreaterThan(0);
     expect((await lemonade(["cloud", "list"])).out).toMatch(/self\s+http:\/\/127\.0\.0\.1:\d+\/v1\s+[1-9]/);
@@ -272,6 +284,13 @@ describe("the single-file build", () => {
     expect(pool.code, pool.err).toBe(0);
     expect((await lemonade(["cloud", "list"])).out).toMatch(/twin\s+http:\/\/127\.0\.0\.1:\d+\/v1 http:\/\/localhost:\d+\/v1\s+[1-9]/);
     expect((await lemonade(["cloud", "uninstall", "twin"])).code).toBe(0);
+    // A gateway's own header; the listing shows it (quoted, so the empty prefix shows) where it is not the default.
+    const gateway = await lemonade(["cloud", "install", "gw", `http://127.0.0.1:${port}/v1`, "--auth-header-name", "X-Api-Key", "--auth-header-prefix", ""]);
+    expect(gateway.code, gateway.err).toBe(0);
+    const withHeader = (await lemonade(["cloud", "list"])).out;
+    expect(withHeader).toContain('gw auth header: X-Api-Key: ""<key>');
+    expect(withHeader).not.toContain("self auth header");
+    expect((await lemonade(["cloud", "uninstall", "gw"])).code).toBe(0);
     // The key goes in on standard input, so it never shows in the process list.
     const auth = await lemonade(["cloud", "auth", "self"], "sk-cli-key\n");
     expect(auth.code, auth.err).toBe(0);

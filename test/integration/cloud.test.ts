@@ -59,10 +59,26 @@ describe("a llama-server on another box as a provider", () => {
     const res = await post(server, "/v1/install", { backend: "cloud", provider: "gpu-box", base_url: `${llama.url}/v1`, api_key: "sk-gpu-box", allow_insecure_http: true });
     expect(res.status).toBe(200);
     const body = await res.json();
-    expect(body).toMatchObject({ status: "success", backend: "cloud", provider: "gpu-box", models_discovered: 1, auth_state: { env_var_set: false, runtime_key_set: true } });
-    // The base URL and the opt-in are saved; the key is not.
+    expect(body).toMatchObject({
+      status: "success",
+      backend: "cloud",
+      provider: "gpu-box",
+      base_url: `${llama.url}/v1`,
+      allow_insecure_http: true,
+      auth_header_name: "Authorization",
+      auth_header_prefix: "Bearer ",
+      models_discovered: 1,
+      auth_state: { env_var_set: false, runtime_key_set: true },
+    });
+    // Lemonade's cautions for plain HTTP with a key, each and joined.
+    expect(body.warnings).toEqual([
+      "Base URL uses http://; traffic to this provider is not encrypted.",
+      "An API key is configured for this http:// provider; Lemonade will send it as a Bearer token over plaintext HTTP.",
+    ]);
+    expect(body.warning).toBe(body.warnings.join(" | "));
+    // The base URL and the opt-in are saved, as Lemonade saves them; the key is not.
     const saved = JSON.parse(readFileSync(join(server.cacheDir, "config.json"), "utf8"));
-    expect(saved.cloud_providers).toEqual([{ provider: "gpu-box", base_url: `${llama.url}/v1`, allow_insecure_http: true }]);
+    expect(saved.cloud_providers).toEqual([{ name: "gpu-box", base_url: `${llama.url}/v1`, allow_insecure_http: true }]);
     // Installing again (a refresh) changes nothing: the same models, none twice.
     const again = await (await post(server, "/v1/install", { backend: "cloud", provider: "gpu-box", base_url: `${llama.url}/v1`, api_key: "sk-gpu-box" })).json();
     expect(again.models_discovered).toBe(1);
@@ -129,12 +145,17 @@ describe("a llama-server on another box as a provider", () => {
     expect((await post(server, "/v1/install", { backend: "cloud", provider: "gone", base_url: `http://127.0.0.1:${gone}/v1` })).status).toBe(200);
     expect(await ids(server)).not.toContain("gone.tiny");
     // A bad name or URL is refused before anything is saved.
-    expect((await post(server, "/v1/install", { backend: "cloud", provider: "Bad Name", base_url: "http://127.0.0.1:9/v1" })).status).toBe(400);
+    const badName = await post(server, "/v1/install", { backend: "cloud", provider: "Bad Name", base_url: "http://127.0.0.1:9/v1" });
+    expect(badName.status).toBe(400);
+    // Lemonade's cloud refusals are OpenAI-shaped error objects, where a backend install's are flat.
+    expect((await badName.json()).error).toMatchObject({ type: "invalid_request_error", message: expect.stringContaining("Bad Name") });
     expect((await post(server, "/v1/install", { backend: "cloud", provider: "creds", base_url: "http://user:pw@127.0.0.1:9/v1" })).status).toBe(400);
     expect((await post(server, "/v1/install", { backend: "cloud", provider: "nourl" })).status).toBe(400);
     const uninstall = await post(server, "/v1/uninstall", { backend: "cloud", provider: "gone" });
     expect(await uninstall.json()).toEqual({ status: "success", backend: "cloud", provider: "gone", models_evicted: 0 });
-    expect((await post(server, "/v1/uninstall", { backend: "cloud", provider: "gone" })).status).toBe(404);
+    const again = await post(server, "/v1/uninstall", { backend: "cloud", provider: "gone" });
+    expect(again.status).toBe(404);
+    expect((await again.json()).error).toMatchObject({ type: "invalid_request_error", message: expect.stringContaining("'gone' is not installed") });
   });
 });
 
@@ -151,7 +172,7 @@ describe("another Lemonade behind an API key as a provider", () => {
 
     const auth = await post(server, "/v1/cloud/auth", { provider: "peer", api_key: KEY, allow_insecure_http: true });
     expect(auth.status).toBe(200);
-    expect(await auth.json()).toEqual({ provider: "peer", auth_state: { env_var_set: false, runtime_key_set: true }, models_discovered: await peerListed() });
+    expect(await auth.json()).toMatchObject({ provider: "peer", allow_insecure_http: true, auth_state: { env_var_set: false, runtime_key_set: true }, models_discovered: await peerListed() });
     const listed = (await (await fetch(`${server.url}/v1/models`)).json()).data.find((m: any) => m.id === "peer.tiny-chat");
     // The peer's labels keep the model's deployment mode.
     expect(listed.labels).toContain("chat");
@@ -167,12 +188,26 @@ describe("another Lemonade behind an API key as a provider", () => {
     expect(sse.trim().endsWith("data: [DONE]")).toBe(true);
 
     const info = (await (await fetch(`${server.url}/v1/system-info`)).json()).cloud.providers.find((p: any) => p.name === "peer");
-    expect(info).toEqual({ name: "peer", base_url: `${peer.url}/v1`, allow_insecure_http: true, env_var: "LEMONADE_PEER_API_KEY", env_var_set: false, runtime_key_set: true, models_discovered: await peerListed() });
+    expect(info).toMatchObject({
+      name: "peer",
+      base_url: `${peer.url}/v1`,
+      allow_insecure_http: true,
+      auth_header_name: "Authorization",
+      auth_header_prefix: "Bearer ",
+      env_var: "LEMONADE_PEER_API_KEY",
+      env_var_set: false,
+      runtime_key_set: true,
+      models_discovered: await peerListed(),
+    });
     const clear = await fetch(`${server.url}/v1/cloud/auth/peer`, { method: "DELETE" });
     expect(await clear.json()).toEqual({ provider: "peer", cleared_runtime_key: true, auth_state: { env_var_set: false, runtime_key_set: false } });
     expect(await ids(server)).not.toContain("peer.tiny-chat");
     const again = await fetch(`${server.url}/v1/cloud/auth/peer`, { method: "DELETE" });
     expect((await again.json()).cleared_runtime_key).toBe(false);
+    // A provider never installed held no key either, as Lemonade answers it.
+    const never = await fetch(`${server.url}/v1/cloud/auth/never-installed`, { method: "DELETE" });
+    expect(never.status).toBe(200);
+    expect(await never.json()).toEqual({ provider: "never-installed", cleared_runtime_key: false, auth_state: { env_var_set: false, runtime_key_set: false } });
     const nobody = await post(server, "/v1/cloud/auth", { provider: "nobody", api_key: "x" });
     expect(nobody.status).toBe(404);
     expect((await nobody.json()).error.type).toBe("invalid_request_error");
@@ -191,6 +226,17 @@ describe("another Lemonade behind an API key as a provider", () => {
       type: "backend_error",
       provider: "peer",
       message: `No API key for cloud provider 'peer'. Set the LEMONADE_PEER_API_KEY env var or POST /v1/cloud/auth with {"provider":"peer","api_key":"..."}.`,
+    });
+    // Streamed, Lemonade says so inside the stream: a 200, its one error event, no [DONE].
+    const streamed = await post(server, "/v1/chat/completions", { model: "peer.tiny-chat", stream: true, messages: [{ role: "user", content: "hi" }], max_tokens: 3 });
+    expect(streamed.status).toBe(200);
+    expect(streamed.headers.get("content-type")).toContain("text/event-stream");
+    const events = (await streamed.text()).split("\n\n").filter((e) => e.startsWith("data: "));
+    expect(events).toHaveLength(1);
+    expect(JSON.parse(events[0]!.slice(6)).error).toMatchObject({
+      type: "backend_error",
+      provider: "peer",
+      message: "No API key for cloud provider 'peer'. Set LEMONADE_PEER_API_KEY or POST /v1/cloud/auth.",
     });
     expect((await post(server, "/v1/unload", { model_name: "peer.tiny-chat" })).status).toBe(200);
     const gone = await chat();
@@ -277,6 +323,39 @@ test("an upstream that dies mid-stream ends the stream with one error event and 
     expect(await ids(server)).not.toContain("flaky.fake");
   } finally {
     fake.proc.kill();
+  }
+});
+
+test("a streamed chat asks the provider for its usage, counts those tokens, and keeps the usage-only chunk from a client that did not ask", async () => {
+  // As a hosted provider streams: no llama.cpp timings, and usage only when include_usage is asked.
+  const asked: unknown[] = [];
+  const hosted = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(req) {
+      if (new URL(req.url).pathname === "/v1/models") return Response.json({ object: "list", data: [{ id: "hosted-chat" }] });
+      const body = await req.json();
+      asked.push(body.stream_options?.include_usage);
+      const frame = (o: unknown) => `data: ${JSON.stringify(o)}\n\n`;
+      const chunk = { id: "c", object: "chat.completion.chunk", model: "hosted-chat", choices: [{ index: 0, delta: { content: "hi" }, finish_reason: null }] };
+      const usage = body.stream_options?.include_usage ? frame({ id: "c", object: "chat.completion.chunk", model: "hosted-chat", choices: [], usage: { prompt_tokens: 5, completion_tokens: 7, total_tokens: 12 } }) : "";
+      return new Response(frame(chunk) + usage + "data: [DONE]\n\n", { headers: { "content-type": "text/event-stream" } });
+    },
+  });
+  try {
+    await post(server, "/v1/install", { backend: "cloud", provider: "hosted", base_url: `http://127.0.0.1:${hosted.port}/v1`, api_key: "sk-hosted", allow_insecure_http: true });
+    const chat = (extra: object) => post(server, "/v1/chat/completions", { model: "hosted.hosted-chat", stream: true, messages: [{ role: "user", content: "hi" }], ...extra });
+    const plain = await (await chat({})).text();
+    expect(asked).toEqual([true]);
+    expect(plain).not.toContain('"usage"');
+    expect(plain.trim().endsWith("data: [DONE]")).toBe(true);
+    expect((await (await fetch(`${server.url}/v1/stats`)).json()).output_tokens).toBe(7);
+    // A client that asks for usage gets the provider's chunk.
+    const withUsage = await (await chat({ stream_options: { include_usage: true } })).text();
+    expect(withUsage).toContain('"completion_tokens":7');
+    await post(server, "/v1/uninstall", { backend: "cloud", provider: "hosted" });
+  } finally {
+    hosted.stop(true);
   }
 });
 

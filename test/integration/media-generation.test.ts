@@ -83,7 +83,7 @@ describe("the engines' command lines", () => {
     const load = await post("/v1/load", { model_name: "TRELLIS-3D", trellis_args: "--threads 4" });
     expect(load.status, await load.clone().text()).toBe(200);
     const health = await (await fetch(`${server.url}/v1/health`)).json();
-    const command = health.all_models_loaded.find((m: { model_name: string }) => m.model_name === "TRELLIS-3D").launch_command;
+    const command = health.all_models_loaded.find((m: { model_name: string }) => m.model_name === "TRELLIS-3D").launch_command.join(" ");
     expect(command).toMatch(/generation-server --models \S+models--ilintar--trellis2-gguf\/snapshots\/fake0 --host 127\.0\.0\.1 --port \d+ --res 512 --threads 4$/);
     expect(health.all_models_loaded[0]).toMatchObject({ type: "mesh", recipe: "trellis" });
     await post("/v1/unload", { model_name: "TRELLIS-3D" });

@@ -79,6 +79,6 @@ test("espeak-ng speaks until Kokoros and the model's files are there; then Kokor
   const health = await (await fetch(`${server.url}/v1/health`)).json();
   const loaded = health.all_models_loaded.find((m: any) => m.model_name === "kokoro-v1");
   expect(loaded).toMatchObject({ type: "tts", recipe: "kokoro" });
-  expect(loaded.launch_command).toContain("openai --ip 127.0.0.1 --port");
-  expect(loaded.launch_command).toContain(join("bin", "kokoro", "cpu", "b17", "koko"));
+  expect(loaded.launch_command.join(" ")).toContain("openai --ip 127.0.0.1 --port");
+  expect(loaded.launch_command[0]).toContain(join("bin", "kokoro", "cpu", "b17", "koko"));
 });

@@ -87,9 +87,9 @@ test("POST /v1/install llamacpp:cpu installs the pinned release, and a tiny mode
   expect(chat.status).toBe(200);
   expect((await chat.json()).usage.completion_tokens).toBe(3);
   const health = await (await fetch(`${server.url}/v1/health`)).json();
-  expect(health.all_models_loaded[0].launch_command).toContain(join(server.cacheDir, "bin", "llamacpp", "cpu", TAG, "llama-server"));
+  expect(health.all_models_loaded[0].launch_command[0]).toBe(join(server.cacheDir, "bin", "llamacpp", "cpu", TAG, "llama-server"));
   // Not the source build: nothing of it is in this cache.
-  expect(health.all_models_loaded[0].launch_command).not.toContain(LLAMACPP.version);
+  expect(health.all_models_loaded[0].launch_command.join(" ")).not.toContain(LLAMACPP.version);
 });
 
 test("whispercpp:cpu installs from its release too", async () => {

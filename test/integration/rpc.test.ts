@@ -77,7 +77,9 @@ async function answer(server: TestServer): Promise<string> {
 }
 
 const health = async (server: TestServer) => (await fetch(`${server.url}/api/v1/health`)).json();
-const loaded = async (server: TestServer) => (await health(server)).all_models_loaded as { model_name: string; launch_command: string; rpc?: Record<string, any> }[];
+/** The loaded models, each with its launch command as one line to search. */
+const loaded = async (server: TestServer) =>
+  ((await health(server)).all_models_loaded as { model_name: string; launch_command: string[]; rpc?: Record<string, any> }[]).map((m) => ({ ...m, launch_command: m.launch_command.join(" ") }));
 
 /** The server's workers as system-info lists them, after a fresh health check of each. */
 async function workersChecked(server: TestServer): Promise<any[]> {

@@ -81,7 +81,7 @@ describe("lemonade tune", () => {
     expect((await fetch(`${base()}/v1/unload`, { method: "POST", body: JSON.stringify({ model_name: MODEL }) })).status).toBe(200);
     expect((await fetch(`${base()}/v1/load`, { method: "POST", body: JSON.stringify({ model_name: MODEL }) })).status).toBe(200);
     const health = await get("/v1/health");
-    const argv: string = health.all_models_loaded.find((m: { model_name: string }) => m.model_name === "tiny-chat").launch_command;
+    const argv: string = health.all_models_loaded.find((m: { model_name: string }) => m.model_name === "tiny-chat").launch_command.join(" ");
     expect(view.tuning.args.length).toBeGreaterThan(0);
     expect(argv).toContain(view.tuning.args);
     expect(health.auto_tune.archetype.id).toBe(archetype.id);

@@ -7,21 +7,39 @@ import { CloudProviders } from "../../models/cloud.ts";
 import { tempDir } from "../helpers/server.ts";
 import { freePort } from "../../engines/process.ts";
 
-let mode: "list" | "fail" | "refuse" = "list";
+let mode: "list" | "fail" | "refuse" | "shapes" = "list";
 let seenAuth: (string | null)[] = [];
+let seenApiKey: (string | null)[] = [];
 const upstream = Bun.serve({
   port: 0,
   hostname: "127.0.0.1",
   fetch(req) {
     seenAuth.push(req.headers.get("authorization"));
+    seenApiKey.push(req.headers.get("x-api-key"));
     if (mode === "fail") return new Response("down", { status: 502 });
     if (mode === "refuse") return Response.json({ error: "no key" }, { status: 401 });
+    // Entries as OpenRouter, OpenAI and Fireworks list them.
+    if (mode === "shapes") {
+      return Response.json({
+        data: [
+          { id: "openai/gpt-4o-mini", architecture: { modality: "text+image->text", input_modalities: ["text", "image"] }, supported_parameters: ["tools", "include_reasoning"], pricing: { prompt: "0.00000015", completion: "0.0000006" } },
+          { id: "gpt-4o" },
+          { id: "accounts/fireworks/models/kimi-k2p5", supports_chat: true, supports_tools: false },
+          { id: "router/plain-model" },
+          // Not chat models, which Lemonade does not list: by the id, by the output kind, by the modality.
+          { id: "whisper-1" },
+          { id: "text-embedding-3-small" },
+          { id: "accounts/fireworks/models/flux-kontext", supports_chat: true, kind: "FLUMINA_BASE_MODEL" },
+          { id: "openai/gpt-image-1", architecture: { modality: "text->image" } },
+        ],
+      });
+    }
     return Response.json({
       object: "list",
       data: [
         { id: "accounts/acme/models/big-chat", max_output_tokens: 8192, context_length: 131072, pricing: { input: 0.6, output: 2.4 } },
         { id: "acme/embedder", labels: ["embeddings"] },
-        { id: "other/embedder" },
+        { id: "other/embedder", labels: ["embeddings"] },
         { id: "elsewhere", recipe: "cloud" },
         { id: "" },
       ],
@@ -48,12 +66,27 @@ test("discovery lists the provider's models by their short ids, with what it rep
   expect(result.models_discovered).toBe(3);
   const models = cloud.catalogModels();
   const ids = models.map((m) => m.id);
-  // Two models end in `embedder`, so those keep their whole ids.
-  expect(ids).toEqual(["acme.big-chat", "acme.acme/embedder", "acme.other/embedder"]);
+  // Named as Lemonade names them: an `accounts/<a>/models/` wrapper cut, a leading `acme/` dropped.
+  expect(ids).toEqual(["acme.big-chat", "acme.embedder", "acme.other/embedder"]);
   const big = models[0]!;
   expect(big).toMatchObject({ recipe: "cloud", type: "llm", source: "cloud", checkpoints: {} });
   expect(big.cloud).toMatchObject({ provider: "acme", upstreamId: "accounts/acme/models/big-chat", maxOutputTokens: 8192, contextLength: 131072, costInputPerMillion: 0.6, costOutputPerMillion: 2.4 });
   expect(models[1]!.type).toBe("embedding");
+});
+
+test("models are named, labelled and priced as Lemonade reads each provider's entries", async () => {
+  mode = "shapes";
+  const { cloud } = registry();
+  await cloud.install("router", base(), keyed);
+  const byId = Object.fromEntries(cloud.catalogModels().map((m) => [m.id, m]));
+  // Lemonade's names: an accounts/<a>/models/ wrapper cut to <a>/, the provider's own leading segment dropped.
+  expect(Object.keys(byId)).toEqual(["router.openai/gpt-4o-mini", "router.gpt-4o", "router.fireworks/kimi-k2p5", "router.plain-model"]);
+  expect(byId["router.openai/gpt-4o-mini"]).toMatchObject({ labels: ["cloud", "chat", "vision", "tool-calling", "reasoning"], suggested: true });
+  expect(byId["router.openai/gpt-4o-mini"]!.cloud).toMatchObject({ costInputPerMillion: 0.15, costOutputPerMillion: 0.6 });
+  // An entry that reports nothing is read by its id; one that reports, by what it reports.
+  expect(byId["router.gpt-4o"]!.labels).toEqual(["cloud", "chat", "vision", "tool-calling"]);
+  expect(byId["router.fireworks/kimi-k2p5"]!.labels).toEqual(["cloud", "chat"]);
+  expect(byId["router.plain-model"]!.labels).toEqual(["cloud", "chat"]);
 });
 
 test("a provider that fails keeps its last list, marked unavailable, and is asked again later and later", async () => {
@@ -103,9 +136,33 @@ test("a key travels to an http:// provider only with allow_insecure_http, which 
   await expect(r.cloud.setKey("plain", "sk-x")).rejects.toMatchObject({ status: 400, code: "insecure_http_requires_opt_in" });
   expect((await r.cloud.setKey("plain", "sk-x", true)).models_discovered).toBe(3);
   const saved = JSON.parse(readFileSync(join(r.cacheDir, "config.json"), "utf8")).cloud_providers;
-  expect(saved).toEqual([{ provider: "plain", base_url: base(), allow_insecure_http: true }]);
+  expect(saved).toEqual([{ name: "plain", base_url: base(), allow_insecure_http: true }]);
   // A later install that does not say keeps the opt-in.
   expect((await r.cloud.install("plain", base(), { apiKey: "sk-y" })).models_discovered).toBe(3);
+});
+
+test("a gateway's own auth header: the key travels in it with its prefix, the setting is kept until given again, and bad ones are refused", async () => {
+  mode = "list";
+  const r = registry();
+  seenAuth = [];
+  seenApiKey = [];
+  const result = await r.cloud.install("gw", base(), { ...keyed, authHeaderName: "X-Api-Key", authHeaderPrefix: "" });
+  expect(result).toMatchObject({ auth_header_name: "X-Api-Key", auth_header_prefix: "", models_discovered: 3 });
+  expect([seenApiKey, seenAuth]).toEqual([["sk-test"], [null]]);
+  // A later install that leaves them out keeps them, as Lemonade's are sticky.
+  expect(await r.cloud.install("gw", base(), keyed)).toMatchObject({ auth_header_name: "X-Api-Key", auth_header_prefix: "" });
+  expect(r.cloud.target("gw").servers[0]!.headers).toEqual({ "x-api-key": "sk-test" });
+  expect(r.cloud.systemInfo()[0]).toMatchObject({ auth_header_name: "X-Api-Key", auth_header_prefix: "" });
+  expect(JSON.parse(readFileSync(join(r.cacheDir, "config.json"), "utf8")).cloud_providers).toEqual([
+    { name: "gw", base_url: base(), allow_insecure_http: true, auth_header_name: "X-Api-Key", auth_header_prefix: "" },
+  ]);
+  await expect(r.cloud.install("gw", base(), { authHeaderName: "Bad Header" })).rejects.toMatchObject({ status: 400, param: "auth_header_name" });
+  await expect(r.cloud.install("gw", base(), { authHeaderName: "" })).rejects.toMatchObject({ status: 400, param: "auth_header_name" });
+  await expect(r.cloud.install("gw", base(), { authHeaderPrefix: "Bearer\r\nX-Injected: 1 " })).rejects.toMatchObject({ status: 400, param: "auth_header_prefix" });
+  // A hand-edited config.json with a malformed header falls back to the default rather than sending it.
+  writeFileSync(join(r.cacheDir, "config.json"), JSON.stringify({ cloud_providers: [{ name: "gw", base_url: base(), allow_insecure_http: true, auth_header_name: "Bad Header" }] }));
+  const again = registry(r.cacheDir);
+  expect(again.cloud.systemInfo()[0]).toMatchObject({ auth_header_name: "Authorization", auth_header_prefix: "Bearer " });
 });
 
 test("providers persist in config.json beside its other keys, keys never; a restart reads them back", async () => {
@@ -118,7 +175,8 @@ test("providers persist in config.json beside its other keys, keys never; a rest
   await first.cloud.install("acme", base() + "/", { apiKey: "sk-never-written", allowInsecureHttp: true });
   const file = JSON.parse(readFileSync(join(cacheDir, "config.json"), "utf8"));
   expect(file.max_loaded_models).toBe(3);
-  expect(file.cloud_providers).toEqual([{ provider: "legacy", base_url: base() }, { provider: "acme", base_url: base(), allow_insecure_http: true }]);
+  // Written as Lemonade writes them, so either server reads the other's file.
+  expect(file.cloud_providers).toEqual([{ name: "legacy", base_url: base(), allow_insecure_http: false }, { name: "acme", base_url: base(), allow_insecure_http: true }]);
   expect(JSON.stringify(file)).not.toContain("sk-never-written");
   const second = registry(cacheDir);
   expect(second.cloud.names()).toEqual(["legacy", "acme"]);
@@ -153,7 +211,7 @@ test("a pool: its members saved, its keys never; each member takes its own key o
     { baseUrl: base(), headers: { authorization: "Bearer sk-test" } },
   ]);
   const file = readFileSync(join(r.cacheDir, "config.json"), "utf8");
-  expect(JSON.parse(file).cloud_providers).toEqual([{ provider: "farm", base_url: gone, members: [gone, base()], allow_insecure_http: true }]);
+  expect(JSON.parse(file).cloud_providers).toEqual([{ name: "farm", base_url: gone, allow_insecure_http: true, members: [gone, base()] }]);
   expect(file).not.toContain("sk-");
   expect(r.cloud.systemInfo()[0]).toMatchObject({ name: "farm", base_url: gone, members: [gone, base()] });
   // A restart reads the pool back; its keys are gone with the process.

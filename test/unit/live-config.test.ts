@@ -206,8 +206,9 @@ test("evict_weight_factor and downsize_idle_timeout are taken on /v1/load and on
 test("health entries carry the engine's launch command and only the options that were set", async () => {
   await load("extra.a");
   const entry = (await (await admin("/v1/health")).json()).all_models_loaded.find((m: any) => m.model_name === "a");
-  expect(entry.launch_command).toContain("llama-server -m ");
-  expect(entry.launch_command).toContain("--ctx-size");
+  // One argument per item, as Lemonade reports it: a path with spaces stays one item.
+  expect(entry.launch_command).toEqual(expect.arrayContaining(["-m", "--ctx-size"]));
+  expect(entry.launch_command.join(" ")).toContain("llama-server -m ");
   // The fake server saves llamacpp_backend "system": set, so shown; llamacpp_device is the default, so not.
   expect(entry.recipe_options).toMatchObject({ llamacpp_backend: "system", ctx_size: expect.any(Number) });
   expect(entry.recipe_options).not.toHaveProperty("llamacpp_device");
@@ -221,7 +222,7 @@ test("config.json's llamacpp.args are server-wide recipe options; /internal/set 
   expect(loadConfig({}, { LEMONADE_CACHE_DIR: cacheDir }).recipeDefaults).toEqual({ llamacpp_args: "--no-mmap", steps: 8 });
   const other = await startFakeServer(["w"]);
   try {
-    const command = async () => (await (await fetch(`${other.url}/v1/health`)).json()).all_models_loaded[0].launch_command as string;
+    const command = async () => (await (await fetch(`${other.url}/v1/health`)).json()).all_models_loaded[0].launch_command.join(" ") as string;
     const set = async (args: string) => (await (await fetch(`${other.url}/internal/set`, { method: "POST", body: JSON.stringify({ "llamacpp.args": args }) })).json()).applied;
     expect(await set("--no-mmap")).toEqual(["llamacpp.args"]);
     await fetch(`${other.url}/v1/load`, { method: "POST", body: JSON.stringify({ model_name: "extra.w" }) });
@@ -313,7 +314,7 @@ test("a load request's llamacpp_args replace the saved ones and still follow the
     expect((await post("/internal/set", { "llamacpp.args": "--no-mmap" })).status).toBe(200);
     expect((await post("/v1/models/extra.la/options", { llamacpp_args: "--threads 2" })).status).toBe(200);
     expect((await post("/v1/load", { model_name: "extra.la", llamacpp_args: "--threads 1" })).status).toBe(200);
-    const command: string = (await (await fetch(`${other.url}/v1/health`)).json()).all_models_loaded[0].launch_command;
+    const command: string = (await (await fetch(`${other.url}/v1/health`)).json()).all_models_loaded[0].launch_command.join(" ");
     expect(command).toContain("--no-mmap");
     expect(command).toContain("--threads 1");
     expect(command).not.toContain("--threads 2");

