@@ -30,17 +30,6 @@ export const LOAD_FLAGS: Options = {
 /** Options every load takes, listed under General Options. */
 const GENERAL = new Set(["ctx_size", "merge_args", "auto_evict", "evict_idle_timeout", "downsize_idle_timeout", "evict_weight_factor"]);
 
-/** The help group each recipe's flags stand under, as Lemonade's backends name theirs. */
-const GROUPS: Record<string, string> = {
-  llamacpp: "Llama.cpp Backend Options",
-  whispercpp: "Whisper.cpp Options",
-  "sd-cpp": "Stable Diffusion Options",
-  vllm: "vLLM Options",
-  trellis: "3D Generation Options",
-  acestep: "Audio Generation Options",
-  thinksound: "Audio Generation Options",
-};
-
 const TYPE_NAMES: Record<OptionSpec["kind"], string> = { int: "SIZE", number: "SIZE", string: "ARGS", bool: "" };
 
 /** A flag's help line: the flag, its value's kind, and the first clause of what it does. */
@@ -58,7 +47,7 @@ const grouped = new Map<string, string[]>();
 for (const [recipe, spec] of Object.entries(RECIPE_SPECS)) {
   for (const [name, option] of Object.entries(spec.options)) {
     if (GENERAL.has(name)) continue;
-    const group = GROUPS[recipe] ?? `${recipe} Options`;
+    const group = spec.cliGroup ?? `${recipe} Options`;
     const lines = grouped.get(group) ?? [];
     const line = flagLine(name, option);
     if (!lines.includes(line)) lines.push(line);

@@ -3,6 +3,7 @@
 import { join } from "node:path";
 import { ApiError } from "../lib/api-error.ts";
 import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
+import { byCodeUnits } from "../lib/order.ts";
 import { E } from "../spec/errors.ts";
 
 /** An alias whose target leads back to it: a 409, in Lemonade's words. */
@@ -26,7 +27,7 @@ export class AliasStore {
   }
 
   list(): { alias: string; target: string }[] {
-    return [...this.map].map(([alias, target]) => ({ alias, target })).sort((a, b) => a.alias.localeCompare(b.alias));
+    return [...this.map].map(([alias, target]) => ({ alias, target })).sort((a, b) => byCodeUnits(a.alias, b.alias));
   }
 
   /** The model an alias names, following aliases of aliases to the end; the name itself when it

@@ -11,6 +11,7 @@ import { changed } from "../lib/generation.ts";
 import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
 import { asJson, isJson, type Json } from "../lib/json.ts";
 import { isRelativeInside, parseCheckpoint, pickVariantFile, repoCacheDir } from "./hf-cache.ts";
+import { byCodeUnits } from "../lib/order.ts";
 
 /** The registries models are downloaded from: the Hugging Face hub, or ModelScope. */
 export type Registry = "huggingface" | "modelscope";
@@ -362,7 +363,7 @@ export function ggufVariants(manifest: RepoManifest, max = 5): Variant[] {
         size_bytes: files.reduce((n, f) => n + f.size, 0),
       };
     })
-    .sort((a, b) => rank(a.name) - rank(b.name) || a.name.localeCompare(b.name))
+    .sort((a, b) => rank(a.name) - rank(b.name) || byCodeUnits(a.name, b.name))
     .slice(0, max);
 }
 

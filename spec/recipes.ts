@@ -71,6 +71,9 @@ export interface RecipeSpec {
   cliFlag?: string;
   /** The `lemonade load --help` line for the backend flag and the recipe's other flags. */
   cliHelp?: string;
+  /** The `lemonade load --help` heading the recipe's flags stand under, as Lemonade's backends
+   * name theirs (recipes that share one share its heading). */
+  cliGroup?: string;
   /** The config.json section (`<section>.backend`, `.args`, `.<backend>_bin`), and which of its
    * keys are recipe options server-wide (key -> option). */
   config?: { section: string; options: Record<string, string> };
@@ -141,6 +144,7 @@ const OPENAI_TEXT = { chat: "/v1/chat/completions", completions: "/v1/completion
 
 export const RECIPE_SPECS: Record<string, RecipeSpec> = {
   llamacpp: {
+    cliGroup: "Llama.cpp Backend Options",
     serves: ["llm", "embedding", "reranking"],
     capabilities: { ...OPENAI_TEXT, embeddings: "/v1/embeddings", rerank: "/v1/rerank", tokenize: "/tokenize", slots: "/slots" },
     defaultLabel: "chat",
@@ -190,6 +194,7 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
     },
   },
   whispercpp: {
+    cliGroup: "Whisper.cpp Options",
     serves: ["transcription"],
     capabilities: { transcribe: "/inference" },
     defaultLabel: "transcription",
@@ -207,6 +212,7 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
     config: { section: "whispercpp", options: { backend: "whispercpp_backend", args: "whispercpp_args" } },
   },
   "sd-cpp": {
+    cliGroup: "Stable Diffusion Options",
     serves: ["image"],
     capabilities: { "image.generate": "/v1/images/generations", "image.edit": "/v1/images/edits" },
     // sd-server has no upscale route in the release Lemonade pins: sd-cli upscales, one image a run.
@@ -263,6 +269,7 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
   },
   /** vLLM serving a safetensors checkpoint: a whole repository, config.json at its root. */
   vllm: {
+    cliGroup: "vLLM Options",
     serves: ["llm", "embedding"],
     capabilities: { ...OPENAI_TEXT, embeddings: "/v1/embeddings" },
     defaultLabel: "chat",
@@ -282,6 +289,7 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
   /** TRELLIS.2's trellis-server (trellis.cpp): an image to a textured mesh, one at a time. The
    * checkpoint is a repository of GGUFs the engine reads as a folder. */
   trellis: {
+    cliGroup: "3D Generation Options",
     serves: ["mesh"],
     capabilities: { "mesh.generate": true },
     defaultLabel: "3d",
@@ -299,6 +307,7 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
   /** ACE-Step's ace-server (acestep.cpp): music, instrumental or sung, as jobs the engine runs
    * (`/lm` for the lyrics' audio codes, `/synth` for the audio, `/job` polled). */
   acestep: {
+    cliGroup: "Audio Generation Options",
     serves: ["audio-generation"],
     capabilities: { "audio.generate": true },
     defaultLabel: "audio-generation",
@@ -314,6 +323,7 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
   /** ThinkSound's ts-server: sound effects from a caption, answered as WAV. The checkpoint is a
    * repository of GGUFs (the diffusion, text and VAE networks and their tokenizers). */
   thinksound: {
+    cliGroup: "Audio Generation Options",
     serves: ["audio-generation"],
     capabilities: { "audio.generate": true },
     defaultLabel: "audio-generation",

@@ -345,7 +345,9 @@ ${OPTIONS_HELP}${name === "codex" ? `\n${CODEX_PROVIDER_HELP}` : ""}`;
   rewrite: (args) => args.flatMap((a, i) => ((a === "-p" || a === "--provider") && (args[i + 1] === undefined || args[i + 1]!.startsWith("-")) ? [`--provider=`] : [a])),
   async run(input) {
     const values = input.values as { model?: string; "agent-args"?: string; provider?: string; directory?: string; "recipe-file"?: string };
-    let [name, ...agentArgs] = input.positionals;
+    let [name, ...unexpected] = input.positionals;
+    // As Lemonade's CLI (its parser takes no extras): what the agent gets goes in --agent-args.
+    if (unexpected.length) throw new CliError(`The following argument${unexpected.length > 1 ? "s were" : " was"} not expected: ${unexpected.join(" ")}\nRun with --help for more information.`, 2);
     // As Lemonade's CLI: refused before anything is asked, whatever the agent.
     if (values.provider !== undefined && name !== "codex") throw new CliError("--provider is only supported for 'lemonade launch codex'.");
     if (name !== undefined && !AGENTS[name]) throw new CliError(`Unsupported agent: ${name}. Supported agents: ${Object.keys(AGENTS).join(", ")}.\nRun with --help for more information.`, 2);
@@ -382,7 +384,7 @@ ${OPTIONS_HELP}${name === "codex" ? `\n${CODEX_PROVIDER_HELP}` : ""}`;
     void client.json("POST", "/v1/load", { model_name: model, save_options: false }).catch(() => {});
     console.log(`Launching ${name}...`);
     const extra = values["agent-args"] ? splitArgs(values["agent-args"]) : [];
-    const child = Bun.spawn([binary, ...argv.slice(1), ...extra, ...agentArgs], { stdio: ["inherit", "inherit", "inherit"], env: { ...process.env, ...env } });
+    const child = Bun.spawn([binary, ...argv.slice(1), ...extra], { stdio: ["inherit", "inherit", "inherit"], env: { ...process.env, ...env } });
     // The agent owns the terminal: Ctrl-C is its to handle.
     process.on("SIGINT", () => {});
     return await child.exited;

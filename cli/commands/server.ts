@@ -226,7 +226,7 @@ async function change(client: Client, up: boolean, changes: Record<string, unkno
   for (const [key, value] of Object.entries(changes)) {
     // A refused setting exits 1, as Lemonade's `config set` does; an unknown key in its words.
     const problem = settingProblem(key, value);
-    if (problem?.endsWith("is not a Lemonade setting")) throw new CliError(`unknown config key \`${key}\`\nRun \`lemonade config\` to see valid keys.`);
+    if (problem?.startsWith("Unknown config key: '")) throw new CliError(`unknown config key \`${key}\`\nRun \`lemonade config\` to see valid keys.`);
     if (problem) throw new CliError(`${problem}. See the settings with: lemonade config`);
   }
   if (up) {

@@ -519,7 +519,13 @@ describe("Lemonade's CLI syntax", () => {
     const agentEnv = { PATH: `${bin}:/usr/bin:/bin`, HOME: home, XDG_CONFIG_HOME: join(home, ".config") };
     const fakeAgent = (name: string, code = 0) => writeFileSync(join(bin, name), `#!/bin/sh\n{ env; echo "ARGV $*"; } > "${record}"\nexit ${code}\n`, { mode: 0o755 });
     fakeAgent("claude", 7);
-    const r = await lemonade(["launch", "claude", "--model", "extra.tiny-chat", "--agent-args", "--print hello", "--", "--verbose"], undefined, agentEnv);
+    // Arguments for the agent go in --agent-args: anything else after the agent is refused, as
+    // Lemonade's parser refuses extras, before the agent runs.
+    const extras = await lemonade(["launch", "claude", "--model", "extra.tiny-chat", "--", "--verbose", "-x"], undefined, agentEnv);
+    expect(extras.code).toBe(2);
+    expect(extras.err).toContain("The following arguments were not expected: --verbose -x\nRun with --help for more information.");
+    expect(existsSync(record)).toBe(false);
+    const r = await lemonade(["launch", "claude", "--model", "extra.tiny-chat", "--agent-args", "--print hello --verbose"], undefined, agentEnv);
     expect(r.code).toBe(7);
     expect(r.out).toContain("Loading model in background: extra.tiny-chat");
     const seen = readFileSync(record, "utf8");

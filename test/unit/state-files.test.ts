@@ -15,12 +15,15 @@ describe("aliases", () => {
     expect((await post({ alias: "prod", target: "Qwen3-0.6B-GGUF" })).status).toBe(200);
     expect((await post({ alias: "embed", model: "nomic-embed-text-v1-GGUF" })).status).toBe(200);
     expect((await post({ alias: "prod", target: "Llama-3.2-1B-Instruct-GGUF" })).status).toBe(200);
+    expect((await post({ alias: "Zed", target: "Qwen3-0.6B-GGUF" })).status).toBe(200);
     await server.close(true);
 
     server = await startTestServer({}, cacheDir);
     const list = await (await fetch(`${server.url}/internal/aliases`)).json();
     expectMatches(internal.aliasesList.response, list);
+    // In code-unit order (capitals first), not a locale's.
     expect(list.aliases.map((a: any) => [a.alias, a.target, a.recipe, a.downloaded])).toEqual([
+      ["Zed", "Qwen3-0.6B-GGUF", "llamacpp", false],
       ["embed", "nomic-embed-text-v1-GGUF", "llamacpp", false],
       ["prod", "Llama-3.2-1B-Instruct-GGUF", "llamacpp", false],
     ]);
@@ -30,7 +33,7 @@ describe("aliases", () => {
     const again = await fetch(`${server.url}/internal/aliases/prod`, { method: "DELETE" });
     expect(again.status).toBe(404);
     expect((await again.json()).code).toBe("alias_not_found");
-    expect(JSON.parse(readFileSync(join(cacheDir, "aliases.json"), "utf8"))).toEqual({ embed: "nomic-embed-text-v1-GGUF" });
+    expect(JSON.parse(readFileSync(join(cacheDir, "aliases.json"), "utf8"))).toEqual({ embed: "nomic-embed-text-v1-GGUF", Zed: "Qwen3-0.6B-GGUF" });
     await server.close();
   });
 
