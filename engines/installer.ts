@@ -136,9 +136,9 @@ export class EngineInstaller {
       const promise = this.fetchOrBuild(
         recipe,
         backend,
-        (phase, pct) => {
+        (phase, pct, file) => {
           Object.assign(progress, { phase, percent: pct });
-          listeners.forEach((l) => l(phase, pct));
+          listeners.forEach((l) => l(phase, pct, file));
         },
         abort.signal,
       );

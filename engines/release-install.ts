@@ -15,7 +15,15 @@ import type Yauzl from "yauzl";
 import defaults from "./backend-versions.json" with { type: "json" };
 import { readJsonFile } from "../lib/json-file.ts";
 
-export type Progress = (phase: string, percent: number) => void;
+/** A file an install is downloading, and how far: what a download job reports for it. */
+export interface FileProgress {
+  file: string;
+  bytes: number;
+  total: number;
+}
+
+/** An install's progress: its phase and percent, with the file while one is downloading. */
+export type Progress = (phase: string, percent: number, file?: FileProgress) => void;
 
 interface ReleaseBackend {
   repo: string;
@@ -144,7 +152,7 @@ export function installedRelease(cacheDir: string, recipe: string, backend: stri
 }
 
 /** Downloads `url` into `partial`, resuming what an earlier attempt left. */
-async function download(url: string, partial: string, onProgress: Progress, signal?: AbortSignal): Promise<void> {
+async function download(url: string, partial: string, asset: string, onProgress: Progress, signal?: AbortSignal): Promise<void> {
   let have = existsSync(partial) ? statSync(partial).size : 0;
   let res: Response;
   try {
@@ -163,7 +171,7 @@ async function download(url: string, partial: string, onProgress: Progress, sign
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
       if (!out.write(chunk)) await new Promise((r) => out.once("drain", r));
       done += chunk.length;
-      if (total) onProgress("download", Math.min(99, Math.floor((done / total) * 100)));
+      if (total) onProgress("download", Math.min(99, Math.floor((done / total) * 100)), { file: asset, bytes: done, total });
     }
   } catch (err) {
     throw new ReleaseUnavailable(`the download of ${url} broke off (${(err as Error).message}); installing again resumes it`);
@@ -298,7 +306,7 @@ export async function installRelease(recipe: string, backend: string, opts: Rele
   // A connection that breaks off is resumed where it stopped, a few times, before giving up.
   for (let attempt = 1; ; attempt++) {
     try {
-      await download(url, partial, onProgress, opts.signal);
+      await download(url, partial, pin.asset, onProgress, opts.signal);
       break;
     } catch (err) {
       // A cancelled install keeps nothing to resume.
@@ -336,6 +344,11 @@ export async function installRelease(recipe: string, backend: string, opts: Rele
     chmodSync(found, 0o755);
     const tried = Bun.spawnSync([found, "--version"], { cwd: binDir, stdout: "ignore", stderr: "ignore", timeout: 30_000 });
     if (tried.exitCode !== 0) throw new ReleaseInstallError(`${pin.binary} from ${pin.asset} does not run here (--version exited ${tried.exitCode}); the installed version is kept`);
+    // A cancel that came while it was unpacked still leaves nothing: this is the last point before the swap.
+    if (opts.signal?.aborted) {
+      rmSync(partial, { force: true });
+      throw opts.signal.reason;
+    }
     // Only a binary that works replaces what was there: older tags go once this one is in place.
     rmSync(final, { recursive: true, force: true });
     mkdirSync(dirname(final), { recursive: true });

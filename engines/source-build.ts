@@ -6,7 +6,7 @@ import { cpSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from
 import { availableParallelism } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { bestGpuBackend, GPU_BACKENDS, gpuBackendStatuses, locateGpuRelease, pinnedReleaseUrl, releaseUrl } from "./release-backends.ts";
-import { backendVersions, installedRelease } from "./release-install.ts";
+import { backendVersions, installedRelease, type Progress } from "./release-install.ts";
 import { readLines } from "../lib/lines.ts";
 import {
   configuredBinary,
@@ -24,7 +24,7 @@ import {
   type SourceBuiltEngine,
 } from "./engine.ts";
 
-export type Progress = (phase: string, percent: number) => void;
+export type { Progress };
 
 /** Where a source-built engine's binaries live: `<cache>/bin/<recipe>/<version>/`. */
 export function engineDir(cacheDir: string, engine: SourceBuiltEngine, version = engine.version): string {

@@ -1,6 +1,8 @@
 // Model downloads: one worker per model, whatever asks for it (a waiting /v1/pull, an SSE
 // stream, or a server-owned job that outlives its request). Workers report progress to every
-// listener; server-owned jobs keep a snapshot clients can poll and control.
+// listener; server-owned jobs keep a snapshot clients can poll and control. A backend install
+// started with `subscribe: false` is such a job too (`backend:<recipe>:<backend>`), as Lemonade
+// lists it beside the model downloads.
 import type { CatalogModel } from "./catalog.ts";
 import {
   bytesOnDisk,
@@ -35,10 +37,11 @@ export type JobStatus = "downloading" | "paused" | "cancelled" | "completed" | "
 
 export interface JobSnapshot {
   id: string;
-  type: "model";
+  type: "model" | "backend";
+  /** The model, or a backend's `<recipe>:<backend>`. */
   model_name: string;
-  /** The job's model by its canonical id (`builtin.NAME`, ...), whatever `model_name` names later. */
-  canonical_id: string;
+  /** A model job's model by its canonical id (`builtin.NAME`, ...), whatever `model_name` names later. */
+  canonical_id?: string;
   status: JobStatus;
   running: boolean;
   file: string;
@@ -75,6 +78,13 @@ interface Worker {
   plan?: Plan;
 }
 
+/** A job whose work is not a model download (a backend install): what it is doing, and how it
+ * is stopped. */
+interface Task {
+  done: Promise<void>;
+  stop: () => void;
+}
+
 /** Each file to fetch, with the folder of the registry it lands in. */
 type Plan = { manifest: RepoManifest; file: RepoFile; dir: string }[];
 
@@ -85,6 +95,7 @@ export class DownloadManager {
   private readonly jobModels = new Map<string, string>();
   /** Each model's last download plan, so that cancelling a stopped job still finds its partials. */
   private readonly plans = new Map<string, Plan>();
+  private readonly tasks = new Map<string, Task>();
 
   constructor(
     /** Each registry's hub and the folder its files live in. */
@@ -172,59 +183,31 @@ export class DownloadManager {
     const id = `model:${name}`;
     const existing = this.jobs.get(id);
     if (existing?.running) return existing;
-    const job: JobSnapshot = {
-      id,
-      type: "model",
-      model_name: name,
-      canonical_id: canonicalId,
-      status: "downloading",
-      running: true,
-      file: "",
-      file_index: 0,
-      total_files: 0,
-      bytes_downloaded: 0,
-      bytes_total: 0,
-      total_download_size: 0,
-      bytes_previously_downloaded: 0,
-      completed_files_bytes: 0,
-      cumulative_bytes_downloaded: 0,
-      overall_bytes_downloaded: 0,
-      percent: 0,
-      complete: false,
-    };
+    const job = newJob(id, "model", name, canonicalId);
     this.jobs.set(id, job);
     this.jobModels.set(id, model.id);
     const onProgress = (p: Progress) => {
       const worker = this.workers.get(model.id);
       const plan = worker?.plan ?? [];
       const before = plan.slice(0, p.file_index - 1).reduce((n, e) => n + e.file.size, 0);
-      Object.assign(job, {
-        file: p.file,
-        file_index: p.file_index,
-        total_files: p.total_files,
-        bytes_downloaded: p.bytes_downloaded,
-        bytes_total: p.bytes_total,
-        percent: p.percent,
-        total_download_size: p.total_download_size,
-        bytes_previously_downloaded: p.bytes_previously_downloaded,
-        completed_files_bytes: before,
-        cumulative_bytes_downloaded: before + p.bytes_downloaded,
-        overall_bytes_downloaded: before + p.bytes_downloaded,
-      });
+      update(job, { ...p, completed_files_bytes: before });
     };
-    const done = run(onProgress);
-    // A collection's job has no worker of its own: its components' downloads have theirs.
-    const worker = this.workers.get(model.id);
-    done.then(
-      () => {
-        Object.assign(job, { status: "completed", running: false, complete: true, percent: 100 });
-      },
-      (err: Error) => {
-        job.running = false;
-        if (worker?.stopReason) job.status = worker.stopReason;
-        else Object.assign(job, { status: "error", error: err.message });
-      },
-    );
+    settle(job, run(onProgress));
+    return job;
+  }
+
+  /** Starts a server-owned job for work that is not a model download (a backend install, id
+   * `backend:<recipe>:<backend>`), answered as it stands while one of that id runs. `run` reports
+   * what it has to report of its progress; `stop` ends it, leaving nothing half-done. */
+  startTask(id: string, type: "backend", name: string, run: (onProgress: (p: Partial<Progress>) => void) => Promise<void>, stop: () => void): JobSnapshot {
+    const existing = this.jobs.get(id);
+    if (existing?.running) return existing;
+    const job = newJob(id, type, name);
+    this.jobs.set(id, job);
+    this.jobModels.delete(id);
+    const task: Task = { stop, done: run((p) => update(job, p)) };
+    this.tasks.set(id, task);
+    settle(job, task.done);
     return job;
   }
 
@@ -236,28 +219,38 @@ export class DownloadManager {
     return this.jobs.get(id);
   }
 
-  /** pause: stop, keeping partial files to resume; cancel: stop and delete them; remove: forget. */
+  /** pause: stop, keeping partial files to resume; cancel: stop and delete them; remove: forget.
+   * A backend install cannot pause: stopped either way, it keeps nothing, and installing again
+   * starts over. A job that completed stays completed, as Lemonade keeps it. */
   async control(id: string, action: "pause" | "cancel" | "remove"): Promise<JobSnapshot | null> {
     const job = this.jobs.get(id);
-    const modelId = this.jobModels.get(id);
-    if (!job || modelId === undefined) return null;
-    const worker = this.workers.get(modelId);
-    if (action === "remove" && !worker) {
-      this.forget(id);
-      return null;
-    }
+    if (!job) return null;
     const reason = action === "pause" ? "paused" : "cancelled";
-    if (worker) {
-      worker.stopReason = reason;
-      worker.abort.abort(new DownloadStopped(reason));
-      await worker.promise.catch(() => {});
+    const task = this.tasks.get(id);
+    const modelId = this.jobModels.get(id);
+    if (task) {
+      if (job.running) {
+        task.stop();
+        await task.done.catch(() => {});
+      }
+    } else if (modelId !== undefined) {
+      const worker = this.workers.get(modelId);
+      if (action === "remove" && !worker) {
+        this.forget(id);
+        return null;
+      }
+      if (worker) {
+        worker.stopReason = reason;
+        worker.abort.abort(new DownloadStopped(reason));
+        await worker.promise.catch(() => {});
+      }
+      // Cancel deletes the partial files, whether the job was still running or had stopped.
+      const plan = worker?.plan ?? this.plans.get(modelId);
+      if (reason === "cancelled" && plan) {
+        for (const { manifest, file, dir } of plan) removePartials(dir, manifest, [file]);
+      }
     }
-    // Cancel deletes the partial files, whether the job was still running or had stopped.
-    const plan = worker?.plan ?? this.plans.get(modelId);
-    if (reason === "cancelled" && plan) {
-      for (const { manifest, file, dir } of plan) removePartials(dir, manifest, [file]);
-    }
-    job.status = reason;
+    if (job.status !== "completed") job.status = reason;
     job.running = false;
     if (action === "remove") {
       this.forget(id);
@@ -269,5 +262,51 @@ export class DownloadManager {
   private forget(id: string): void {
     this.jobs.delete(id);
     this.jobModels.delete(id);
+    this.tasks.delete(id);
   }
+}
+
+/** A job's first snapshot: nothing downloaded yet. */
+function newJob(id: string, type: JobSnapshot["type"], name: string, canonicalId?: string): JobSnapshot {
+  return {
+    id,
+    type,
+    model_name: name,
+    ...(canonicalId !== undefined ? { canonical_id: canonicalId } : {}),
+    status: "downloading",
+    running: true,
+    file: "",
+    file_index: 0,
+    total_files: 0,
+    bytes_downloaded: 0,
+    bytes_total: 0,
+    total_download_size: 0,
+    bytes_previously_downloaded: 0,
+    completed_files_bytes: 0,
+    cumulative_bytes_downloaded: 0,
+    overall_bytes_downloaded: 0,
+    percent: 0,
+    complete: false,
+  };
+}
+
+/** Takes a progress report into the snapshot; the bytes across the job follow from it. */
+function update(job: JobSnapshot, p: Partial<Progress> & { completed_files_bytes?: number }): void {
+  Object.assign(job, p);
+  job.cumulative_bytes_downloaded = job.overall_bytes_downloaded = job.completed_files_bytes + job.bytes_downloaded;
+}
+
+/** The snapshot once the work ends: completed, stopped by a client (DownloadStopped) or failed. */
+function settle(job: JobSnapshot, done: Promise<void>): void {
+  done.then(
+    () => {
+      Object.assign(job, { status: "completed", running: false, complete: true, percent: 100 });
+      if (job.total_download_size > 0) job.cumulative_bytes_downloaded = job.overall_bytes_downloaded = job.total_download_size;
+    },
+    (err: Error) => {
+      job.running = false;
+      if (err instanceof DownloadStopped) job.status = err.reason;
+      else Object.assign(job, { status: "error", error: err.message });
+    },
+  );
 }

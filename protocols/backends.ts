@@ -1,9 +1,10 @@
 // Installing and removing backends as /v1/install and /v1/uninstall ask for it: a recipe's backend
-// (built or fetched by runtime/backends.ts, at once or as Server-Sent Events), or a cloud provider
-// with `backend: "cloud"` (models/cloud.ts).
+// (built or fetched by runtime/backends.ts, at once, as Server-Sent Events, or as a server-owned
+// download job), or a cloud provider with `backend: "cloud"` (models/cloud.ts).
 import { E } from "../spec/errors.ts";
 import type { InstallDryRunRequest, InstallDryRunResponse, InstallRequest, InstallResponse, UninstallRequest, UninstallResponse } from "../spec/backends.ts";
 import { ApiError } from "../lib/api-error.ts";
+import { DownloadStopped } from "../models/downloads.ts";
 import { sseResponse } from "../lib/sse.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { openaiErrorBody } from "./openai.ts";
@@ -52,8 +53,33 @@ function requiredRecipe(recipe: string | undefined): string {
   return recipe;
 }
 
+/** `stream: true, subscribe: false`: the install as a job of the download manager, named as
+ * Lemonade names it (`backend:<recipe>:<backend>`), its release download reported as the job's one
+ * file. Stopped through /v1/downloads/control or /v1/installs/cancel, it ends `cancelled`. */
+function installJob(ctx: Pick<ServerContext, "backends" | "downloads">, recipe: string, backend: string, force: boolean) {
+  const name = `${recipe}:${backend}`;
+  return ctx.downloads.startTask(
+    `backend:${name}`,
+    "backend",
+    name,
+    (report) =>
+      ctx.backends
+        .install(
+          recipe,
+          backend,
+          (_phase, percent, file) =>
+            report(file ? { file: file.file, file_index: 1, total_files: 1, bytes_downloaded: file.bytes, bytes_total: file.total, total_download_size: file.total, percent } : { percent }),
+          force,
+        )
+        .catch((err) => {
+          throw err instanceof ApiError && err.code === E.installCancelled.code ? new DownloadStopped("cancelled") : err;
+        }),
+    () => void ctx.backends.stopInstall(recipe, backend),
+  );
+}
+
 /** POST /v1/install. */
-export async function install(ctx: Pick<ServerContext, "backends" | "cloud">, body: InstallRequest): Promise<InstallResponse | Response> {
+export async function install(ctx: Pick<ServerContext, "backends" | "cloud" | "downloads">, body: InstallRequest): Promise<InstallResponse | Response> {
   if (body.backend === "cloud") return cloudAnswer(() => installCloud(ctx, body));
   const { backend } = body;
   const recipe = requiredRecipe(body.recipe);
@@ -63,8 +89,9 @@ export async function install(ctx: Pick<ServerContext, "backends" | "cloud">, bo
     await ctx.backends.install(recipe, backend, undefined, force);
     return result;
   }
-  // Refuse what cannot be installed here with a plain 400 before the event stream starts.
+  // Refuse what cannot be installed here with a plain 400 before the event stream or job starts.
   await ctx.backends.checkInstallable(recipe, backend, force);
+  if (body.subscribe === false) return installJob(ctx, recipe, backend, force);
   return sseResponse(async (send) => {
     await ctx.backends.install(recipe, backend, (phase, percent) => send("progress", { phase, percent }), force);
     send("complete", { recipe, backend, percent: 100 });

@@ -37,8 +37,14 @@ export class Backends {
 
   /** Cancels an install under way; 404 when there is none of that pair. */
   cancelInstall(recipe: string, backend: string): void {
-    if (!this.installer.cancel(recipe, backend)) throw ApiError.of(E.installNotRunning, `No install of ${recipe}:${backend} is under way`);
+    if (!this.stopInstall(recipe, backend)) throw ApiError.of(E.installNotRunning, `No install of ${recipe}:${backend} is under way`);
+  }
+
+  /** Cancels an install under way; false when none was (it may have just ended). */
+  stopInstall(recipe: string, backend: string): boolean {
+    if (!this.installer.cancel(recipe, backend)) return false;
     this.log(`Cancelled the install of ${recipe}:${backend}`);
+    return true;
   }
 
   /** Every recipe's backends, read fresh from disk and PATH. */

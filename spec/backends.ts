@@ -3,6 +3,7 @@
 import { Type as T, type Static } from "@sinclair/typebox";
 import { endpoint } from "./endpoint.ts";
 import { E } from "./errors.ts";
+import { JobSnapshot } from "./downloads.ts";
 import { LLAMACPP } from "./recipes.ts";
 
 const InstallResult = T.Object(
@@ -109,15 +110,18 @@ export const install = endpoint({
   description:
     "Installs a backend for a recipe, or registers a cloud provider (`backend: \"cloud\"`). `llamacpp:cpu` and `whispercpp:cpu` are built from the llama.cpp and whisper.cpp sources that npm ships, into the cache directory (a few minutes on a small machine); a build of the same version that is already there is kept. Concurrent requests for one backend share one build. A cloud provider is any OpenAI-compatible server (a hosted provider, another Lemonade, vLLM, a llama-server elsewhere): its base URL is saved in `config.json` `cloud_providers`, its models are read from its `GET /models` (now, and every 10 minutes; a provider that cannot be reached keeps its last list) and listed as `<provider>.<id>` with `recipe: \"cloud\"`. Its key, if any, is held in memory only; `LEMONADE_<PROVIDER>_API_KEY` in the server's environment takes precedence. A cloud install's refusals are `{\"error\": {\"message\", \"type\", \"code\"}}`, as Lemonade answers them.",
   notes:
-    'With `stream: true` the answer is Server-Sent Events: `event: progress` with `{"phase", "percent"}` while it works (`download`, `extract`, `configure`, `build`, `install`), then `event: complete` with `{"recipe", "backend", "percent": 100}`, or `event: error` with `{"error"}`.',
+    'With `stream: true` the answer is Server-Sent Events: `event: progress` with `{"phase", "percent"}` while it works (`download`, `extract`, `configure`, `build`, `install`), then `event: complete` with `{"recipe", "backend", "percent": 100}`, or `event: error` with `{"error"}`. With `stream: true, subscribe: false` the server starts the install as a job it owns, `backend:<recipe>:<backend>`, and answers with its snapshot at once (a refusal is still a 400 first); follow it with `GET /v1/downloads` (the release asset as its `file`, its bytes and percent) and stop it with `POST /v1/downloads/control`, which keeps nothing of it.',
   body: T.Composite([
     InstallBody,
     T.Object({
       stream: T.Optional(T.Boolean({ description: "`true` answers with Server-Sent Events reporting progress. Defaults to `false`." })),
+      subscribe: T.Optional(
+        T.Boolean({ description: "With `stream: true`: `false` starts the install as a server-owned job (`GET /v1/downloads`) and answers with its snapshot at once. Defaults to `true`." }),
+      ),
       force: T.Optional(T.Boolean({ description: "`true` installs a backend whose hardware is not found here (the hardware filter is bypassed); one with no release for this platform and no source build still cannot be installed." })),
     }),
   ]),
-  response: T.Union([InstallResult, CloudInstallResult]),
+  response: T.Union([InstallResult, CloudInstallResult, JobSnapshot]),
   stream: {
     contentType: "text/event-stream",
     event: T.Object(

@@ -29,18 +29,22 @@ const PullDefinition = {
   ),
 };
 
-const JobSnapshot = T.Object(
+export const JobSnapshot = T.Object(
   {
-    id: T.String({ description: "Stable download id, `model:<name>`, the name as the pull gave it" }),
-    type: T.Literal("model", { description: "Always `model`" }),
-    model_name: T.String({ description: "The model being downloaded, named as the pull named it" }),
-    canonical_id: T.String({
-      description:
-        "The canonical id of the model being downloaded, as `/v1/models` gives it (`user.NAME`, `extra.NAME`, `builtin.NAME`): the job's model even once `model_name` names another (a registration made since, shadowing the built-in the job downloads)",
+    id: T.String({
+      description: "Stable download id: `model:<name>`, the name as the pull gave it, or `backend:<recipe>:<backend>` for a backend install (`POST /v1/install` with `stream: true, subscribe: false`)",
     }),
+    type: T.Union([T.Literal("model"), T.Literal("backend")], { description: "`model`, or `backend` for a backend install" }),
+    model_name: T.String({ description: "The model being downloaded, named as the pull named it; for a backend install, `<recipe>:<backend>`" }),
+    canonical_id: T.Optional(
+      T.String({
+        description:
+          "Model jobs: the canonical id of the model being downloaded, as `/v1/models` gives it (`user.NAME`, `extra.NAME`, `builtin.NAME`): the job's model even once `model_name` names another (a registration made since, shadowing the built-in the job downloads)",
+      }),
+    ),
     status: T.String({ description: "`downloading`, `paused`, `cancelled`, `completed` or `error`" }),
     running: T.Boolean({ description: "Whether the download worker is still active" }),
-    file: T.String({ description: "Current file" }),
+    file: T.String({ description: "Current file (a backend install's release asset)" }),
     file_index: T.Integer({ description: "Current file's position, from 1" }),
     total_files: T.Integer({ description: "Files in the download" }),
     bytes_downloaded: T.Number({ description: "Bytes of the current file on disk" }),
@@ -343,7 +347,7 @@ export const downloads = endpoint({
   summary: "List server-owned download jobs",
   availability: "fully_available",
   description:
-    "Lists the download jobs started with `POST /v1/pull` and `stream: true, subscribe: false`. Active, paused, cancelled, failed and completed jobs stay listed until removed.",
+    "Lists the download jobs started with `POST /v1/pull` or `POST /v1/install` and `stream: true, subscribe: false`. Active, paused, cancelled, failed and completed jobs stay listed until removed.",
   response: T.Array(JobSnapshot, { description: "The jobs, as a bare array (lemonade.md)" }),
   example: {
     response: `[{"id": "model:Qwen3-0.6B-GGUF", "type": "model", "model_name": "Qwen3-0.6B-GGUF", "canonical_id": "builtin.Qwen3-0.6B-GGUF", "status": "downloading", "running": true, "file": "Qwen3-0.6B-Q4_0.gguf", "file_index": 1, "total_files": 1, "bytes_downloaded": 104857600, "bytes_total": 382156480, "total_download_size": 382156480, "bytes_previously_downloaded": 0, "completed_files_bytes": 0, "cumulative_bytes_downloaded": 104857600, "overall_bytes_downloaded": 104857600, "percent": 27, "complete": false}]`,
@@ -361,7 +365,7 @@ export const downloadsControl = endpoint({
   summary: "Pause, cancel or remove a download job",
   availability: "fully_available",
   description:
-    "`pause` stops the job and keeps its partial files, so pulling the model again resumes where it stopped; `cancel` stops it and deletes its partial files; `remove` forgets a stopped job (a running one is cancelled first). `pause` and `cancel` answer with the job's snapshot once the worker has stopped; `remove` answers `{\"status\": \"ok\"}`, with `\"missing\": true` when there was no such job.",
+    "`pause` stops the job and keeps its partial files, so pulling the model again resumes where it stopped; `cancel` stops it and deletes its partial files; `remove` forgets a stopped job (a running one is cancelled first). A backend install (`backend:<recipe>:<backend>`) cannot pause: `pause` or `cancel` stops it and keeps nothing of it (the partial download, the unpacked files), the installed version, if any, stays, and installing again starts over. A completed job stays `completed`. `pause` and `cancel` answer with the job's snapshot once the worker has stopped; `remove` answers `{\"status\": \"ok\"}`, with `\"missing\": true` when there was no such job.",
   body: T.Object({
     id: T.String({ description: "Download id, such as `model:Qwen3-0.6B-GGUF`." }),
     action: T.Union([T.Literal("pause"), T.Literal("cancel"), T.Literal("remove")], { description: "`pause`, `cancel` or `remove`." }),

@@ -139,9 +139,11 @@ export function displayName(m: Pick<Model, "id" | "canonical_id" | "shadowed">):
 /** A server-owned download job (GET /v1/downloads). */
 export interface Job {
   id: string;
+  /** `backend` for a backend install, whose `model_name` is `<recipe>:<backend>`. */
+  type: "model" | "backend";
   model_name: string;
-  /** The job's model by its canonical id, as a model row's `canonical_id`. */
-  canonical_id: string;
+  /** A model job's model by its canonical id, as a model row's `canonical_id`. */
+  canonical_id?: string;
   status: "downloading" | "paused" | "cancelled" | "completed" | "error";
   running: boolean;
   file?: string;

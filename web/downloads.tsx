@@ -47,8 +47,14 @@ export function Downloads({ jobs, installs }: { jobs: Jobs; installs: Installs }
     jobs.refresh();
   };
   const control = (j: Job, action: "pause" | "cancel" | "remove") => act(`${action} ${j.model_name}`, () => postJson("/v1/downloads/control", { id: j.id, action }));
-  // A stopped job goes on from its partial files (or from the start after a cancel) with a new pull.
-  const restart = (j: Job, what: string) => act(`${what} ${j.model_name}`, () => postJson("/v1/pull", { model_name: j.model_name, stream: true, subscribe: false }));
+  // A stopped job goes on from its partial files (or from the start after a cancel) with a new pull;
+  // a backend install's job (`<recipe>:<backend>`) starts over with a new install.
+  const restart = (j: Job, what: string) =>
+    act(`${what} ${j.model_name}`, () => {
+      if (j.type !== "backend") return postJson("/v1/pull", { model_name: j.model_name, stream: true, subscribe: false });
+      const [recipe, backend] = j.model_name.split(":");
+      return postJson("/v1/install", { recipe, backend, stream: true, subscribe: false });
+    });
   const list = [...(jobs.data ?? [])].sort((a, b) => ORDER[a.status] - ORDER[b.status]);
   const finished = list.filter((j) => j.status === "completed" || j.status === "cancelled");
   return (

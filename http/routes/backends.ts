@@ -4,7 +4,7 @@ import type { ServerContext } from "../../runtime/context.ts";
 import { install, installDryRun, uninstall } from "../../protocols/backends.ts";
 import type { Binder } from "../bind.ts";
 
-export function backendRoutes(bind: Binder, ctx: Pick<ServerContext, "backends" | "cloud">): void {
+export function backendRoutes(bind: Binder, ctx: Pick<ServerContext, "backends" | "cloud" | "downloads">): void {
   bind.http(spec.install, ({ body }) => install(ctx, body));
   bind.http(spec.installDryRun, ({ body }) => installDryRun(ctx, body));
   bind.http(spec.uninstall, ({ body }) => uninstall(ctx, body));

@@ -2728,7 +2728,7 @@ export interface paths {
         };
         /**
          * List server-owned download jobs
-         * @description Lists the download jobs started with `POST /v1/pull` and `stream: true, subscribe: false`. Active, paused, cancelled, failed and completed jobs stay listed until removed.
+         * @description Lists the download jobs started with `POST /v1/pull` or `POST /v1/install` and `stream: true, subscribe: false`. Active, paused, cancelled, failed and completed jobs stay listed until removed.
          */
         get: operations["lemonade.downloads"];
         put?: never;
@@ -2810,7 +2810,7 @@ export interface paths {
         put?: never;
         /**
          * Pause, cancel or remove a download job
-         * @description `pause` stops the job and keeps its partial files, so pulling the model again resumes where it stopped; `cancel` stops it and deletes its partial files; `remove` forgets a stopped job (a running one is cancelled first). `pause` and `cancel` answer with the job's snapshot once the worker has stopped; `remove` answers `{"status": "ok"}`, with `"missing": true` when there was no such job.
+         * @description `pause` stops the job and keeps its partial files, so pulling the model again resumes where it stopped; `cancel` stops it and deletes its partial files; `remove` forgets a stopped job (a running one is cancelled first). A backend install (`backend:<recipe>:<backend>`) cannot pause: `pause` or `cancel` stops it and keeps nothing of it (the partial download, the unpacked files), the installed version, if any, stays, and installing again starts over. A completed job stays `completed`. `pause` and `cancel` answer with the job's snapshot once the worker has stopped; `remove` answers `{"status": "ok"}`, with `"missing": true` when there was no such job.
          */
         post: operations["lemonade.downloads_control"];
         delete?: never;
@@ -6648,6 +6648,8 @@ export interface components {
             wire?: "openai" | "anthropic";
             /** @description `true` answers with Server-Sent Events reporting progress. Defaults to `false`. */
             stream?: boolean;
+            /** @description With `stream: true`: `false` starts the install as a server-owned job (`GET /v1/downloads`) and answers with its snapshot at once. Defaults to `true`. */
+            subscribe?: boolean;
             /** @description `true` installs a backend whose hardware is not found here (the hardware filter is bypassed); one with no release for this platform and no source build still cannot be installed. */
             force?: boolean;
         };
@@ -6677,7 +6679,7 @@ export interface components {
             warnings?: string[];
             /** @description `warnings` joined with ` | `, for older clients */
             warning?: string;
-        };
+        } | components["schemas"]["DownloadJob"];
         /**
          * InstallProgressEvent
          * @description The data of an `event: progress`, `complete` or `error`
@@ -7515,22 +7517,19 @@ export interface components {
          * @description A server-owned download job
          */
         DownloadJob: {
-            /** @description Stable download id, `model:<name>`, the name as the pull gave it */
+            /** @description Stable download id: `model:<name>`, the name as the pull gave it, or `backend:<recipe>:<backend>` for a backend install (`POST /v1/install` with `stream: true, subscribe: false`) */
             id: string;
-            /**
-             * @description Always `model`
-             * @constant
-             */
-            type: "model";
-            /** @description The model being downloaded, named as the pull named it */
+            /** @description `model`, or `backend` for a backend install */
+            type: "model" | "backend";
+            /** @description The model being downloaded, named as the pull named it; for a backend install, `<recipe>:<backend>` */
             model_name: string;
-            /** @description The canonical id of the model being downloaded, as `/v1/models` gives it (`user.NAME`, `extra.NAME`, `builtin.NAME`): the job's model even once `model_name` names another (a registration made since, shadowing the built-in the job downloads) */
-            canonical_id: string;
+            /** @description Model jobs: the canonical id of the model being downloaded, as `/v1/models` gives it (`user.NAME`, `extra.NAME`, `builtin.NAME`): the job's model even once `model_name` names another (a registration made since, shadowing the built-in the job downloads) */
+            canonical_id?: string;
             /** @description `downloading`, `paused`, `cancelled`, `completed` or `error` */
             status: string;
             /** @description Whether the download worker is still active */
             running: boolean;
-            /** @description Current file */
+            /** @description Current file (a backend install's release asset) */
             file: string;
             /** @description Current file's position, from 1 */
             file_index: number;
