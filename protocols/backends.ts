@@ -5,6 +5,7 @@ import { E } from "../spec/errors.ts";
 import type { InstallDryRunRequest, InstallDryRunResponse, InstallRequest, InstallResponse, UninstallRequest, UninstallResponse } from "../spec/backends.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { DownloadStopped } from "../models/downloads.ts";
+import type { FileProgress } from "../engines/release-install.ts";
 import { sseResponse } from "../lib/sse.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { openaiErrorBody } from "./openai.ts";
@@ -53,6 +54,16 @@ function requiredRecipe(recipe: string | undefined): string {
   return recipe;
 }
 
+/** A release download's file and bytes in the fields Lemonade's download progress names them by. */
+const fileFields = (file: FileProgress) => ({
+  file: file.file,
+  file_index: 1,
+  total_files: 1,
+  bytes_downloaded: file.bytes,
+  bytes_total: file.total,
+  total_download_size: file.total,
+});
+
 /** `stream: true, subscribe: false`: the install as a job of the download manager, named as
  * Lemonade names it (`backend:<recipe>:<backend>`), its release download reported as the job's one
  * file. Stopped through /v1/downloads/control or /v1/installs/cancel, it ends `cancelled`. */
@@ -67,8 +78,7 @@ function installJob(ctx: Pick<ServerContext, "backends" | "downloads">, recipe: 
         .install(
           recipe,
           backend,
-          (_phase, percent, file) =>
-            report(file ? { file: file.file, file_index: 1, total_files: 1, bytes_downloaded: file.bytes, bytes_total: file.total, total_download_size: file.total, percent } : { percent }),
+          (_phase, percent, file) => report({ ...(file ? fileFields(file) : {}), percent }),
           force,
         )
         .catch((err) => {
@@ -93,7 +103,7 @@ export async function install(ctx: Pick<ServerContext, "backends" | "cloud" | "d
   await ctx.backends.checkInstallable(recipe, backend, force);
   if (body.subscribe === false) return installJob(ctx, recipe, backend, force);
   return sseResponse(async (send) => {
-    await ctx.backends.install(recipe, backend, (phase, percent) => send("progress", { phase, percent }), force);
+    await ctx.backends.install(recipe, backend, (phase, percent, file) => send("progress", { phase, percent, ...(file ? fileFields(file) : {}) }), force);
     send("complete", { recipe, backend, percent: 100 });
   });
 }

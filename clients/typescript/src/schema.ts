@@ -6689,6 +6689,18 @@ export interface components {
             phase?: string;
             /** @description Progress; `100` on `complete` */
             percent?: number;
+            /** @description `progress` while a release downloads: its asset */
+            file?: string;
+            /** @description `progress` while a release downloads: `1` */
+            file_index?: number;
+            /** @description `progress` while a release downloads: `1` */
+            total_files?: number;
+            /** @description `progress` while a release downloads: bytes of the asset downloaded */
+            bytes_downloaded?: number;
+            /** @description `progress` while a release downloads: the asset's size */
+            bytes_total?: number;
+            /** @description `progress` while a release downloads: the asset's size */
+            total_download_size?: number;
             /** @description `complete`: the recipe */
             recipe?: string;
             /** @description `complete`: the backend installed */
