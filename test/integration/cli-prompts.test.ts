@@ -379,6 +379,16 @@ describe("pull", () => {
     expect(r.err).toBe("Error: omni pull requires --components MODEL [MODEL ...].\n       See 'lemonade pull --help'.\n");
     expect((await models()).some((m) => m.id === "user.NoParts")).toBe(false);
   });
+
+  test("--recipe, --label or --components without --checkpoint is refused before anything is sent", async () => {
+    // Lemonade takes any of these flags as a manual registration; only an omni collection goes without checkpoints.
+    for (const args of [["--recipe", "collection.router"], ["--recipe", "llamacpp"], ["--label", "vision"], ["--components", "Agentic"]]) {
+      const r = await piped(["pull", "user.NoCheckpoint", ...args]);
+      expect(r.code, args.join(" ")).toBe(1);
+      expect(r.err).toBe("Error: manual pull requires at least one --checkpoint TYPE CHECKPOINT.\n       See 'lemonade pull --help'.\n");
+    }
+    expect((await models()).some((m) => m.id === "user.NoCheckpoint")).toBe(false);
+  });
 });
 
 describe("cloud auth", () => {
