@@ -38,11 +38,13 @@ export function apiKey(): string | undefined {
 export function target(flags: { host?: string; port?: string }): Target {
   const config = loadConfig({});
   // `--host` (or LEMONADE_HOST) may be a URL: its scheme, port and path are read as Lemonade's CLI
-  // reads them; a port in it wins over --port, and its scheme's own port stands in for none.
+  // reads them; a port in it wins over --port, and its scheme's own port stands in for none unless
+  // a port is given (--port, or LEMONADE_PORT, which Lemonade's CLI counts as given).
   const given = flags.host ?? process.env.LEMONADE_HOST;
   const spec = given !== undefined ? parseHostSpec(given) : undefined;
-  const port = spec?.port ?? (flags.port !== undefined ? Number(flags.port) : (spec?.schemePort ?? config.port));
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new CliError(`--port must be 1-65535, got ${flags.port}`, 2);
+  const explicit = flags.port ?? (process.env.LEMONADE_PORT || undefined);
+  const port = spec?.port ?? (explicit !== undefined ? Number(explicit) : (spec?.schemePort ?? config.port));
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new CliError(`--port must be 1-65535, got ${explicit}`, 2);
   return { host: spec?.host ?? config.host, port, ...(spec?.ssl ? { ssl: true } : {}) };
 }
 

@@ -1,30 +1,37 @@
-// The CLI's questions on a terminal: numbered menus, a typed line, a hidden key. Each asks only
-// when standard input is a terminal; elsewhere (a pipe, CI, /dev/null) the caller is told at once
-// what to pass instead, so that no command waits on an input nobody will type.
+// The CLI's questions: numbered menus, a typed line, a hidden key. A menu or a typed line reads
+// standard input whatever it is, as Lemonade's CLI reads it: a terminal, or the answers piped in
+// (`printf '1\n' | lemonade run`); input that has ended is refused at once. A few questions have a
+// documented answer off a terminal instead (their callers check `interactive`).
 import type { Interface } from "node:readline";
 import { CliError } from "./client.ts";
 
 /** Whether a person can answer: standard input is a terminal. */
 export const interactive = () => process.stdin.isTTY === true;
 
-/** Refuses a question off a terminal, saying what to pass instead. */
-export function needTerminal(instead: string): void {
-  if (!interactive()) throw new CliError(`standard input is not a terminal, so nothing can be asked: ${instead}`, 2);
-}
-
 // One reader for all of a command's questions: a reader per question would drop the characters
 // typed ahead of the next one.
 let reader: Interface | undefined;
 let lines: AsyncIterator<string> | undefined;
 
-/** Writes `question` and returns the line typed, trimmed; null when input ends (Ctrl-D). */
-export async function askLine(question: string): Promise<string | null> {
-  process.stdout.write(question);
+/** The next line of standard input; null when input ends (Ctrl-D). */
+async function nextLine(): Promise<string | null> {
   // node:readline is loaded on the first question: `lemonade serve` asks none (bench memory).
   reader ??= (await import("node:readline")).createInterface({ input: process.stdin, terminal: false });
   lines ??= reader[Symbol.asyncIterator]();
   const next = await lines.next();
-  return next.done ? null : String(next.value).trim();
+  return next.done ? null : String(next.value);
+}
+
+/** Writes `question` and returns the line typed, trimmed; null when input ends (Ctrl-D). */
+export async function askLine(question: string): Promise<string | null> {
+  process.stdout.write(question);
+  return (await nextLine())?.trim() ?? null;
+}
+
+/** The rest of piped input, line by line, after the answers the questions took: read by the same
+ * reader, which holds what was piped beyond them. */
+export async function* remainingLines(): AsyncGenerator<string> {
+  for (let line = await nextLine(); line !== null; line = await nextLine()) yield line;
 }
 
 /** Lets go of standard input (the next program, an agent, reads it). */

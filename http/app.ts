@@ -131,7 +131,7 @@ export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
           set.headers as Record<string, string>,
         );
       }
-      const err = toApiError({ code, error }, pathname);
+      const err = toApiError({ code, error }, pathname, defsOf(pathname).find((d) => d.method === request.method));
       set.status = err.status;
       if (err.status >= 500 && err.status !== 501) ctx.logger.error("Server", `${request.method} ${pathname}: ${err.message}`);
       return errorResponse(err, styleOf(pathname), set.headers as Record<string, string>);

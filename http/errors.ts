@@ -3,7 +3,7 @@
 // shape the route's definition names, so no stack trace or HTML reaches a client.
 import { ApiError } from "../lib/api-error.ts";
 import { E, MODEL_ERROR_CODES } from "../spec/errors.ts";
-import type { ErrorStyle } from "../spec/endpoint.ts";
+import type { EndpointDef, ErrorStyle } from "../spec/endpoint.ts";
 import { anthropicErrorBody } from "../protocols/anthropic.ts";
 import { ollamaErrorBody } from "../protocols/ollama.ts";
 import { openaiErrorBody } from "../protocols/openai.ts";
@@ -25,7 +25,7 @@ export function fieldName(pointer: string): string {
 
 /** The first schema issue as a documented 400: missing_argument when the value is absent,
  * invalid_argument when it is there but wrong, invalid_json when the body is not an object. */
-export function schemaIssueToError(on: string, issues: SchemaIssue[], rootValue: unknown): ApiError {
+export function schemaIssueToError(on: string, issues: SchemaIssue[], rootValue: unknown, invalidFieldMessage?: EndpointDef["invalidFieldMessage"]): ApiError {
   if (on === "body" && (typeof rootValue !== "object" || rootValue === null || Array.isArray(rootValue))) {
     return ApiError.of(E.invalidJson, "The request body must be a JSON object");
   }
@@ -36,6 +36,8 @@ export function schemaIssueToError(on: string, issues: SchemaIssue[], rootValue:
   if (issue.value === undefined) {
     return ApiError.of(E.missingArgument, `Missing required ${where} '${field}'`, field);
   }
+  const own = on === "body" ? invalidFieldMessage?.(issue.path.split("/").filter(Boolean)) : undefined;
+  if (own) return ApiError.of(E.invalidArgument, own, field);
   const detail = issue.message.charAt(0).toLowerCase() + issue.message.slice(1);
   return ApiError.of(E.invalidArgument, `Invalid ${where} '${field}': ${detail}`, field);
 }
@@ -52,7 +54,7 @@ interface FrameworkError {
 }
 
 /** Maps an Elysia lifecycle error onto an ApiError. */
-export function toApiError({ code, error }: FrameworkError, pathname: string): ApiError {
+export function toApiError({ code, error }: FrameworkError, pathname: string, def?: EndpointDef): ApiError {
   if (error instanceof ApiError) return error;
   switch (code) {
     case "PARSE": {
@@ -62,7 +64,7 @@ export function toApiError({ code, error }: FrameworkError, pathname: string): A
     }
     case "VALIDATION": {
       const v = error as { type?: string; all?: SchemaIssue[]; value?: unknown };
-      return schemaIssueToError(v.type ?? "body", v.all ?? [], v.value);
+      return schemaIssueToError(v.type ?? "body", v.all ?? [], v.value, def?.invalidFieldMessage);
     }
     case "NOT_FOUND":
       return ApiError.of(E.routeNotFound, `No route for ${pathname}`);

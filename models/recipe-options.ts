@@ -11,7 +11,7 @@ import { splitArgs } from "../lib/args.ts";
 import type { Archetype } from "../lib/archetype.ts";
 import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
 import { E } from "../spec/errors.ts";
-import { optionSpecs, RECIPE_SPECS, type Options, type OptionValue } from "../spec/recipes.ts";
+import { optionSpecs, RECIPE_SPECS, type Options, type OptionSpec, type OptionValue } from "../spec/recipes.ts";
 import type { ArchetypeProfileT, Layer, TuningParamsT } from "../spec/tuning.ts";
 import { hasSourcePrefix } from "./catalog.ts";
 import { paramsFor, type LocalTune } from "./tuning.ts";
@@ -63,9 +63,16 @@ const isAuto = (layer: Layer) => (AUTO_LAYERS as readonly Layer[]).includes(laye
 
 /** The first set value of `candidates`; with `skipAuto`, an auto-tune layer's winner gives way to
  * the next layer down (the fallback when a tuned value made the engine fail). */
-function pick<V>(candidates: [Layer, V | undefined | null][], skipAuto = false, unsetMinusOne = false): [Layer, V] | undefined {
-  const set = candidates.filter((c): c is [Layer, V] => c[1] !== undefined && c[1] !== null && !(unsetMinusOne && c[1] === -1));
+function pick<V>(candidates: [Layer, V | undefined | null][], skipAuto = false): [Layer, V] | undefined {
+  const set = candidates.filter((c): c is [Layer, V] => c[1] !== undefined && c[1] !== null);
   return skipAuto && set[0] && isAuto(set[0][0]) ? set[1] : set[0];
+}
+
+/** Lemonade's "not set" values, which leave an option to the next layer and are not saved: -1 for
+ * a number (a context size's -1 asks for the automatic one instead), `""` and `"auto"` for a string. */
+function isUnset(spec: OptionSpec, value: unknown): boolean {
+  if (spec.kind === "int" || spec.kind === "number") return value === -1 && !spec.ctx;
+  return spec.kind === "string" && (value === "" || value === "auto");
 }
 
 export function resolveOptions(recipe: string, layers: Layers): Options {
@@ -78,18 +85,20 @@ export function resolveWithSources(recipe: string, layers: Layers, skipAuto = fa
   const sources: Record<string, Layer> = {};
   for (const [key, spec] of Object.entries(optionSpecs(recipe))) {
     const req = layers.request?.[key];
+    // An unset value passes to the next layer: -1 in any layer; "" and "auto" in the layers a user
+    // writes (a load, the saved options) and the registry's, except in `*_args`, where "" clears
+    // the flags. The configuration's "auto" backend stays a value, as auto-tune's layers below it expect.
+    const strings = !key.endsWith("_args");
+    const unset = (v: unknown, userLayer = true) => (isUnset(spec, v) && (spec.kind !== "string" || (strings && userLayer)) ? undefined : v);
     const found = pick<unknown>(
       [
-        ["request", req],
-        ["saved", req === null ? undefined : layers.saved[key]],
-        ["registry", layers.registry[key]],
-        ["config", layers.config[key]],
-        ...AUTO_LAYERS.map((l): [Layer, unknown] => [l, layers.tuned?.[l]?.[key]]),
+        ["request", unset(req)],
+        ["saved", req === null ? undefined : unset(layers.saved[key])],
+        ["registry", unset(layers.registry[key])],
+        ["config", unset(layers.config[key], false)],
+        ...AUTO_LAYERS.map((l): [Layer, unknown] => [l, unset(layers.tuned?.[l]?.[key], false)]),
       ],
       skipAuto,
-      // -1 is "not set here" in every layer, so the next layer answers (a number option's -1 is
-      // Lemonade's empty value), except for a context size, where it asks for the automatic one.
-      spec.kind !== "string" && spec.kind !== "bool" && !spec.ctx,
     );
     out[key] = (found?.[1] as OptionValue | undefined) ?? spec.default;
     sources[key] = found?.[0] ?? "default";
@@ -163,19 +172,31 @@ export function resolvedCtxSize(options: Options, trained: number | undefined, a
   return auto ?? Math.min(trained ?? 4096, 32768);
 }
 
-/** `save_options` on a load: concrete values replace the saved entry; a null keeps what was saved. */
+/** `save_options` on a load: concrete values replace the saved entry (an unset value is not one);
+ * a null keeps what was saved. */
 export function optionsToSave(recipe: string, saved: Options, request: Record<string, unknown>): Options {
   const next: Options = {};
   // `pinned` is no recipe option, but a load saves it with the rest (lemonade.md).
   if (typeof request.pinned === "boolean") next.pinned = request.pinned;
   else if (saved.pinned !== undefined) next.pinned = saved.pinned;
-  for (const key of Object.keys(optionSpecs(recipe))) {
+  for (const [key, spec] of Object.entries(optionSpecs(recipe))) {
     const v = request[key];
     if (v === null) {
       if (saved[key] !== undefined) next[key] = saved[key]!;
-    } else if (v !== undefined) next[key] = v as OptionValue;
+    } else if (v !== undefined && !isUnset(spec, v)) next[key] = v as OptionValue;
   }
   return next;
+}
+
+/** A load's options with `save_options`: Lemonade saves the entry before it loads, replacing the
+ * saved one, so no option of this load comes from the old entry: each the request leaves unset is
+ * a null (the saved layer skipped). */
+export function replacingSaved(recipe: string, request: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...request };
+  for (const [key, spec] of Object.entries(optionSpecs(recipe))) {
+    if (out[key] === undefined || isUnset(spec, out[key])) out[key] = null;
+  }
+  return out;
 }
 
 const CLEARS = new Set<unknown>([null, -1, "", "auto"]);

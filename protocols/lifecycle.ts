@@ -23,6 +23,7 @@ import type { ServerContext } from "../runtime/context.ts";
 import type { CatalogModel } from "../models/catalog.ts";
 import { DownloadStopped, type Progress } from "../models/downloads.ts";
 import { saveLoadOptions, shownCheckpoints } from "./models.ts";
+import { replacingSaved } from "../models/recipe-options.ts";
 
 type LoadContext = Pick<ServerContext, "aliases" | "catalog" | "config" | "library" | "proxy" | "recipeOptions" | "scheduler">;
 
@@ -43,9 +44,10 @@ export async function load(ctx: LoadContext, body: LoadRequest): Promise<LoadRes
   const options = requestOptions(body);
   const name = ctx.aliases.resolve(body.model_name);
   try {
-    const loaded = await ctx.proxy.targets.of(model).load({ name, options, pinned: body.pinned });
+    const save = body.save_options === true;
+    const loaded = await ctx.proxy.targets.of(model).load({ name, options: save ? replacingSaved(model.recipe, options) : options, pinned: body.pinned });
     // Saved once the load took them, so a refused option is never saved.
-    if (loaded.tookOptions && body.save_options === true) saveLoadOptions(ctx, model, { ...options, ...(body.pinned !== undefined ? { pinned: body.pinned } : {}) });
+    if (loaded.tookOptions && save) saveLoadOptions(ctx, model, { ...options, ...(body.pinned !== undefined ? { pinned: body.pinned } : {}) });
     return { status: "success", message: loaded.message, model_name: name, checkpoint: loaded.checkpoint ?? shownCheckpoints(ctx, model, false).main ?? "", recipe: model.recipe };
   } catch (err) {
     throw forRequestedModel(err, body.model_name);

@@ -14,7 +14,7 @@ import { embeddingVectors, engineAnswer, mappedStream, needsEmbedder, needsLlm, 
 import { classifyText } from "./classify.ts";
 import { jsonItems, type Json } from "../lib/json.ts";
 import type { ChatCompletionRequest, CompletionRequest, ResponsesRequest } from "../spec/openai.ts";
-import type { RoutingValidateRequest, RoutingValidateResponse } from "../spec/downloads.ts";
+import { ROUTING_POLICY_MESSAGE, type RoutingValidateRequest, type RoutingValidateResponse } from "../spec/downloads.ts";
 
 export const ROUTE_HEADER = "x-lemonade-route";
 
@@ -107,7 +107,7 @@ function classifierRunner(ctx: Pick<ServerContext, "catalog" | "proxy" | "schedu
  * the policy uses among its `components`. */
 export async function validateRouting(ctx: Pick<ServerContext, "catalog" | "library" | "proxy" | "scheduler">, body: RoutingValidateRequest, signal: AbortSignal): Promise<RoutingValidateResponse> {
   if (body.policy === undefined) {
-    if (body.routing === undefined) throw ApiError.of(E.invalidArgument, "'policy' must be a JSON object (a collection.router definition) or a registered router's name", "policy");
+    if (body.routing === undefined) throw ApiError.of(E.invalidArgument, ROUTING_POLICY_MESSAGE, "policy");
     return { valid: true, routing: ctx.library.validateRouting(body) };
   }
   let doc: Json;

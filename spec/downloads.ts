@@ -229,6 +229,9 @@ export const checkUpdates = endpoint({
   example: { response: '{"status": "success", "updates_available": 1, "models": ["Qwen3-4B-GGUF"]}' },
 });
 
+/** What `POST /v1/routing/validate` answers for a `policy` that is neither a document nor a name. */
+export const ROUTING_POLICY_MESSAGE = "'policy' must be a JSON object (a collection.router definition) or a registered router's name";
+
 export const routingValidate = endpoint({
   id: "lemonade.routing_validate",
   method: "POST",
@@ -255,6 +258,19 @@ export const routingValidate = endpoint({
     },
     { additionalProperties: true },
   ),
+  // Lemonade's wording for each test field of the wrong type.
+  invalidFieldMessage: ([field, key]) =>
+    field === "policy"
+      ? ROUTING_POLICY_MESSAGE
+      : field === "metadata"
+        ? key === undefined
+          ? "'metadata' must be a JSON object of string values"
+          : `'metadata' value for key '${key}' must be a string`
+        : field === "prompt"
+          ? "'prompt' must be a string"
+          : field === "has_images" || field === "has_tools"
+            ? `'${field}' must be a boolean`
+            : undefined,
   response: T.Union([
     T.Object(
       {

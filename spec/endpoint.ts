@@ -92,6 +92,9 @@ export interface EndpointDef {
   metricsLabel?: string;
   /** Body fields accepted in place of another (`model` for `model_name`), moved before validation. */
   bodyAliases?: Record<string, string>;
+  /** The route's own wording for a body field present with the wrong type, as the server it
+   * mirrors words it: given the field's path (`["metadata", "task"]`); undefined keeps the generic one. */
+  invalidFieldMessage?: (path: string[]) => string | undefined;
 }
 
 /** Every definition made, numbered in the order its module declares it. */

@@ -3,7 +3,7 @@
 import { Client, CliError, ensureServer, errorMessage, target } from "../client.ts";
 import { SERVER_FLAGS, SERVER_FLAGS_HELP, type Command, type CommandInput } from "../command.ts";
 import { bold, dim, sseEvents } from "../format.ts";
-import { chooseOne, endQuestions, needTerminal } from "../prompt.ts";
+import { chooseOne, endQuestions, remainingLines } from "../prompt.ts";
 
 type Message = { role: string; content: string };
 
@@ -54,17 +54,21 @@ export async function chatLoop(client: Client, firstModel: string, opts: ChatOpt
   const fresh = (): Message[] => (opts.system ? [{ role: "system", content: opts.system }] : []);
   let history = fresh();
   if (tty) process.stderr.write(dim(`Chatting with ${model}. Type /bye or press Ctrl-D to leave, /help for more.\n`));
-  const { createInterface } = await import("node:readline");
-  const rl = createInterface({ input: process.stdin, terminal: tty });
   let reply: AbortController | null = null;
-  rl.on("SIGINT", () => {
-    if (reply) reply.abort();
-    else process.stdout.write(dim("\n(Ctrl-C stops a reply; leave with /bye or Ctrl-D)\n") + bold(">>> "));
-  });
+  // On a terminal, a line editor of its own; piped, the lines after any answers to the questions.
+  let rl: import("node:readline").Interface | undefined;
+  if (tty) {
+    endQuestions();
+    rl = (await import("node:readline")).createInterface({ input: process.stdin, terminal: true });
+    rl.on("SIGINT", () => {
+      if (reply) reply.abort();
+      else process.stdout.write(dim("\n(Ctrl-C stops a reply; leave with /bye or Ctrl-D)\n") + bold(">>> "));
+    });
+  }
   const prompt = (more = false) => tty && process.stdout.write(bold(more ? "... " : ">>> "));
   let pending: { block: boolean; lines: string[] } | null = null;
   prompt();
-  for await (const raw of rl) {
+  for await (const raw of rl ?? remainingLines()) {
     // A """ block, or lines ending in a backslash, make one message.
     let text: string;
     if (pending?.block) {
@@ -123,7 +127,7 @@ export async function chatLoop(client: Client, firstModel: string, opts: ChatOpt
     }
     prompt();
   }
-  rl.close();
+  rl?.close();
   return 0;
 }
 
@@ -140,7 +144,6 @@ const clientOf = (input: CommandInput) => new Client(target(input.values as { ho
 /** `chat` with no model named or loaded: one of the downloaded models (every model when none is),
  * by number, as Lemonade's CLI asks. */
 async function pickModel(client: Client): Promise<string> {
-  needTerminal("no model is loaded: name one (lemonade chat MODEL), or load one first with lemonade load MODEL");
   console.log("No model specified for 'chat'.");
   type Listed = { id: string; recipe?: string; downloaded?: boolean };
   let models = (await client.json("GET", "/v1/models?show_all=false")).data as Listed[];
@@ -155,7 +158,7 @@ export const chat: Command = {
   name: "chat",
   summary: "Chat with a model in the terminal",
   usage: "chat [MODEL] [--system TEXT] [--no-stream] [--max-tokens N]",
-  help: `Chats with MODEL (default: the model loaded last; with none loaded, asks which on a terminal).
+  help: `Chats with MODEL (default: the model loaded last; with none loaded, asks which).
 Type a message and press Enter.
   /bye or Ctrl-D leaves; /clear forgets the conversation; /model NAME switches models;
   """ starts and ends a multi-line message (or end a line with \\); Ctrl-C stops a reply.
@@ -172,7 +175,6 @@ ${SERVER_FLAGS_HELP}`,
     await ensureServer(client);
     const loaded: string | undefined = named ? undefined : (await client.json("GET", "/v1/health")).model_loaded;
     const model = named ?? loaded ?? (await pickModel(client));
-    endQuestions();
     if (!loaded) await client.json("POST", "/v1/load", { model_name: model });
     return chatLoop(client, model, opts);
   },

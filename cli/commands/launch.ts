@@ -9,7 +9,7 @@ import { apiKey, Client, CliError, ensureServer, target, WILDCARD_HOSTS } from "
 import { SERVER_FLAGS, type Command, type CommandInput } from "../command.ts";
 import { splitArgs } from "../../lib/args.ts";
 import { importRemote, recipeContents, recipeFiles, type RecipeEntry } from "./models.ts";
-import { askLine, askNumber, chooseOne, endQuestions, needTerminal } from "../prompt.ts";
+import { askLine, askNumber, chooseOne, endQuestions } from "../prompt.ts";
 import { serves } from "../../spec/recipes.ts";
 
 /** The key an agent is given when the user gave none (Lemonade's default). */
@@ -150,9 +150,8 @@ const offeredTo = (agent: string) => (m: ListedModel) => !(agent === "codex" && 
 const row = (m: ListedModel) => `${m.id} [${m.downloaded ? "downloaded" : "not-downloaded"}] (${m.recipe || "-"})`;
 const CODEX_WARNING = "\nWarning: Qwen 3.5 family models currently do not work with Codex due to a llama.cpp incompatibility. Track upstream: https://github.com/ggml-org/llama.cpp/issues/20733\n";
 
-/** The agent, asked for by number when none is named. Unlike the other questions, this one reads
- * a piped answer too, as Lemonade's CLI does (`echo 1 | lemonade launch --model M`); input that
- * has ended is refused at once. */
+/** The agent, asked for by number when none is named (`echo 1 | lemonade launch --model M` answers
+ * it from a pipe, as every menu). */
 async function pickAgent(): Promise<string> {
   const names = Object.keys(AGENTS);
   process.stdout.write(`Select an agent to launch:\n${names.map((n, i) => `  ${i + 1}) ${n}\n`).join("")}`);
@@ -265,7 +264,7 @@ async function pickModel(client: Client, agent: string, directory: string | unde
 
 const OPTIONS_HELP = `Options:
   -m, --model MODEL    Model name to load; without it, asks for one: a coding-agent recipe to import,
-                       a downloaded tool-calling model or a recommended one (on a terminal only)
+                       a downloaded tool-calling model or a recommended one
   --directory DIR      Remote recipe directory used only if you choose recipe import at prompt
   --recipe-file FILE   Remote recipe JSON filename used only if you choose recipe import at prompt
   --agent-args ARGS    Custom arguments to pass directly to the launched agent process`;
@@ -362,8 +361,6 @@ ${OPTIONS_HELP}${name === "codex" ? `\n${CODEX_PROVIDER_HELP}` : ""}`;
       process.stderr.write(`Agent binary not found for ${name}\n${agent.install}\n`);
       return 1;
     }
-    // Off a terminal, a missing --model is said before a server is started for it.
-    if (!values.model) needTerminal(`name the model: lemonade launch ${name} --model MODEL`);
     const client = clientOf(input);
     await ensureServer(client);
     const model = values.model ?? (await pickModel(client, name, values.directory, values["recipe-file"]));

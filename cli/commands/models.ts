@@ -172,11 +172,11 @@ model and give its checkpoints:
   --checkpoint TYPE C  A checkpoint by role (main, mmproj, draft, vae, text_encoder), repeatable:
                        --checkpoint main org/m-GGUF:Q4_K_M --checkpoint mmproj mmproj.gguf
                        (a single --checkpoint C is the main one)
-  --recipe R           Recipe for a new model (default llamacpp)
-  --label L            Label for a new model, repeatable (chat, embeddings, vision, reasoning, ...)
+  --recipe R           Recipe of the model the checkpoints make (default llamacpp)
+  --label L            Label of that model, repeatable (chat, embeddings, vision, reasoning, ...)
   --alias A            Also bind alias A to the model
   --source S           Registry: huggingface (default) or modelscope
-  --components A B ... The models of a collection.omni
+  --components A B ... The models of a collection.omni (with --recipe collection.omni)
   --mmproj F           Multimodal projector file in the checkpoint's repo
 ${SERVER_FLAGS_HELP}`,
   options: {
@@ -213,8 +213,13 @@ ${SERVER_FLAGS_HELP}`,
     if (v.source !== undefined && !["huggingface", "hf", "modelscope", "ms"].includes(String(v.source))) {
       throw new CliError(`--source ${v.source}: use huggingface or modelscope. Run with --help for the options.`, 2);
     }
-    // Exit 1, as Lemonade's CLI refuses it after parsing.
-    if (v.recipe === "collection.omni" && !v.components) throw new CliError("omni pull requires --components MODEL [MODEL ...].\n       See 'lemonade pull --help'.");
+    // Exit 1, as Lemonade's CLI refuses them after parsing: --recipe, --label or --components make
+    // the pull a manual registration, which names its checkpoints (an omni collection, its components).
+    if (v.recipe === "collection.omni") {
+      if (!v.components) throw new CliError("omni pull requires --components MODEL [MODEL ...].\n       See 'lemonade pull --help'.");
+    } else if ((v.recipe !== undefined || v.label !== undefined || v.components !== undefined) && !v.checkpoint) {
+      throw new CliError("manual pull requires at least one --checkpoint TYPE CHECKPOINT.\n       See 'lemonade pull --help'.");
+    }
     const client = await connect(input);
     const body: Record<string, unknown> = { model_name: target };
     const checkpoints: Record<string, string> = {};

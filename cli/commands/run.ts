@@ -9,7 +9,7 @@ import { chatLoop, maxTokensFrom } from "./chat.ts";
 import { loadWithPhases, pullWithProgress } from "./models.ts";
 import { measureLoaded, type BenchRun } from "../bench-runs.ts";
 import { contribution, submission, type Contribution } from "../contribution.ts";
-import { askLine, chooseOne, endQuestions, needTerminal } from "../prompt.ts";
+import { askLine, chooseOne } from "../prompt.ts";
 
 const clientOf = (input: CommandInput) => new Client(target(input.values as { host?: string; port?: string }));
 
@@ -57,7 +57,7 @@ export const run: Command = {
   summary: "Load a model and chat with it (in the web app, or the terminal with --chat-cli)",
   usage: "run [MODEL] [--chat-cli] [--max-tokens N] [load options]",
   help: `Starts the server if none is running, loads the model (downloading it first, with progress;
-without MODEL, asks on a terminal for one of the catalog's hot models, or any by name) and
+without MODEL, asks for one of the catalog's hot models, or any by name) and
 opens its chat in the web app in your browser, printing the address when no browser can be opened. Where the server has no web app, or with --chat-cli, the chat runs in the terminal:
 type a message and press Enter; /bye or Ctrl-D leaves (see lemonade chat --help).
   --chat-cli       Chat in the terminal
@@ -69,11 +69,9 @@ ${SERVER_FLAGS_HELP}`,
     const [given, ...extra] = input.positionals;
     if (extra.length) throw new CliError(`usage: lemonade ${this.usage}`, 2);
     const maxTokens = maxTokensFrom(input.values["max-tokens"]);
-    if (!given) needTerminal(`name the model: lemonade ${this.usage}`);
     const client = clientOf(input);
     await ensureServer(client);
     const model = given ?? (await pickHotModel(client));
-    endQuestions();
     await pullAndLoad(client, model, loadOptionsFrom(input.values));
     if (!input.values["chat-cli"]) {
       const page = await client.request("GET", "/");

@@ -227,10 +227,10 @@ describe("the single-file build", () => {
     // A user's collection is listed by its user. id; its components by their listed ids.
     expect((await list()).find((m) => m.id === "user.Tiny-Omni")).toMatchObject({ recipe: "collection.omni", components: ["omni-chat", "kokoro-v1"], downloaded: true });
 
-    const missing = await lemonade(["pull", "user.CliGap", "--components", "user.omni-chat", "No-Such-Part"]);
+    const missing = await lemonade(["pull", "user.CliGap", "--recipe", "collection.omni", "--components", "user.omni-chat", "No-Such-Part"]);
     expect(missing.code).toBe(1);
     expect(missing.err).toContain("Collection component not registered: 'No-Such-Part'");
-    const made = await lemonade(["pull", "user.CliKit", "--components", "user.omni-chat", "kokoro-v1"]);
+    const made = await lemonade(["pull", "user.CliKit", "--recipe", "collection.omni", "--components", "user.omni-chat", "kokoro-v1"]);
     expect(made.code, made.err).toBe(0);
     const file = join(cacheDir, "kit.json");
     expect((await lemonade(["export", "user.CliKit", "-o", file])).code).toBe(0);

@@ -220,7 +220,7 @@ describe("launch", () => {
     expect(readFileSync(record, "utf8")).toBe("");
   });
 
-  test("off a terminal the agent is read from what is piped, as Lemonade's CLI reads it; no --model is an error naming what to pass", async () => {
+  test("off a terminal the agent is read from what is piped, as Lemonade's CLI reads it; and so is the model", async () => {
     fakeAgent("claude");
     writeFileSync(record, "");
     const piped1 = await piped(["launch", "--model", "extra.tiny-chat"], "1\n");
@@ -237,10 +237,17 @@ describe("launch", () => {
     expect(provider.code).toBe(1);
     expect(provider.err).toBe("Error: --provider is only supported for 'lemonade launch codex'.\n");
     expect(provider.out).toBe("");
+    // No --model: the model menus read the pipe too; input that has ended is refused at once.
     const noModel = await piped(["launch", "claude"]);
-    expect(noModel.code).toBe(2);
-    expect(noModel.err).toContain("name the model: lemonade launch claude --model MODEL");
+    expect(noModel.code).toBe(1);
+    expect(noModel.err).toContain("Error: Failed to read selection.");
     expect(readFileSync(record, "utf8")).toBe("");
+    // 0: past the coding-agents recipes to the downloaded tool-calling models; 1: the first of them.
+    const pipedModel = await piped(["launch", "claude"], "0\n1\n");
+    expect(pipedModel.code, pipedModel.err).toBe(0);
+    expect(pipedModel.out).toContain("Browse downloaded tool-calling LLMs:\n  0) Browse recommended models (download may be required)\n  1) Agentic [downloaded]");
+    expect(readFileSync(record, "utf8")).toContain("ANTHROPIC_DEFAULT_SONNET_MODEL=Agentic\n");
+    writeFileSync(record, "");
     // With both named it runs as before, saying so.
     const named = await piped(["launch", "claude", "--model", "extra.tiny-chat"]);
     expect(named.code, named.err).toBe(0);
@@ -263,11 +270,16 @@ describe("run", () => {
     expect(await s.exited).toBe(0);
   });
 
-  test("off a terminal, no MODEL is an error naming it", async () => {
-    const r = await piped(["run"], "0\nextra.tiny-chat\n");
-    expect(r.code).toBe(2);
-    expect(r.err).toContain("name the model: lemonade run [MODEL]");
-    expect(r.out).not.toContain("Select a hot model");
+  test("off a terminal the model is read from what is piped, as Lemonade's CLI reads it, and the chat takes the lines after it", async () => {
+    const r = await piped(["run", "--chat-cli", "--max-tokens", "2"], "0\nextra.tiny-chat\n/clear\n");
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain("Select a hot model to run:\n  0) Type the name of any model\n");
+    expect(r.out).toContain("Type model name: Selected model: extra.tiny-chat\n");
+    expect(r.err).toContain("Cleared the conversation.");
+    // Nothing piped: refused at once, in Lemonade's words.
+    const none = await piped(["run"]);
+    expect(none.code).toBe(1);
+    expect(none.err).toContain("Error: Failed to read selection.");
   });
 });
 
@@ -290,11 +302,15 @@ describe("chat", () => {
     expect(health.all_models_loaded.map((m: { model_name: string }) => m.model_name)).toContain("tiny-chat");
   });
 
-  test("off a terminal, with none loaded, it says to name one", async () => {
+  test("off a terminal, with none loaded, the model is read from what is piped, and the chat takes the lines after it", async () => {
     expect((await fetch(`${server.url}/v1/unload`, { method: "POST", body: "{}" })).status).toBe(200);
-    const r = await piped(["chat"], "1\n");
-    expect(r.code).toBe(2);
-    expect(r.err).toContain("no model is loaded: name one (lemonade chat MODEL)");
+    // The menu lists the downloaded models as /v1/models lists them.
+    const n = (await models(false)).findIndex((m) => m.id === "tiny-chat") + 1;
+    const r = await piped(["chat", "--max-tokens", "2"], `${n}\n/clear\n`);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain(`  ${n}) tiny-chat [downloaded] (llamacpp)\n`);
+    expect(r.out).toContain("Enter number: Selected model: tiny-chat\n");
+    expect(r.err).toContain("Cleared the conversation.");
   });
 });
 
@@ -378,6 +394,16 @@ describe("pull", () => {
     expect(r.code).toBe(1);
     expect(r.err).toBe("Error: omni pull requires --components MODEL [MODEL ...].\n       See 'lemonade pull --help'.\n");
     expect((await models()).some((m) => m.id === "user.NoParts")).toBe(false);
+  });
+
+  test("--recipe, --label or --components without --checkpoint is refused before anything is sent", async () => {
+    // Lemonade takes any of these flags as a manual registration; only an omni collection goes without checkpoints.
+    for (const args of [["--recipe", "collection.router"], ["--recipe", "llamacpp"], ["--label", "vision"], ["--components", "Agentic"]]) {
+      const r = await piped(["pull", "user.NoCheckpoint", ...args]);
+      expect(r.code, args.join(" ")).toBe(1);
+      expect(r.err).toBe("Error: manual pull requires at least one --checkpoint TYPE CHECKPOINT.\n       See 'lemonade pull --help'.\n");
+    }
+    expect((await models()).some((m) => m.id === "user.NoCheckpoint")).toBe(false);
   });
 });
 

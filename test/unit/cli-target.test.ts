@@ -49,6 +49,17 @@ test("LEMONADE_HOST is read the same way when --host is not given", () => {
   }
 });
 
+test("LEMONADE_PORT is a given port, as Lemonade's CLI counts it: it stands in for a scheme's own, not for a port in the URL", () => {
+  process.env.LEMONADE_PORT = "9443";
+  try {
+    expect(base({ host: "https://remote.example.com" })).toBe("https://remote.example.com:9443");
+    expect(base({ host: "https://remote.example.com:8443" })).toBe("https://remote.example.com:8443");
+    expect(base({ host: "http://gpu-box", port: "9000" })).toBe("http://gpu-box:9000");
+  } finally {
+    delete process.env.LEMONADE_PORT;
+  }
+});
+
 test("help is grouped as Lemonade's: Quick Start, Server, Model Management, Benchmarking; load's General Options, then each backend's", async () => {
   const run = async (args: string[]) => {
     const child = Bun.spawn([process.execPath, "cli/main.ts", ...args], { cwd: join(import.meta.dir, "..", ".."), stdout: "pipe", stderr: "pipe" });

@@ -203,6 +203,25 @@ test("evict_weight_factor and downsize_idle_timeout are taken on /v1/load and on
   await admin("/v1/unload", { model_name: "extra.a" });
 });
 
+test('"" and "auto" in a load leave a string option to the saved value, as Lemonade reads them; save_options saves neither', async () => {
+  const before = (await (await admin("/v1/models/extra.a/options")).json()).saved;
+  expect(before).toEqual({ llamacpp_backend: "system" });
+  await admin("/v1/models/extra.a/options", { llamacpp_device: "Vulkan0" });
+  expect((await admin("/v1/load", { model_name: "extra.a", llamacpp_backend: "auto", llamacpp_device: "" })).status).toBe(200);
+  const entry = async () => (await (await admin("/v1/health")).json()).all_models_loaded.find((m: any) => m.model_name === "a");
+  expect((await entry()).recipe_options).toMatchObject({ llamacpp_backend: "system", llamacpp_device: "Vulkan0" });
+  // Saved first, as Lemonade saves it: the entry this load writes replaces the old one, so neither
+  // the old entry nor the empty values answer for it.
+  expect((await admin("/v1/load", { model_name: "extra.a", llamacpp_device: "", llamacpp_args: "--threads 1", save_options: true })).status).toBe(200);
+  expect((await entry()).recipe_options).not.toHaveProperty("llamacpp_device");
+  const options = await (await admin("/v1/models/extra.a/options")).json();
+  expect(options.saved).toEqual({ llamacpp_args: "--threads 1" });
+  expect(options.effective).toMatchObject({ llamacpp_backend: "auto", llamacpp_device: "" });
+  await fetch(`${server.url}/v1/models/extra.a/options`, { method: "DELETE", headers: { authorization: `Bearer ${ADMIN}` } });
+  await admin("/v1/models/extra.a/options", before);
+  await admin("/v1/unload", { model_name: "extra.a" });
+});
+
 test("health entries carry the engine's launch command and only the options that were set", async () => {
   await load("extra.a");
   const entry = (await (await admin("/v1/health")).json()).all_models_loaded.find((m: any) => m.model_name === "a");

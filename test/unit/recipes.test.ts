@@ -246,6 +246,13 @@ describe("options", () => {
     expect(resolved).toMatchObject({ downsize_idle_timeout: 5, evict_idle_timeout: 300, evict_weight_factor: 1, ctx_size: -1 });
   });
 
+  test('a string option\'s "" and "auto" are Lemonade\'s empty values in a load and the saved layer; a `*_args` "" clears the flags', () => {
+    const saved = { llamacpp_backend: "system", llamacpp_device: "Vulkan0", rpc: "auto", llamacpp_args: "--threads 2" };
+    const request = { llamacpp_backend: "auto", llamacpp_device: "", llamacpp_args: "" };
+    const resolved = resolveOptions("llamacpp", { request, saved, registry: {}, config: { llamacpp_backend: "auto" } });
+    expect(resolved).toMatchObject({ llamacpp_backend: "system", llamacpp_device: "Vulkan0", rpc: "", llamacpp_args: "" });
+  });
+
   test("merge_args puts the server-wide args first; without it the model's own replace them", () => {
     const base = { saved: { llamacpp_args: "--b" }, registry: {}, config: { llamacpp_args: "--a" } };
     expect(resolveOptions("llamacpp", base).llamacpp_args).toBe("--a --b");
@@ -269,5 +276,8 @@ describe("options", () => {
       ctx_size: 8,
       llamacpp_args: "--k",
     });
+    // Lemonade saves no empty value ("", "auto", a number's -1), `*_args` included; ctx_size's -1 is one.
+    const empties = { ctx_size: -1, llamacpp_backend: "auto", llamacpp_device: "", llamacpp_args: "", evict_idle_timeout: -1 };
+    expect(optionsToSave("llamacpp", { llamacpp_device: "Vulkan0", llamacpp_args: "--k" }, empties)).toEqual({ ctx_size: -1 });
   });
 });

@@ -158,13 +158,16 @@ test("POST /v1/routing/validate tries a policy, inline or by name, on a test pro
 });
 
 test("POST /v1/routing/validate refuses a body with no policy, a name that is no router, and test fields of the wrong type, naming the field", async () => {
-  for (const [body, field] of [
+  for (const [body, field, message] of [
     [{ prompt: "hi" }, "policy"],
     [{ policy: "extra.a" }, "policy"],
-    [{ policy, prompt: 5 }, "prompt"],
-    [{ policy, has_images: "yes" }, "has_images"],
-    [{ policy, has_tools: 1 }, "has_tools"],
-    [{ policy, metadata: { task: 1 } }, "metadata"],
+    [{ policy: 7 }, "policy", "'policy' must be a JSON object (a collection.router definition) or a registered router's name"],
+    // Worded as Lemonade words each test field of the wrong type.
+    [{ policy, prompt: 5 }, "prompt", "'prompt' must be a string"],
+    [{ policy, has_images: "yes" }, "has_images", "'has_images' must be a boolean"],
+    [{ policy, has_tools: 1 }, "has_tools", "'has_tools' must be a boolean"],
+    [{ policy, metadata: ["code"] }, "metadata", "'metadata' must be a JSON object of string values"],
+    [{ policy, metadata: { task: 1 } }, "metadata", "'metadata' value for key 'task' must be a string"],
     [{ policy: { ...policy, routing: { ...routing, default_model: "elsewhere" } } }, "routing"],
     // An inline document stands alone: the router recipe, and every model it names in its components.
     [{ policy: { version: "1", routing } }, "routing"],
@@ -173,7 +176,9 @@ test("POST /v1/routing/validate refuses a body with no policy, a name that is no
   ] as const) {
     const res = await post("/v1/routing/validate", body);
     expect(res.status, JSON.stringify(body)).toBe(400);
-    expect(String((await res.json()).param), JSON.stringify(body)).toStartWith(field);
+    const answer = await res.json();
+    expect(String(answer.param), JSON.stringify(body)).toStartWith(field);
+    if (message) expect(answer.error).toBe(message);
   }
 });
 
