@@ -5,9 +5,9 @@ import { E } from "../spec/errors.ts";
 import type { InstallDryRunRequest, InstallDryRunResponse, InstallRequest, InstallResponse, UninstallRequest, UninstallResponse } from "../spec/backends.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { DownloadStopped } from "../models/downloads.ts";
-import type { FileProgress } from "../engines/release-install.ts";
 import { sseResponse } from "../lib/sse.ts";
 import type { ServerContext } from "../runtime/context.ts";
+import type { FileProgress } from "../runtime/backends.ts";
 import { openaiErrorBody } from "./openai.ts";
 
 /** The answers for a cloud provider (`backend: "cloud"`). */
