@@ -7,7 +7,6 @@ import type { EngineEnv, Recipe, RecipeStatus } from "../engines/engine.ts";
 import { InstallCancelled, InstallError, type EngineInstaller, type InstallProgress } from "../engines/installer.ts";
 import { findRecipe, recipeStatuses } from "../engines/recipes.ts";
 import type { Progress } from "../engines/source-build.ts";
-
 import type { Scheduler } from "./scheduler.ts";
 
 /** A release download's file and bytes, as an install reports it (protocols read it from here). */
