@@ -87,9 +87,12 @@ export function resolveWithSources(recipe: string, layers: Layers, skipAuto = fa
     const req = layers.request?.[key];
     // An unset value passes to the next layer: -1 in any layer; "" and "auto" in the layers a user
     // writes (a load, the saved options) and the registry's, except in `*_args`, where "" clears
-    // the flags. The configuration's "auto" backend stays a value, as auto-tune's layers below it expect.
+    // the flags. The configuration's "auto" stays a value (whisper.cpp's differs from its default),
+    // unless an auto-tune layer below it has one: "auto" asks Lemonade to choose, and auto-tune's
+    // recommended backend is its choice (a config.json that spells the default out kept it away).
     const strings = !key.endsWith("_args");
-    const unset = (v: unknown, userLayer = true) => (isUnset(spec, v) && (spec.kind !== "string" || (strings && userLayer)) ? undefined : v);
+    const tunedHere = AUTO_LAYERS.some((l) => layers.tuned?.[l]?.[key] !== undefined && layers.tuned?.[l]?.[key] !== null);
+    const unset = (v: unknown, userLayer = true) => (isUnset(spec, v) && (spec.kind !== "string" || (strings && (userLayer || (v === "auto" && tunedHere)))) ? undefined : v);
     const found = pick<unknown>(
       [
         ["request", unset(req)],

@@ -121,6 +121,16 @@ describe("the layer merge", () => {
     expect(r.tuning?.params.threads).toBeUndefined();
   });
 
+  test("a config.json backend of auto leaves the choice to the recommended backend; a named one wins over it", () => {
+    const auto = resolver({ available: ["cpu", "vulkan"], config: { llamacpp_backend: "auto" } }).resolution(model());
+    expect([auto.options.llamacpp_backend, auto.sources.llamacpp_backend, auto.tuning?.backend]).toEqual(["vulkan", "profile", "vulkan"]);
+    const named = resolver({ available: ["cpu", "vulkan"], config: { llamacpp_backend: "cpu" } }).resolution(model());
+    expect([named.options.llamacpp_backend, named.sources.llamacpp_backend, named.tuning?.backend]).toEqual(["cpu", "config", "cpu"]);
+    // With nothing recommended (vulkan not installed), the configuration's auto stands.
+    const none = resolver({ config: { llamacpp_backend: "auto" } }).resolution(model());
+    expect([none.options.llamacpp_backend, none.sources.llamacpp_backend]).toEqual(["auto", "config"]);
+  });
+
   test("auto-tune off: no profile and no overlay, only the user's own flags", () => {
     const local: LocalTune = { archetype: CPU.id, backend: `${LLAMACPP}:cpu`, params: { batch_size: 64 }, tuned_at: 1 };
     const r = resolver({ enabled: false, local, saved: { llamacpp_args: "-b 8" } }).resolution(model());
