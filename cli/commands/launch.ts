@@ -29,6 +29,8 @@ interface AgentModel {
 
 interface Agent {
   install: string;
+  /** How the agent is pointed at this server, for its help. */
+  wiring: string;
   /** The agent's argv and environment for a server at `base` and a model. */
   setup(base: string, model: string, key: string, provider: string | undefined): Launch;
   /** Writes the agent's own config files for this server and the model, before it starts. */
@@ -74,6 +76,7 @@ const configHome = () => process.env.XDG_CONFIG_HOME || join(homedir(), ".config
 const AGENTS: Record<string, Agent> = {
   claude: {
     install: "Install Claude Code CLI and ensure 'claude' is on PATH.",
+    wiring: "Claude Code on this server's Anthropic routes: ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN and\nANTHROPIC_DEFAULT_*_MODEL.",
     setup: (base, model, key) => ({
       argv: ["claude"],
       env: {
@@ -91,10 +94,12 @@ const AGENTS: Record<string, Agent> = {
   },
   codex: {
     install: "Install Codex CLI and ensure 'codex' is on PATH.",
+    wiring: "Codex CLI on this server's Responses API: -c model_providers.lemonade={...} and -m MODEL.",
     setup: (base, model, key, provider) => ({ argv: ["codex", ...codexConfig(base, provider), "-m", model], env: { OPENAI_API_KEY: key, LEMONADE_API_KEY: key } }),
   },
   opencode: {
     install: "Install OpenCode CLI:\n  curl -fsSL https://opencode.ai/install | bash\nor:\n  npm i -g opencode-ai",
+    wiring: "opencode through its ~/.config/opencode/opencode.json \"Lemonade\" provider (written here,\nthe rest of the file kept): -m Lemonade/MODEL.",
     setup: (_base, model, key) => ({ argv: ["opencode", "-m", `Lemonade/${model}`], env: { LEMONADE_API_KEY: key } }),
     // ~/.config/opencode/opencode.json: created, or its Lemonade provider refreshed, the rest kept
     // (and its `$schema` back-filled).
@@ -113,6 +118,7 @@ const AGENTS: Record<string, Agent> = {
   },
   pi: {
     install: "Install Pi coding agent:\n  npm i -g @earendil-works/pi-coding-agent",
+    wiring: "pi through its ~/.pi/agent/models.json \"Lemonade\" provider, started on it and the model\n(settings.json's default is set when it names none).",
     setup: (_base, model, key) => ({ argv: ["pi", "--provider", "Lemonade", "--model", model], env: { LEMONADE_API_KEY: key } }),
     // ~/.pi/agent/models.json (or $PI_CODING_AGENT_DIR's): the Lemonade provider with this server's
     // chat models; settings.json's default provider and model are set only when it names none.
@@ -273,14 +279,6 @@ const CODEX_PROVIDER_HELP = `  -p, --provider [PROVIDER]
                        Use model provider name for Codex instead of Lemonade-injected provider
                        definition (default: lemonade); Codex's own config.toml defines it`;
 
-/** What each agent is told, for its help. */
-const WIRING: Record<string, string> = {
-  claude: "Claude Code on this server's Anthropic routes: ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN and\nANTHROPIC_DEFAULT_*_MODEL.",
-  codex: "Codex CLI on this server's Responses API: -c model_providers.lemonade={...} and -m MODEL.",
-  opencode: "opencode through its ~/.config/opencode/opencode.json \"Lemonade\" provider (written here,\nthe rest of the file kept): -m Lemonade/MODEL.",
-  pi: "pi through its ~/.pi/agent/models.json \"Lemonade\" provider, started on it and the model\n(settings.json's default is set when it names none).",
-};
-
 /** The server's address as an agent is given it: a server bound to every address is reached on
  * localhost. */
 function agentBase(client: Client): string {
@@ -327,7 +325,7 @@ Run 'lemonade launch AGENT --help' for the agent's options.`,
     if (!name || !AGENTS[name]) return undefined;
     return `Usage: lemonade launch ${name} [OPTIONS]
 
-Launch ${name} with a model: ${WIRING[name]}
+Launch ${name} with a model: ${AGENTS[name].wiring}
 The API key (--api-key, else LEMONADE_API_KEY) is handed to the agent; without one, "${DEFAULT_KEY}".
 
 ${OPTIONS_HELP}${name === "codex" ? `\n${CODEX_PROVIDER_HELP}` : ""}`;
