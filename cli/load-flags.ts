@@ -57,7 +57,7 @@ for (const [recipe, spec] of Object.entries(RECIPE_SPECS)) {
 const byName = Object.fromEntries(ALL);
 export const LOAD_FLAGS_HELP = `
 General Options:
-${["ctx_size", "merge_args", "auto_evict", "evict_idle_timeout", "downsize_idle_timeout", "evict_weight_factor"].map((n) => flagLine(n, byName[n]!)).join("\n")}
+${[...GENERAL].map((n) => flagLine(n, byName[n]!)).join("\n")}
   ${"--pinned".padEnd(30)} Pin the model against eviction
   ${"--save-options".padEnd(30)} Save these options for the model (recipe_options.json)
 ${[...grouped].map(([group, lines]) => `\n${group}:\n${lines.join("\n")}`).join("\n")}

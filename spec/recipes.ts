@@ -69,8 +69,6 @@ export interface RecipeSpec {
   /** The option that picks the backend; the CLI spells it `--<cliFlag> BACKEND`. */
   backendOption?: string;
   cliFlag?: string;
-  /** The `lemonade load --help` line for the backend flag and the recipe's other flags. */
-  cliHelp?: string;
   /** The `lemonade load --help` heading the recipe's flags stand under, as Lemonade's backends
    * name theirs (recipes that share one share its heading). */
   cliGroup?: string;
@@ -176,7 +174,6 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
     },
     backendOption: "llamacpp_backend",
     cliFlag: "llamacpp",
-    cliHelp: "llama.cpp backend (auto, cpu, system, ...); --llamacpp-args ARGS, --llamacpp-device DEV",
     config: { section: "llamacpp", options: { backend: "llamacpp_backend", args: "llamacpp_args" } },
     metrics: { path: "/metrics", prefix: "llamacpp" },
     memory: "gguf",
@@ -208,7 +205,6 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
     },
     backendOption: "whispercpp_backend",
     cliFlag: "whispercpp",
-    cliHelp: "whisper.cpp backend; --whispercpp-args ARGS",
     config: { section: "whispercpp", options: { backend: "whispercpp_backend", args: "whispercpp_args" } },
   },
   "sd-cpp": {
@@ -240,7 +236,6 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
     backendOption: "sdcpp_backend",
     listedEverywhere: true,
     cliFlag: "sdcpp",
-    cliHelp: "sd.cpp backend; --sdcpp-args ARGS, --steps N, --cfg-scale X, --width N, --height N",
     config: {
       section: "sdcpp",
       options: { backend: "sdcpp_backend", args: "sdcpp_args", steps: "steps", cfg_scale: "cfg_scale", width: "width", height: "height" },
@@ -281,7 +276,6 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
     },
     backendOption: "vllm_backend",
     cliFlag: "vllm",
-    cliHelp: "vLLM backend (auto, system); --vllm-args ARGS",
     config: { section: "vllm", options: { backend: "vllm_backend", args: "vllm_args" } },
     metrics: { path: "/metrics", prefix: "vllm" },
     repositoryIndex: "config.json",
@@ -301,7 +295,6 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
     },
     backendOption: "trellis_backend",
     cliFlag: "trellis",
-    cliHelp: "TRELLIS backend (auto, system, ...); --trellis-args ARGS",
     config: { section: "trellis", options: { backend: "trellis_backend", args: "trellis_args" } },
   },
   /** ACE-Step's ace-server (acestep.cpp): music, instrumental or sung, as jobs the engine runs
@@ -317,7 +310,6 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
     },
     backendOption: "acestep_backend",
     cliFlag: "acestep",
-    cliHelp: "ACE-Step backend (auto, system, ...)",
     config: { section: "acestep", options: { backend: "acestep_backend" } },
   },
   /** ThinkSound's ts-server: sound effects from a caption, answered as WAV. The checkpoint is a
@@ -333,7 +325,6 @@ export const RECIPE_SPECS: Record<string, RecipeSpec> = {
     },
     backendOption: "thinksound_backend",
     cliFlag: "thinksound",
-    cliHelp: "ThinkSound backend (auto, system, ...)",
     config: { section: "thinksound", options: { backend: "thinksound_backend" } },
     repositoryIndex: "dit-bf16.gguf",
     repositoryFiles: ["dit-bf16.gguf", "t5-bf16.gguf", "metaclip-text-f32.gguf", "vae-f32.gguf", "t5-tokenizer.gguf", "clip-tokenizer.gguf"],
