@@ -96,7 +96,7 @@ export function parsePosixRule(s: string): PosixRule | null {
 const isLeap = (y: number) => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
 
 /** Days from 1970-01-01 to the first of `month` (1-12) in `year`. */
-const daysFromCivil = (year: number, month: number, day = 1) => Date.UTC(year, month - 1, day) / 86_400_000;
+const daysFromCivil = (year: number, month: number) => Date.UTC(year, month - 1, 1) / 86_400_000;
 
 /** The UTC second a rule date falls on in `year`, its time read at `offset` seconds east. */
 function ruleInstant(date: RuleDate, year: number, offset: number): number {
@@ -164,7 +164,8 @@ export function parseTzif(data: Uint8Array): Zone | null {
 /** The offset (seconds east of UTC) in `zone` at UTC second `t`. */
 export function zoneOffset(zone: Zone, t: number): number {
   const { transitions, offsets } = zone;
-  if (!transitions.length || t < transitions[0]!) return transitions.length || !zone.rule ? zone.initial : ruleOffset(zone.rule, t);
+  if (!transitions.length) return zone.rule ? ruleOffset(zone.rule, t) : zone.initial;
+  if (t < transitions[0]!) return zone.initial;
   if (t >= transitions[transitions.length - 1]! && zone.rule) return ruleOffset(zone.rule, t);
   let lo = 0;
   let hi = transitions.length - 1;
