@@ -59,16 +59,21 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   });
   const aliases = new AliasStore(config.cacheDir);
   // Which recipes can run here is fixed for the process: installing a backend moves it from
-  // installable to installed, never from unsupported.
-  const statuses = recipeStatuses(recipes, engineEnv);
-  const supported = new Set(
-    Object.entries(statuses)
-      .filter(([, r]) => Object.values(r.backends).some((b) => b.state !== "unsupported"))
-      .map(([name]) => name),
-  );
+  // installable to installed, never from unsupported. Worked out when a listing or a load first
+  // asks: it probes the hardware (/proc/cpuinfo, nvidia-smi, the Vulkan loader), which start-up
+  // and an idle server need not pay for.
+  let statuses: ReturnType<typeof recipeStatuses> | undefined;
+  let supported: Set<string> | undefined;
+  const statusesNow = () => (statuses ??= recipeStatuses(recipes, engineEnv));
+  const isSupported = (recipe: string) =>
+    (supported ??= new Set(
+      Object.entries(statusesNow())
+        .filter(([, r]) => Object.values(r.backends).some((b) => b.state !== "unsupported"))
+        .map(([name]) => name),
+    )).has(recipe);
   // What a filtered-out model's error says: its recipe's first backend's reason, as a sentence.
   const unsupportedReason = (recipe: string) => {
-    const message = Object.values(statuses[recipe]?.backends ?? {}).find((b) => b.message)?.message ?? "";
+    const message = Object.values(statusesNow()[recipe]?.backends ?? {}).find((b) => b.message)?.message ?? "";
     return message && !/[.!]$/.test(message) ? `${message}.` : message;
   };
   const cloud = new CloudProviders({
@@ -83,7 +88,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
       msCacheDir: config.msCacheDir,
       extraModelsDir: config.extraModelsDir,
       // config.json's disable_model_filtering lists (and tries) every catalog model, as Lemonade does.
-      isRecipeSupported: (recipe) => config.disableModelFiltering || supported.has(recipe) || RECIPE_SPECS[recipe]?.listedEverywhere === true,
+      isRecipeSupported: (recipe) => config.disableModelFiltering || isSupported(recipe) || RECIPE_SPECS[recipe]?.listedEverywhere === true,
       unsupportedReason,
       onWarning: (message) => logger.warn("Catalog", message),
       remote: () => cloud.catalogModels(),
