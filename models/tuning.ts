@@ -25,8 +25,14 @@ function asDocument(doc: unknown, what: string): ProfileDocumentT {
   return doc as ProfileDocumentT;
 }
 
-/** The profiles shipped with the server (models/tuning-profiles.json), checked against the schema. */
-export const BUNDLED_PROFILES = asDocument(bundled, "models/tuning-profiles.json");
+let bundledChecked: ProfileDocumentT | undefined;
+
+/** The profiles shipped with the server (models/tuning-profiles.json), checked against the schema
+ * when first asked for: the check walks the whole document, which start-up need not pay for. */
+export function bundledProfiles(): ProfileDocumentT {
+  bundledChecked ??= asDocument(bundled, "models/tuning-profiles.json");
+  return bundledChecked;
+}
 
 /** The profile for an archetype: its exact id, else its family, else the longest `prefix-*`. */
 export function profileFor(doc: ProfileDocumentT, archetype: Pick<Archetype, "id" | "family">): ArchetypeProfileT | undefined {
@@ -82,7 +88,7 @@ export class ProfileSource {
     if (this.cached && url && this.cached.url === url) {
       return { document: this.cached.document, source: "cache", ageMs: this.deps.clock.now() - this.cached.fetched_at };
     }
-    return { document: BUNDLED_PROFILES, source: "bundled" };
+    return { document: bundledProfiles(), source: "bundled" };
   }
 
   /** Fetches the document when a URL is set, the server is not offline and the cache is missing or

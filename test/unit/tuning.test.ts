@@ -6,7 +6,7 @@ import { loadConfig } from "../../config/config.ts";
 import { join } from "node:path";
 import { archetypeOf, type Archetype } from "../../lib/archetype.ts";
 import { OptionResolver, RecipeOptionsStore, type TuningContext } from "../../models/recipe-options.ts";
-import { BUNDLED_PROFILES, documentProblem, LocalTuneStore, PROFILE_MAX_AGE_MS, ProfileSource, profileFor, type LocalTune } from "../../models/tuning.ts";
+import { bundledProfiles, documentProblem, LocalTuneStore, PROFILE_MAX_AGE_MS, ProfileSource, profileFor, type LocalTune } from "../../models/tuning.ts";
 import type { CatalogModel } from "../../models/catalog.ts";
 import { Launcher } from "../../runtime/launcher.ts";
 import { EngineConfigError, type Recipe } from "../../engines/engine.ts";
@@ -45,8 +45,8 @@ function resolver(opts: { saved?: Options; config?: Options; enabled?: boolean; 
 
 describe("the profile schema", () => {
   test("the bundled profiles are valid, and each says where its numbers came from", () => {
-    expect(documentProblem(BUNDLED_PROFILES)).toBeNull();
-    for (const p of BUNDLED_PROFILES.profiles) expect(p.source.length, p.archetype).toBeGreaterThan(10);
+    expect(documentProblem(bundledProfiles())).toBeNull();
+    for (const p of bundledProfiles().profiles) expect(p.source.length, p.archetype).toBeGreaterThan(10);
   });
 
   test("a profile without a source, an unknown parameter or a bad KV type is refused", () => {
@@ -274,7 +274,7 @@ describe("profile distribution", () => {
     await unset.refresh();
     expect(hits).toBe(before);
     expect(offline.current().source).toBe("bundled");
-    expect(unset.current().document).toBe(BUNDLED_PROFILES);
+    expect(unset.current().document).toBe(bundledProfiles());
   });
 
   test("a cache file that is not JSON is ignored (and fetched again), not a reason not to start", () => {
