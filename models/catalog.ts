@@ -3,7 +3,10 @@
 // It answers which models exist, what they are (recipe, labels, type), and which files they need.
 import { existsSync, readFileSync, statSync, watch } from "node:fs";
 import { dirname, join } from "node:path";
-import builtIn from "./server_models.json" with { type: "json" };
+// The built-in catalog as text, parsed when first asked for: as a JSON import it would be built into
+// some thousands of objects at start-up, which an idle server never reads (bench memory). TypeScript
+// types a .json import by its content whatever the import's type; Bun's `text` gives the file's text.
+import builtInJson from "./server_models.json" with { type: "text" };
 import { checkpointProblem, findCachedFile, parseCheckpoint } from "./hf-cache.ts";
 import { ggufScalar, readGgufMetadata, type GgufMetadata } from "./gguf.ts";
 import { changed, generation } from "../lib/generation.ts";
@@ -314,8 +317,7 @@ export interface CatalogOptions {
 }
 
 export class Catalog {
-  private readonly builtIn: CatalogModel[];
-  private readonly builtInIds: Set<string>;
+  private builtInMade?: { models: CatalogModel[]; ids: Set<string> };
   private user: CatalogModel[];
   private userRows: Record<string, RegistryRow>;
   private readonly metaCache = new Map<string, MetaCacheEntry>();
@@ -325,8 +327,6 @@ export class Catalog {
     private readonly opts: CatalogOptions,
     private readonly aliases: AliasStore,
   ) {
-    this.builtIn = Object.entries(builtIn as Record<string, RegistryRow>).map(([id, row]) => fromRow(id, row, "huggingface"));
-    this.builtInIds = new Set(this.builtIn.map((m) => m.id));
     this.watchExtraDir();
     const userRows = readJsonFile<Record<string, RegistryRow>>(join(opts.cacheDir, "user_models.json"), {});
     if (typeof userRows !== "object" || userRows === null || Array.isArray(userRows)) {
@@ -344,6 +344,24 @@ export class Catalog {
         opts.onWarning?.(`Skipping user model ${id}: ${(err as Error).message}`);
       }
     }
+  }
+
+  /** The built-in models, made from server_models.json on first use. */
+  private get builtIn(): CatalogModel[] {
+    return this.builtInOnce().models;
+  }
+
+  private get builtInIds(): Set<string> {
+    return this.builtInOnce().ids;
+  }
+
+  private builtInOnce(): { models: CatalogModel[]; ids: Set<string> } {
+    if (!this.builtInMade) {
+      const rows = JSON.parse(builtInJson as unknown as string) as Record<string, RegistryRow>;
+      const models = Object.entries(rows).map(([id, row]) => fromRow(id, row, "huggingface"));
+      this.builtInMade = { models, ids: new Set(models.map((m) => m.id)) };
+    }
+    return this.builtInMade;
   }
 
   /** Validates and stores a `user.*` model in user_models.json (disk first, then memory). */
