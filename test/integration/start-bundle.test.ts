@@ -46,7 +46,7 @@ test("with no bundle yet, npm start builds it and runs it; a second start runs i
     expect(checkBundle(dir, manifest.root, Bun.revision)).toEqual({ stale: null, bundle: join(dir, manifest.bundle) });
     // Its inputs: the server's sources and the web app's, the data they import, npm's record of the
     // install, and the TypeScript settings the bundler read (the JSX runtime).
-    expect(manifest.inputs).toEqual(expect.arrayContaining(["cli/main.ts", "web/main.tsx", "config/defaults.json", "node_modules/.package-lock.json", "tsconfig.json"]));
+    expect(manifest.inputs).toEqual(expect.arrayContaining(["cli/serve-main.ts", "web/main.tsx", "config/defaults.json", "node_modules/.package-lock.json", "tsconfig.json"]));
     expect(manifest.inputs.filter((file: string) => file.startsWith("node_modules/"))).toEqual(["node_modules/.package-lock.json"]);
     // CommonJS as Bun's bundler writes it (run without the transpiler), and no bytecode file,
     // which Bun would hold in memory whole.
