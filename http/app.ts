@@ -32,6 +32,7 @@ import { operationsRoutes } from "./routes/operations.ts";
 import { tuningRoutes } from "./routes/tuning.ts";
 import { realtimeRoutes } from "./routes/realtime.ts";
 import { spansStreamRoute } from "./routes/spans.ts";
+import { askedPath, prefixRoutes } from "./version-prefixes.ts";
 
 /** The definitions a request path belongs to, from what was bound (exact paths first): one per method. */
 function routeTable(defs: readonly EndpointDef[]): (pathname: string) => EndpointDef[] {
@@ -85,18 +86,19 @@ export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
       // so a shared cache never hands one origin's answer to another.
       set.headers.vary = "Origin";
       const url = new URL(request.url);
+      const pathname = askedPath(request, url);
       const host = request.headers.get("host");
       if (!isHostAllowed(host, ctx.config.host, ctx.config.allowedHosts)) {
         return errorResponse(
           ApiError.of(E.hostNotAllowed, `Host ${String(host).slice(0, 100)} is not allowed on a loopback server; add it to LEMONADE_ALLOWED_HOSTS`),
-          styleOf(url.pathname),
+          styleOf(pathname),
         );
       }
       const origin = request.headers.get("origin");
       if (!isOriginAllowed(origin, ctx.config.allowedOrigins)) {
         return errorResponse(
           ApiError.of(E.originNotAllowed, `Origin ${origin} is not allowed; add it to LEMONADE_ALLOWED_ORIGINS`),
-          styleOf(url.pathname),
+          styleOf(pathname),
           { vary: "Origin" },
         );
       }
@@ -106,19 +108,19 @@ export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
         Object.assign(set.headers, headers);
       }
       // Unknown paths need the API key like any other.
-      const access = defOf(url.pathname)?.access ?? "api";
+      const access = defOf(pathname)?.access ?? "api";
       if (!isAllowed(access, keys, presentedKey(request, url))) {
         const row = access === "admin" && keys.adminApiKey ? E.adminUnauthorized : E.unauthorized;
         const which = row === E.adminUnauthorized ? "LEMONADE_ADMIN_API_KEY" : "LEMONADE_API_KEY";
         return errorResponse(
           ApiError.of(row, `Missing or invalid API key: send ${which} as 'Authorization: Bearer <key>'`),
-          styleOf(url.pathname),
+          styleOf(pathname),
           { "www-authenticate": "Bearer", ...(origin !== null ? corsHeaders(origin, request) : {}) },
         );
       }
     })
     .onError(({ code, error, request, set }) => {
-      const { pathname } = new URL(request.url);
+      const pathname = askedPath(request);
       const known = code === "NOT_FOUND" ? defsOf(pathname) : [];
       if (known.length) {
         // A known path asked with another method: 405, naming the ones it answers.
@@ -170,5 +172,6 @@ export function createApp(ctx: ServerContext, { websocketsOnly = false } = {}) {
   logStreamRoute(binder, ctx);
   spansStreamRoute(binder, ctx);
   defsOf = routeTable(binder.bound);
+  if (!websocketsOnly) app.config.serve = { ...app.config.serve, routes: { ...app.config.serve?.routes, ...prefixRoutes((request) => app.handle(request)) } };
   return { app, bound: binder.bound };
 }

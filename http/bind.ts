@@ -9,6 +9,7 @@ import type { Static, TSchema } from "@sinclair/typebox";
 import { answeredSubprotocol } from "./auth.ts";
 import { parseJsonBody, type BodyLimits } from "./body.ts";
 import { mountedPaths, type EndpointDef } from "../spec/endpoint.ts";
+import { boundPaths } from "./version-prefixes.ts";
 
 type Input<S> = S extends TSchema ? Static<S> : undefined;
 
@@ -64,10 +65,9 @@ export class Binder {
     this.parse = ({ request }) => parseJsonBody(request, limits);
   }
 
-  private record(def: EndpointDef): string[] {
+  private record(def: EndpointDef): void {
     if (this.bound.includes(def)) throw new Error(`${def.id} is bound twice`);
     this.bound.push(def);
-    return mountedPaths(def);
   }
 
   // The definition alone decides D: a handler inferred from too would widen its answer's literals
@@ -93,7 +93,9 @@ export class Binder {
     }
     if (def.query) hooks.query = def.query;
     if (def.params) hooks.params = def.params;
-    for (const path of this.record(def)) {
+    this.record(def);
+    // Under /v1 only: http/version-prefixes.ts answers the other prefixes with these routes.
+    for (const path of boundPaths(def)) {
       if (def.method === "GET") this.app.get(path, handler as never, hooks as never);
       else if (def.method === "POST") this.app.post(path, handler as never, hooks as never);
       else if (def.method === "DELETE") this.app.delete(path, handler as never, hooks as never);
@@ -108,6 +110,7 @@ export class Binder {
       const protocol = answeredSubprotocol(context.request);
       if (protocol) context.set.headers["sec-websocket-protocol"] = protocol;
     };
-    for (const path of this.record(def)) this.app.ws(path, { ...handlers, upgrade } as never);
+    this.record(def);
+    for (const path of mountedPaths(def)) this.app.ws(path, { ...handlers, upgrade } as never);
   }
 }

@@ -113,7 +113,7 @@ export class Metrics {
     });
     this.httpRequests = new Counter({
       name: "lemonade_http_requests_total",
-      help: "HTTP requests answered, by method, route pattern and status.",
+      help: "HTTP requests answered, by method, route pattern (a versioned route's under /v1, whichever prefix was asked) and status.",
       labelNames: ["method", "route", "status"],
       registers,
     });

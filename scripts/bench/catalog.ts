@@ -1,5 +1,6 @@
 // bench catalog: listing routes against /live, each req/s with keep-alive clients, with the full
-// built-in catalog and 50 extra models (hard links to the tiny model: no disk used).
+// built-in catalog and 50 extra models (hard links to the tiny model: no disk used). The /api/v1
+// rows are the same routes reached through another prefix (http/version-prefixes.ts forwards it).
 import { linkSync } from "node:fs";
 import { join } from "node:path";
 import { median, rate, setup, spawnServer, type Figure } from "./common.ts";
@@ -9,7 +10,7 @@ export async function benchCatalog(runs: number): Promise<Figure[]> {
   for (let i = 0; i < 50; i++) linkSync(w.modelPath, join(w.extra, `extra-model-${String(i).padStart(2, "0")}.gguf`));
   const server = await spawnServer(w);
   try {
-    const routes = ["/live", "/v1/models", "/v1/models?show_all=true", "/api/tags", "/v1/health"];
+    const routes = ["/live", "/v1/models", "/v1/models?show_all=true", "/api/tags", "/v1/health", "/api/v1/models", "/api/v1/health"];
     for (const r of routes) await rate(`${server.base}${r}`, 0.3);
     const seconds = 1;
     const results = new Map<string, number[]>(routes.map((r) => [r, []]));

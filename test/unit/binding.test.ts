@@ -1,5 +1,7 @@
 // spec/ and the app agree: every definition is bound, and every route the app answers comes from
-// a definition (with its HEAD twin where the definition asks for one).
+// a definition (with its HEAD twin where the definition asks for one): HTTP routes under /v1, whose
+// other prefixes the app answers through its Bun routes (http/version-prefixes.ts), WebSocket routes
+// under every prefix.
 import { expect, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
@@ -8,6 +10,7 @@ import { loadConfig } from "../../config/config.ts";
 import { createServerContext } from "../../app/context.ts";
 import { createApp } from "../../http/app.ts";
 import { Binder } from "../../http/bind.ts";
+import { boundPaths } from "../../http/version-prefixes.ts";
 import { Logger } from "../../observability/logger.ts";
 import { tempDir } from "../helpers/server.ts";
 
@@ -33,17 +36,19 @@ test("every definition in spec/ is bound, once", () => {
   expect(ids(bound)).toEqual(ids(endpoints));
 });
 
-test("every route the app serves is a mounted path of a definition", () => {
+test("every route the app serves is a bound path of a definition, and the other prefixes reach them", () => {
   const declared = new Set(
     endpoints.flatMap((def) =>
-      mountedPaths(def).flatMap((path) => {
+      (def.method === "WS" ? mountedPaths(def) : boundPaths(def)).flatMap((path) => {
         const method = def.method === "WS" ? "WS" : def.method;
         return [`${method} ${path}`, ...(def.head ? [`HEAD ${path}`] : [])];
       }),
     ),
   );
   const served = app.routes.map((r) => `${r.method === "WS" || (r as { websocket?: unknown }).websocket ? "WS" : r.method} ${r.path}`);
-  expect(served.length).toBeGreaterThan(150);
+  expect(served.length).toBeGreaterThan(100);
+  expect(served.filter((r) => /^\S+ \/(api\/v1|v0|api\/v0)\//.test(r) && !r.startsWith("WS "))).toEqual([]);
+  expect(Object.keys(app.config.serve?.routes ?? {}).sort()).toEqual(["/api/v0/*", "/api/v1/*", "/v0/*"]);
   expect(served.filter((r) => !declared.has(r))).toEqual([]);
   expect([...declared].filter((r) => !served.includes(r))).toEqual([]);
 });
@@ -65,5 +70,7 @@ test("a handler answers its definition's response type: tsc refuses an answer th
   // @ts-expect-error `pid` is not a field of /v1/system-stats' answer
   binder.http(operations.systemStats, () => ({ pid: 1 }));
   expect(binder.bound.map((d) => d.id)).toEqual([operations.live, lifecycle.load, operations.metrics, lifecycle.unload, operations.health, operations.systemStats].map((d) => d.id));
-  expect(mounted).toEqual(binder.bound.flatMap((d) => [...mountedPaths(d), ...(d.head ? mountedPaths(d) : [])]));
+  expect(mounted).toEqual(binder.bound.flatMap((d) => [...boundPaths(d), ...(d.head ? boundPaths(d) : [])]));
+  expect(mounted).toContain("/v1/health");
+  expect(mounted).not.toContain("/api/v1/health");
 });

@@ -56,6 +56,34 @@ describe("mounting", () => {
     expect(body.error.type).toBe("not_found_error");
   });
 
+  test("under every prefix a request gets /v1's answer, its errors naming the path it was asked at", async () => {
+    const labelled = async () => {
+      const text = await (await fetch(`${server.url}/metrics`)).text();
+      return Number(/lemonade_http_requests_total\{method="POST",route="\/v1\/load",status="400"\} (\d+)/.exec(text)?.[1] ?? 0);
+    };
+    const before = await labelled();
+    const answer = async (prefix: string, path: string, init?: RequestInit) => {
+      const res = await fetch(`${server.url}${prefix}${path}`, init);
+      return { status: res.status, allow: res.headers.get("allow"), body: await res.text() };
+    };
+    const asks: [string, RequestInit?][] = [
+      ["/no-such-thing?x=1"],
+      ["/health", { method: "DELETE" }],
+      ["/load", { method: "POST", headers: { "content-type": "application/json" }, body: "{" }],
+    ];
+    for (const [path, init] of asks) {
+      const v1 = await answer("/v1", path, init);
+      expect(v1.status).toBeGreaterThanOrEqual(400);
+      for (const prefix of VERSION_PREFIXES.slice(1)) {
+        const other = await answer(prefix, path, init);
+        expect(other.body.includes(`${prefix}/`) || !v1.body.includes("/v1/"), `${prefix}${path} names the path it was asked at`).toBe(true);
+        expect({ ...other, body: other.body.replaceAll(`${prefix}/`, "/v1/") }, `${prefix}${path}`).toEqual(v1);
+      }
+    }
+    // One route, one label: the requests under the four prefixes are counted under /v1's.
+    expect(await labelled()).toBe(before + VERSION_PREFIXES.length);
+  });
+
   test("a known path asked with another method answers 405 JSON with Allow, in the route's shape", async () => {
     const res = await fetch(`${server.url}/v1/models`, { method: "POST", body: "{}" });
     expect(res.status).toBe(405);
