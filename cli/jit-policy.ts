@@ -4,7 +4,8 @@
 // 58.8 MB, and less CPU to the first /live). So the CLI starts with the JIT's tier-up thresholds
 // scaled up, and goes back to the normal policy once start-up is over, before the code that runs
 // per request gets warm.
-// cli/main.ts imports this module first, so the scale is set before any other module's top level runs.
+// cli/main.ts and cli/serve-main.ts import this module first, so the scale is set before any other
+// module's top level runs.
 
 /** How many times more reluctant the JIT is during start-up (idle RSS of a server whose start-up
  * never ends: 8 saves 2 MB, 50 saves 5, 200 saves 6, 1000 no more). */
