@@ -4,7 +4,7 @@ import "./production.ts";
 import { Elysia } from "elysia";
 import { ApiError } from "../lib/api-error.ts";
 import { E } from "../spec/errors.ts";
-import { mountedPaths, type EndpointDef, type ErrorStyle } from "../spec/endpoint.ts";
+import type { EndpointDef, ErrorStyle } from "../spec/endpoint.ts";
 import type { ServerContext } from "../runtime/context.ts";
 import { isAllowed, isHostAllowed, isOriginAllowed, presentedKey } from "./auth.ts";
 import { Binder } from "./bind.ts";
@@ -32,19 +32,20 @@ import { operationsRoutes } from "./routes/operations.ts";
 import { tuningRoutes } from "./routes/tuning.ts";
 import { realtimeRoutes } from "./routes/realtime.ts";
 import { spansStreamRoute } from "./routes/spans.ts";
-import { askedPath, prefixRoutes } from "./version-prefixes.ts";
+import { askedPath, boundPaths, prefixRoutes, underBoundPrefix } from "./version-prefixes.ts";
 
 /** The definitions a request path belongs to, from what was bound (exact paths first): one per method. */
 function routeTable(defs: readonly EndpointDef[]): (pathname: string) => EndpointDef[] {
   const exact = new Map<string, EndpointDef[]>();
   const patterns: [RegExp, EndpointDef][] = [];
   for (const def of defs) {
-    for (const path of mountedPaths(def)) {
+    for (const path of boundPaths(def)) {
       if (path.includes(":")) patterns.push([new RegExp(`^${path.replace(/:[^/]+/g, "[^/]+")}/?$`), def]);
       else exact.set(path, [...(exact.get(path) ?? []), def]);
     }
   }
-  return (pathname) => {
+  return (asked) => {
+    const pathname = underBoundPrefix(asked);
     const trimmed = pathname.length > 1 && pathname.endsWith("/") ? pathname.slice(0, -1) : pathname;
     return exact.get(trimmed) ?? patterns.filter(([re]) => re.test(trimmed)).map(([, def]) => def);
   };

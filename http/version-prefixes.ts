@@ -14,6 +14,14 @@ export function boundPaths(def: EndpointDef): string[] {
   return [def.path, ...(def.aliasPaths ?? [])].map((path) => BOUND_PREFIX + path);
 }
 
+const OTHERS = VERSION_PREFIXES.filter((prefix) => prefix !== BOUND_PREFIX);
+
+/** A path under another prefix as the same path under /v1 (any other path as it is). */
+export function underBoundPrefix(pathname: string): string {
+  const prefix = OTHERS.find((p) => pathname.startsWith(`${p}/`));
+  return prefix ? BOUND_PREFIX + pathname.slice(prefix.length) : pathname;
+}
+
 /** The path a request was asked at, before a prefix was rewritten: what errors name and style by. */
 const askedAt = new WeakMap<Request, string>();
 

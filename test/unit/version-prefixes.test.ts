@@ -2,7 +2,7 @@
 // method, headers, query, body and the client's abort signal; the path it was asked at is kept for
 // errors; a WebSocket upgrade is handed on as it came.
 import { expect, test } from "bun:test";
-import { askedPath, BOUND_PREFIX, boundPaths, prefixRoutes } from "../../http/version-prefixes.ts";
+import { askedPath, BOUND_PREFIX, boundPaths, prefixRoutes, underBoundPrefix } from "../../http/version-prefixes.ts";
 import { operations } from "../../spec/index.ts";
 
 function capture() {
@@ -18,6 +18,13 @@ test("the versioned routes are bound under /v1 alone; root routes where they are
   expect(BOUND_PREFIX).toBe("/v1");
   expect(boundPaths(operations.health)).toEqual(["/v1/health"]);
   expect(boundPaths(operations.live)).toEqual(["/live"]);
+});
+
+test("a path under another prefix is looked up as the same path under /v1; others as they are", () => {
+  expect(underBoundPrefix("/api/v1/models/a")).toBe("/v1/models/a");
+  expect(underBoundPrefix("/api/v0/health")).toBe("/v1/health");
+  expect(underBoundPrefix("/v0/load")).toBe("/v1/load");
+  for (const path of ["/v1/health", "/api/tags", "/api/version", "/v0", "/api/v1", "/v0x/health", "/live"]) expect(underBoundPrefix(path)).toBe(path);
 });
 
 test("each other prefix has one route, and it forwards with the path under /v1", async () => {
