@@ -44,5 +44,5 @@ export function prefixRoutes(handle: Handle): Record<string, Handle> {
       askedAt.set(rewritten, asked);
       return handle(rewritten);
     };
-  return Object.fromEntries(VERSION_PREFIXES.filter((prefix) => prefix !== BOUND_PREFIX).map((prefix) => [`${prefix}/*`, forward(prefix)]));
+  return Object.fromEntries(OTHERS.map((prefix) => [`${prefix}/*`, forward(prefix)]));
 }
