@@ -14,7 +14,9 @@ import { clip } from "../lib/scrub.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { readJsonFile, writeJsonFileAtomic } from "../lib/json-file.ts";
 import { E } from "../spec/errors.ts";
+import type { Static } from "@sinclair/typebox";
 import { MAX_MODEL_NAME_BYTES } from "../spec/schemas.ts";
+import type { ImageDefaults as ImageDefaultsSchema } from "../spec/models.ts";
 import { GGUF_RECIPE, RECIPE_SPECS, type ModelType } from "../spec/recipes.ts";
 import type { AliasStore } from "./aliases.ts";
 import { checkRouting, type Routing } from "./routing-policy.ts";
@@ -164,14 +166,8 @@ export interface ModelNaming {
   shadowed: boolean;
 }
 
-export interface ImageDefaults {
-  steps: number;
-  cfg_scale: number;
-  width: number;
-  height: number;
-  sampling_method?: string;
-  flow_shift?: number;
-}
+/** A model's image defaults as /v1/models lists them (spec/models.ts). */
+export type ImageDefaults = Static<typeof ImageDefaultsSchema>;
 
 /** A row's `image_defaults` in Lemonade's listed shape; a field of the wrong type takes its default. */
 function imageDefaultsOf(raw: Record<string, unknown>): ImageDefaults {

@@ -16,6 +16,18 @@ const ModelId = T.String({
     "Model id, as listed by [`GET /v1/models`](#get-v1models), or an alias. A trailing `:latest`, the tag Ollama clients append, names the bare id when nothing is registered under the tagged name.",
 });
 
+export const ImageDefaults = T.Object(
+  {
+    steps: T.Number({ description: "Inference steps" }),
+    cfg_scale: T.Number({ description: "Classifier-free guidance scale" }),
+    width: T.Number({ description: "Image width in pixels" }),
+    height: T.Number({ description: "Image height in pixels" }),
+    sampling_method: T.Optional(T.String({ description: "sd.cpp's sampler, when the model names one" })),
+    flow_shift: T.Optional(T.Number({ description: "Flow shift, when the model sets one" })),
+  },
+  { title: "ImageDefaults", description: "Image models whose registry entry has them: the generation settings the model is made for (20 steps, cfg 7, 512x512 for one the entry leaves out), listed whether or not sd.cpp can run here" },
+);
+
 export const ModelObject = T.Object({
   id: T.String({ description: "Model identifier for loading and inference requests" }),
   created: T.Integer({ description: "Always `1234567890`, for OpenAI compatibility" }),
@@ -68,19 +80,7 @@ export const ModelObject = T.Object({
   recipe_options: T.Record(T.String(), T.Unknown(), {
     description: "The model's own options: its registry row's, with what was saved in `recipe_options.json` on top",
   }),
-  image_defaults: T.Optional(
-    T.Object(
-      {
-        steps: T.Number({ description: "Inference steps" }),
-        cfg_scale: T.Number({ description: "Classifier-free guidance scale" }),
-        width: T.Number({ description: "Image width in pixels" }),
-        height: T.Number({ description: "Image height in pixels" }),
-        sampling_method: T.Optional(T.String({ description: "sd.cpp's sampler, when the model names one" })),
-        flow_shift: T.Optional(T.Number({ description: "Flow shift, when the model sets one" })),
-      },
-      { title: "ImageDefaults", description: "Image models whose registry entry has them: the generation settings the model is made for (20 steps, cfg 7, 512x512 for one the entry leaves out), listed whether or not sd.cpp can run here" },
-    ),
-  ),
+  image_defaults: T.Optional(ImageDefaults),
   cloud_provider: T.Optional(T.String({ description: "Cloud models only: the provider that serves the model (`checkpoint` is the provider's own id)" })),
   max_output_tokens: T.Optional(T.Number({ description: "Cloud models only: the most tokens one completion can generate, when the provider reports it" })),
   max_completion_tokens: T.Optional(T.Number({ description: "Cloud models only: `max_output_tokens` under its OpenAI name" })),
