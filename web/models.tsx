@@ -7,8 +7,7 @@ import { useState } from "preact/hooks";
 import { activeJob, bareName, displayName, getJson, installPhase, isJobOf, postJson, pullable, type Loaded, type Model } from "./api.ts";
 import { download, usePoll } from "./hooks.ts";
 import type { Jobs } from "./downloads.tsx";
-import { Collections, OMNI as COLLECTION } from "./collections.tsx";
-import { exportBody } from "../lib/model-export.ts";
+import { Collections, OMNI as COLLECTION, ROUTER } from "./collections.tsx";
 
 /** The model manager's sections, by `rank` in `Models`. */
 const SECTIONS = ["Downloading", "Loaded", "Downloaded", "Suggested for this machine", "All models"];
@@ -227,6 +226,30 @@ function Register({ onDone }: { onDone: () => void }) {
       {message && <p role="status">{message}</p>}
     </details>
   );
+}
+
+/** The name an exported model registers under: /v1/pull registers user models only. */
+const userName = (m: Model) => `user.${bareName(m)}`;
+
+/** A model's definition as an import-ready /v1/pull body, the file `lemonade export` writes
+ * (cli/commands/models.ts, whose shape this follows): a collection carries each component's
+ * definition, a router its policy. */
+function exportBody(m: any): Record<string, unknown> {
+  if ((m.recipe === COLLECTION || m.recipe === ROUTER) && m.components?.length) {
+    const models = (m.models ?? []).flatMap((d: any, i: number) => (d ? [{ ...exportBody(d), model_name: m.components[i] }] : []));
+    return {
+      model_name: userName(m),
+      recipe: m.recipe,
+      components: m.components,
+      models,
+      ...(m.routing ? { version: m.version, routing: m.routing } : {}),
+      ...(m.system_prompt ? { system_prompt: m.system_prompt } : {}),
+    };
+  }
+  const body: Record<string, unknown> = { model_name: userName(m), recipe: m.recipe, checkpoints: m.checkpoints, labels: m.labels };
+  if (m.size !== undefined) body.size = m.size;
+  if (m.recipe_options && Object.keys(m.recipe_options).length) body.recipe_options = m.recipe_options;
+  return body;
 }
 
 /** Whether Delete can work: a model with files of its own in the cache (none for a model of the extra models folder,

@@ -6,7 +6,6 @@ import { ProgressReporter, bold, bytes, dim, green, sseEvents, table } from "../
 import { LOAD_FLAGS, LOAD_FLAGS_HELP, loadOptionsFrom } from "../load-flags.ts";
 import { GGUF_RECIPE } from "../../spec/recipes.ts";
 import { askLine, chooseOne, interactive } from "../prompt.ts";
-import { exportBody } from "../../lib/model-export.ts";
 
 const connect = async (input: CommandInput) => {
   const client = new Client(target(input.values as { host?: string; port?: string }));
@@ -349,6 +348,32 @@ const pinCommand = (pinned: boolean): Command => ({
 
 export const pin = pinCommand(true);
 export const unpin = pinCommand(false);
+
+/** The name an exported model registers under: `/v1/pull` registers user models only, so the
+ * model's bare name (its canonical id without the source) under `user.`. */
+const userName = (m: any) => `user.${String(m.canonical_id ?? m.id).replace(/^(user|extra|builtin)\./, "")}`;
+
+/** The /v1/pull body that re-creates a model elsewhere (POST-able as it is); a collection
+ * carries each component's definition, and a router its policy with the schema version /v1/pull
+ * requires. */
+function exportBody(m: any): Record<string, unknown> {
+  if ((m.recipe === "collection.omni" || m.recipe === "collection.router") && m.components?.length) {
+    // Each definition under the name the collection lists it by, so an import matches them up.
+    const models = (m.models ?? []).flatMap((d: any, i: number) => (d ? [{ ...exportBody(d), model_name: m.components[i] }] : []));
+    return {
+      model_name: userName(m),
+      recipe: m.recipe,
+      components: m.components,
+      models,
+      ...(m.routing ? { version: m.version, routing: m.routing } : {}),
+      ...(m.system_prompt ? { system_prompt: m.system_prompt } : {}),
+    };
+  }
+  const body: Record<string, unknown> = { model_name: userName(m), recipe: m.recipe, checkpoints: m.checkpoints, labels: m.labels };
+  if (m.size !== undefined) body.size = m.size;
+  if (m.recipe_options && Object.keys(m.recipe_options).length) body.recipe_options = m.recipe_options;
+  return body;
+}
 
 export const exportModel: Command = {
   name: "export",
