@@ -355,7 +355,8 @@ const userName = (m: any) => `user.${String(m.canonical_id ?? m.id).replace(/^(u
 
 /** The /v1/pull body that re-creates a model elsewhere (POST-able as it is); a collection
  * carries each component's definition, and a router its policy with the schema version /v1/pull
- * requires. */
+ * requires. web/models.tsx has its twin (the web app imports nothing of the project's), and
+ * test/integration/web-fake-engines.test.ts checks the two write the same file. */
 function exportBody(m: any): Record<string, unknown> {
   if ((m.recipe === "collection.omni" || m.recipe === "collection.router") && m.components?.length) {
     // Each definition under the name the collection lists it by, so an import matches them up.
