@@ -1,4 +1,5 @@
-// Where an endpoint is bound: one spec/ definition becomes one Elysia route per mounted path,
+// Where an endpoint is bound: one spec/ definition becomes one Elysia route per bound path (an HTTP
+// route's versioned paths under /v1 alone, http/version-prefixes.ts; a WebSocket route's every one),
 // with the definition's schemas as its validation, its typed handler inputs (Static<>) and the
 // type of the handler's answer (`Out`: the response schema's Static<>, or a Response). The handler
 // is handed to Elysia as it is: Elysia reads a handler's source to learn which parts of the request
