@@ -4,7 +4,7 @@
 // (recompiled from source when next called), collect fully and return malloc's free pages; a bare
 // full collection keeps the code. Also once after start-up, whose code mostly never runs again
 // (bench memory, npm start: idle 1.7 MB lower, and the JIT code a load leaves is dropped).
-const QUIET_MS = 2000;
+export const QUIET_MS = 2000;
 
 /** Drops compiled code and garbage; where Bun no longer has shrink(), a full collection. */
 export function shrinkNow(): void {

@@ -6,15 +6,21 @@
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { QUIET_MS } from "../../app/idle-gc.ts";
 import { freePort } from "../../engines/process.ts";
 import { table, type Figure } from "../../lib/bench.ts";
 import { anonymousMb, load, residentKinds, rssMb, setup, spawnServer, type ServerProcess, type Work } from "./common.ts";
 
 const root = join(import.meta.dir, "..", "..");
 
-/** Resident memory once a process has settled (the server collects after 2 s of quiet). */
-async function settled(pid: number, ms: number): Promise<number> {
-  await Bun.sleep(ms);
+/** How long after its last request a process has settled: the server checks every QUIET_MS whether
+ * requests stopped and collects at the check after one that saw none, so between one and two
+ * QUIET_MS after the last request; the collection itself takes a moment more. */
+const SETTLE_MS = 2 * QUIET_MS + 1000;
+
+/** Resident memory once a process has settled. */
+async function settled(pid: number): Promise<number> {
+  await Bun.sleep(SETTLE_MS);
   return rssMb(pid);
 }
 
@@ -25,7 +31,7 @@ interface Idle {
 }
 
 async function idleOf(pid: number): Promise<Idle> {
-  const rss = await settled(pid, 4000);
+  const rss = await settled(pid);
   return { rss, anonymous: anonymousMb(pid) };
 }
 
@@ -55,7 +61,7 @@ async function measure(server: ServerProcess): Promise<{ idle: Idle; afterReques
   for (let i = 0; i < 10_000; i += 8) {
     await Promise.all(Array.from({ length: 8 }, (_, j) => fetch(`${server.base}${routes[(i + j) % routes.length]}`).then((r) => r.arrayBuffer())));
   }
-  const afterRequests = await settled(server.pid, 4000);
+  const afterRequests = await settled(server.pid);
   kinds.push(residentKinds(server.pid));
   for (let i = 0; i < 20; i++) {
     await load(server, { model_name: "extra.fake-engine", llamacpp_backend: "system" });
@@ -63,7 +69,7 @@ async function measure(server: ServerProcess): Promise<{ idle: Idle; afterReques
     await res.arrayBuffer();
     await server.post("/v1/unload", { model_name: "extra.fake-engine" });
   }
-  const afterLoads = await settled(server.pid, 4000);
+  const afterLoads = await settled(server.pid);
   kinds.push(residentKinds(server.pid));
   return { idle, afterRequests, afterLoads, kinds };
 }
