@@ -34,16 +34,14 @@ type Handle = (request: Request) => Response | Promise<Response>;
 
 /** Bun.serve routes that answer every other prefix through `handle` (the app's own fetch). */
 export function prefixRoutes(handle: Handle): Record<string, Handle> {
-  const forward =
-    (prefix: string): Handle =>
-    (request) => {
-      if (request.headers.get("upgrade")?.toLowerCase() === "websocket") return handle(request);
-      const url = new URL(request.url);
-      const asked = url.pathname;
-      url.pathname = BOUND_PREFIX + asked.slice(prefix.length);
-      const rewritten = new Request(url.href, request);
-      askedAt.set(rewritten, asked);
-      return handle(rewritten);
-    };
-  return Object.fromEntries(OTHERS.map((prefix) => [`${prefix}/*`, forward(prefix)]));
+  const forward: Handle = (request) => {
+    if (request.headers.get("upgrade")?.toLowerCase() === "websocket") return handle(request);
+    const url = new URL(request.url);
+    const asked = url.pathname;
+    url.pathname = underBoundPrefix(asked);
+    const rewritten = new Request(url.href, request);
+    askedAt.set(rewritten, asked);
+    return handle(rewritten);
+  };
+  return Object.fromEntries(OTHERS.map((prefix) => [`${prefix}/*`, forward]));
 }
