@@ -424,7 +424,9 @@ export class Catalog {
       watcher.unref?.();
       this.extraWatch = { dir, close: () => watcher.close() };
     } catch {
-      // No watcher on this file system: the listings' short lifetime still catches changes.
+      // No watcher on this file system: the listings' short lifetime still catches changes. The
+      // folder is noted as tried, so later scans do not try again.
+      this.extraWatch = { dir, close: () => {} };
     }
   }
 
