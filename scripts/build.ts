@@ -14,7 +14,7 @@
 // No bytecode beside it: Bun reads a bundle's bytecode file whole into memory and keeps it, while
 // from source JavaScriptCore compiles only the functions that run (bench memory, npm start idle:
 // 2.3 MB less; bench start: about 30 ms more, still well inside its goal).
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import type { BunPlugin } from "bun";
@@ -79,7 +79,31 @@ async function buildExecutable(out: string): Promise<void> {
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
+  dropFromPageCache(out);
   console.log(`Built ${out}`);
+}
+
+/** Writes the file's pages to disk and drops them from the page cache (Linux, glibc), so the first
+ * run reads the executable in as any later one does. The bundler writes it in one call, which
+ * leaves it cached in large folios, and a page fault on a mapped file maps the whole folio around
+ * it: run straight after the build, the server held pages of Bun's code it never touched
+ * (idle RSS one request after start, same executable: 47.4 MB as built, 42.2 MB once its pages were
+ * dropped and read back by the first run; the same for a hello-world executable, 38.8 -> 33.2). */
+function dropFromPageCache(path: string): void {
+  if (process.platform !== "linux") return;
+  const fd = openSync(path, "r");
+  try {
+    fsyncSync(fd);
+    const { dlopen, FFIType } = require("bun:ffi") as typeof import("bun:ffi");
+    const libc = dlopen("libc.so.6", { posix_fadvise: { args: [FFIType.i32, FFIType.i64, FFIType.i64, FFIType.i32], returns: FFIType.i32 } });
+    const POSIX_FADV_DONTNEED = 4;
+    libc.symbols.posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    libc.close();
+  } catch {
+    // No glibc (dlopen failed): the executable stays cached as written, which costs memory, not correctness.
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Runs the executable as `serve` in a scratch cache, asks what a client asks first, and stops it:
