@@ -184,8 +184,8 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   /** Models whose engine is starting, by id, with the pool each loads into. */
   private readonly loading = new Map<string, { model: M; residency: Residency }>();
   private waiters: Waiter<M>[] = [];
-  private readonly stopIdleCheck: () => void;
-  private readonly stopPressureCheck: () => void;
+  /** Stops the idle and pressure checks; set while they run, which is while a model is resident. */
+  private stopChecks?: () => void;
   /** Downsizes under way, each with what interrupts it. */
   private readonly downsizing = new Map<Instance<M>, AbortController>();
   /** A pressure sample is being read (one at a time). */
@@ -201,9 +201,22 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
 
   constructor(private readonly deps: SchedulerDeps<M>) {
     this.clock = deps.effects.clock;
-    this.stopIdleCheck = this.clock.every(deps.idleCheckMs ?? 1000, () => this.degradeIdle());
-    const pressure = deps.pressure;
-    this.stopPressureCheck = pressure ? this.clock.every(pressure.everyMs, () => void this.checkPressure(pressure)) : () => {};
+  }
+
+  /** Runs the idle and pressure checks while some model is resident and stops them when none is:
+   * with nothing to unload or downsize they have nothing to do, and a server that ticks while idle
+   * wakes every second and, as the tick's code warms up, grows (bench memory's idle server: 0.6 MB
+   * more after 30 s with the ticks, flat without). */
+  private checkWhileResident(): void {
+    if (this.instances.size > 0 && !this.stopChecks && !this.closed) {
+      const stopIdle = this.clock.every(this.deps.idleCheckMs ?? 1000, () => this.degradeIdle());
+      const pressure = this.deps.pressure;
+      const stopPressure = pressure ? this.clock.every(pressure.everyMs, () => void this.checkPressure(pressure)) : () => {};
+      this.stopChecks = () => (stopIdle(), stopPressure());
+    } else if (this.instances.size === 0 && this.stopChecks) {
+      this.stopChecks();
+      this.stopChecks = undefined;
+    }
   }
 
   private named(model: M): string {
@@ -332,8 +345,8 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
 
   async shutdown(): Promise<void> {
     this.closed = true;
-    this.stopIdleCheck();
-    this.stopPressureCheck();
+    this.stopChecks?.();
+    this.stopChecks = undefined;
     const waiting = this.waiters;
     this.waiters = [];
     for (const w of waiting) w.fail(shuttingDown());
@@ -484,6 +497,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
           gone: Promise.withResolvers<void>(),
         };
         this.instances.set(model.id, instance);
+        this.checkWhileResident();
         changed();
         this.mostRecent = model.id;
         void engine.exited.then((code) => this.onExit(instance, code));
@@ -566,6 +580,7 @@ export class Scheduler<M extends SchedulableModel = SchedulableModel> {
   /** Drops an instance whose engine is gone, and lets the queue move. */
   private forget(instance: Instance<M>): void {
     if (this.instances.get(instance.model.id) === instance) this.instances.delete(instance.model.id);
+    this.checkWhileResident();
     changed();
     if (this.mostRecent === instance.model.id) {
       this.mostRecent = this.list().sort((a, b) => b.lastUse - a.lastUse)[0]?.model.id ?? null;

@@ -26,6 +26,11 @@ export class FakeClock implements Clock {
     return this.time;
   }
 
+  /** Repeating timers set and not cancelled. */
+  get repeating(): number {
+    return this.timers.filter((t) => t.every !== undefined).length;
+  }
+
   after(ms: number, fn: () => void): () => void {
     return this.add({ at: this.time + ms, seq: this.seq++, fn });
   }

@@ -217,6 +217,31 @@ test("an explicit load with other options reloads the model; with the same ones 
 
 const idleSpec = (autoEvict: boolean | null): (() => LoadSpec) => () => ({ options: { evict_idle_timeout: 60, auto_evict: autoEvict }, ctxSize: 4096 });
 
+test("the idle and pressure checks tick only while a model is resident: none before the first load, none once the last one left, by unload or crash", async () => {
+  let samples = 0;
+  const pressure = { enabled: () => true, threshold: () => 0.9, sample: async () => (samples++, 0.1), everyMs: 2000 };
+  const { scheduler, engines, clock } = memoryScheduler(2, { idleCheckMs: 1000, pressure });
+  engines.autoStart = true;
+  await clock.advance(10_000);
+  expect([clock.repeating, samples]).toEqual([0, 0]);
+  await scheduler.load(model("a"));
+  await scheduler.load(model("b"));
+  expect(clock.repeating).toBe(2);
+  await clock.advance(4_000);
+  expect(samples).toBe(2);
+  await scheduler.unloadWhere((s) => s.model.id === "a");
+  expect(clock.repeating).toBe(2);
+  await scheduler.unloadWhere();
+  expect(clock.repeating).toBe(0);
+  await clock.advance(10_000);
+  expect(samples).toBe(2);
+  await scheduler.load(model("a"));
+  expect(clock.repeating).toBe(2);
+  engines.running.get("a")!.crash();
+  await settle();
+  expect(clock.repeating).toBe(0);
+});
+
 test("with auto_evict off (the default) an idle model stays loaded past evict_idle_timeout", async () => {
   const { scheduler, engines, clock } = memoryScheduler(1, { resolve: idleSpec(null), idleCheckMs: 1000 });
   engines.autoStart = true;
