@@ -40,6 +40,7 @@ import { routerKind } from "../protocols/routing.ts";
 import { webAsset } from "./web-assets.ts";
 import { memoryPlanner } from "./memory.ts";
 import { RpcWorkers } from "../runtime/rpc-workers.ts";
+import { memoInBuild } from "../lib/build-scope.ts";
 
 export function createServerContext(config: Config, logger = new Logger(config.logLevel)): ServerContext {
   const recipes = serverRecipes(RECIPES);
@@ -102,6 +103,7 @@ export function createServerContext(config: Config, logger = new Logger(config.l
   // The scheduler is made below; the planner only reads its slots later.
   const rpcWorkers = new RpcWorkers(rpc, systemClock);
   const planner = memoryPlanner(config, catalog, () => scheduler.list(), (option) => rpcWorkers.freeBytes(option));
+  const [resolvedBackends, availableBackends] = [Symbol("resolveBackend"), Symbol("available")];
   // The archetype comes from the same facts /v1/system-info reports, derived once per process.
   let archetype: Archetype | undefined;
   const tuning = new AutoTune({
@@ -115,14 +117,17 @@ export function createServerContext(config: Config, logger = new Logger(config.l
       log: { info: (m) => logger.info("AutoTune", m), warn: (m) => logger.warn("AutoTune", m) },
     }),
     local: new LocalTuneStore(config.cacheDir),
-    resolveBackend: (recipe, asked) => findRecipe(recipes, recipe)?.resolveBackend?.(asked, engineEnv) ?? asked,
-    available: (recipe, backend) => {
-      try {
-        return !!findRecipe(recipes, recipe)?.locate?.(backend, engineEnv);
-      } catch {
-        return false;
-      }
-    },
+    // A listing resolves every model's backend: `auto` looks at each GPU backend's install and
+    // pins, the same answer per recipe, worked out once per build (lib/build-scope.ts).
+    resolveBackend: (recipe, asked) => memoInBuild(resolvedBackends, `${recipe}\0${asked}`, () => findRecipe(recipes, recipe)?.resolveBackend?.(asked, engineEnv) ?? asked),
+    available: (recipe, backend) =>
+      memoInBuild(availableBackends, `${recipe}\0${backend}`, () => {
+        try {
+          return !!findRecipe(recipes, recipe)?.locate?.(backend, engineEnv);
+        } catch {
+          return false;
+        }
+      }),
   });
   void tuning.profiles.refresh();
   const options = new OptionResolver<CatalogModel>(

@@ -2,6 +2,7 @@
 // until something it is built from changes (lib/generation.ts: state files, loads, downloads, the
 // extra-models folder). A short lifetime bounds what a change behind the server's back (files
 // removed from the Hugging Face cache by hand) can leave stale.
+import { withinBuild } from "../lib/build-scope.ts";
 import { generation } from "../lib/generation.ts";
 
 const LIFETIME_MS = 2000;
@@ -24,7 +25,7 @@ export function cachedJson(ctx: object, key: string, build: () => unknown): Resp
   if (!entry || entry.generation !== generation() || now - entry.builtAt > LIFETIME_MS) {
     // Read the count first: a change while building makes the next request build again.
     const at = generation();
-    entry = { generation: at, builtAt: now, body: JSON.stringify(build()) };
+    entry = { generation: at, builtAt: now, body: JSON.stringify(withinBuild(build)) };
     entries.set(key, entry);
   }
   return new Response(entry.body, { headers: { "content-type": "application/json;charset=utf-8" } });

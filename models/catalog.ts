@@ -11,6 +11,7 @@ import { dirname, join } from "node:path";
 import builtInFile from "./server_models.json" with { type: "file" };
 import { checkpointProblem, findCachedFile, parseCheckpoint } from "./hf-cache.ts";
 import { ggufScalar, readGgufMetadata, type GgufMetadata } from "./gguf.ts";
+import { memoInBuild } from "../lib/build-scope.ts";
 import { changed, generation } from "../lib/generation.ts";
 import { clip } from "../lib/scrub.ts";
 import { ApiError } from "../lib/api-error.ts";
@@ -154,6 +155,20 @@ export function reservedNameProblem(id: string): string | undefined {
  * precedence first: a bare name is the registered model's, else the imported one's, else the built-in's. */
 type NamingSource = "user" | "extra" | "builtin";
 const SOURCE_PRECEDENCE: NamingSource[] = ["user", "extra", "builtin"];
+
+/** The ids of a catalog's local models and the extra folder's old names, per `all()` array: a
+ * listing names every model against the same array, which would otherwise be scanned once per
+ * model and source (the full catalog: 290 models, a hundred thousand comparisons a listing). */
+const namesByCatalog = new WeakMap<CatalogModel[], { localIds: Set<string>; folderAliases: Set<string> }>();
+
+function namesIn(all: CatalogModel[]): { localIds: Set<string>; folderAliases: Set<string> } {
+  let names = namesByCatalog.get(all);
+  if (!names) {
+    names = { localIds: new Set(all.filter((m) => m.source !== "cloud").map((m) => m.id)), folderAliases: new Set(all.flatMap((m) => (m.folderAlias ? [m.folderAlias] : []))) };
+    namesByCatalog.set(all, names);
+  }
+  return names;
+}
 
 /** Whether a name already carries a source's prefix (`user.`, `extra.` or `builtin.`). */
 export const hasSourcePrefix = (name: string): boolean => SOURCE_PRECEDENCE.some((s) => name.startsWith(`${s}.`));
@@ -430,8 +445,14 @@ export class Catalog {
     }
   }
 
-  /** GGUF metadata of a local file, re-read only when the file changes. */
+  /** GGUF metadata of a local file, re-read only when the file changes (checked once per build). */
   metadata(path: string): GgufMetadata | null {
+    return memoInBuild(this.metadataTable, path, () => this.readMetadata(path));
+  }
+
+  private readonly metadataTable = Symbol("metadata");
+
+  private readMetadata(path: string): GgufMetadata | null {
     let st;
     try {
       st = statSync(path);
@@ -578,9 +599,8 @@ export class Catalog {
     const canonicalId = `${origin.source}.${origin.bare}`;
     const outranks = SOURCE_PRECEDENCE.slice(0, SOURCE_PRECEDENCE.indexOf(origin.source));
     // A split extra folder's old name takes a built-in's bare name too (Lemonade's input alias).
-    const shadowed =
-      outranks.some((s) => all.some((m) => m.source !== "cloud" && m.id === `${s}.${origin.bare}`)) ||
-      (origin.source === "builtin" && all.some((m) => m.folderAlias === origin.bare));
+    const names = namesIn(all);
+    const shadowed = outranks.some((s) => names.localIds.has(`${s}.${origin.bare}`)) || (origin.source === "builtin" && names.folderAliases.has(origin.bare));
     const collection = model.router !== undefined || model.omni !== undefined;
     const prefixed = shadowed || (collection && origin.source !== "builtin");
     return { id: prefixed ? canonicalId : origin.bare, canonicalId, shadowed };
@@ -627,8 +647,16 @@ export class Catalog {
     return reason || `Its recipe (${model.recipe}) cannot run on this system.`;
   }
 
-  /** Where each checkpoint's bytes are on disk (local path or HF cache), and whether they are there. */
+  /** Where each checkpoint's bytes are on disk (local path or HF cache), and whether they are
+   * there; looked up once per listing build, which asks it several times a model. */
   files(model: CatalogModel): ResolvedFile[] {
+    return memoInBuild(this.filesTable, model, () => this.resolveFiles(model));
+  }
+
+  /** This catalog's answers to files() within a build (each server's catalog has its own caches). */
+  private readonly filesTable = Symbol("files");
+
+  private resolveFiles(model: CatalogModel): ResolvedFile[] {
     const index = RECIPE_SPECS[model.recipe]?.repositoryIndex;
     return Object.entries(model.checkpoints).map(([role, checkpoint]) => {
       const hubDir = model.registry === "modelscope" ? (this.opts.msCacheDir ?? this.opts.hfCacheDir) : this.opts.hfCacheDir;

@@ -1,7 +1,8 @@
 // Finds a checkpoint's files in the standard Hugging Face hub cache:
 // `<hub>/models--org--name/snapshots/<revision>/<file>`, revision from `refs/main`.
 import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
-import { join, relative } from "node:path";
+import { basename, join, relative } from "node:path";
+import { building, memoInBuild } from "../lib/build-scope.ts";
 
 export interface CheckpointRef {
   repo: string;
@@ -58,9 +59,27 @@ export function repoCacheDir(hubDir: string, repo: string): string {
   return join(hubDir, `models--${repo.replace(/\//g, "--")}`);
 }
 
+/** The repositories a hub cache holds (their `models--` folders), listed once per build: a
+ * listing asks for every catalog model, and most are not there. */
+const hubFolders = Symbol("hubFolders");
+
+function notCached(hubDir: string, base: string): boolean {
+  if (!building()) return false;
+  const folders = memoInBuild(hubFolders, hubDir, () => {
+    try {
+      return new Set(readdirSync(hubDir));
+    } catch (err) {
+      // A folder that cannot be listed (but may be searched) is looked into repository by repository.
+      return (err as NodeJS.ErrnoException).code === "ENOENT" ? new Set<string>() : null;
+    }
+  });
+  return folders !== null && !folders.has(basename(base));
+}
+
 /** The snapshot folder of the repo's current revision, or null when nothing is cached. */
 export function snapshotDir(hubDir: string, repo: string): string | null {
   const base = repoCacheDir(hubDir, repo);
+  if (notCached(hubDir, base)) return null;
   const refFile = join(base, "refs", "main");
   if (existsSync(refFile)) {
     const dir = join(base, "snapshots", readFileSync(refFile, "utf8").trim());
