@@ -1,9 +1,14 @@
 // bench catalog: listing routes against /live, each req/s with keep-alive clients, with the full
 // built-in catalog and 50 extra models (hard links to the tiny model: no disk used). The /api/v1
 // rows are the same routes reached through another prefix (http/version-prefixes.ts forwards it).
+// Then what a polling client pays (the web app, a script every few seconds): a listing built
+// afresh once its cached JSON went stale, against the same listing served from the cache.
 import { linkSync } from "node:fs";
 import { join } from "node:path";
 import { median, rate, setup, spawnServer, type Figure } from "./common.ts";
+
+/** A cached listing is rebuilt once it is this old (http/view-cache.ts, 2 s), with a margin. */
+const STALE_AFTER_MS = 2100;
 
 export async function benchCatalog(runs: number): Promise<Figure[]> {
   const w = setup();
@@ -25,9 +30,37 @@ export async function benchCatalog(runs: number): Promise<Figure[]> {
       const goal = r === "/v1/models" ? "  (goal >= 0.3)" : "";
       console.log(`  ${r.padEnd(26)} ${rps.toFixed(0).padStart(7)} req/s, ratio to /live ${(rps / live).toFixed(3)}${goal}`);
     }
+    out.push(...(await rebuilds(server.base)));
     return out;
   } finally {
     await server.stop();
     w.cleanup();
   }
+}
+
+/** Milliseconds from request to the whole answer. */
+async function timed(url: string): Promise<number> {
+  const t0 = performance.now();
+  await (await fetch(url)).arrayBuffer();
+  return performance.now() - t0;
+}
+
+/** Each listing's request once its cache went stale (median of 5), against the same request
+ * served from the cache (median of 20 back to back, right after). */
+async function rebuilds(base: string): Promise<Figure[]> {
+  const out: Figure[] = [];
+  console.log("  a polling client's request, the listing rebuilt (median of 5) / served from the cache (median of 20)");
+  for (const r of ["/v1/models", "/v1/models?show_all=true", "/api/tags", "/v1/health"]) {
+    const stale: number[] = [];
+    const cached: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      await Bun.sleep(STALE_AFTER_MS);
+      stale.push(await timed(`${base}${r}`));
+      for (let j = 0; j < 4; j++) cached.push(await timed(`${base}${r}`));
+    }
+    const [rebuilt, fromCache] = [median(stale), median(cached)];
+    out.push({ name: `catalog: ${r} rebuilt`, value: rebuilt, unit: "ms", baseline: { name: "served from the cache", value: fromCache } });
+    console.log(`  ${r.padEnd(26)} ${rebuilt.toFixed(2).padStart(7)} ms rebuilt, ${fromCache.toFixed(2)} ms cached`);
+  }
+  return out;
 }

@@ -8,7 +8,8 @@
 //   cold         a request to a cold model until its first token, vs llama-server by hand
 //   proxy        one stream through the server vs the engine directly (keep-alive pings on)
 //   concurrency  1, 4 and 8 simultaneous streams, aggregate tokens/s and TTFT spread
-//   catalog      /v1/models, /api/tags, /v1/health (and the two under /api/v1) req/s over /live req/s
+//   catalog      /v1/models, /api/tags, /v1/health (and the two under /api/v1) req/s over /live req/s,
+//                and each listing rebuilt once stale (a polling client) vs served from the cache
 //   swap         alternating two models with max_loaded_models 1, per swap vs the engine's cold start
 //   kv           a long conversation's next turn after a swap, KV cache restored vs never evicted
 //   cloud        one stream through a cloud provider (the server's own engine) vs that engine directly
