@@ -16,11 +16,12 @@
 // No bytecode beside it: Bun reads a bundle's bytecode file whole into memory and keeps it, while
 // from source JavaScriptCore compiles only the functions that run (bench memory, npm start idle:
 // 2.3 MB less; bench start: about 30 ms more, still well inside its goal).
-import { closeSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { closeSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import type { BunPlugin } from "bun";
 import { bundleWebAppFiles, type WebAssetFile } from "../app/web-assets.ts";
+import { fakeEnginePath } from "./fake-engine/path.ts";
 
 const root = resolve(import.meta.dir, "..");
 
@@ -115,16 +116,12 @@ function dropFromPageCache(path: string): void {
  * engine is laid out together after start-up's rather than spread over the rest. */
 async function recordProfile(out: string, order: string, scratch: string): Promise<void> {
   const extra = join(scratch, "extra");
-  const bin = join(scratch, "bin");
   mkdirSync(extra);
-  mkdirSync(bin);
   writeFileSync(join(extra, "profile.gguf"), "");
-  // The FAKE engine is a Bun script (`#!/usr/bin/env bun`); this Bun may be installed under another name.
-  symlinkSync(process.execPath, join(bin, "bun"));
   const server = Bun.spawn([out, "serve", "--port", "0", "--ready-json"], {
     env: {
       ...process.env,
-      PATH: `${join(root, "scripts", "fake-engine")}:${bin}:${process.env.PATH}`,
+      PATH: fakeEnginePath(join(scratch, "bin")),
       LEMONADE_CACHE_DIR: join(scratch, "cache"),
       LEMONADE_EXTRA_MODELS_DIR: extra,
       // Errors only: the catalog warns that the empty GGUF has no metadata, as it should.

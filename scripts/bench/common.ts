@@ -3,7 +3,7 @@
 // client's side, request rates with keep-alive clients, and a process's resident memory.
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { SERVER_RUNTIME_ENV } from "../../cli/runtime-env.ts";
 import { defaultCacheDir } from "../../config/config.ts";
 import { LLAMACPP } from "../../engines/llamacpp.ts";
@@ -11,6 +11,7 @@ import { cachedBinary } from "../../engines/source-build.ts";
 import { freePort } from "../../engines/process.ts";
 import { timeChatStream, type StreamTiming } from "../../lib/bench.ts";
 import { engineFetch } from "../../runtime/transport.ts";
+import { fakeEnginePath } from "../fake-engine/path.ts";
 import { makeTestModels, TEST_MODELS } from "../make-test-models.ts";
 
 export { fmt, median, percentile, rate, type Figure, type StreamTiming } from "../../lib/bench.ts";
@@ -53,14 +54,13 @@ export interface ServerProcess {
  * single executable), the FAKE engine first on its PATH; settles once /live answers. Run by Bun,
  * it gets the runtime settings npm start's script sets; the single executable sets its own. */
 export async function spawnServer(w: Work, env: Record<string, string> = {}, command = [process.execPath, join(import.meta.dir, "..", "..", "cli", "main.ts")]): Promise<ServerProcess> {
-  const fakeDir = join(import.meta.dir, "..", "fake-engine");
   const port = freePort();
   const t0 = performance.now();
   const child = Bun.spawn([...command, "serve", "--port", String(port)], {
     env: {
       ...process.env,
       ...(command[0] === process.execPath ? SERVER_RUNTIME_ENV : {}),
-      PATH: `${fakeDir}:${dirname(process.execPath)}:${process.env.PATH}`,
+      PATH: fakeEnginePath(join(w.work, "bin")),
       LEMONADE_CACHE_DIR: w.cacheDir,
       LEMONADE_EXTRA_MODELS_DIR: w.extra,
       LEMONADE_MAX_LOADED_MODELS: "-1",
