@@ -36,6 +36,14 @@ function listenAlone(listen: () => void, host: string, port: number): void {
   }
 }
 
+/** Bun closes a connection that stays silent for its idle timeout (Elysia sets 30 s), a stream
+ * between two keep-alives included: the timeout outlasts the keep-alive interval
+ * (`LEMONADE_PING_MS`), and is off past the longest Bun takes (255 s). */
+export function idleTimeoutFor(pingMs: number): number {
+  const seconds = Math.max(30, Math.ceil(pingMs / 1000) + 10);
+  return seconds > 255 ? 0 : seconds;
+}
+
 export interface ServerHooks {
   /** After POST /internal/shutdown has stopped everything (the CLI exits the process). */
   onShutdown?: () => void;
@@ -51,7 +59,7 @@ export async function startServer(overrides: Overrides = {}, env = process.env, 
   const ctx = createServerContext(config, hooks.logToStderr ? new Logger(config.logLevel, (line) => console.error(line)) : undefined);
   const { app } = createApp(ctx);
   // Bun's own body limit (128 MB) stays the last guard; JSON bodies meet http/body.ts's first.
-  const limits = { reusePort: false };
+  const limits = { reusePort: false, idleTimeout: idleTimeoutFor(config.pingMs) };
   listenAlone(() => app.listen({ hostname: config.host, port: config.port, ...limits }), config.host, config.port);
   const port = app.server!.port!;
   config.port = port;
