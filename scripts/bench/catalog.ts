@@ -5,7 +5,7 @@
 // afresh once its cached JSON went stale, against the same listing served from the cache.
 import { linkSync } from "node:fs";
 import { join } from "node:path";
-import { median, rate, setup, spawnServer, type Figure } from "./common.ts";
+import { median, rate, setup, spawnServer, timedFetch, type Figure } from "./common.ts";
 
 /** A cached listing is rebuilt once it is this old (http/view-cache.ts, 2 s), with a margin. */
 const STALE_AFTER_MS = 2100;
@@ -38,13 +38,6 @@ export async function benchCatalog(runs: number): Promise<Figure[]> {
   }
 }
 
-/** Milliseconds from request to the whole answer. */
-async function timed(url: string): Promise<number> {
-  const t0 = performance.now();
-  await (await fetch(url)).arrayBuffer();
-  return performance.now() - t0;
-}
-
 /** Each listing's request once its cache went stale (median of 5), against the same request
  * served from the cache (median of 20 back to back, right after). */
 async function rebuilds(base: string): Promise<Figure[]> {
@@ -55,8 +48,8 @@ async function rebuilds(base: string): Promise<Figure[]> {
     const cached: number[] = [];
     for (let i = 0; i < 5; i++) {
       await Bun.sleep(STALE_AFTER_MS);
-      stale.push(await timed(`${base}${r}`));
-      for (let j = 0; j < 4; j++) cached.push(await timed(`${base}${r}`));
+      stale.push(await timedFetch(`${base}${r}`));
+      for (let j = 0; j < 4; j++) cached.push(await timedFetch(`${base}${r}`));
     }
     const [rebuilt, fromCache] = [median(stale), median(cached)];
     out.push({ name: `catalog: ${r} rebuilt`, value: rebuilt, unit: "ms", baseline: { name: "served from the cache", value: fromCache } });

@@ -4,7 +4,7 @@
 import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeClassifierModels } from "../make-test-models.ts";
-import { fmt, load, median, percentile, setup, spawnServer, type Figure } from "./common.ts";
+import { fmt, load, median, percentile, setup, spawnServer, timedFetch, type Figure } from "./common.ts";
 
 const REPO = "bench-org/sentiment-ONNX";
 
@@ -20,13 +20,7 @@ function seedCache(hfDir: string): void {
   for (const f of readdirSync(src)) copyFileSync(join(src, f), join(snapshot, f));
 }
 
-async function timed(url: string, body: Record<string, unknown>): Promise<number> {
-  const started = performance.now();
-  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-  if (!res.ok) throw new Error(`${url}: ${res.status} ${await res.text()}`);
-  await res.arrayBuffer();
-  return performance.now() - started;
-}
+const timed = (url: string, body: Record<string, unknown>) => timedFetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 
 export async function benchClassify(runs: number): Promise<Figure[]> {
   const w = setup();

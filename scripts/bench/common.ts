@@ -92,6 +92,15 @@ export async function spawnServer(w: Work, env: Record<string, string> = {}, com
   };
 }
 
+/** Milliseconds from sending a request to the end of its answer's body; throws on an error status. */
+export async function timedFetch(url: string, init?: RequestInit): Promise<number> {
+  const started = performance.now();
+  const res = await fetch(url, init);
+  if (!res.ok) throw new Error(`${url}: ${res.status} ${await res.text()}`);
+  await res.arrayBuffer();
+  return performance.now() - started;
+}
+
 /** Loads a model through the server; throws with the server's answer when it fails. */
 export async function load(server: ServerProcess, body: Record<string, unknown>): Promise<void> {
   const res = await server.post("/v1/load", body);

@@ -8,8 +8,9 @@ import { startEngine } from "../../engines/process.ts";
 import type { LoadSpec } from "../../models/recipe-options.ts";
 import { Scheduler, type SchedulableModel, type SchedulerDeps, type SchedulerEffects } from "../../runtime/scheduler.ts";
 import { startTestServer, tempDir, type TestServer } from "./server.ts";
+import { FAKE_ENGINE_DIR } from "../../scripts/fake-engine/path.ts";
 
-export const FAKE_DIR = join(import.meta.dir, "..", "..", "scripts", "fake-engine");
+export const FAKE_DIR = FAKE_ENGINE_DIR;
 export const FAKE_LLAMA_SERVER = join(FAKE_DIR, "llama-server");
 
 export interface FakeModel extends SchedulableModel {
