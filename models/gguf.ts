@@ -86,13 +86,15 @@ class Cursor {
   private ensure(n: number): void {
     if (n > this.remaining) throw this.outOfData();
     if (this.buf.length - this.pos >= n) return;
-    const keep = this.buf.subarray(this.pos);
+    // One new window, read into directly after the bytes kept: neither zero-filled nor copied twice.
+    const keep = this.buf.length - this.pos;
     const end = this.base + this.buf.length;
-    const chunk = Buffer.alloc(Math.min(Math.max(1 << 20, n - keep.length), this.limit - end));
-    const read = readSync(this.fd, chunk, 0, chunk.length, end);
+    const next = Buffer.allocUnsafe(keep + Math.min(Math.max(1 << 20, n - keep), this.limit - end));
+    this.buf.copy(next, 0, this.pos);
+    const read = readSync(this.fd, next, keep, next.length - keep, end);
     this.base += this.pos;
     this.pos = 0;
-    this.buf = Buffer.concat([keep, chunk.subarray(0, read)]);
+    this.buf = next.subarray(0, keep + read);
     if (this.buf.length < n) throw this.outOfData();
   }
 
@@ -179,11 +181,34 @@ class Cursor {
       this.skipValues(elemType, count);
       return undefined;
     }
+    return this.skipStrings(count);
+  }
+
+  /** Moves past `count` strings and answers the longest one's byte length. A vocabulary and its
+   * merges are some 300,000 strings, walked on every first listing of a GGUF: the strings whose
+   * length and bytes are in the window are walked without a call or a BigInt per string, the rest
+   * (one at each window's edge) through the cursor (bench catalog, 51 GGUFs of a 152k-token
+   * vocabulary: the first listing after start 1.35-1.43 s -> 0.83-0.84 s). */
+  private skipStrings(count: number): number {
     let longest = 0;
-    for (let i = 0; i < count; i++) {
+    let i = 0;
+    while (i < count) {
+      const b = this.buf;
+      const last = b.length - 8;
+      let p = this.pos;
+      while (i < count && p <= last) {
+        const len = b.readUInt32LE(p) + b.readUInt32LE(p + 4) * 0x1_0000_0000;
+        if (len > last - p) break;
+        if (len > longest) longest = len;
+        p += 8 + len;
+        i++;
+      }
+      this.pos = p;
+      if (i === count) break;
       const len = Number(this.u64());
       if (len > longest) longest = len;
       this.skip(len);
+      i++;
     }
     return longest;
   }
@@ -191,9 +216,12 @@ class Cursor {
   private skipValues(type: GgufType, count: number): void {
     const size = SCALAR_SIZES[type];
     if (size !== undefined) return this.skip(size * count);
+    if (type === GgufType.STRING) {
+      this.skipStrings(count);
+      return;
+    }
     for (let i = 0; i < count; i++) {
-      if (type === GgufType.STRING) this.skip(Number(this.u64()));
-      else if (type === GgufType.ARRAY) this.value(type, false);
+      if (type === GgufType.ARRAY) this.value(type, false);
       else throw new Error(`unknown GGUF value type ${type}`);
     }
   }
