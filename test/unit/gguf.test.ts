@@ -55,7 +55,7 @@ function words(count: number, seed: number): string[] {
   let x = seed;
   return Array.from({ length: count }, () => {
     x = (x * 1103515245 + 12345) % 2 ** 31;
-    return "t".repeat(1 + (x % 40));
+    return "t".repeat(1 + Math.floor((x / 2 ** 31) * 40));
   });
 }
 

@@ -18,6 +18,37 @@ test("jsonDepth counts brackets outside strings only", () => {
   expect(jsonDepth('{"a": [1, {"b": "[[[[{{"}]}')).toBe(3);
   expect(jsonDepth('"\\"[["')).toBe(0);
   expect(jsonDepth("[".repeat(1000), 10)).toBe(11);
+  // A string ending in escaped backslashes closes at its quote; an escaped quote does not close it.
+  expect(jsonDepth('["\\\\", ["\\\\\\\\"]]')).toBe(2);
+  expect(jsonDepth('["\\\\\\"]]]", [[]]]')).toBe(3);
+  // An unterminated string: nothing after its quote counts.
+  expect(jsonDepth('[["[[[')).toBe(2);
+});
+
+test("jsonDepth agrees with the nesting of the parsed value, strings full of brackets, quotes and backslashes", () => {
+  let seed = 42;
+  const next = (n: number) => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    // The high bits: an LCG's low bits repeat with a short period.
+    return Math.floor((seed / 2 ** 31) * n);
+  };
+  const text = () => Array.from({ length: next(12) }, () => '[]{}"\\ a'[next(8)]).join("");
+  const value = (level: number): unknown => {
+    const kind = level > 6 ? 2 : next(4);
+    if (kind === 0) return Array.from({ length: next(4) }, () => value(level + 1));
+    if (kind === 1) return Object.fromEntries(Array.from({ length: next(4) }, () => [text(), value(level + 1)]));
+    return kind === 2 ? text() : next(1000);
+  };
+  const depthOf = (v: unknown): number => {
+    if (Array.isArray(v)) return 1 + Math.max(0, ...v.map(depthOf));
+    if (v !== null && typeof v === "object") return 1 + Math.max(0, ...Object.entries(v).map(([, x]) => depthOf(x)));
+    return 0;
+  };
+  for (let i = 0; i < 2000; i++) {
+    // A string first, so a misread string would swallow the nesting after it.
+    const v = [text(), value(0)];
+    expect(jsonDepth(JSON.stringify(v))).toBe(depthOf(v));
+  }
 });
 
 test("nesting 10,000 and 100,000 deep is 400 invalid_json on every kind of route, never a 500", async () => {
