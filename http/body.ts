@@ -34,7 +34,8 @@ export async function readBounded(request: Request, limits: BodyLimits): Promise
 /** The deepest nesting of arrays and objects in a JSON text (brackets inside strings skipped).
  * Every body is scanned before it is parsed, and most of a large one is the text of its strings:
  * each string is crossed with indexOf to its closing quote (one after an even run of backslashes)
- * rather than a character at a time (a 10 MB prompt: 68 -> 3 ms). */
+ * rather than a character at a time (a 10 MB prompt: 63 -> 0.2 ms; with a quoted word every 30
+ * characters, 80 -> 19 ms). */
 export function jsonDepth(text: string, stopAt = Infinity): number {
   let depth = 0;
   let max = 0;
