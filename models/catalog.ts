@@ -138,6 +138,8 @@ export interface RegistryRow {
 /** The prefix that reaches a built-in model a user model of the same name shadows. */
 const BUILTIN_PREFIX = "builtin.";
 
+const NO_MODELS: readonly CatalogModel[] = Object.freeze([]);
+
 /** How long a scan of the extra folder serves when its watcher reported nothing (a change it
  * cannot see: a file behind a symbolic link, a file system without notifications). */
 const EXTRA_SCAN_LIFETIME_MS = 2000;
@@ -156,18 +158,37 @@ export function reservedNameProblem(id: string): string | undefined {
 type NamingSource = "user" | "extra" | "builtin";
 const SOURCE_PRECEDENCE: NamingSource[] = ["user", "extra", "builtin"];
 
-/** The ids of a catalog's local models and the extra folder's old names, per `all()` array: a
- * listing names every model against the same array, which would otherwise be scanned once per
- * model and source (the full catalog: 290 models, a hundred thousand comparisons a listing). */
-const namesByCatalog = new WeakMap<CatalogModel[], { localIds: Set<string>; folderAliases: Set<string> }>();
+/** What naming and lookups ask of one `all()` array, made once per array (all() returns the same
+ * array until a part of it changes): the local ids and the extra folder's old names (naming), and
+ * each model by id, by lowercased id and by folder alias, the first in the catalog's order winning as
+ * `find` would (a lookup tries up to five names, each a scan of some 290 models without it). */
+interface CatalogIndex {
+  localIds: Set<string>;
+  folderAliases: Set<string>;
+  byId: Map<string, CatalogModel>;
+  byLowerId: Map<string, CatalogModel>;
+  byFolderAlias: Map<string, CatalogModel>;
+}
 
-function namesIn(all: CatalogModel[]): { localIds: Set<string>; folderAliases: Set<string> } {
-  let names = namesByCatalog.get(all);
-  if (!names) {
-    names = { localIds: new Set(all.filter((m) => m.source !== "cloud").map((m) => m.id)), folderAliases: new Set(all.flatMap((m) => (m.folderAlias ? [m.folderAlias] : []))) };
-    namesByCatalog.set(all, names);
+const indexes = new WeakMap<readonly CatalogModel[], CatalogIndex>();
+
+function indexOf(all: readonly CatalogModel[]): CatalogIndex {
+  let index = indexes.get(all);
+  if (!index) {
+    index = { localIds: new Set(), folderAliases: new Set(), byId: new Map(), byLowerId: new Map(), byFolderAlias: new Map() };
+    const first = <K>(map: Map<K, CatalogModel>, key: K, model: CatalogModel) => map.has(key) || map.set(key, model);
+    for (const m of all) {
+      if (m.source !== "cloud") index.localIds.add(m.id);
+      first(index.byId, m.id, m);
+      first(index.byLowerId, m.id.toLowerCase(), m);
+      if (m.folderAlias) {
+        index.folderAliases.add(m.folderAlias);
+        first(index.byFolderAlias, m.folderAlias, m);
+      }
+    }
+    indexes.set(all, index);
   }
-  return names;
+  return index;
 }
 
 /** Whether a name already carries a source's prefix (`user.`, `extra.` or `builtin.`). */
@@ -326,7 +347,7 @@ export interface CatalogOptions {
   unsupportedReason?: (recipe: string) => string;
   onWarning?: (message: string) => void;
   /** Models served elsewhere (cloud providers), listed after the local ones. */
-  remote?: () => CatalogModel[];
+  remote?: () => readonly CatalogModel[];
 }
 
 export class Catalog {
@@ -536,9 +557,18 @@ export class Catalog {
     return this.user.some((m) => m.id.toLowerCase() === user) || this.extraModels().some((m) => m.id.toLowerCase() === extra || m.folderAlias === id);
   }
 
-  /** Every model known, supported here or not. */
-  all(): CatalogModel[] {
-    return [...this.builtIn, ...this.user, ...this.extraModels(), ...(this.opts.remote?.() ?? [])];
+  /** The last all(): its parts, and the array made of them. */
+  private allMade?: { parts: readonly (readonly CatalogModel[])[]; all: readonly CatalogModel[] };
+
+  /** Every model known, supported here or not: the same (frozen) array while its parts are the
+   * same arrays, so what is derived from it (indexOf) is made once per change, not per request. */
+  all(): readonly CatalogModel[] {
+    const parts = [this.builtIn, this.user, this.extraModels(), this.opts.remote?.() ?? NO_MODELS];
+    const made = this.allMade;
+    if (made && parts.every((part, i) => part === made.parts[i])) return made.all;
+    const all = Object.freeze(parts.flat());
+    this.allMade = { parts, all };
+    return all;
   }
 
   isSupported(model: CatalogModel): boolean {
@@ -559,15 +589,12 @@ export class Catalog {
   private lookup(name: string): CatalogModel | undefined {
     // A name longer than any can be names nothing: no alias walk or comparison is spent on it.
     if (name.length > MAX_MODEL_NAME_BYTES || Buffer.byteLength(name) > MAX_MODEL_NAME_BYTES) return undefined;
-    const all = this.all();
-    const exact = (id: string) => {
-      const lower = id.toLowerCase();
-      return all.find((m) => m.id === id) ?? all.find((m) => m.id.toLowerCase() === lower);
-    };
+    const index = indexOf(this.all());
+    const exact = (id: string) => index.byId.get(id) ?? index.byLowerId.get(id.toLowerCase());
     // A bare name is the registered model's, else the extra folder's, else the built-in's (which
     // always answers to `builtin.<name>`): registered > imported > built-in. A split folder's old
     // name comes after the models themselves but before a built-in, as Lemonade ranks it.
-    const folder = (alias: string) => all.find((m) => m.folderAlias === alias);
+    const folder = (alias: string) => index.byFolderAlias.get(alias);
     const byId = (id: string) => {
       if (id.startsWith(BUILTIN_PREFIX)) return this.builtIn.find((m) => m.id === id.slice(BUILTIN_PREFIX.length));
       if (id.startsWith("extra.")) return exact(`user.${id}`) ?? exact(id) ?? folder(id.slice("extra.".length));
@@ -593,13 +620,13 @@ export class Catalog {
    * collection of the user's or the extra folder's is listed by its canonical id even when it
    * wins, so the id listed is the one it is registered, fetched and chatted by. `shadowed`: a
    * source of higher precedence holds the bare name. `all` is the catalog, when the caller has it. */
-  naming(model: CatalogModel, all: CatalogModel[] = this.all()): ModelNaming {
+  naming(model: CatalogModel, all: readonly CatalogModel[] = this.all()): ModelNaming {
     const origin = this.origin(model);
     if (!origin) return { id: model.id, canonicalId: model.id, shadowed: false };
     const canonicalId = `${origin.source}.${origin.bare}`;
     const outranks = SOURCE_PRECEDENCE.slice(0, SOURCE_PRECEDENCE.indexOf(origin.source));
     // A split extra folder's old name takes a built-in's bare name too (Lemonade's input alias).
-    const names = namesIn(all);
+    const names = indexOf(all);
     const shadowed = outranks.some((s) => names.localIds.has(`${s}.${origin.bare}`)) || (origin.source === "builtin" && names.folderAliases.has(origin.bare));
     const collection = model.router !== undefined || model.omni !== undefined;
     const prefixed = shadowed || (collection && origin.source !== "builtin");
@@ -607,14 +634,14 @@ export class Catalog {
   }
 
   /** The id listings show a model by (see naming). */
-  publicId(model: CatalogModel, all?: CatalogModel[]): string {
+  publicId(model: CatalogModel, all?: readonly CatalogModel[]): string {
     return this.naming(model, all).id;
   }
 
   /** The id listings show the model whose catalog id is `id` by; `id` itself once no model has
    * it (a registration since deleted), as Lemonade names a model it no longer lists. */
-  publicIdOf(id: string, all: CatalogModel[] = this.all()): string {
-    const model = all.find((m) => m.id === id);
+  publicIdOf(id: string, all: readonly CatalogModel[] = this.all()): string {
+    const model = indexOf(all).byId.get(id);
     return model ? this.publicId(model, all) : id;
   }
 

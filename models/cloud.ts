@@ -585,10 +585,18 @@ export class CloudProviders {
     this.timer = undefined;
   }
 
+  /** The last catalogModels(): what it was made from, and the list. */
+  private listed?: { from: (readonly [ProviderRecord, CloudEntry[], boolean])[]; models: readonly CatalogModel[] };
+
   /** Every discovered model as the catalog lists it: named as Lemonade names it (`publicName`),
    * recipe `cloud`, labelled `cloud` and suggested, as Lemonade lists them. Labels the provider
    * reports (another Lemonade does) keep their deployment mode; others are chat models. */
-  catalogModels(): CatalogModel[] {
+  catalogModels(): readonly CatalogModel[] {
+    // The same array while no provider's record, models or reachability changed: the catalog keeps
+    // what it derives from its list (Catalog.all) until one of its parts is another array.
+    const from = [...this.providers.values()].map((p) => [p.record, p.models, p.available] as const);
+    const last = this.listed;
+    if (last && last.from.length === from.length && from.every((f, i) => f.every((part, j) => part === last.from[i]![j]))) return last.models;
     const out: CatalogModel[] = [];
     for (const p of this.providers.values()) {
       const ids = new Set<string>();
@@ -616,7 +624,8 @@ export class CloudProviders {
         });
       }
     }
-    return out;
+    this.listed = { from, models: Object.freeze(out) };
+    return this.listed.models;
   }
 
   /** The key requests to one of a provider's servers may carry: none to an `http://` URL the user

@@ -31,7 +31,7 @@ export function modelObject(
   ctx: Pick<ServerContext, "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">,
   model: CatalogModel,
   includePaths = false,
-  listed: { id?: string; all?: CatalogModel[] } = {},
+  listed: { id?: string; all?: readonly CatalogModel[] } = {},
 ): ModelResponse {
   const naming = ctx.catalog.naming(model, listed.all);
   const files = ctx.catalog.files(model);
@@ -81,7 +81,7 @@ export function modelObject(
 
 /** A collection's component by the id listings show it by, as Lemonade lists components; a name
  * the catalog does not know, as registered. */
-function listedName(ctx: Pick<ServerContext, "catalog">, name: string, all?: CatalogModel[]): string {
+function listedName(ctx: Pick<ServerContext, "catalog">, name: string, all?: readonly CatalogModel[]): string {
   const model = ctx.catalog.find(name);
   return model ? ctx.catalog.publicId(model, all) : name;
 }
@@ -91,7 +91,7 @@ function omniFields(
   ctx: Pick<ServerContext, "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">,
   collection: CatalogModel,
   includePaths: boolean,
-  all?: CatalogModel[],
+  all?: readonly CatalogModel[],
 ): { components: string[]; models: (Record<string, unknown> | null)[]; system_prompt?: string } {
   // A published collection lists its components once its manifest is downloaded (a broken one, none).
   let omni: OmniSpec | null = null;
@@ -108,7 +108,7 @@ function componentFields(
   ctx: Pick<ServerContext, "catalog" | "config" | "library" | "options" | "recipeOptions" | "scheduler">,
   components: string[],
   includePaths: boolean,
-  all?: CatalogModel[],
+  all?: readonly CatalogModel[],
 ): { components: string[]; models: (Record<string, unknown> | null)[] } {
   const models = components.map((c) => ctx.catalog.find(c));
   return {
@@ -202,7 +202,7 @@ export function loadedEntries(ctx: Pick<ServerContext, "catalog" | "cloud" | "pr
 function cloudHealthEntry(
   ctx: Pick<ServerContext, "catalog" | "cloud">,
   { model, lastUse, inflight, streaming }: ReturnType<ServerContext["proxy"]["loadedCloud"]>[number],
-  all: CatalogModel[],
+  all: readonly CatalogModel[],
 ): HealthResponse["all_models_loaded"][number] {
   const info = model.cloud!;
   return {

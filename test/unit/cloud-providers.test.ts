@@ -93,6 +93,8 @@ test("a provider that fails keeps its last list, marked unavailable, and is aske
   mode = "list";
   const r = registry();
   await r.cloud.install("acme", base(), keyed);
+  // Listed while reachable first: the list the catalog keeps must not outlive the failure.
+  expect(r.cloud.catalogModels().every((m) => m.cloud!.available === true)).toBe(true);
   mode = "fail";
   expect(await r.cloud.refresh("acme")).toBe(3);
   expect(r.cloud.catalogModels().every((m) => m.cloud!.available === false)).toBe(true);

@@ -115,3 +115,18 @@ test("pull, delete and unload take `model` in place of `model_name`", async () =
   const pull = await post("/v1/pull", { model: "Phi-Test" });
   expect((await pull.json()).message).toContain("tiny-GGUF");
 });
+
+test("the catalog's model list is one frozen array until a part of it changes, and lookups follow the change", async () => {
+  const catalog = server.ctx.catalog;
+  const before = catalog.all();
+  expect(catalog.all()).toBe(before);
+  expect(Object.isFrozen(before)).toBe(true);
+  // Looked up once against the old list (a name matched by case only), then registered: the new
+  // model is found at once, and the list is a new array.
+  expect(catalog.find("PHI-TEST")?.id).toBe("user.Phi-Test");
+  expect(catalog.find("Index-Probe")).toBeUndefined();
+  expect((await register("user.Index-Probe")).status).toBe(200);
+  expect(catalog.all()).not.toBe(before);
+  expect(catalog.find("index-probe")?.id).toBe("user.Index-Probe");
+  expect(catalog.publicIdOf("user.Index-Probe")).toBe("Index-Probe");
+});
