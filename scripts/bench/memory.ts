@@ -1,14 +1,18 @@
 // bench memory: the server's resident memory idle, after 10,000 keep-alive requests and after
 // loading and unloading a model 20 times (on the FAKE engine, whose own memory is another
 // process's), for `npm start` (its bundle), the sources it ran before, and the single executable, against an Elysia hello-world measured
-// in the same run (the goal: idle <= hello-world + 5 MB, the others within 10 % of idle); then what
-// each part of the server costs at import, each in a fresh process.
+// in the same run (the goal: idle <= hello-world + 5 MB, the others within 10 % of idle); what the
+// runtime itself keeps after the same requests and loads (scripts/bench/runtime-floor.ts), against
+// which each server's growth is set; then what each part of the server costs at import, each in a
+// fresh process.
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { QUIET_MS } from "../../app/idle-gc.ts";
+import { SERVER_RUNTIME_ENV } from "../../cli/runtime-env.ts";
 import { freePort } from "../../engines/process.ts";
 import { table, type Figure } from "../../lib/bench.ts";
+import { fakeEnginePath } from "../fake-engine/path.ts";
 import { anonymousMb, load, residentKinds, rssMb, setup, spawnServer, type ServerProcess, type Work } from "./common.ts";
 
 const root = join(import.meta.dir, "..", "..");
@@ -54,7 +58,47 @@ async function helloWorld(dir: string): Promise<Idle> {
 
 type Kinds = ReturnType<typeof residentKinds>;
 
-async function measure(server: ServerProcess): Promise<{ idle: Idle; afterRequests: number; afterLoads: number; kinds: Kinds[] }> {
+/** What the runtime itself keeps (scripts/bench/runtime-floor.ts): idle, after the same 10,000
+ * requests (to /live, its one route) and after 20 cycles of the FAKE engine started, chatted with
+ * and stopped as the server's loads do, under the server's JavaScriptCore settings. */
+async function runtimeFloor(w: Work): Promise<{ idle: number; afterRequests: number; afterLoads: number }> {
+  const port = freePort();
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, "runtime-floor.ts"), String(port), join(w.extra, "fake-engine.gguf")], {
+    env: { ...process.env, ...SERVER_RUNTIME_ENV, PATH: fakeEnginePath(join(w.work, "bin")) },
+    stdout: "ignore",
+    stderr: "inherit",
+  });
+  const base = `http://127.0.0.1:${port}`;
+  const post = async (path: string, body: unknown = {}) => {
+    const res = await fetch(`${base}${path}`, { method: "POST", body: JSON.stringify(body) });
+    if (!res.ok) throw new Error(`runtime floor ${path}: ${res.status} ${await res.text()}`);
+    return res.arrayBuffer();
+  };
+  try {
+    for (let i = 0; i < 200 && !(await fetch(`${base}/live`).then((r) => r.ok, () => false)); i++) await Bun.sleep(25);
+    const idle = await settled(child.pid);
+    for (let i = 0; i < 10_000; i += 8) await Promise.all(Array.from({ length: 8 }, () => fetch(`${base}/live`).then((r) => r.arrayBuffer())));
+    const afterRequests = await settled(child.pid);
+    for (let i = 0; i < 20; i++) {
+      await post("/load");
+      await post("/chat", { model: "fake", messages: [{ role: "user", content: "hi" }], max_tokens: 50, stream: true });
+      await post("/unload");
+    }
+    return { idle, afterRequests, afterLoads: await settled(child.pid) };
+  } finally {
+    child.kill();
+    await child.exited;
+  }
+}
+
+interface Measured {
+  idle: Idle;
+  afterRequests: number;
+  afterLoads: number;
+  kinds: Kinds[];
+}
+
+async function measure(server: ServerProcess): Promise<Measured> {
   const idle = await idleOf(server.pid);
   const kinds = [residentKinds(server.pid)];
   const routes = ["/live", "/v1/models", "/v1/health", "/api/tags", "/v1/models/extra.tiny-chat"];
@@ -74,7 +118,7 @@ async function measure(server: ServerProcess): Promise<{ idle: Idle; afterReques
   return { idle, afterRequests, afterLoads, kinds };
 }
 
-function figures(label: string, m: Awaited<ReturnType<typeof measure>>, hello: Idle): Figure[] {
+function figures(label: string, m: Measured, hello: Idle): Figure[] {
   return [
     { name: `${label}: idle RSS`, value: m.idle.rss, unit: "MB", baseline: { name: "Elysia hello-world + 5 MB", value: hello.rss + 5 }, goal: { op: "<=", target: 1 } },
     { name: `${label}: after 10,000 keep-alive requests`, value: m.afterRequests, unit: "MB", baseline: { name: "idle", value: m.idle.rss }, goal: { op: "<=", target: 1.1 } },
@@ -98,6 +142,21 @@ function growth(label: string, kinds: Kinds[]): Figure[] {
   return (["after 10,000 requests", "after 20 loads"] as const).flatMap((when, i) =>
     (Object.keys(names) as (keyof Kinds)[]).map((kind) => ({ name: `${label}: ${when}, ${names[kind]}`, value: after[i]![kind], unit: "MB", baseline: { name: "idle", value: idle[kind] } })),
   );
+}
+
+type Floor = Awaited<ReturnType<typeof runtimeFloor>>;
+
+/** The runtime floor's own growth, and each server's growth against it. */
+function againstFloor(floor: Floor, servers: [string, Measured][]): Figure[] {
+  const label = "runtime floor (hello-world + the FAKE engine started, chatted with, stopped)";
+  return [
+    { name: `${label}: after 10,000 keep-alive requests`, value: floor.afterRequests, unit: "MB", baseline: { name: "its idle", value: floor.idle } },
+    { name: `${label}: after 20 loads and unloads`, value: floor.afterLoads, unit: "MB", baseline: { name: "its idle", value: floor.idle } },
+    ...servers.flatMap(([name, m]) => [
+      { name: `${name}: MB over idle after 10,000 requests`, value: m.afterRequests - m.idle.rss, unit: "MB", baseline: { name: "the floor's", value: floor.afterRequests - floor.idle } },
+      { name: `${name}: MB over idle after 20 loads`, value: m.afterLoads - m.idle.rss, unit: "MB", baseline: { name: "the floor's", value: floor.afterLoads - floor.idle } },
+    ]),
+  ];
 }
 
 /** The single executable, built into the scratch folder as `bun run build` builds it. */
@@ -159,6 +218,8 @@ export async function benchMemory(): Promise<Figure[]> {
   const out: Figure[] = [];
   try {
     const hello = await helloWorld(scratch);
+    const floor = await runtimeFloor(w);
+    const measured: [string, Measured][] = [];
     const splits: Figure[] = [];
     const grew: Figure[] = [];
     for (const { label, command, env } of servers(scratch)) {
@@ -167,6 +228,7 @@ export async function benchMemory(): Promise<Figure[]> {
       const server = await spawnServer(w, { ...env, LEMONADE_LOG_LEVEL: "info" }, command);
       try {
         const m = await measure(server);
+        measured.push([label, m]);
         out.push(...figures(label, m, hello));
         splits.push(...split(label, m.idle, hello));
         grew.push(...growth(label, m.kinds));
@@ -177,6 +239,7 @@ export async function benchMemory(): Promise<Figure[]> {
     console.log(table(`bench memory: server RSS (engines are other processes); Elysia hello-world idles at ${hello.rss.toFixed(1)} MB in this run`, out));
     console.log(table("  where it goes: the idle RSS as code pages and own memory", splits));
     console.log(table("  what grows under load, by kind (smaps)", grew));
+    console.log(table("  what grows against the runtime's floor: what Bun itself keeps after the same requests and loads (scripts/bench/runtime-floor.ts)", againstFloor(floor, measured)));
     const costs = importCosts();
     console.log(table("  and what each part adds to a fresh bun process's RSS, imported in start-up order under start-up's JIT policy", costs));
   } finally {
