@@ -1,10 +1,22 @@
 // bench proxy: streaming through the server vs the engine directly, keep-alive pings on: tokens/s
 // ratio and added TTFT on llama-server (back to back, and after a pause in which the server's idle
-// collection ran), per-chunk overhead on the FAKE engine, which streams as fast as it can.
+// collection ran) beside a bare Bun proxy's (the runtime's floor), per-chunk overhead on the FAKE
+// engine, which streams as fast as it can.
 import { copyFileSync } from "node:fs";
 import { join } from "node:path";
 import { QUIET_MS } from "../../app/idle-gc.ts";
+import { SERVER_RUNTIME_ENV } from "../../cli/runtime-env.ts";
+import { freePort } from "../../engines/process.ts";
 import { fmt, load, median, percentile, setup, spawnServer, timeStream, TEST_MODELS, type Figure, type StreamTiming } from "./common.ts";
+
+/** scripts/bench/bare-proxy.ts relaying to `engine`, under the server's JavaScriptCore settings. */
+async function bareProxy(engine: string): Promise<{ url: string; stop(): void }> {
+  const port = freePort();
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, "bare-proxy.ts"), String(port), engine], { env: { ...process.env, ...SERVER_RUNTIME_ENV }, stdout: "ignore", stderr: "inherit" });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 200 && !(await fetch(url).then((r) => r.ok, () => false)); i++) await Bun.sleep(25);
+  return { url, stop: () => child.kill() };
+}
 
 export async function benchProxy(runs: number): Promise<Figure[]> {
   const w = setup();
@@ -47,15 +59,24 @@ export async function benchProxy(runs: number): Promise<Figure[]> {
         (side === "direct" ? fake.direct : fake.proxied).push(t);
       }
     }
-    // Time to first token from many short requests, interleaved in pairs: the added latency is
-    // a fraction of a millisecond, so it needs more samples than the long streams give.
-    const ttft = { direct: [] as number[], proxied: [] as number[] };
-    for (let i = 0; i < runs * 5; i++) {
-      const order = i % 2 === 0 ? ["direct", "proxied"] : ["proxied", "direct"];
-      for (const side of order) {
-        const t = await timeStream(side === "direct" ? realDirect : viaServer, side === "direct" ? "x" : "extra.tiny-chat", 2);
-        (side === "direct" ? ttft.direct : ttft.proxied).push(t.ttftMs);
+    // Time to first token from many short requests, interleaved: the added latency is a fraction
+    // of a millisecond, so it needs more samples than the long streams give. The bare proxy beside
+    // them is the runtime's floor for it.
+    const bare = await bareProxy(realDirect);
+    const ttft = { direct: [] as number[], proxied: [] as number[], bare: [] as number[] };
+    try {
+      await timeStream(bare.url, "x", 8);
+      const sides = ["direct", "proxied", "bare"] as const;
+      for (let i = 0; i < runs * 5; i++) {
+        // Each side goes first, second and third in turn.
+        for (let k = 0; k < sides.length; k++) {
+          const side = sides[(i + k) % sides.length]!;
+          const url = side === "direct" ? realDirect : side === "bare" ? bare.url : viaServer;
+          ttft[side].push((await timeStream(url, side === "proxied" ? "extra.tiny-chat" : "x", 2)).ttftMs);
+        }
       }
+    } finally {
+      bare.stop();
     }
     // The same pair after a pause long enough for the server's idle collection, which drops its
     // compiled code (app/idle-gc.ts): what a chat's next message pays once its user stopped to read.
@@ -69,15 +90,17 @@ export async function benchProxy(runs: number): Promise<Figure[]> {
     const tpsDirect = median(real.direct.map((t) => t.tokensPerSecond));
     const tpsProxied = median(real.proxied.map((t) => t.tokensPerSecond));
     const added = ttft.proxied.map((t, i) => t - ttft.direct[i]!);
+    const bareAdded = ttft.bare.map((t, i) => t - ttft.direct[i]!);
     const fakeTotal = (xs: StreamTiming[]) => median(xs.map((t) => t.totalMs));
     const perChunkUs = ((fakeTotal(fake.proxied) - fakeTotal(fake.direct)) * 1000) / chunks;
     const fakeAdded = fake.proxied.map((t, i) => t.ttftMs - fake.direct[i]!.ttftMs);
     console.log(`bench proxy: ${runs} interleaved runs (keep-alive pings on)`);
     console.log(`  llama-server (--threads 1), ${TEST_MODELS.chat}, ${tokens} tokens streamed:`);
     console.log(`    tokens/s direct ${tpsDirect.toFixed(1)}, through server ${tpsProxied.toFixed(1)}, ratio ${(tpsProxied / tpsDirect).toFixed(3)}  (goal >= 0.99)`);
-    console.log(`  llama-server, ${ttft.direct.length} paired short requests:`);
+    console.log(`  llama-server, ${ttft.direct.length} short requests each way, interleaved:`);
     console.log(`    TTFT direct p50 ${fmt(percentile(ttft.direct, 0.5))}, through server p50 ${fmt(percentile(ttft.proxied, 0.5))}`);
     console.log(`    added TTFT p50 ${fmt(percentile(added, 0.5))}, p95 ${fmt(percentile(added, 0.95))}  (goal p50 < 1 ms)`);
+    console.log(`    through a bare Bun proxy (scripts/bench/bare-proxy.ts, the runtime's floor): added TTFT p50 ${fmt(percentile(bareAdded, 0.5))}, p95 ${fmt(percentile(bareAdded, 0.95))}`);
     console.log(`    after a ${((2 * QUIET_MS + 1000) / 1000).toFixed(0)} s pause (the idle collection dropped the server's compiled code), added TTFT p50 ${fmt(addedAfterPause)} (5 pairs)`);
     console.log(`  FAKE engine, ${chunks} chunks as fast as it can:`);
     console.log(`    direct ${fmt(fakeTotal(fake.direct))}, through server ${fmt(fakeTotal(fake.proxied))}`);
@@ -86,6 +109,7 @@ export async function benchProxy(runs: number): Promise<Figure[]> {
     return [
       { name: "proxy: stream tokens/s, through the server", value: tpsProxied, unit: "tok/s", baseline: { name: "llama-server directly", value: tpsDirect }, goal: { op: ">=", target: 0.99 } },
       { name: "proxy: added time to first token p50", value: percentile(added, 0.5), unit: "ms", goal: { op: "<", target: 1 } },
+      { name: "proxy: added time to first token p50, against a bare Bun proxy's", value: percentile(added, 0.5), unit: "ms", baseline: { name: "bare proxy", value: percentile(bareAdded, 0.5) } },
       { name: "proxy: per-chunk overhead (FAKE engine)", value: perChunkUs, unit: "us", goal: { op: "<", target: 20 } },
       { name: "proxy: time to first token after a pause (code dropped by the idle collection)", value: median(paused.proxied), unit: "ms", baseline: { name: "llama-server directly, right after", value: median(paused.direct) } },
     ];
