@@ -62,14 +62,16 @@ function running(pid: number): boolean {
   }
 }
 
-/** Atomically replaces `path` with `value` as pretty-printed JSON. */
-export function writeJsonFileAtomic(path: string, value: unknown): void {
+/** Atomically replaces `path` with `value` as pretty-printed JSON (`compact`: on one line, for a
+ * cache no one reads by hand). A state file's write counts as a change to what views are built
+ * from; a cache's (`quiet`) does not. */
+export function writeJsonFileAtomic(path: string, value: unknown, { compact = false, quiet = false } = {}): void {
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true });
   const temp = join(dir, `.${basename(path)}.${process.pid}.${++tempCounter}.tmp`);
   const fd = openSync(temp, "w", 0o600);
   try {
-    writeSync(fd, JSON.stringify(value, null, 2) + "\n");
+    writeSync(fd, (compact ? JSON.stringify(value) : JSON.stringify(value, null, 2)) + "\n");
     fsyncSync(fd);
   } catch (err) {
     closeSync(fd);
@@ -78,5 +80,5 @@ export function writeJsonFileAtomic(path: string, value: unknown): void {
   }
   closeSync(fd);
   renameSync(temp, path);
-  changed();
+  if (!quiet) changed();
 }

@@ -11,6 +11,7 @@ import { dirname, join } from "node:path";
 import builtInFile from "./server_models.json" with { type: "file" };
 import { checkpointProblem, findCachedFile, parseCheckpoint } from "./hf-cache.ts";
 import { ggufScalar, readGgufMetadata, type GgufMetadata } from "./gguf.ts";
+import { GgufHeaderCache } from "./gguf-header-cache.ts";
 import { memoInBuild } from "../lib/build-scope.ts";
 import { changed, generation } from "../lib/generation.ts";
 import { clip } from "../lib/scrub.ts";
@@ -355,6 +356,8 @@ export class Catalog {
   private user: CatalogModel[];
   private userRows: Record<string, RegistryRow>;
   private readonly metaCache = new Map<string, MetaCacheEntry>();
+  /** The headers read in earlier runs (gguf_headers.json), so a restart does not read them again. */
+  private readonly headers: GgufHeaderCache;
   private readonly manifestCache = new Map<string, { mtimeMs: number; spec: OmniSpec }>();
 
   constructor(
@@ -366,6 +369,7 @@ export class Catalog {
       throw new Error(`${join(opts.cacheDir, "user_models.json")} must hold a JSON object of model name -> definition`);
     }
     this.userRows = userRows;
+    this.headers = new GgufHeaderCache(join(opts.cacheDir, "gguf_headers.json"), opts.onWarning);
     this.user = [];
     for (const [name, row] of Object.entries(userRows)) {
       const id = name.startsWith("user.") ? name : `user.${name}`;
@@ -483,12 +487,15 @@ export class Catalog {
     if (!st.isFile()) return null;
     const hit = this.metaCache.get(path);
     if (hit && hit.mtimeMs === st.mtimeMs && hit.size === st.size) return hit.meta;
-    let meta: GgufMetadata | null = null;
-    try {
-      // Scalars only: the listing needs the architecture, pooling and context, not the vocabulary.
-      meta = readGgufMetadata(path, { arrays: false, tensors: false });
-    } catch (err) {
-      this.opts.onWarning?.(`Cannot read GGUF metadata of ${path}: ${(err as Error).message}`);
+    let meta: GgufMetadata | null = this.headers.get(path, st) ?? null;
+    if (!meta) {
+      try {
+        // Scalars only: the listing needs the architecture, pooling and context, not the vocabulary.
+        meta = readGgufMetadata(path, { arrays: false, tensors: false });
+        this.headers.put(path, st, meta);
+      } catch (err) {
+        this.opts.onWarning?.(`Cannot read GGUF metadata of ${path}: ${(err as Error).message}`);
+      }
     }
     this.metaCache.set(path, { mtimeMs: st.mtimeMs, size: st.size, meta });
     return meta;
