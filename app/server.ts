@@ -89,6 +89,7 @@ export async function startServer(overrides: Overrides = {}, env = process.env, 
       await ctx.scheduler.shutdown();
       await ctx.telemetry.shutdown(3000);
       await Promise.all([app.stop(true), wsApp.stop(true)]);
+      ctx.catalog.flushHeaders();
     },
   };
   ctx.lifecycle = {

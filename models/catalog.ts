@@ -173,7 +173,7 @@ interface CatalogIndex {
 
 const indexes = new WeakMap<readonly CatalogModel[], CatalogIndex>();
 
-function indexOf(all: readonly CatalogModel[]): CatalogIndex {
+function catalogIndex(all: readonly CatalogModel[]): CatalogIndex {
   let index = indexes.get(all);
   if (!index) {
     index = { localIds: new Set(), folderAliases: new Set(), byId: new Map(), byLowerId: new Map(), byFolderAlias: new Map() };
@@ -470,7 +470,14 @@ export class Catalog {
     }
   }
 
-  /** GGUF metadata of a local file, re-read only when the file changes (checked once per build). */
+  /** Writes the headers read since the last write now (the server stopping) rather than a moment later. */
+  flushHeaders(): void {
+    this.headers.save();
+  }
+
+  /** GGUF metadata of a local file, re-read only when the file changes (checked once per build).
+   * After a restart it may come from gguf_headers.json, which keeps no string longer than 256
+   * bytes (models/gguf-header-cache.ts): what is asked of it must not be one. */
   metadata(path: string): GgufMetadata | null {
     return memoInBuild(this.metadataTable, path, () => this.readMetadata(path));
   }
@@ -560,15 +567,20 @@ export class Catalog {
    * bare name is theirs (matched as find matches, case aside); cheap enough for a request's path. */
   isShadowedBuiltIn(id: string): boolean {
     if (!this.isBuiltIn(id)) return false;
-    const [user, extra] = [`user.${id}`.toLowerCase(), `extra.${id}`.toLowerCase()];
-    return this.user.some((m) => m.id.toLowerCase() === user) || this.extraModels().some((m) => m.id.toLowerCase() === extra || m.folderAlias === id);
+    const index = catalogIndex(this.all());
+    // A cloud provider named `user` or `extra` lists ids of those shapes too; they shadow nothing.
+    const local = (name: string) => {
+      const source = index.byLowerId.get(name.toLowerCase())?.source;
+      return source !== undefined && source !== "cloud";
+    };
+    return local(`user.${id}`) || local(`extra.${id}`) || index.byFolderAlias.has(id);
   }
 
   /** The last all(): its parts, and the array made of them. */
   private allMade?: { parts: readonly (readonly CatalogModel[])[]; all: readonly CatalogModel[] };
 
   /** Every model known, supported here or not: the same (frozen) array while its parts are the
-   * same arrays, so what is derived from it (indexOf) is made once per change, not per request. */
+   * same arrays, so what is derived from it (catalogIndex) is made once per change, not per request. */
   all(): readonly CatalogModel[] {
     const parts = [this.builtIn, this.user, this.extraModels(), this.opts.remote?.() ?? NO_MODELS];
     const made = this.allMade;
@@ -596,7 +608,7 @@ export class Catalog {
   private lookup(name: string): CatalogModel | undefined {
     // A name longer than any can be names nothing: no alias walk or comparison is spent on it.
     if (name.length > MAX_MODEL_NAME_BYTES || Buffer.byteLength(name) > MAX_MODEL_NAME_BYTES) return undefined;
-    const index = indexOf(this.all());
+    const index = catalogIndex(this.all());
     const exact = (id: string) => index.byId.get(id) ?? index.byLowerId.get(id.toLowerCase());
     // A bare name is the registered model's, else the extra folder's, else the built-in's (which
     // always answers to `builtin.<name>`): registered > imported > built-in. A split folder's old
@@ -633,7 +645,7 @@ export class Catalog {
     const canonicalId = `${origin.source}.${origin.bare}`;
     const outranks = SOURCE_PRECEDENCE.slice(0, SOURCE_PRECEDENCE.indexOf(origin.source));
     // A split extra folder's old name takes a built-in's bare name too (Lemonade's input alias).
-    const names = indexOf(all);
+    const names = catalogIndex(all);
     const shadowed = outranks.some((s) => names.localIds.has(`${s}.${origin.bare}`)) || (origin.source === "builtin" && names.folderAliases.has(origin.bare));
     const collection = model.router !== undefined || model.omni !== undefined;
     const prefixed = shadowed || (collection && origin.source !== "builtin");
@@ -648,7 +660,7 @@ export class Catalog {
   /** The id listings show the model whose catalog id is `id` by; `id` itself once no model has
    * it (a registration since deleted), as Lemonade names a model it no longer lists. */
   publicIdOf(id: string, all: readonly CatalogModel[] = this.all()): string {
-    const model = indexOf(all).byId.get(id);
+    const model = catalogIndex(all).byId.get(id);
     return model ? this.publicId(model, all) : id;
   }
 

@@ -10,8 +10,14 @@ import { dirname } from "node:path";
 import { writeJsonFileAtomic } from "../lib/json-file.ts";
 import { GgufType, type GgufMetadata, type GgufValue } from "./gguf.ts";
 
-/** The file's shape; another one is ignored. */
+/** The file's shape; another one is ignored. Raised whenever what readGgufMetadata returns for a
+ * header changes (models/gguf.ts), so that nothing read the old way is served. */
 const FORMAT = 1;
+
+/** Strings longer than this (a chat template, a licence) are not kept: nothing the catalog asks of
+ * a header is one (the architecture and the shape's numbers), and 51 models' templates would be a
+ * quarter of a MB to read and hold. */
+const MAX_KEPT_STRING = 256;
 
 /** How long after the last new entry the file is written: one listing reads many headers. */
 const SAVE_DELAY_MS = 2000;
@@ -31,14 +37,17 @@ interface Entry {
 
 const isWide = (type: GgufType) => type === GgufType.UINT64 || type === GgufType.INT64;
 
-/** The stored form, or undefined for a header that cannot be stored as the catalog reads it (an array with values). */
+/** The stored form, or undefined for a header that cannot be stored as the catalog reads it (an
+ * array with values, a number JSON cannot hold). */
 function encode(meta: GgufMetadata, st: Stats): Entry | undefined {
   const kv: StoredKv[] = [];
   for (const [key, { type, value }] of meta.kv) {
     if (typeof value === "object") {
       if (value.values.length) return undefined;
       kv.push([key, type, value.type]);
-    } else kv.push([key, type, typeof value === "bigint" ? value.toString() : value]);
+    } else if (typeof value === "number" && !Number.isFinite(value)) return undefined;
+    else if (typeof value === "string" && value.length > MAX_KEPT_STRING) continue;
+    else kv.push([key, type, typeof value === "bigint" ? value.toString() : value]);
   }
   return { size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, version: meta.version, kv, ...(meta.longestTokenBytes ? { longestTokenBytes: meta.longestTokenBytes } : {}) };
 }
@@ -52,12 +61,23 @@ function decode(entry: Entry): GgufMetadata {
   return { version: entry.version, kv, tensors: [], ...(entry.longestTokenBytes ? { longestTokenBytes: entry.longestTokenBytes } : {}) };
 }
 
+/** Whether a stored value is of the kind its type says, as encode writes it. */
+function isStoredValue(type: unknown, value: unknown): boolean {
+  if (type === GgufType.ARRAY) return typeof value === "number" && Number.isInteger(value) && value in GgufType;
+  if (isWide(type as GgufType)) return typeof value === "string" && /^-?\d+$/.test(value);
+  if (type === GgufType.BOOL) return typeof value === "boolean";
+  if (type === GgufType.STRING) return typeof value === "string";
+  return typeof type === "number" && type in GgufType && typeof value === "number" && Number.isFinite(value);
+}
+
 function isEntry(raw: unknown): raw is Entry {
   const e = raw as Entry;
   return (
     typeof e === "object" && e !== null &&
     typeof e.size === "number" && typeof e.mtimeMs === "number" && typeof e.ino === "number" && typeof e.version === "number" &&
-    Array.isArray(e.kv) && e.kv.every((row) => Array.isArray(row) && row.length === 3 && typeof row[0] === "string" && typeof row[1] === "number" && (!isWide(row[1]) || (typeof row[2] === "string" && /^-?\d+$/.test(row[2]))))
+    // It bounds which prompts are refused as too long (runtime/proxy.ts): only a real length serves.
+    (e.longestTokenBytes === undefined || (Number.isSafeInteger(e.longestTokenBytes) && e.longestTokenBytes > 0)) &&
+    Array.isArray(e.kv) && e.kv.every((row) => Array.isArray(row) && row.length === 3 && typeof row[0] === "string" && isStoredValue(row[1], row[2]))
   );
 }
 
@@ -86,8 +106,10 @@ export class GgufHeaderCache {
     this.timer.unref?.();
   }
 
-  /** Writes the entries whose file is still there (no longer served files are dropped). */
+  /** Writes the entries whose file is still there (no longer served files are dropped), when
+   * anything was added since the last write. */
   save(): void {
+    if (this.timer === undefined) return;
     clearTimeout(this.timer);
     this.timer = undefined;
     // A cache directory removed under the server (or a test's, after it stopped) is not made again for this.

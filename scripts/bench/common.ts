@@ -71,7 +71,8 @@ export async function spawnServer(w: Work, env: Record<string, string> = {}, com
     stderr: "inherit",
   });
   const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 4000 && !(await fetch(`${base}/live`).then((r) => r.ok, () => false)); i++) await Bun.sleep(2);
+  // Polled often: the time to the first answer is bench start's figure.
+  await untilUp(`${base}/live`, { tries: 4000, stepMs: 2 });
   const startMs = performance.now() - t0;
   const post = (path: string, body: unknown) => fetch(`${base}${path}`, { method: "POST", body: JSON.stringify(body) });
   return {
@@ -90,6 +91,11 @@ export async function spawnServer(w: Work, env: Record<string, string> = {}, com
       await child.exited;
     },
   };
+}
+
+/** Returns once `url` answers 200, or after `tries` attempts `stepMs` apart. */
+export async function untilUp(url: string, { tries = 200, stepMs = 25 } = {}): Promise<void> {
+  for (let i = 0; i < tries && !(await fetch(url).then((r) => r.ok, () => false)); i++) await Bun.sleep(stepMs);
 }
 
 /** Milliseconds from sending a request to the end of its answer's body; throws on an error status. */

@@ -13,7 +13,7 @@ import { SERVER_RUNTIME_ENV } from "../../cli/runtime-env.ts";
 import { freePort } from "../../engines/process.ts";
 import { table, type Figure } from "../../lib/bench.ts";
 import { fakeEnginePath } from "../fake-engine/path.ts";
-import { anonymousMb, load, residentKinds, rssMb, setup, spawnServer, type ServerProcess, type Work } from "./common.ts";
+import { anonymousMb, load, residentKinds, rssMb, setup, spawnServer, untilUp, type ServerProcess, type Work } from "./common.ts";
 
 const root = join(import.meta.dir, "..", "..");
 
@@ -48,7 +48,7 @@ async function helloWorld(dir: string): Promise<Idle> {
   const port = freePort();
   const child = Bun.spawn([process.execPath, file, String(port)], { stdout: "ignore", stderr: "inherit" });
   try {
-    for (let i = 0; i < 200 && !(await fetch(`http://127.0.0.1:${port}/live`).then((r) => r.ok, () => false)); i++) await Bun.sleep(25);
+    await untilUp(`http://127.0.0.1:${port}/live`);
     return await idleOf(child.pid);
   } finally {
     child.kill();
@@ -75,7 +75,7 @@ async function runtimeFloor(w: Work): Promise<{ idle: number; afterRequests: num
     return res.arrayBuffer();
   };
   try {
-    for (let i = 0; i < 200 && !(await fetch(`${base}/live`).then((r) => r.ok, () => false)); i++) await Bun.sleep(25);
+    await untilUp(`${base}/live`);
     const idle = await settled(child.pid);
     for (let i = 0; i < 10_000; i += 8) await Promise.all(Array.from({ length: 8 }, () => fetch(`${base}/live`).then((r) => r.arrayBuffer())));
     const afterRequests = await settled(child.pid);

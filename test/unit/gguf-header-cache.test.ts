@@ -1,9 +1,10 @@
 // The headers the catalog read, kept across restarts (models/gguf-header-cache.ts): a header comes
-// back as it was read (64-bit integers, arrays read empty, the longest token) for the same file
-// (path, size, mtime) only, a damaged cache file is read as none, and a restarted server labels an unchanged GGUF
+// back as it was read (64-bit integers, arrays read empty, the longest token; long strings left
+// out) for the same file (path, size, mtime, inode) only, a damaged cache file is read as none,
+// and a restarted server (the first wrote its headers as it stopped) labels an unchanged GGUF
 // without reading its header again.
 import { afterAll, expect, test } from "bun:test";
-import { openSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync, writeSync, closeSync } from "node:fs";
+import { closeSync, openSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { GgufType, readGgufMetadata } from "../../models/gguf.ts";
 import { GgufHeaderCache } from "../../models/gguf-header-cache.ts";
@@ -22,6 +23,7 @@ function model(path: string, arch: string): void {
       ["general.offset", GgufType.INT64, -(2n ** 40n)],
       ["general.quantized", GgufType.BOOL, true],
       ["general.scale", GgufType.FLOAT32, 0.5],
+      ["tokenizer.chat_template", GgufType.STRING, "{{ x }}".repeat(100)],
       ["tokenizer.ggml.tokens", GgufType.ARRAY, { type: GgufType.STRING, values: ["a", "longest token", "b"] }],
       ["tokenizer.ggml.scores", GgufType.ARRAY, { type: GgufType.FLOAT32, values: [1, 2, 3] }],
       [`${arch}.context_length`, GgufType.UINT32, 8192],
@@ -39,7 +41,10 @@ test("a header comes back as it was read, for the same file only", () => {
   first.put(path, statSync(path), read);
   first.save();
   const again = new GgufHeaderCache(file).get(path, statSync(path));
-  expect(again).toEqual(read);
+  // All of it but a string too long to keep (a chat template), which nothing asks a header for.
+  const kept = { ...read, kv: new Map([...read.kv].filter(([key]) => key !== "tokenizer.chat_template")) };
+  expect(read.kv.has("tokenizer.chat_template")).toBe(true);
+  expect(again).toEqual(kept);
   expect(again!.kv.get("general.size")!.value).toBe(2n ** 60n + 3n);
   expect(again!.longestTokenBytes).toBe("longest token".length);
   // Another mtime, or another size, is not served; nor is the entry under another path.
@@ -48,14 +53,21 @@ test("a header comes back as it was read, for the same file only", () => {
   expect(new GgufHeaderCache(file).get(path, statSync(path))).toBeUndefined();
   expect(new GgufHeaderCache(file).get(path, { size: st.size + 1, mtimeMs: st.mtimeMs, ino: st.ino } as typeof st)).toBeUndefined();
   expect(new GgufHeaderCache(file).get(join(dir, "elsewhere.gguf"), st)).toBeUndefined();
-  expect(new GgufHeaderCache(file).get(path, st)).toEqual(read);
+  expect(new GgufHeaderCache(file).get(path, st)).toEqual(kept);
 });
 
 test("a damaged or foreign cache file is read as none and written again whole", () => {
   const path = join(dir, "damaged.gguf");
   model(path, "llama");
   const file = join(dir, "headers-b.json");
-  for (const text of ['{"format": 1, "entries": {', '{"format": 99, "entries": {}}', JSON.stringify({ format: 1, entries: { [path]: { size: 1, kv: "no" } } })]) {
+  const st = statSync(path);
+  const entry = (changes: object) => JSON.stringify({ format: 1, entries: { [path]: { size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, version: 3, kv: [["general.architecture", GgufType.STRING, "llama"]], ...changes } } });
+  // Torn, another format, the wrong shape, a value of another type than its own, a longest token that is no length.
+  const bad = ['{"format": 1, "entries": {', '{"format": 99, "entries": {}}', entry({ kv: "no" }), entry({ kv: [["general.architecture", GgufType.STRING, 7]] }), entry({ kv: [["general.size", GgufType.UINT64, 12]] }), entry({ longestTokenBytes: -1 })];
+  // The same entry, well formed, is served: the refusals above are for what they hold.
+  writeFileSync(file, entry({}));
+  expect(new GgufHeaderCache(file).get(path, st)?.kv.get("general.architecture")?.value).toBe("llama");
+  for (const text of bad) {
     writeFileSync(file, text);
     const cache = new GgufHeaderCache(file);
     expect(cache.get(path, statSync(path))).toBeUndefined();
@@ -64,10 +76,13 @@ test("a damaged or foreign cache file is read as none and written again whole", 
     expect(new GgufHeaderCache(file).get(path, statSync(path))?.kv.get("general.architecture")?.value).toBe("llama");
   }
   // A file that is gone is dropped at the next write.
+  const other = join(dir, "other.gguf");
+  model(other, "llama");
   rmSync(path);
   const cache = new GgufHeaderCache(file);
+  cache.put(other, statSync(other), readGgufMetadata(other, { arrays: false, tensors: false }));
   cache.save();
-  expect(JSON.parse(readFileSync(file, "utf8")).entries).toEqual({});
+  expect(Object.keys(JSON.parse(readFileSync(file, "utf8")).entries)).toEqual([other]);
 });
 
 test("a restarted server labels an unchanged GGUF from the kept header, and reads it again once it changed", async () => {
@@ -82,8 +97,6 @@ test("a restarted server labels an unchanged GGUF from the kept header, and read
     const server = await startTestServer({ LEMONADE_EXTRA_MODELS_DIR: extra }, cacheDir, { engines: false });
     try {
       const found = (await (await fetch(`${server.url}/v1/models`)).json()).data.find((m: { id: string }) => m.id === "Probe");
-      // Written a moment after the listing, or at once here.
-      (server.ctx.catalog as unknown as { headers: GgufHeaderCache }).headers.save();
       return found.labels as string[];
     } finally {
       await server.close(true);

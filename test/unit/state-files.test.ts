@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { internal } from "../../spec/index.ts";
 import { loadConfig } from "../../config/config.ts";
 import { CorruptStateFileError, writeJsonFileAtomic } from "../../lib/json-file.ts";
+import { generation } from "../../lib/generation.ts";
 import { expectMatches, startTestServer, tempDir } from "../helpers/server.ts";
 
 describe("aliases", () => {
@@ -53,6 +54,17 @@ describe("atomic writes", () => {
     writeJsonFileAtomic(file, { b: 2 });
     expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({ b: 2 });
     expect(readdirSync(dir)).toEqual(["state.json"]);
+  });
+
+  test("a state file's write counts as a change to the cached views, a quiet (cache) one does not; compact is one line", () => {
+    const file = join(tempDir(), "state.json");
+    const before = generation();
+    writeJsonFileAtomic(file, { a: [1, 2] });
+    expect(generation()).toBe(before + 1);
+    expect(readFileSync(file, "utf8")).toContain("\n  ");
+    writeJsonFileAtomic(file, { a: [1, 2] }, { compact: true, quiet: true });
+    expect(generation()).toBe(before + 1);
+    expect(readFileSync(file, "utf8")).toBe('{"a":[1,2]}\n');
   });
 
   test("a failed write keeps the old file", () => {
