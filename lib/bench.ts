@@ -35,6 +35,9 @@ export function meets(f: Figure): boolean | undefined {
 
 const num = (x: number) => (Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(Math.abs(x) >= 10 ? 1 : 2));
 
+/** A figure's value as printed: a ratio (unit "x") to three places, as the ratio column prints them. */
+const valueText = (f: Figure) => (f.unit === "x" ? `${f.value.toFixed(3)} x` : `${num(f.value)} ${f.unit}`);
+
 /** The figures as rows: value, baseline, ratio, goal and whether it is met. */
 export function table(title: string, figures: Figure[]): string {
   const rows = figures.map((f) => {
@@ -42,7 +45,7 @@ export function table(title: string, figures: Figure[]): string {
     const ok = meets(f);
     return [
       f.name,
-      `${num(f.value)} ${f.unit}`,
+      valueText(f),
       f.baseline ? `${f.baseline.name} ${num(f.baseline.value)} ${f.unit}` : "",
       r === undefined ? "" : r.toFixed(3),
       f.goal ? `${r === undefined || f.goal.onValue ? "" : "ratio "}${f.goal.op} ${f.goal.target}${f.goal.onValue ? ` ${f.unit}` : ""}` : "",

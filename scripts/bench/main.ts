@@ -8,7 +8,8 @@
 //   cold         a request to a cold model until its first token, vs llama-server by hand
 //   proxy        one stream through the server vs the engine directly (keep-alive pings on), and
 //                the time to first token after a pause in which the idle collection ran
-//   concurrency  1, 4 and 8 simultaneous streams, aggregate tokens/s and TTFT spread
+//   concurrency  1, 4 and 8 simultaneous streams, aggregate tokens/s (paired, beside direct over
+//                direct: the run's noise) and TTFT spread
 //   catalog      /v1/models, /api/tags, /v1/health (and the two under /api/v1) req/s over /live req/s,
 //                and each listing rebuilt once stale (a polling client) vs served from the cache
 //   swap         alternating two models with max_loaded_models 1, per swap vs the engine's cold start
@@ -40,7 +41,7 @@ const BENCHES: Record<string, (runs?: number) => Promise<Figure[]>> = {
   load: (n) => benchLoad(n ?? 7),
   cold: (n) => benchCold(n ?? 7),
   proxy: (n) => benchProxy(n ?? 20),
-  concurrency: (n) => benchConcurrency(n ?? 5),
+  concurrency: (n) => benchConcurrency(n ?? 9),
   catalog: (n) => benchCatalog(n ?? 3),
   swap: (n) => benchSwap(n ?? 9),
   kv: (n) => benchKv(n ?? 5),

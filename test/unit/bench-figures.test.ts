@@ -34,3 +34,14 @@ test("the table prints an absolute goal with its unit, beside the ratio to the b
   const [, , ratioRow] = table("t", [start(200)]).split("\n");
   expect(ratioRow).toContain("ratio < 150");
 });
+
+test("a figure that is itself a ratio prints to three places, so a value just under its goal does not read as on it", () => {
+  const paired: Figure = { name: "paired", value: 0.9754, unit: "x", goal: { op: ">=", target: 0.98 } };
+  const [, , row] = table("t", [paired]).split("\n");
+  expect(row).toContain("0.975 x");
+  expect(row).toContain(">= 0.98");
+  expect(row).toContain("MISSED");
+  // Other units keep two places under 10.
+  const [, , ms] = table("t", [{ name: "ms", value: 0.9754, unit: "ms" }]).split("\n");
+  expect(ms).toContain("0.98 ms");
+});
