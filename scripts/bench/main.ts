@@ -7,7 +7,8 @@
 //   load         POST /v1/load -> ready, vs llama-server alone -> healthy
 //   cold         a request to a cold model until its first token, vs llama-server by hand
 //   proxy        one stream through the server vs the engine directly (keep-alive pings on), and
-//                the time to first token after a pause in which the idle collection ran
+//                the time to first token after pauses in which the idle collection kept and dropped
+//                the server's compiled code
 //   concurrency  1, 4 and 8 simultaneous streams, aggregate tokens/s (paired, beside direct over
 //                direct: the run's noise) and TTFT spread
 //   catalog      /v1/models, /api/tags, /v1/health (and the two under /api/v1) req/s over /live req/s,

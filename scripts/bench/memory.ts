@@ -8,7 +8,7 @@
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { QUIET_MS } from "../../app/idle-gc.ts";
+import { DROP_CODE_MS, QUIET_MS } from "../../app/idle-gc.ts";
 import { SERVER_RUNTIME_ENV } from "../../cli/runtime-env.ts";
 import { freePort } from "../../engines/process.ts";
 import { table, type Figure } from "../../lib/bench.ts";
@@ -18,9 +18,9 @@ import { anonymousMb, load, residentKinds, rssMb, setup, spawnServer, untilUp, t
 const root = join(import.meta.dir, "..", "..");
 
 /** How long after its last request a process has settled: the server checks every QUIET_MS whether
- * requests stopped and collects at the check after one that saw none, so between one and two
- * QUIET_MS after the last request; the collection itself takes a moment more. */
-const SETTLE_MS = 2 * QUIET_MS + 1000;
+ * requests stopped, and drops its compiled code once DROP_CODE_MS passed without one, at most one
+ * check later (app/idle-gc.ts); the drop itself takes a moment more. */
+const SETTLE_MS = DROP_CODE_MS + 2 * QUIET_MS + 1000;
 
 /** Resident memory once a process has settled. */
 async function settled(pid: number): Promise<number> {
