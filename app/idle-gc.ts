@@ -3,11 +3,11 @@
 // once requests stopped for QUIET_MS returns it and keeps the compiled code. The machine code and
 // bytecode compiled for the burst stay too; Bun.shrink() asks the VM, when next idle, to drop all
 // compiled code (recompiled from source when next called), collect fully and return malloc's free
-// pages. That is 4 MB more after 10,000 requests (npm start's bundle, two runs each: 54.6-54.8 MB
-// with collections alone, 50.3-51.8 with the drop), but the next request recompiles what it runs:
-// a chat's first token came 7.5 ms later after a 5 s pause that dropped the code than after one
-// that did not (bench proxy's pause pairs, 15 each: added TTFT p50 9.2 ms against 1.6, the same as
-// back to back). So the code is dropped only once the server has been quiet for DROP_CODE_MS,
+// pages. The drop is worth 3-4 MB after 10,000 requests (npm start's bundle, two runs each, read
+// 5 s after: 6.9-7.2 MB over idle with collections alone, 3.7-3.8 with it), but the next request
+// recompiles what it runs: a chat's first token came 7.5 ms later after a 5 s pause that dropped
+// the code than after one that did not (bench proxy's pause pairs, 15 each: added TTFT p50 9.2 ms
+// against 1.6, the same as back to back). So the code is dropped only once the server has been quiet for DROP_CODE_MS,
 // which the pauses of a conversation (reading an answer, writing the next turn) mostly stay
 // under, and also once after start-up, whose code mostly never runs again (npm start: idle 1.7 MB
 // lower).
