@@ -6,6 +6,9 @@
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 export const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
 export const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
+/** The median of the ratios of runs taken in pairs (`over[i]` sent beside `under[i]`): drift
+ * between pairs cancels, which a ratio of the two sides' medians does not. */
+export const pairedRatio = (over: number[], under: number[]) => median(over.map((x, i) => x / under[i]!));
 
 /** A goal on a figure: on its ratio to the baseline (when it has one) or on its value. */
 export interface Goal {

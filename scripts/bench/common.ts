@@ -14,7 +14,7 @@ import { engineFetch } from "../../runtime/transport.ts";
 import { fakeEnginePath } from "../fake-engine/path.ts";
 import { makeTestModels, TEST_MODELS } from "../make-test-models.ts";
 
-export { fmt, median, percentile, rate, type Figure, type StreamTiming } from "../../lib/bench.ts";
+export { fmt, median, pairedRatio, percentile, rate, type Figure, type StreamTiming } from "../../lib/bench.ts";
 
 export interface Work {
   binary: string;

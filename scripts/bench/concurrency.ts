@@ -5,7 +5,7 @@
 // between two direct rounds, which is what this machine's noise alone makes of the figure (on 2
 // cores shared by the engine, the server and the clients, a few percent either way: three runs of
 // 9 rounds, direct over direct, 0.975-1.015 as paired ratios, 0.946-1.025 as a ratio of medians).
-import { fmt, load, median, setup, spawnServer, timeStream, TEST_MODELS, type Figure } from "./common.ts";
+import { fmt, load, median, pairedRatio, setup, spawnServer, timeStream, TEST_MODELS, type Figure } from "./common.ts";
 
 interface Round {
   tokensPerSecond: number;
@@ -24,9 +24,6 @@ async function round(url: string, model: string, clients: number, tokens: number
     ttftP50Ms: median(ttfts),
   };
 }
-
-/** The median of the rounds' tokens/s ratios, each round of `over` against the round of `under` sent beside it. */
-const pairedRatio = (over: Round[], under: Round[]) => median(over.map((r, i) => r.tokensPerSecond / under[i]!.tokensPerSecond));
 
 export async function benchConcurrency(runs: number): Promise<Figure[]> {
   const w = setup();
@@ -53,8 +50,9 @@ export async function benchConcurrency(runs: number): Promise<Figure[]> {
       }
       const { direct: d, proxied: p, again } = rounds;
       const tps = (rs: Round[]) => median(rs.map((r) => r.tokensPerSecond));
-      const ratio = pairedRatio(p, d);
-      const noise = pairedRatio(again, d);
+      const perSecond = (rs: Round[]) => rs.map((r) => r.tokensPerSecond);
+      const ratio = pairedRatio(perSecond(p), perSecond(d));
+      const noise = pairedRatio(perSecond(again), perSecond(d));
       const goal = clients >= 4 ? "  (goal >= 0.98)" : "";
       out.push(
         { name: `concurrency: ${clients} client(s), aggregate tokens/s through the server over directly (median of ${runs} pairs)`, value: ratio, unit: "x", ...(clients >= 4 ? { goal: { op: ">=", target: 0.98 } as const } : {}) },

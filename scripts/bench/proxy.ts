@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { DROP_CODE_MS, QUIET_MS } from "../../app/idle-gc.ts";
 import { SERVER_RUNTIME_ENV } from "../../cli/runtime-env.ts";
 import { freePort } from "../../engines/process.ts";
-import { fmt, load, median, percentile, setup, spawnServer, timeStream, untilUp, TEST_MODELS, type Figure, type StreamTiming } from "./common.ts";
+import { fmt, load, median, pairedRatio, percentile, setup, spawnServer, timeStream, untilUp, TEST_MODELS, type Figure, type StreamTiming } from "./common.ts";
 
 /** scripts/bench/bare-proxy.ts relaying to `engine`, under the server's JavaScriptCore settings. */
 async function bareProxy(engine: string): Promise<{ url: string; stop(): void }> {
@@ -99,9 +99,9 @@ export async function benchProxy(runs: number): Promise<Figure[]> {
     const long = await afterPauses(longPauseMs, 3);
     const tpsDirect = median(real.direct.map((t) => t.tokensPerSecond));
     const tpsProxied = median(real.proxied.map((t) => t.tokensPerSecond));
-    const paired = (over: StreamTiming[]) => median(over.map((t, i) => t.tokensPerSecond / real.direct[i]!.tokensPerSecond));
-    const tpsRatio = paired(real.proxied);
-    const tpsNoise = paired(real.again);
+    const perSecond = (ts: StreamTiming[]) => ts.map((t) => t.tokensPerSecond);
+    const tpsRatio = pairedRatio(perSecond(real.proxied), perSecond(real.direct));
+    const tpsNoise = pairedRatio(perSecond(real.again), perSecond(real.direct));
     const added = ttft.proxied.map((t, i) => t - ttft.direct[i]!);
     const bareAdded = ttft.bare.map((t, i) => t - ttft.direct[i]!);
     const fakeTotal = (xs: StreamTiming[]) => median(xs.map((t) => t.totalMs));

@@ -1,7 +1,7 @@
 // lib/bench.ts's figures: a goal on the ratio to the baseline, or (onValue) on the value itself
 // with the ratio shown beside it.
 import { expect, test } from "bun:test";
-import { meets, table, type Figure } from "../../lib/bench.ts";
+import { meets, pairedRatio, table, type Figure } from "../../lib/bench.ts";
 
 const start = (value: number, onValue?: boolean): Figure => ({
   name: "start",
@@ -44,4 +44,16 @@ test("a figure that is itself a ratio prints to three places, so a value just un
   // Other units keep two places under 10.
   const [, , ms] = table("t", [{ name: "ms", value: 0.9754, unit: "ms" }]).split("\n");
   expect(ms).toContain("0.98 ms");
+});
+
+test("a paired ratio is the median of each pair's ratio: a run that only one side of its pair lost does not move it", () => {
+  // The machine's speed drifts from pair to pair; within each pair the server's side is 2 % slower.
+  const direct = [100, 200, 50, 150, 120];
+  const through = direct.map((x) => x * 0.98);
+  expect(pairedRatio(through, direct)).toBeCloseTo(0.98, 9);
+  // One run through the server stalls (another process took the core): the median of the pairs holds.
+  through[2] = 10;
+  expect(pairedRatio(through, direct)).toBeCloseTo(0.98, 9);
+  // Each run is set against its own pair's: against another pair's it would read the drift.
+  expect(pairedRatio([196, 49], [200, 50])).toBeCloseTo(0.98, 9);
 });
