@@ -4,6 +4,7 @@
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DROP_CODE_MS, QUIET_MS } from "../../app/idle-gc.ts";
 import { SERVER_RUNTIME_ENV } from "../../cli/runtime-env.ts";
 import { defaultCacheDir } from "../../config/config.ts";
 import { LLAMACPP } from "../../engines/llamacpp.ts";
@@ -92,6 +93,11 @@ export async function spawnServer(w: Work, env: Record<string, string> = {}, com
     },
   };
 }
+
+/** How long after its last request a server has handed back all it will (app/idle-gc.ts): it
+ * checks every QUIET_MS whether requests stopped and drops its compiled code once DROP_CODE_MS
+ * passed without one, at most one check later; the drop itself takes a moment more. */
+export const SETTLED_MS = DROP_CODE_MS + 2 * QUIET_MS + 1000;
 
 /** Returns once `url` answers 200, or after `tries` attempts `stepMs` apart. */
 export async function untilUp(url: string, { tries = 200, stepMs = 25 } = {}): Promise<void> {

@@ -8,23 +8,17 @@
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DROP_CODE_MS, QUIET_MS } from "../../app/idle-gc.ts";
 import { SERVER_RUNTIME_ENV } from "../../cli/runtime-env.ts";
 import { freePort } from "../../engines/process.ts";
 import { table, type Figure } from "../../lib/bench.ts";
 import { fakeEnginePath } from "../fake-engine/path.ts";
-import { anonymousMb, load, residentKinds, rssMb, setup, spawnServer, untilUp, type ServerProcess, type Work } from "./common.ts";
+import { anonymousMb, load, residentKinds, rssMb, setup, SETTLED_MS, spawnServer, untilUp, type ServerProcess, type Work } from "./common.ts";
 
 const root = join(import.meta.dir, "..", "..");
 
-/** How long after its last request a process has settled: the server checks every QUIET_MS whether
- * requests stopped, and drops its compiled code once DROP_CODE_MS passed without one, at most one
- * check later (app/idle-gc.ts); the drop itself takes a moment more. */
-const SETTLE_MS = DROP_CODE_MS + 2 * QUIET_MS + 1000;
-
 /** Resident memory once a process has settled. */
 async function settled(pid: number): Promise<number> {
-  await Bun.sleep(SETTLE_MS);
+  await Bun.sleep(SETTLED_MS);
   return rssMb(pid);
 }
 

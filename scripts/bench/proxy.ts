@@ -4,10 +4,10 @@
 // compiled code), per-chunk overhead on the FAKE engine, which streams as fast as it can.
 import { copyFileSync } from "node:fs";
 import { join } from "node:path";
-import { DROP_CODE_MS, QUIET_MS } from "../../app/idle-gc.ts";
+import { QUIET_MS } from "../../app/idle-gc.ts";
 import { SERVER_RUNTIME_ENV } from "../../cli/runtime-env.ts";
 import { freePort } from "../../engines/process.ts";
-import { fmt, load, median, pairedRatio, percentile, setup, spawnServer, timeStream, untilUp, TEST_MODELS, type Figure, type StreamTiming } from "./common.ts";
+import { fmt, load, median, pairedRatio, percentile, SETTLED_MS, setup, spawnServer, timeStream, untilUp, TEST_MODELS, type Figure, type StreamTiming } from "./common.ts";
 
 /** scripts/bench/bare-proxy.ts relaying to `engine`, under the server's JavaScriptCore settings. */
 async function bareProxy(engine: string): Promise<{ url: string; stop(): void }> {
@@ -94,9 +94,8 @@ export async function benchProxy(runs: number): Promise<Figure[]> {
       return { added: median(paused.proxied.map((t, i) => t - paused.direct[i]!)), proxied: median(paused.proxied), direct: median(paused.direct) };
     };
     const shortPauseMs = 2 * QUIET_MS + 1000;
-    const longPauseMs = DROP_CODE_MS + 2 * QUIET_MS + 1000;
     const short = await afterPauses(shortPauseMs, 5);
-    const long = await afterPauses(longPauseMs, 3);
+    const long = await afterPauses(SETTLED_MS, 3);
     const tpsDirect = median(real.direct.map((t) => t.tokensPerSecond));
     const tpsProxied = median(real.proxied.map((t) => t.tokensPerSecond));
     const perSecond = (ts: StreamTiming[]) => ts.map((t) => t.tokensPerSecond);
@@ -115,7 +114,7 @@ export async function benchProxy(runs: number): Promise<Figure[]> {
     console.log(`    added TTFT p50 ${fmt(percentile(added, 0.5))}, p95 ${fmt(percentile(added, 0.95))}  (goal p50 < 1 ms)`);
     console.log(`    through a bare Bun proxy (scripts/bench/bare-proxy.ts, the runtime's floor): added TTFT p50 ${fmt(percentile(bareAdded, 0.5))}, p95 ${fmt(percentile(bareAdded, 0.95))}`);
     console.log(`    after a ${(shortPauseMs / 1000).toFixed(0)} s pause (garbage collected, compiled code kept), added TTFT p50 ${fmt(short.added)} (5 pairs)`);
-    console.log(`    after a ${(longPauseMs / 1000).toFixed(0)} s pause (compiled code dropped too), added TTFT p50 ${fmt(long.added)} (3 pairs)`);
+    console.log(`    after a ${(SETTLED_MS / 1000).toFixed(0)} s pause (compiled code dropped too), added TTFT p50 ${fmt(long.added)} (3 pairs)`);
     console.log(`  FAKE engine, ${chunks} chunks as fast as it can:`);
     console.log(`    direct ${fmt(fakeTotal(fake.direct))}, through server ${fmt(fakeTotal(fake.proxied))}`);
     console.log(`    per-chunk overhead ${perChunkUs.toFixed(2)} us  (goal < 20 us)`);
@@ -128,7 +127,7 @@ export async function benchProxy(runs: number): Promise<Figure[]> {
       { name: "proxy: added time to first token p50, beyond a bare Bun proxy's", value: percentile(added, 0.5) - percentile(bareAdded, 0.5), unit: "ms" },
       { name: "proxy: per-chunk overhead (FAKE engine)", value: perChunkUs, unit: "us", goal: { op: "<", target: 20 } },
       { name: `proxy: time to first token after a ${(shortPauseMs / 1000).toFixed(0)} s pause (compiled code kept)`, value: short.proxied, unit: "ms", baseline: { name: "llama-server directly, right after", value: short.direct } },
-      { name: `proxy: time to first token after a ${(longPauseMs / 1000).toFixed(0)} s pause (compiled code dropped)`, value: long.proxied, unit: "ms", baseline: { name: "llama-server directly, right after", value: long.direct } },
+      { name: `proxy: time to first token after a ${(SETTLED_MS / 1000).toFixed(0)} s pause (compiled code dropped)`, value: long.proxied, unit: "ms", baseline: { name: "llama-server directly, right after", value: long.direct } },
     ];
   } finally {
     await server.stop();

@@ -9,6 +9,7 @@
 import { Elysia } from "elysia";
 import { collectWhenIdle } from "../../app/idle-gc.ts";
 import { freePort } from "../../engines/process.ts";
+import { readLines } from "../../lib/lines.ts";
 
 const [port, model] = process.argv.slice(2) as [string, string];
 
@@ -20,16 +21,12 @@ interface Engine {
 let engine: Engine | null = null;
 let requests = 0;
 
-/** Reads a pipe to its end a line at a time, as a server keeps an engine's log. */
+/** Reads a pipe to its end a line at a time with the server's own reader, keeping the last lines
+ * as a server keeps an engine's log. */
 async function drainLines(stream: ReadableStream<Uint8Array>, lines: string[]): Promise<void> {
-  const reader = stream.getReader();
-  const decoder = new TextDecoder();
-  let rest = "";
-  for (let part = await reader.read(); !part.done; part = await reader.read()) {
-    const split = (rest + decoder.decode(part.value, { stream: true })).split("\n");
-    rest = split.pop()!;
-    lines.push(...split);
-    lines.splice(0, Math.max(0, lines.length - 20));
+  for await (const line of readLines(stream)) {
+    lines.push(line);
+    if (lines.length > 20) lines.shift();
   }
 }
 
